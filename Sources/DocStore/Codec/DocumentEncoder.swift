@@ -1,0 +1,339 @@
+import Foundation
+
+/// Encodes `Encodable` values straight into DocStore's binary document format, with no JSON in between.
+///
+/// `Date` is written as a date, `UUID` as a UUID, `Data` as bytes and `URL` as its string, so a tool without the
+/// Swift type still sees what each field is.
+///
+/// For example:
+/// ```swift
+/// let bytes = try DocumentEncoder().encode(person)
+/// let value = try DocumentValue(encoded: bytes)   // the same document, without its type
+/// ```
+public struct DocumentEncoder: Sendable {
+    public init() {}
+
+    /// Encodes `value` as a document, version byte first.
+    public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let state = EncodingState()
+        state.writer.byte(BinaryFormat.version)
+        try state.encodeValue(value, path: nil)
+        return state.writer.bytes
+    }
+}
+
+/// A key of an object or an index in an array, for coding paths.
+struct IndexKey: CodingKey {
+    var stringValue: String { "\(intValue ?? 0)" }
+    var intValue: Int?
+    init(_ index: Int) { intValue = index }
+    init?(stringValue: String) { return nil }
+    init?(intValue: Int) { self.intValue = intValue }
+}
+
+/// A coding path kept as a chain, turned into an array only when an error needs it.
+final class PathNode {
+    let parent: PathNode?
+    let key: any CodingKey
+    init(_ parent: PathNode?, _ key: any CodingKey) { self.parent = parent; self.key = key }
+
+    static func array(_ node: PathNode?) -> [any CodingKey] {
+        var keys: [any CodingKey] = []
+        var n = node
+        while let current = n { keys.append(current.key); n = current.parent }
+        return keys.reversed()
+    }
+}
+
+/// The writer and the stack of open containers shared by every encoder of one document.
+///
+/// The format writes each container's byte length in its header, and `Encoder` never says when a container
+/// is finished, so containers are closed when a shallower container writes again, or when the value that
+/// opened them has finished encoding.
+final class EncodingState {
+    var writer = BinaryWriter()
+    struct Open { var header: Int; var count: Int }
+    var open: [Open] = []
+
+    func closeContainers(deeperThan level: Int) {
+        while open.count > level {
+            let c = open.removeLast()
+            writer.closeContainer(at: c.header, count: c.count)
+        }
+    }
+
+    /// Called before a container at `level` (1-based) writes an element.
+    func prepareWrite(level: Int, path: PathNode?) throws {
+        guard open.count >= level else {
+            throw EncodingError.invalidValue((), .init(codingPath: PathNode.array(path),
+                debugDescription: "DocStore writes documents in one pass: this value wrote to a container after leaving it"))
+        }
+        closeContainers(deeperThan: level)
+        open[level - 1].count += 1
+    }
+
+    /// Writes any encodable value at the current position.
+    func encodeValue<T: Encodable>(_ value: T, path: PathNode?) throws {
+        switch value {
+        case let v as String: writer.string(v)
+        case let v as Int: writer.int(Int64(v))
+        case let v as Double: writer.double(v)
+        case let v as Bool: writer.bool(v)
+        case let v as Date: writer.date(v)
+        case let v as UUID: writer.uuid(v)
+        case let v as Data: writer.data(v)
+        case let v as URL: writer.string(v.absoluteString)
+        default:
+            let level = open.count
+            let encoder = DocumentValueEncoder(state: self, path: path, level: level)
+            try value.encode(to: encoder)
+            if !encoder.wroteValue { writer.null() }
+            closeContainers(deeperThan: level)
+        }
+    }
+}
+
+/// The `Encoder` for one value of a document.
+final class DocumentValueEncoder: Encoder {
+    let state: EncodingState
+    let path: PathNode?
+    /// How many containers were open when this value started.
+    let level: Int
+    var wroteValue = false
+    /// For a `superEncoder(forKey:)`, the key to write before the value, written on first use.
+    var pendingKey: (container: Int, name: String)?
+
+    init(state: EncodingState, path: PathNode?, level: Int) {
+        self.state = state
+        self.path = path
+        self.level = level
+    }
+
+    var codingPath: [any CodingKey] { PathNode.array(path) }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    /// Prepares to write this value, once; returns false when it was written already.
+    func beginValue() throws -> Bool {
+        if wroteValue { return false }
+        if let pending = pendingKey {
+            try state.prepareWrite(level: pending.container, path: path)
+            state.writer.name(pending.name)
+            pendingKey = nil
+        }
+        wroteValue = true
+        return true
+    }
+
+    private var ownContainer: Int?
+
+    func openOwnContainer(tag: UInt8) throws -> Int {
+        if let own = ownContainer, state.open.count >= own { return own }
+        guard try beginValue() else {
+            throw EncodingError.invalidValue((), .init(codingPath: codingPath,
+                debugDescription: "a value was encoded twice at the same place"))
+        }
+        let header = state.writer.openContainer(tag: tag)
+        state.open.append(.init(header: header, count: 0))
+        ownContainer = state.open.count
+        return state.open.count
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        do {
+            let level = try openOwnContainer(tag: BinaryFormat.Tag.object)
+            return KeyedEncodingContainer(KeyedContainer<Key>(state: state, path: path, level: level, failure: nil))
+        } catch {
+            return KeyedEncodingContainer(KeyedContainer<Key>(state: state, path: path, level: 0, failure: error))
+        }
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        do {
+            let level = try openOwnContainer(tag: BinaryFormat.Tag.array)
+            return UnkeyedContainer(state: state, path: path, level: level, failure: nil)
+        } catch {
+            return UnkeyedContainer(state: state, path: path, level: 0, failure: error)
+        }
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer { SingleValueContainer(encoder: self) }
+
+    // MARK: Containers
+
+    struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+        let state: EncodingState
+        let path: PathNode?
+        let level: Int
+        /// An error met when the container was made, thrown by its first use.
+        let failure: (any Error)?
+
+        var codingPath: [any CodingKey] { PathNode.array(path) }
+
+        private func begin(_ key: Key) throws {
+            if let failure { throw failure }
+            try state.prepareWrite(level: level, path: path)
+            state.writer.name(key.stringValue)
+        }
+
+        mutating func encodeNil(forKey key: Key) throws { try begin(key); state.writer.null() }
+        mutating func encode(_ value: Bool, forKey key: Key) throws { try begin(key); state.writer.bool(value) }
+        mutating func encode(_ value: String, forKey key: Key) throws { try begin(key); state.writer.string(value) }
+        mutating func encode(_ value: Double, forKey key: Key) throws { try begin(key); state.writer.double(value) }
+        mutating func encode(_ value: Float, forKey key: Key) throws { try begin(key); state.writer.double(Double(value)) }
+        mutating func encode(_ value: Int, forKey key: Key) throws { try begin(key); state.writer.int(Int64(value)) }
+        mutating func encode(_ value: Int8, forKey key: Key) throws { try begin(key); state.writer.int(Int64(value)) }
+        mutating func encode(_ value: Int16, forKey key: Key) throws { try begin(key); state.writer.int(Int64(value)) }
+        mutating func encode(_ value: Int32, forKey key: Key) throws { try begin(key); state.writer.int(Int64(value)) }
+        mutating func encode(_ value: Int64, forKey key: Key) throws { try begin(key); state.writer.int(value) }
+        mutating func encode(_ value: UInt, forKey key: Key) throws { try begin(key); state.writer.uint(UInt64(value)) }
+        mutating func encode(_ value: UInt8, forKey key: Key) throws { try begin(key); state.writer.int(Int64(value)) }
+        mutating func encode(_ value: UInt16, forKey key: Key) throws { try begin(key); state.writer.int(Int64(value)) }
+        mutating func encode(_ value: UInt32, forKey key: Key) throws { try begin(key); state.writer.int(Int64(value)) }
+        mutating func encode(_ value: UInt64, forKey key: Key) throws { try begin(key); state.writer.uint(value) }
+
+        mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+            try begin(key)
+            try state.encodeValue(value, path: PathNode(path, key))
+        }
+
+        mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws {
+            guard let value else { return }
+            try encode(value, forKey: key)
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type,
+                                                            forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+            do {
+                try begin(key)
+                let header = state.writer.openContainer(tag: BinaryFormat.Tag.object)
+                state.open.append(.init(header: header, count: 0))
+                return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: PathNode(path, key),
+                                                                        level: state.open.count, failure: nil))
+            } catch {
+                return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: path, level: 0, failure: error))
+            }
+        }
+
+        mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+            do {
+                try begin(key)
+                let header = state.writer.openContainer(tag: BinaryFormat.Tag.array)
+                state.open.append(.init(header: header, count: 0))
+                return UnkeyedContainer(state: state, path: PathNode(path, key), level: state.open.count, failure: nil)
+            } catch {
+                return UnkeyedContainer(state: state, path: path, level: 0, failure: error)
+            }
+        }
+
+        mutating func superEncoder() -> any Encoder { superEncoder(named: NamedKey("super")) }
+
+        mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(named: key) }
+
+        private func superEncoder(named key: any CodingKey) -> any Encoder {
+            let encoder = DocumentValueEncoder(state: state, path: PathNode(path, key), level: level)
+            encoder.pendingKey = (level, key.stringValue)
+            return encoder
+        }
+    }
+
+    struct UnkeyedContainer: UnkeyedEncodingContainer {
+        let state: EncodingState
+        let path: PathNode?
+        let level: Int
+        let failure: (any Error)?
+        var count = 0
+
+        var codingPath: [any CodingKey] { PathNode.array(path) }
+
+        private mutating func begin() throws -> PathNode {
+            if let failure { throw failure }
+            try state.prepareWrite(level: level, path: path)
+            defer { count += 1 }
+            return PathNode(path, IndexKey(count))
+        }
+
+        mutating func encodeNil() throws { _ = try begin(); state.writer.null() }
+        mutating func encode(_ value: Bool) throws { _ = try begin(); state.writer.bool(value) }
+        mutating func encode(_ value: String) throws { _ = try begin(); state.writer.string(value) }
+        mutating func encode(_ value: Double) throws { _ = try begin(); state.writer.double(value) }
+        mutating func encode(_ value: Int) throws { _ = try begin(); state.writer.int(Int64(value)) }
+        mutating func encode(_ value: Int64) throws { _ = try begin(); state.writer.int(value) }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            let p = try begin()
+            try state.encodeValue(value, path: p)
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+            do {
+                let p = try begin()
+                let header = state.writer.openContainer(tag: BinaryFormat.Tag.object)
+                state.open.append(.init(header: header, count: 0))
+                return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: p, level: state.open.count, failure: nil))
+            } catch {
+                return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: path, level: 0, failure: error))
+            }
+        }
+
+        mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+            do {
+                let p = try begin()
+                let header = state.writer.openContainer(tag: BinaryFormat.Tag.array)
+                state.open.append(.init(header: header, count: 0))
+                return UnkeyedContainer(state: state, path: p, level: state.open.count, failure: nil)
+            } catch {
+                return UnkeyedContainer(state: state, path: path, level: 0, failure: error)
+            }
+        }
+
+        mutating func superEncoder() -> any Encoder {
+            do {
+                let p = try begin()
+                // The element's slot is taken now; the value follows when the super encoder writes.
+                return DocumentValueEncoder(state: state, path: p, level: level)
+            } catch {
+                return DocumentValueEncoder(state: state, path: path, level: level)
+            }
+        }
+    }
+
+    struct SingleValueContainer: SingleValueEncodingContainer {
+        let encoder: DocumentValueEncoder
+        var codingPath: [any CodingKey] { encoder.codingPath }
+
+        private func begin() throws {
+            guard try encoder.beginValue() else {
+                throw EncodingError.invalidValue((), .init(codingPath: codingPath,
+                    debugDescription: "a single value container was written twice"))
+            }
+        }
+
+        mutating func encodeNil() throws { try begin(); encoder.state.writer.null() }
+        mutating func encode(_ value: Bool) throws { try begin(); encoder.state.writer.bool(value) }
+        mutating func encode(_ value: String) throws { try begin(); encoder.state.writer.string(value) }
+        mutating func encode(_ value: Double) throws { try begin(); encoder.state.writer.double(value) }
+        mutating func encode(_ value: Float) throws { try begin(); encoder.state.writer.double(Double(value)) }
+        mutating func encode(_ value: Int) throws { try begin(); encoder.state.writer.int(Int64(value)) }
+        mutating func encode(_ value: Int8) throws { try begin(); encoder.state.writer.int(Int64(value)) }
+        mutating func encode(_ value: Int16) throws { try begin(); encoder.state.writer.int(Int64(value)) }
+        mutating func encode(_ value: Int32) throws { try begin(); encoder.state.writer.int(Int64(value)) }
+        mutating func encode(_ value: Int64) throws { try begin(); encoder.state.writer.int(value) }
+        mutating func encode(_ value: UInt) throws { try begin(); encoder.state.writer.uint(UInt64(value)) }
+        mutating func encode(_ value: UInt8) throws { try begin(); encoder.state.writer.int(Int64(value)) }
+        mutating func encode(_ value: UInt16) throws { try begin(); encoder.state.writer.int(Int64(value)) }
+        mutating func encode(_ value: UInt32) throws { try begin(); encoder.state.writer.int(Int64(value)) }
+        mutating func encode(_ value: UInt64) throws { try begin(); encoder.state.writer.uint(value) }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            try begin()
+            try encoder.state.encodeValue(value, path: encoder.path)
+        }
+    }
+}
+
+/// A coding key made from a name, for `superEncoder()` and for paths.
+struct NamedKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ name: String) { stringValue = name }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { return nil }
+}

@@ -1,0 +1,208 @@
+import Foundation
+
+/// A document, or any part of one, without its Swift type.
+///
+/// This is what tools that do not know a model's type (the REPL, import and export) read and write.
+/// Objects keep their fields in order.
+///
+/// For example:
+/// ```swift
+/// let value: DocumentValue = .object([("name", .string("Ann")), ("age", .int(41))])
+/// print(value.json())   // {"name":"Ann","age":41}
+/// ```
+public enum DocumentValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    /// An unsigned integer above `Int64.max`; smaller ones are ``int(_:)``.
+    case uint(UInt64)
+    case double(Double)
+    case string(String)
+    case bytes([UInt8])
+    case date(Date)
+    case uuid(UUID)
+    case array([DocumentValue])
+    case object([Field])
+
+    /// One named field of an object.
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: DocumentValue
+        public init(_ name: String, _ value: DocumentValue) { self.name = name; self.value = value }
+    }
+
+    /// An object from name-value pairs, in order.
+    public static func object(_ pairs: [(String, DocumentValue)]) -> DocumentValue {
+        .object(pairs.map { Field($0.0, $0.1) })
+    }
+
+    /// The value of a field of an object, or `nil`.
+    public subscript(field name: String) -> DocumentValue? {
+        guard case .object(let fields) = self else { return nil }
+        return fields.first(where: { $0.name == name })?.value
+    }
+
+    /// The value at a dotted path, or `nil` where any step is missing.
+    public subscript(path path: FieldPath) -> DocumentValue? {
+        var current = self
+        for name in path.components {
+            guard let next = current[field: name] else { return nil }
+            current = next
+        }
+        return current
+    }
+}
+
+// MARK: Reading and writing the binary format
+
+extension DocumentValue {
+    /// Decodes a whole encoded document, checking its structure.
+    ///
+    /// - Throws: ``DocStoreError`` with code ``DocStoreError/Code/corruptDocument`` when the bytes are not a document.
+    public init(encoded bytes: [UInt8]) throws {
+        self = try bytes.withUnsafeBytes { raw in
+            do {
+                let reader = BinaryReader(raw)
+                return try DocumentValue(reader: reader, ref: try reader.root())
+            } catch let error as MalformedDocument {
+                throw DocStoreError(.corruptDocument, "\(error)", underlying: error)
+            }
+        }
+    }
+
+    init(reader: BinaryReader, ref: ValueRef) throws {
+        switch ref.tag {
+        case BinaryFormat.Tag.null: self = .null
+        case BinaryFormat.Tag.false: self = .bool(false)
+        case BinaryFormat.Tag.true: self = .bool(true)
+        case BinaryFormat.Tag.int8, BinaryFormat.Tag.int16, BinaryFormat.Tag.int32, BinaryFormat.Tag.int64:
+            self = .int(reader.integer(ref) ?? 0)
+        case BinaryFormat.Tag.uint64: self = .uint(reader.unsigned(ref) ?? 0)
+        case BinaryFormat.Tag.double: self = .double(reader.double(ref) ?? 0)
+        case BinaryFormat.Tag.string: self = .string(try reader.string(ref))
+        case BinaryFormat.Tag.bytes: self = .bytes(Array(try reader.payloadBytes(ref)))
+        case BinaryFormat.Tag.date: self = .date(Date(timeIntervalSinceReferenceDate: reader.dateInterval(ref) ?? 0))
+        case BinaryFormat.Tag.uuid: self = .uuid(reader.uuid(ref))
+        case BinaryFormat.Tag.array:
+            var elements: [DocumentValue] = []
+            elements.reserveCapacity(min(reader.count(ref), 1024))
+            try reader.forEachElement(ref) { elements.append(try DocumentValue(reader: reader, ref: $0)) }
+            self = .array(elements)
+        case BinaryFormat.Tag.object:
+            var fields: [Field] = []
+            fields.reserveCapacity(min(reader.count(ref), 1024))
+            try reader.forEachField(ref) { name, value in
+                fields.append(Field(String(decoding: name, as: UTF8.self), try DocumentValue(reader: reader, ref: value)))
+            }
+            self = .object(fields)
+        default:
+            throw MalformedDocument(offset: ref.start - 1, reason: "unknown value tag")
+        }
+    }
+
+    /// The value as a document in the binary format, version byte included.
+    public func encoded() -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.byte(BinaryFormat.version)
+        write(to: &writer)
+        return writer.bytes
+    }
+
+    func write(to writer: inout BinaryWriter) {
+        switch self {
+        case .null: writer.null()
+        case .bool(let b): writer.bool(b)
+        case .int(let i): writer.int(i)
+        case .uint(let u): writer.uint(u)
+        case .double(let d): writer.double(d)
+        case .string(let s): writer.string(s)
+        case .bytes(let b): writer.data(b)
+        case .date(let d): writer.date(d)
+        case .uuid(let u): writer.uuid(u)
+        case .array(let elements):
+            let header = writer.openContainer(tag: BinaryFormat.Tag.array)
+            for e in elements { e.write(to: &writer) }
+            writer.closeContainer(at: header, count: elements.count)
+        case .object(let fields):
+            let header = writer.openContainer(tag: BinaryFormat.Tag.object)
+            for f in fields { writer.name(f.name); f.value.write(to: &writer) }
+            writer.closeContainer(at: header, count: fields.count)
+        }
+    }
+}
+
+// MARK: JSON
+
+extension DocumentValue {
+    /// The value as JSON text. Dates are ISO 8601 strings, UUIDs their usual text, bytes base64; a
+    /// floating-point NaN or infinity, which JSON cannot express, is written as `null`.
+    public func json(pretty: Bool = false) -> String {
+        var out = ""
+        writeJSON(to: &out, pretty: pretty, indent: 0)
+        return out
+    }
+
+    private func writeJSON(to out: inout String, pretty: Bool, indent: Int) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .int(let i): out += String(i)
+        case .uint(let u): out += String(u)
+        case .double(let d):
+            if d.isFinite {
+                if d == d.rounded(), abs(d) < 1e15 { out += String(format: "%.1f", d) } else { out += "\(d)" }
+            } else { out += "null" }
+        case .string(let s): DocumentValue.writeJSONString(s, to: &out)
+        case .bytes(let b): DocumentValue.writeJSONString(Data(b).base64EncodedString(), to: &out)
+        case .date(let d): DocumentValue.writeJSONString(DocumentValue.iso8601(d), to: &out)
+        case .uuid(let u): DocumentValue.writeJSONString(u.uuidString, to: &out)
+        case .array(let elements):
+            if elements.isEmpty { out += "[]"; return }
+            out += "["
+            for (i, e) in elements.enumerated() {
+                if i > 0 { out += "," }
+                if pretty { out += "\n" + String(repeating: "  ", count: indent + 1) }
+                e.writeJSON(to: &out, pretty: pretty, indent: indent + 1)
+            }
+            if pretty { out += "\n" + String(repeating: "  ", count: indent) }
+            out += "]"
+        case .object(let fields):
+            if fields.isEmpty { out += "{}"; return }
+            out += "{"
+            for (i, f) in fields.enumerated() {
+                if i > 0 { out += "," }
+                if pretty { out += "\n" + String(repeating: "  ", count: indent + 1) }
+                DocumentValue.writeJSONString(f.name, to: &out)
+                out += pretty ? ": " : ":"
+                f.value.writeJSON(to: &out, pretty: pretty, indent: indent + 1)
+            }
+            if pretty { out += "\n" + String(repeating: "  ", count: indent) }
+            out += "}"
+        }
+    }
+
+    static func iso8601(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    private static func writeJSONString(_ s: String, to out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                        + String(scalar.value, radix: 16)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        out += "\""
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+
+/// Order-preserving key encoding: comparing two encoded keys byte by byte (as LMDB does) gives the order of
+/// the values.
+///
+/// Each value starts with a byte for its kind, so values of different kinds never interleave:
+///
+/// `null` < `false` < `true` < NaN < numbers < dates < strings < bytes < UUIDs < arrays < objects
+///
+/// - Numbers of every Swift type share one order: `Int8` through `UInt64`, `Float` and `Double` compare by
+///   their exact mathematical value, so `2 < 2.5 < 3` holds across types, and `-0.0` equals `0`.
+///   Each is the nearest `Double`, ordered (8 bytes), and a byte that says whether the integer is exactly that
+///   `Double` or, for integers beyond 2^53, how far below or above it lies.
+///   NaN has a kind of its own, after the booleans and before every number, so that no range of numbers holds it.
+/// - Strings are compared by Unicode scalars after canonical (NFC) normalization, as Swift's `<` compares them;
+///   a zero byte is escaped and the string is terminated, so a string sorts before every longer string it begins.
+/// - Compound keys are the concatenation of their parts. Every part is self-delimiting, so the key of a prefix
+///   of the parts is a lower bound of every key that starts with it, and ``prefixUpperBound(_:)`` an upper one.
+///
+/// For example:
+/// ```swift
+/// var key = KeyEncoder()
+/// key.append(.string("Oslo"))
+/// key.append(.int(42))
+/// // key.bytes sorts after every ("Oslo", n) with n < 42 and before every ("Oslo", n) with n > 42
+/// ```
+public struct KeyEncoder: Sendable {
+    /// The encoded key so far.
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    enum Kind {
+        static let null: UInt8 = 0x05
+        static let `false`: UInt8 = 0x10
+        static let `true`: UInt8 = 0x11
+        static let nan: UInt8 = 0x1F
+        static let number: UInt8 = 0x20
+        static let date: UInt8 = 0x30
+        static let string: UInt8 = 0x40
+        static let bytes: UInt8 = 0x50
+        static let uuid: UInt8 = 0x60
+        static let array: UInt8 = 0x70
+        static let object: UInt8 = 0x80
+        static let end: UInt8 = 0x00
+    }
+
+    enum Exactness {
+        static let below: UInt8 = 0x7F
+        static let exact: UInt8 = 0x80
+        static let above: UInt8 = 0x81
+    }
+
+    /// Appends one value (one part of a compound key).
+    public mutating func append(_ value: DocumentValue) {
+        switch value {
+        case .null: bytes.append(Kind.null)
+        case .bool(let b): bytes.append(b ? Kind.true : Kind.false)
+        case .int(let i): appendInteger(Int128(i))
+        case .uint(let u): appendInteger(Int128(u))
+        case .double(let d): appendDouble(d)
+        case .string(let s): appendString(s)
+        case .bytes(let b): appendEscaped(kind: Kind.bytes, b)
+        case .date(let d): bytes.append(Kind.date); appendOrdered(d.timeIntervalSinceReferenceDate)
+        case .uuid(let u):
+            bytes.append(Kind.uuid)
+            withUnsafeBytes(of: u.uuid) { bytes.append(contentsOf: $0) }
+        case .array(let elements):
+            bytes.append(Kind.array)
+            for e in elements { append(e) }
+            bytes.append(Kind.end)
+        case .object(let fields):
+            bytes.append(Kind.object)
+            for f in fields { appendString(f.name); append(f.value) }
+            bytes.append(Kind.end)
+        }
+    }
+
+    /// Appends the value `ref` of an encoded document, without building a ``DocumentValue``.
+    mutating func append(_ ref: ValueRef, in reader: BinaryReader) throws {
+        switch ref.tag {
+        case BinaryFormat.Tag.null: bytes.append(Kind.null)
+        case BinaryFormat.Tag.false: bytes.append(Kind.false)
+        case BinaryFormat.Tag.true: bytes.append(Kind.true)
+        case BinaryFormat.Tag.int8, BinaryFormat.Tag.int16, BinaryFormat.Tag.int32, BinaryFormat.Tag.int64:
+            appendInteger(Int128(reader.integer(ref) ?? 0))
+        case BinaryFormat.Tag.uint64: appendInteger(Int128(reader.unsigned(ref) ?? 0))
+        case BinaryFormat.Tag.double: appendDouble(reader.double(ref) ?? 0)
+        case BinaryFormat.Tag.string:
+            let utf8 = try reader.payloadBytes(ref)
+            if utf8.allSatisfy({ $0 < 0x80 }) {
+                appendEscaped(kind: Kind.string, utf8)
+            } else {
+                appendString(String(decoding: utf8, as: UTF8.self))
+            }
+        case BinaryFormat.Tag.bytes: appendEscaped(kind: Kind.bytes, try reader.payloadBytes(ref))
+        case BinaryFormat.Tag.date: bytes.append(Kind.date); appendOrdered(reader.dateInterval(ref) ?? 0)
+        case BinaryFormat.Tag.uuid:
+            bytes.append(Kind.uuid)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: reader.buffer[ref.start..<(ref.start + 16)]))
+        case BinaryFormat.Tag.array:
+            bytes.append(Kind.array)
+            try reader.forEachElement(ref) { try append($0, in: reader) }
+            bytes.append(Kind.end)
+        case BinaryFormat.Tag.object:
+            bytes.append(Kind.object)
+            try reader.forEachField(ref) { name, value in
+                appendString(String(decoding: name, as: UTF8.self))
+                try append(value, in: reader)
+            }
+            bytes.append(Kind.end)
+        default:
+            throw MalformedDocument(offset: ref.start - 1, reason: "unknown value tag")
+        }
+    }
+
+    // MARK: Parts
+
+    private mutating func appendDouble(_ d: Double) {
+        if d.isNaN { bytes.append(Kind.nan); return }
+        bytes.append(Kind.number)
+        appendOrdered(d == 0 ? 0 : d)   // -0.0 == 0.0
+        bytes.append(Exactness.exact)
+    }
+
+    private mutating func appendInteger(_ i: Int128) {
+        let nearest = Double(i)
+        bytes.append(Kind.number)
+        appendOrdered(nearest)
+        let difference = i - Int128(nearest)
+        if difference == 0 {
+            bytes.append(Exactness.exact)
+        } else {
+            bytes.append(difference < 0 ? Exactness.below : Exactness.above)
+            appendBigEndian(UInt64(bitPattern: Int64(difference)) ^ (1 << 63))
+        }
+    }
+
+    /// A `Double` as 8 bytes whose unsigned order is the numeric order (for non-NaN values).
+    private mutating func appendOrdered(_ d: Double) {
+        var bits = d.bitPattern
+        if bits & (1 << 63) != 0 { bits = ~bits } else { bits |= (1 << 63) }
+        appendBigEndian(bits)
+    }
+
+    private mutating func appendBigEndian(_ v: UInt64) {
+        withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    private mutating func appendString(_ s: String) {
+        if s.utf8.allSatisfy({ $0 < 0x80 }) {
+            appendEscaped(kind: Kind.string, s.utf8)
+        } else {
+            appendEscaped(kind: Kind.string, s.precomposedStringWithCanonicalMapping.utf8)
+        }
+    }
+
+    /// Bytes with 0x00 written as 0x00 0xFF, ended by 0x00 0x01.
+    private mutating func appendEscaped<C: Collection<UInt8>>(kind: UInt8, _ raw: C) {
+        bytes.append(kind)
+        for b in raw {
+            bytes.append(b)
+            if b == 0 { bytes.append(0xFF) }
+        }
+        bytes.append(0x00)
+        bytes.append(0x01)
+    }
+
+    // MARK: Range bounds
+
+    /// The string-prefix bound: the key of every string that starts with `prefix` begins with these bytes.
+    public static func stringPrefix(_ prefix: String) -> [UInt8] {
+        var e = KeyEncoder()
+        e.appendString(prefix)
+        e.bytes.removeLast(2)   // the terminator
+        return e.bytes
+    }
+
+    /// The smallest byte string greater than every key that starts with `prefix`; `nil` when there is none
+    /// (the prefix is all 0xFF).
+    public static func prefixUpperBound(_ prefix: [UInt8]) -> [UInt8]? {
+        var bound = prefix
+        while let last = bound.last {
+            if last < 0xFF { bound[bound.count - 1] = last + 1; return bound }
+            bound.removeLast()
+        }
+        return nil
+    }
+}
+
+extension KeyEncoder {
+    /// The key of a single value.
+    public static func key(_ value: DocumentValue) -> [UInt8] {
+        var e = KeyEncoder()
+        e.append(value)
+        return e.bytes
+    }
+}

@@ -1,0 +1,97 @@
+/// An error from DocStore, saying what went wrong and naming the collection, index, document and field involved.
+///
+/// Match on the ``code`` to react, and show the ``description`` to a person. For example:
+/// ```swift
+/// do {
+///     try await store.insert(person)
+/// } catch DocStoreError.uniqueViolation {
+///     print("someone already has that email")
+/// } catch {
+///     print(error)   // the message names the collection, index and value
+/// }
+/// ```
+public struct DocStoreError: Error, Sendable, CustomStringConvertible {
+    /// What kind of error this is. New codes may be added; match the ones you handle.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        enum Kind: String, Sendable {
+            case uniqueViolation, duplicateID, storeFull, notAStore, formatTooNew, cannotOpen, alreadyOpen
+            case decodingFailed, encodingFailed, corruptDocument, invalidSchema, valueTooLarge
+            case transactionExpired, closed, storage
+        }
+        let kind: Kind
+        public var description: String { kind.rawValue }
+
+        /// A unique index already holds the value for another document.
+        public static let uniqueViolation = Code(kind: .uniqueViolation)
+        /// A document with the same id already exists (from `insert`; `save` replaces instead).
+        public static let duplicateID = Code(kind: .duplicateID)
+        /// The store reached its maximum map size; nothing was written.
+        public static let storeFull = Code(kind: .storeFull)
+        /// The file is not a DocStore store: not LMDB at all, or an LMDB environment of another program.
+        public static let notAStore = Code(kind: .notAStore)
+        /// The store was written by a newer DocStore, in a format this build does not know.
+        public static let formatTooNew = Code(kind: .formatTooNew)
+        /// The store could not be opened or created at its path (permissions, a missing folder, a directory).
+        public static let cannotOpen = Code(kind: .cannotOpen)
+        /// This process has the store open already; share that ``DocStore`` instead.
+        public static let alreadyOpen = Code(kind: .alreadyOpen)
+        /// A stored document does not decode into the requested type.
+        public static let decodingFailed = Code(kind: .decodingFailed)
+        /// A value could not be encoded as a document.
+        public static let encodingFailed = Code(kind: .encodingFailed)
+        /// Stored bytes are not a valid document.
+        public static let corruptDocument = Code(kind: .corruptDocument)
+        /// A type's index declarations cannot be used (a key path that names no stored field, say).
+        public static let invalidSchema = Code(kind: .invalidSchema)
+        /// An id or index key is longer than LMDB allows.
+        public static let valueTooLarge = Code(kind: .valueTooLarge)
+        /// A context was used after the `perform` closure that received it had returned.
+        public static let transactionExpired = Code(kind: .transactionExpired)
+        /// The store was closed.
+        public static let closed = Code(kind: .closed)
+        /// LMDB reported an error; ``DocStoreError/underlying`` is the ``LMDBError``.
+        public static let storage = Code(kind: .storage)
+    }
+
+    public let code: Code
+    /// A sentence for a person, naming what is involved.
+    public let message: String
+    public let collection: String?
+    public let index: String?
+    /// The error DocStore met underneath, if any: an ``LMDBError``, a `DecodingError`, ...
+    public let underlying: (any Error & Sendable)?
+
+    public init(_ code: Code, _ message: String, collection: String? = nil, index: String? = nil,
+                underlying: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.collection = collection
+        self.index = index
+        self.underlying = underlying
+    }
+
+    public var description: String { message }
+
+    public static let uniqueViolation = Code.uniqueViolation
+    public static let duplicateID = Code.duplicateID
+    public static let storeFull = Code.storeFull
+    public static let notAStore = Code.notAStore
+    public static let formatTooNew = Code.formatTooNew
+    public static let cannotOpen = Code.cannotOpen
+    public static let alreadyOpen = Code.alreadyOpen
+    public static let decodingFailed = Code.decodingFailed
+    public static let encodingFailed = Code.encodingFailed
+    public static let corruptDocument = Code.corruptDocument
+    public static let invalidSchema = Code.invalidSchema
+    public static let valueTooLarge = Code.valueTooLarge
+    public static let transactionExpired = Code.transactionExpired
+    public static let closed = Code.closed
+    public static let storage = Code.storage
+}
+
+extension DocStoreError.Code {
+    /// Lets `catch DocStoreError.uniqueViolation` match any error with that code.
+    public static func ~= (code: DocStoreError.Code, error: any Error) -> Bool {
+        (error as? DocStoreError)?.code == code
+    }
+}

@@ -1,0 +1,66 @@
+import CLMDB
+
+/// A position in a database, used for ordered walks and range scans.
+///
+/// Keys and values point into the memory map and are valid until the transaction ends or writes.
+struct Cursor {
+    let raw: OpaquePointer
+    unowned let transaction: Transaction
+
+    typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+
+    @inline(__always)
+    private func step(_ op: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil) throws -> Entry? {
+        var k = MDB_val(mv_size: key?.count ?? 0, mv_data: UnsafeMutableRawPointer(mutating: key?.baseAddress))
+        var v = MDB_val()
+        let rc = mdb_cursor_get(raw, &k, &v, op)
+        if rc == MDB_NOTFOUND { return nil }
+        try transaction.check(rc)
+        return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+                UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+    }
+
+    /// The first entry. The corresponding LMDB operation is `MDB_FIRST`.
+    func first() throws -> Entry? { try step(MDB_FIRST) }
+    /// The last entry. The corresponding LMDB operation is `MDB_LAST`.
+    func last() throws -> Entry? { try step(MDB_LAST) }
+    /// The next entry, duplicates included. The corresponding LMDB operation is `MDB_NEXT`.
+    func next() throws -> Entry? { try step(MDB_NEXT) }
+    /// The previous entry, duplicates included. The corresponding LMDB operation is `MDB_PREV`.
+    func previous() throws -> Entry? { try step(MDB_PREV) }
+    /// The first entry whose key is greater than or equal to `key`. The corresponding LMDB operation is `MDB_SET_RANGE`.
+    func seek(atLeast key: UnsafeRawBufferPointer) throws -> Entry? { try step(MDB_SET_RANGE, key: key) }
+
+    func seek(atLeast key: [UInt8]) throws -> Entry? {
+        try key.withUnsafeBytes { try seek(atLeast: $0) }
+    }
+
+    /// The number of duplicates under the current key. The corresponding LMDB function is `mdb_cursor_count`.
+    func duplicateCount() throws -> Int {
+        var n: Int = 0
+        try transaction.check(mdb_cursor_count(raw, &n))
+        return n
+    }
+
+    /// Deletes the entry under the cursor. The corresponding LMDB function is `mdb_cursor_del`.
+    func deleteCurrent() throws {
+        try transaction.check(mdb_cursor_del(raw, 0))
+    }
+}
+
+extension Cursor {
+    /// Whether the exact pair (`key`, `value`) is in a duplicate-sorted database.
+    /// The corresponding LMDB operation is `MDB_GET_BOTH`.
+    func contains(key: [UInt8], value: [UInt8]) throws -> Bool {
+        try key.withUnsafeBytes { kb in
+            try value.withUnsafeBytes { vb in
+                var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
+                var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
+                let rc = mdb_cursor_get(raw, &k, &v, MDB_GET_BOTH)
+                if rc == MDB_NOTFOUND { return false }
+                try transaction.check(rc)
+                return true
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+import CLMDB
+import Foundation
+import Synchronization
+
+/// An open LMDB environment: one memory-mapped file plus its lock file.
+///
+/// The environment is opened with `MDB_NOSUBDIR` (the path names the data file, as with SQLite; LMDB keeps
+/// `PATH-lock` beside it) and `MDB_NOTLS`, so read transactions are not tied to threads.
+/// It is owned by one ``DocStore`` actor, which runs every transaction synchronously, one at a time:
+/// no transaction ever crosses an `await`.
+///
+/// The map grows by itself. Before a write the environment checks how full the map is and doubles it early;
+/// if a write still meets `MDB_MAP_FULL`, the transaction is aborted, the map enlarged, and the write run again,
+/// up to ``Configuration/maximumMapSize``.
+final class Environment {
+    struct Configuration {
+        var initialMapSize: Int
+        var maximumMapSize: Int
+        var maxDatabases: UInt32
+        var maxReaders: UInt32
+    }
+
+    let path: String
+    private(set) var raw: OpaquePointer?
+    private let configuration: Configuration
+    private var cachedReader: OpaquePointer?
+    private let fileID: FileID
+    private(set) var mapSize: Int
+
+    /// What identifies a file in this process: device and inode.
+    struct FileID: Hashable { var device: UInt64; var inode: UInt64 }
+
+    /// Files open in this process. LMDB must not open one environment twice in a process:
+    /// closing the second handle would drop the first one's POSIX locks on the lock file.
+    private static let openFiles = Mutex<Set<FileID>>([])
+
+    /// The corresponding LMDB functions are `mdb_env_create`, `mdb_env_set_maxdbs`, `mdb_env_set_maxreaders`,
+    /// `mdb_env_set_mapsize`, `mdb_env_open` and `mdb_reader_check`.
+    init(path: String, configuration: Configuration) throws {
+        self.path = path
+        self.configuration = configuration
+        self.mapSize = configuration.initialMapSize
+
+        var env: OpaquePointer?
+        try lmdbCheck(mdb_env_create(&env))
+        guard let env else { throw LMDBError(code: ENOMEM) }
+        var registered: FileID?
+        do {
+            try lmdbCheck(mdb_env_set_maxdbs(env, configuration.maxDatabases))
+            try lmdbCheck(mdb_env_set_maxreaders(env, configuration.maxReaders))
+            try lmdbCheck(mdb_env_set_mapsize(env, configuration.initialMapSize))
+            registered = try Environment.openFiles.withLock { open -> FileID in
+                if let existing = Environment.fileID(of: path), open.contains(existing) {
+                    throw EnvironmentOpenError.alreadyOpenInProcess
+                }
+                try lmdbCheck(mdb_env_open(env, path, LMDBFlags.noSubdirectory | LMDBFlags.noThreadLocalStorage, 0o644))
+                guard let id = Environment.fileID(of: path) else { throw LMDBError(code: ENOENT) }
+                open.insert(id)
+                return id
+            }
+            var dead: Int32 = 0
+            try lmdbCheck(mdb_reader_check(env, &dead))
+            var info = MDB_envinfo()
+            try lmdbCheck(mdb_env_info(env, &info))
+            self.mapSize = info.me_mapsize
+        } catch {
+            mdb_env_close(env)
+            if let registered { _ = Environment.openFiles.withLock { $0.remove(registered) } }
+            throw error
+        }
+        guard let registered else { mdb_env_close(env); throw LMDBError(code: ENOENT) }
+        self.raw = env
+        self.fileID = registered
+    }
+
+    enum EnvironmentOpenError: Error { case alreadyOpenInProcess }
+
+    private static func fileID(of path: String) -> FileID? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    deinit { close() }
+
+    /// Closes the environment. Further use throws; closing twice does nothing.
+    ///
+    /// The corresponding LMDB function is `mdb_env_close`.
+    func close() {
+        guard let env = raw else { return }
+        if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
+        mdb_env_close(env)
+        raw = nil
+        _ = Environment.openFiles.withLock { $0.remove(fileID) }
+    }
+
+    private func environment() throws -> OpaquePointer {
+        guard let raw else { throw EnvironmentClosedError() }
+        return raw
+    }
+
+    struct EnvironmentClosedError: Error {}
+
+    // MARK: Transactions
+
+    /// Runs `body` in a read-only transaction, which sees the last committed state.
+    ///
+    /// The transaction handle is kept between reads and renewed (`mdb_txn_reset`, `mdb_txn_renew`), so a read
+    /// costs no allocation.
+    func read<R>(_ body: (Transaction) throws -> R) throws -> R {
+        let env = try environment()
+        var handle: OpaquePointer?
+        var attempts = 0
+        while true {
+            attempts += 1
+            var rc: Int32
+            if let cached = cachedReader {
+                cachedReader = nil
+                rc = mdb_txn_renew(cached)
+                if rc == MDB_SUCCESS { handle = cached } else { mdb_txn_abort(cached) }
+            } else {
+                rc = mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle)
+            }
+            if rc == MDB_MAP_RESIZED && attempts < 4 {
+                try adoptMapSizeFromOtherProcess()
+                continue
+            }
+            try lmdbCheck(rc)
+            break
+        }
+        guard let handle else { throw LMDBError(code: EINVAL) }
+        let txn = Transaction(raw: handle, isReadOnly: true)
+        defer {
+            txn.invalidate()
+            mdb_txn_reset(handle)
+            if cachedReader == nil { cachedReader = handle } else { mdb_txn_abort(handle) }
+        }
+        return try body(txn)
+    }
+
+    /// Runs `body` in a write transaction, committed when it returns and aborted when it throws.
+    ///
+    /// If the map is full, the transaction is aborted, the map enlarged and `body` run again: `body` must have no
+    /// effects outside the transaction that would be wrong to repeat. Past the maximum map size, the error is
+    /// ``StoreFullError`` and nothing is written.
+    func write<R>(_ body: (Transaction) throws -> R) throws -> R {
+        let env = try environment()
+        while true {
+            try growIfNearlyFull()
+            var handle: OpaquePointer?
+            let rc = mdb_txn_begin(env, nil, 0, &handle)
+            if rc == MDB_MAP_RESIZED {
+                try adoptMapSizeFromOtherProcess()
+                continue
+            }
+            try lmdbCheck(rc)
+            guard let handle else { throw LMDBError(code: EINVAL) }
+            let txn = Transaction(raw: handle, isReadOnly: false)
+            let result: R
+            do {
+                result = try body(txn)
+                if txn.metMapFull { throw LMDBError.mapFull }
+                txn.invalidate()
+                let rc = mdb_txn_commit(handle)
+                if rc == MDB_MAP_FULL { try grow(); continue }
+                try lmdbCheck(rc)
+                return result
+            } catch {
+                if txn.isValid { txn.invalidate(); mdb_txn_abort(handle) }
+                if txn.metMapFull || (error as? LMDBError) == .mapFull {
+                    try grow()
+                    continue
+                }
+                throw error
+            }
+        }
+    }
+
+    // MARK: Map size
+
+    /// The size of the map in bytes, and how much of it is in use.
+    func usage() throws -> (used: Int, mapSize: Int) {
+        let env = try environment()
+        var info = MDB_envinfo()
+        try lmdbCheck(mdb_env_info(env, &info))
+        var stat = MDB_stat()
+        try lmdbCheck(mdb_env_stat(env, &stat))
+        return ((info.me_last_pgno + 1) * Int(stat.ms_psize), info.me_mapsize)
+    }
+
+    private func growIfNearlyFull() throws {
+        let (used, size) = try usage()
+        mapSize = size
+        if used > size / 10 * 8 && size < configuration.maximumMapSize {
+            try setMapSize(min(configuration.maximumMapSize, size * 2))
+        }
+    }
+
+    private func grow() throws {
+        let (_, size) = try usage()
+        guard size < configuration.maximumMapSize else {
+            throw StoreFullError(mapSize: size, maximum: configuration.maximumMapSize)
+        }
+        try setMapSize(min(configuration.maximumMapSize, size * 2))
+    }
+
+    /// Called with no transaction of this process active, as LMDB requires.
+    private func setMapSize(_ size: Int) throws {
+        let env = try environment()
+        if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
+        try lmdbCheck(mdb_env_set_mapsize(env, size))
+        mapSize = size
+    }
+
+    /// Another process grew the map: adopt its size (`mdb_env_set_mapsize` with 0).
+    private func adoptMapSizeFromOtherProcess() throws {
+        let env = try environment()
+        if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
+        try lmdbCheck(mdb_env_set_mapsize(env, 0))
+        var info = MDB_envinfo()
+        try lmdbCheck(mdb_env_info(env, &info))
+        mapSize = info.me_mapsize
+    }
+
+    struct StoreFullError: Error { var mapSize: Int; var maximum: Int }
+}

@@ -1,0 +1,12 @@
+import CLMDB
+
+/// LMDB's flag macros arrive in Swift as `Int32`; the functions take `UInt32`. They are converted here, once.
+enum LMDBFlags {
+    static let noSubdirectory = UInt32(MDB_NOSUBDIR)
+    static let noThreadLocalStorage = UInt32(MDB_NOTLS)
+    static let readOnly = UInt32(MDB_RDONLY)
+    static let create = UInt32(MDB_CREATE)
+    static let duplicateSort = UInt32(MDB_DUPSORT)
+    static let noOverwrite = UInt32(MDB_NOOVERWRITE)
+    static let noDuplicateData = UInt32(MDB_NODUPDATA)
+}

@@ -1,0 +1,156 @@
+import CLMDB
+import Glibc
+
+/// A handle on a named LMDB database (`MDB_dbi`).
+struct Database: Hashable, Sendable {
+    let dbi: MDB_dbi
+}
+
+/// An LMDB transaction, valid only inside the `read` or `write` closure that received it.
+///
+/// Values returned by ``get(_:_:)`` and by cursors point into the memory map: they are valid until the
+/// transaction ends or the next write in it, and are copied out (or decoded) before either.
+final class Transaction {
+    let raw: OpaquePointer
+    let isReadOnly: Bool
+    private(set) var isValid = true
+    /// Set when any call in this transaction met `MDB_MAP_FULL`: the write is then retried with a larger map,
+    /// whatever the caller did with the error.
+    private(set) var metMapFull = false
+
+    init(raw: OpaquePointer, isReadOnly: Bool) {
+        self.raw = raw
+        self.isReadOnly = isReadOnly
+    }
+
+    func invalidate() { isValid = false }
+
+    /// Checks a return code from a call made in this transaction.
+    @inline(__always)
+    func check(_ rc: Int32) throws(LMDBError) {
+        if rc != MDB_SUCCESS {
+            if rc == MDB_MAP_FULL { metMapFull = true }
+            throw LMDBError(code: rc)
+        }
+    }
+
+    // MARK: Databases
+
+    /// Opens a named database, creating it when `create` is true; `nil` when it does not exist.
+    ///
+    /// The corresponding LMDB function is `mdb_dbi_open`.
+    func openDatabase(_ name: String?, create: Bool, duplicateSort: Bool = false) throws -> Database? {
+        var flags: UInt32 = 0
+        if create { flags |= LMDBFlags.create }
+        if duplicateSort { flags |= LMDBFlags.duplicateSort }
+        var dbi: MDB_dbi = 0
+        let rc = mdb_dbi_open(raw, name, flags, &dbi)
+        if rc == MDB_NOTFOUND { return nil }
+        try check(rc)
+        return Database(dbi: dbi)
+    }
+
+    /// Whether the database was opened with `MDB_DUPSORT`.
+    ///
+    /// The corresponding LMDB function is `mdb_dbi_flags`.
+    func isDuplicateSort(_ db: Database) throws -> Bool {
+        var flags: UInt32 = 0
+        try check(mdb_dbi_flags(raw, db.dbi, &flags))
+        return flags & LMDBFlags.duplicateSort != 0
+    }
+
+    /// Removes every entry of a database, keeping the database (`delete: false`), or deletes it too.
+    ///
+    /// The corresponding LMDB function is `mdb_drop`.
+    func drop(_ db: Database, delete: Bool) throws {
+        try check(mdb_drop(raw, db.dbi, delete ? 1 : 0))
+    }
+
+    /// The number of entries (duplicates included) in a database, in O(1).
+    ///
+    /// The corresponding LMDB function is `mdb_stat`.
+    func entryCount(_ db: Database) throws -> Int {
+        var stat = MDB_stat()
+        try check(mdb_stat(raw, db.dbi, &stat))
+        return stat.ms_entries
+    }
+
+    // MARK: Reading and writing
+
+    /// The value stored under `key`, or `nil`.
+    ///
+    /// The corresponding LMDB function is `mdb_get`.
+    func get(_ db: Database, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val()
+        let rc = mdb_get(raw, db.dbi, &k, &v)
+        if rc == MDB_NOTFOUND { return nil }
+        try check(rc)
+        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+    }
+
+    func get(_ db: Database, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        try key.withUnsafeBytes { try get(db, $0) }
+    }
+
+    /// Stores `value` under `key`. Returns `false`, writing nothing, when `noOverwrite` is set and the key exists
+    /// (or, in a duplicate-sorted database with `noDuplicate`, the pair exists).
+    ///
+    /// The corresponding LMDB function is `mdb_put`.
+    @discardableResult
+    func put(_ db: Database, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
+             noOverwrite: Bool = false, noDuplicate: Bool = false) throws -> Bool {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        var flags: UInt32 = 0
+        if noOverwrite { flags |= LMDBFlags.noOverwrite }
+        if noDuplicate { flags |= LMDBFlags.noDuplicateData }
+        let rc = mdb_put(raw, db.dbi, &k, &v, flags)
+        if rc == MDB_KEYEXIST && (noOverwrite || noDuplicate) { return false }
+        try check(rc)
+        return true
+    }
+
+    @discardableResult
+    func put(_ db: Database, _ key: [UInt8], _ value: [UInt8],
+             noOverwrite: Bool = false, noDuplicate: Bool = false) throws -> Bool {
+        try key.withUnsafeBytes { k in
+            try value.withUnsafeBytes { v in
+                try put(db, k, v, noOverwrite: noOverwrite, noDuplicate: noDuplicate)
+            }
+        }
+    }
+
+    /// Deletes `key` (with `value`, only that duplicate). Returns `false` when there was nothing to delete.
+    ///
+    /// The corresponding LMDB function is `mdb_del`.
+    @discardableResult
+    func delete(_ db: Database, _ key: [UInt8], value: [UInt8]? = nil) throws -> Bool {
+        try key.withUnsafeBytes { kb in
+            var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
+            let rc: Int32
+            if let value {
+                rc = value.withUnsafeBytes { vb in
+                    var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
+                    return mdb_del(raw, db.dbi, &k, &v)
+                }
+            } else {
+                rc = mdb_del(raw, db.dbi, &k, nil)
+            }
+            if rc == MDB_NOTFOUND { return false }
+            try check(rc)
+            return true
+        }
+    }
+
+    /// Opens a cursor on a database; it is closed when `body` returns.
+    ///
+    /// The corresponding LMDB functions are `mdb_cursor_open` and `mdb_cursor_close`.
+    func withCursor<R>(_ db: Database, _ body: (Cursor) throws -> R) throws -> R {
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(raw, db.dbi, &cursor))
+        guard let cursor else { throw LMDBError(code: EINVAL) }
+        defer { mdb_cursor_close(cursor) }
+        return try body(Cursor(raw: cursor, transaction: self))
+    }
+}

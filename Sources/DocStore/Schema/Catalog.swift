@@ -1,0 +1,37 @@
+/// An index as the store records it: by field paths, so tools without the Swift type maintain it too.
+public struct IndexDefinition: Codable, Sendable, Hashable, CustomStringConvertible {
+    public var name: String
+    public var kind: IndexKind
+    /// The fields of the key, in order.
+    public var fields: [FieldPath]
+
+    public init(name: String, kind: IndexKind, fields: [FieldPath]) {
+        self.name = name
+        self.kind = kind
+        self.fields = fields
+    }
+
+    /// For example `unique email(email)` or `index city_age(city, age)`.
+    public var description: String {
+        "\(kind.rawValue) \(name)(\(fields.map(\.description).joined(separator: ", ")))"
+    }
+
+    /// Same kind and fields: an index that need not be rebuilt.
+    func hasSameShape(as other: IndexDefinition) -> Bool { kind == other.kind && fields == other.fields }
+}
+
+/// A collection as the store records it in its catalog.
+public struct CollectionInfo: Codable, Sendable, Hashable {
+    /// The collection's name.
+    public var name: String
+    /// The path of the document's id field (usually `id`).
+    public var idPath: FieldPath
+    /// Every index the store maintains for the collection, declared by the current type or not.
+    public var indexes: [IndexDefinition]
+
+    public init(name: String, idPath: FieldPath, indexes: [IndexDefinition]) {
+        self.name = name
+        self.idPath = idPath
+        self.indexes = indexes
+    }
+}

@@ -1,0 +1,235 @@
+import Foundation
+
+/// Finds the field path that a key path stands for, by decoding a probe instance of the type.
+///
+/// The probe decoder answers every request with a value unique to where it was asked (the coding path): the
+/// 7th integer asked for is 7, the 3rd string is "\u{1}probe3", and so on. Reading a key path on the decoded
+/// instance then gives back one of those values, and so the path. Booleans have only two values, so a key path to
+/// a `Bool` is found in further passes, each with a single `true`. An array gets one element; a key path to the
+/// array finds the path of its element. A value the probe cannot make (an enum that rejects the probe string,
+/// say) is taken from `CaseIterable` where it can be, or left `nil` where optional; when the whole type cannot be
+/// probed, only key paths with explicit paths work, and the error names the cause.
+struct FieldPathProbe<Root: Decodable> {
+    let instance: Root
+    let recorder: ProbeRecorder
+
+    init() throws {
+        let recorder = ProbeRecorder(truePosition: nil)
+        instance = try Root(from: ProbeDecoder(recorder: recorder, path: []))
+        self.recorder = recorder
+    }
+
+    /// The field path of `keyPath`, or `nil` when its value is not one the probe made (a computed property).
+    func path(of keyPath: PartialKeyPath<Root>) throws -> FieldPath? {
+        let value = instance[keyPath: keyPath]
+        if let found = recorder.path(of: value) { return FieldPath(components: found) }
+        guard ProbeRecorder.isBool(value) else { return nil }
+        for position in 0..<recorder.boolCount {
+            let pass = ProbeRecorder(truePosition: position)
+            let probed = try Root(from: ProbeDecoder(recorder: pass, path: []))
+            if ProbeRecorder.boolValue(probed[keyPath: keyPath]) == true, let found = pass.boolPaths[position] {
+                return FieldPath(components: found)
+            }
+        }
+        return nil
+    }
+}
+
+/// Hands out unique values and remembers where each was asked for.
+final class ProbeRecorder {
+    var counter: Int64 = 0
+    var integers: [Int64: [String]] = [:]
+    var strings: [String: [String]] = [:]
+    var uuids: [UUID: [String]] = [:]
+    var boolCount = 0
+    var boolPaths: [Int: [String]] = [:]
+    let truePosition: Int?
+
+    init(truePosition: Int?) { self.truePosition = truePosition }
+
+    func nextInteger(_ path: [String]) -> Int64 {
+        counter += 1
+        integers[counter] = path
+        return counter
+    }
+
+    func nextString(_ path: [String]) -> String {
+        counter += 1
+        let s = "\u{1}probe\(counter)"
+        strings[s] = path
+        return s
+    }
+
+    func nextUUID(_ path: [String]) -> UUID {
+        counter += 1
+        var bytes = [UInt8](repeating: 0xA5, count: 16)
+        withUnsafeBytes(of: counter.bigEndian) { for (i, b) in $0.enumerated() { bytes[8 + i] = b } }
+        let u = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        uuids[u] = path
+        return u
+    }
+
+    func nextBool(_ path: [String]) -> Bool {
+        defer { boolCount += 1 }
+        boolPaths[boolCount] = path
+        return truePosition == boolCount
+    }
+
+    /// The path where `value` (unwrapped from optionals, arrays and raw values) was handed out.
+    func path(of value: Any) -> [String]? {
+        let unwrapped = ProbeRecorder.unwrap(value)
+        switch unwrapped {
+        case let s as String: return strings[s]
+        case let u as UUID: return uuids[u]
+        case let d as Date: return integers[Int64(d.timeIntervalSinceReferenceDate)]
+        case let d as Double: return d == d.rounded() ? integers[Int64(d)] : nil
+        case let f as Float: return f == f.rounded() ? integers[Int64(f)] : nil
+        case let i as any BinaryInteger: return Int64(exactly: i).flatMap { integers[$0] }
+        case let r as any RawRepresentable: return path(of: r.rawValue)
+        default:
+            let mirror = Mirror(reflecting: unwrapped)
+            if mirror.displayStyle == .collection || mirror.displayStyle == .set, let first = mirror.children.first {
+                return path(of: first.value)
+            }
+            return nil
+        }
+    }
+
+    static func unwrap(_ value: Any) -> Any {
+        let mirror = Mirror(reflecting: value)
+        if mirror.displayStyle == .optional, let inner = mirror.children.first { return unwrap(inner.value) }
+        return value
+    }
+
+    static func isBool(_ value: Any) -> Bool { boolValue(value) != nil }
+
+    static func boolValue(_ value: Any) -> Bool? {
+        let unwrapped = unwrap(value)
+        if let b = unwrapped as? Bool { return b }
+        let mirror = Mirror(reflecting: unwrapped)
+        if mirror.displayStyle == .collection, let first = mirror.children.first { return boolValue(first.value) }
+        return nil
+    }
+}
+
+private func firstCase<C: CaseIterable>(_ type: C.Type) -> Any? { type.allCases.first }
+
+/// The decoder that answers with probe values.
+struct ProbeDecoder: Decoder {
+    let recorder: ProbeRecorder
+    let path: [String]
+    var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(Keyed<Key>(recorder: recorder, path: path))
+    }
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { Unkeyed(recorder: recorder, path: path) }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { Single(recorder: recorder, path: path) }
+
+    /// A probe value of any type, falling back to a `CaseIterable` case when the type rejects the probe.
+    static func value<T: Decodable>(_ type: T.Type, recorder: ProbeRecorder, path: [String]) throws -> T {
+        if T.self == Date.self {
+            return Date(timeIntervalSinceReferenceDate: Double(recorder.nextInteger(path))) as! T
+        }
+        if T.self == UUID.self { return recorder.nextUUID(path) as! T }
+        if T.self == URL.self { return URL(fileURLWithPath: "/" + recorder.nextString(path)) as! T }
+        if T.self == Data.self { return Data() as! T }
+        do {
+            return try T(from: ProbeDecoder(recorder: recorder, path: path))
+        } catch {
+            if let iterable = T.self as? any CaseIterable.Type, let first = firstCase(iterable) as? T { return first }
+            throw error
+        }
+    }
+
+    struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
+        let recorder: ProbeRecorder
+        let path: [String]
+        var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
+        var allKeys: [Key] { [] }
+        func contains(_ key: Key) -> Bool { true }
+        func decodeNil(forKey key: Key) throws -> Bool { false }
+        private func p(_ key: Key) -> [String] { path + [key.stringValue] }
+
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { recorder.nextBool(p(key)) }
+        func decode(_ type: String.Type, forKey key: Key) throws -> String { recorder.nextString(p(key)) }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { Double(recorder.nextInteger(p(key))) }
+        func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(recorder.nextInteger(p(key))) }
+        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { Int(recorder.nextInteger(p(key))) }
+        func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { Int8(truncatingIfNeeded: recorder.nextInteger(p(key))) }
+        func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { Int16(truncatingIfNeeded: recorder.nextInteger(p(key))) }
+        func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { Int32(truncatingIfNeeded: recorder.nextInteger(p(key))) }
+        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { recorder.nextInteger(p(key)) }
+        func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { UInt(truncatingIfNeeded: recorder.nextInteger(p(key))) }
+        func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { UInt8(truncatingIfNeeded: recorder.nextInteger(p(key))) }
+        func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { UInt16(truncatingIfNeeded: recorder.nextInteger(p(key))) }
+        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { UInt32(truncatingIfNeeded: recorder.nextInteger(p(key))) }
+        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { UInt64(truncatingIfNeeded: recorder.nextInteger(p(key))) }
+        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+            try ProbeDecoder.value(type, recorder: recorder, path: p(key))
+        }
+        func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+            try? ProbeDecoder.value(type, recorder: recorder, path: p(key))
+        }
+        func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+            KeyedDecodingContainer(Keyed<NestedKey>(recorder: recorder, path: p(key)))
+        }
+        func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { Unkeyed(recorder: recorder, path: p(key)) }
+        func superDecoder() throws -> any Decoder { ProbeDecoder(recorder: recorder, path: path + ["super"]) }
+        func superDecoder(forKey key: Key) throws -> any Decoder { ProbeDecoder(recorder: recorder, path: p(key)) }
+    }
+
+    /// An array of one element; the element's values are recorded under the array's own path.
+    struct Unkeyed: UnkeyedDecodingContainer {
+        let recorder: ProbeRecorder
+        let path: [String]
+        var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
+        var count: Int? { 1 }
+        var isAtEnd: Bool { currentIndex >= 1 }
+        var currentIndex = 0
+
+        init(recorder: ProbeRecorder, path: [String]) { self.recorder = recorder; self.path = path }
+
+        mutating func decodeNil() throws -> Bool { false }
+        mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            currentIndex += 1
+            return try Single(recorder: recorder, path: path).decode(type)
+        }
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+            currentIndex += 1
+            return KeyedDecodingContainer(Keyed<NestedKey>(recorder: recorder, path: path))
+        }
+        mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+            currentIndex += 1
+            return Unkeyed(recorder: recorder, path: path)
+        }
+        mutating func superDecoder() throws -> any Decoder {
+            currentIndex += 1
+            return ProbeDecoder(recorder: recorder, path: path)
+        }
+    }
+
+    struct Single: SingleValueDecodingContainer {
+        let recorder: ProbeRecorder
+        let path: [String]
+        var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
+        func decodeNil() -> Bool { false }
+        func decode(_ type: Bool.Type) throws -> Bool { recorder.nextBool(path) }
+        func decode(_ type: String.Type) throws -> String { recorder.nextString(path) }
+        func decode(_ type: Double.Type) throws -> Double { Double(recorder.nextInteger(path)) }
+        func decode(_ type: Float.Type) throws -> Float { Float(recorder.nextInteger(path)) }
+        func decode(_ type: Int.Type) throws -> Int { Int(recorder.nextInteger(path)) }
+        func decode(_ type: Int64.Type) throws -> Int64 { recorder.nextInteger(path) }
+        func decode(_ type: Int8.Type) throws -> Int8 { Int8(truncatingIfNeeded: recorder.nextInteger(path)) }
+        func decode(_ type: Int16.Type) throws -> Int16 { Int16(truncatingIfNeeded: recorder.nextInteger(path)) }
+        func decode(_ type: Int32.Type) throws -> Int32 { Int32(truncatingIfNeeded: recorder.nextInteger(path)) }
+        func decode(_ type: UInt.Type) throws -> UInt { UInt(truncatingIfNeeded: recorder.nextInteger(path)) }
+        func decode(_ type: UInt8.Type) throws -> UInt8 { UInt8(truncatingIfNeeded: recorder.nextInteger(path)) }
+        func decode(_ type: UInt16.Type) throws -> UInt16 { UInt16(truncatingIfNeeded: recorder.nextInteger(path)) }
+        func decode(_ type: UInt32.Type) throws -> UInt32 { UInt32(truncatingIfNeeded: recorder.nextInteger(path)) }
+        func decode(_ type: UInt64.Type) throws -> UInt64 { UInt64(truncatingIfNeeded: recorder.nextInteger(path)) }
+        func decode<T: Decodable>(_ type: T.Type) throws -> T { try ProbeDecoder.value(type, recorder: recorder, path: path) }
+    }
+}

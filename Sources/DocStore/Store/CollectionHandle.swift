@@ -1,0 +1,192 @@
+/// An open collection: its catalog entry and the LMDB databases of its documents and indexes.
+///
+/// Handles are owned by the store actor and used only inside its transactions.
+final class CollectionHandle {
+    struct Index {
+        let definition: IndexDefinition
+        let database: Database
+        var isUnique: Bool { definition.kind == .unique }
+    }
+
+    let info: CollectionInfo
+    let documents: Database
+    let indexes: [Index]
+
+    init(info: CollectionInfo, documents: Database, indexes: [Index]) {
+        self.info = info
+        self.documents = documents
+        self.indexes = indexes
+    }
+
+    var name: String { info.name }
+
+    // MARK: Ids
+
+    /// The primary key of an id value.
+    static func idKey<ID: Encodable>(_ id: ID, collection: String) throws -> [UInt8] {
+        let bytes: [UInt8]
+        do { bytes = try DocumentEncoder().encode(id) } catch {
+            throw DocStoreError(.encodingFailed, "cannot encode id \(id) of collection '\(collection)': \(error)",
+                                collection: collection)
+        }
+        return try bytes.withUnsafeBytes { raw in
+            let reader = BinaryReader(raw)
+            var key = KeyEncoder()
+            try key.append(try reader.root(), in: reader)
+            return key.bytes
+        }
+    }
+
+    /// The primary key of the document whose root is `root`.
+    func idKey(reader: BinaryReader, root: ValueRef) throws -> [UInt8] {
+        guard let ref = try reader.value(atPath: info.idPath, from: root), ref.tag != BinaryFormat.Tag.null else {
+            throw DocStoreError(.invalidSchema, "a document of collection '\(name)' has no id at '\(info.idPath)'",
+                                collection: name)
+        }
+        var key = KeyEncoder()
+        try key.append(ref, in: reader)
+        guard key.bytes.count <= IndexKeys.maximumKeySize else {
+            throw DocStoreError(.valueTooLarge, "an id of collection '\(name)' is \(key.bytes.count) bytes encoded; "
+                + "ids are limited to \(IndexKeys.maximumKeySize)", collection: name)
+        }
+        return key.bytes
+    }
+
+    /// Text for an id in messages.
+    static func describeID(_ idKey: [UInt8], in bytes: [UInt8]?, idPath: FieldPath) -> String {
+        guard let bytes, let value = try? DocumentValue(encoded: bytes), let id = value[path: idPath] else {
+            return "with key " + idKey.map { String($0, radix: 16) }.joined()
+        }
+        return id.json()
+    }
+
+    // MARK: Writes
+
+    enum WriteMode { case insert, save }
+
+    /// Writes an encoded document and its index entries. Throws, leaving the transaction to be aborted, on a
+    /// duplicate id (insert) or a unique conflict.
+    func write(_ bytes: [UInt8], mode: WriteMode, in txn: Transaction) throws {
+        try bytes.withUnsafeBytes { raw in
+            let reader = BinaryReader(raw)
+            let root = try reader.root()
+            let id = try idKey(reader: reader, root: root)
+            let old: [UInt8]? = try txn.get(documents, id).map { Array($0) }
+            if old != nil && mode == .insert {
+                throw DocStoreError(.duplicateID, "collection '\(name)' already has a document with id "
+                    + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
+            }
+            var newKeys: [[[UInt8]]] = []
+            newKeys.reserveCapacity(indexes.count)
+            for index in indexes {
+                let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
+                for key in keys where key.count > IndexKeys.maximumKeySize {
+                    throw DocStoreError(.valueTooLarge, "the value of \(IndexKeys.describe(index.definition, reader: reader, root: root).prefix(60))... "
+                        + "is \(key.count) bytes encoded, too long for index '\(index.definition.name)' of '\(name)' "
+                        + "(keys are limited to \(IndexKeys.maximumKeySize) bytes)",
+                        collection: name, index: index.definition.name)
+                }
+                newKeys.append(keys)
+            }
+            var oldKeys: [[[UInt8]]] = Array(repeating: [], count: indexes.count)
+            if let old {
+                try old.withUnsafeBytes { oldRaw in
+                    let oldReader = BinaryReader(oldRaw)
+                    let oldRoot = try oldReader.root()
+                    for (i, index) in indexes.enumerated() {
+                        oldKeys[i] = try IndexKeys.keys(for: index.definition, reader: oldReader, root: oldRoot)
+                    }
+                }
+                for (i, index) in indexes.enumerated() {
+                    for key in oldKeys[i] where !newKeys[i].contains(key) {
+                        try txn.delete(index.database, key, value: index.isUnique ? nil : id)
+                    }
+                }
+            }
+            try txn.put(documents, id, bytes)
+            for (i, index) in indexes.enumerated() {
+                for key in newKeys[i] where !oldKeys[i].contains(key) {
+                    try addEntry(key, id: id, to: index, in: txn) {
+                        IndexKeys.describe(index.definition, reader: reader, root: root)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds one index entry; for a unique index, fails when another document holds the key.
+    func addEntry(_ key: [UInt8], id: [UInt8], to index: Index, in txn: Transaction,
+                  describe: () -> String) throws {
+        if index.isUnique {
+            if try !txn.put(index.database, key, id, noOverwrite: true) {
+                let holder = try txn.get(index.database, key).map { Array($0) }
+                if holder != id {
+                    throw DocStoreError(.uniqueViolation, "unique index '\(index.definition.name)' of collection "
+                        + "'\(name)' already has \(describe()) for another document",
+                        collection: name, index: index.definition.name)
+                }
+            }
+        } else {
+            try txn.put(index.database, key, id, noDuplicate: true)
+        }
+    }
+
+    /// Deletes the document with primary key `id` and its index entries; `false` when there is none.
+    @discardableResult
+    func delete(id: [UInt8], in txn: Transaction) throws -> Bool {
+        guard let old = try txn.get(documents, id).map({ Array($0) }) else { return false }
+        try old.withUnsafeBytes { raw in
+            let reader = BinaryReader(raw)
+            let root = try reader.root()
+            for index in indexes {
+                for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {
+                    try txn.delete(index.database, key, value: index.isUnique ? nil : id)
+                }
+            }
+        }
+        try txn.delete(documents, id)
+        return true
+    }
+
+    /// Fills an empty index from every document of the collection.
+    ///
+    /// The cursor walks the documents database while entries go into the index database; writes to one named
+    /// database leave another's pages and cursors alone, and each document is copied before its entries are added.
+    func build(_ index: Index, in txn: Transaction) throws {
+        try txn.withCursor(documents) { cursor in
+            var entry = try cursor.first()
+            while let (key, value) = entry {
+                try addEntries([(Array(key), Array(value))], to: index, in: txn)
+                entry = try cursor.next()
+            }
+        }
+    }
+
+    private func addEntries(_ documents: [([UInt8], [UInt8])], to index: Index, in txn: Transaction) throws {
+        for (id, bytes) in documents {
+            try bytes.withUnsafeBytes { raw in
+                let reader = BinaryReader(raw)
+                let root = try reader.root()
+                for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {
+                    guard key.count <= IndexKeys.maximumKeySize else {
+                        throw DocStoreError(.valueTooLarge, "a value in document "
+                            + "\(CollectionHandle.describeID(id, in: bytes, idPath: info.idPath)) is too long for "
+                            + "index '\(index.definition.name)' of '\(name)'", collection: name, index: index.definition.name)
+                    }
+                    try addEntry(key, id: id, to: index, in: txn) {
+                        IndexKeys.describe(index.definition, reader: reader, root: root)
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension IndexKeys {
+    /// The value at `path` as JSON text, for messages.
+    static func describeValue(at path: FieldPath, reader: BinaryReader, root: ValueRef) -> String {
+        guard let ref = try? reader.value(atPath: path, from: root),
+              let value = try? DocumentValue(reader: reader, ref: ref) else { return "null" }
+        return value.json()
+    }
+}

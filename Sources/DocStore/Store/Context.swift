@@ -1,0 +1,163 @@
+import Foundation
+
+/// Reads inside one transaction of a ``DocStore``, synchronously, on the store's actor.
+///
+/// A context is valid only inside the closure that received it; using it afterwards throws
+/// ``DocStoreError/Code/transactionExpired``.
+public class ReadContext {
+    let scope: TransactionScope
+    private(set) var isValid = true
+
+    init(scope: TransactionScope) { self.scope = scope }
+
+    func invalidate() { isValid = false }
+
+    var txn: Transaction { scope.txn }
+
+    func checkValid() throws {
+        guard isValid, scope.txn.isValid else {
+            throw DocStoreError(.transactionExpired, "this context's transaction has ended: use a context only inside "
+                + "the closure that received it")
+        }
+    }
+
+    /// The document of type `T` with `id`, or `nil` when there is none.
+    ///
+    /// For example:
+    /// ```swift
+    /// let ann = try await store.perform { ctx in try ctx.get(Person.self, id: annID) }
+    /// ```
+    /// - Throws: ``DocStoreError/Code/decodingFailed`` naming the collection, id and field when the stored
+    ///   document does not decode as `T`.
+    ///
+    /// The corresponding LMDB function is `mdb_get`.
+    public func get<T: Document>(_ type: T.Type, id: T.ID) throws -> T? {
+        try checkValid()
+        let handle = try scope.handle(for: type)
+        let key = try CollectionHandle.idKey(id, collection: handle.name)
+        guard let raw = try txn.get(handle.documents, key) else { return nil }
+        return try decode(type, from: raw, handle: handle) { "\(id)" }
+    }
+
+    /// The number of documents of type `T`, in O(1).
+    ///
+    /// The corresponding LMDB function is `mdb_stat`.
+    public func count<T: Document>(_ type: T.Type) throws -> Int {
+        try checkValid()
+        return try txn.entryCount(try scope.handle(for: type).documents)
+    }
+
+    /// Every document of type `T`, in id order.
+    public func all<T: Document>(_ type: T.Type) throws -> [T] {
+        try checkValid()
+        let handle = try scope.handle(for: type)
+        var out: [T] = []
+        try txn.withCursor(handle.documents) { cursor in
+            var entry = try cursor.first()
+            while let (key, value) = entry {
+                out.append(try decode(type, from: value, handle: handle) {
+                    CollectionHandle.describeID(Array(key), in: Array(value), idPath: handle.info.idPath)
+                })
+                entry = try cursor.next()
+            }
+        }
+        return out
+    }
+
+    /// Decodes a stored document, turning a failure into an error that names the collection, id and field.
+    func decode<T: Document>(_ type: T.Type, from raw: UnsafeRawBufferPointer, handle: CollectionHandle,
+                             id: () -> String) throws -> T {
+        do {
+            return try DocumentDecoder().decode(type, from: raw)
+        } catch let error as DecodingError {
+            let (field, reason) = DecodingFailure.describe(error)
+            throw DocStoreError(.decodingFailed, "document \(id()) of collection '\(handle.name)' does not decode as "
+                + "\(String(reflecting: type)): field '\(field)': \(reason)",
+                collection: handle.name, underlying: DecodingFailure(field: field, reason: reason))
+        } catch let error as DocStoreError {
+            throw DocStoreError(error.code, "document \(id()) of collection '\(handle.name)': \(error.message)",
+                                collection: handle.name, underlying: error.underlying)
+        } catch let error as MalformedDocument {
+            throw DocStoreError(.corruptDocument, "document \(id()) of collection '\(handle.name)' is damaged: \(error)",
+                                collection: handle.name)
+        }
+    }
+}
+
+/// Reads and writes inside one write transaction of a ``DocStore``: everything done through it commits together
+/// when the `perform` closure returns, or not at all when it throws.
+///
+/// For example:
+/// ```swift
+/// let n = try await store.perform { ctx in
+///     guard var p = try ctx.get(Person.self, id: id) else { return 0 }
+///     p.age += 1
+///     try ctx.save(p)
+///     return try ctx.count(Person.self)
+/// }
+/// ```
+public final class WriteContext: ReadContext {
+    /// Inserts a new document and its index entries.
+    ///
+    /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
+    ///   ``DocStoreError/Code/uniqueViolation`` when a unique index already holds one of its values.
+    ///
+    /// The corresponding LMDB function is `mdb_put`.
+    public func insert<T: Document>(_ document: T) throws {
+        try write(document, mode: .insert)
+    }
+
+    /// Inserts a document, or replaces the one with the same id, updating its index entries.
+    ///
+    /// - Throws: ``DocStoreError/Code/uniqueViolation`` when a unique index holds one of its values for another document.
+    public func save<T: Document>(_ document: T) throws {
+        try write(document, mode: .save)
+    }
+
+    /// Inserts several documents. Within `perform`, they commit together with everything else.
+    public func insert<S: Sequence>(contentsOf documents: S) throws where S.Element: Document {
+        for document in documents { try write(document, mode: .insert) }
+    }
+
+    /// Deletes the document of type `T` with `id` and its index entries. Returns whether there was one.
+    ///
+    /// The corresponding LMDB function is `mdb_del`.
+    @discardableResult
+    public func delete<T: Document>(_ type: T.Type, id: T.ID) throws -> Bool {
+        try checkValid()
+        let handle = try scope.handle(for: type)
+        return try handle.delete(id: try CollectionHandle.idKey(id, collection: handle.name), in: txn)
+    }
+
+    private func write<T: Document>(_ document: T, mode: CollectionHandle.WriteMode) throws {
+        try checkValid()
+        let handle = try scope.handle(for: T.self)
+        let bytes: [UInt8]
+        do { bytes = try DocumentEncoder().encode(document) } catch {
+            throw DocStoreError(.encodingFailed, "cannot encode a \(String(reflecting: T.self)) for collection "
+                + "'\(handle.name)': \(error)", collection: handle.name)
+        }
+        try handle.write(bytes, mode: mode, in: txn)
+    }
+}
+
+/// Where and why a document failed to decode.
+public struct DecodingFailure: Error, Sendable, CustomStringConvertible {
+    /// The dotted path of the field (`address.zip`, `tags.2`), or `(document)` for the whole document.
+    public let field: String
+    public let reason: String
+    public var description: String { "field '\(field)': \(reason)" }
+
+    static func describe(_ error: DecodingError) -> (field: String, reason: String) {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.isEmpty ? "(document)" : keys.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .typeMismatch(_, let c): return (path(c.codingPath), c.debugDescription)
+        case .valueNotFound(_, let c): return (path(c.codingPath), c.debugDescription)
+        case .keyNotFound(let key, let c): return (path(c.codingPath + [key]), "missing")
+        case .dataCorrupted(let c): return (path(c.codingPath), c.debugDescription)
+        @unknown default: return ("(document)", "\(error)")
+        }
+    }
+}

@@ -1,0 +1,166 @@
+/// What ``DocStore/verify()`` found.
+///
+/// For example:
+/// ```swift
+/// let report = try await store.verify()
+/// if !report.isClean { print(report) }   // one line per problem, naming collection, index and document
+/// ```
+public struct VerificationReport: Sendable, CustomStringConvertible {
+    public struct Problem: Sendable, CustomStringConvertible {
+        public enum Kind: String, Sendable {
+            /// An index entry whose document does not exist.
+            case entryWithoutDocument = "entry without document"
+            /// An index entry that the document's current values do not produce.
+            case staleEntry = "stale entry"
+            /// A document missing one of the entries its values produce.
+            case documentWithoutEntry = "document without entry"
+            /// A document whose bytes are not a valid document.
+            case corruptDocument = "corrupt document"
+            /// A document that is valid but does not decode as the collection's Swift type.
+            case undecodableDocument = "undecodable document"
+        }
+        public let kind: Kind
+        public let collection: String
+        public let index: String?
+        /// The document's id as JSON text, or its key in hex when the document cannot be read.
+        public let document: String
+        public let detail: String
+
+        public var description: String {
+            "\(kind.rawValue): collection '\(collection)'" + (index.map { ", index '\($0)'" } ?? "")
+                + ", document \(document)" + (detail.isEmpty ? "" : ": \(detail)")
+        }
+    }
+
+    public internal(set) var problems: [Problem] = []
+    /// Things worth knowing that are not damage: indexes kept in the catalog but no longer declared by a type.
+    public internal(set) var notices: [String] = []
+    public internal(set) var collectionsChecked = 0
+    public internal(set) var documentsChecked = 0
+    public internal(set) var entriesChecked = 0
+
+    /// No problem found.
+    public var isClean: Bool { problems.isEmpty }
+
+    public var description: String {
+        var lines = ["verified \(collectionsChecked) collections, \(documentsChecked) documents, "
+            + "\(entriesChecked) index entries: " + (isClean ? "no problems" : "\(problems.count) problems")]
+        lines += problems.map { "  \($0)" }
+        lines += notices.map { "  note: \($0)" }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension DocStore {
+    /// Checks every collection: each document is valid (and decodes as its Swift type, for types used with this
+    /// store), has every index entry its values produce, and every index entry belongs to a document that
+    /// produces it.
+    ///
+    /// It reads the whole store in one read transaction; writers are not blocked.
+    public func verify() throws -> VerificationReport {
+        let names = try collections().map(\.name)
+        for name in names { _ = try withRead { try $0.scope.handle(named: name) } }
+        return try withRead { context in
+            var report = VerificationReport()
+            for name in names {
+                guard let handle = try context.scope.handle(named: name) else { continue }
+                report.collectionsChecked += 1
+                try verifyDocuments(of: handle, in: context.txn, into: &report)
+                for index in handle.indexes {
+                    try verifyEntries(of: index, in: handle, txn: context.txn, into: &report)
+                }
+                for extra in core.undeclared[name] ?? [] {
+                    report.notices.append("collection '\(name)' keeps \(extra), which its type no longer declares; "
+                        + "dropIndex removes it")
+                }
+            }
+            return report
+        }
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    private func verifyDocuments(of handle: CollectionHandle, in txn: Transaction,
+                                 into report: inout VerificationReport) throws {
+        let checker = core.typeCheckers[handle.name]
+        try txn.withCursor(handle.documents) { cursor in
+            var entry = try cursor.first()
+            while let (rawKey, rawValue) = entry {
+                report.documentsChecked += 1
+                let id = Array(rawKey)
+                let bytes = Array(rawValue)
+                func problem(_ kind: VerificationReport.Problem.Kind, index: String? = nil, _ detail: String) {
+                    report.problems.append(.init(kind: kind, collection: handle.name, index: index,
+                        document: CollectionHandle.describeID(id, in: bytes, idPath: handle.info.idPath), detail: detail))
+                }
+                do {
+                    try bytes.withUnsafeBytes { raw in
+                        let reader = BinaryReader(raw)
+                        let root = try reader.root()
+                        _ = try DocumentValue(reader: reader, ref: root)
+                        for index in handle.indexes {
+                            for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {
+                                let present: Bool
+                                if index.isUnique {
+                                    present = try txn.get(index.database, key).map { Array($0) == id } ?? false
+                                } else {
+                                    present = try txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
+                                }
+                                if !present {
+                                    problem(.documentWithoutEntry, index: index.definition.name,
+                                            "no entry for \(IndexKeys.describe(index.definition, reader: reader, root: root))")
+                                }
+                            }
+                        }
+                    }
+                } catch let error as MalformedDocument {
+                    problem(.corruptDocument, "\(error)")
+                }
+                if let checker {
+                    do {
+                        try bytes.withUnsafeBytes { try checker($0) }
+                    } catch let error as DecodingError {
+                        let (field, reason) = DecodingFailure.describe(error)
+                        problem(.undecodableDocument, "field '\(field)': \(reason)")
+                    } catch is MalformedDocument {
+                        // reported above
+                    } catch let error as DocStoreError where error.code == .corruptDocument {
+                        // reported above
+                    }
+                }
+                entry = try cursor.next()
+            }
+        }
+    }
+
+    private func verifyEntries(of index: CollectionHandle.Index, in handle: CollectionHandle, txn: Transaction,
+                               into report: inout VerificationReport) throws {
+        try txn.withCursor(index.database) { cursor in
+            var entry = try cursor.first()
+            while let (rawKey, rawValue) = entry {
+                report.entriesChecked += 1
+                let key = Array(rawKey)
+                let id = Array(rawValue)
+                if let document = try txn.get(handle.documents, id).map({ Array($0) }) {
+                    let produced = (try? document.withUnsafeBytes { raw -> [[UInt8]] in
+                        let reader = BinaryReader(raw)
+                        return try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root())
+                    }) ?? []
+                    if !produced.contains(key) {
+                        report.problems.append(.init(kind: .staleEntry, collection: handle.name,
+                            index: index.definition.name,
+                            document: CollectionHandle.describeID(id, in: document, idPath: handle.info.idPath),
+                            detail: "entry \(DocStore.hex(key)) does not match the document's values"))
+                    }
+                } else {
+                    report.problems.append(.init(kind: .entryWithoutDocument, collection: handle.name,
+                        index: index.definition.name, document: DocStore.hex(id),
+                        detail: "entry \(DocStore.hex(key))"))
+                }
+                entry = try cursor.next()
+            }
+        }
+    }
+}

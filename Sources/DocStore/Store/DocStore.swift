@@ -1,0 +1,226 @@
+import Foundation
+
+/// An embedded document store: `Codable` models in an LMDB file, with secondary indexes kept in the same
+/// transaction as each document.
+///
+/// All work runs on the actor, in synchronous LMDB transactions that never cross an `await`; only `Sendable`
+/// values leave it.
+///
+/// For example:
+/// ```swift
+/// let store = try await DocStore(path: "people.db")          // creates or opens
+/// try await store.insert(Person(id: UUID(), name: "Ann", age: 41, city: "Oslo", email: nil, tags: ["swift"]))
+/// let total = try await store.count(Person.self)
+/// ```
+public actor DocStore {
+    /// How a store is opened.
+    public struct Options: Sendable {
+        /// The size of the memory map to start with. The map grows by itself as the store fills.
+        public var initialMapSize: Int = 64 << 20
+        /// The size past which the map does not grow: a write that needs more fails with
+        /// ``DocStoreError/Code/storeFull`` and writes nothing.
+        public var maximumMapSize: Int = 1 << 40
+        /// The most LMDB databases the file may hold: one per collection, one per index, and the catalog.
+        public var maxDatabases: UInt32 = 1024
+        /// The most concurrent read transactions, across processes.
+        public var maxReaders: UInt32 = 126
+
+        public init() {}
+    }
+
+    /// The path of the store's data file (LMDB keeps `PATH-lock` beside it).
+    public nonisolated let path: String
+    let core: StoreCore
+    private var isClosed = false
+
+    /// Opens the store at `path`, creating it when the file does not exist.
+    ///
+    /// For example:
+    /// ```swift
+    /// var options = DocStore.Options()
+    /// options.maximumMapSize = 8 << 30
+    /// let store = try await DocStore(path: "/var/lib/app/people.db", options: options)
+    /// ```
+    /// - Throws: ``DocStoreError`` with code ``DocStoreError/Code/cannotOpen`` (unwritable folder, a directory),
+    ///   ``DocStoreError/Code/notAStore`` (a file of another kind, or another program's LMDB environment),
+    ///   ``DocStoreError/Code/formatTooNew``, or ``DocStoreError/Code/alreadyOpen``.
+    ///
+    /// The corresponding LMDB functions are `mdb_env_create` and `mdb_env_open`.
+    public init(path: String, options: Options = Options()) async throws {
+        self.path = path
+        self.core = try StoreCore(path: path, options: options)
+    }
+
+    /// Closes the store. Later calls throw ``DocStoreError/Code/closed``. The store also closes when released.
+    ///
+    /// The corresponding LMDB function is `mdb_env_close`.
+    public func close() {
+        isClosed = true
+        core.env.close()
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a read transaction.
+    func withRead<R>(_ body: (ReadContext) throws -> R) throws -> R {
+        try checkOpen()
+        return try mapErrors {
+            var attempts = 0
+            while true {
+                attempts += 1
+                do {
+                    return try core.env.read { txn in
+                        let context = ReadContext(scope: try TransactionScope(core: core, txn: txn))
+                        defer { context.invalidate() }
+                        return try body(context)
+                    }
+                } catch let needs as TransactionScope.NeedsSync where attempts < 5 {
+                    // The collection is new to this store instance, or the catalog moved: open it, then read again.
+                    try withWriteUnmapped { try needs.sync($0.scope) }
+                }
+            }
+        }
+    }
+
+    /// Runs `body` in a write transaction, committed when it returns.
+    func withWrite<R>(_ body: (WriteContext) throws -> R) throws -> R {
+        try checkOpen()
+        return try mapErrors { try withWriteUnmapped(body) }
+    }
+
+    private func withWriteUnmapped<R>(_ body: (WriteContext) throws -> R) throws -> R {
+        let attempt = Attempt()
+        do {
+            let (result, end) = try core.env.write { [core] txn -> (R, UInt64) in
+                attempt.scope?.aborted()   // a previous attempt that met a full map
+                let current = try TransactionScope(core: core, txn: txn)
+                attempt.scope = current
+                let context = WriteContext(scope: current)
+                defer { context.invalidate() }
+                let result = try body(context)
+                return (result, try core.readGeneration(in: txn))
+            }
+            attempt.scope?.committed(endGeneration: end)
+            return result
+        } catch {
+            attempt.scope?.aborted()
+            throw error
+        }
+    }
+
+    /// The scope of the latest run of a write closure, which the map's growth may run more than once.
+    private final class Attempt { var scope: TransactionScope? }
+
+    private func checkOpen() throws {
+        if isClosed { throw DocStoreError(.closed, "the store at \(path) is closed") }
+    }
+
+    /// Turns errors from the layers below into ``DocStoreError``s that say what happened to this store.
+    private func mapErrors<R>(_ body: () throws -> R) throws -> R {
+        do {
+            return try body()
+        } catch let error as DocStoreError {
+            throw error
+        } catch let error as Environment.StoreFullError {
+            throw DocStoreError(.storeFull, "the store at \(path) is full: the write needs more than its maximum "
+                + "size of \(error.maximum >> 20) MiB (DocStore.Options.maximumMapSize); nothing was written")
+        } catch let error as LMDBError {
+            throw DocStoreError(.storage, "LMDB failed on \(path): \(error.message)", underlying: error)
+        } catch let error as MalformedDocument {
+            throw DocStoreError(.corruptDocument, "a stored document in \(path) is damaged: \(error)")
+        } catch is Environment.EnvironmentClosedError {
+            throw DocStoreError(.closed, "the store at \(path) is closed")
+        }
+    }
+
+    // MARK: Documents
+
+    /// Inserts a new document and its index entries, in one transaction.
+    ///
+    /// For example:
+    /// ```swift
+    /// try await store.insert(Person(id: UUID(), name: "Ann", age: 41, city: "Oslo", email: "ann@example.com", tags: []))
+    /// ```
+    /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
+    ///   ``DocStoreError/Code/uniqueViolation`` when a unique index already holds one of its values.
+    public func insert<T: Document>(_ document: T) throws {
+        try withWrite { try $0.insert(document) }
+    }
+
+    /// Inserts the document, or replaces the one with the same id, updating its index entries.
+    public func save<T: Document>(_ document: T) throws {
+        try withWrite { try $0.save(document) }
+    }
+
+    /// Inserts several documents in one transaction: all of them, or none when one fails.
+    public func insert<S: Sequence & Sendable>(contentsOf documents: S) throws where S.Element: Document {
+        try withWrite { try $0.insert(contentsOf: documents) }
+    }
+
+    /// The document of type `T` with `id`, or `nil` when there is none.
+    ///
+    /// - Throws: ``DocStoreError/Code/decodingFailed`` naming the collection, id and field when the stored
+    ///   document no longer decodes as `T`.
+    public func get<T: Document>(_ type: T.Type, id: T.ID) throws -> T? {
+        try withRead { try $0.get(type, id: id) }
+    }
+
+    /// Deletes the document of type `T` with `id` and its index entries. Returns whether there was one.
+    @discardableResult
+    public func delete<T: Document>(_ type: T.Type, id: T.ID) throws -> Bool {
+        try withWrite { try $0.delete(type, id: id) }
+    }
+
+    /// The number of documents of type `T`, in O(1).
+    public func count<T: Document>(_ type: T.Type) throws -> Int {
+        try withRead { try $0.count(type) }
+    }
+
+    /// Runs several steps in one write transaction, on the actor: they commit together when `body` returns, and
+    /// none of them does when it throws.
+    ///
+    /// `body` may run more than once if the store must grow its map midway, so it should change nothing outside
+    /// the transaction.
+    ///
+    /// For example:
+    /// ```swift
+    /// let n = try await store.perform { ctx in
+    ///     guard var p = try ctx.get(Person.self, id: id) else { return 0 }
+    ///     p.age += 1
+    ///     try ctx.save(p)
+    ///     return try ctx.count(Person.self)
+    /// }
+    /// ```
+    public func perform<R: Sendable>(_ body: @Sendable (WriteContext) throws -> R) throws -> R {
+        try withWrite(body)
+    }
+
+    // MARK: Catalog
+
+    /// The collections in the store's catalog, with their indexes, as a tool without the Swift types sees them.
+    public func collections() throws -> [CollectionInfo] {
+        try withRead { try core.allInfos(in: $0.txn) }
+    }
+
+    /// The indexes the store keeps for `T`'s collection that `T` no longer declares. They are maintained until
+    /// ``dropIndex(_:from:)`` removes them.
+    public func undeclaredIndexes<T: Document>(of type: T.Type) throws -> [IndexDefinition] {
+        let collection = try core.schema(type).collection
+        _ = try withRead { try $0.scope.handle(for: type) }
+        return core.undeclared[collection] ?? []
+    }
+
+    /// Deletes an index and its entries. Returns whether there was one. An index the type still declares is
+    /// built again the next time the type is used.
+    @discardableResult
+    public func dropIndex(_ name: String, from collection: String) throws -> Bool {
+        try withWrite { try $0.scope.dropIndex(name, from: collection) }
+    }
+
+    /// The size of the map in bytes and how much of it is in use.
+    public func mapUsage() throws -> (used: Int, mapSize: Int) {
+        try checkOpen()
+        return try mapErrors { try core.env.usage() }
+    }
+}
+

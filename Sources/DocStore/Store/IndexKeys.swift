@@ -1,0 +1,49 @@
+/// Computes the index entries of one encoded document, from its bytes and the index's field paths.
+///
+/// The Swift API and tools without the Swift type both go through here, so they maintain the same entries.
+enum IndexKeys {
+    /// LMDB's compiled-in limit on key size (`mdb_env_get_maxkeysize`), which also bounds duplicate data.
+    static let maximumKeySize = 511
+
+    /// The keys `definition` holds for the document whose root is `root`: none, one, or (multi) one per element.
+    static func keys(for definition: IndexDefinition, reader: BinaryReader, root: ValueRef) throws -> [[UInt8]] {
+        switch definition.kind {
+        case .regular, .unique:
+            var encoder = KeyEncoder()
+            for path in definition.fields {
+                if let ref = try reader.value(atPath: path, from: root), ref.tag != BinaryFormat.Tag.null {
+                    try encoder.append(ref, in: reader)
+                } else {
+                    if definition.kind == .unique { return [] }
+                    encoder.append(.null)
+                }
+            }
+            return [encoder.bytes]
+        case .multi:
+            guard let path = definition.fields.first,
+                  let ref = try reader.value(atPath: path, from: root), ref.tag != BinaryFormat.Tag.null else { return [] }
+            if ref.tag != BinaryFormat.Tag.array {
+                var encoder = KeyEncoder()
+                try encoder.append(ref, in: reader)
+                return [encoder.bytes]
+            }
+            var keys: [[UInt8]] = []
+            try reader.forEachElement(ref) { element in
+                var encoder = KeyEncoder()
+                try encoder.append(element, in: reader)
+                if !keys.contains(encoder.bytes) { keys.append(encoder.bytes) }
+            }
+            return keys
+        }
+    }
+
+    /// The values of an index's fields in a document, as text for messages: `"ann@example.com"`, `("Oslo", 42)`.
+    static func describe(_ definition: IndexDefinition, reader: BinaryReader, root: ValueRef) -> String {
+        let parts = definition.fields.map { path -> String in
+            guard let ref = try? reader.value(atPath: path, from: root),
+                  let value = try? DocumentValue(reader: reader, ref: ref) else { return "null" }
+            return value.json()
+        }
+        return parts.count == 1 ? parts[0] : "(" + parts.joined(separator: ", ") + ")"
+    }
+}

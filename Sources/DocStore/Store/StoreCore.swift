@@ -1,0 +1,249 @@
+import Foundation
+
+/// The state behind a ``DocStore`` actor: the environment, the catalog, and the open collections.
+///
+/// Owned by the actor and used only on it, inside synchronous transactions.
+final class StoreCore {
+    static let formatVersion: UInt8 = 1
+    static let metaName = "__docstore__"
+    static let separator: Character = "\u{1F}"
+
+    let env: Environment
+    let path: String
+    /// Open collections, valid while ``generation`` matches the catalog's.
+    var handles: [String: CollectionHandle] = [:]
+    /// Collections whose Swift schema has been checked against the catalog at ``generation``.
+    var synced: Set<String> = []
+    var generation: UInt64 = 0
+    var schemas: [ObjectIdentifier: ResolvedSchema] = [:]
+    /// Per collection, a check that a stored document decodes into the Swift type last used with it.
+    var typeCheckers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
+    /// Indexes found in the catalog but not declared by the type, per collection.
+    var undeclared: [String: [IndexDefinition]] = [:]
+    private(set) var meta = Database(dbi: 0)
+
+    init(path: String, options: DocStore.Options) throws {
+        self.path = path
+        self.env = try StoreCore.openEnvironment(path: path, options: options)
+        do {
+            try env.write { txn in try self.prepareCatalog(in: txn) }
+        } catch {
+            env.close()
+            throw error
+        }
+    }
+
+    private static func openEnvironment(path: String, options: DocStore.Options) throws -> Environment {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw DocStoreError(.cannotOpen, "cannot open a store at \(path): it is a directory; give the path of a file")
+        }
+        let lockPath = path + "-lock"
+        let lockExisted = FileManager.default.fileExists(atPath: lockPath)
+        do {
+            return try Environment(path: path, configuration: .init(
+                initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
+                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders))
+        } catch let error as LMDBError {
+            if !lockExisted { try? FileManager.default.removeItem(atPath: lockPath) }
+            switch error.code {
+            case LMDBError.invalid.code, LMDBError.versionMismatch.code, LMDBError.incompatible.code:
+                throw DocStoreError(.notAStore, "\(path) is not a DocStore store: it is not an LMDB file "
+                    + "(\(error.message))", underlying: error)
+            default:
+                throw DocStoreError(.cannotOpen, "cannot open a store at \(path): \(error.message)", underlying: error)
+            }
+        } catch is Environment.EnvironmentOpenError {
+            throw DocStoreError(.alreadyOpen, "\(path) is already open in this process; share that DocStore "
+                + "instead of opening it twice (LMDB allows one environment per file and process)")
+        }
+    }
+
+    /// Checks that the file is a DocStore store of a known format, or makes it one if it is new.
+    private func prepareCatalog(in txn: Transaction) throws {
+        if let meta = try txn.openDatabase(StoreCore.metaName, create: false) {
+            self.meta = meta
+            guard let format = try txn.get(meta, Array("format".utf8)), format.count == 1 else {
+                throw DocStoreError(.notAStore, "\(path) is not a DocStore store: its catalog has no format version")
+            }
+            guard format[0] <= StoreCore.formatVersion else {
+                throw DocStoreError(.formatTooNew, "\(path) was written in DocStore format \(format[0]); this build "
+                    + "reads format \(StoreCore.formatVersion) and older: open it with a newer DocStore")
+            }
+        } else {
+            guard let main = try txn.openDatabase(nil, create: false) else {
+                throw DocStoreError(.notAStore, "\(path) has no main database")
+            }
+            let names: [String] = try txn.withCursor(main) { cursor in
+                var names: [String] = []
+                var entry = try cursor.first()
+                while let (key, _) = entry, names.count < 5 {
+                    names.append(String(decoding: key, as: UTF8.self))
+                    entry = try cursor.next()
+                }
+                return names
+            }
+            guard names.isEmpty else {
+                throw DocStoreError(.notAStore, "\(path) is an LMDB environment of another program, not a DocStore "
+                    + "store: it holds \(names.map { "'\($0)'" }.joined(separator: ", ")) and no DocStore catalog; "
+                    + "nothing was changed")
+            }
+            guard let meta = try txn.openDatabase(StoreCore.metaName, create: true) else {
+                throw DocStoreError(.storage, "cannot create the catalog in \(path)")
+            }
+            self.meta = meta
+            try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])
+            try txn.put(meta, Array("generation".utf8), StoreCore.bytes(UInt64(0)))
+        }
+        generation = try readGeneration(in: txn)
+    }
+
+    static func bytes(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
+
+    func readGeneration(in txn: Transaction) throws -> UInt64 {
+        guard let raw = try txn.get(meta, Array("generation".utf8)), raw.count == 8 else { return 0 }
+        return UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
+    }
+
+    private func bumpGeneration(in txn: Transaction) throws -> UInt64 {
+        let next = try readGeneration(in: txn) &+ 1
+        try txn.put(meta, Array("generation".utf8), StoreCore.bytes(next))
+        return next
+    }
+
+    // MARK: Catalog entries
+
+    static func catalogKey(_ collection: String) -> [UInt8] { Array(("collection" + String(separator) + collection).utf8) }
+    static func documentsName(_ collection: String) -> String { "doc" + String(separator) + collection }
+    static func indexName(_ collection: String, _ index: String) -> String {
+        "idx" + String(separator) + collection + String(separator) + index
+    }
+
+    func readInfo(_ collection: String, in txn: Transaction) throws -> CollectionInfo? {
+        guard let raw = try txn.get(meta, StoreCore.catalogKey(collection)) else { return nil }
+        do {
+            return try DocumentDecoder().decode(CollectionInfo.self, from: raw)
+        } catch {
+            throw DocStoreError(.corruptDocument, "the catalog entry of collection '\(collection)' in \(path) is "
+                + "damaged: \(error)", collection: collection)
+        }
+    }
+
+    func writeInfo(_ info: CollectionInfo, in txn: Transaction) throws {
+        try txn.put(meta, StoreCore.catalogKey(info.name), try DocumentEncoder().encode(info))
+    }
+
+    /// Every collection in the catalog.
+    func allInfos(in txn: Transaction) throws -> [CollectionInfo] {
+        let prefix = StoreCore.catalogKey("")
+        var names: [String] = []
+        try txn.withCursor(meta) { cursor in
+            var entry = try cursor.seek(atLeast: prefix)
+            while let (key, _) = entry, key.starts(with: prefix) {
+                names.append(String(decoding: key.dropFirst(prefix.count), as: UTF8.self))
+                entry = try cursor.next()
+            }
+        }
+        return try names.compactMap { try readInfo($0, in: txn) }
+    }
+
+    static func validateName(_ name: String, what: String) throws {
+        guard !name.isEmpty, !name.contains(separator), !name.contains("\0") else {
+            throw DocStoreError(.invalidSchema, "invalid \(what) name '\(name)': it must be non-empty and contain "
+                + "no NUL or U+001F character")
+        }
+    }
+
+    // MARK: Opening collections
+
+    /// Opens the databases of a collection as the catalog describes it.
+    func openHandle(_ info: CollectionInfo, in txn: Transaction) throws -> CollectionHandle {
+        guard let documents = try txn.openDatabase(StoreCore.documentsName(info.name), create: !txn.isReadOnly) else {
+            throw DocStoreError(.corruptDocument, "collection '\(info.name)' is in the catalog but its documents "
+                + "are missing", collection: info.name)
+        }
+        var indexes: [CollectionHandle.Index] = []
+        for definition in info.indexes {
+            guard let db = try txn.openDatabase(StoreCore.indexName(info.name, definition.name), create: !txn.isReadOnly,
+                                                duplicateSort: definition.kind != .unique) else {
+                throw DocStoreError(.corruptDocument, "index '\(definition.name)' of '\(info.name)' is in the catalog "
+                    + "but its entries are missing", collection: info.name, index: definition.name)
+            }
+            indexes.append(.init(definition: definition, database: db))
+        }
+        return CollectionHandle(info: info, documents: documents, indexes: indexes)
+    }
+
+    /// Brings the catalog in line with a Swift type's schema, inside a write transaction: creates the collection,
+    /// builds indexes that are declared but missing, rebuilds those whose definition changed, and keeps (and
+    /// reports) those no longer declared. Returns the open collection.
+    func sync(_ schema: ResolvedSchema, in txn: Transaction) throws -> (CollectionHandle, undeclared: [IndexDefinition]) {
+        try StoreCore.validateName(schema.collection, what: "collection")
+        for index in schema.indexes { try StoreCore.validateName(index.name, what: "index") }
+        let existing = try readInfo(schema.collection, in: txn)
+        var info = existing ?? CollectionInfo(name: schema.collection, idPath: schema.idPath, indexes: [])
+        var changed = existing == nil
+        guard let documents = try txn.openDatabase(StoreCore.documentsName(schema.collection), create: true) else {
+            throw DocStoreError(.storage, "cannot create collection '\(schema.collection)'")
+        }
+        if info.idPath != schema.idPath {
+            guard try txn.entryCount(documents) == 0 else {
+                throw DocStoreError(.invalidSchema, "collection '\(schema.collection)' keys its documents by "
+                    + "'\(info.idPath)', but \(schema.typeName) keeps its id at '\(schema.idPath)'",
+                    collection: schema.collection)
+            }
+            info.idPath = schema.idPath
+            changed = true
+        }
+        var toBuild: [IndexDefinition] = []
+        for declared in schema.indexes {
+            if let i = info.indexes.firstIndex(where: { $0.name == declared.name }) {
+                let current = info.indexes[i]
+                if !current.hasSameShape(as: declared) {
+                    if let old = try txn.openDatabase(StoreCore.indexName(info.name, current.name), create: false,
+                                                      duplicateSort: current.kind != .unique) {
+                        try txn.drop(old, delete: true)
+                    }
+                    info.indexes[i] = declared
+                    toBuild.append(declared)
+                    changed = true
+                }
+            } else {
+                info.indexes.append(declared)
+                toBuild.append(declared)
+                changed = true
+            }
+        }
+        if changed {
+            try writeInfo(info, in: txn)
+            _ = try bumpGeneration(in: txn)
+        }
+        let handle = try openHandle(info, in: txn)
+        for index in handle.indexes where toBuild.contains(index.definition) {
+            try handle.build(index, in: txn)
+        }
+        let undeclared = info.indexes.filter { stored in !schema.indexes.contains { $0.name == stored.name } }
+        return (handle, undeclared)
+    }
+
+    /// Removes an index from the catalog and deletes its entries.
+    func dropIndex(_ name: String, from collection: String, in txn: Transaction) throws -> Bool {
+        guard var info = try readInfo(collection, in: txn),
+              let i = info.indexes.firstIndex(where: { $0.name == name }) else { return false }
+        let definition = info.indexes.remove(at: i)
+        if let db = try txn.openDatabase(StoreCore.indexName(collection, name), create: false,
+                                         duplicateSort: definition.kind != .unique) {
+            try txn.drop(db, delete: true)
+        }
+        try writeInfo(info, in: txn)
+        _ = try bumpGeneration(in: txn)
+        return true
+    }
+
+    func schema<T: Document>(_ type: T.Type) throws -> ResolvedSchema {
+        if let s = schemas[ObjectIdentifier(type)] { return s }
+        let s = try ResolvedSchema.resolve(type)
+        schemas[ObjectIdentifier(type)] = s
+        return s
+    }
+}

@@ -1,0 +1,93 @@
+/// One transaction's view of the catalog: finds (and, in a write transaction, creates or updates) the open
+/// collection for a type, and hands its changes to the ``StoreCore`` only once the transaction has committed.
+final class TransactionScope {
+    /// Thrown in a read transaction that needs a collection opened or its schema synced first; the store does that
+    /// in a write transaction and runs the read again.
+    struct NeedsSync: Error {
+        var collection: String
+        /// Opens the collection in a write transaction's scope.
+        var sync: @Sendable (TransactionScope) throws -> Void
+    }
+
+    let core: StoreCore
+    let txn: Transaction
+    let startGeneration: UInt64
+    private var handles: [String: CollectionHandle] = [:]
+    private var undeclared: [String: [IndexDefinition]] = [:]
+    private var checkers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
+    private var synced: Set<String> = []
+    private(set) var touchedCatalog = false
+    private var dropped: Set<String> = []
+
+    init(core: StoreCore, txn: Transaction) throws {
+        self.core = core
+        self.txn = txn
+        self.startGeneration = try core.readGeneration(in: txn)
+        if startGeneration != core.generation {
+            // Another process (or an aborted change of ours) moved the catalog: reopen collections as they come.
+            core.handles = [:]
+            core.synced = []
+            core.generation = startGeneration
+        }
+    }
+
+    /// The open collection of a Swift type, its schema synced with the catalog.
+    func handle<T: Document>(for type: T.Type) throws -> CollectionHandle {
+        let schema = try core.schema(type)
+        if let h = handles[schema.collection], synced.contains(schema.collection) { return h }
+        if core.synced.contains(schema.collection), let h = core.handles[schema.collection] { return h }
+        guard !txn.isReadOnly else {
+            throw NeedsSync(collection: schema.collection) { _ = try $0.handle(for: type) }
+        }
+        let before = try core.readGeneration(in: txn)
+        let (handle, undeclared) = try core.sync(schema, in: txn)
+        if try core.readGeneration(in: txn) != before { touchedCatalog = true }
+        handles[schema.collection] = handle
+        synced.insert(schema.collection)
+        self.undeclared[schema.collection] = undeclared
+        checkers[schema.collection] = { raw in _ = try DocumentDecoder().decode(T.self, from: raw) }
+        return handle
+    }
+
+    /// The open collection named `name` as the catalog describes it, or `nil` when there is no such collection.
+    func handle(named name: String) throws -> CollectionHandle? {
+        if let h = handles[name] ?? core.handles[name] { return h }
+        guard let info = try core.readInfo(name, in: txn) else { return nil }
+        guard !txn.isReadOnly else { throw NeedsSync(collection: name) { _ = try $0.handle(named: name) } }
+        let handle = try core.openHandle(info, in: txn)
+        handles[name] = handle
+        return handle
+    }
+
+    func dropIndex(_ name: String, from collection: String) throws -> Bool {
+        let removed = try core.dropIndex(name, from: collection, in: txn)
+        if removed {
+            touchedCatalog = true
+            handles[collection] = nil
+            synced.remove(collection)
+            dropped.insert(collection)
+        }
+        return removed
+    }
+
+    /// After a successful commit: the collections opened here become the store's.
+    func committed(endGeneration: UInt64) {
+        for name in dropped {
+            core.handles[name] = nil
+            core.synced.remove(name)
+        }
+        core.generation = endGeneration
+        for (name, handle) in handles { core.handles[name] = handle }
+        core.synced.formUnion(synced)
+        core.undeclared.merge(undeclared) { _, new in new }
+        core.typeCheckers.merge(checkers) { _, new in new }
+    }
+
+    /// After an abort: databases opened or dropped here may be closed, so every open collection is forgotten.
+    func aborted() {
+        if touchedCatalog || !handles.isEmpty {
+            core.handles = [:]
+            core.synced = []
+        }
+    }
+}
