@@ -47,3 +47,48 @@ struct Person: Document, Equatable {
         self.tags = tags
     }
 }
+
+/// A small deterministic generator (SplitMix64), so a failing random test can be replayed from its seed.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// One index entry as stored: the encoded key and the document's primary key.
+struct IndexEntry: Hashable, Sendable {
+    var key: [UInt8]
+    var id: [UInt8]
+}
+
+extension DocStore {
+    /// Every entry of index `name` of `T`'s collection, in key order.
+    func entries<T: Document>(of type: T.Type, index name: String) throws -> [IndexEntry] {
+        try perform { ctx in
+            let handle = try ctx.scope.handle(for: type)
+            guard let index = handle.indexes.first(where: { $0.definition.name == name }) else { return [] }
+            return try ctx.txn.withCursor(index.database) { cursor in
+                var out: [IndexEntry] = []
+                var entry = try cursor.first()
+                while let (key, value) = entry {
+                    out.append(IndexEntry(key: Array(key), id: Array(value)))
+                    entry = try cursor.next()
+                }
+                return out
+            }
+        }
+    }
+
+    /// Every document of `T`, in id order.
+    func all<T: Document>(_ type: T.Type) throws -> [T] {
+        try perform { try $0.all(type) }
+    }
+}
+
+func idKey(_ id: UUID) throws -> [UInt8] { try CollectionHandle.idKey(id, collection: "people") }

@@ -1,0 +1,55 @@
+import DocStoreCrashWriter
+import Foundation
+import Testing
+@testable import DocStore
+
+@Suite struct CrashSafetyTests {
+    /// The child process built beside this test binary.
+    static var writerURL: URL {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("DocStoreCrashWriter")
+    }
+
+    /// A child writes batches and reports each commit; it is killed with SIGKILL at random moments. After every
+    /// kill, every reported batch is there in full, no batch is there in part, and `verify()` is clean.
+    @Test func killedWriterLosesNoCommittedBatchAndLeavesNoneHalfWritten() async throws {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.writerURL.path),
+                "the crash writer is missing at \(Self.writerURL.path)")
+        let dir = TemporaryDirectory()
+        let path = dir.path("crash.db")
+        var rng = SeededGenerator(seed: 2024)
+        var highestReported = -1
+        for round in 0..<20 {
+            let process = Process()
+            process.executableURL = Self.writerURL
+            process.arguments = [path]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            try await Task.sleep(for: .milliseconds(Int.random(in: 20...160, using: &rng)))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal, "round \(round): the writer stopped by itself")
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            for line in text.split(separator: "\n") where line.hasPrefix("committed ") {
+                if let n = Int(line.dropFirst("committed ".count)) { highestReported = max(highestReported, n) }
+            }
+
+            let store = try await DocStore(path: path, options: CrashRecord.options)
+            let records = try await store.perform { try $0.all(CrashRecord.self) }
+            let batches = Dictionary(grouping: records, by: \.batch)
+            for b in 0...max(highestReported, 0) where highestReported >= 0 {
+                #expect(batches[b] != nil, "round \(round): reported batch \(b) is missing")
+            }
+            for (b, stored) in batches {
+                #expect(stored.sorted { $0.id < $1.id } == CrashRecord.batch(b), "round \(round): batch \(b) is partial")
+            }
+            let report = try await store.verify()
+            #expect(report.isClean, "round \(round): \(report)")
+            await store.close()
+        }
+        print("crash test: \(highestReported + 1) batches committed")
+        #expect(highestReported > 20, "the writer committed too little to test anything")
+    }
+}
