@@ -17,46 +17,84 @@ public struct DocumentDecoder: Sendable {
     /// Decodes a document (version byte first).
     ///
     /// - Throws: `DecodingError` naming the coding path when the document does not fit `T`;
-    ///   ``DocStoreError`` with code ``DocStoreError/Code/corruptDocument`` when the bytes are not a document.
+    ///   ``DocStoreError`` with code ``DocStoreError/Code/corruptDocument`` when the bytes are not a document
+    ///   (anywhere in it, however deep).
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         try bytes.withUnsafeBytes { try decode(type, from: $0) }
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer) throws -> T {
         let reader = BinaryReader(buffer)
-        let root: ValueRef
-        do { root = try reader.root() } catch let error as MalformedDocument {
+        do {
+            let root = try reader.root()
+            return try DocumentValueDecoder(reader: reader, ref: root, parent: nil, key: nil).decodeValue(type)
+        } catch let error as MalformedDocument {
             throw DocStoreError(.corruptDocument, "\(error)", underlying: error)
         }
-        return try DocumentValueDecoder(reader: reader, ref: root, path: nil).decodeValue(type)
     }
 }
 
+/// Metatypes compared against in the decoder's fast paths, made once (generic metadata is looked up, not free).
+enum KnownTypes {
+    static let string = ObjectIdentifier(String.self)
+    static let int = ObjectIdentifier(Int.self)
+    static let double = ObjectIdentifier(Double.self)
+    static let bool = ObjectIdentifier(Bool.self)
+    static let date = ObjectIdentifier(Date.self)
+    static let uuid = ObjectIdentifier(UUID.self)
+    static let data = ObjectIdentifier(Data.self)
+    static let url = ObjectIdentifier(URL.self)
+    static let stringArray = ObjectIdentifier([String].self)
+    static let intArray = ObjectIdentifier([Int].self)
+    static let doubleArray = ObjectIdentifier([Double].self)
+}
+
 /// The `Decoder` for one value of a document.
+///
+/// Decoders of nested values point to their parent and hold their key, so the coding path is built only when an
+/// error needs it: decoding a field allocates nothing unless the field is itself a keyed or unkeyed value.
 final class DocumentValueDecoder: Decoder {
     let reader: BinaryReader
     let ref: ValueRef
-    let path: PathNode?
+    let parent: DocumentValueDecoder?
+    let key: (any CodingKey)?
     /// Where the next field of this object is expected: just after the last one found.
-    var hint: Int = 0
+    /// (Not checked for exclusivity at run time: a decoder is used by one synchronous decode, and no two accesses
+    /// overlap.)
+    @exclusivity(unchecked) var hint: Int = 0
 
-    init(reader: BinaryReader, ref: ValueRef, path: PathNode?) {
+    init(reader: BinaryReader, ref: ValueRef, parent: DocumentValueDecoder?, key: (any CodingKey)?) {
         self.reader = reader
         self.ref = ref
-        self.path = path
+        self.parent = parent
+        self.key = key
     }
 
-    var codingPath: [any CodingKey] { PathNode.array(path) }
+    var codingPath: [any CodingKey] {
+        var keys: [any CodingKey] = []
+        var node: DocumentValueDecoder? = self
+        while let current = node {
+            if let key = current.key { keys.append(key) }
+            node = current.parent
+        }
+        return keys.reversed()
+    }
+
+    func path(_ key: (any CodingKey)?) -> [any CodingKey] {
+        guard let key else { return codingPath }
+        return codingPath + [key]
+    }
+
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard ref.tag == BinaryFormat.Tag.object else { throw mismatch(type: [String: Any].self, ref) }
+        guard ref.tag == BinaryFormat.Tag.object else { throw mismatch([String: Any].self, ref, nil) }
         hint = reader.contentStart(ref)
         return KeyedDecodingContainer(KeyedContainer<Key>(decoder: self))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard ref.tag == BinaryFormat.Tag.array else { throw mismatch(type: [Any].self, ref) }
+        guard ref.tag == BinaryFormat.Tag.array else { throw mismatch([Any].self, ref, nil) }
         return UnkeyedContainer(decoder: self, offset: reader.contentStart(ref), count: reader.count(ref))
     }
 
@@ -81,20 +119,23 @@ final class DocumentValueDecoder: Decoder {
         }
     }
 
-    func mismatch(type: Any.Type, _ ref: ValueRef, path: PathNode? = nil) -> DecodingError {
-        DecodingError.typeMismatch(type, .init(codingPath: PathNode.array(path ?? self.path),
-            debugDescription: "expected \(type), found \(DocumentValueDecoder.kindName(ref.tag))"))
+    /// A type mismatch at the field `key` of this value (or this value itself when `key` is nil).
+    func mismatch(_ type: Any.Type, _ r: ValueRef, _ key: (any CodingKey)?) -> DecodingError {
+        DecodingError.typeMismatch(type, .init(codingPath: path(key),
+            debugDescription: "expected \(type), found \(DocumentValueDecoder.kindName(r.tag))"))
     }
 
-    func bool(_ r: ValueRef, _ p: PathNode?) throws -> Bool {
+    @inline(__always)
+    func bool(_ r: ValueRef, _ key: (any CodingKey)?) throws -> Bool {
         switch r.tag {
         case BinaryFormat.Tag.true: return true
         case BinaryFormat.Tag.false: return false
-        default: throw mismatch(type: Bool.self, r, path: p)
+        default: throw mismatch(Bool.self, r, key)
         }
     }
 
-    func integer<I: FixedWidthInteger>(_ type: I.Type, _ r: ValueRef, _ p: PathNode?) throws -> I {
+    @inline(__always)
+    func integer<I: FixedWidthInteger>(_ type: I.Type, _ r: ValueRef, _ key: (any CodingKey)?) throws -> I {
         if let i = reader.integer(r) {
             if let v = I(exactly: i) { return v }
         } else if let u = reader.unsigned(r) {
@@ -102,76 +143,85 @@ final class DocumentValueDecoder: Decoder {
         } else if let d = reader.double(r) {
             if let v = I(exactly: d) { return v }
         } else {
-            throw mismatch(type: type, r, path: p)
+            throw mismatch(type, r, key)
         }
-        throw DecodingError.dataCorrupted(.init(codingPath: PathNode.array(p ?? path),
-            debugDescription: "number does not fit in \(type)"))
+        throw DecodingError.dataCorrupted(.init(codingPath: path(key), debugDescription: "number does not fit in \(type)"))
     }
 
-    func double(_ r: ValueRef, _ p: PathNode?) throws -> Double {
+    @inline(__always)
+    func double(_ r: ValueRef, _ key: (any CodingKey)?) throws -> Double {
         if let d = reader.double(r) { return d }
         if let i = reader.integer(r) { return Double(i) }
         if let u = reader.unsigned(r) { return Double(u) }
-        throw mismatch(type: Double.self, r, path: p)
+        throw mismatch(Double.self, r, key)
     }
 
-    func string(_ r: ValueRef, _ p: PathNode?) throws -> String {
-        guard r.tag == BinaryFormat.Tag.string else { throw mismatch(type: String.self, r, path: p) }
+    @inline(__always)
+    func string(_ r: ValueRef, _ key: (any CodingKey)?) throws -> String {
+        guard r.tag == BinaryFormat.Tag.string else { throw mismatch(String.self, r, key) }
         return try reader.string(r)
     }
 
+    @inline(__always)
     func isNull(_ r: ValueRef) -> Bool { r.tag == BinaryFormat.Tag.null }
 
-    /// Decodes any value at `r`: the scalar and common array types directly, others through their `init(from:)`.
-    func decode<T: Decodable>(_ type: T.Type, at r: ValueRef, path p: PathNode?) throws -> T {
-        if T.self == String.self { return try string(r, p) as! T }
-        if T.self == Int.self { return try integer(Int.self, r, p) as! T }
-        if T.self == Double.self { return try double(r, p) as! T }
-        if T.self == Bool.self { return try bool(r, p) as! T }
+    /// Decodes any value at `r` (the field `key` of this value): scalars and common arrays directly, other types
+    /// through their `init(from:)` with a child decoder.
+    func decode<T: Decodable>(_ type: T.Type, at r: ValueRef, key: (any CodingKey)?) throws -> T {
+        if T.self == String.self { return unsafeBitCast(try string(r, key), to: T.self) }
+        if T.self == Int.self { return unsafeBitCast(try integer(Int.self, r, key), to: T.self) }
+        if T.self == Double.self { return unsafeBitCast(try double(r, key), to: T.self) }
+        if T.self == Bool.self { return unsafeBitCast(try bool(r, key), to: T.self) }
         if T.self == Date.self {
-            if let t = reader.dateInterval(r) { return Date(timeIntervalSinceReferenceDate: t) as! T }
-            if r.tag != BinaryFormat.Tag.string {
-                return Date(timeIntervalSinceReferenceDate: try double(r, p)) as! T
+            if let interval = reader.dateInterval(r) {
+                return unsafeBitCast(Date(timeIntervalSinceReferenceDate: interval), to: T.self)
             }
-            throw mismatch(type: Date.self, r, path: p)
+            if r.tag != BinaryFormat.Tag.string {
+                return unsafeBitCast(Date(timeIntervalSinceReferenceDate: try double(r, key)), to: T.self)
+            }
+            throw mismatch(Date.self, r, key)
         }
         if T.self == UUID.self {
-            if r.tag == BinaryFormat.Tag.uuid { return reader.uuid(r) as! T }
-            if r.tag == BinaryFormat.Tag.string, let u = UUID(uuidString: try reader.string(r)) { return u as! T }
-            throw mismatch(type: UUID.self, r, path: p)
-        }
-        if T.self == Data.self {
-            guard r.tag == BinaryFormat.Tag.bytes else { throw mismatch(type: Data.self, r, path: p) }
-            return Data(try reader.payloadBytes(r)) as! T
-        }
-        if T.self == URL.self {
-            guard let url = URL(string: try string(r, p)) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: PathNode.array(p), debugDescription: "invalid URL"))
+            if r.tag == BinaryFormat.Tag.uuid { return unsafeBitCast(reader.uuid(r), to: T.self) }
+            if r.tag == BinaryFormat.Tag.string, let u = UUID(uuidString: try reader.string(r)) {
+                return unsafeBitCast(u, to: T.self)
             }
-            return url as! T
+            throw mismatch(UUID.self, r, key)
         }
-        if T.self == [String].self {
-            guard r.tag == BinaryFormat.Tag.array else { throw mismatch(type: T.self, r, path: p) }
+        if ObjectIdentifier(T.self) == KnownTypes.stringArray {
+            guard r.tag == BinaryFormat.Tag.array else { throw mismatch(T.self, r, key) }
             var out: [String] = []
             out.reserveCapacity(min(reader.count(r), 4096))
-            try reader.forEachElement(r) { out.append(try string($0, p)) }
-            return out as! T
+            var offset = reader.contentStart(r)
+            while offset < r.end {
+                let element = try reader.value(at: offset)
+                guard element.tag == BinaryFormat.Tag.string, element.end <= r.end else {
+                    return try T(from: DocumentValueDecoder(reader: reader, ref: r, parent: self, key: key))
+                }
+                out.append(try reader.string(element))
+                offset = element.end
+            }
+            return unsafeBitCast(out, to: T.self)
         }
-        if T.self == [Int].self {
-            guard r.tag == BinaryFormat.Tag.array else { throw mismatch(type: T.self, r, path: p) }
-            var out: [Int] = []
-            out.reserveCapacity(min(reader.count(r), 4096))
-            try reader.forEachElement(r) { out.append(try integer(Int.self, $0, p)) }
-            return out as! T
+        if T.self == Data.self {
+            guard r.tag == BinaryFormat.Tag.bytes else { throw mismatch(Data.self, r, key) }
+            return unsafeBitCast(Data(try reader.payloadBytes(r)), to: T.self)
         }
-        return try T(from: DocumentValueDecoder(reader: reader, ref: r, path: p))
+        if T.self == URL.self {
+            guard let url = URL(string: try string(r, key)) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: path(key), debugDescription: "invalid URL"))
+            }
+            return unsafeBitCast(url, to: T.self)
+        }
+        return try T(from: DocumentValueDecoder(reader: reader, ref: r, parent: self, key: key))
     }
 
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
-        try decode(type, at: ref, path: path)
+        try decode(type, at: ref, key: nil)
     }
 
     /// Finds field `name`, trying the expected position first.
+    @inline(__always)
     func field(_ key: some CodingKey) throws -> ValueRef? {
         let name = key.stringValue
         if let found = try name.utf8.withContiguousStorageIfAvailable({ try field(UnsafeRawBufferPointer($0)) }) {
@@ -181,7 +231,24 @@ final class DocumentValueDecoder: Decoder {
     }
 
     private func field(_ name: UnsafeRawBufferPointer) throws -> ValueRef? {
+        // Fast path: the field expected next, with a one-byte name length (names under 128 bytes).
+        let hint = self.hint
+        let buffer = reader.buffer
+        if hint < ref.end, name.count < 0x80, buffer[hint] == UInt8(name.count),
+           hint + 1 + name.count < ref.end, BinaryReader.equal(buffer, hint + 1, name) {
+            let value = try reader.value(at: hint + 1 + name.count)
+            guard value.end <= ref.end else {
+                throw MalformedDocument(offset: hint, reason: "field runs past its object")
+            }
+            self.hint = value.end
+            return value
+        }
+        return try scanForField(name)
+    }
+
+    private func scanForField(_ name: UnsafeRawBufferPointer) throws -> ValueRef? {
         let start = reader.contentStart(ref)
+        let hint = self.hint
         var offset = hint
         var wrapped = false
         while true {
@@ -198,7 +265,7 @@ final class DocumentValueDecoder: Decoder {
                 throw MalformedDocument(offset: offset, reason: "field runs past its object")
             }
             if n == name.count && BinaryReader.equal(reader.buffer, s, name) {
-                hint = value.end
+                self.hint = value.end
                 return value
             }
             offset = value.end
@@ -222,6 +289,7 @@ final class DocumentValueDecoder: Decoder {
 
         func contains(_ key: Key) -> Bool { ((try? decoder.field(key)) ?? nil) != nil }
 
+        @inline(__always)
         private func require(_ key: Key) throws -> ValueRef {
             guard let r = try decoder.field(key) else {
                 throw DecodingError.keyNotFound(key, .init(codingPath: decoder.codingPath,
@@ -230,55 +298,55 @@ final class DocumentValueDecoder: Decoder {
             return r
         }
 
-        private func node(_ key: Key) -> PathNode { PathNode(decoder.path, key) }
-
         func decodeNil(forKey key: Key) throws -> Bool { decoder.isNull(try require(key)) }
-        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decoder.bool(try require(key), node(key)) }
-        func decode(_ type: String.Type, forKey key: Key) throws -> String { try decoder.string(try require(key), node(key)) }
-        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decoder.double(try require(key), node(key)) }
-        func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try decoder.double(try require(key), node(key))) }
-        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decoder.integer(type, try require(key), node(key)) }
-        func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decoder.integer(type, try require(key), node(key)) }
-        func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decoder.integer(type, try require(key), node(key)) }
-        func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decoder.integer(type, try require(key), node(key)) }
-        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decoder.integer(type, try require(key), node(key)) }
-        func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decoder.integer(type, try require(key), node(key)) }
-        func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decoder.integer(type, try require(key), node(key)) }
-        func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decoder.integer(type, try require(key), node(key)) }
-        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decoder.integer(type, try require(key), node(key)) }
-        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decoder.integer(type, try require(key), node(key)) }
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decoder.bool(try require(key), key) }
+        func decode(_ type: String.Type, forKey key: Key) throws -> String { try decoder.string(try require(key), key) }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decoder.double(try require(key), key) }
+        func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try decoder.double(try require(key), key)) }
+        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decoder.integer(type, try require(key), key) }
+        func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decoder.integer(type, try require(key), key) }
+        func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decoder.integer(type, try require(key), key) }
+        func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decoder.integer(type, try require(key), key) }
+        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decoder.integer(type, try require(key), key) }
+        func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decoder.integer(type, try require(key), key) }
+        func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decoder.integer(type, try require(key), key) }
+        func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decoder.integer(type, try require(key), key) }
+        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decoder.integer(type, try require(key), key) }
+        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decoder.integer(type, try require(key), key) }
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-            try decoder.decode(type, at: try require(key), path: node(key))
+            try decoder.decode(type, at: try require(key), key: key)
         }
 
         func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
             guard let r = try decoder.field(key), !decoder.isNull(r) else { return nil }
-            return try decoder.string(r, node(key))
+            return try decoder.string(r, key)
         }
         func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
             guard let r = try decoder.field(key), !decoder.isNull(r) else { return nil }
-            return try decoder.integer(type, r, node(key))
+            return try decoder.integer(type, r, key)
         }
         func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
             guard let r = try decoder.field(key), !decoder.isNull(r) else { return nil }
-            return try decoder.double(r, node(key))
+            return try decoder.double(r, key)
         }
         func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
             guard let r = try decoder.field(key), !decoder.isNull(r) else { return nil }
-            return try decoder.bool(r, node(key))
+            return try decoder.bool(r, key)
         }
         func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
             guard let r = try decoder.field(key), !decoder.isNull(r) else { return nil }
-            return try decoder.decode(type, at: r, path: node(key))
+            return try decoder.decode(type, at: r, key: key)
         }
 
         func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type,
                                                    forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-            try DocumentValueDecoder(reader: decoder.reader, ref: try require(key), path: node(key)).container(keyedBy: type)
+            try DocumentValueDecoder(reader: decoder.reader, ref: try require(key), parent: decoder, key: key)
+                .container(keyedBy: type)
         }
 
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-            try DocumentValueDecoder(reader: decoder.reader, ref: try require(key), path: node(key)).unkeyedContainer()
+            try DocumentValueDecoder(reader: decoder.reader, ref: try require(key), parent: decoder, key: key)
+                .unkeyedContainer()
         }
 
         func superDecoder() throws -> any Decoder {
@@ -286,11 +354,11 @@ final class DocumentValueDecoder: Decoder {
             guard let r = try decoder.field(key) else {
                 throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no field 'super'"))
             }
-            return DocumentValueDecoder(reader: decoder.reader, ref: r, path: PathNode(decoder.path, key))
+            return DocumentValueDecoder(reader: decoder.reader, ref: r, parent: decoder, key: key)
         }
 
         func superDecoder(forKey key: Key) throws -> any Decoder {
-            DocumentValueDecoder(reader: decoder.reader, ref: try require(key), path: node(key))
+            DocumentValueDecoder(reader: decoder.reader, ref: try require(key), parent: decoder, key: key)
         }
     }
 
@@ -310,7 +378,7 @@ final class DocumentValueDecoder: Decoder {
         var count: Int? { total }
         var isAtEnd: Bool { currentIndex >= total || offset >= decoder.ref.end }
 
-        private mutating func next(_ type: Any.Type) throws -> (ValueRef, PathNode) {
+        private mutating func next(_ type: Any.Type) throws -> (ValueRef, IndexKey) {
             let key = IndexKey(currentIndex)
             guard !isAtEnd else {
                 throw DecodingError.valueNotFound(type, .init(codingPath: codingPath + [key],
@@ -322,7 +390,7 @@ final class DocumentValueDecoder: Decoder {
             }
             offset = r.end
             currentIndex += 1
-            return (r, PathNode(decoder.path, key))
+            return (r, key)
         }
 
         mutating func decodeNil() throws -> Bool {
@@ -332,30 +400,30 @@ final class DocumentValueDecoder: Decoder {
             return false
         }
 
-        mutating func decode(_ type: Bool.Type) throws -> Bool { let (r, p) = try next(type); return try decoder.bool(r, p) }
-        mutating func decode(_ type: String.Type) throws -> String { let (r, p) = try next(type); return try decoder.string(r, p) }
-        mutating func decode(_ type: Double.Type) throws -> Double { let (r, p) = try next(type); return try decoder.double(r, p) }
-        mutating func decode(_ type: Float.Type) throws -> Float { let (r, p) = try next(type); return Float(try decoder.double(r, p)) }
-        mutating func decode(_ type: Int.Type) throws -> Int { let (r, p) = try next(type); return try decoder.integer(type, r, p) }
-        mutating func decode(_ type: Int64.Type) throws -> Int64 { let (r, p) = try next(type); return try decoder.integer(type, r, p) }
+        mutating func decode(_ type: Bool.Type) throws -> Bool { let (r, k) = try next(type); return try decoder.bool(r, k) }
+        mutating func decode(_ type: String.Type) throws -> String { let (r, k) = try next(type); return try decoder.string(r, k) }
+        mutating func decode(_ type: Double.Type) throws -> Double { let (r, k) = try next(type); return try decoder.double(r, k) }
+        mutating func decode(_ type: Float.Type) throws -> Float { let (r, k) = try next(type); return Float(try decoder.double(r, k)) }
+        mutating func decode(_ type: Int.Type) throws -> Int { let (r, k) = try next(type); return try decoder.integer(type, r, k) }
+        mutating func decode(_ type: Int64.Type) throws -> Int64 { let (r, k) = try next(type); return try decoder.integer(type, r, k) }
         mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-            let (r, p) = try next(type)
-            return try decoder.decode(type, at: r, path: p)
+            let (r, k) = try next(type)
+            return try decoder.decode(type, at: r, key: k)
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
-            let (r, p) = try next([String: Any].self)
-            return try DocumentValueDecoder(reader: decoder.reader, ref: r, path: p).container(keyedBy: type)
+            let (r, k) = try next([String: Any].self)
+            return try DocumentValueDecoder(reader: decoder.reader, ref: r, parent: decoder, key: k).container(keyedBy: type)
         }
 
         mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-            let (r, p) = try next([Any].self)
-            return try DocumentValueDecoder(reader: decoder.reader, ref: r, path: p).unkeyedContainer()
+            let (r, k) = try next([Any].self)
+            return try DocumentValueDecoder(reader: decoder.reader, ref: r, parent: decoder, key: k).unkeyedContainer()
         }
 
         mutating func superDecoder() throws -> any Decoder {
-            let (r, p) = try next(Any.self)
-            return DocumentValueDecoder(reader: decoder.reader, ref: r, path: p)
+            let (r, k) = try next(Any.self)
+            return DocumentValueDecoder(reader: decoder.reader, ref: r, parent: decoder, key: k)
         }
     }
 
@@ -363,23 +431,22 @@ final class DocumentValueDecoder: Decoder {
         let decoder: DocumentValueDecoder
         var codingPath: [any CodingKey] { decoder.codingPath }
         private var r: ValueRef { decoder.ref }
-        private var p: PathNode? { decoder.path }
 
         func decodeNil() -> Bool { decoder.isNull(r) }
-        func decode(_ type: Bool.Type) throws -> Bool { try decoder.bool(r, p) }
-        func decode(_ type: String.Type) throws -> String { try decoder.string(r, p) }
-        func decode(_ type: Double.Type) throws -> Double { try decoder.double(r, p) }
-        func decode(_ type: Float.Type) throws -> Float { Float(try decoder.double(r, p)) }
-        func decode(_ type: Int.Type) throws -> Int { try decoder.integer(type, r, p) }
-        func decode(_ type: Int8.Type) throws -> Int8 { try decoder.integer(type, r, p) }
-        func decode(_ type: Int16.Type) throws -> Int16 { try decoder.integer(type, r, p) }
-        func decode(_ type: Int32.Type) throws -> Int32 { try decoder.integer(type, r, p) }
-        func decode(_ type: Int64.Type) throws -> Int64 { try decoder.integer(type, r, p) }
-        func decode(_ type: UInt.Type) throws -> UInt { try decoder.integer(type, r, p) }
-        func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.integer(type, r, p) }
-        func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.integer(type, r, p) }
-        func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.integer(type, r, p) }
-        func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.integer(type, r, p) }
-        func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(type, at: r, path: p) }
+        func decode(_ type: Bool.Type) throws -> Bool { try decoder.bool(r, nil) }
+        func decode(_ type: String.Type) throws -> String { try decoder.string(r, nil) }
+        func decode(_ type: Double.Type) throws -> Double { try decoder.double(r, nil) }
+        func decode(_ type: Float.Type) throws -> Float { Float(try decoder.double(r, nil)) }
+        func decode(_ type: Int.Type) throws -> Int { try decoder.integer(type, r, nil) }
+        func decode(_ type: Int8.Type) throws -> Int8 { try decoder.integer(type, r, nil) }
+        func decode(_ type: Int16.Type) throws -> Int16 { try decoder.integer(type, r, nil) }
+        func decode(_ type: Int32.Type) throws -> Int32 { try decoder.integer(type, r, nil) }
+        func decode(_ type: Int64.Type) throws -> Int64 { try decoder.integer(type, r, nil) }
+        func decode(_ type: UInt.Type) throws -> UInt { try decoder.integer(type, r, nil) }
+        func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.integer(type, r, nil) }
+        func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.integer(type, r, nil) }
+        func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.integer(type, r, nil) }
+        func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.integer(type, r, nil) }
+        func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(type, at: r, key: nil) }
     }
 }

@@ -17,7 +17,7 @@ public struct DocumentEncoder: Sendable {
     public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         let state = EncodingState()
         state.writer.byte(BinaryFormat.version)
-        try state.encodeValue(value, path: nil)
+        try state.encodeValue(value, parent: nil, key: nil)
         return state.writer.bytes
     }
 }
@@ -51,9 +51,11 @@ final class PathNode {
 /// is finished, so containers are closed when a shallower container writes again, or when the value that
 /// opened them has finished encoding.
 final class EncodingState {
-    var writer = BinaryWriter()
+    // Exclusivity is not checked at run time here: the state belongs to one `encode` call, on one thread, and
+    // no access to it overlaps another; the checks cost about a sixth of the encoding time.
+    @exclusivity(unchecked) var writer = BinaryWriter()
     struct Open { var header: Int; var count: Int }
-    var open: [Open] = []
+    @exclusivity(unchecked) var open: [Open] = []
 
     func closeContainers(deeperThan level: Int) {
         while open.count > level {
@@ -72,24 +74,30 @@ final class EncodingState {
         open[level - 1].count += 1
     }
 
-    /// Writes any encodable value at the current position.
-    func encodeValue<T: Encodable>(_ value: T, path: PathNode?) throws {
-        switch value {
-        case let v as String: writer.string(v)
-        case let v as Int: writer.int(Int64(v))
-        case let v as Double: writer.double(v)
-        case let v as Bool: writer.bool(v)
-        case let v as Date: writer.date(v)
-        case let v as UUID: writer.uuid(v)
-        case let v as Data: writer.data(v)
-        case let v as URL: writer.string(v.absoluteString)
-        default:
-            let level = open.count
-            let encoder = DocumentValueEncoder(state: self, path: path, level: level)
-            try value.encode(to: encoder)
-            if !encoder.wroteValue { writer.null() }
-            closeContainers(deeperThan: level)
+    /// Writes any encodable value at the current position: scalars and common types directly, others through
+    /// their `encode(to:)`. The coding path node is made only for the latter.
+    func encodeValue<T: Encodable>(_ value: T, parent: PathNode?, key: (any CodingKey)?) throws {
+        let t = ObjectIdentifier(T.self)
+        if t == KnownTypes.string { writer.string(unsafeBitCast(value, to: String.self)); return }
+        if t == KnownTypes.int { writer.int(Int64(unsafeBitCast(value, to: Int.self))); return }
+        if t == KnownTypes.double { writer.double(unsafeBitCast(value, to: Double.self)); return }
+        if t == KnownTypes.bool { writer.bool(unsafeBitCast(value, to: Bool.self)); return }
+        if t == KnownTypes.date { writer.date(unsafeBitCast(value, to: Date.self)); return }
+        if t == KnownTypes.uuid { writer.uuid(unsafeBitCast(value, to: UUID.self)); return }
+        if t == KnownTypes.stringArray {
+            let strings = unsafeBitCast(value, to: [String].self)
+            let header = writer.openContainer(tag: BinaryFormat.Tag.array)
+            for s in strings { writer.string(s) }
+            writer.closeContainer(at: header, count: strings.count)
+            return
         }
+        if t == KnownTypes.data { writer.data(unsafeBitCast(value, to: Data.self)); return }
+        if t == KnownTypes.url { writer.string(unsafeBitCast(value, to: URL.self).absoluteString); return }
+        let level = open.count
+        let encoder = DocumentValueEncoder(state: self, path: key.map { PathNode(parent, $0) } ?? parent, level: level)
+        try value.encode(to: encoder)
+        if !encoder.wroteValue { writer.null() }
+        closeContainers(deeperThan: level)
     }
 }
 
@@ -193,7 +201,7 @@ final class DocumentValueEncoder: Encoder {
 
         mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
             try begin(key)
-            try state.encodeValue(value, path: PathNode(path, key))
+            try state.encodeValue(value, parent: path, key: key)
         }
 
         mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws {
@@ -245,11 +253,11 @@ final class DocumentValueEncoder: Encoder {
 
         var codingPath: [any CodingKey] { PathNode.array(path) }
 
-        private mutating func begin() throws -> PathNode {
+        private mutating func begin() throws -> IndexKey {
             if let failure { throw failure }
             try state.prepareWrite(level: level, path: path)
             defer { count += 1 }
-            return PathNode(path, IndexKey(count))
+            return IndexKey(count)
         }
 
         mutating func encodeNil() throws { _ = try begin(); state.writer.null() }
@@ -259,16 +267,17 @@ final class DocumentValueEncoder: Encoder {
         mutating func encode(_ value: Int) throws { _ = try begin(); state.writer.int(Int64(value)) }
         mutating func encode(_ value: Int64) throws { _ = try begin(); state.writer.int(value) }
         mutating func encode<T: Encodable>(_ value: T) throws {
-            let p = try begin()
-            try state.encodeValue(value, path: p)
+            let k = try begin()
+            try state.encodeValue(value, parent: path, key: k)
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
             do {
-                let p = try begin()
+                let k = try begin()
                 let header = state.writer.openContainer(tag: BinaryFormat.Tag.object)
                 state.open.append(.init(header: header, count: 0))
-                return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: p, level: state.open.count, failure: nil))
+                return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: PathNode(path, k),
+                                                                        level: state.open.count, failure: nil))
             } catch {
                 return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: path, level: 0, failure: error))
             }
@@ -276,10 +285,10 @@ final class DocumentValueEncoder: Encoder {
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
             do {
-                let p = try begin()
+                let k = try begin()
                 let header = state.writer.openContainer(tag: BinaryFormat.Tag.array)
                 state.open.append(.init(header: header, count: 0))
-                return UnkeyedContainer(state: state, path: p, level: state.open.count, failure: nil)
+                return UnkeyedContainer(state: state, path: PathNode(path, k), level: state.open.count, failure: nil)
             } catch {
                 return UnkeyedContainer(state: state, path: path, level: 0, failure: error)
             }
@@ -287,9 +296,9 @@ final class DocumentValueEncoder: Encoder {
 
         mutating func superEncoder() -> any Encoder {
             do {
-                let p = try begin()
+                let k = try begin()
                 // The element's slot is taken now; the value follows when the super encoder writes.
-                return DocumentValueEncoder(state: state, path: p, level: level)
+                return DocumentValueEncoder(state: state, path: PathNode(path, k), level: level)
             } catch {
                 return DocumentValueEncoder(state: state, path: path, level: level)
             }
@@ -324,7 +333,7 @@ final class DocumentValueEncoder: Encoder {
         mutating func encode(_ value: UInt64) throws { try begin(); encoder.state.writer.uint(value) }
         mutating func encode<T: Encodable>(_ value: T) throws {
             try begin()
-            try encoder.state.encodeValue(value, path: encoder.path)
+            try encoder.state.encodeValue(value, parent: encoder.path, key: nil)
         }
     }
 }

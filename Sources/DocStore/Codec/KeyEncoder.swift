@@ -61,7 +61,7 @@ public struct KeyEncoder: Sendable {
         case .double(let d): appendDouble(d)
         case .string(let s): appendString(s)
         case .bytes(let b): appendEscaped(kind: Kind.bytes, b)
-        case .date(let d): bytes.append(Kind.date); appendOrdered(d.timeIntervalSinceReferenceDate)
+        case .date(let d): appendDate(d.timeIntervalSinceReferenceDate)
         case .uuid(let u):
             bytes.append(Kind.uuid)
             withUnsafeBytes(of: u.uuid) { bytes.append(contentsOf: $0) }
@@ -94,7 +94,7 @@ public struct KeyEncoder: Sendable {
                 appendString(String(decoding: utf8, as: UTF8.self))
             }
         case BinaryFormat.Tag.bytes: appendEscaped(kind: Kind.bytes, try reader.payloadBytes(ref))
-        case BinaryFormat.Tag.date: bytes.append(Kind.date); appendOrdered(reader.dateInterval(ref) ?? 0)
+        case BinaryFormat.Tag.date: appendDate(reader.dateInterval(ref) ?? 0)
         case BinaryFormat.Tag.uuid:
             bytes.append(Kind.uuid)
             bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: reader.buffer[ref.start..<(ref.start + 16)]))
@@ -123,6 +123,12 @@ public struct KeyEncoder: Sendable {
         bytes.append(Exactness.exact)
     }
 
+    /// A date by its interval since the reference date; -0.0 is 0, as `Date`'s `==` has it, and NaN sorts first.
+    private mutating func appendDate(_ interval: Double) {
+        bytes.append(Kind.date)
+        appendOrdered(interval.isNaN ? -.infinity : (interval == 0 ? 0 : interval))
+    }
+
     private mutating func appendInteger(_ i: Int128) {
         let nearest = Double(i)
         bytes.append(Kind.number)
@@ -147,12 +153,21 @@ public struct KeyEncoder: Sendable {
         withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
+    /// A string in NFC, the normalization Swift's own `==` and `<` compare by: it comes from the standard
+    /// library itself (`_withNFCCodeUnits`), so the key order is String's order by construction. (Foundation's
+    /// `precomposedStringWithCanonicalMapping` on Linux misses Hangul syllables and the reordering of combining marks.)
     private mutating func appendString(_ s: String) {
         if s.utf8.allSatisfy({ $0 < 0x80 }) {
             appendEscaped(kind: Kind.string, s.utf8)
-        } else {
-            appendEscaped(kind: Kind.string, s.precomposedStringWithCanonicalMapping.utf8)
+            return
         }
+        bytes.append(Kind.string)
+        s._withNFCCodeUnits { b in
+            bytes.append(b)
+            if b == 0 { bytes.append(0xFF) }
+        }
+        bytes.append(0x00)
+        bytes.append(0x01)
     }
 
     /// Bytes with 0x00 written as 0x00 0xFF, ended by 0x00 0x01.

@@ -1,31 +1,40 @@
 import Foundation
 
-/// Finds the field path that a key path stands for, by decoding a probe instance of the type.
+/// Finds the field path that a key path stands for, by decoding probe instances of the type.
 ///
 /// The probe decoder answers every request with a value unique to where it was asked (the coding path): the
-/// 7th integer asked for is 7, the 3rd string is "\u{1}probe3", and so on. Reading a key path on the decoded
-/// instance then gives back one of those values, and so the path. Booleans have only two values, so a key path to
-/// a `Bool` is found in further passes, each with a single `true`. An array gets one element; a key path to the
-/// array finds the path of its element. A value the probe cannot make (an enum that rejects the probe string,
-/// say) is taken from `CaseIterable` where it can be, or left `nil` where optional; when the whole type cannot be
-/// probed, only key paths with explicit paths work, and the error names the cause.
+/// integers 1, 2, 3... in one probe, and 8, 11, 14... in a second, the strings "\u{1}probe1"... and so
+/// on. Reading a key path on a decoded instance gives back one of those values, and so the path; both probes must
+/// agree, so that a computed property (`age + 1`) is not mistaken for the field whose value it happens to equal.
+/// Booleans have only two values, so a key path to a `Bool` is found in further passes, each with a single `true`.
+/// An array gets one element; a key path to the array finds the path of its element. A value the probe cannot make
+/// (an enum that rejects the probe string) is taken from `CaseIterable`, or, for a payload-less enum with raw
+/// values, is its first case; it is left `nil` where optional. When the whole type still cannot be probed, only
+/// key paths with explicit paths work, and the error names the cause.
 struct FieldPathProbe<Root: Decodable> {
     let instance: Root
     let recorder: ProbeRecorder
+    let check: Root
+    let checkRecorder: ProbeRecorder
 
     init() throws {
-        let recorder = ProbeRecorder(truePosition: nil)
+        recorder = ProbeRecorder(base: 0, stride: 1, truePosition: nil)
         instance = try Root(from: ProbeDecoder(recorder: recorder, path: []))
-        self.recorder = recorder
+        // Small enough for Int8 fields; a stride of 3 from another base makes aliases land differently.
+        checkRecorder = ProbeRecorder(base: 5, stride: 3, truePosition: nil)
+        check = try Root(from: ProbeDecoder(recorder: checkRecorder, path: []))
     }
 
     /// The field path of `keyPath`, or `nil` when its value is not one the probe made (a computed property).
     func path(of keyPath: PartialKeyPath<Root>) throws -> FieldPath? {
         let value = instance[keyPath: keyPath]
-        if let found = recorder.path(of: value) { return FieldPath(components: found) }
-        guard ProbeRecorder.isBool(value) else { return nil }
+        if let found = recorder.path(of: value) {
+            guard checkRecorder.path(of: check[keyPath: keyPath]) == found else { return nil }
+            return FieldPath(components: found)
+        }
+        guard ProbeRecorder.boolValue(value) == false else { return nil }
         for position in 0..<recorder.boolCount {
-            let pass = ProbeRecorder(truePosition: position)
+            let pass = ProbeRecorder(base: 0, stride: 1, truePosition: position)
             let probed = try Root(from: ProbeDecoder(recorder: pass, path: []))
             if ProbeRecorder.boolValue(probed[keyPath: keyPath]) == true, let found = pass.boolPaths[position] {
                 return FieldPath(components: found)
@@ -37,7 +46,8 @@ struct FieldPathProbe<Root: Decodable> {
 
 /// Hands out unique values and remembers where each was asked for.
 final class ProbeRecorder {
-    var counter: Int64 = 0
+    var counter: Int64
+    let stride: Int64
     var integers: [Int64: [String]] = [:]
     var strings: [String: [String]] = [:]
     var uuids: [UUID: [String]] = [:]
@@ -45,23 +55,27 @@ final class ProbeRecorder {
     var boolPaths: [Int: [String]] = [:]
     let truePosition: Int?
 
-    init(truePosition: Int?) { self.truePosition = truePosition }
+    init(base: Int64, stride: Int64, truePosition: Int?) {
+        self.counter = base
+        self.stride = stride
+        self.truePosition = truePosition
+    }
 
     func nextInteger(_ path: [String]) -> Int64 {
-        counter += 1
+        counter += stride
         integers[counter] = path
         return counter
     }
 
     func nextString(_ path: [String]) -> String {
-        counter += 1
+        counter += stride
         let s = "\u{1}probe\(counter)"
         strings[s] = path
         return s
     }
 
     func nextUUID(_ path: [String]) -> UUID {
-        counter += 1
+        counter += stride
         var bytes = [UInt8](repeating: 0xA5, count: 16)
         withUnsafeBytes(of: counter.bigEndian) { for (i, b) in $0.enumerated() { bytes[8 + i] = b } }
         let u = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
@@ -115,6 +129,18 @@ final class ProbeRecorder {
 
 private func firstCase<C: CaseIterable>(_ type: C.Type) -> Any? { type.allCases.first }
 
+/// The all-zero value of a one-byte (or empty) raw-representable type: the first case of a payload-less enum with
+/// raw values, or the zero of a one-byte raw value. `nil` for any other type, whose zero bytes may not be a value.
+private func zeroRawRepresentable<T>(_ type: T.Type) -> T? {
+    guard T.self is any RawRepresentable.Type, MemoryLayout<T>.size <= 1, MemoryLayout<T>.alignment == 1 else {
+        return nil
+    }
+    return withUnsafeTemporaryAllocation(byteCount: 1, alignment: 1) { buffer in
+        buffer.initializeMemory(as: UInt8.self, repeating: 0)
+        return UnsafeRawBufferPointer(buffer).load(as: T.self)
+    }
+}
+
 /// The decoder that answers with probe values.
 struct ProbeDecoder: Decoder {
     let recorder: ProbeRecorder
@@ -140,6 +166,7 @@ struct ProbeDecoder: Decoder {
             return try T(from: ProbeDecoder(recorder: recorder, path: path))
         } catch {
             if let iterable = T.self as? any CaseIterable.Type, let first = firstCase(iterable) as? T { return first }
+            if let zero = zeroRawRepresentable(T.self) { return zero }
             throw error
         }
     }

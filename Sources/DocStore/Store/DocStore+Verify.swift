@@ -69,7 +69,8 @@ extension DocStore {
                 for index in handle.indexes {
                     try verifyEntries(of: index, in: handle, txn: context.txn, into: &report)
                 }
-                for extra in core.undeclared[name] ?? [] {
+                let extras = core.declared[name].map { StoreCore.undeclared(in: handle.info, by: $0) } ?? []
+                for extra in extras {
                     report.notices.append("collection '\(name)' keeps \(extra), which its type no longer declares; "
                         + "dropIndex removes it")
                 }

@@ -205,9 +205,9 @@ public actor DocStore {
     /// The indexes the store keeps for `T`'s collection that `T` no longer declares. They are maintained until
     /// ``dropIndex(_:from:)`` removes them.
     public func undeclaredIndexes<T: Document>(of type: T.Type) throws -> [IndexDefinition] {
-        let collection = try core.schema(type).collection
-        _ = try withRead { try $0.scope.handle(for: type) }
-        return core.undeclared[collection] ?? []
+        let schema = try core.schema(type)
+        let info = try withRead { try $0.scope.handle(for: type).info }
+        return StoreCore.undeclared(in: info, by: schema)
     }
 
     /// Deletes an index and its entries. Returns whether there was one. An index the type still declares is

@@ -12,14 +12,14 @@ final class StoreCore {
     let path: String
     /// Open collections, valid while ``generation`` matches the catalog's.
     var handles: [String: CollectionHandle] = [:]
-    /// Collections whose Swift schema has been checked against the catalog at ``generation``.
-    var synced: Set<String> = []
+    /// Swift types whose schema has been checked against the catalog at ``generation``, with their collection.
+    var synced: [ObjectIdentifier: String] = [:]
     var generation: UInt64 = 0
     var schemas: [ObjectIdentifier: ResolvedSchema] = [:]
     /// Per collection, a check that a stored document decodes into the Swift type last used with it.
     var typeCheckers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
-    /// Indexes found in the catalog but not declared by the type, per collection.
-    var undeclared: [String: [IndexDefinition]] = [:]
+    /// Per collection, the schema of the Swift type last used with it, for reports.
+    var declared: [String: ResolvedSchema] = [:]
     private(set) var meta = Database(dbi: 0)
 
     init(path: String, options: DocStore.Options) throws {
@@ -177,7 +177,7 @@ final class StoreCore {
     /// Brings the catalog in line with a Swift type's schema, inside a write transaction: creates the collection,
     /// builds indexes that are declared but missing, rebuilds those whose definition changed, and keeps (and
     /// reports) those no longer declared. Returns the open collection.
-    func sync(_ schema: ResolvedSchema, in txn: Transaction) throws -> (CollectionHandle, undeclared: [IndexDefinition]) {
+    func sync(_ schema: ResolvedSchema, in txn: Transaction) throws -> CollectionHandle {
         try StoreCore.validateName(schema.collection, what: "collection")
         for index in schema.indexes { try StoreCore.validateName(index.name, what: "index") }
         let existing = try readInfo(schema.collection, in: txn)
@@ -222,8 +222,7 @@ final class StoreCore {
         for index in handle.indexes where toBuild.contains(index.definition) {
             try handle.build(index, in: txn)
         }
-        let undeclared = info.indexes.filter { stored in !schema.indexes.contains { $0.name == stored.name } }
-        return (handle, undeclared)
+        return handle
     }
 
     /// Removes an index from the catalog and deletes its entries.
@@ -238,6 +237,17 @@ final class StoreCore {
         try writeInfo(info, in: txn)
         _ = try bumpGeneration(in: txn)
         return true
+    }
+
+    /// Indexes of `info` that `schema` does not declare.
+    static func undeclared(in info: CollectionInfo, by schema: ResolvedSchema) -> [IndexDefinition] {
+        info.indexes.filter { stored in !schema.indexes.contains { $0.name == stored.name } }
+    }
+
+    /// Forgets every open collection; each is reopened, and each type's schema synced again, on next use.
+    func forgetCollections() {
+        handles = [:]
+        synced = [:]
     }
 
     func schema<T: Document>(_ type: T.Type) throws -> ResolvedSchema {

@@ -13,9 +13,9 @@ final class TransactionScope {
     let txn: Transaction
     let startGeneration: UInt64
     private var handles: [String: CollectionHandle] = [:]
-    private var undeclared: [String: [IndexDefinition]] = [:]
+    private var declared: [String: ResolvedSchema] = [:]
     private var checkers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
-    private var synced: Set<String> = []
+    private var synced: [ObjectIdentifier: String] = [:]
     private(set) var touchedCatalog = false
     private var dropped: Set<String> = []
 
@@ -25,8 +25,7 @@ final class TransactionScope {
         self.startGeneration = try core.readGeneration(in: txn)
         if startGeneration != core.generation {
             // Another process (or an aborted change of ours) moved the catalog: reopen collections as they come.
-            core.handles = [:]
-            core.synced = []
+            core.forgetCollections()
             core.generation = startGeneration
         }
     }
@@ -34,24 +33,27 @@ final class TransactionScope {
     /// The open collection of a Swift type, its schema synced with the catalog.
     func handle<T: Document>(for type: T.Type) throws -> CollectionHandle {
         let schema = try core.schema(type)
-        if let h = handles[schema.collection], synced.contains(schema.collection) { return h }
-        if core.synced.contains(schema.collection), let h = core.handles[schema.collection] { return h }
+        let typeID = ObjectIdentifier(type)
+        if synced[typeID] != nil || (core.synced[typeID] != nil && !dropped.contains(schema.collection)),
+           let h = current(schema.collection) {
+            return h
+        }
         guard !txn.isReadOnly else {
             throw NeedsSync(collection: schema.collection) { _ = try $0.handle(for: type) }
         }
         let before = try core.readGeneration(in: txn)
-        let (handle, undeclared) = try core.sync(schema, in: txn)
+        let handle = try core.sync(schema, in: txn)
         if try core.readGeneration(in: txn) != before { touchedCatalog = true }
         handles[schema.collection] = handle
-        synced.insert(schema.collection)
-        self.undeclared[schema.collection] = undeclared
+        synced[typeID] = schema.collection
+        declared[schema.collection] = schema
         checkers[schema.collection] = { raw in _ = try DocumentDecoder().decode(T.self, from: raw) }
         return handle
     }
 
     /// The open collection named `name` as the catalog describes it, or `nil` when there is no such collection.
     func handle(named name: String) throws -> CollectionHandle? {
-        if let h = handles[name] ?? core.handles[name] { return h }
+        if let h = current(name) { return h }
         guard let info = try core.readInfo(name, in: txn) else { return nil }
         guard !txn.isReadOnly else { throw NeedsSync(collection: name) { _ = try $0.handle(named: name) } }
         let handle = try core.openHandle(info, in: txn)
@@ -59,12 +61,18 @@ final class TransactionScope {
         return handle
     }
 
+    /// The collection as opened in this transaction, or as the store had it open before.
+    private func current(_ collection: String) -> CollectionHandle? {
+        if let h = handles[collection] { return h }
+        return dropped.contains(collection) ? nil : core.handles[collection]
+    }
+
     func dropIndex(_ name: String, from collection: String) throws -> Bool {
         let removed = try core.dropIndex(name, from: collection, in: txn)
         if removed {
             touchedCatalog = true
             handles[collection] = nil
-            synced.remove(collection)
+            synced = synced.filter { $0.value != collection }
             dropped.insert(collection)
         }
         return removed
@@ -74,20 +82,23 @@ final class TransactionScope {
     func committed(endGeneration: UInt64) {
         for name in dropped {
             core.handles[name] = nil
-            core.synced.remove(name)
+            core.synced = core.synced.filter { $0.value != name }
         }
         core.generation = endGeneration
-        for (name, handle) in handles { core.handles[name] = handle }
-        core.synced.formUnion(synced)
-        core.undeclared.merge(undeclared) { _, new in new }
+        for (name, handle) in handles {
+            if core.handles[name] !== handle {
+                // The collection was opened again here (its indexes may have changed): types synced before
+                // keep their sync, and use this handle, which carries every index in the catalog.
+                core.handles[name] = handle
+            }
+        }
+        core.synced.merge(synced) { _, new in new }
+        core.declared.merge(declared) { _, new in new }
         core.typeCheckers.merge(checkers) { _, new in new }
     }
 
     /// After an abort: databases opened or dropped here may be closed, so every open collection is forgotten.
     func aborted() {
-        if touchedCatalog || !handles.isEmpty {
-            core.handles = [:]
-            core.synced = []
-        }
+        if touchedCatalog || !handles.isEmpty { core.forgetCollections() }
     }
 }
