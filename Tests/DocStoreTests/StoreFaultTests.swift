@@ -4,28 +4,6 @@ import Testing
 
 // MARK: Helpers of this suite
 
-/// Runs `body`, which must throw a ``DocStoreError`` with `code` whose message contains every string of `mentions`.
-/// Returns the error, for further checks.
-@discardableResult
-private func faultExpect(
-    _ code: DocStoreError.Code,
-    mentions: [String] = [],
-    sourceLocation: SourceLocation = #_sourceLocation,
-    _ body: () async throws -> Void
-) async -> DocStoreError? {
-    let caught = await #expect(throws: DocStoreError.self, sourceLocation: sourceLocation) {
-        try await body()
-    }
-    guard let caught else { return nil }
-    #expect(caught.code == code, "expected \(code), got \(caught.code): \(caught.message)",
-            sourceLocation: sourceLocation)
-    for part in mentions {
-        #expect(caught.message.contains(part), "the message should name \(part): \(caught.message)",
-                sourceLocation: sourceLocation)
-    }
-    return caught
-}
-
 /// The number of entries in one index of `Person`, read inside a transaction.
 private func faultPersonIndexCount(_ store: DocStore, _ name: String) async throws -> Int? {
     try await store.perform { ctx in
@@ -68,7 +46,7 @@ private final class FaultContextBox: @unchecked Sendable {
 
     @Test func folderUnderProcIsCannotOpen() async throws {
         let path = "/proc/docstore-\(UUID().uuidString).db"
-        await faultExpect(.cannotOpen, mentions: [path]) {
+        await expectError(.cannotOpen, mentions: [path]) {
             _ = try await DocStore(path: path)
         }
         #expect(!FileManager.default.fileExists(atPath: path))
@@ -83,7 +61,7 @@ private final class FaultContextBox: @unchecked Sendable {
         defer { _ = chmod(locked, 0o700) }
         let path = locked + "/store.db"
         if geteuid() != 0 {
-            await faultExpect(.cannotOpen, mentions: [path]) {
+            await expectError(.cannotOpen, mentions: [path]) {
                 _ = try await DocStore(path: path)
             }
             #expect(try FileManager.default.contentsOfDirectory(atPath: locked).isEmpty)
@@ -96,7 +74,7 @@ private final class FaultContextBox: @unchecked Sendable {
     @Test func missingParentFolderIsCannotOpen() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("no-such-folder/store.db")
-        await faultExpect(.cannotOpen, mentions: [path]) {
+        await expectError(.cannotOpen, mentions: [path]) {
             _ = try await DocStore(path: path)
         }
         #expect(!FileManager.default.fileExists(atPath: dir.path("no-such-folder")))
@@ -107,7 +85,7 @@ private final class FaultContextBox: @unchecked Sendable {
         let path = dir.path("a-folder")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         try Data("keep me".utf8).write(to: URL(fileURLWithPath: path + "/inside.txt"))
-        await faultExpect(.cannotOpen, mentions: [path, "directory"]) {
+        await expectError(.cannotOpen, mentions: [path, "directory"]) {
             _ = try await DocStore(path: path)
         }
         var isDirectory: ObjCBool = false
@@ -122,14 +100,14 @@ private final class FaultContextBox: @unchecked Sendable {
         let path = dir.path("garbage.bin")
         let bytes = faultGarbage(count: size, seed: UInt64(size))
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        await faultExpect(.notAStore, mentions: [path]) {
+        await expectError(.notAStore, mentions: [path]) {
             _ = try await DocStore(path: path)
         }
         let after = try Data(contentsOf: URL(fileURLWithPath: path))
         #expect(after == Data(bytes), "the file must not be changed")
         #expect(!FileManager.default.fileExists(atPath: path + "-lock"), "no lock file may be left behind")
         // A second attempt meets the same file, and says the same.
-        await faultExpect(.notAStore) { _ = try await DocStore(path: path) }
+        await expectError(.notAStore) { _ = try await DocStore(path: path) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(bytes))
     }
 
@@ -148,7 +126,7 @@ private final class FaultContextBox: @unchecked Sendable {
         }
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
 
-        let error = await faultExpect(.notAStore, mentions: [path, "'other'"]) {
+        let error = await expectError(.notAStore, mentions: [path, "'other'"]) {
             _ = try await DocStore(path: path)
         }
         #expect(error?.message.contains("another program") == true, "\(error?.message ?? "")")
@@ -177,7 +155,7 @@ private final class FaultContextBox: @unchecked Sendable {
             }
             await store.close()
         }
-        await faultExpect(.formatTooNew, mentions: [path, "format 2"]) {
+        await expectError(.formatTooNew, mentions: [path, "format 2"]) {
             _ = try await DocStore(path: path)
         }
         #expect(FileManager.default.fileExists(atPath: path), "the store file must still be there")
@@ -210,7 +188,7 @@ private final class FaultContextBox: @unchecked Sendable {
         let ann = Person(name: "Ann", age: 41, city: "Oslo", email: "ann@example.com", tags: ["x"])
         try await store.insert(ann)
 
-        let error = await faultExpect(.decodingFailed, mentions: ["people", ann.id.uuidString, "age"]) {
+        let error = await expectError(.decodingFailed, mentions: ["people", ann.id.uuidString, "age"]) {
             _ = try await store.get(FaultPersonTextAge.self, id: ann.id)
         }
         #expect(error?.message.contains("'age'") == true)
@@ -218,7 +196,7 @@ private final class FaultContextBox: @unchecked Sendable {
         #expect((error?.underlying as? DecodingFailure)?.field == "age")
 
         // Reading every document says the same, through a context.
-        await faultExpect(.decodingFailed, mentions: ["people", "age"]) {
+        await expectError(.decodingFailed, mentions: ["people", "age"]) {
             _ = try await store.perform { ctx in try ctx.all(FaultPersonTextAge.self).count }
         }
         // Nothing was lost: the document still reads as the type that wrote it.
@@ -310,9 +288,9 @@ private final class FaultContextBox: @unchecked Sendable {
         let ann = Person(name: "Ann", age: 41)
         try await store.insert(ann)
 
-        await faultExpect(.alreadyOpen, mentions: [path]) { _ = try await DocStore(path: path) }
+        await expectError(.alreadyOpen, mentions: [path]) { _ = try await DocStore(path: path) }
         // The same file by another spelling of its path is the same store.
-        await faultExpect(.alreadyOpen) { _ = try await DocStore(path: dir.url.path + "/./store.db") }
+        await expectError(.alreadyOpen) { _ = try await DocStore(path: dir.url.path + "/./store.db") }
 
         // The first instance is undisturbed.
         let bob = Person(name: "Bob", age: 30)
@@ -337,18 +315,18 @@ private final class FaultContextBox: @unchecked Sendable {
         await store.close()   // closing twice does nothing
 
         let mentions = [path, "closed"]
-        await faultExpect(.closed, mentions: mentions) { try await store.insert(Person(name: "Bob", age: 3)) }
-        await faultExpect(.closed, mentions: mentions) { try await store.save(ann) }
-        await faultExpect(.closed, mentions: mentions) { try await store.insert(contentsOf: [Person(name: "C", age: 1)]) }
-        await faultExpect(.closed, mentions: mentions) { _ = try await store.get(Person.self, id: ann.id) }
-        await faultExpect(.closed, mentions: mentions) { _ = try await store.count(Person.self) }
-        await faultExpect(.closed, mentions: mentions) { try await store.delete(Person.self, id: ann.id) }
-        await faultExpect(.closed, mentions: mentions) { try await store.perform { ctx in _ = try ctx.count(Person.self) } }
-        await faultExpect(.closed, mentions: mentions) { _ = try await store.collections() }
-        await faultExpect(.closed, mentions: mentions) { _ = try await store.verify() }
-        await faultExpect(.closed, mentions: mentions) { _ = try await store.mapUsage() }
-        await faultExpect(.closed, mentions: mentions) { _ = try await store.undeclaredIndexes(of: Person.self) }
-        await faultExpect(.closed, mentions: mentions) { try await store.dropIndex("age", from: "people") }
+        await expectError(.closed, mentions: mentions) { try await store.insert(Person(name: "Bob", age: 3)) }
+        await expectError(.closed, mentions: mentions) { try await store.save(ann) }
+        await expectError(.closed, mentions: mentions) { try await store.insert(contentsOf: [Person(name: "C", age: 1)]) }
+        await expectError(.closed, mentions: mentions) { _ = try await store.get(Person.self, id: ann.id) }
+        await expectError(.closed, mentions: mentions) { _ = try await store.count(Person.self) }
+        await expectError(.closed, mentions: mentions) { try await store.delete(Person.self, id: ann.id) }
+        await expectError(.closed, mentions: mentions) { try await store.perform { ctx in _ = try ctx.count(Person.self) } }
+        await expectError(.closed, mentions: mentions) { _ = try await store.collections() }
+        await expectError(.closed, mentions: mentions) { _ = try await store.verify() }
+        await expectError(.closed, mentions: mentions) { _ = try await store.mapUsage() }
+        await expectError(.closed, mentions: mentions) { _ = try await store.undeclaredIndexes(of: Person.self) }
+        await expectError(.closed, mentions: mentions) { try await store.dropIndex("age", from: "people") }
 
         let again = try await DocStore(path: path)
         #expect(try await again.get(Person.self, id: ann.id) == ann)
@@ -365,7 +343,7 @@ private final class FaultContextBox: @unchecked Sendable {
         try await store.insert(ann)
 
         let copycat = Person(name: "Eve", age: 22, email: "ann@example.com")
-        let error = await faultExpect(.uniqueViolation, mentions: ["people", "email", "ann@example.com"]) {
+        let error = await expectError(.uniqueViolation, mentions: ["people", "email", "ann@example.com"]) {
             try await store.insert(copycat)
         }
         #expect(error?.collection == "people")
@@ -377,7 +355,7 @@ private final class FaultContextBox: @unchecked Sendable {
         try await store.insert(bob)
         var bobTakesAnn = bob
         bobTakesAnn.email = "ann@example.com"
-        await faultExpect(.uniqueViolation, mentions: ["people", "email", "ann@example.com"]) {
+        await expectError(.uniqueViolation, mentions: ["people", "email", "ann@example.com"]) {
             try await store.save(bobTakesAnn)
         }
         #expect(try await store.get(Person.self, id: bob.id) == bob)
@@ -406,14 +384,14 @@ private final class FaultContextBox: @unchecked Sendable {
             Person(name: "C", age: 3, email: "ann@example.com"),
             Person(name: "D", age: 4, email: "d@example.com"),
         ]
-        await faultExpect(.uniqueViolation, mentions: ["people", "email", "ann@example.com"]) {
+        await expectError(.uniqueViolation, mentions: ["people", "email", "ann@example.com"]) {
             try await store.insert(contentsOf: withExisting)
         }
         let withinBatch = [
             Person(name: "E", age: 5, email: "same@example.com"),
             Person(name: "F", age: 6, email: "same@example.com"),
         ]
-        await faultExpect(.uniqueViolation, mentions: ["people", "email", "same@example.com"]) {
+        await expectError(.uniqueViolation, mentions: ["people", "email", "same@example.com"]) {
             try await store.insert(contentsOf: withinBatch)
         }
         for person in withExisting + withinBatch {
@@ -450,7 +428,7 @@ private final class FaultContextBox: @unchecked Sendable {
         changed.age = 50
         changed.city = "Bergen"
         changed.tags = ["b", "c"]
-        let error = await faultExpect(.duplicateID, mentions: ["people", ann.id.uuidString]) {
+        let error = await expectError(.duplicateID, mentions: ["people", ann.id.uuidString]) {
             try await store.insert(changed)
         }
         #expect(error?.collection == "people")
@@ -459,7 +437,7 @@ private final class FaultContextBox: @unchecked Sendable {
         // The same id twice in one batch: none of the batch is stored.
         let twin = Person(name: "Twin", age: 3)
         let other = Person(name: "Other", age: 4)
-        await faultExpect(.duplicateID, mentions: ["people", twin.id.uuidString]) {
+        await expectError(.duplicateID, mentions: ["people", twin.id.uuidString]) {
             try await store.insert(contentsOf: [other, twin, twin])
         }
         #expect(try await store.get(Person.self, id: other.id) == nil)
@@ -479,13 +457,13 @@ private final class FaultContextBox: @unchecked Sendable {
         _ = dir
         let long = String(repeating: "x", count: 600)
 
-        await faultExpect(.valueTooLarge, mentions: ["city_age", "people"]) {
+        await expectError(.valueTooLarge, mentions: ["city_age", "people"]) {
             try await store.insert(Person(name: "Long city", age: 1, city: long))
         }
-        await faultExpect(.valueTooLarge, mentions: ["email", "people"]) {
+        await expectError(.valueTooLarge, mentions: ["email", "people"]) {
             try await store.insert(Person(name: "Long email", age: 1, email: long))
         }
-        await faultExpect(.valueTooLarge, mentions: ["tags", "people"]) {
+        await expectError(.valueTooLarge, mentions: ["tags", "people"]) {
             try await store.insert(Person(name: "Long tag", age: 1, tags: ["short", long]))
         }
         #expect(try await store.count(Person.self) == 0)
@@ -498,7 +476,7 @@ private final class FaultContextBox: @unchecked Sendable {
         try await store.insert(ann)
         var spoiled = ann
         spoiled.city = long
-        await faultExpect(.valueTooLarge, mentions: ["city_age"]) { try await store.save(spoiled) }
+        await expectError(.valueTooLarge, mentions: ["city_age"]) { try await store.save(spoiled) }
         #expect(try await store.get(Person.self, id: ann.id) == ann)
         // A long value in a field that no index uses is fine.
         try await store.insert(Person(name: long, age: 2))
@@ -518,12 +496,12 @@ private final class FaultContextBox: @unchecked Sendable {
         let context = try #require(box.context)
 
         let mentions = ["transaction has ended"]
-        await faultExpect(.transactionExpired, mentions: mentions) { _ = try context.count(Person.self) }
-        await faultExpect(.transactionExpired, mentions: mentions) { _ = try context.get(Person.self, id: ann.id) }
-        await faultExpect(.transactionExpired, mentions: mentions) { _ = try context.all(Person.self) }
-        await faultExpect(.transactionExpired, mentions: mentions) { try context.insert(Person(name: "Late", age: 1)) }
-        await faultExpect(.transactionExpired, mentions: mentions) { try context.save(ann) }
-        await faultExpect(.transactionExpired, mentions: mentions) { try context.delete(Person.self, id: ann.id) }
+        await expectError(.transactionExpired, mentions: mentions) { _ = try context.count(Person.self) }
+        await expectError(.transactionExpired, mentions: mentions) { _ = try context.get(Person.self, id: ann.id) }
+        await expectError(.transactionExpired, mentions: mentions) { _ = try context.all(Person.self) }
+        await expectError(.transactionExpired, mentions: mentions) { try context.insert(Person(name: "Late", age: 1)) }
+        await expectError(.transactionExpired, mentions: mentions) { try context.save(ann) }
+        await expectError(.transactionExpired, mentions: mentions) { try context.delete(Person.self, id: ann.id) }
 
         // The store is unharmed, and none of the late writes happened.
         #expect(try await store.count(Person.self) == 1)

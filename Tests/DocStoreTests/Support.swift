@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 @testable import DocStore
 
 /// A fresh temporary directory per test, removed when the value is released.
@@ -92,3 +93,26 @@ extension DocStore {
 }
 
 func idKey(_ id: UUID) throws -> [UInt8] { try CollectionHandle.idKey(id, collection: "people") }
+
+/// Runs `body`, which must throw a ``DocStoreError`` with `code` whose message contains every string of `mentions`.
+/// Returns the error, for further checks.
+@discardableResult
+func expectError(
+    _ code: DocStoreError.Code,
+    mentions: [String] = [],
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async -> DocStoreError? {
+    let caught = await #expect(throws: DocStoreError.self, sourceLocation: sourceLocation) {
+        try await body()
+    }
+    guard let caught else { return nil }
+    #expect(caught.code == code, "expected \(code), got \(caught.code): \(caught.message)",
+            sourceLocation: sourceLocation)
+    for part in mentions {
+        #expect(caught.message.contains(part), "the message should name \(part): \(caught.message)",
+                sourceLocation: sourceLocation)
+    }
+    return caught
+}
+

@@ -56,7 +56,7 @@ public struct KeyEncoder: Sendable {
         switch value {
         case .null: bytes.append(Kind.null)
         case .bool(let b): bytes.append(b ? Kind.true : Kind.false)
-        case .int(let i): appendInteger(Int128(i))
+        case .int(let i): appendInteger(i)
         case .uint(let u): appendInteger(Int128(u))
         case .double(let d): appendDouble(d)
         case .string(let s): appendString(s)
@@ -83,7 +83,7 @@ public struct KeyEncoder: Sendable {
         case BinaryFormat.Tag.false: bytes.append(Kind.false)
         case BinaryFormat.Tag.true: bytes.append(Kind.true)
         case BinaryFormat.Tag.int8, BinaryFormat.Tag.int16, BinaryFormat.Tag.int32, BinaryFormat.Tag.int64:
-            appendInteger(Int128(reader.integer(ref) ?? 0))
+            appendInteger(reader.integer(ref) ?? 0)
         case BinaryFormat.Tag.uint64: appendInteger(Int128(reader.unsigned(ref) ?? 0))
         case BinaryFormat.Tag.double: appendDouble(reader.double(ref) ?? 0)
         case BinaryFormat.Tag.string:
@@ -127,6 +127,17 @@ public struct KeyEncoder: Sendable {
     private mutating func appendDate(_ interval: Double) {
         bytes.append(Kind.date)
         appendOrdered(interval.isNaN ? -.infinity : (interval == 0 ? 0 : interval))
+    }
+
+    /// Integers within ±2^53 are exactly a `Double`: the common case, without 128-bit arithmetic.
+    private mutating func appendInteger(_ i: Int64) {
+        if i >= -(1 << 53) && i <= (1 << 53) {
+            bytes.append(Kind.number)
+            appendOrdered(Double(i))
+            bytes.append(Exactness.exact)
+        } else {
+            appendInteger(Int128(i))
+        }
     }
 
     private mutating func appendInteger(_ i: Int128) {

@@ -105,7 +105,8 @@ final class StoreCore {
         return UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
     }
 
-    private func bumpGeneration(in txn: Transaction) throws -> UInt64 {
+    @discardableResult
+    func bumpGeneration(in txn: Transaction) throws -> UInt64 {
         let next = try readGeneration(in: txn) &+ 1
         try txn.put(meta, Array("generation".utf8), StoreCore.bytes(next))
         return next

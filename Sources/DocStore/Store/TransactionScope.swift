@@ -52,9 +52,23 @@ final class TransactionScope {
     }
 
     /// The open collection named `name` as the catalog describes it, or `nil` when there is no such collection.
-    func handle(named name: String) throws -> CollectionHandle? {
+    /// With `create`, in a write transaction, a missing collection is created with its ids at `id` and no index.
+    func handle(named name: String, create: Bool = false) throws -> CollectionHandle? {
         if let h = current(name) { return h }
-        guard let info = try core.readInfo(name, in: txn) else { return nil }
+        guard let info = try core.readInfo(name, in: txn) else {
+            guard create else { return nil }
+            guard !txn.isReadOnly else {
+                throw NeedsSync(collection: name) { _ = try $0.handle(named: name, create: true) }
+            }
+            try StoreCore.validateName(name, what: "collection")
+            let info = CollectionInfo(name: name, idPath: "id", indexes: [])
+            try core.writeInfo(info, in: txn)
+            try core.bumpGeneration(in: txn)
+            touchedCatalog = true
+            let handle = try core.openHandle(info, in: txn)
+            handles[name] = handle
+            return handle
+        }
         guard !txn.isReadOnly else { throw NeedsSync(collection: name) { _ = try $0.handle(named: name) } }
         let handle = try core.openHandle(info, in: txn)
         handles[name] = handle

@@ -1,0 +1,75 @@
+/// Documents without their Swift type: what tools such as the REPL, import and export use.
+///
+/// Writes go through the same code as typed writes, driven by the catalog, so every index the collection has is
+/// maintained, and a document written here decodes as the Swift type when its fields fit.
+extension ReadContext {
+    /// The document of collection `collection` whose id is `id`, or `nil`.
+    ///
+    /// For example:
+    /// ```swift
+    /// let ann = try await store.perform { ctx in try ctx.document(id: .string("ann"), in: "people") }
+    /// print(ann?.json() ?? "none")
+    /// ```
+    public func document(id: DocumentValue, in collection: String) throws -> DocumentValue? {
+        try checkValid()
+        guard let handle = try scope.handle(named: collection) else { return nil }
+        guard let raw = try txn.get(handle.documents, KeyEncoder.key(id)) else { return nil }
+        return try DocumentValue(encoded: Array(raw))
+    }
+
+    /// Every document of collection `collection`, in id order; empty when there is no such collection.
+    public func documents(in collection: String) throws -> [DocumentValue] {
+        try checkValid()
+        guard let handle = try scope.handle(named: collection) else { return [] }
+        var out: [DocumentValue] = []
+        try txn.withCursor(handle.documents) { cursor in
+            var entry = try cursor.first()
+            while let (_, value) = entry {
+                out.append(try DocumentValue(encoded: Array(value)))
+                entry = try cursor.next()
+            }
+        }
+        return out
+    }
+
+    /// The number of documents in collection `collection`, in O(1); 0 when there is no such collection.
+    public func count(in collection: String) throws -> Int {
+        try checkValid()
+        guard let handle = try scope.handle(named: collection) else { return 0 }
+        return try txn.entryCount(handle.documents)
+    }
+}
+
+extension WriteContext {
+    /// Inserts a document, an object holding its id at the collection's id path, with its index entries. A
+    /// missing collection is created, keyed by the field `id`.
+    ///
+    /// - Throws: ``DocStoreError/Code/duplicateID``, ``DocStoreError/Code/uniqueViolation``, or
+    ///   ``DocStoreError/Code/invalidSchema`` when the document has no id.
+    public func insert(_ document: DocumentValue, into collection: String) throws {
+        try write(document, into: collection, mode: .insert)
+    }
+
+    /// Inserts a document or replaces the one with the same id, updating its index entries.
+    public func save(_ document: DocumentValue, into collection: String) throws {
+        try write(document, into: collection, mode: .save)
+    }
+
+    /// Deletes the document whose id is `id` and its index entries. Returns whether there was one.
+    @discardableResult
+    public func deleteDocument(id: DocumentValue, from collection: String) throws -> Bool {
+        try checkValid()
+        guard let handle = try scope.handle(named: collection) else { return false }
+        return try handle.delete(id: KeyEncoder.key(id), in: txn)
+    }
+
+    private func write(_ document: DocumentValue, into collection: String, mode: CollectionHandle.WriteMode) throws {
+        try checkValid()
+        guard case .object = document else {
+            throw DocStoreError(.encodingFailed, "a document of collection '\(collection)' must be an object, "
+                + "not \(document.json())", collection: collection)
+        }
+        guard let handle = try scope.handle(named: collection, create: true) else { return }
+        try handle.write(document.encoded(), mode: mode, in: txn)
+    }
+}
