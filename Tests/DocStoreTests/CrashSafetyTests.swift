@@ -10,6 +10,25 @@ import Testing
             .deletingLastPathComponent().appendingPathComponent("DocStoreCrashWriter")
     }
 
+    /// Starts the writer, kills it with SIGKILL after `delay`, and returns how it ended and what it printed.
+    ///
+    /// The wait blocks its thread rather than suspending: a suspended task may resume late while other suites keep
+    /// the cooperative threads busy, and the writer would then run far longer than the round intends.
+    static func runWriter(path: String, killAfterMilliseconds delay: Int) throws -> (Process.TerminationReason, String) {
+        let process = Process()
+        process.executableURL = writerURL
+        process.arguments = [path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        usleep(useconds_t(delay * 1000))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (process.terminationReason, text)
+    }
+
     /// A child writes batches and reports each commit; it is killed with SIGKILL at random moments. After every
     /// kill, every reported batch is there in full, no batch is there in part, and `verify()` is clean.
     @Test func killedWriterLosesNoCommittedBatchAndLeavesNoneHalfWritten() async throws {
@@ -20,18 +39,9 @@ import Testing
         var rng = SeededGenerator(seed: 2024)
         var highestReported = -1
         for round in 0..<20 {
-            let process = Process()
-            process.executableURL = Self.writerURL
-            process.arguments = [path]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            try await Task.sleep(for: .milliseconds(Int.random(in: 20...160, using: &rng)))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal, "round \(round): the writer stopped by itself")
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let delay = Int.random(in: 20...160, using: &rng)
+            let (reason, text) = try Self.runWriter(path: path, killAfterMilliseconds: delay)
+            #expect(reason == .uncaughtSignal, "round \(round): the writer stopped by itself")
             for line in text.split(separator: "\n") where line.hasPrefix("committed ") {
                 if let n = Int(line.dropFirst("committed ".count)) { highestReported = max(highestReported, n) }
             }
