@@ -22,16 +22,6 @@ private func faultGarbage(count: Int, seed: UInt64) -> [UInt8] {
     }
 }
 
-/// A person whose stored `age` no longer decodes as this type: it is text here, an integer in `Person`.
-private struct FaultPersonTextAge: Document {
-    var id: UUID
-    var name: String
-    var age: String
-    var city: String
-    var email: String?
-    var tags: [String]
-    static let collection = "people"
-}
 
 /// Carries a context out of the `perform` closure that received it, which the API forbids, to check that using it
 /// afterwards throws.
@@ -189,7 +179,7 @@ private final class FaultContextBox: @unchecked Sendable {
         try await store.insert(ann)
 
         let error = await expectError(.decodingFailed, mentions: ["people", ann.id.uuidString, "age"]) {
-            _ = try await store.get(FaultPersonTextAge.self, id: ann.id)
+            _ = try await store.get(PersonWithTextAge.self, id: ann.id)
         }
         #expect(error?.message.contains("'age'") == true)
         #expect(error?.collection == "people")
@@ -197,7 +187,7 @@ private final class FaultContextBox: @unchecked Sendable {
 
         // Reading every document says the same, through a context.
         await expectError(.decodingFailed, mentions: ["people", "age"]) {
-            _ = try await store.perform { ctx in try ctx.all(FaultPersonTextAge.self).count }
+            _ = try await store.perform { ctx in try ctx.all(PersonWithTextAge.self).count }
         }
         // Nothing was lost: the document still reads as the type that wrote it.
         #expect(try await store.get(Person.self, id: ann.id) == ann)

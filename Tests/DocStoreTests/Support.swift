@@ -49,6 +49,18 @@ struct Person: Document, Equatable {
     }
 }
 
+/// A person whose stored `age` is text: a valid document of the `people` collection that does not decode as
+/// ``Person``.
+struct PersonWithTextAge: Document {
+    var id: UUID
+    var name: String
+    var age: String
+    var city: String
+    var email: String?
+    var tags: [String]
+    static let collection = "people"
+}
+
 /// A small deterministic generator (SplitMix64), so a failing random test can be replayed from its seed.
 struct SeededGenerator: RandomNumberGenerator {
     private var state: UInt64

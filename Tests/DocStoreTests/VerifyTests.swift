@@ -4,15 +4,6 @@ import Testing
 
 // MARK: Helpers of this suite
 
-/// A person whose `age` is text: a valid document that does not decode as `Person`.
-private struct VerifyPersonTextAge: Codable, Sendable {
-    var id: UUID
-    var name: String
-    var age: String
-    var city: String
-    var email: String?
-    var tags: [String]
-}
 
 /// Damage done on purpose, through the raw transaction of a `perform` closure.
 private enum VerifyDamage {
@@ -246,7 +237,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         _ = dir
         let people = verifyStandardPeople()
         try await store.insert(contentsOf: [people.ann, people.bob, people.cat])
-        let odd = VerifyPersonTextAge(id: UUID(), name: "Odd", age: "forty", city: "Oslo", email: "odd@example.com",
+        let odd = PersonWithTextAge(id: UUID(), name: "Odd", age: "forty", city: "Oslo", email: "odd@example.com",
                                       tags: ["odd"])
         let bytes = try DocumentEncoder().encode(odd)
         let oddKey = try VerifyDamage.personID(odd.id)
