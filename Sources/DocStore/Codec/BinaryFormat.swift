@@ -22,6 +22,8 @@ import Foundation
 /// finds a field by path without decoding the rest of the document.
 enum BinaryFormat {
     static let version: UInt8 = 1
+    /// How deep arrays and objects may nest. Deeper documents are refused as malformed rather than risk the stack.
+    static let maximumDepth = 256
 
     enum Tag {
         static let null: UInt8 = 0x00

@@ -63,11 +63,23 @@ final class DocumentValueDecoder: Decoder {
     /// overlap.)
     @exclusivity(unchecked) var hint: Int = 0
 
+    /// How many values this one is nested in.
+    let depth: Int
+
     init(reader: BinaryReader, ref: ValueRef, parent: DocumentValueDecoder?, key: (any CodingKey)?) {
         self.reader = reader
         self.ref = ref
         self.parent = parent
         self.key = key
+        self.depth = (parent?.depth ?? -1) + 1
+    }
+
+    /// Refuses to go deeper than the format allows: a recursive type fed a hostile document would exhaust the stack.
+    @inline(__always)
+    func checkDepth() throws {
+        if depth > BinaryFormat.maximumDepth {
+            throw MalformedDocument(offset: ref.start - 1, reason: "nested deeper than \(BinaryFormat.maximumDepth) levels")
+        }
     }
 
     var codingPath: [any CodingKey] {
@@ -88,17 +100,22 @@ final class DocumentValueDecoder: Decoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        try checkDepth()
         guard ref.tag == BinaryFormat.Tag.object else { throw mismatch([String: Any].self, ref, nil) }
         hint = reader.contentStart(ref)
         return KeyedDecodingContainer(KeyedContainer<Key>(decoder: self))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try checkDepth()
         guard ref.tag == BinaryFormat.Tag.array else { throw mismatch([Any].self, ref, nil) }
         return UnkeyedContainer(decoder: self, offset: reader.contentStart(ref), count: reader.count(ref))
     }
 
-    func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleValueContainer(decoder: self) }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        try checkDepth()
+        return SingleValueContainer(decoder: self)
+    }
 
     // MARK: Values
 

@@ -70,7 +70,10 @@ extension DocumentValue {
         }
     }
 
-    init(reader: BinaryReader, ref: ValueRef) throws {
+    init(reader: BinaryReader, ref: ValueRef, depth: Int = 0) throws {
+        guard depth <= BinaryFormat.maximumDepth else {
+            throw MalformedDocument(offset: ref.start - 1, reason: "nested deeper than \(BinaryFormat.maximumDepth) levels")
+        }
         switch ref.tag {
         case BinaryFormat.Tag.null: self = .null
         case BinaryFormat.Tag.false: self = .bool(false)
@@ -86,13 +89,13 @@ extension DocumentValue {
         case BinaryFormat.Tag.array:
             var elements: [DocumentValue] = []
             elements.reserveCapacity(min(reader.count(ref), 1024))
-            try reader.forEachElement(ref) { elements.append(try DocumentValue(reader: reader, ref: $0)) }
+            try reader.forEachElement(ref) { elements.append(try DocumentValue(reader: reader, ref: $0, depth: depth + 1)) }
             self = .array(elements)
         case BinaryFormat.Tag.object:
             var fields: [Field] = []
             fields.reserveCapacity(min(reader.count(ref), 1024))
             try reader.forEachField(ref) { name, value in
-                fields.append(Field(String(decoding: name, as: UTF8.self), try DocumentValue(reader: reader, ref: value)))
+                fields.append(Field(String(decoding: name, as: UTF8.self), try DocumentValue(reader: reader, ref: value, depth: depth + 1)))
             }
             self = .object(fields)
         default:

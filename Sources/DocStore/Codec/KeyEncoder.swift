@@ -77,7 +77,10 @@ public struct KeyEncoder: Sendable {
     }
 
     /// Appends the value `ref` of an encoded document, without building a ``DocumentValue``.
-    mutating func append(_ ref: ValueRef, in reader: BinaryReader) throws {
+    mutating func append(_ ref: ValueRef, in reader: BinaryReader, depth: Int = 0) throws {
+        guard depth <= BinaryFormat.maximumDepth else {
+            throw MalformedDocument(offset: ref.start - 1, reason: "nested deeper than \(BinaryFormat.maximumDepth) levels")
+        }
         switch ref.tag {
         case BinaryFormat.Tag.null: bytes.append(Kind.null)
         case BinaryFormat.Tag.false: bytes.append(Kind.false)
@@ -100,13 +103,13 @@ public struct KeyEncoder: Sendable {
             bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: reader.buffer[ref.start..<(ref.start + 16)]))
         case BinaryFormat.Tag.array:
             bytes.append(Kind.array)
-            try reader.forEachElement(ref) { try append($0, in: reader) }
+            try reader.forEachElement(ref) { try append($0, in: reader, depth: depth + 1) }
             bytes.append(Kind.end)
         case BinaryFormat.Tag.object:
             bytes.append(Kind.object)
             try reader.forEachField(ref) { name, value in
                 appendString(String(decoding: name, as: UTF8.self))
-                try append(value, in: reader)
+                try append(value, in: reader, depth: depth + 1)
             }
             bytes.append(Kind.end)
         default:

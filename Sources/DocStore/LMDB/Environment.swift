@@ -160,6 +160,7 @@ final class Environment {
             do {
                 result = try body(txn)
                 if txn.metMapFull { throw LMDBError.mapFull }
+                if let interrupted = txn.interruptedChange { throw InterruptedChangeError(underlying: interrupted) }
                 txn.invalidate()
                 let rc = mdb_txn_commit(handle)
                 if rc == MDB_MAP_FULL { try grow(); continue }
@@ -197,6 +198,11 @@ final class Environment {
     }
 
     private func grow() throws {
+        // A reader left behind by a crashed process pins old pages: free its slot before asking for more room.
+        if let env = raw {
+            var dead: Int32 = 0
+            try lmdbCheck(mdb_reader_check(env, &dead))
+        }
         let (_, size) = try usage()
         guard size < configuration.maximumMapSize else {
             throw StoreFullError(mapSize: size, maximum: configuration.maximumMapSize)
@@ -223,4 +229,7 @@ final class Environment {
     }
 
     struct StoreFullError: Error { var mapSize: Int; var maximum: Int }
+
+    /// A change failed halfway and its transaction was aborted rather than committed.
+    struct InterruptedChangeError: Error { var underlying: any Error }
 }

@@ -23,7 +23,22 @@ final class Transaction {
         self.isReadOnly = isReadOnly
     }
 
+    /// Set when a change made of several LMDB calls failed after its first call: the transaction then holds half of
+    /// it and must not commit.
+    private(set) var interruptedChange: (any Error)?
+
     func invalidate() { isValid = false }
+
+    /// Runs a change made of several calls; if one fails after others succeeded, the transaction is marked so that
+    /// it cannot commit, whatever the caller does with the error.
+    func changingAtomically(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch {
+            if interruptedChange == nil { interruptedChange = error }
+            throw error
+        }
+    }
 
     /// Checks a return code from a call made in this transaction.
     @inline(__always)

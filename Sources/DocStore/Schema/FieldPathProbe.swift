@@ -96,9 +96,9 @@ final class ProbeRecorder {
         switch unwrapped {
         case let s as String: return strings[s]
         case let u as UUID: return uuids[u]
-        case let d as Date: return integers[Int64(d.timeIntervalSinceReferenceDate)]
-        case let d as Double: return d == d.rounded() ? integers[Int64(d)] : nil
-        case let f as Float: return f == f.rounded() ? integers[Int64(f)] : nil
+        case let d as Date: return Int64(exactly: d.timeIntervalSinceReferenceDate).flatMap { integers[$0] }
+        case let d as Double: return Int64(exactly: d).flatMap { integers[$0] }
+        case let f as Float: return Int64(exactly: f).flatMap { integers[$0] }
         case let i as any BinaryInteger: return Int64(exactly: i).flatMap { integers[$0] }
         case let r as any RawRepresentable: return path(of: r.rawValue)
         default:

@@ -29,12 +29,17 @@ final class CollectionHandle {
             throw DocStoreError(.encodingFailed, "cannot encode id \(id) of collection '\(collection)': \(error)",
                                 collection: collection)
         }
-        return try bytes.withUnsafeBytes { raw in
+        let key = try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
             var key = KeyEncoder()
             try key.append(try reader.root(), in: reader)
             return key.bytes
         }
+        guard key.count <= IndexKeys.maximumKeySize else {
+            throw DocStoreError(.valueTooLarge, "an id of collection '\(collection)' is \(key.count) bytes encoded; "
+                + "ids are limited to \(IndexKeys.maximumKeySize)", collection: collection)
+        }
+        return key
     }
 
     /// The primary key of the document whose root is `root`.
@@ -89,28 +94,78 @@ final class CollectionHandle {
                 newKeys.append(keys)
             }
             var oldKeys: [[[UInt8]]] = Array(repeating: [], count: indexes.count)
+            var oldIsReadable = true
             if let old {
-                try old.withUnsafeBytes { oldRaw in
-                    let oldReader = BinaryReader(oldRaw)
-                    let oldRoot = try oldReader.root()
-                    for (i, index) in indexes.enumerated() {
-                        oldKeys[i] = try IndexKeys.keys(for: index.definition, reader: oldReader, root: oldRoot)
+                do {
+                    try old.withUnsafeBytes { oldRaw in
+                        let oldReader = BinaryReader(oldRaw)
+                        let oldRoot = try oldReader.root()
+                        for (i, index) in indexes.enumerated() {
+                            oldKeys[i] = try IndexKeys.keys(for: index.definition, reader: oldReader, root: oldRoot)
+                        }
                     }
-                }
-                for (i, index) in indexes.enumerated() {
-                    for key in oldKeys[i] where !newKeys[i].contains(key) {
-                        try txn.delete(index.database, key, value: index.isUnique ? nil : id)
-                    }
+                } catch is MalformedDocument {
+                    oldIsReadable = false   // a damaged document may still be replaced
                 }
             }
-            try txn.put(documents, id, bytes)
-            for (i, index) in indexes.enumerated() {
+            // Every check before any change, so that a refused write leaves nothing behind.
+            for (i, index) in indexes.enumerated() where index.isUnique {
                 for key in newKeys[i] where !oldKeys[i].contains(key) {
-                    try addEntry(key, id: id, to: index, in: txn) {
-                        IndexKeys.describe(index.definition, reader: reader, root: root)
+                    if let holder = try txn.get(index.database, key), !holder.elementsEqual(id) {
+                        throw DocStoreError(.uniqueViolation, "unique index '\(index.definition.name)' of collection "
+                            + "'\(name)' already has \(IndexKeys.describe(index.definition, reader: reader, root: root)) "
+                            + "for another document", collection: name, index: index.definition.name)
                     }
                 }
             }
+            try txn.changingAtomically {
+                if old != nil {
+                    if oldIsReadable {
+                        for (i, index) in indexes.enumerated() {
+                            for key in oldKeys[i] where !newKeys[i].contains(key) {
+                                try removeEntry(key, id: id, from: index, in: txn)
+                            }
+                        }
+                    } else {
+                        try removeAllEntries(of: id, in: txn)
+                    }
+                }
+                try txn.put(documents, id, bytes)
+                for (i, index) in indexes.enumerated() {
+                    for key in newKeys[i] where !oldKeys[i].contains(key) {
+                        try addEntry(key, id: id, to: index, in: txn) {
+                            IndexKeys.describe(index.definition, reader: reader, root: root)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes one entry of document `id`; a unique entry only if this document holds it.
+    func removeEntry(_ key: [UInt8], id: [UInt8], from index: Index, in txn: Transaction) throws {
+        if index.isUnique {
+            if let holder = try txn.get(index.database, key), holder.elementsEqual(id) {
+                try txn.delete(index.database, key)
+            }
+        } else {
+            try txn.delete(index.database, key, value: id)
+        }
+    }
+
+    /// Removes every entry that points at document `id`, by walking each index: for a document whose bytes are
+    /// damaged, whose entries cannot be computed.
+    func removeAllEntries(of id: [UInt8], in txn: Transaction) throws {
+        for index in indexes {
+            var doomed: [[UInt8]] = []
+            try txn.withCursor(index.database) { cursor in
+                var entry = try cursor.first()
+                while let (key, value) = entry {
+                    if value.elementsEqual(id) { doomed.append(Array(key)) }
+                    entry = try cursor.next()
+                }
+            }
+            for key in doomed { try removeEntry(key, id: id, from: index, in: txn) }
         }
     }
 
@@ -132,19 +187,26 @@ final class CollectionHandle {
     }
 
     /// Deletes the document with primary key `id` and its index entries; `false` when there is none.
+    /// A document whose bytes are damaged is deleted too, its entries found by walking the indexes.
     @discardableResult
     func delete(id: [UInt8], in txn: Transaction) throws -> Bool {
         guard let old = try txn.get(documents, id).map({ Array($0) }) else { return false }
-        try old.withUnsafeBytes { raw in
-            let reader = BinaryReader(raw)
-            let root = try reader.root()
-            for index in indexes {
-                for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {
-                    try txn.delete(index.database, key, value: index.isUnique ? nil : id)
+        try txn.changingAtomically {
+            do {
+                try old.withUnsafeBytes { raw in
+                    let reader = BinaryReader(raw)
+                    let root = try reader.root()
+                    for index in indexes {
+                        for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {
+                            try removeEntry(key, id: id, from: index, in: txn)
+                        }
+                    }
                 }
+            } catch is MalformedDocument {
+                try removeAllEntries(of: id, in: txn)
             }
+            try txn.delete(documents, id)
         }
-        try txn.delete(documents, id)
         return true
     }
 

@@ -130,6 +130,12 @@ public actor DocStore {
             throw DocStoreError(.corruptDocument, "a stored document in \(path) is damaged: \(error)")
         } catch is Environment.EnvironmentClosedError {
             throw DocStoreError(.closed, "the store at \(path) is closed")
+        } catch let error as Environment.InterruptedChangeError {
+            throw DocStoreError(.storage, "a change failed halfway (\(error.underlying)), so the whole transaction was "
+                + "rolled back: nothing was written", underlying: DocStoreError(.storage, "\(error.underlying)"))
+        } catch let needs as TransactionScope.NeedsSync {
+            throw DocStoreError(.storage, "the catalog of collection '\(needs.collection)' in \(path) kept changing "
+                + "while it was being opened; try again", collection: needs.collection)
         }
     }
 

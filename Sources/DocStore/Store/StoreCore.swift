@@ -45,9 +45,10 @@ final class StoreCore {
                 initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
                 maxDatabases: options.maxDatabases, maxReaders: options.maxReaders))
         } catch let error as LMDBError {
-            if !lockExisted { try? FileManager.default.removeItem(atPath: lockPath) }
             switch error.code {
             case LMDBError.invalid.code, LMDBError.versionMismatch.code, LMDBError.incompatible.code:
+                // The data file is not LMDB, so no process can be using the lock file LMDB just made beside it.
+                if !lockExisted { try? FileManager.default.removeItem(atPath: lockPath) }
                 throw DocStoreError(.notAStore, "\(path) is not a DocStore store: it is not an LMDB file "
                     + "(\(error.message))", underlying: error)
             default:
@@ -116,8 +117,10 @@ final class StoreCore {
 
     static func catalogKey(_ collection: String) -> [UInt8] { Array(("collection" + String(separator) + collection).utf8) }
     static func documentsName(_ collection: String) -> String { "doc" + String(separator) + collection }
-    static func indexName(_ collection: String, _ index: String) -> String {
-        "idx" + String(separator) + collection + String(separator) + index
+    /// The index's database. Its kind is part of the name: a kind changed (by this process or another) means a
+    /// database of another name, never a handle still open with the old kind's flags.
+    static func indexName(_ collection: String, _ index: IndexDefinition) -> String {
+        "idx" + String(separator) + collection + String(separator) + index.name + String(separator) + index.kind.rawValue
     }
 
     func readInfo(_ collection: String, in txn: Transaction) throws -> CollectionInfo? {
@@ -165,7 +168,7 @@ final class StoreCore {
         }
         var indexes: [CollectionHandle.Index] = []
         for definition in info.indexes {
-            guard let db = try txn.openDatabase(StoreCore.indexName(info.name, definition.name), create: !txn.isReadOnly,
+            guard let db = try txn.openDatabase(StoreCore.indexName(info.name, definition), create: !txn.isReadOnly,
                                                 duplicateSort: definition.kind != .unique) else {
                 throw DocStoreError(.corruptDocument, "index '\(definition.name)' of '\(info.name)' is in the catalog "
                     + "but its entries are missing", collection: info.name, index: definition.name)
@@ -201,7 +204,7 @@ final class StoreCore {
             if let i = info.indexes.firstIndex(where: { $0.name == declared.name }) {
                 let current = info.indexes[i]
                 if !current.hasSameShape(as: declared) {
-                    if let old = try txn.openDatabase(StoreCore.indexName(info.name, current.name), create: false,
+                    if let old = try txn.openDatabase(StoreCore.indexName(info.name, current), create: false,
                                                       duplicateSort: current.kind != .unique) {
                         try txn.drop(old, delete: true)
                     }
@@ -231,7 +234,7 @@ final class StoreCore {
         guard var info = try readInfo(collection, in: txn),
               let i = info.indexes.firstIndex(where: { $0.name == name }) else { return false }
         let definition = info.indexes.remove(at: i)
-        if let db = try txn.openDatabase(StoreCore.indexName(collection, name), create: false,
+        if let db = try txn.openDatabase(StoreCore.indexName(collection, definition), create: false,
                                          duplicateSort: definition.kind != .unique) {
             try txn.drop(db, delete: true)
         }

@@ -18,6 +18,8 @@ final class TransactionScope {
     private var synced: [ObjectIdentifier: String] = [:]
     private(set) var touchedCatalog = false
     private var dropped: Set<String> = []
+    /// Collections whose catalog entry this transaction changed: other types synced with them sync again.
+    private var changedCollections: Set<String> = []
 
     init(core: StoreCore, txn: Transaction) throws {
         self.core = core
@@ -41,9 +43,11 @@ final class TransactionScope {
         guard !txn.isReadOnly else {
             throw NeedsSync(collection: schema.collection) { _ = try $0.handle(for: type) }
         }
+        // Set first: a sync that fails midway may already have dropped (and so closed) a database handle.
+        touchedCatalog = true
         let before = try core.readGeneration(in: txn)
         let handle = try core.sync(schema, in: txn)
-        if try core.readGeneration(in: txn) != before { touchedCatalog = true }
+        if try core.readGeneration(in: txn) != before { changedCollections.insert(schema.collection) }
         handles[schema.collection] = handle
         synced[typeID] = schema.collection
         declared[schema.collection] = schema
@@ -61,15 +65,16 @@ final class TransactionScope {
                 throw NeedsSync(collection: name) { _ = try $0.handle(named: name, create: true) }
             }
             try StoreCore.validateName(name, what: "collection")
+            touchedCatalog = true
             let info = CollectionInfo(name: name, idPath: "id", indexes: [])
             try core.writeInfo(info, in: txn)
             try core.bumpGeneration(in: txn)
-            touchedCatalog = true
             let handle = try core.openHandle(info, in: txn)
             handles[name] = handle
             return handle
         }
         guard !txn.isReadOnly else { throw NeedsSync(collection: name) { _ = try $0.handle(named: name) } }
+        touchedCatalog = true   // a handle opened here is closed by LMDB if the transaction aborts
         let handle = try core.openHandle(info, in: txn)
         handles[name] = handle
         return handle
@@ -82,9 +87,9 @@ final class TransactionScope {
     }
 
     func dropIndex(_ name: String, from collection: String) throws -> Bool {
+        touchedCatalog = true   // first: mdb_drop closes the handle even if the transaction then aborts
         let removed = try core.dropIndex(name, from: collection, in: txn)
         if removed {
-            touchedCatalog = true
             handles[collection] = nil
             synced = synced.filter { $0.value != collection }
             dropped.insert(collection)
@@ -94,8 +99,8 @@ final class TransactionScope {
 
     /// After a successful commit: the collections opened here become the store's.
     func committed(endGeneration: UInt64) {
-        for name in dropped {
-            core.handles[name] = nil
+        for name in dropped.union(changedCollections) {
+            if dropped.contains(name) { core.handles[name] = nil }
             core.synced = core.synced.filter { $0.value != name }
         }
         core.generation = endGeneration
@@ -113,6 +118,6 @@ final class TransactionScope {
 
     /// After an abort: databases opened or dropped here may be closed, so every open collection is forgotten.
     func aborted() {
-        if touchedCatalog || !handles.isEmpty { core.forgetCollections() }
+        if touchedCatalog { core.forgetCollections() }
     }
 }

@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+@testable import DocStore
+
+private struct Gadget: Document {
+    var id: Int
+    var score: Int
+    static let collection = "gadgets"
+    static let indexes: [IndexSpec<Gadget>] = [.index("score", \.score)]
+}
+
+/// The same collection, where "score" becomes unique: a change that fails on duplicate scores.
+private struct GadgetUniqueScore: Document {
+    var id: Int
+    var score: Int
+    static let collection = "gadgets"
+    static let indexes: [IndexSpec<GadgetUniqueScore>] = [.unique("score", \.score)]
+}
+
+private struct Note: Document {
+    var id: String
+    var text: String
+}
+
+private indirect enum Chain: Codable, Sendable {
+    case end
+    case link(Chain)
+}
+
+private struct ChainDocument: Document {
+    var id: Int
+    var chain: Chain
+}
+
+private struct Limits: Document {
+    var id: Int
+    var hasLimit: Bool
+    var cap: Double
+    var effectiveLimit: Double { hasLimit ? cap : .infinity }
+    static let indexes: [IndexSpec<Limits>] = [.index("limit", \.effectiveLimit)]
+}
+
+@Suite struct StoreRobustnessTests {
+    @Test func aCatalogChangeThatFailsLeavesTheStoreUsable() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(contentsOf: [Gadget(id: 1, score: 5), Gadget(id: 2, score: 5)])
+        await expectError(.uniqueViolation, mentions: ["score"]) { _ = try await store.count(GadgetUniqueScore.self) }
+        // The failed rebuild dropped and recreated databases inside an aborted transaction: nothing of it may linger.
+        try await store.insert(Gadget(id: 3, score: 7))
+        try await store.perform { try $0.insert(.object([("id", .int(4)), ("text", .string("x"))]), into: "other") }
+        try await store.insert(Gadget(id: 5, score: 9))
+        #expect(try await store.count(Gadget.self) == 4)
+        #expect(try await store.entries(of: Gadget.self, index: "score").count == 4)
+        let report = try await store.verify()
+        #expect(report.isClean, "\(report)")
+    }
+
+    @Test func aRefusedWriteCaughtInsidePerformLeavesNothingHalfDone() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let ann = Person(name: "Ann", age: 41, email: "ann@example.com")
+        var bob = Person(name: "Bob", age: 30, email: "bob@example.com")
+        try await store.insert(contentsOf: [ann, bob])
+        bob.email = "ann@example.com"
+        bob.age = 31
+        let stolen = bob
+        try await store.perform { ctx in
+            do { try ctx.save(stolen) } catch DocStoreError.uniqueViolation { /* carry on */ }
+            try ctx.insert(Person(name: "Cy", age: 7))
+        }
+        #expect(try await store.get(Person.self, id: bob.id)?.email == "bob@example.com", "Bob must be unchanged")
+        #expect(try await store.count(Person.self) == 3)
+        try await store.delete(Person.self, id: bob.id)
+        // Ann's email is still enforced.
+        await expectError(.uniqueViolation) { try await store.insert(Person(name: "Dup", age: 1, email: "ann@example.com")) }
+        let report = try await store.verify()
+        #expect(report.isClean, "\(report)")
+    }
+
+    @Test func aDamagedDocumentCanBeReplacedOrDeleted() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let ann = Person(name: "Ann", age: 41, email: "ann@example.com", tags: ["a"])
+        let bob = Person(name: "Bob", age: 30, email: "bob@example.com")
+        try await store.insert(contentsOf: [ann, bob])
+        try await store.perform { ctx in
+            let handle = try ctx.scope.handle(for: Person.self)
+            for person in [ann, bob] {
+                try ctx.txn.put(handle.documents, try CollectionHandle.idKey(person.id, collection: "people"), [1, 0x0E, 0xFF])
+            }
+        }
+        #expect(try await store.verify().problems.contains { $0.kind == .corruptDocument })
+        try await store.save(ann)
+        #expect(try await store.delete(Person.self, id: bob.id))
+        #expect(try await store.get(Person.self, id: ann.id) == ann)
+        let report = try await store.verify()
+        #expect(report.isClean, "\(report)")
+    }
+
+    @Test func documentsNestedBeyondTheLimitAreRefusedNotFatal() async throws {
+        var bytes: [UInt8] = [BinaryFormat.version]
+        let depth = 100_000
+        for level in 0..<depth {
+            bytes.append(BinaryFormat.Tag.array)
+            let length = UInt32((depth - level - 1) * 9 + 1)
+            withUnsafeBytes(of: length.littleEndian) { bytes.append(contentsOf: $0) }
+            withUnsafeBytes(of: UInt32(1).littleEndian) { bytes.append(contentsOf: $0) }
+        }
+        bytes.append(BinaryFormat.Tag.null)
+        #expect(throws: DocStoreError.self) { _ = try DocumentValue(encoded: bytes) }
+
+        var chain = Chain.end
+        for _ in 0..<300 { chain = .link(chain) }
+        let deep = try DocumentEncoder().encode(ChainDocument(id: 1, chain: chain))
+        #expect(throws: DocStoreError.self) { _ = try DocumentDecoder().decode(ChainDocument.self, from: deep) }
+        var shallow = Chain.end
+        for _ in 0..<50 { shallow = .link(shallow) }
+        let fine = try DocumentEncoder().encode(ChainDocument(id: 1, chain: shallow))
+        _ = try DocumentDecoder().decode(ChainDocument.self, from: fine)
+    }
+
+    @Test func aComputedPropertyThatIsInfiniteIsRefusedNotFatal() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        await expectError(.invalidSchema, mentions: ["limit"]) { try await store.insert(Limits(id: 1, hasLimit: false, cap: 3)) }
+    }
+
+    @Test func anIdTooLongForLMDBIsValueTooLarge() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let long = String(repeating: "x", count: 600)
+        await expectError(.valueTooLarge) { _ = try await store.get(Note.self, id: long) }
+        await expectError(.valueTooLarge) { try await store.insert(Note(id: long, text: "")) }
+        #expect(try await store.count(Note.self) == 0)
+    }
+}
