@@ -195,6 +195,11 @@ public struct KeyEncoder: Sendable {
         bytes.append(0x01)
     }
 
+    /// Inverts the bytes appended since `start`, so that the value sorts in descending order.
+    mutating func invert(from start: Int) {
+        for i in start..<bytes.count { bytes[i] = ~bytes[i] }
+    }
+
     // MARK: Range bounds
 
     /// The string-prefix bound: the key of every string that starts with `prefix` begins with these bytes.
@@ -218,6 +223,23 @@ public struct KeyEncoder: Sendable {
 }
 
 extension KeyEncoder {
+    /// The first byte of every key of `value`'s kind, and the first byte past them: a range over all values that
+    /// compare with `value` (all numbers, all strings, ...).
+    static func kindRange(of value: DocumentValue) -> (lower: UInt8, upper: UInt8) {
+        switch value {
+        case .null: return (Kind.null, Kind.null + 1)
+        case .bool: return (Kind.false, Kind.true + 1)
+        case .int, .uint: return (Kind.number, Kind.number + 1)
+        case .double(let d): return d.isNaN ? (Kind.nan, Kind.nan + 1) : (Kind.number, Kind.number + 1)
+        case .date: return (Kind.date, Kind.date + 1)
+        case .string: return (Kind.string, Kind.string + 1)
+        case .bytes: return (Kind.bytes, Kind.bytes + 1)
+        case .uuid: return (Kind.uuid, Kind.uuid + 1)
+        case .array: return (Kind.array, Kind.array + 1)
+        case .object: return (Kind.object, Kind.object + 1)
+        }
+    }
+
     /// The key of a single value.
     public static func key(_ value: DocumentValue) -> [UInt8] {
         var e = KeyEncoder()

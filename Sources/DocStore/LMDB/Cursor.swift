@@ -28,12 +28,30 @@ struct Cursor {
     func next() throws -> Entry? { try step(MDB_NEXT) }
     /// The previous entry, duplicates included. The corresponding LMDB operation is `MDB_PREV`.
     func previous() throws -> Entry? { try step(MDB_PREV) }
-    /// The first entry whose key is greater than or equal to `key`. The corresponding LMDB operation is `MDB_SET_RANGE`.
-    func seek(atLeast key: UnsafeRawBufferPointer) throws -> Entry? { try step(MDB_SET_RANGE, key: key) }
+    /// The first entry whose key is greater than or equal to `key` (the first entry of all for an empty key, which
+    /// LMDB itself refuses). The corresponding LMDB operation is `MDB_SET_RANGE`.
+    func seek(atLeast key: UnsafeRawBufferPointer) throws -> Entry? {
+        key.isEmpty ? try first() : try step(MDB_SET_RANGE, key: key)
+    }
 
     func seek(atLeast key: [UInt8]) throws -> Entry? {
         try key.withUnsafeBytes { try seek(atLeast: $0) }
     }
+
+    /// The first entry of the next key (skipping the current key's other duplicates). `MDB_NEXT_NODUP`.
+    func nextKey() throws -> Entry? { try step(MDB_NEXT_NODUP) }
+    /// The last entry of the previous key. `MDB_PREV_NODUP`.
+    func previousKey() throws -> Entry? { try step(MDB_PREV_NODUP) }
+    /// The first duplicate of the current key. `MDB_FIRST_DUP`.
+    func firstDuplicate() throws -> Entry? { try step(MDB_FIRST_DUP) }
+    /// The last duplicate of the current key. `MDB_LAST_DUP`.
+    func lastDuplicate() throws -> Entry? { try step(MDB_LAST_DUP) }
+    /// The next duplicate of the current key, or `nil` after the last. `MDB_NEXT_DUP`.
+    func nextDuplicate() throws -> Entry? { try step(MDB_NEXT_DUP) }
+    /// The previous duplicate of the current key, or `nil` before the first. `MDB_PREV_DUP`.
+    func previousDuplicate() throws -> Entry? { try step(MDB_PREV_DUP) }
+    /// The entry under the cursor. `MDB_GET_CURRENT`.
+    func current() throws -> Entry? { try step(MDB_GET_CURRENT) }
 
     /// The number of duplicates under the current key. The corresponding LMDB function is `mdb_cursor_count`.
     func duplicateCount() throws -> Int {

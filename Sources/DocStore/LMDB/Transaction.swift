@@ -27,7 +27,26 @@ final class Transaction {
     /// it and must not commit.
     private(set) var interruptedChange: (any Error)?
 
-    func invalidate() { isValid = false }
+    /// Cursors that outlive one call (lazy results), closed when the transaction ends.
+    private var openCursors: [OpaquePointer] = []
+
+    func invalidate() {
+        guard isValid else { return }
+        isValid = false
+        for cursor in openCursors { mdb_cursor_close(cursor) }
+        openCursors = []
+    }
+
+    /// Opens a cursor that stays open until the transaction ends. Check ``isValid`` before each use.
+    ///
+    /// The corresponding LMDB function is `mdb_cursor_open`.
+    func openCursor(_ db: Database) throws -> Cursor {
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(raw, db.dbi, &cursor))
+        guard let cursor else { throw LMDBError(code: EINVAL) }
+        openCursors.append(cursor)
+        return Cursor(raw: cursor, transaction: self)
+    }
 
     /// Runs a change made of several calls; if one fails after others succeeded, the transaction is marked so that
     /// it cannot commit, whatever the caller does with the error.

@@ -16,6 +16,8 @@ final class StoreCore {
     var synced: [ObjectIdentifier: String] = [:]
     var generation: UInt64 = 0
     var schemas: [ObjectIdentifier: ResolvedSchema] = [:]
+    /// Per Swift type, its `KeyPathResolver`.
+    var resolvers: [ObjectIdentifier: AnyObject] = [:]
     /// Per collection, a check that a stored document decodes into the Swift type last used with it.
     var typeCheckers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
     /// Per collection, the schema of the Swift type last used with it, for reports.

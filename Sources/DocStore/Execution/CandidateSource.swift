@@ -1,0 +1,161 @@
+/// Where a plan's candidate documents come from, one at a time.
+///
+/// Each candidate's bytes point into the memory map and are valid until the next call.
+class CandidateSource {
+    typealias Candidate = (id: UnsafeRawBufferPointer, document: UnsafeRawBufferPointer)
+
+    /// The next candidate, or `nil` at the end.
+    func next() throws -> Candidate? { nil }
+}
+
+/// Counters of one run, for `explain` and the `.timer` of tools.
+public struct QueryStatistics: Sendable, Equatable, CustomStringConvertible {
+    /// Index entries, or documents in a full scan, that the walk stepped over.
+    public internal(set) var entriesScanned = 0
+    /// Documents read (their bytes looked at).
+    public internal(set) var documentsRead = 0
+    /// Documents decoded into the Swift type (returned ones, and those an opaque condition needed).
+    public internal(set) var documentsDecoded = 0
+    /// Documents returned (or counted, or deleted).
+    public internal(set) var returned = 0
+
+    public var description: String {
+        "\(entriesScanned) entries scanned, \(documentsRead) documents read, \(documentsDecoded) decoded, "
+            + "\(returned) returned"
+    }
+}
+
+/// Every document, in id order or its reverse.
+final class FullScanSource: CandidateSource {
+    private let cursor: Cursor
+    private let descending: Bool
+    private var started = false
+    private let statistics: StatisticsBox
+
+    init(txn: Transaction, documents: Database, descending: Bool, statistics: StatisticsBox) throws {
+        self.cursor = try txn.openCursor(documents)
+        self.descending = descending
+        self.statistics = statistics
+    }
+
+    override func next() throws -> Candidate? {
+        let entry: Cursor.Entry?
+        if started {
+            entry = descending ? try cursor.previous() : try cursor.next()
+        } else {
+            started = true
+            entry = descending ? try cursor.last() : try cursor.first()
+        }
+        guard let (key, value) = entry else { return nil }
+        statistics.value.entriesScanned += 1
+        statistics.value.documentsRead += 1
+        return (key, value)
+    }
+}
+
+/// Shared, mutable statistics of a run (sources and the executor add to them).
+final class StatisticsBox {
+    var value = QueryStatistics()
+}
+
+/// The entries of one index in some key ranges, each followed to its document.
+final class IndexScanSource: CandidateSource {
+    private let scan: IndexScan
+    private let txn: Transaction
+    private let documents: Database
+    private let cursor: Cursor
+    private var rangeIndex = 0
+    private var positioned = false
+    /// Ids already produced, when the scan can meet a document twice (shared by the scans of a union).
+    private let seen: SeenIDs?
+    private let fetchDocuments: Bool
+    private let statistics: StatisticsBox
+    private var idCopy: [UInt8] = []
+
+    final class SeenIDs { var ids = Set<[UInt8]>() }
+
+    init(scan: IndexScan, txn: Transaction, documents: Database, seen: SeenIDs?, fetchDocuments: Bool = true,
+         statistics: StatisticsBox) throws {
+        self.scan = scan
+        self.txn = txn
+        self.documents = documents
+        self.cursor = try txn.openCursor(scan.index.database)
+        self.seen = seen
+        self.fetchDocuments = fetchDocuments
+        self.statistics = statistics
+    }
+
+    private var hasDuplicates: Bool { !scan.index.isUnique }
+
+    /// Places the cursor on the first entry of the current range, in walk order.
+    private func position(_ range: KeyRange) throws -> Cursor.Entry? {
+        if !scan.descending {
+            var entry = try cursor.seek(atLeast: range.lower)
+            if entry != nil && hasDuplicates && scan.descendingIDs { entry = try cursor.lastDuplicate() }
+            return entry
+        }
+        var entry: Cursor.Entry?
+        if let upper = range.upper, try cursor.seek(atLeast: upper) != nil {
+            entry = try cursor.previous()
+        } else {
+            entry = try cursor.last()
+        }
+        if entry != nil && hasDuplicates && !scan.descendingIDs { entry = try cursor.firstDuplicate() }
+        return entry
+    }
+
+    /// Steps to the next entry in walk order.
+    private func step() throws -> Cursor.Entry? {
+        guard hasDuplicates, scan.descending != scan.descendingIDs else {
+            return scan.descending ? try cursor.previous() : try cursor.next()
+        }
+        // Keys one way, ids the other: walk each key's duplicates, then move to the neighbouring key.
+        if scan.descending {
+            if let e = try cursor.nextDuplicate() { return e }
+            guard try cursor.previousKey() != nil else { return nil }
+            return try cursor.firstDuplicate()
+        } else {
+            if let e = try cursor.previousDuplicate() { return e }
+            guard try cursor.nextKey() != nil else { return nil }
+            return try cursor.lastDuplicate()
+        }
+    }
+
+    override func next() throws -> Candidate? {
+        while rangeIndex < scan.ranges.count {
+            let range = scan.ranges[rangeIndex]
+            let entry = positioned ? try step() : try position(range)
+            positioned = true
+            guard let (key, id) = entry, range.contains(key) else {
+                rangeIndex += 1
+                positioned = false
+                continue
+            }
+            statistics.value.entriesScanned += 1
+            if let seen {
+                idCopy = Array(id)
+                if !seen.ids.insert(idCopy).inserted { continue }
+            }
+            guard fetchDocuments else { return (id, key) }
+            guard let document = try txn.get(documents, id) else { continue }   // verify() reports such entries
+            statistics.value.documentsRead += 1
+            return (id, document)
+        }
+        return nil
+    }
+}
+
+/// The union of several scans, each document once.
+final class UnionSource: CandidateSource {
+    private var sources: [IndexScanSource]
+
+    init(_ sources: [IndexScanSource]) { self.sources = sources }
+
+    override func next() throws -> Candidate? {
+        while let first = sources.first {
+            if let candidate = try first.next() { return candidate }
+            sources.removeFirst()
+        }
+        return nil
+    }
+}

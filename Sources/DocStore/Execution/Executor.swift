@@ -1,0 +1,232 @@
+/// Runs a ``Plan``: walks its candidates, checks the residual condition on each document's bytes, orders and
+/// slices the matches, and hands back documents (or ids, or a count).
+final class Executor {
+    let plan: Plan
+    let handle: CollectionHandle
+    let txn: Transaction
+    let statistics = StatisticsBox()
+    /// Decodes a document into the query's type, for opaque conditions.
+    let decodeForCondition: (UnsafeRawBufferPointer) throws -> Any
+
+    init(plan: Plan, handle: CollectionHandle, txn: Transaction,
+         decodeForCondition: @escaping (UnsafeRawBufferPointer) throws -> Any) {
+        self.plan = plan
+        self.handle = handle
+        self.txn = txn
+        self.decodeForCondition = decodeForCondition
+    }
+
+    func makeSource(fetchDocuments: Bool = true) throws -> CandidateSource {
+        switch plan.access {
+        case .none:
+            return CandidateSource()
+        case .fullScan(let descending):
+            return try FullScanSource(txn: txn, documents: handle.documents, descending: descending, statistics: statistics)
+        case .index(let scan):
+            return try IndexScanSource(scan: scan, txn: txn, documents: handle.documents,
+                                       seen: scan.deduplicate ? .init() : nil, fetchDocuments: fetchDocuments,
+                                       statistics: statistics)
+        case .union(let scans):
+            let seen = IndexScanSource.SeenIDs()
+            return UnionSource(try scans.map {
+                try IndexScanSource(scan: $0, txn: txn, documents: handle.documents, seen: seen,
+                                    fetchDocuments: fetchDocuments, statistics: statistics)
+            })
+        }
+    }
+
+    /// Whether a candidate document satisfies the residual condition.
+    func matches(_ candidate: CandidateSource.Candidate) throws -> Bool {
+        if case .constant(let b) = plan.residual { return b }
+        let reader = BinaryReader(candidate.document)
+        let root: ValueRef
+        do { root = try reader.root() } catch let error as MalformedDocument {
+            throw DocStoreError(.corruptDocument, "document \(Executor.hex(candidate.id)) of collection '\(handle.name)' "
+                + "is damaged: \(error)", collection: handle.name)
+        }
+        var decoded: Any?
+        let evaluator = ConditionEvaluator(reader: reader, root: root) { [self] in
+            if let decoded { return decoded }
+            statistics.value.documentsDecoded += 1
+            let value = try decodeForCondition(candidate.document)
+            decoded = value
+            return value
+        }
+        return try evaluator.evaluate(plan.residual)
+    }
+
+    static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// Calls `body` with each matching candidate in the access order until it returns false.
+    func forEachMatch(_ body: (CandidateSource.Candidate) throws -> Bool) throws {
+        let source = try makeSource()
+        while let candidate = try source.next() {
+            if try matches(candidate) {
+                if try !body(candidate) { return }
+            }
+        }
+    }
+
+    // MARK: Ordering
+
+    /// One match in a sort: its sort key (sort fields, then id, each flipped where descending) and its id.
+    struct Row {
+        var key: [UInt8]
+        var idStart: Int
+        var id: ArraySlice<UInt8> { key[idStart...] }
+    }
+
+    /// The sort key of a document: each sort field's order-preserving key (bytes inverted for a descending
+    /// field: keys are prefix-free, so inverting reverses their order), then the id likewise.
+    func sortKey(_ candidate: CandidateSource.Candidate, into key: inout [UInt8]) throws -> Int {
+        key.removeAll(keepingCapacity: true)
+        let reader = BinaryReader(candidate.document)
+        let root = try reader.root()
+        var encoder = KeyEncoder()
+        for spec in plan.sort {
+            let start = encoder.bytes.count
+            if let ref = try reader.value(atPath: spec.path, from: root) {
+                try encoder.append(ref, in: reader)
+            } else {
+                encoder.append(.null)
+            }
+            if spec.descending { encoder.invert(from: start) }
+        }
+        key = encoder.bytes
+        let idStart = key.count
+        key.append(contentsOf: candidate.id)
+        if plan.idDescending {
+            for i in idStart..<key.count { key[i] = ~key[i] }
+        }
+        return idStart
+    }
+
+    /// The ids of the matches in the plan's order, within its window (before any reversal of the output).
+    func orderedIDs() throws -> [[UInt8]] {
+        switch plan.ordering {
+        case .natural:
+            var ids: [[UInt8]] = []
+            var skipped = 0
+            try forEachMatch { candidate in
+                if skipped < plan.offset { skipped += 1; return true }
+                ids.append(Array(candidate.id))
+                return plan.limit.map { ids.count < $0 } ?? true
+            }
+            return ids
+        case .sorted:
+            var rows: [Row]
+            var scratch: [UInt8] = []
+            if let needed = plan.needed {
+                var heap = TopK(capacity: needed)
+                try forEachMatch { candidate in
+                    let idStart = try sortKey(candidate, into: &scratch)
+                    heap.offer(scratch, idStart: idStart)
+                    return true
+                }
+                rows = heap.sorted()
+            } else {
+                rows = []
+                try forEachMatch { candidate in
+                    let idStart = try sortKey(candidate, into: &scratch)
+                    rows.append(Row(key: scratch, idStart: idStart))
+                    return true
+                }
+                rows.sort { $0.key.lexicographicallyPrecedes($1.key) }
+            }
+            let window = rows.dropFirst(plan.offset).prefix(plan.limit ?? Int.max)
+            return window.map { row in
+                plan.idDescending ? row.id.map { ~$0 } : Array(row.id)
+            }
+        }
+    }
+
+    /// The number of matches (within the window).
+    func count() throws -> Int {
+        var total = 0
+        if case .constant(true) = plan.residual {
+            switch plan.access {
+            case .none: total = 0
+            case .fullScan: total = try txn.entryCount(handle.documents)
+            case .index(let scan) where !scan.deduplicate && !scan.index.isUnique:
+                total = try countEntries(scan)
+            default:
+                let source = try makeSource(fetchDocuments: false)
+                while try source.next() != nil { total += 1 }
+            }
+        } else {
+            try forEachMatch { _ in total += 1; return true }
+        }
+        total = max(0, total - plan.offset)
+        if let limit = plan.limit { total = min(total, limit) }
+        statistics.value.returned = total
+        return total
+    }
+
+    /// Entries in a duplicate-sorted index's ranges, a key's duplicates counted at once (`mdb_cursor_count`).
+    private func countEntries(_ scan: IndexScan) throws -> Int {
+        var total = 0
+        try txn.withCursor(scan.index.database) { cursor in
+            for range in scan.ranges {
+                var entry = try cursor.seek(atLeast: range.lower)
+                while let (key, _) = entry, range.contains(key) {
+                    total += try cursor.duplicateCount()
+                    statistics.value.entriesScanned += 1
+                    entry = try cursor.nextKey()
+                }
+            }
+        }
+        return total
+    }
+}
+
+/// The `capacity` smallest rows seen, kept in a max-heap: the largest kept row is at the top, so a row that does
+/// not beat it is dropped with one comparison.
+struct TopK {
+    let capacity: Int
+    private var heap: [Executor.Row] = []
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        heap.reserveCapacity(min(capacity, 1 << 16))
+    }
+
+    mutating func offer(_ key: [UInt8], idStart: Int) {
+        guard capacity > 0 else { return }
+        if heap.count < capacity {
+            heap.append(Executor.Row(key: key, idStart: idStart))
+            siftUp(heap.count - 1)
+        } else if key.lexicographicallyPrecedes(heap[0].key) {
+            heap[0] = Executor.Row(key: key, idStart: idStart)
+            siftDown(0)
+        }
+    }
+
+    func sorted() -> [Executor.Row] { heap.sorted { $0.key.lexicographicallyPrecedes($1.key) } }
+
+    private func greater(_ i: Int, _ j: Int) -> Bool { heap[j].key.lexicographicallyPrecedes(heap[i].key) }
+
+    private mutating func siftUp(_ index: Int) {
+        var i = index
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard greater(i, parent) else { return }
+            heap.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private mutating func siftDown(_ index: Int) {
+        var i = index
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var largest = i
+            if l < heap.count && greater(l, largest) { largest = l }
+            if r < heap.count && greater(r, largest) { largest = r }
+            guard largest != i else { return }
+            heap.swapAt(i, largest)
+            i = largest
+        }
+    }
+}

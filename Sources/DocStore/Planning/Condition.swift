@@ -1,0 +1,129 @@
+import Foundation
+
+/// A filter as the planner sees it: comparisons of fields with values, and their combinations.
+///
+/// The planner reads it to choose index scans, and the executor evaluates it on a document's encoded bytes,
+/// reading only the fields it names. A part of a `#Predicate` it cannot express is kept ``opaque(_:)`` and
+/// evaluated on the decoded document, with Foundation's own evaluation.
+indirect enum Condition: CustomStringConvertible {
+    enum Comparison: String {
+        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+
+        /// The same comparison with its operands swapped: `5 < x` is `x > 5`.
+        var swapped: Comparison {
+            switch self {
+            case .equal, .notEqual: return self
+            case .less: return .greater
+            case .lessOrEqual: return .greaterOrEqual
+            case .greater: return .less
+            case .greaterOrEqual: return .lessOrEqual
+            }
+        }
+    }
+
+    /// `field op value`. A missing field is null.
+    case compare(FieldPath, Comparison, DocumentValue)
+    /// The array at `field` has an element equal to the value.
+    case contains(FieldPath, DocumentValue)
+    /// The field equals one of the values.
+    case oneOf(FieldPath, [DocumentValue])
+    /// The string at `field` starts with the prefix (by characters, as `String.starts(with:)`).
+    case startsWith(FieldPath, String)
+    case and([Condition])
+    case or([Condition])
+    case not(Condition)
+    case constant(Bool)
+    /// A part of a predicate evaluated on the decoded document.
+    case opaque(OpaqueCondition)
+
+    var description: String {
+        switch self {
+        case .compare(let f, let op, let v): return "\(f) \(op.rawValue) \(v.json())"
+        case .contains(let f, let v): return "\(f).contains(\(v.json()))"
+        case .oneOf(let f, let vs): return "\(DocumentValue.array(vs).json()).contains(\(f))"
+        case .startsWith(let f, let p): return "\(f).starts(with: \(DocumentValue.string(p).json()))"
+        case .and(let cs): return cs.isEmpty ? "true" : cs.map { $0.parenthesized(in: "&&") }.joined(separator: " && ")
+        case .or(let cs): return cs.isEmpty ? "false" : cs.map { $0.parenthesized(in: "||") }.joined(separator: " || ")
+        case .not(let c): return "!" + c.parenthesized(in: "!")
+        case .constant(let b): return b ? "true" : "false"
+        case .opaque(let o): return "{\(o.summary)}"
+        }
+    }
+
+    private func parenthesized(in context: String) -> String {
+        switch self {
+        case .and where context != "&&", .or where context != "||": return "(\(description))"
+        case .and(let cs) where cs.count > 1 && context == "!", .or(let cs) where cs.count > 1 && context == "!":
+            return "(\(description))"
+        case .compare where context == "!": return "(\(description))"
+        default: return description
+        }
+    }
+
+    /// True when evaluating needs the decoded document somewhere.
+    var needsDecoding: Bool {
+        switch self {
+        case .opaque: return true
+        case .and(let cs), .or(let cs): return cs.contains { $0.needsDecoding }
+        case .not(let c): return c.needsDecoding
+        default: return false
+        }
+    }
+
+    /// The conjuncts of a top-level `&&` (flattened), or the condition itself.
+    var conjuncts: [Condition] {
+        switch self {
+        case .and(let cs): return cs.flatMap(\.conjuncts)
+        case .constant(true): return []
+        default: return [self]
+        }
+    }
+
+    /// A condition simplified a little: nested `&&`/`||` flattened, constants folded, double negation removed.
+    var simplified: Condition {
+        switch self {
+        case .and(let cs):
+            var out: [Condition] = []
+            for c in cs.map(\.simplified) {
+                switch c {
+                case .constant(true): continue
+                case .constant(false): return .constant(false)
+                case .and(let inner): out += inner
+                default: out.append(c)
+                }
+            }
+            return out.count == 1 ? out[0] : (out.isEmpty ? .constant(true) : .and(out))
+        case .or(let cs):
+            var out: [Condition] = []
+            for c in cs.map(\.simplified) {
+                switch c {
+                case .constant(false): continue
+                case .constant(true): return .constant(true)
+                case .or(let inner): out += inner
+                default: out.append(c)
+                }
+            }
+            return out.count == 1 ? out[0] : (out.isEmpty ? .constant(false) : .or(out))
+        case .not(let c):
+            switch c.simplified {
+            case .not(let inner): return inner
+            case .constant(let b): return .constant(!b)
+            case let s: return .not(s)
+            }
+        default:
+            return self
+        }
+    }
+}
+
+/// A part of a predicate DocStore evaluates on the decoded document.
+final class OpaqueCondition {
+    let summary: String
+    /// Evaluates on the decoded document (passed as `Any`, of the query's type).
+    let evaluate: (Any) throws -> Bool
+
+    init(summary: String, evaluate: @escaping (Any) throws -> Bool) {
+        self.summary = summary
+        self.evaluate = evaluate
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+
+/// Evaluates a ``Condition`` on one encoded document, reading only the fields it names.
+///
+/// Comparisons follow Swift's semantics for the values a `Codable` model stores: numbers compare by value across
+/// integer and floating-point encodings, strings as Swift compares them (canonical equivalence), NaN equals
+/// nothing, and a missing field is `nil`. An ordering comparison involving `nil`, or values of different kinds
+/// (a string and a number), is false.
+struct ConditionEvaluator {
+    let reader: BinaryReader
+    let root: ValueRef
+    /// Decodes the document for opaque parts, at most once per document.
+    let decoded: () throws -> Any
+
+    func evaluate(_ condition: Condition) throws -> Bool {
+        switch condition {
+        case .compare(let path, let op, let value):
+            let ref = try reader.value(atPath: path, from: root)
+            return try ConditionEvaluator.compare(ref, in: reader, op, value)
+        case .contains(let path, let value):
+            guard let ref = try reader.value(atPath: path, from: root), ref.tag == BinaryFormat.Tag.array else {
+                return false
+            }
+            var found = false
+            try reader.forEachElement(ref) { element in
+                if !found, try ConditionEvaluator.compare(element, in: reader, .equal, value) { found = true }
+            }
+            return found
+        case .oneOf(let path, let values):
+            let ref = try reader.value(atPath: path, from: root)
+            for value in values where try ConditionEvaluator.compare(ref, in: reader, .equal, value) { return true }
+            return false
+        case .startsWith(let path, let prefix):
+            guard let ref = try reader.value(atPath: path, from: root), ref.tag == BinaryFormat.Tag.string else {
+                return false
+            }
+            let bytes = try reader.payloadBytes(ref)
+            if prefix.utf8.allSatisfy({ $0 < 0x80 }) && bytes.allSatisfy({ $0 < 0x80 }) {
+                return bytes.starts(with: prefix.utf8)
+            }
+            return String(decoding: bytes, as: UTF8.self).starts(with: prefix)
+        case .and(let cs):
+            for c in cs where try !evaluate(c) { return false }
+            return true
+        case .or(let cs):
+            for c in cs where try evaluate(c) { return true }
+            return false
+        case .not(let c):
+            return try !evaluate(c)
+        case .constant(let b):
+            return b
+        case .opaque(let o):
+            return try o.evaluate(try decoded())
+        }
+    }
+
+    /// Kinds that compare with each other.
+    private enum Kind { case null, bool, number, nan, date, string, bytes, uuid, array, object }
+
+    private static func kind(_ tag: UInt8?) -> Kind {
+        switch tag {
+        case nil, BinaryFormat.Tag.null: return .null
+        case BinaryFormat.Tag.false, BinaryFormat.Tag.true: return .bool
+        case BinaryFormat.Tag.string: return .string
+        case BinaryFormat.Tag.bytes: return .bytes
+        case BinaryFormat.Tag.date: return .date
+        case BinaryFormat.Tag.uuid: return .uuid
+        case BinaryFormat.Tag.array: return .array
+        case BinaryFormat.Tag.object: return .object
+        default: return .number
+        }
+    }
+
+    private static func kind(_ value: DocumentValue) -> Kind {
+        switch value {
+        case .null: return .null
+        case .bool: return .bool
+        case .int, .uint: return .number
+        case .double(let d): return d.isNaN ? .nan : .number
+        case .string: return .string
+        case .bytes: return .bytes
+        case .date: return .date
+        case .uuid: return .uuid
+        case .array: return .array
+        case .object: return .object
+        }
+    }
+
+    /// `ref op value`, where a nil `ref` is a missing field.
+    static func compare(_ ref: ValueRef?, in reader: BinaryReader, _ op: Condition.Comparison,
+                        _ value: DocumentValue) throws -> Bool {
+        var left = kind(ref?.tag)
+        if left == .number, let ref, let d = reader.double(ref), d.isNaN { left = .nan }
+        let right = kind(value)
+        if left == .nan || right == .nan {
+            return op == .notEqual
+        }
+        guard left == right else { return op == .notEqual }
+        if left == .null { return op == .equal }   // nil == nil; ordering nil is false
+        guard let ref else { return false }
+        // Fast paths for the common scalars; every other case compares order-preserving keys.
+        let order: Int
+        if let i = reader.integer(ref), case .int(let j) = value {
+            order = i < j ? -1 : (i == j ? 0 : 1)
+        } else if ref.tag == BinaryFormat.Tag.string, case .string(let s) = value, let fast = try asciiOrder(ref, in: reader, s) {
+            order = fast
+        } else {
+            var encoder = KeyEncoder()
+            try encoder.append(ref, in: reader)
+            let other = KeyEncoder.key(value)
+            order = encoder.bytes.lexicographicallyPrecedes(other) ? -1 : (encoder.bytes == other ? 0 : 1)
+        }
+        switch op {
+        case .equal: return order == 0
+        case .notEqual: return order != 0
+        case .less: return order < 0
+        case .lessOrEqual: return order <= 0
+        case .greater: return order > 0
+        case .greaterOrEqual: return order >= 0
+        }
+    }
+
+    /// Byte order of two ASCII strings, or `nil` when either is not ASCII.
+    private static func asciiOrder(_ ref: ValueRef, in reader: BinaryReader, _ s: String) throws -> Int? {
+        let bytes = try reader.payloadBytes(ref)
+        var other = s
+        return other.withUTF8 { utf8 -> Int? in
+            guard utf8.allSatisfy({ $0 < 0x80 }), bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            let n = min(bytes.count, utf8.count)
+            var result: Int32 = 0
+            if n > 0, let a = bytes.baseAddress, let b = utf8.baseAddress { result = memcmp(a, b, n) }
+            if result != 0 { return result < 0 ? -1 : 1 }
+            return bytes.count == utf8.count ? 0 : (bytes.count < utf8.count ? -1 : 1)
+        }
+    }
+}

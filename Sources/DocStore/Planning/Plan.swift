@@ -1,0 +1,82 @@
+/// One field of an ordering.
+struct SortSpec: Equatable {
+    let path: FieldPath
+    let descending: Bool
+}
+
+/// A range of index keys: `lower` included, `upper` excluded (`nil`: to the end).
+struct KeyRange {
+    var lower: [UInt8]
+    var upper: [UInt8]?
+
+    func contains(_ key: UnsafeRawBufferPointer) -> Bool {
+        if key.lexicographicallyPrecedes(lower) { return false }
+        if let upper, !key.lexicographicallyPrecedes(upper) { return false }
+        return true
+    }
+
+    /// The range holding exactly the keys that start with `prefix`.
+    static func prefix(_ prefix: [UInt8]) -> KeyRange {
+        KeyRange(lower: prefix, upper: KeyEncoder.prefixUpperBound(prefix))
+    }
+}
+
+/// A walk over some ranges of one index.
+struct IndexScan {
+    let index: CollectionHandle.Index
+    var ranges: [KeyRange]
+    /// Walk keys from the last to the first.
+    var descending = false
+    /// Within one key, walk the documents in descending id order.
+    var descendingIDs = false
+    /// A document may appear more than once (several ranges, or several elements of one array).
+    var deduplicate = false
+    /// The conditions the ranges answer exactly: they need no check on the document.
+    var answered: [Condition] = []
+    /// How the ranges were chosen, for `explain`.
+    var bounds: String
+    /// Index entries in the ranges (counted up to a cap).
+    var estimate = 0
+    var estimateIsCapped = false
+
+    var estimateText: String { estimateIsCapped ? "more than \(estimate)" : "\(estimate)" }
+}
+
+/// How a query is carried out: where candidates come from, what is checked on each, how they are ordered and sliced.
+///
+/// A plan is made by ``Planner`` and run by the executor; `explain` prints it.
+struct Plan {
+    enum Access {
+        /// No document can match.
+        case none
+        /// Every document, in id order (or its reverse).
+        case fullScan(descending: Bool)
+        case index(IndexScan)
+        /// The union of several index scans (an `||` over indexed fields), each document once.
+        case union([IndexScan])
+    }
+
+    enum Ordering {
+        /// The access already delivers the wanted order: results stream, and a limit stops the walk.
+        case natural
+        /// Matching documents are ordered afterwards: a bounded top-k when there is a limit, a full sort otherwise.
+        case sorted
+    }
+
+    let collection: String
+    let documentCount: Int
+    let filter: Condition
+    var access: Access
+    var residual: Condition
+    let sort: [SortSpec]
+    let idDescending: Bool
+    var ordering: Ordering
+    let offset: Int
+    let limit: Int?
+    let reversedOutput: Bool
+    /// The other accesses considered, and why this one won.
+    var considered: [String] = []
+
+    /// The number of results the walk needs before it can stop: `offset + limit`.
+    var needed: Int? { limit.map { offset + $0 } }
+}

@@ -1,0 +1,316 @@
+/// Chooses how to run a query: which index (if any) to scan and over which key ranges, what remains to check on
+/// each document, and whether the order comes from the index or from a sort.
+///
+/// The choice uses facts the store has at hand: the number of documents (O(1) from LMDB), and the number of index
+/// entries in each candidate range, counted in the index up to a cap (exact for point look-ups on small ranges).
+struct Planner {
+    /// Entries counted per candidate before the count is called "more than".
+    static let countCap = 4_096
+    /// Point look-ups combined from `[..].contains` values on compound indexes, at most.
+    static let maximumRanges = 256
+
+    let handle: CollectionHandle
+    let txn: Transaction
+
+    func plan(filter: Condition, sort: [SortSpec], idDescending: Bool, offset: Int, limit: Int?,
+              reversedOutput: Bool) throws -> Plan {
+        let documents = try txn.entryCount(handle.documents)
+        let filter = filter.simplified
+        var plan = Plan(collection: handle.name, documentCount: documents, filter: filter,
+                        access: .fullScan(descending: idDescending), residual: filter, sort: sort,
+                        idDescending: idDescending, ordering: sort.isEmpty ? .natural : .sorted,
+                        offset: offset, limit: limit, reversedOutput: reversedOutput)
+        if case .constant(false) = filter {
+            plan.access = .none
+            plan.residual = .constant(true)
+            plan.ordering = .natural
+            return plan
+        }
+        let conjuncts = filter.conjuncts
+        var best: (cost: Double, apply: (inout Plan) -> Void, text: String)
+        best = (Double(documents), { _ in }, "full scan: \(documents) documents")
+        var considered: [String] = []
+
+        func consider(_ cost: Double, _ text: String, _ apply: @escaping (inout Plan) -> Void) {
+            considered.append(text)
+            if cost < best.cost { best = (cost, apply, text) }
+        }
+
+        // Scans that narrow the candidates.
+        var narrowest = Double(documents)
+        for index in handle.indexes {
+            guard var scan = filteringScan(on: index, conjuncts: conjuncts) else { continue }
+            try estimate(&scan)
+            let cost = Double(scan.estimate)
+            narrowest = min(narrowest, cost)
+            consider(cost, "index \(index.definition.name): \(scan.bounds), \(scan.estimateText) entries") { plan in
+                plan.access = .index(scan)
+                plan.residual = Planner.residual(conjuncts, removing: scan.answered)
+                plan.ordering = .sorted    // index order is not id order, nor the sort's
+            }
+        }
+        // A union for `||` over indexed fields.
+        for conjunct in conjuncts {
+            guard case .or(let branches) = conjunct, var union = try unionScans(branches) else { continue }
+            for i in union.indices { union[i].deduplicate = true }
+            let cost = Double(union.reduce(0) { $0 + $1.estimate })
+            narrowest = min(narrowest, cost)
+            let text = "union of " + union.map { "index \($0.index.definition.name): \($0.bounds)" }.joined(separator: " || ")
+                + ", \(union.reduce(0) { $0 + $1.estimate }) entries"
+            consider(cost, text) { plan in
+                plan.access = .union(union)
+                plan.residual = Planner.residual(conjuncts, removing: [])
+                plan.ordering = .sorted
+            }
+        }
+        // A scan whose order is the wanted order.
+        if !sort.isEmpty {
+            for index in handle.indexes {
+                guard var scan = orderingScan(on: index, conjuncts: conjuncts, sort: sort, idDescending: idDescending) else {
+                    continue
+                }
+                try estimate(&scan)
+                let selectivity = max(narrowest, 1) / Double(max(documents, 1))
+                var cost = Double(scan.estimate)
+                if let needed = plan.needed {
+                    cost = min(cost, Double(needed) / max(selectivity, 1e-9))
+                }
+                cost *= 0.999   // on a tie, the plan that needs no sort
+                consider(cost, "index \(index.definition.name) in sort order: \(scan.bounds), \(scan.estimateText) entries") { plan in
+                    plan.access = .index(scan)
+                    plan.residual = Planner.residual(conjuncts, removing: scan.answered)
+                    plan.ordering = .natural
+                }
+            }
+        }
+        best.apply(&plan)
+        plan.considered = considered.isEmpty ? [] : ["full scan: \(documents) documents"] + considered
+        return plan
+    }
+
+    /// The conjuncts left to check once `answered` ones are guaranteed by the scan.
+    static func residual(_ conjuncts: [Condition], removing answered: [Condition]) -> Condition {
+        let rest = conjuncts.filter { c in !answered.contains { $0.description == c.description } }
+        return Condition.and(rest).simplified
+    }
+
+    // MARK: Ranges
+
+    /// The key ranges of an index's fields, from conditions on them: equality on a leading run of fields, then at
+    /// most one range (or string prefix) on the next.
+    private func ranges(on index: CollectionHandle.Index, conjuncts: [Condition], fields: ArraySlice<FieldPath>? = nil)
+        -> (ranges: [KeyRange], answered: [Condition], text: [String], equalityFields: Int)? {
+        let fields = fields ?? index.definition.fields[...]
+        var prefixes: [[UInt8]] = [[]]
+        var answered: [Condition] = []
+        var text: [String] = []
+        var equalityFields = 0
+        for field in fields {
+            if let (values, condition) = equality(on: field, in: conjuncts, unique: index.isUnique) {
+                guard prefixes.count * values.count <= Planner.maximumRanges else { break }
+                prefixes = prefixes.flatMap { p in values.map { p + KeyEncoder.key($0) } }
+                answered.append(condition)
+                text.append(condition.description)
+                equalityFields += 1
+                continue
+            }
+            if let (lowerCondition, upperCondition, value) = bounds(on: field, in: conjuncts) {
+                let (kindLower, kindUpper) = KeyEncoder.kindRange(of: value)
+                let ranges = prefixes.map { p -> KeyRange in
+                    var lower = p + [kindLower]
+                    var upper: [UInt8]? = p + [kindUpper]
+                    if case .compare(_, let op, let v)? = lowerCondition {
+                        let k = p + KeyEncoder.key(v)
+                        lower = op == .greater ? (KeyEncoder.prefixUpperBound(k) ?? k) : k
+                    }
+                    if case .compare(_, let op, let v)? = upperCondition {
+                        let k = p + KeyEncoder.key(v)
+                        upper = op == .lessOrEqual ? KeyEncoder.prefixUpperBound(k) : k
+                    }
+                    return KeyRange(lower: lower, upper: upper)
+                }
+                answered += [lowerCondition, upperCondition].compactMap { $0 }
+                text += [lowerCondition, upperCondition].compactMap { $0?.description }
+                return (ranges, answered, text, equalityFields)
+            }
+            if let condition = prefixCondition(on: field, in: conjuncts), case .startsWith(_, let p) = condition {
+                let ranges = prefixes.map { KeyRange.prefix($0 + KeyEncoder.stringPrefix(p)) }
+                text.append(condition.description)
+                // Not answered: a prefix of bytes is not always a prefix of characters; each match is checked.
+                return (ranges, answered, text, equalityFields)
+            }
+            break
+        }
+        guard !answered.isEmpty || prefixes.count > 1 else { return nil }
+        return (prefixes.map { KeyRange.prefix($0) }, answered, text, equalityFields)
+    }
+
+    /// Values a field must equal: from `field == v` or `[..].contains(field)`.
+    private func equality(on field: FieldPath, in conjuncts: [Condition], unique: Bool) -> ([DocumentValue], Condition)? {
+        for c in conjuncts {
+            switch c {
+            case .compare(field, .equal, let v):
+                if unique && v == .null { continue }    // a unique index holds no nil
+                return ([v], c)
+            case .oneOf(field, let vs):
+                if unique && vs.contains(.null) { continue }
+                var seen = Set<[UInt8]>()
+                let distinct = vs.filter { seen.insert(KeyEncoder.key($0)).inserted }
+                return (distinct, c)
+            default: continue
+            }
+        }
+        return nil
+    }
+
+    /// A lower and an upper bound on a field, from `<`, `<=`, `>`, `>=` (values of one kind).
+    private func bounds(on field: FieldPath, in conjuncts: [Condition]) -> (Condition?, Condition?, DocumentValue)? {
+        var lower: Condition?
+        var upper: Condition?
+        var kindValue: DocumentValue?
+        for c in conjuncts {
+            guard case .compare(field, let op, let v) = c, op != .equal, op != .notEqual, v != .null else { continue }
+            if let kindValue, KeyEncoder.kindRange(of: kindValue) != KeyEncoder.kindRange(of: v) { continue }
+            switch op {
+            case .greater, .greaterOrEqual:
+                if lower == nil || Planner.tighterLower(c, than: lower) { lower = c }
+            case .less, .lessOrEqual:
+                if upper == nil || Planner.tighterUpper(c, than: upper) { upper = c }
+            default: continue
+            }
+            kindValue = v
+        }
+        guard let kindValue else { return nil }
+        return (lower, upper, kindValue)
+    }
+
+    private static func boundKey(_ c: Condition?) -> ([UInt8], Condition.Comparison)? {
+        guard case .compare(_, let op, let v)? = c else { return nil }
+        return (KeyEncoder.key(v), op)
+    }
+
+    private static func tighterLower(_ c: Condition, than other: Condition?) -> Bool {
+        guard let (a, opA) = boundKey(c), let (b, _) = boundKey(other) else { return false }
+        return b.lexicographicallyPrecedes(a) || (a == b && opA == .greater)
+    }
+
+    private static func tighterUpper(_ c: Condition, than other: Condition?) -> Bool {
+        guard let (a, opA) = boundKey(c), let (b, _) = boundKey(other) else { return false }
+        return a.lexicographicallyPrecedes(b) || (a == b && opA == .less)
+    }
+
+    /// `field.starts(with: p)` with an ASCII prefix (whose bytes bound the keys).
+    private func prefixCondition(on field: FieldPath, in conjuncts: [Condition]) -> Condition? {
+        conjuncts.first { c in
+            if case .startsWith(field, let p) = c { return !p.isEmpty && p.utf8.allSatisfy { $0 < 0x80 } }
+            return false
+        }
+    }
+
+    // MARK: Candidate scans
+
+    /// The scan of `index` that the conditions narrow, if they narrow it at all.
+    private func filteringScan(on index: CollectionHandle.Index, conjuncts: [Condition]) -> IndexScan? {
+        if index.definition.kind == .multi {
+            guard let field = index.definition.fields.first else { return nil }
+            for c in conjuncts {
+                if case .contains(field, let v) = c {
+                    return IndexScan(index: index, ranges: [KeyRange.prefix(KeyEncoder.key(v))], answered: [c],
+                                     bounds: c.description)
+                }
+            }
+            return nil
+        }
+        guard let found = ranges(on: index, conjuncts: conjuncts) else { return nil }
+        return IndexScan(index: index, ranges: found.ranges, deduplicate: found.ranges.count > 1,
+                         answered: found.answered, bounds: found.text.joined(separator: ", "))
+    }
+
+    /// A scan of `index` in the order `sort` asks for: the index's fields after those fixed by equality must be
+    /// exactly the sort fields, in one direction, so that ties left are ties of the whole key, in id order.
+    private func orderingScan(on index: CollectionHandle.Index, conjuncts: [Condition], sort: [SortSpec],
+                              idDescending: Bool) -> IndexScan? {
+        guard index.definition.kind != .multi, let direction = sort.first?.descending,
+              sort.allSatisfy({ $0.descending == direction }) else { return nil }
+        let fields = index.definition.fields
+        var fixed = 0
+        var answered: [Condition] = []
+        var prefix: [UInt8] = []
+        var text: [String] = []
+        while fixed < fields.count, let (values, condition) = equality(on: fields[fixed], in: conjuncts, unique: index.isUnique),
+              values.count == 1, !sort.contains(where: { $0.path == fields[fixed] }) {
+            prefix += KeyEncoder.key(values[0])
+            answered.append(condition)
+            text.append(condition.description)
+            fixed += 1
+        }
+        guard Array(fields[fixed...]) == sort.map(\.path) else { return nil }
+        var ranges = [KeyRange.prefix(prefix)]
+        if let first = sort.first, let (lower, upper, value) = bounds(on: first.path, in: conjuncts) {
+            let (kindLower, kindUpper) = KeyEncoder.kindRange(of: value)
+            var low = prefix + [kindLower]
+            var high: [UInt8]? = prefix + [kindUpper]
+            if case .compare(_, let op, let v)? = lower {
+                let k = prefix + KeyEncoder.key(v)
+                low = op == .greater ? (KeyEncoder.prefixUpperBound(k) ?? k) : k
+            }
+            if case .compare(_, let op, let v)? = upper {
+                let k = prefix + KeyEncoder.key(v)
+                high = op == .lessOrEqual ? KeyEncoder.prefixUpperBound(k) : k
+            }
+            ranges = [KeyRange(lower: low, upper: high)]
+            answered += [lower, upper].compactMap { $0 }
+            text += [lower, upper].compactMap { $0?.description }
+        } else if index.isUnique {
+            // A unique index holds no nil: walking it would miss documents whose sort field is nil.
+            return nil
+        }
+        if index.isUnique && fixed < fields.count {
+            // Documents with a nil part are not in a unique index; unless a range excludes nil, they would be missed.
+            guard text.count > fixed else { return nil }
+        }
+        let order = sort.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }.joined(separator: ", ")
+        return IndexScan(index: index, ranges: ranges, descending: direction, descendingIDs: idDescending,
+                         answered: answered, bounds: (text.isEmpty ? "" : text.joined(separator: ", ") + ", ")
+                            + "ordered by \(order)")
+    }
+
+    /// One scan per branch of an `||`, when every branch can use an index.
+    private func unionScans(_ branches: [Condition]) throws -> [IndexScan]? {
+        var scans: [IndexScan] = []
+        for branch in branches {
+            var bestScan: IndexScan?
+            for index in handle.indexes {
+                guard var scan = filteringScan(on: index, conjuncts: branch.conjuncts) else { continue }
+                try estimate(&scan)
+                if bestScan == nil || scan.estimate < bestScan?.estimate ?? .max { bestScan = scan }
+            }
+            guard let bestScan else { return nil }
+            scans.append(bestScan)
+        }
+        return scans
+    }
+
+    /// Counts the entries in a scan's ranges, up to ``countCap``.
+    private func estimate(_ scan: inout IndexScan) throws {
+        var total = 0
+        var capped = false
+        try txn.withCursor(scan.index.database) { cursor in
+            for range in scan.ranges {
+                var entry = try cursor.seek(atLeast: range.lower)
+                while let (key, _) = entry, range.contains(key) {
+                    if scan.index.isUnique {
+                        total += 1
+                        entry = try cursor.next()
+                    } else {
+                        total += try cursor.duplicateCount()
+                        entry = try cursor.nextKey()
+                    }
+                    if total >= Planner.countCap { capped = true; return }
+                }
+            }
+        }
+        scan.estimate = total
+        scan.estimateIsCapped = capped
+    }
+}

@@ -1,0 +1,71 @@
+/// A query's results decoded one at a time as a loop reaches them, inside a transaction.
+///
+/// Made by ``Query/fetchedResults(in:)``. Iterate it once, inside the closure that received the context.
+public final class FetchedResults<T: Document>: Sequence, IteratorProtocol {
+    private let context: ReadContext
+    private let executor: Executor
+    private var source: CandidateSource?
+    private var sortedIDs: [[UInt8]]?
+    private var position = 0
+    private var skipped = 0
+    private var produced = 0
+    /// The error that ended the iteration early, if any (a document that does not decode, say).
+    public private(set) var error: (any Error)?
+
+    init(query: Query<T>, context: ReadContext) throws {
+        self.context = context
+        self.executor = try query.makeExecutor(in: context)
+        if executor.plan.ordering == .natural && !executor.plan.reversedOutput {
+            source = try executor.makeSource()
+        } else {
+            var ids = try executor.orderedIDs()
+            if executor.plan.reversedOutput { ids.reverse() }
+            sortedIDs = ids
+        }
+    }
+
+    /// What iterating has taken so far.
+    public var statistics: QueryStatistics { executor.statistics.value }
+
+    public func next() -> T? {
+        guard error == nil else { return nil }
+        do {
+            try context.checkValid()
+            return try advance()
+        } catch {
+            self.error = error
+            return nil
+        }
+    }
+
+    private func advance() throws -> T? {
+        let handle = executor.handle
+        if let ids = sortedIDs {
+            while position < ids.count {
+                let id = ids[position]
+                position += 1
+                guard let raw = try context.txn.get(handle.documents, id) else { continue }
+                return try decode(raw, id: id)
+            }
+            return nil
+        }
+        guard let source else { return nil }
+        if let limit = executor.plan.limit, produced >= limit { return nil }
+        while let candidate = try source.next() {
+            guard try executor.matches(candidate) else { continue }
+            if skipped < executor.plan.offset { skipped += 1; continue }
+            produced += 1
+            return try decode(candidate.document, id: Array(candidate.id))
+        }
+        return nil
+    }
+
+    private func decode(_ raw: UnsafeRawBufferPointer, id: [UInt8]) throws -> T {
+        executor.statistics.value.documentsDecoded += 1
+        executor.statistics.value.returned += 1
+        let handle = executor.handle
+        return try context.decode(T.self, from: raw, handle: handle) {
+            CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
+        }
+    }
+}

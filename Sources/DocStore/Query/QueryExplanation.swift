@@ -1,0 +1,92 @@
+/// A query's plan as a person reads it, and what running it took.
+///
+/// For example, `print(try await Person.include(#Predicate { $0.age >= 18 }).sortBy(\.age)[0..<10].explain(in: store))`
+/// prints something like:
+/// ```
+/// query on people (1000 documents)
+///   filter:   age >= 18
+///   access:   index age in sort order: age >= 18, ordered by age ascending, 830 entries
+///   residual: none: the index answers the whole filter
+///   order:    age ascending, then id; from the index, no sort
+///   slice:    offset 0, limit 10: the walk stops after 10 matches
+///   ran:      10 entries scanned, 10 documents read, 10 decoded, 10 returned
+/// ```
+public struct QueryExplanation: Sendable, CustomStringConvertible {
+    /// The plan, line by line.
+    public let lines: [String]
+    /// What running the query took.
+    public let statistics: QueryStatistics
+    /// The index the plan scans, if any (the first of a union).
+    public let index: String?
+    /// Whether the order comes from an index walk (no sort).
+    public let orderFromIndex: Bool
+    /// Whether matches are sorted with a bounded top-k heap.
+    public let usesTopK: Bool
+    /// Whether some condition needs the decoded document.
+    public let decodesForFilter: Bool
+
+    init(plan: Plan, statistics: QueryStatistics) {
+        self.statistics = statistics
+        var lines = ["query on \(plan.collection) (\(plan.documentCount) documents)"]
+        lines.append("  filter:   \(plan.filter)")
+        switch plan.access {
+        case .none:
+            lines.append("  access:   none: the filter is always false")
+            index = nil
+        case .fullScan(let descending):
+            lines.append("  access:   full scan of the documents in \(descending ? "descending" : "ascending") id order")
+            index = nil
+        case .index(let scan):
+            lines.append("  access:   index \(scan.index.definition.name) (\(scan.index.definition.kind.rawValue) on "
+                + "\(scan.index.definition.fields.map(\.description).joined(separator: ", "))): \(scan.bounds); "
+                + "\(scan.ranges.count) key range\(scan.ranges.count == 1 ? "" : "s"), \(scan.estimateText) entries"
+                + (scan.deduplicate ? ", deduplicated" : ""))
+            index = scan.index.definition.name
+        case .union(let scans):
+            lines.append("  access:   union of \(scans.count) index scans, deduplicated:")
+            for scan in scans {
+                lines.append("              index \(scan.index.definition.name): \(scan.bounds), \(scan.estimateText) entries")
+            }
+            index = scans.first?.index.definition.name
+        }
+        if plan.considered.count > 1 {
+            lines.append("  chosen among: " + plan.considered.joined(separator: "; "))
+        }
+        if case .constant(true) = plan.residual {
+            lines.append("  residual: none: the access answers the whole filter")
+        } else {
+            lines.append("  residual: \(plan.residual) — "
+                + (plan.residual.needsDecoding ? "some of it needs the decoded document"
+                                               : "evaluated on the encoded fields, no decoding"))
+        }
+        let order = plan.sort.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }
+            + ["id \(plan.idDescending ? "descending" : "ascending")"]
+        switch plan.ordering {
+        case .natural:
+            if case .fullScan = plan.access {
+                lines.append("  order:    \(order.joined(separator: ", then ")); as stored, no sort")
+            } else {
+                lines.append("  order:    \(order.joined(separator: ", then ")); from the index, no sort")
+            }
+        case .sorted:
+            if let needed = plan.needed {
+                lines.append("  order:    \(order.joined(separator: ", then ")); top-\(needed) heap over the matches, "
+                    + "reading only the sort fields")
+            } else {
+                lines.append("  order:    \(order.joined(separator: ", then ")); full sort of the matches' sort keys")
+            }
+        }
+        if let limit = plan.limit {
+            lines.append("  slice:    offset \(plan.offset), limit \(limit)"
+                + (plan.ordering == .natural ? ": the walk stops after \(plan.offset + limit) matches" : "")
+                + (plan.reversedOutput ? ", returned last first" : ""))
+        }
+        lines.append("  ran:      \(statistics)")
+        self.lines = lines
+        if case .index = plan.access, plan.ordering == .natural { orderFromIndex = true } else { orderFromIndex = false }
+        usesTopK = plan.ordering == .sorted && plan.needed != nil
+        decodesForFilter = plan.residual.needsDecoding
+    }
+
+    public var description: String { lines.joined(separator: "\n") }
+}
