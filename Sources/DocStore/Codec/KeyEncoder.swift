@@ -195,6 +195,13 @@ public struct KeyEncoder: Sendable {
         bytes.append(0x01)
     }
 
+    /// Appends bytes that are already a key (an id).
+    mutating func appendRaw(_ raw: UnsafeRawBufferPointer) { bytes.append(contentsOf: raw) }
+
+    /// Swaps the encoder's buffer with `buffer`: lends a caller's storage to the encoder and back, so that a loop
+    /// encoding many keys allocates once.
+    mutating func swapBuffer(_ buffer: inout [UInt8]) { swap(&bytes, &buffer) }
+
     /// Inverts the bytes appended since `start`, so that the value sorts in descending order.
     mutating func invert(from start: Int) {
         for i in start..<bytes.count { bytes[i] = ~bytes[i] }

@@ -82,9 +82,11 @@ final class Executor {
     /// field: keys are prefix-free, so inverting reverses their order), then the id likewise.
     func sortKey(_ candidate: CandidateSource.Candidate, into key: inout [UInt8]) throws -> Int {
         key.removeAll(keepingCapacity: true)
+        var encoder = KeyEncoder()
+        encoder.swapBuffer(&key)
+        defer { encoder.swapBuffer(&key) }
         let reader = BinaryReader(candidate.document)
         let root = try reader.root()
-        var encoder = KeyEncoder()
         for spec in plan.sort {
             let start = encoder.bytes.count
             if let ref = try reader.value(atPath: spec.path, from: root) {
@@ -94,12 +96,9 @@ final class Executor {
             }
             if spec.descending { encoder.invert(from: start) }
         }
-        key = encoder.bytes
-        let idStart = key.count
-        key.append(contentsOf: candidate.id)
-        if plan.idDescending {
-            for i in idStart..<key.count { key[i] = ~key[i] }
-        }
+        let idStart = encoder.bytes.count
+        encoder.appendRaw(candidate.id)
+        if plan.idDescending { encoder.invert(from: idStart) }
         return idStart
     }
 

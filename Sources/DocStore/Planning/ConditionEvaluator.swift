@@ -102,6 +102,8 @@ struct ConditionEvaluator {
         let order: Int
         if let i = reader.integer(ref), case .int(let j) = value {
             order = i < j ? -1 : (i == j ? 0 : 1)
+        } else if let fast = numericOrder(ref, in: reader, value) {
+            order = fast
         } else if ref.tag == BinaryFormat.Tag.string, case .string(let s) = value, let fast = try asciiOrder(ref, in: reader, s) {
             order = fast
         } else {
@@ -118,6 +120,27 @@ struct ConditionEvaluator {
         case .greater: return order > 0
         case .greaterOrEqual: return order >= 0
         }
+    }
+
+    /// The order of two numbers when a `Double` comparison is exact: both doubles, or an integer within ±2^53
+    /// against a double. `nil` otherwise (the keys then decide).
+    @inline(__always)
+    private static func numericOrder(_ ref: ValueRef, in reader: BinaryReader, _ value: DocumentValue) -> Int? {
+        let left: Double
+        if let d = reader.double(ref) {
+            left = d
+        } else if let i = reader.integer(ref), i >= -(1 << 53), i <= (1 << 53) {
+            left = Double(i)
+        } else {
+            return nil
+        }
+        let right: Double
+        switch value {
+        case .double(let d): right = d
+        case .int(let i) where i >= -(1 << 53) && i <= (1 << 53): right = Double(i)
+        default: return nil
+        }
+        return left < right ? -1 : (left == right ? 0 : 1)
     }
 
     /// Byte order of two ASCII strings, or `nil` when either is not ASCII.
