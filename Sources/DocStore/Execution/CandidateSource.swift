@@ -100,7 +100,11 @@ final class IndexScanSource: CandidateSource {
         } else {
             entry = try cursor.last()
         }
-        if entry != nil && hasDuplicates && !scan.descendingIDs { entry = try cursor.firstDuplicate() }
+        if let (key, _) = entry, hasDuplicates && !scan.descendingIDs {
+            // Seeking the key places the cursor on its first duplicate. (MDB_FIRST_DUP would too, but after
+            // MDB_LAST the cursor keeps LMDB's end-of-file flag, and MDB_NEXT_DUP then finds nothing.)
+            entry = try cursor.seek(atLeast: Array(key))
+        }
         return entry
     }
 

@@ -108,6 +108,7 @@ final class Executor {
         case .natural:
             var ids: [[UInt8]] = []
             var skipped = 0
+            if plan.limit == 0 { return [] }
             try forEachMatch { candidate in
                 if skipped < plan.offset { skipped += 1; return true }
                 ids.append(Array(candidate.id))

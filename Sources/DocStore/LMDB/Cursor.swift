@@ -42,10 +42,17 @@ struct Cursor {
     func nextKey() throws -> Entry? { try step(MDB_NEXT_NODUP) }
     /// The last entry of the previous key. `MDB_PREV_NODUP`.
     func previousKey() throws -> Entry? { try step(MDB_PREV_NODUP) }
-    /// The first duplicate of the current key. `MDB_FIRST_DUP`.
-    func firstDuplicate() throws -> Entry? { try step(MDB_FIRST_DUP) }
-    /// The last duplicate of the current key. `MDB_LAST_DUP`.
-    func lastDuplicate() throws -> Entry? { try step(MDB_LAST_DUP) }
+    /// The first duplicate of the current key. `MDB_FIRST_DUP`, then `MDB_GET_CURRENT`: LMDB returns only the
+    /// data for the former, not the key.
+    func firstDuplicate() throws -> Entry? {
+        guard try step(MDB_FIRST_DUP) != nil else { return nil }
+        return try current()
+    }
+    /// The last duplicate of the current key. `MDB_LAST_DUP`, then `MDB_GET_CURRENT` (which also gives the key).
+    func lastDuplicate() throws -> Entry? {
+        guard try step(MDB_LAST_DUP) != nil else { return nil }
+        return try current()
+    }
     /// The next duplicate of the current key, or `nil` after the last. `MDB_NEXT_DUP`.
     func nextDuplicate() throws -> Entry? { try step(MDB_NEXT_DUP) }
     /// The previous duplicate of the current key, or `nil` before the first. `MDB_PREV_DUP`.

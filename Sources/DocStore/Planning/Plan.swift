@@ -39,7 +39,7 @@ struct IndexScan {
     var estimate = 0
     var estimateIsCapped = false
 
-    var estimateText: String { estimateIsCapped ? "more than \(estimate)" : "\(estimate)" }
+    var estimateText: String { estimateIsCapped ? "at most \(estimate)" : "\(estimate)" }
 }
 
 /// How a query is carried out: where candidates come from, what is checked on each, how they are ordered and sliced.
@@ -73,7 +73,8 @@ struct Plan {
     var ordering: Ordering
     let offset: Int
     let limit: Int?
-    let reversedOutput: Bool
+    /// Applied to the slice's documents after the walk.
+    let afterwards: [WindowStep]
     /// The other accesses considered, and why this one won.
     var considered: [String] = []
 

@@ -13,13 +13,13 @@ struct Planner {
     let txn: Transaction
 
     func plan(filter: Condition, sort: [SortSpec], idDescending: Bool, offset: Int, limit: Int?,
-              reversedOutput: Bool) throws -> Plan {
+              afterwards: [WindowStep]) throws -> Plan {
         let documents = try txn.entryCount(handle.documents)
         let filter = filter.simplified
         var plan = Plan(collection: handle.name, documentCount: documents, filter: filter,
                         access: .fullScan(descending: idDescending), residual: filter, sort: sort,
                         idDescending: idDescending, ordering: sort.isEmpty ? .natural : .sorted,
-                        offset: offset, limit: limit, reversedOutput: reversedOutput)
+                        offset: offset, limit: limit, afterwards: afterwards)
         if case .constant(false) = filter {
             plan.access = .none
             plan.residual = .constant(true)
@@ -70,7 +70,9 @@ struct Planner {
                     continue
                 }
                 try estimate(&scan)
-                let selectivity = max(narrowest, 1) / Double(max(documents, 1))
+                // The share of this scan's entries that match: the narrowest candidate's size over this scan's
+                // (1 when this scan is itself the narrowest, its ranges having applied the filter).
+                let selectivity = min(1, max(narrowest, 1) / Double(max(scan.estimate, 1)))
                 var cost = Double(scan.estimate)
                 if let needed = plan.needed {
                     cost = min(cost, Double(needed) / max(selectivity, 1e-9))
@@ -310,7 +312,8 @@ struct Planner {
                 }
             }
         }
-        scan.estimate = total
+        // Past the cap, the index's size (O(1) from LMDB) stands in: an over-estimate that never favours the scan.
+        scan.estimate = capped ? max(total, try txn.entryCount(scan.index.database)) : total
         scan.estimateIsCapped = capped
     }
 }

@@ -15,12 +15,10 @@ public final class FetchedResults<T: Document>: Sequence, IteratorProtocol {
     init(query: Query<T>, context: ReadContext) throws {
         self.context = context
         self.executor = try query.makeExecutor(in: context)
-        if executor.plan.ordering == .natural && !executor.plan.reversedOutput {
+        if executor.plan.ordering == .natural && executor.plan.afterwards.isEmpty {
             source = try executor.makeSource()
         } else {
-            var ids = try executor.orderedIDs()
-            if executor.plan.reversedOutput { ids.reverse() }
-            sortedIDs = ids
+            sortedIDs = WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
         }
     }
 

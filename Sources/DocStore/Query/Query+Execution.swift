@@ -25,7 +25,7 @@ extension Query {
         let plan = try Planner(handle: handle, txn: context.txn).plan(
             filter: condition, sort: sort, idDescending: forCounting ? false : idDescending,
             offset: window?.range.lowerBound ?? 0, limit: window?.range.count,
-            reversedOutput: window?.reversed ?? false)
+            afterwards: forCounting ? [] : window?.afterwards ?? [])
         return (plan, handle)
     }
 
@@ -51,7 +51,7 @@ extension Query {
                 CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
             })
         }
-        if executor.plan.reversedOutput { results.reverse() }
+        results = WindowStep.apply(executor.plan.afterwards, to: results)
         executor.statistics.value.returned = results.count
         return (results, executor.statistics.value)
     }
@@ -73,19 +73,21 @@ extension Query {
         return try reverse().first(in: context)
     }
 
-    /// Any one result, or `nil`: the cheapest to find, whatever the ordering.
+    /// Any one result, or `nil`: the cheapest to find, whatever the ordering (within the slice, when sliced).
     public func any(in context: ReadContext) throws -> T? {
+        // A slice is a slice of the ordered results: only without one may the order be dropped.
+        guard window == nil else { return try results(in: context).first }
         var q = self
         q.sortKeys = []
-        if q.window == nil { return try q[0..<1].results(in: context).first }
-        return try q.results(in: context).first
+        return try q[0..<1].results(in: context).first
     }
 
     /// The number of results (within the slice, if sliced). Answered from index entries alone when the
     /// indexes answer the whole condition; no document is decoded unless a condition needs it.
     public func count(in context: ReadContext) throws -> Int {
         try context.checkValid()
-        return try makeExecutor(in: context, forCounting: true).count()
+        let counted = try makeExecutor(in: context, forCounting: true).count()
+        return WindowStep.apply(window?.afterwards ?? [], toCount: counted)
     }
 
     /// The results one at a time, decoded as the loop reaches them: a query in index or id order streams from
@@ -126,7 +128,7 @@ extension Query {
     public func delete(in context: WriteContext) throws -> Int {
         try context.checkValid()
         let executor = try makeExecutor(in: context)
-        let ids = try executor.orderedIDs()
+        let ids = WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
         var deleted = 0
         for id in ids where try executor.handle.delete(id: id, in: context.txn) { deleted += 1 }
         return deleted

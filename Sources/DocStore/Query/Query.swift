@@ -23,6 +23,30 @@ import Foundation
 ///   narrows it: `q[10..<20][0..<5]` is `q[10..<15]`.
 /// - `first` is the first result of the query as it stands, and `last` the last: `q[0..<5].last` is the fifth
 ///   result of `q` (or the last of fewer), not the last of everything.
+/// A step applied to a slice's documents after it is taken.
+enum WindowStep: Sendable, Equatable {
+    case reverse
+    case slice(Range<Int>)
+
+    static func apply<E>(_ steps: [WindowStep], to elements: [E]) -> [E] {
+        var out = elements
+        for step in steps {
+            switch step {
+            case .reverse: out.reverse()
+            case .slice(let r): out = Array(out[min(r.lowerBound, out.count)..<min(r.upperBound, out.count)])
+            }
+        }
+        return out
+    }
+
+    static func apply(_ steps: [WindowStep], toCount count: Int) -> Int {
+        steps.reduce(count) { n, step in
+            if case .slice(let r) = step { return max(0, min(r.upperBound, n) - min(r.lowerBound, n)) }
+            return n
+        }
+    }
+}
+
 public struct Query<T: Document>: Sendable {
     enum Clause: Sendable {
         case include(Predicate<T>)
@@ -34,11 +58,12 @@ public struct Query<T: Document>: Sendable {
         var order: SortOrder
     }
 
-    /// A slice of the ordered results.
+    /// A slice of the ordered results, and what was done to the slice afterwards.
     struct Window: Sendable, Equatable {
         var range: Range<Int>
-        /// The slice's documents come last first.
-        var reversed: Bool
+        /// Reversals, and slices of a reversed slice, applied to the slice's documents in order. (A slice of an
+        /// unreversed slice narrows `range` instead.)
+        var afterwards: [WindowStep] = []
     }
 
     var clauses: [Clause] = []
@@ -90,7 +115,7 @@ public struct Query<T: Document>: Sendable {
     public func reverse() -> Query {
         var q = self
         if var window = q.window {
-            window.reversed.toggle()
+            if window.afterwards.last == .reverse { window.afterwards.removeLast() } else { window.afterwards.append(.reverse) }
             q.window = window
         } else {
             for i in q.sortKeys.indices { q.sortKeys[i].order = q.sortKeys[i].order == .forward ? .reverse : .forward }
@@ -106,18 +131,18 @@ public struct Query<T: Document>: Sendable {
         var q = self
         let lower = max(0, range.lowerBound)
         let upper = max(lower, range.upperBound)
-        guard let window = q.window else {
-            q.window = Window(range: lower..<upper, reversed: false)
+        guard var window = q.window else {
+            q.window = Window(range: lower..<upper)
             return q
         }
-        let count = window.range.count
-        let start = min(lower, count)
-        let end = min(upper, count)
-        if window.reversed {
-            q.window = Window(range: (window.range.upperBound - end)..<(window.range.upperBound - start), reversed: true)
+        if window.afterwards.isEmpty {
+            let count = window.range.count
+            window.range = (window.range.lowerBound + min(lower, count))..<(window.range.lowerBound + min(upper, count))
         } else {
-            q.window = Window(range: (window.range.lowerBound + start)..<(window.range.lowerBound + end), reversed: false)
+            // Which documents these are depends on how many the reversed slice really holds: decided after running.
+            window.afterwards.append(.slice(lower..<upper))
         }
+        q.window = window
         return q
     }
 

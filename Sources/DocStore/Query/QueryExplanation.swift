@@ -78,8 +78,15 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
         }
         if let limit = plan.limit {
             lines.append("  slice:    offset \(plan.offset), limit \(limit)"
-                + (plan.ordering == .natural ? ": the walk stops after \(plan.offset + limit) matches" : "")
-                + (plan.reversedOutput ? ", returned last first" : ""))
+                + (plan.ordering == .natural ? ": the walk stops after \(plan.offset + limit) matches" : ""))
+        }
+        if !plan.afterwards.isEmpty {
+            lines.append("  then:     " + plan.afterwards.map { step -> String in
+                switch step {
+                case .reverse: return "reversed"
+                case .slice(let r): return "[\(r.lowerBound)..<\(r.upperBound)] of that"
+                }
+            }.joined(separator: ", "))
         }
         lines.append("  ran:      \(statistics)")
         self.lines = lines
