@@ -35,11 +35,11 @@ struct IndexScan {
     var answered: [Condition] = []
     /// How the ranges were chosen, for `explain`.
     var bounds: String
-    /// Index entries in the ranges (counted up to a cap).
+    /// Index entries in the ranges: counted, or estimated when the ranges hold too many distinct keys to count.
     var estimate = 0
     var estimateIsCapped = false
 
-    var estimateText: String { estimateIsCapped ? "at most \(estimate)" : "\(estimate)" }
+    var estimateText: String { estimateIsCapped ? "about \(estimate) (estimated)" : "\(estimate)" }
 }
 
 /// How a query is carried out: where candidates come from, what is checked on each, how they are ordered and sliced.

@@ -293,9 +293,12 @@ struct Planner {
         return scans
     }
 
-    /// Counts the entries in a scan's ranges, up to ``countCap``.
+    /// Counts the entries in a scan's ranges. A key's duplicates count at once (`mdb_cursor_count`), so the work
+    /// is one step per distinct key; past ``countCap`` keys the count stops, and the estimate becomes a guess
+    /// between what was counted and the index's size (a quarter of it).
     private func estimate(_ scan: inout IndexScan) throws {
         var total = 0
+        var steps = 0
         var capped = false
         try txn.withCursor(scan.index.database) { cursor in
             for range in scan.ranges {
@@ -308,12 +311,12 @@ struct Planner {
                         total += try cursor.duplicateCount()
                         entry = try cursor.nextKey()
                     }
-                    if total >= Planner.countCap { capped = true; return }
+                    steps += 1
+                    if steps >= Planner.countCap { capped = true; return }
                 }
             }
         }
-        // Past the cap, the index's size (O(1) from LMDB) stands in: an over-estimate that never favours the scan.
-        scan.estimate = capped ? max(total, try txn.entryCount(scan.index.database)) : total
+        scan.estimate = capped ? max(total, try txn.entryCount(scan.index.database) / 4) : total
         scan.estimateIsCapped = capped
     }
 }
