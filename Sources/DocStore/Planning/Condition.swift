@@ -5,7 +5,7 @@ import Foundation
 /// The planner reads it to choose index scans, and the executor evaluates it on a document's encoded bytes,
 /// reading only the fields it names. A part of a `#Predicate` it cannot express is kept ``opaque(_:)`` and
 /// evaluated on the decoded document, with Foundation's own evaluation.
-indirect enum Condition: CustomStringConvertible {
+indirect enum Condition: CustomStringConvertible, Equatable {
     enum Comparison: String {
         case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
 
@@ -38,9 +38,9 @@ indirect enum Condition: CustomStringConvertible {
 
     var description: String {
         switch self {
-        case .compare(let f, let op, let v): return "\(f) \(op.rawValue) \(v.json())"
-        case .contains(let f, let v): return "\(f).contains(\(v.json()))"
-        case .oneOf(let f, let vs): return "\(DocumentValue.array(vs).json()).contains(\(f))"
+        case .compare(let f, let op, let v): return "\(f) \(op.rawValue) \(v.literal)"
+        case .contains(let f, let v): return "\(f).contains(\(v.literal))"
+        case .oneOf(let f, let vs): return "[\(vs.map(\.literal).joined(separator: ", "))].contains(\(f))"
         case .startsWith(let f, let p): return "\(f).starts(with: \(DocumentValue.string(p).json()))"
         case .and(let cs): return cs.isEmpty ? "true" : cs.map { $0.parenthesized(in: "&&") }.joined(separator: " && ")
         case .or(let cs): return cs.isEmpty ? "false" : cs.map { $0.parenthesized(in: "||") }.joined(separator: " || ")
@@ -113,6 +113,36 @@ indirect enum Condition: CustomStringConvertible {
         default:
             return self
         }
+    }
+}
+
+extension Condition {
+    /// The same condition: equal values (not equal text: `inf` and `-inf` are both `null` in JSON), and for opaque
+    /// parts the same part.
+    static func == (a: Condition, b: Condition) -> Bool {
+        switch (a, b) {
+        case let (.compare(f1, o1, v1), .compare(f2, o2, v2)): return f1 == f2 && o1 == o2 && Condition.same(v1, v2)
+        case let (.contains(f1, v1), .contains(f2, v2)): return f1 == f2 && Condition.same(v1, v2)
+        case let (.oneOf(f1, v1), .oneOf(f2, v2)):
+            return f1 == f2 && v1.count == v2.count && zip(v1, v2).allSatisfy { Condition.same($0, $1) }
+        case let (.startsWith(f1, p1), .startsWith(f2, p2)): return f1 == f2 && p1 == p2
+        case let (.and(c1), .and(c2)), let (.or(c1), .or(c2)): return c1 == c2
+        case let (.not(c1), .not(c2)): return c1 == c2
+        case let (.constant(b1), .constant(b2)): return b1 == b2
+        case let (.opaque(o1), .opaque(o2)): return o1 === o2
+        default: return false
+        }
+    }
+
+    /// Values with the same key: `-0.0` and `0` alike, NaN like NaN.
+    private static func same(_ a: DocumentValue, _ b: DocumentValue) -> Bool { KeyEncoder.key(a) == KeyEncoder.key(b) }
+}
+
+extension DocumentValue {
+    /// The value as a literal in a condition: JSON, but for numbers JSON cannot write (`inf`, `-inf`, `nan`).
+    var literal: String {
+        if case .double(let d) = self, !d.isFinite { return "\(d)" }
+        return json()
     }
 }
 

@@ -92,7 +92,7 @@ struct Planner {
 
     /// The conjuncts left to check once `answered` ones are guaranteed by the scan.
     static func residual(_ conjuncts: [Condition], removing answered: [Condition]) -> Condition {
-        let rest = conjuncts.filter { c in !answered.contains { $0.description == c.description } }
+        let rest = conjuncts.filter { c in !answered.contains(c) }
         return Condition.and(rest).simplified
     }
 
