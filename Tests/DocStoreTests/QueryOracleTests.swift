@@ -9,12 +9,12 @@ import Testing
 
 // MARK: Models
 
-struct OracleAddress: Codable, Sendable, Hashable {
+private struct OracleAddress: Codable, Sendable, Hashable {
     var city: String
 }
 
 /// One document's values, whichever model carries them.
-struct OracleRow: Sendable, Hashable {
+private struct OracleRow: Sendable, Hashable {
     var id: Int
     var age: Int
     var name: String
@@ -25,7 +25,7 @@ struct OracleRow: Sendable, Hashable {
     var address: OracleAddress
 }
 
-protocol OracleModel: Document, Equatable where ID == Int {
+private protocol OracleModel: Document, Equatable where ID == Int {
     var id: Int { get }
     var age: Int { get }
     var name: String { get }
@@ -38,7 +38,7 @@ protocol OracleModel: Document, Equatable where ID == Int {
 }
 
 /// The model with an index for every kind of scan: single, compound, unique (with nils), multi.
-struct IndexedOracleItem: OracleModel {
+private struct IndexedOracleItem: OracleModel {
     var id: Int
     var age: Int
     var name: String
@@ -65,7 +65,7 @@ struct IndexedOracleItem: OracleModel {
 }
 
 /// The same fields without any index: every query is a full scan.
-struct PlainOracleItem: OracleModel {
+private struct PlainOracleItem: OracleModel {
     var id: Int
     var age: Int
     var name: String
@@ -84,7 +84,7 @@ struct PlainOracleItem: OracleModel {
 
 // MARK: Predicates as data
 
-enum OracleComparison: CaseIterable, Sendable {
+private enum OracleComparison: CaseIterable, Sendable {
     case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
 
     var symbol: String {
@@ -100,7 +100,7 @@ enum OracleComparison: CaseIterable, Sendable {
 }
 
 /// A predicate as a tree, so that it can be generated at random, described, and built for either model.
-indirect enum OracleExpr: Sendable, CustomStringConvertible {
+private indirect enum OracleExpr: Sendable, CustomStringConvertible {
     /// `$0.age op v`, or `v op $0.age` when swapped.
     case age(OracleComparison, Int, swapped: Bool)
     case name(OracleComparison, String, swapped: Bool)
@@ -168,7 +168,7 @@ indirect enum OracleExpr: Sendable, CustomStringConvertible {
     }
 }
 
-typealias OracleBoolExpression = any StandardPredicateExpression<Bool>
+private typealias OracleBoolExpression = any StandardPredicateExpression<Bool>
 
 // Generic helpers open the existential operands, so that trees of any shape can be combined.
 
@@ -289,7 +289,7 @@ extension OracleExpr {
 
 // MARK: Queries as data
 
-enum OracleSortField: CaseIterable, Sendable {
+private enum OracleSortField: CaseIterable, Sendable {
     case age, name, score, email, city
 
     var keyPathText: String {
@@ -303,7 +303,7 @@ enum OracleSortField: CaseIterable, Sendable {
     }
 }
 
-enum OracleStep: Sendable, CustomStringConvertible {
+private enum OracleStep: Sendable, CustomStringConvertible {
     case sort(OracleSortField, descending: Bool)
     case reverse
     case slice(Int, Int)
@@ -317,13 +317,13 @@ enum OracleStep: Sendable, CustomStringConvertible {
     }
 }
 
-struct OracleClause: Sendable {
+private struct OracleClause: Sendable {
     var include: Bool
     var expr: OracleExpr
 }
 
 /// A query as data: its clauses, then its sorts and reversals, then its slices and reversals.
-struct OracleQuery: Sendable, CustomStringConvertible {
+private struct OracleQuery: Sendable, CustomStringConvertible {
     var clauses: [OracleClause] = []
     var steps: [OracleStep] = []
 
@@ -360,7 +360,7 @@ struct OracleQuery: Sendable, CustomStringConvertible {
 // MARK: The oracle
 
 /// The documents, and the answer of a plain filter and sort.
-struct Oracle: Sendable {
+private struct Oracle: Sendable {
     let rows: [OracleRow]
     /// The same documents as a model, for Foundation's evaluation of the predicates.
     let models: [PlainOracleItem]
@@ -875,14 +875,21 @@ private func makeOracleStore(_ rows: [OracleRow]) async throws -> (DocStore, Tem
         report(found, queries: 2 * cases.count, seed: seed)
 
         // The `in: store` variants, on a few of the queries.
+        var wrong: [String] = []
         for (index, query, expected) in cases where index % 50 == 7 {
             let q = query.make(IndexedOracleItem.self)
             let ids = expected.map(\.id)
-            #expect(try await q.results(in: store).map(\.id) == ids, "seed \(seed), query #\(index): \(query)")
-            #expect(try await q.count(in: store) == ids.count, "seed \(seed), query #\(index): \(query)")
-            #expect(try await q.first(in: store)?.id == ids.first, "seed \(seed), query #\(index): \(query)")
-            #expect(try await q.last(in: store)?.id == ids.last, "seed \(seed), query #\(index): \(query)")
+            let results = try await q.results(in: store).map(\.id)
+            let count = try await q.count(in: store)
+            let first = try await q.first(in: store)?.id
+            let last = try await q.last(in: store)?.id
+            if results != ids || count != ids.count || first != ids.first || last != ids.last {
+                wrong.append("query #\(index): \(query)\n  results \(describeIDs(results)), count \(count), first "
+                    + "\(describeID(first)), last \(describeID(last)); expected \(describeIDs(ids))")
+            }
         }
+        #expect(wrong.isEmpty, Comment(rawValue: "seed \(seed): the `in: store` answers of \(wrong.count) queries differ "
+            + "from the oracle; the first: \(wrong.first ?? "")"))
     }
 
     @Test(arguments: [0x0DE1_E7E5_0001, 0x0DE1_E7E5_0002] as [UInt64])
@@ -939,31 +946,31 @@ private func makeOracleStore(_ rows: [OracleRow]) async throws -> (DocStore, Tem
         let (store, dir) = try await makeOracleStore(rows)
         defer { _ = dir }
         let email = try #require(rows.compactMap(\.email).first)
-        // (query, the index it should scan, whether the order should come from the index walk)
-        let shapes: [(OracleQuery, String, Bool)] = [
-            (OracleQuery(clauses: [.init(include: true, expr: .age(.equal, 30, swapped: false))]), "age", false),
+        // (query, the indexes it may scan, whether the order should come from the index walk)
+        let shapes: [(OracleQuery, Set<String>, Bool)] = [
+            (OracleQuery(clauses: [.init(include: true, expr: .age(.equal, 30, swapped: false))]), ["age"], false),
             (OracleQuery(clauses: [.init(include: true, expr: .and(.age(.greaterOrEqual, 20, swapped: false),
-                                                                  .age(.less, 25, swapped: false)))]), "age", false),
-            (OracleQuery(clauses: [.init(include: true, expr: .age(.greater, -5, swapped: true))]), "age", false),
-            (OracleQuery(clauses: [.init(include: true, expr: .ageIn([3, 4, 5, 4]))]), "age", false),
-            (OracleQuery(clauses: [.init(include: true, expr: .tagsContain("red"))]), "tags", false),
-            (OracleQuery(clauses: [.init(include: true, expr: .email(equal: true, email))]), "email", false),
-            (OracleQuery(clauses: [.init(include: true, expr: .name(.equal, "abc", swapped: false))]), "name_age", false),
-            (OracleQuery(clauses: [.init(include: true, expr: .nameStarts("ab"))]), "name_age", false),
+                                                                  .age(.less, 25, swapped: false)))]), ["age"], false),
+            (OracleQuery(clauses: [.init(include: true, expr: .age(.greater, -5, swapped: true))]), ["age"], false),
+            (OracleQuery(clauses: [.init(include: true, expr: .ageIn([3, 4, 5, 4]))]), ["age"], false),
+            (OracleQuery(clauses: [.init(include: true, expr: .tagsContain("red"))]), ["tags"], false),
+            (OracleQuery(clauses: [.init(include: true, expr: .email(equal: true, email))]), ["email"], false),
+            (OracleQuery(clauses: [.init(include: true, expr: .name(.equal, "abc", swapped: false))]), ["name_age"], false),
+            (OracleQuery(clauses: [.init(include: true, expr: .nameStarts("ab"))]), ["name_age"], false),
             (OracleQuery(clauses: [.init(include: true, expr: .and(.city(.equal, "Oslo", swapped: false),
-                                                                  .age(.greater, 40, swapped: false)))]), "city_age", false),
-            (OracleQuery(clauses: [.init(include: true, expr: .score(.greater, 50, swapped: false))]), "score", false),
+                                                                  .age(.greater, 40, swapped: false)))]), ["city_age", "age"], false),
+            (OracleQuery(clauses: [.init(include: true, expr: .score(.greater, 50, swapped: false))]), ["score"], false),
             (OracleQuery(clauses: [.init(include: true, expr: .or(.age(.equal, 7, swapped: false), .tagsContain("x")))]),
-             "age", false),
-            (OracleQuery(steps: [.sort(.age, descending: false), .slice(0, 10)]), "age", true),
-            (OracleQuery(steps: [.sort(.score, descending: true), .slice(0, 5)]), "score", true),
-            (OracleQuery(steps: [.sort(.age, descending: false), .reverse, .slice(3, 8)]), "age", true),
+             ["age"], false),
+            (OracleQuery(steps: [.sort(.age, descending: false), .slice(0, 10)]), ["age"], true),
+            (OracleQuery(steps: [.sort(.score, descending: true), .slice(0, 5)]), ["score"], true),
+            (OracleQuery(steps: [.sort(.age, descending: false), .reverse, .slice(3, 8)]), ["age"], true),
             (OracleQuery(clauses: [.init(include: true, expr: .name(.equal, "b", swapped: false))],
-                         steps: [.sort(.age, descending: true)]), "name_age", true),
+                         steps: [.sort(.age, descending: true)]), ["name_age"], true),
             (OracleQuery(clauses: [.init(include: true, expr: .city(.equal, "Bergen", swapped: false))],
-                         steps: [.sort(.age, descending: false), .slice(0, 3)]), "city_age", true),
+                         steps: [.sort(.age, descending: false), .slice(0, 3)]), ["city_age", "age"], true),
             (OracleQuery(steps: [.sort(.name, descending: false), .sort(.age, descending: false), .slice(0, 20)]),
-             "name_age", true),
+             ["name_age"], true),
         ]
         var cases: [(index: Int, query: OracleQuery, expected: [OracleRow])] = []
         for (index, (query, _, _)) in shapes.enumerated() {
@@ -976,8 +983,8 @@ private func makeOracleStore(_ rows: [OracleRow]) async throws -> (DocStore, Tem
                 (try shape.0.make(IndexedOracleItem.self).explain(in: ctx), try shape.0.make(PlainOracleItem.self).explain(in: ctx))
             }
         }
-        for ((query, index, ordered), (indexedPlan, plainPlan)) in zip(shapes, plans) {
-            #expect(indexedPlan.index == index, "\(query)\n\(indexedPlan)")
+        for ((query, indexes, ordered), (indexedPlan, plainPlan)) in zip(shapes, plans) {
+            #expect(indexedPlan.index.map(indexes.contains) == true, "\(query)\n\(indexedPlan)")
             #expect(indexedPlan.orderFromIndex == ordered, "\(query)\n\(indexedPlan)")
             #expect(indexedPlan.statistics.documentsRead < rows.count / 2, "\(query)\n\(indexedPlan)")
             #expect(plainPlan.index == nil && !plainPlan.orderFromIndex, "\(query)\n\(plainPlan)")
@@ -988,9 +995,10 @@ private func makeOracleStore(_ rows: [OracleRow]) async throws -> (DocStore, Tem
     }
 
     /// `Double.infinity` and `-Double.infinity` are different constants: a filter that asks for both at once
-    /// matches nothing.
-    @Test func conditionsOnPlusAndMinusInfinityAreNotConfused() async throws {
-        let rows = [(1, Double.infinity), (2, -Double.infinity), (3, 1.0), (4, -Double.infinity)].map { id, score in
+    /// matches nothing. (Found by the oracle: the planner used to drop from the residual every condition whose text
+    /// equalled one the index scan answered, and a condition's text wrote both infinities as `null`.)
+    @Test func aFilterOnBothInfinitiesAtOnceMatchesNothing() async throws {
+        let rows = [(1, Double.infinity), (2, -Double.infinity)].map { id, score in
             OracleRow(id: id, age: 1, name: "n", email: nil, score: score, active: true, tags: [],
                       address: OracleAddress(city: "c"))
         }
@@ -998,15 +1006,20 @@ private func makeOracleStore(_ rows: [OracleRow]) async throws -> (DocStore, Tem
         let (store, dir) = try await makeOracleStore(rows)
         defer { _ = dir }
         let queries = [
+            // Query().include(#Predicate { $0.score == -.infinity && $0.score == .infinity })
             OracleQuery(clauses: [.init(include: true, expr: .and(.score(.equal, -.infinity, swapped: false),
                                                                   .score(.equal, .infinity, swapped: false)))]),
+            // Query().include(#Predicate { $0.score == .infinity }).include(#Predicate { $0.score == -.infinity })
             OracleQuery(clauses: [.init(include: true, expr: .score(.equal, .infinity, swapped: false)),
                                   .init(include: true, expr: .score(.equal, -.infinity, swapped: false))]),
+            // Each alone matches its document.
             OracleQuery(clauses: [.init(include: true, expr: .score(.equal, -.infinity, swapped: false))]),
+            OracleQuery(clauses: [.init(include: true, expr: .score(.equal, .infinity, swapped: false))]),
         ]
         let cases = try queries.enumerated().map { index, query in
             (index: index, query: query, expected: try oracle.filter(query.clauses))
         }
+        #expect(cases.map(\.expected.count) == [0, 0, 1, 1])
         var found = try await disagreements(IndexedOracleItem.self, in: store, seed: 0, queries: cases)
         found += try await disagreements(PlainOracleItem.self, in: store, seed: 0, queries: cases)
         report(found, queries: 2 * cases.count, seed: 0)
