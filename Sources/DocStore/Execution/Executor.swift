@@ -5,6 +5,8 @@ final class Executor {
     let handle: CollectionHandle
     let txn: Transaction
     let statistics = StatisticsBox()
+    /// The scan read index entries only: documents are first read when returned.
+    private(set) var scanSkippedDocuments = false
     /// Decodes a document into the query's type, for opaque conditions.
     let decodeForCondition: (UnsafeRawBufferPointer) throws -> Any
 
@@ -59,9 +61,19 @@ final class Executor {
         "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
-    /// Calls `body` with each matching candidate in the access order until it returns false.
-    func forEachMatch(_ body: (CandidateSource.Candidate) throws -> Bool) throws {
-        let source = try makeSource()
+    /// Whether every candidate matches, without looking at it.
+    var residualIsTrivial: Bool {
+        if case .constant(true) = plan.residual { return true }
+        return false
+    }
+
+    /// Calls `body` with each matching candidate in the access order until it returns false. With
+    /// `needsDocument` false and nothing to check, an index scan reads only its entries: the candidate's
+    /// `document` is then not the document (the caller uses the id alone).
+    func forEachMatch(needsDocument: Bool = true, _ body: (CandidateSource.Candidate) throws -> Bool) throws {
+        let fetch = needsDocument || !residualIsTrivial
+        if case .fullScan = plan.access {} else if !fetch { scanSkippedDocuments = true }
+        let source = try makeSource(fetchDocuments: fetch)
         while let candidate = try source.next() {
             if try matches(candidate) {
                 if try !body(candidate) { return }
@@ -109,7 +121,7 @@ final class Executor {
             var ids: [[UInt8]] = []
             var skipped = 0
             if plan.limit == 0 { return [] }
-            try forEachMatch { candidate in
+            try forEachMatch(needsDocument: false) { candidate in
                 if skipped < plan.offset { skipped += 1; return true }
                 ids.append(Array(candidate.id))
                 return plan.limit.map { ids.count < $0 } ?? true
@@ -126,6 +138,16 @@ final class Executor {
                     return true
                 }
                 rows = heap.sorted()
+            } else if plan.sort.isEmpty && residualIsTrivial {
+                // Id order only: the entries give the ids; documents are read once, when returned.
+                rows = []
+                try forEachMatch(needsDocument: false) { candidate in
+                    var key = Array(candidate.id)
+                    if plan.idDescending { for i in key.indices { key[i] = ~key[i] } }
+                    rows.append(Row(key: key, idStart: 0))
+                    return true
+                }
+                rows.sort { $0.key.lexicographicallyPrecedes($1.key) }
             } else {
                 rows = []
                 try forEachMatch { candidate in

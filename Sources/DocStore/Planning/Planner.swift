@@ -117,19 +117,8 @@ struct Planner {
                 continue
             }
             if let (lowerCondition, upperCondition, value) = bounds(on: field, in: conjuncts) {
-                let (kindLower, kindUpper) = KeyEncoder.kindRange(of: value)
-                let ranges = prefixes.map { p -> KeyRange in
-                    var lower = p + [kindLower]
-                    var upper: [UInt8]? = p + [kindUpper]
-                    if case .compare(_, let op, let v)? = lowerCondition {
-                        let k = p + KeyEncoder.key(v)
-                        lower = op == .greater ? (KeyEncoder.prefixUpperBound(k) ?? k) : k
-                    }
-                    if case .compare(_, let op, let v)? = upperCondition {
-                        let k = p + KeyEncoder.key(v)
-                        upper = op == .lessOrEqual ? KeyEncoder.prefixUpperBound(k) : k
-                    }
-                    return KeyRange(lower: lower, upper: upper)
+                let ranges = prefixes.map {
+                    Planner.boundedRange(after: $0, lower: lowerCondition, upper: upperCondition, kindOf: value)
                 }
                 answered += [lowerCondition, upperCondition].compactMap { $0 }
                 text += [lowerCondition, upperCondition].compactMap { $0?.description }
@@ -145,6 +134,24 @@ struct Planner {
         }
         guard !answered.isEmpty || prefixes.count > 1 else { return nil }
         return (prefixes.map { KeyRange.prefix($0) }, answered, text, equalityFields)
+    }
+
+    /// The keys that start with `prefix` and continue with a value between the bounds (`>`/`>=` below, `<`/`<=`
+    /// above); a missing bound is the end of the values of `value`'s kind, so that `x > 5` holds no string or nil.
+    static func boundedRange(after prefix: [UInt8], lower: Condition?, upper: Condition?,
+                             kindOf value: DocumentValue) -> KeyRange {
+        let (kindLower, kindUpper) = KeyEncoder.kindRange(of: value)
+        var low = prefix + [kindLower]
+        var high: [UInt8]? = prefix + [kindUpper]
+        if case .compare(_, let op, let v)? = lower {
+            let k = prefix + KeyEncoder.key(v)
+            low = op == .greater ? (KeyEncoder.prefixUpperBound(k) ?? k) : k
+        }
+        if case .compare(_, let op, let v)? = upper {
+            let k = prefix + KeyEncoder.key(v)
+            high = op == .lessOrEqual ? KeyEncoder.prefixUpperBound(k) : k
+        }
+        return KeyRange(lower: low, upper: high)
     }
 
     /// Values a field must equal: from `field == v` or `[..].contains(field)`.
@@ -249,18 +256,7 @@ struct Planner {
         guard Array(fields[fixed...]) == sort.map(\.path) else { return nil }
         var ranges = [KeyRange.prefix(prefix)]
         if let first = sort.first, let (lower, upper, value) = bounds(on: first.path, in: conjuncts) {
-            let (kindLower, kindUpper) = KeyEncoder.kindRange(of: value)
-            var low = prefix + [kindLower]
-            var high: [UInt8]? = prefix + [kindUpper]
-            if case .compare(_, let op, let v)? = lower {
-                let k = prefix + KeyEncoder.key(v)
-                low = op == .greater ? (KeyEncoder.prefixUpperBound(k) ?? k) : k
-            }
-            if case .compare(_, let op, let v)? = upper {
-                let k = prefix + KeyEncoder.key(v)
-                high = op == .lessOrEqual ? KeyEncoder.prefixUpperBound(k) : k
-            }
-            ranges = [KeyRange(lower: low, upper: high)]
+            ranges = [Planner.boundedRange(after: prefix, lower: lower, upper: upper, kindOf: value)]
             answered += [lower, upper].compactMap { $0 }
             text += [lower, upper].compactMap { $0?.description }
         } else if index.isUnique {

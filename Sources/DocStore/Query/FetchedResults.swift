@@ -43,6 +43,7 @@ public final class FetchedResults<T: Document>: Sequence, IteratorProtocol {
                 let id = ids[position]
                 position += 1
                 guard let raw = try context.txn.get(handle.documents, id) else { continue }
+                if executor.scanSkippedDocuments { executor.statistics.value.documentsRead += 1 }
                 return try decode(raw, id: id)
             }
             return nil

@@ -46,6 +46,7 @@ extension Query {
         let handle = executor.handle
         for id in try executor.orderedIDs() {
             guard let raw = try context.txn.get(handle.documents, id) else { continue }
+            if executor.scanSkippedDocuments { executor.statistics.value.documentsRead += 1 }
             executor.statistics.value.documentsDecoded += 1
             results.append(try context.decode(T.self, from: raw, handle: handle) {
                 CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
