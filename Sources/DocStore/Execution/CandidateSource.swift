@@ -6,6 +6,9 @@ class CandidateSource {
 
     /// The next candidate, or `nil` at the end.
     func next() throws -> Candidate? { nil }
+
+    /// Closes the source's cursors; it yields nothing more.
+    func close() {}
 }
 
 /// Counters of one run, for `explain` and the `.timer` of tools.
@@ -38,7 +41,14 @@ final class FullScanSource: CandidateSource {
         self.statistics = statistics
     }
 
+    private var closed = false
+
+    override func close() {
+        if !closed { closed = true; cursor.transaction.closeCursor(cursor) }
+    }
+
     override func next() throws -> Candidate? {
+        guard !closed else { return nil }
         let entry: Cursor.Entry?
         if started {
             entry = descending ? try cursor.previous() : try cursor.next()
@@ -125,6 +135,11 @@ final class IndexScanSource: CandidateSource {
         }
     }
 
+    override func close() {
+        rangeIndex = scan.ranges.count
+        txn.closeCursor(cursor)
+    }
+
     override func next() throws -> Candidate? {
         while rangeIndex < scan.ranges.count {
             let range = scan.ranges[rangeIndex]
@@ -158,8 +173,14 @@ final class UnionSource: CandidateSource {
     override func next() throws -> Candidate? {
         while let first = sources.first {
             if let candidate = try first.next() { return candidate }
+            first.close()
             sources.removeFirst()
         }
         return nil
+    }
+
+    override func close() {
+        for source in sources { source.close() }
+        sources = []
     }
 }

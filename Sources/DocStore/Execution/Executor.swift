@@ -74,6 +74,7 @@ final class Executor {
         let fetch = needsDocument || !residualIsTrivial
         if case .fullScan = plan.access {} else if !fetch { scanSkippedDocuments = true }
         let source = try makeSource(fetchDocuments: fetch)
+        defer { source.close() }
         while let candidate = try source.next() {
             if try matches(candidate) {
                 if try !body(candidate) { return }
@@ -175,6 +176,7 @@ final class Executor {
                 total = try countEntries(scan)
             default:
                 let source = try makeSource(fetchDocuments: false)
+                defer { source.close() }
                 while try source.next() != nil { total += 1 }
             }
         } else {

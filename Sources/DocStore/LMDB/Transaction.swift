@@ -37,7 +37,19 @@ final class Transaction {
         openCursors = []
     }
 
-    /// Opens a cursor that stays open until the transaction ends. Check ``isValid`` before each use.
+    /// How many cursors from ``openCursor(_:)`` are still open.
+    var openCursorCount: Int { openCursors.count }
+
+    /// Closes a cursor from ``openCursor(_:)`` before the transaction ends (nothing, if it has ended: the cursor
+    /// was closed then).
+    func closeCursor(_ cursor: Cursor) {
+        guard isValid, let i = openCursors.firstIndex(of: cursor.raw) else { return }
+        mdb_cursor_close(cursor.raw)
+        openCursors.remove(at: i)
+    }
+
+    /// Opens a cursor that stays open until the transaction ends, or ``closeCursor(_:)``. Check ``isValid`` before
+    /// each use.
     ///
     /// The corresponding LMDB function is `mdb_cursor_open`.
     func openCursor(_ db: Database) throws -> Cursor {

@@ -18,8 +18,12 @@ struct ConditionEvaluator {
             let ref = try reader.value(atPath: path, from: root)
             return try ConditionEvaluator.compare(ref, in: reader, op, value)
         case .contains(let path, let value):
-            guard let ref = try reader.value(atPath: path, from: root), ref.tag == BinaryFormat.Tag.array else {
+            guard let ref = try reader.value(atPath: path, from: root), ref.tag != BinaryFormat.Tag.null else {
                 return false
+            }
+            // A value that is not an array counts as one element, as a multi-value index indexes it.
+            guard ref.tag == BinaryFormat.Tag.array else {
+                return try ConditionEvaluator.compare(ref, in: reader, .equal, value)
             }
             var found = false
             try reader.forEachElement(ref) { element in
@@ -36,7 +40,10 @@ struct ConditionEvaluator {
             }
             let bytes = try reader.payloadBytes(ref)
             if prefix.utf8.allSatisfy({ $0 < 0x80 }) && bytes.allSatisfy({ $0 < 0x80 }) {
-                return bytes.starts(with: prefix.utf8)
+                guard bytes.starts(with: prefix.utf8) else { return false }
+                // "\r\n" is one character: a prefix ending in "\r" does not begin "\r\n...".
+                let n = prefix.utf8.count
+                return !(prefix.utf8.last == 0x0D && bytes.count > n && bytes[n] == 0x0A)
             }
             return String(decoding: bytes, as: UTF8.self).starts(with: prefix)
         case .and(let cs):

@@ -102,6 +102,7 @@ struct Planner {
     /// most one range (or string prefix) on the next.
     private func ranges(on index: CollectionHandle.Index, conjuncts: [Condition], fields: ArraySlice<FieldPath>? = nil)
         -> (ranges: [KeyRange], answered: [Condition], text: [String], equalityFields: Int)? {
+        guard !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
         let fields = fields ?? index.definition.fields[...]
         var prefixes: [[UInt8]] = [[]]
         var answered: [Condition] = []
@@ -152,6 +153,21 @@ struct Planner {
             high = op == .lessOrEqual ? KeyEncoder.prefixUpperBound(k) : k
         }
         return KeyRange(lower: low, upper: high)
+    }
+
+    /// A unique index holds no key with a nil part, so it can answer only a query that excludes nil in every one of
+    /// its fields: otherwise the documents with a nil there would be missed.
+    static func excludesNilInEveryField(of index: CollectionHandle.Index, _ conjuncts: [Condition]) -> Bool {
+        index.definition.fields.allSatisfy { field in
+            conjuncts.contains { c in
+                switch c {
+                case .compare(field, let op, let v): return op != .notEqual && v != .null
+                case .oneOf(field, let vs): return !vs.contains(.null)
+                case .startsWith(field, _): return true
+                default: return false
+                }
+            }
+        }
     }
 
     /// Values a field must equal: from `field == v` or `[..].contains(field)`.
@@ -240,7 +256,8 @@ struct Planner {
     private func orderingScan(on index: CollectionHandle.Index, conjuncts: [Condition], sort: [SortSpec],
                               idDescending: Bool) -> IndexScan? {
         guard index.definition.kind != .multi, let direction = sort.first?.descending,
-              sort.allSatisfy({ $0.descending == direction }) else { return nil }
+              sort.allSatisfy({ $0.descending == direction }),
+              !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
         let fields = index.definition.fields
         var fixed = 0
         var answered: [Condition] = []
@@ -259,13 +276,6 @@ struct Planner {
             ranges = [Planner.boundedRange(after: prefix, lower: lower, upper: upper, kindOf: value)]
             answered += [lower, upper].compactMap { $0 }
             text += [lower, upper].compactMap { $0?.description }
-        } else if index.isUnique {
-            // A unique index holds no nil: walking it would miss documents whose sort field is nil.
-            return nil
-        }
-        if index.isUnique && fixed < fields.count {
-            // Documents with a nil part are not in a unique index; unless a range excludes nil, they would be missed.
-            guard text.count > fixed else { return nil }
         }
         let order = sort.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }.joined(separator: ", ")
         return IndexScan(index: index, ranges: ranges, descending: direction, descendingIDs: idDescending,
@@ -293,6 +303,10 @@ struct Planner {
     /// is one step per distinct key; past ``countCap`` keys the count stops, and the estimate becomes a guess
     /// between what was counted and the index's size (a quarter of it).
     private func estimate(_ scan: inout IndexScan) throws {
+        if scan.ranges.count == 1, scan.ranges[0].lower.isEmpty, scan.ranges[0].upper == nil {
+            scan.estimate = try txn.entryCount(scan.index.database)   // the whole index: O(1)
+            return
+        }
         var total = 0
         var steps = 0
         var capped = false

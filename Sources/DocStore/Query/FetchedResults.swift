@@ -15,12 +15,17 @@ public final class FetchedResults<T: Document>: Sequence, IteratorProtocol {
     init(query: Query<T>, context: ReadContext) throws {
         self.context = context
         self.executor = try query.makeExecutor(in: context)
-        if executor.plan.ordering == .natural && executor.plan.afterwards.isEmpty {
+        // In a write transaction the loop may write: a document moved ahead of a live cursor would be met again
+        // (saving each person one year older while walking by age would never end). There the matches are
+        // collected first.
+        if executor.plan.ordering == .natural && executor.plan.afterwards.isEmpty && !(context is WriteContext) {
             source = try executor.makeSource()
         } else {
             sortedIDs = WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
         }
     }
+
+    deinit { source?.close() }
 
     /// What iterating has taken so far.
     public var statistics: QueryStatistics { executor.statistics.value }
@@ -49,13 +54,14 @@ public final class FetchedResults<T: Document>: Sequence, IteratorProtocol {
             return nil
         }
         guard let source else { return nil }
-        if let limit = executor.plan.limit, produced >= limit { return nil }
+        if let limit = executor.plan.limit, produced >= limit { source.close(); return nil }
         while let candidate = try source.next() {
             guard try executor.matches(candidate) else { continue }
             if skipped < executor.plan.offset { skipped += 1; continue }
             produced += 1
             return try decode(candidate.document, id: Array(candidate.id))
         }
+        source.close()
         return nil
     }
 

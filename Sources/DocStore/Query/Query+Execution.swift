@@ -44,7 +44,8 @@ extension Query {
         let executor = try makeExecutor(in: context)
         var results: [T] = []
         let handle = executor.handle
-        for id in try executor.orderedIDs() {
+        // Reversals and slices of a reversed slice act on the ids: only the documents returned are decoded.
+        for id in WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs()) {
             guard let raw = try context.txn.get(handle.documents, id) else { continue }
             if executor.scanSkippedDocuments { executor.statistics.value.documentsRead += 1 }
             executor.statistics.value.documentsDecoded += 1
@@ -52,7 +53,6 @@ extension Query {
                 CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
             })
         }
-        results = WindowStep.apply(executor.plan.afterwards, to: results)
         executor.statistics.value.returned = results.count
         return (results, executor.statistics.value)
     }
@@ -70,14 +70,14 @@ extension Query {
     /// The last result, or `nil`: the last of the slice when the query is sliced (`q[0..<5].last` is the fifth
     /// result of `q`), else the last of all, which for an unsorted query is the document with the greatest id.
     public func last(in context: ReadContext) throws -> T? {
-        if window != nil { return try results(in: context).last }
-        return try reverse().first(in: context)
+        // Unsliced, reverse() flips the ordering; sliced, it reverses the slice: either way its first is our last.
+        try reverse().first(in: context)
     }
 
     /// Any one result, or `nil`: the cheapest to find, whatever the ordering (within the slice, when sliced).
     public func any(in context: ReadContext) throws -> T? {
         // A slice is a slice of the ordered results: only without one may the order be dropped.
-        guard window == nil else { return try results(in: context).first }
+        guard window == nil else { return try first(in: context) }
         var q = self
         q.sortKeys = []
         return try q[0..<1].results(in: context).first

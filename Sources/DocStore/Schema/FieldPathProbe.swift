@@ -25,8 +25,16 @@ struct FieldPathProbe<Root: Decodable> {
         check = try Root(from: ProbeDecoder(recorder: checkRecorder, path: []))
     }
 
-    /// The field path of `keyPath`, or `nil` when its value is not one the probe made (a computed property).
+    /// The field path of `keyPath`, or `nil` when its value is not one the probe made (a computed property) or is
+    /// inside an array element (`\.tags.first`, `\.addresses[0].city`): no field path names those.
     func path(of keyPath: PartialKeyPath<Root>) throws -> FieldPath? {
+        guard let path = try anyPath(of: keyPath), !path.components.contains(ProbeRecorder.elementMarker) else {
+            return nil
+        }
+        return path
+    }
+
+    private func anyPath(of keyPath: PartialKeyPath<Root>) throws -> FieldPath? {
         let value = instance[keyPath: keyPath]
         if let found = recorder.path(of: value) {
             guard checkRecorder.path(of: check[keyPath: keyPath]) == found else { return nil }
@@ -36,7 +44,12 @@ struct FieldPathProbe<Root: Decodable> {
         for position in 0..<recorder.boolCount {
             let pass = ProbeRecorder(base: 0, stride: 1, truePosition: position)
             let probed = try Root(from: ProbeDecoder(recorder: pass, path: []))
-            if ProbeRecorder.boolValue(probed[keyPath: keyPath]) == true, let found = pass.boolPaths[position] {
+            if ProbeRecorder.boolValue(probed[keyPath: keyPath]) == true, var found = pass.boolPaths[position] {
+                // An array of Bools: the array's own path, less the element marker.
+                if Mirror(reflecting: ProbeRecorder.unwrap(value)).displayStyle == .collection,
+                   found.last == ProbeRecorder.elementMarker {
+                    found.removeLast()
+                }
                 return FieldPath(components: found)
             }
         }
@@ -46,6 +59,9 @@ struct FieldPathProbe<Root: Decodable> {
 
 /// Hands out unique values and remembers where each was asked for.
 final class ProbeRecorder {
+    /// The path component of an array's element: a key path that reaches a value through it names no field.
+    static let elementMarker = "\u{0}[]"
+
     var counter: Int64
     let stride: Int64
     var integers: [Int64: [String]] = [:]
@@ -104,7 +120,12 @@ final class ProbeRecorder {
         default:
             let mirror = Mirror(reflecting: unwrapped)
             if mirror.displayStyle == .collection || mirror.displayStyle == .set, let first = mirror.children.first {
-                return path(of: first.value)
+                // The array itself: its element's path, less the element marker.
+                guard var elementPath = path(of: first.value), elementPath.last == ProbeRecorder.elementMarker else {
+                    return nil
+                }
+                elementPath.removeLast()
+                return elementPath
             }
             return nil
         }
@@ -208,10 +229,11 @@ struct ProbeDecoder: Decoder {
         func superDecoder(forKey key: Key) throws -> any Decoder { ProbeDecoder(recorder: recorder, path: p(key)) }
     }
 
-    /// An array of one element; the element's values are recorded under the array's own path.
+    /// An array of one element, whose values are recorded under the array's path and the element marker.
     struct Unkeyed: UnkeyedDecodingContainer {
         let recorder: ProbeRecorder
         let path: [String]
+        private var elementPath: [String] { path + [ProbeRecorder.elementMarker] }
         var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
         var count: Int? { 1 }
         var isAtEnd: Bool { currentIndex >= 1 }
@@ -222,19 +244,19 @@ struct ProbeDecoder: Decoder {
         mutating func decodeNil() throws -> Bool { false }
         mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
             currentIndex += 1
-            return try Single(recorder: recorder, path: path).decode(type)
+            return try Single(recorder: recorder, path: elementPath).decode(type)
         }
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
             currentIndex += 1
-            return KeyedDecodingContainer(Keyed<NestedKey>(recorder: recorder, path: path))
+            return KeyedDecodingContainer(Keyed<NestedKey>(recorder: recorder, path: elementPath))
         }
         mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
             currentIndex += 1
-            return Unkeyed(recorder: recorder, path: path)
+            return Unkeyed(recorder: recorder, path: elementPath)
         }
         mutating func superDecoder() throws -> any Decoder {
             currentIndex += 1
-            return ProbeDecoder(recorder: recorder, path: path)
+            return ProbeDecoder(recorder: recorder, path: elementPath)
         }
     }
 

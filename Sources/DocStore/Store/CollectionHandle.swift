@@ -108,9 +108,11 @@ final class CollectionHandle {
                     oldIsReadable = false   // a damaged document may still be replaced
                 }
             }
+            let oldSets = oldKeys.map(Set.init)
+            let newSets = newKeys.map(Set.init)
             // Every check before any change, so that a refused write leaves nothing behind.
             for (i, index) in indexes.enumerated() where index.isUnique {
-                for key in newKeys[i] where !oldKeys[i].contains(key) {
+                for key in newKeys[i] where !oldSets[i].contains(key) {
                     if let holder = try txn.get(index.database, key), !holder.elementsEqual(id) {
                         throw DocStoreError(.uniqueViolation, "unique index '\(index.definition.name)' of collection "
                             + "'\(name)' already has \(IndexKeys.describe(index.definition, reader: reader, root: root)) "
@@ -122,7 +124,7 @@ final class CollectionHandle {
                 if old != nil {
                     if oldIsReadable {
                         for (i, index) in indexes.enumerated() {
-                            for key in oldKeys[i] where !newKeys[i].contains(key) {
+                            for key in oldKeys[i] where !newSets[i].contains(key) {
                                 try removeEntry(key, id: id, from: index, in: txn)
                             }
                         }
@@ -132,7 +134,7 @@ final class CollectionHandle {
                 }
                 try txn.put(documents, id, bytes)
                 for (i, index) in indexes.enumerated() {
-                    for key in newKeys[i] where !oldKeys[i].contains(key) {
+                    for key in newKeys[i] where !oldSets[i].contains(key) {
                         try addEntry(key, id: id, to: index, in: txn) {
                             IndexKeys.describe(index.definition, reader: reader, root: root)
                         }

@@ -28,10 +28,11 @@ enum IndexKeys {
                 return [encoder.bytes]
             }
             var keys: [[UInt8]] = []
+            var seen = Set<[UInt8]>()
             try reader.forEachElement(ref) { element in
                 var encoder = KeyEncoder()
                 try encoder.append(element, in: reader)
-                if !keys.contains(encoder.bytes) { keys.append(encoder.bytes) }
+                if seen.insert(encoder.bytes).inserted { keys.append(encoder.bytes) }
             }
             return keys
         }

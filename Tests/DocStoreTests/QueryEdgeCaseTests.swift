@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+@testable import DocStore
+
+private struct Account: Document, Equatable {
+    var id: Int
+    var tenant: String
+    var email: String?
+    static let indexes: [IndexSpec<Account>] = [.unique("tenant_email", \.tenant, \.email)]
+}
+
+private struct Note: Document, Equatable {
+    var id: Int
+    var text: String
+    var tags: [String]
+}
+
+@Suite struct QueryEdgeCaseTests {
+    @Test func aCompoundUniqueIndexDoesNotHideDocumentsWithANilPart() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let accounts = [Account(id: 1, tenant: "acme", email: "a@acme"), Account(id: 2, tenant: "acme", email: nil),
+                        Account(id: 3, tenant: "acme", email: nil), Account(id: 4, tenant: "zeta", email: "z@zeta")]
+        try await store.insert(contentsOf: accounts)
+        #expect(try await Account.include(#Predicate { $0.tenant == "acme" }).results(in: store).map(\.id) == [1, 2, 3])
+        #expect(try await Account.include(#Predicate { $0.tenant == "acme" && $0.email == nil }).results(in: store)
+                    .map(\.id) == [2, 3])
+        #expect(try await Account.include(#Predicate { $0.tenant > "a" }).sortBy(\.tenant).sortBy(\.email)
+                    .results(in: store).map(\.id) == [2, 3, 1, 4])
+        // With nil excluded in every field, the unique index does answer.
+        let exact = Account.include(#Predicate { $0.tenant == "acme" && $0.email == "a@acme" })
+        #expect(try await exact.results(in: store).map(\.id) == [1])
+        #expect(try await exact.explain(in: store).index == "tenant_email")
+    }
+
+    @Test func aKeyPathIntoAnArrayElementIsNotTakenForTheArray() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let notes = [Note(id: 1, text: "a", tags: ["red", "blue"]), Note(id: 2, text: "b", tags: ["blue", "red"]),
+                     Note(id: 3, text: "c", tags: [])]
+        try await store.insert(contentsOf: notes)
+        let firstRed = Note.include(#Predicate { $0.tags.first == "red" })
+        #expect(try await firstRed.results(in: store).map(\.id) == [1])
+        #expect(try await firstRed.explain(in: store).decodesForFilter)
+        await expectError(.invalidSchema) { _ = try await Note.sortBy(\.tags.first).results(in: store) }
+    }
+
+    @Test func savingWhileIteratingTerminatesAndVisitsEachDocumentOnce() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(contentsOf: (0..<50).map { Person(name: "P\($0)", age: $0 % 7) })
+        let visited = try await store.perform { ctx in
+            var seen = 0
+            for var person in try Person.sortBy(\.age).fetchedResults(in: ctx) {
+                person.age += 100
+                try ctx.save(person)
+                seen += 1
+            }
+            return seen
+        }
+        #expect(visited == 50)
+        #expect(try await Person.include(#Predicate { $0.age >= 100 }).count(in: store) == 50)
+    }
+
+    @Test func aPrefixEndingInCarriageReturnDoesNotSplitALineBreak() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let notes = [Note(id: 1, text: "a\r\nb", tags: []), Note(id: 2, text: "a\rb", tags: [])]
+        try await store.insert(contentsOf: notes)
+        let prefix = "a\r"
+        let expected = notes.filter { $0.text.starts(with: prefix) }.map(\.id)
+        #expect(try await Note.include(#Predicate { $0.text.starts(with: prefix) }).results(in: store).map(\.id) == expected)
+    }
+
+    @Test func queriesInALongTransactionDoNotCollectCursors() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(contentsOf: (0..<20).map { Person(name: "P\($0)", age: $0) })
+        let open = try await store.read { ctx in
+            for age in 0..<500 { _ = try Person.include(#Predicate { $0.age == age }).results(in: ctx) }
+            return ctx.txn.openCursorCount
+        }
+        #expect(open == 0)
+    }
+}
