@@ -23,6 +23,18 @@ import Testing
         }
     }
 
+    /// Every task got the same document, the only one the key matches, beside the 50 others.
+    static func expectOneCreated(by key: Query<Person>, ids: [UUID], in store: DocStore,
+                                 sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        #expect(ids.count == taskCount, sourceLocation: sourceLocation)
+        #expect(Set(ids).count == 1, "tasks got \(Set(ids).count) different documents", sourceLocation: sourceLocation)
+        let stored = try await key.results(in: store)
+        #expect(stored.count == 1, sourceLocation: sourceLocation)
+        #expect(stored.first?.id == ids.first, sourceLocation: sourceLocation)
+        #expect(try await store.count(Person.self) == 51, sourceLocation: sourceLocation)
+        #expect(try await store.verify().isClean, sourceLocation: sourceLocation)
+    }
+
     /// Other people, so that the key is looked up among documents that do not match it.
     static func others() -> [Person] {
         (0..<50).map { Person(name: "Other \($0)", age: $0, city: "Oslo", email: "other\($0)@x") }
@@ -38,13 +50,7 @@ import Testing
             Person(name: "Key \(task)", age: task, city: "Bergen", email: "key@x")
         }
 
-        #expect(ids.count == Self.taskCount)
-        #expect(Set(ids).count == 1)
-        let stored = try await key.results(in: store)
-        #expect(stored.count == 1)
-        #expect(stored.first?.id == ids.first)
-        #expect(try await store.count(Person.self) == 51)
-        #expect(try await store.verify().isClean)
+        try await Self.expectOneCreated(by: key, ids: ids, in: store)
     }
 
     @Test func concurrentFindOrCreateOnAnUnindexedKeyCreatesOneDocument() async throws {
@@ -59,12 +65,6 @@ import Testing
             Person(name: "Key", age: task, city: "Bergen", email: "key\(task)@x")
         }
 
-        #expect(ids.count == Self.taskCount)
-        #expect(Set(ids).count == 1)
-        let stored = try await key.results(in: store)
-        #expect(stored.count == 1)
-        #expect(stored.first?.id == ids.first)
-        #expect(try await store.count(Person.self) == 51)
-        #expect(try await store.verify().isClean)
+        try await Self.expectOneCreated(by: key, ids: ids, in: store)
     }
 }
