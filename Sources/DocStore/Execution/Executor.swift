@@ -5,6 +5,8 @@ final class Executor {
     let handle: CollectionHandle
     let txn: Transaction
     let statistics = StatisticsBox()
+    /// Constants' keys, computed once for all the documents this run checks.
+    private let comparisonKeys = ComparisonKeys()
     /// The scan read index entries only: documents are first read when returned.
     private(set) var scanSkippedDocuments = false
     /// Decodes a document into the query's type, for opaque conditions.
@@ -47,7 +49,7 @@ final class Executor {
                 + "is damaged: \(error)", collection: handle.name)
         }
         var decoded: Any?
-        let evaluator = ConditionEvaluator(reader: reader, root: root) { [self] in
+        let evaluator = ConditionEvaluator(reader: reader, root: root, keys: comparisonKeys) { [self] in
             if let decoded { return decoded }
             statistics.value.documentsDecoded += 1
             let value = try decodeForCondition(candidate.document)

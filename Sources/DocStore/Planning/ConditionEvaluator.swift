@@ -1,5 +1,30 @@
 import Foundation
 
+/// The keys of a query's constants, encoded once, and a buffer reused for the documents' values.
+final class ComparisonKeys {
+    private var constants: [DocumentValue: [UInt8]] = [:]
+    private var scratch: [UInt8] = []
+
+    /// The order of the document's value at `ref` against `value`, by their keys.
+    func order(of ref: ValueRef, in reader: BinaryReader, against value: DocumentValue) throws -> Int {
+        let other: [UInt8]
+        if let known = constants[value] {
+            other = known
+        } else {
+            other = KeyEncoder.key(value)
+            // A value holding NaN is not equal to itself: it would never be found again, only pile up.
+            if value == value { constants[value] = other }
+        }
+        scratch.removeAll(keepingCapacity: true)
+        var encoder = KeyEncoder()
+        encoder.swapBuffer(&scratch)
+        defer { encoder.swapBuffer(&scratch) }
+        try encoder.append(ref, in: reader)
+        let mine = encoder.bytes
+        return mine.lexicographicallyPrecedes(other) ? -1 : (mine == other ? 0 : 1)
+    }
+}
+
 /// Evaluates a ``Condition`` on one encoded document, reading only the fields it names.
 ///
 /// Comparisons follow Swift's semantics for the values a `Codable` model stores: numbers compare by value across
@@ -9,6 +34,8 @@ import Foundation
 struct ConditionEvaluator {
     let reader: BinaryReader
     let root: ValueRef
+    /// The query's constants as keys, and a buffer for the document's side: kept across documents.
+    let keys: ComparisonKeys
     /// Decodes the document for opaque parts, at most once per document.
     let decoded: () throws -> Any
 
@@ -16,23 +43,23 @@ struct ConditionEvaluator {
         switch condition {
         case .compare(let path, let op, let value):
             let ref = try reader.value(atPath: path, from: root)
-            return try ConditionEvaluator.compare(ref, in: reader, op, value)
+            return try ConditionEvaluator.compare(ref, in: reader, op, value, keys: keys)
         case .contains(let path, let value):
             guard let ref = try reader.value(atPath: path, from: root), ref.tag != BinaryFormat.Tag.null else {
                 return false
             }
             // A value that is not an array counts as one element, as a multi-value index indexes it.
             guard ref.tag == BinaryFormat.Tag.array else {
-                return try ConditionEvaluator.compare(ref, in: reader, .equal, value)
+                return try ConditionEvaluator.compare(ref, in: reader, .equal, value, keys: keys)
             }
             var found = false
             try reader.forEachElement(ref) { element in
-                if !found, try ConditionEvaluator.compare(element, in: reader, .equal, value) { found = true }
+                if !found, try ConditionEvaluator.compare(element, in: reader, .equal, value, keys: keys) { found = true }
             }
             return found
         case .oneOf(let path, let values):
             let ref = try reader.value(atPath: path, from: root)
-            for value in values where try ConditionEvaluator.compare(ref, in: reader, .equal, value) { return true }
+            for value in values where try ConditionEvaluator.compare(ref, in: reader, .equal, value, keys: keys) { return true }
             return false
         case .startsWith(let path, let prefix):
             guard let ref = try reader.value(atPath: path, from: root), ref.tag == BinaryFormat.Tag.string else {
@@ -95,7 +122,7 @@ struct ConditionEvaluator {
 
     /// `ref op value`, where a nil `ref` is a missing field.
     static func compare(_ ref: ValueRef?, in reader: BinaryReader, _ op: Condition.Comparison,
-                        _ value: DocumentValue) throws -> Bool {
+                        _ value: DocumentValue, keys: ComparisonKeys) throws -> Bool {
         var left = kind(ref?.tag)
         if left == .number, let ref, let d = reader.double(ref), d.isNaN { left = .nan }
         let right = kind(value)
@@ -114,10 +141,7 @@ struct ConditionEvaluator {
         } else if ref.tag == BinaryFormat.Tag.string, case .string(let s) = value, let fast = try asciiOrder(ref, in: reader, s) {
             order = fast
         } else {
-            var encoder = KeyEncoder()
-            try encoder.append(ref, in: reader)
-            let other = KeyEncoder.key(value)
-            order = encoder.bytes.lexicographicallyPrecedes(other) ? -1 : (encoder.bytes == other ? 0 : 1)
+            order = try keys.order(of: ref, in: reader, against: value)
         }
         switch op {
         case .equal: return order == 0
