@@ -34,19 +34,10 @@ public struct DocumentDecoder: Sendable {
     }
 }
 
-/// Metatypes compared against in the decoder's fast paths, made once (generic metadata is looked up, not free).
+/// The generic metatype the coders' fast paths compare against, made once: a non-generic type's metatype
+/// (`String.self`) costs nothing to name, but `[String].self` is a run-time look-up.
 enum KnownTypes {
-    static let string = ObjectIdentifier(String.self)
-    static let int = ObjectIdentifier(Int.self)
-    static let double = ObjectIdentifier(Double.self)
-    static let bool = ObjectIdentifier(Bool.self)
-    static let date = ObjectIdentifier(Date.self)
-    static let uuid = ObjectIdentifier(UUID.self)
-    static let data = ObjectIdentifier(Data.self)
-    static let url = ObjectIdentifier(URL.self)
     static let stringArray = ObjectIdentifier([String].self)
-    static let intArray = ObjectIdentifier([Int].self)
-    static let doubleArray = ObjectIdentifier([Double].self)
 }
 
 /// The `Decoder` for one value of a document.

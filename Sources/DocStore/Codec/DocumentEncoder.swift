@@ -77,22 +77,21 @@ final class EncodingState {
     /// Writes any encodable value at the current position: scalars and common types directly, others through
     /// their `encode(to:)`. The coding path node is made only for the latter.
     func encodeValue<T: Encodable>(_ value: T, parent: PathNode?, key: (any CodingKey)?) throws {
-        let t = ObjectIdentifier(T.self)
-        if t == KnownTypes.string { writer.string(unsafeBitCast(value, to: String.self)); return }
-        if t == KnownTypes.int { writer.int(Int64(unsafeBitCast(value, to: Int.self))); return }
-        if t == KnownTypes.double { writer.double(unsafeBitCast(value, to: Double.self)); return }
-        if t == KnownTypes.bool { writer.bool(unsafeBitCast(value, to: Bool.self)); return }
-        if t == KnownTypes.date { writer.date(unsafeBitCast(value, to: Date.self)); return }
-        if t == KnownTypes.uuid { writer.uuid(unsafeBitCast(value, to: UUID.self)); return }
-        if t == KnownTypes.stringArray {
+        if T.self == String.self { writer.string(unsafeBitCast(value, to: String.self)); return }
+        if T.self == Int.self { writer.int(Int64(unsafeBitCast(value, to: Int.self))); return }
+        if T.self == Double.self { writer.double(unsafeBitCast(value, to: Double.self)); return }
+        if T.self == Bool.self { writer.bool(unsafeBitCast(value, to: Bool.self)); return }
+        if T.self == Date.self { writer.date(unsafeBitCast(value, to: Date.self)); return }
+        if T.self == UUID.self { writer.uuid(unsafeBitCast(value, to: UUID.self)); return }
+        if ObjectIdentifier(T.self) == KnownTypes.stringArray {
             let strings = unsafeBitCast(value, to: [String].self)
             let header = writer.openContainer(tag: BinaryFormat.Tag.array)
             for s in strings { writer.string(s) }
             writer.closeContainer(at: header, count: strings.count)
             return
         }
-        if t == KnownTypes.data { writer.data(unsafeBitCast(value, to: Data.self)); return }
-        if t == KnownTypes.url { writer.string(unsafeBitCast(value, to: URL.self).absoluteString); return }
+        if T.self == Data.self { writer.data(unsafeBitCast(value, to: Data.self)); return }
+        if T.self == URL.self { writer.string(unsafeBitCast(value, to: URL.self).absoluteString); return }
         let level = open.count
         let encoder = DocumentValueEncoder(state: self, path: key.map { PathNode(parent, $0) } ?? parent, level: level)
         try value.encode(to: encoder)

@@ -63,6 +63,23 @@ final class Executor {
         "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
+    /// A document being returned, decoded into `T` and counted.
+    func decodeReturned<T: Document>(_ type: T.Type, _ raw: UnsafeRawBufferPointer, id: [UInt8],
+                                     in context: ReadContext) throws -> T {
+        statistics.value.documentsDecoded += 1
+        statistics.value.returned += 1
+        return try context.decode(type, from: raw, handle: handle) {
+            CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
+        }
+    }
+
+    /// The document with primary key `id`, being returned; `nil` when it is gone.
+    func fetchReturned<T: Document>(_ type: T.Type, id: [UInt8], in context: ReadContext) throws -> T? {
+        guard let raw = try txn.get(handle.documents, id) else { return nil }
+        if scanSkippedDocuments { statistics.value.documentsRead += 1 }
+        return try decodeReturned(type, raw, id: id, in: context)
+    }
+
     /// Whether every candidate matches, without looking at it.
     var residualIsTrivial: Bool {
         if case .constant(true) = plan.residual { return true }

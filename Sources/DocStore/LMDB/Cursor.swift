@@ -66,11 +66,6 @@ struct Cursor {
         try transaction.check(mdb_cursor_count(raw, &n))
         return n
     }
-
-    /// Deletes the entry under the cursor. The corresponding LMDB function is `mdb_cursor_del`.
-    func deleteCurrent() throws {
-        try transaction.check(mdb_cursor_del(raw, 0))
-    }
 }
 
 extension Cursor {

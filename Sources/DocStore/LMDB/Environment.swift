@@ -25,7 +25,6 @@ final class Environment {
     private let configuration: Configuration
     private var cachedReader: OpaquePointer?
     private let fileID: FileID
-    private(set) var mapSize: Int
 
     /// What identifies a file in this process: device and inode.
     struct FileID: Hashable { var device: UInt64; var inode: UInt64 }
@@ -39,7 +38,6 @@ final class Environment {
     init(path: String, configuration: Configuration) throws {
         self.path = path
         self.configuration = configuration
-        self.mapSize = configuration.initialMapSize
 
         var env: OpaquePointer?
         try lmdbCheck(mdb_env_create(&env))
@@ -60,9 +58,6 @@ final class Environment {
             }
             var dead: Int32 = 0
             try lmdbCheck(mdb_reader_check(env, &dead))
-            var info = MDB_envinfo()
-            try lmdbCheck(mdb_env_info(env, &info))
-            self.mapSize = info.me_mapsize
         } catch {
             mdb_env_close(env)
             if let registered { _ = Environment.openFiles.withLock { $0.remove(registered) } }
@@ -191,7 +186,6 @@ final class Environment {
 
     private func growIfNearlyFull() throws {
         let (used, size) = try usage()
-        mapSize = size
         if used > size / 10 * 8 && size < configuration.maximumMapSize {
             try setMapSize(min(configuration.maximumMapSize, size * 2))
         }
@@ -215,7 +209,6 @@ final class Environment {
         let env = try environment()
         if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
         try lmdbCheck(mdb_env_set_mapsize(env, size))
-        mapSize = size
     }
 
     /// Another process grew the map: adopt its size (`mdb_env_set_mapsize` with 0).
@@ -223,9 +216,6 @@ final class Environment {
         let env = try environment()
         if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
         try lmdbCheck(mdb_env_set_mapsize(env, 0))
-        var info = MDB_envinfo()
-        try lmdbCheck(mdb_env_info(env, &info))
-        mapSize = info.me_mapsize
     }
 
     struct StoreFullError: Error { var mapSize: Int; var maximum: Int }

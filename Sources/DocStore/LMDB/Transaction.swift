@@ -96,15 +96,6 @@ final class Transaction {
         return Database(dbi: dbi)
     }
 
-    /// Whether the database was opened with `MDB_DUPSORT`.
-    ///
-    /// The corresponding LMDB function is `mdb_dbi_flags`.
-    func isDuplicateSort(_ db: Database) throws -> Bool {
-        var flags: UInt32 = 0
-        try check(mdb_dbi_flags(raw, db.dbi, &flags))
-        return flags & LMDBFlags.duplicateSort != 0
-    }
-
     /// Removes every entry of a database, keeping the database (`delete: false`), or deletes it too.
     ///
     /// The corresponding LMDB function is `mdb_drop`.

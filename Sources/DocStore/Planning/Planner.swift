@@ -100,21 +100,18 @@ struct Planner {
 
     /// The key ranges of an index's fields, from conditions on them: equality on a leading run of fields, then at
     /// most one range (or string prefix) on the next.
-    private func ranges(on index: CollectionHandle.Index, conjuncts: [Condition], fields: ArraySlice<FieldPath>? = nil)
-        -> (ranges: [KeyRange], answered: [Condition], text: [String], equalityFields: Int)? {
+    private func ranges(on index: CollectionHandle.Index, conjuncts: [Condition])
+        -> (ranges: [KeyRange], answered: [Condition], text: [String])? {
         guard !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
-        let fields = fields ?? index.definition.fields[...]
         var prefixes: [[UInt8]] = [[]]
         var answered: [Condition] = []
         var text: [String] = []
-        var equalityFields = 0
-        for field in fields {
+        for field in index.definition.fields {
             if let (values, condition) = equality(on: field, in: conjuncts, unique: index.isUnique) {
                 guard prefixes.count * values.count <= Planner.maximumRanges else { break }
                 prefixes = prefixes.flatMap { p in values.map { p + KeyEncoder.key($0) } }
                 answered.append(condition)
                 text.append(condition.description)
-                equalityFields += 1
                 continue
             }
             if let (lowerCondition, upperCondition, value) = bounds(on: field, in: conjuncts) {
@@ -123,18 +120,18 @@ struct Planner {
                 }
                 answered += [lowerCondition, upperCondition].compactMap { $0 }
                 text += [lowerCondition, upperCondition].compactMap { $0?.description }
-                return (ranges, answered, text, equalityFields)
+                return (ranges, answered, text)
             }
             if let condition = prefixCondition(on: field, in: conjuncts), case .startsWith(_, let p) = condition {
                 let ranges = prefixes.map { KeyRange.prefix($0 + KeyEncoder.stringPrefix(p)) }
                 text.append(condition.description)
                 // Not answered: a prefix of bytes is not always a prefix of characters; each match is checked.
-                return (ranges, answered, text, equalityFields)
+                return (ranges, answered, text)
             }
             break
         }
         guard !answered.isEmpty || prefixes.count > 1 else { return nil }
-        return (prefixes.map { KeyRange.prefix($0) }, answered, text, equalityFields)
+        return (prefixes.map { KeyRange.prefix($0) }, answered, text)
     }
 
     /// The keys that start with `prefix` and continue with a value between the bounds (`>`/`>=` below, `<`/`<=`

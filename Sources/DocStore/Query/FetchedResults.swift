@@ -42,14 +42,12 @@ public final class FetchedResults<T: Document>: Sequence, IteratorProtocol {
     }
 
     private func advance() throws -> T? {
-        let handle = executor.handle
         if let ids = sortedIDs {
             while position < ids.count {
-                let id = ids[position]
                 position += 1
-                guard let raw = try context.txn.get(handle.documents, id) else { continue }
-                if executor.scanSkippedDocuments { executor.statistics.value.documentsRead += 1 }
-                return try decode(raw, id: id)
+                if let document = try executor.fetchReturned(T.self, id: ids[position - 1], in: context) {
+                    return document
+                }
             }
             return nil
         }
@@ -59,18 +57,9 @@ public final class FetchedResults<T: Document>: Sequence, IteratorProtocol {
             guard try executor.matches(candidate) else { continue }
             if skipped < executor.plan.offset { skipped += 1; continue }
             produced += 1
-            return try decode(candidate.document, id: Array(candidate.id))
+            return try executor.decodeReturned(T.self, candidate.document, id: Array(candidate.id), in: context)
         }
         source.close()
         return nil
-    }
-
-    private func decode(_ raw: UnsafeRawBufferPointer, id: [UInt8]) throws -> T {
-        executor.statistics.value.documentsDecoded += 1
-        executor.statistics.value.returned += 1
-        let handle = executor.handle
-        return try context.decode(T.self, from: raw, handle: handle) {
-            CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
-        }
     }
 }

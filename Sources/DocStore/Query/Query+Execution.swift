@@ -42,18 +42,9 @@ extension Query {
     func run(in context: ReadContext) throws -> (results: [T], statistics: QueryStatistics) {
         try context.checkValid()
         let executor = try makeExecutor(in: context)
-        var results: [T] = []
-        let handle = executor.handle
         // Reversals and slices of a reversed slice act on the ids: only the documents returned are decoded.
-        for id in WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs()) {
-            guard let raw = try context.txn.get(handle.documents, id) else { continue }
-            if executor.scanSkippedDocuments { executor.statistics.value.documentsRead += 1 }
-            executor.statistics.value.documentsDecoded += 1
-            results.append(try context.decode(T.self, from: raw, handle: handle) {
-                CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
-            })
-        }
-        executor.statistics.value.returned = results.count
+        let ids = WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
+        let results = try ids.compactMap { try executor.fetchReturned(T.self, id: $0, in: context) }
         return (results, executor.statistics.value)
     }
 

@@ -29,17 +29,21 @@ final class CollectionHandle {
             throw DocStoreError(.encodingFailed, "cannot encode id \(id) of collection '\(collection)': \(error)",
                                 collection: collection)
         }
-        let key = try bytes.withUnsafeBytes { raw in
+        return try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
-            var key = KeyEncoder()
-            try key.append(try reader.root(), in: reader)
-            return key.bytes
+            return try checkedIDKey(try reader.root(), in: reader, collection: collection)
         }
-        guard key.count <= IndexKeys.maximumKeySize else {
-            throw DocStoreError(.valueTooLarge, "an id of collection '\(collection)' is \(key.count) bytes encoded; "
-                + "ids are limited to \(IndexKeys.maximumKeySize)", collection: collection)
+    }
+
+    /// The key of the id value at `ref`, refused when LMDB could not store it.
+    private static func checkedIDKey(_ ref: ValueRef, in reader: BinaryReader, collection: String) throws -> [UInt8] {
+        var key = KeyEncoder()
+        try key.append(ref, in: reader)
+        guard key.bytes.count <= IndexKeys.maximumKeySize else {
+            throw DocStoreError(.valueTooLarge, "an id of collection '\(collection)' is \(key.bytes.count) bytes "
+                + "encoded; ids are limited to \(IndexKeys.maximumKeySize)", collection: collection)
         }
-        return key
+        return key.bytes
     }
 
     /// The primary key of the document whose root is `root`.
@@ -48,13 +52,7 @@ final class CollectionHandle {
             throw DocStoreError(.invalidSchema, "a document of collection '\(name)' has no id at '\(info.idPath)'",
                                 collection: name)
         }
-        var key = KeyEncoder()
-        try key.append(ref, in: reader)
-        guard key.bytes.count <= IndexKeys.maximumKeySize else {
-            throw DocStoreError(.valueTooLarge, "an id of collection '\(name)' is \(key.bytes.count) bytes encoded; "
-                + "ids are limited to \(IndexKeys.maximumKeySize)", collection: name)
-        }
-        return key.bytes
+        return try CollectionHandle.checkedIDKey(ref, in: reader, collection: name)
     }
 
     /// Text for an id in messages.
@@ -81,32 +79,11 @@ final class CollectionHandle {
                 throw DocStoreError(.duplicateID, "collection '\(name)' already has a document with id "
                     + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
             }
-            var newKeys: [[[UInt8]]] = []
-            newKeys.reserveCapacity(indexes.count)
-            for index in indexes {
-                let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
-                for key in keys where key.count > IndexKeys.maximumKeySize {
-                    throw DocStoreError(.valueTooLarge, "the value of \(IndexKeys.describe(index.definition, reader: reader, root: root).prefix(60))... "
-                        + "is \(key.count) bytes encoded, too long for index '\(index.definition.name)' of '\(name)' "
-                        + "(keys are limited to \(IndexKeys.maximumKeySize) bytes)",
-                        collection: name, index: index.definition.name)
-                }
-                newKeys.append(keys)
-            }
+            let newKeys = try entries(reader: reader, root: root)
             var oldKeys: [[[UInt8]]] = Array(repeating: [], count: indexes.count)
-            var oldIsReadable = true
+            var oldIsDamaged = false   // a damaged document may still be replaced
             if let old {
-                do {
-                    try old.withUnsafeBytes { oldRaw in
-                        let oldReader = BinaryReader(oldRaw)
-                        let oldRoot = try oldReader.root()
-                        for (i, index) in indexes.enumerated() {
-                            oldKeys[i] = try IndexKeys.keys(for: index.definition, reader: oldReader, root: oldRoot)
-                        }
-                    }
-                } catch is MalformedDocument {
-                    oldIsReadable = false   // a damaged document may still be replaced
-                }
+                if let keys = try entries(ofStored: old) { oldKeys = keys } else { oldIsDamaged = true }
             }
             let oldSets = oldKeys.map(Set.init)
             let newSets = newKeys.map(Set.init)
@@ -121,15 +98,12 @@ final class CollectionHandle {
                 }
             }
             try txn.changingAtomically {
-                if old != nil {
-                    if oldIsReadable {
-                        for (i, index) in indexes.enumerated() {
-                            for key in oldKeys[i] where !newSets[i].contains(key) {
-                                try removeEntry(key, id: id, from: index, in: txn)
-                            }
-                        }
-                    } else {
-                        try removeAllEntries(of: id, in: txn)
+                if oldIsDamaged {
+                    try removeAllEntries(of: id, in: txn)
+                }
+                for (i, index) in indexes.enumerated() {
+                    for key in oldKeys[i] where !newSets[i].contains(key) {
+                        try removeEntry(key, id: id, from: index, in: txn)
                     }
                 }
                 try txn.put(documents, id, bytes)
@@ -194,17 +168,11 @@ final class CollectionHandle {
     func delete(id: [UInt8], in txn: Transaction) throws -> Bool {
         guard let old = try txn.get(documents, id).map({ Array($0) }) else { return false }
         try txn.changingAtomically {
-            do {
-                try old.withUnsafeBytes { raw in
-                    let reader = BinaryReader(raw)
-                    let root = try reader.root()
-                    for index in indexes {
-                        for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {
-                            try removeEntry(key, id: id, from: index, in: txn)
-                        }
-                    }
+            if let keys = try entries(ofStored: old) {
+                for (index, indexKeys) in zip(indexes, keys) {
+                    for key in indexKeys { try removeEntry(key, id: id, from: index, in: txn) }
                 }
-            } catch is MalformedDocument {
+            } else {
                 try removeAllEntries(of: id, in: txn)
             }
             try txn.delete(documents, id)
@@ -219,38 +187,52 @@ final class CollectionHandle {
     func build(_ index: Index, in txn: Transaction) throws {
         try txn.withCursor(documents) { cursor in
             var entry = try cursor.first()
-            while let (key, value) = entry {
-                try addEntries([(Array(key), Array(value))], to: index, in: txn)
+            while let (rawID, rawDocument) = entry {
+                let id = Array(rawID)
+                try Array(rawDocument).withUnsafeBytes { raw in
+                    let reader = BinaryReader(raw)
+                    let root = try reader.root()
+                    for key in try checkedKeys(for: index, reader: reader, root: root) {
+                        try addEntry(key, id: id, to: index, in: txn) {
+                            IndexKeys.describe(index.definition, reader: reader, root: root)
+                        }
+                    }
+                }
                 entry = try cursor.next()
             }
         }
     }
 
-    private func addEntries(_ documents: [([UInt8], [UInt8])], to index: Index, in txn: Transaction) throws {
-        for (id, bytes) in documents {
-            try bytes.withUnsafeBytes { raw in
+    // MARK: Index keys
+
+    /// The keys of one index for a document being written, refused when LMDB could not store one of them.
+    private func checkedKeys(for index: Index, reader: BinaryReader, root: ValueRef) throws -> [[UInt8]] {
+        let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
+        for key in keys where key.count > IndexKeys.maximumKeySize {
+            throw DocStoreError(.valueTooLarge, "the value of \(IndexKeys.describe(index.definition, reader: reader, root: root).prefix(60))... "
+                + "is \(key.count) bytes encoded, too long for index '\(index.definition.name)' of '\(name)' "
+                + "(keys are limited to \(IndexKeys.maximumKeySize) bytes)",
+                collection: name, index: index.definition.name)
+        }
+        return keys
+    }
+
+    /// Every index's keys for a document being written, in the order of ``indexes``.
+    private func entries(reader: BinaryReader, root: ValueRef) throws -> [[[UInt8]]] {
+        try indexes.map { try checkedKeys(for: $0, reader: reader, root: root) }
+    }
+
+    /// Every index's keys for a stored document, or `nil` when its bytes are damaged (its entries can then only be
+    /// found by walking the indexes).
+    private func entries(ofStored bytes: [UInt8]) throws -> [[[UInt8]]]? {
+        do {
+            return try bytes.withUnsafeBytes { raw in
                 let reader = BinaryReader(raw)
                 let root = try reader.root()
-                for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {
-                    guard key.count <= IndexKeys.maximumKeySize else {
-                        throw DocStoreError(.valueTooLarge, "a value in document "
-                            + "\(CollectionHandle.describeID(id, in: bytes, idPath: info.idPath)) is too long for "
-                            + "index '\(index.definition.name)' of '\(name)'", collection: name, index: index.definition.name)
-                    }
-                    try addEntry(key, id: id, to: index, in: txn) {
-                        IndexKeys.describe(index.definition, reader: reader, root: root)
-                    }
-                }
+                return try indexes.map { try IndexKeys.keys(for: $0.definition, reader: reader, root: root) }
             }
+        } catch is MalformedDocument {
+            return nil
         }
-    }
-}
-
-extension IndexKeys {
-    /// The value at `path` as JSON text, for messages.
-    static func describeValue(at path: FieldPath, reader: BinaryReader, root: ValueRef) -> String {
-        guard let ref = try? reader.value(atPath: path, from: root),
-              let value = try? DocumentValue(reader: reader, ref: ref) else { return "null" }
-        return value.json()
     }
 }

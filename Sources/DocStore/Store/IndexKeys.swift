@@ -40,11 +40,14 @@ enum IndexKeys {
 
     /// The values of an index's fields in a document, as text for messages: `"ann@example.com"`, `("Oslo", 42)`.
     static func describe(_ definition: IndexDefinition, reader: BinaryReader, root: ValueRef) -> String {
-        let parts = definition.fields.map { path -> String in
-            guard let ref = try? reader.value(atPath: path, from: root),
-                  let value = try? DocumentValue(reader: reader, ref: ref) else { return "null" }
-            return value.json()
-        }
+        let parts = definition.fields.map { describeValue(at: $0, reader: reader, root: root) }
         return parts.count == 1 ? parts[0] : "(" + parts.joined(separator: ", ") + ")"
+    }
+
+    /// The value at `path` as JSON text, for messages.
+    static func describeValue(at path: FieldPath, reader: BinaryReader, root: ValueRef) -> String {
+        guard let ref = try? reader.value(atPath: path, from: root),
+              let value = try? DocumentValue(reader: reader, ref: ref) else { return "null" }
+        return value.json()
     }
 }

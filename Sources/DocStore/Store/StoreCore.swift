@@ -182,8 +182,8 @@ final class StoreCore {
 
     /// Brings the catalog in line with a Swift type's schema, inside a write transaction: creates the collection,
     /// builds indexes that are declared but missing, rebuilds those whose definition changed, and keeps (and
-    /// reports) those no longer declared. Returns the open collection.
-    func sync(_ schema: ResolvedSchema, in txn: Transaction) throws -> CollectionHandle {
+    /// reports) those no longer declared. Returns the open collection, and whether the catalog changed.
+    func sync(_ schema: ResolvedSchema, in txn: Transaction) throws -> (handle: CollectionHandle, changed: Bool) {
         try StoreCore.validateName(schema.collection, what: "collection")
         for index in schema.indexes { try StoreCore.validateName(index.name, what: "index") }
         let existing = try readInfo(schema.collection, in: txn)
@@ -228,7 +228,7 @@ final class StoreCore {
         for index in handle.indexes where toBuild.contains(index.definition) {
             try handle.build(index, in: txn)
         }
-        return handle
+        return (handle, changed)
     }
 
     /// Removes an index from the catalog and deletes its entries.

@@ -45,9 +45,8 @@ final class TransactionScope {
         }
         // Set first: a sync that fails midway may already have dropped (and so closed) a database handle.
         touchedCatalog = true
-        let before = try core.readGeneration(in: txn)
-        let handle = try core.sync(schema, in: txn)
-        if try core.readGeneration(in: txn) != before { changedCollections.insert(schema.collection) }
+        let (handle, changed) = try core.sync(schema, in: txn)
+        if changed { changedCollections.insert(schema.collection) }
         handles[schema.collection] = handle
         synced[typeID] = schema.collection
         declared[schema.collection] = schema
@@ -59,25 +58,24 @@ final class TransactionScope {
     /// With `create`, in a write transaction, a missing collection is created with its ids at `id` and no index.
     func handle(named name: String, create: Bool = false) throws -> CollectionHandle? {
         if let h = current(name) { return h }
-        guard let info = try core.readInfo(name, in: txn) else {
-            guard create else { return nil }
-            guard !txn.isReadOnly else {
-                throw NeedsSync(collection: name) { _ = try $0.handle(named: name, create: true) }
-            }
-            try StoreCore.validateName(name, what: "collection")
-            touchedCatalog = true
-            let info = CollectionInfo(name: name, idPath: "id", indexes: [])
-            try core.writeInfo(info, in: txn)
-            try core.bumpGeneration(in: txn)
-            let handle = try core.openHandle(info, in: txn)
-            handles[name] = handle
-            return handle
+        let stored = try core.readInfo(name, in: txn)
+        guard stored != nil || create else { return nil }
+        guard !txn.isReadOnly else {
+            throw NeedsSync(collection: name) { _ = try $0.handle(named: name, create: create) }
         }
-        guard !txn.isReadOnly else { throw NeedsSync(collection: name) { _ = try $0.handle(named: name) } }
         touchedCatalog = true   // a handle opened here is closed by LMDB if the transaction aborts
-        let handle = try core.openHandle(info, in: txn)
+        let handle = try core.openHandle(try stored ?? createCollection(name), in: txn)
         handles[name] = handle
         return handle
+    }
+
+    /// Records a new collection, keyed by its field `id`, with no index.
+    private func createCollection(_ name: String) throws -> CollectionInfo {
+        try StoreCore.validateName(name, what: "collection")
+        let info = CollectionInfo(name: name, idPath: "id", indexes: [])
+        try core.writeInfo(info, in: txn)
+        try core.bumpGeneration(in: txn)
+        return info
     }
 
     /// The collection as opened in this transaction, or as the store had it open before.
