@@ -5,6 +5,7 @@ let package = Package(
     name: "DocStore",
     products: [
         .library(name: "DocStore", targets: ["DocStore"]),
+        .executable(name: "docstore", targets: ["repl"]),
     ],
     targets: [
         .systemLibrary(
@@ -12,9 +13,18 @@ let package = Package(
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"])]
         ),
+        .systemLibrary(
+            name: "CReadline",
+            providers: [.apt(["libreadline-dev"])]
+        ),
         .target(
             name: "DocStore",
             dependencies: ["CLMDB"]
+        ),
+        // The `docstore` shell: the query language as text, commands, rendering, readline.
+        .executableTarget(
+            name: "repl",
+            dependencies: ["DocStore", "CReadline"]
         ),
         // A child process for the crash-safety test: it writes batches and is killed mid-write.
         .executableTarget(
@@ -25,6 +35,10 @@ let package = Package(
         .testTarget(
             name: "DocStoreTests",
             dependencies: ["DocStore", "DocStoreCrashWriter"]
+        ),
+        .testTarget(
+            name: "ReplTests",
+            dependencies: ["repl", "DocStore"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -16,13 +16,15 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         enum Kind: String, Sendable {
             case uniqueViolation, duplicateID, storeFull, notAStore, formatTooNew, cannotOpen, alreadyOpen
             case decodingFailed, encodingFailed, corruptDocument, invalidSchema, valueTooLarge
-            case transactionExpired, closed, storage
+            case transactionExpired, closed, storage, alreadyExists
         }
         let kind: Kind
         public var description: String { kind.rawValue }
 
         /// A unique index already holds the value for another document.
         public static let uniqueViolation = Code(kind: .uniqueViolation)
+        /// A named thing (an index, a saved filter) already exists under that name.
+        public static let alreadyExists = Code(kind: .alreadyExists)
         /// A document with the same id already exists (from `insert`; `save` replaces instead).
         public static let duplicateID = Code(kind: .duplicateID)
         /// The store reached its maximum map size; nothing was written.
@@ -73,6 +75,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 
     public static let uniqueViolation = Code.uniqueViolation
+    public static let alreadyExists = Code.alreadyExists
     public static let duplicateID = Code.duplicateID
     public static let storeFull = Code.storeFull
     public static let notAStore = Code.notAStore

@@ -58,6 +58,7 @@ final class FullScanSource: CandidateSource {
         }
         guard let (key, value) = entry else { return nil }
         statistics.value.entriesScanned += 1
+        try statistics.checkCancellation()
         statistics.value.documentsRead += 1
         return (key, value)
     }
@@ -66,6 +67,12 @@ final class FullScanSource: CandidateSource {
 /// Shared, mutable statistics of a run (sources and the executor add to them).
 final class StatisticsBox {
     var value = QueryStatistics()
+
+    /// Every 4,096 entries, stops a walk whose task was cancelled (a REPL's Ctrl-C, say) with `CancellationError`.
+    @inline(__always)
+    func checkCancellation() throws {
+        if value.entriesScanned & 4095 == 0 && Task.isCancelled { throw CancellationError() }
+    }
 }
 
 /// The entries of one index in some key ranges, each followed to its document.
@@ -151,6 +158,7 @@ final class IndexScanSource: CandidateSource {
                 continue
             }
             statistics.value.entriesScanned += 1
+            try statistics.checkCancellation()
             if let seen {
                 idCopy = Array(id)
                 if !seen.ids.insert(idCopy).inserted { continue }

@@ -75,9 +75,28 @@ final class Executor {
 
     /// The document with primary key `id`, being returned; `nil` when it is gone.
     func fetchReturned<T: Document>(_ type: T.Type, id: [UInt8], in context: ReadContext) throws -> T? {
+        guard let raw = try fetch(id: id) else { return nil }
+        return try decodeReturned(type, raw, id: id, in: context)
+    }
+
+    /// The bytes of the document with primary key `id`, counted as read; `nil` when it is gone.
+    func fetch(id: [UInt8]) throws -> UnsafeRawBufferPointer? {
         guard let raw = try txn.get(handle.documents, id) else { return nil }
         if scanSkippedDocuments { statistics.value.documentsRead += 1 }
-        return try decodeReturned(type, raw, id: id, in: context)
+        return raw
+    }
+
+    /// A document being returned without a Swift type, decoded into a ``DocumentValue`` and counted.
+    func decodeReturnedValue(_ raw: UnsafeRawBufferPointer, id: [UInt8]) throws -> DocumentValue {
+        statistics.value.documentsDecoded += 1
+        statistics.value.returned += 1
+        do {
+            return try DocumentValue(encoded: Array(raw))
+        } catch {
+            let described = CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
+            throw DocStoreError(.corruptDocument, "document \(described) of collection '\(handle.name)' is damaged: "
+                + "\(error)", collection: handle.name)
+        }
     }
 
     /// Whether every candidate matches, without looking at it.

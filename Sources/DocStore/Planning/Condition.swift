@@ -29,6 +29,8 @@ indirect enum Condition: CustomStringConvertible, Equatable {
     case oneOf(FieldPath, [DocumentValue])
     /// The string at `field` starts with the prefix (by characters, as `String.starts(with:)`).
     case startsWith(FieldPath, String)
+    /// The string at `field` contains the text (by characters, as `String.contains`).
+    case containsText(FieldPath, String)
     case and([Condition])
     case or([Condition])
     case not(Condition)
@@ -42,6 +44,7 @@ indirect enum Condition: CustomStringConvertible, Equatable {
         case .contains(let f, let v): return "\(f).contains(\(v.literal))"
         case .oneOf(let f, let vs): return "[\(vs.map(\.literal).joined(separator: ", "))].contains(\(f))"
         case .startsWith(let f, let p): return "\(f).starts(with: \(DocumentValue.string(p).json()))"
+        case .containsText(let f, let t): return "\(f).contains(\(DocumentValue.string(t).json()))"
         case .and(let cs): return cs.isEmpty ? "true" : cs.map { $0.parenthesized(in: "&&") }.joined(separator: " && ")
         case .or(let cs): return cs.isEmpty ? "false" : cs.map { $0.parenthesized(in: "||") }.joined(separator: " || ")
         case .not(let c): return "!" + c.parenthesized(in: "!")
@@ -125,7 +128,8 @@ extension Condition {
         case let (.contains(f1, v1), .contains(f2, v2)): return f1 == f2 && Condition.same(v1, v2)
         case let (.oneOf(f1, v1), .oneOf(f2, v2)):
             return f1 == f2 && v1.count == v2.count && zip(v1, v2).allSatisfy { Condition.same($0, $1) }
-        case let (.startsWith(f1, p1), .startsWith(f2, p2)): return f1 == f2 && p1 == p2
+        case let (.startsWith(f1, p1), .startsWith(f2, p2)), let (.containsText(f1, p1), .containsText(f2, p2)):
+            return f1 == f2 && p1 == p2
         case let (.and(c1), .and(c2)), let (.or(c1), .or(c2)): return c1 == c2
         case let (.not(c1), .not(c2)): return c1 == c2
         case let (.constant(b1), .constant(b2)): return b1 == b2
@@ -141,8 +145,11 @@ extension Condition {
 extension DocumentValue {
     /// The value as a literal in a condition: JSON, but for numbers JSON cannot write (`inf`, `-inf`, `nan`).
     var literal: String {
-        if case .double(let d) = self, !d.isFinite { return "\(d)" }
-        return json()
+        switch self {
+        case .double(let d) where !d.isFinite: return "\(d)"
+        case .date: return "date(\(json()))"
+        default: return json()
+        }
     }
 }
 

@@ -73,6 +73,11 @@ struct ConditionEvaluator {
                 return !(prefix.utf8.last == 0x0D && bytes.count > n && bytes[n] == 0x0A)
             }
             return String(decoding: bytes, as: UTF8.self).starts(with: prefix)
+        case .containsText(let path, let text):
+            guard let ref = try reader.value(atPath: path, from: root), ref.tag == BinaryFormat.Tag.string else {
+                return false
+            }
+            return String(decoding: try reader.payloadBytes(ref), as: UTF8.self).contains(text)
         case .and(let cs):
             for c in cs where try !evaluate(c) { return false }
             return true

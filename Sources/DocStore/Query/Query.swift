@@ -23,30 +23,6 @@ import Foundation
 ///   narrows it: `q[10..<20][0..<5]` is `q[10..<15]`.
 /// - `first` is the first result of the query as it stands, and `last` the last: `q[0..<5].last` is the fifth
 ///   result of `q` (or the last of fewer), not the last of everything.
-/// A step applied to a slice's documents after it is taken.
-enum WindowStep: Sendable, Equatable {
-    case reverse
-    case slice(Range<Int>)
-
-    static func apply<E>(_ steps: [WindowStep], to elements: [E]) -> [E] {
-        var out = elements
-        for step in steps {
-            switch step {
-            case .reverse: out.reverse()
-            case .slice(let r): out = Array(out[min(r.lowerBound, out.count)..<min(r.upperBound, out.count)])
-            }
-        }
-        return out
-    }
-
-    static func apply(_ steps: [WindowStep], toCount count: Int) -> Int {
-        steps.reduce(count) { n, step in
-            if case .slice(let r) = step { return max(0, min(r.upperBound, n) - min(r.lowerBound, n)) }
-            return n
-        }
-    }
-}
-
 public struct Query<T: Document>: Sendable {
     enum Clause: Sendable {
         case include(Predicate<T>)
@@ -58,19 +34,11 @@ public struct Query<T: Document>: Sendable {
         var order: SortOrder
     }
 
-    /// A slice of the ordered results, and what was done to the slice afterwards.
-    struct Window: Sendable, Equatable {
-        var range: Range<Int>
-        /// Reversals, and slices of a reversed slice, applied to the slice's documents in order. (A slice of an
-        /// unreversed slice narrows `range` instead.)
-        var afterwards: [WindowStep] = []
-    }
-
     var clauses: [Clause] = []
     var sortKeys: [SortKey] = []
     /// Ties, and unsorted results, come in descending id order.
     var idDescending = false
-    var window: Window?
+    var window: QueryWindow?
 
     /// A query for every document of `T`.
     public init() {}
@@ -114,9 +82,8 @@ public struct Query<T: Document>: Sendable {
     /// For example: `Person.sortBy(\.age).reverse().first(in: store)` is the oldest person.
     public func reverse() -> Query {
         var q = self
-        if var window = q.window {
-            if window.afterwards.last == .reverse { window.afterwards.removeLast() } else { window.afterwards.append(.reverse) }
-            q.window = window
+        if let window = q.window {
+            q.window = window.reversed()
         } else {
             for i in q.sortKeys.indices { q.sortKeys[i].order = q.sortKeys[i].order == .forward ? .reverse : .forward }
             q.idDescending.toggle()
@@ -129,20 +96,7 @@ public struct Query<T: Document>: Sendable {
     /// For example: `Person.sortBy(\.name)[0..<10]` is the first ten by name. Negative bounds count as 0.
     public subscript(_ range: Range<Int>) -> Query {
         var q = self
-        let lower = max(0, range.lowerBound)
-        let upper = max(lower, range.upperBound)
-        guard var window = q.window else {
-            q.window = Window(range: lower..<upper)
-            return q
-        }
-        if window.afterwards.isEmpty {
-            let count = window.range.count
-            window.range = (window.range.lowerBound + min(lower, count))..<(window.range.lowerBound + min(upper, count))
-        } else {
-            // Which documents these are depends on how many the reversed slice really holds: decided after running.
-            window.afterwards.append(.slice(lower..<upper))
-        }
-        q.window = window
+        q.window = QueryWindow.slicing(q.window, range)
         return q
     }
 

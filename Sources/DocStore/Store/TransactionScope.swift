@@ -95,6 +95,55 @@ final class TransactionScope {
         return removed
     }
 
+    /// Adds an index to a collection (created when missing) and builds its entries from the documents.
+    func createIndex(_ definition: IndexDefinition, in collection: String) throws {
+        try StoreCore.validateName(definition.name, what: "index")
+        guard let existing = try handle(named: collection, create: true) else { return }
+        if let same = existing.info.indexes.first(where: { $0.name == definition.name }) {
+            throw DocStoreError(.alreadyExists, "collection '\(collection)' already has an index named "
+                + "'\(definition.name)' (\(same)); drop it first to change it", collection: collection,
+                index: definition.name)
+        }
+        guard !definition.fields.isEmpty else {
+            throw DocStoreError(.invalidSchema, "index '\(definition.name)' names no field", collection: collection,
+                                index: definition.name)
+        }
+        if definition.kind == .multi && definition.fields.count != 1 {
+            throw DocStoreError(.invalidSchema, "multi-value index '\(definition.name)' must name exactly one field "
+                + "(it indexes each element of an array)", collection: collection, index: definition.name)
+        }
+        touchedCatalog = true
+        var info = existing.info
+        info.indexes.append(definition)
+        try core.writeInfo(info, in: txn)
+        try core.bumpGeneration(in: txn)
+        let reopened = try core.openHandle(info, in: txn)
+        for index in reopened.indexes where index.definition == definition { try reopened.build(index, in: txn) }
+        handles[collection] = reopened
+        changedCollections.insert(collection)
+    }
+
+    /// Deletes a collection: its documents, its indexes and its catalog entry. Returns whether there was one.
+    func dropCollection(_ collection: String) throws -> Bool {
+        guard let info = try core.readInfo(collection, in: txn) else { return false }
+        touchedCatalog = true   // first: mdb_drop closes handles even if the transaction then aborts
+        for definition in info.indexes {
+            if let db = try txn.openDatabase(StoreCore.indexName(collection, definition), create: false,
+                                             duplicateSort: definition.kind != .unique) {
+                try txn.drop(db, delete: true)
+            }
+        }
+        if let documents = try txn.openDatabase(StoreCore.documentsName(collection), create: false) {
+            try txn.drop(documents, delete: true)
+        }
+        _ = try txn.delete(core.meta, StoreCore.catalogKey(collection))
+        try core.bumpGeneration(in: txn)
+        handles[collection] = nil
+        synced = synced.filter { $0.value != collection }
+        dropped.insert(collection)
+        return true
+    }
+
     /// After a successful commit: the collections opened here become the store's.
     func committed(endGeneration: UInt64) {
         for name in dropped.union(changedCollections) {

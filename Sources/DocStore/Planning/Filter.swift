@@ -1,0 +1,85 @@
+/// A condition on documents, written without their Swift type: what tools such as the REPL build from text.
+///
+/// A filter runs through the same planner and executor as a `#Predicate`, with the same semantics: numbers
+/// compare by value whatever their encoding, a missing field is `nil`, and an ordering comparison between values of
+/// different kinds (a string and a number, or `nil` and anything) is false.
+///
+/// For example:
+/// ```swift
+/// let adultsInOslo: Filter = .and([
+///     .compare("age", .greaterOrEqual, .int(18)),
+///     .compare("address.city", .equal, .string("Oslo")),
+/// ])
+/// let n = try await store.read { try DocumentQuery("people").include(adultsInOslo).count(in: $0) }
+/// ```
+// `@unchecked`: a Filter is made only by the constructors below, which build conditions of plain values; the one
+// part of `Condition` that is not `Sendable` (a `#Predicate`'s opaque part) never appears in one.
+public struct Filter: @unchecked Sendable, Equatable, CustomStringConvertible {
+    /// How a field is compared with a value.
+    public enum Comparison: String, Sendable, CaseIterable {
+        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+    }
+
+    let condition: Condition
+
+    init(_ condition: Condition) { self.condition = condition }
+
+    /// `path op value`. For example: `.compare("age", .less, .int(13))`.
+    public static func compare(_ path: FieldPath, _ op: Comparison, _ value: DocumentValue) -> Filter {
+        let comparison = Condition.Comparison(rawValue: op.rawValue) ?? .equal
+        return Filter(.compare(path, comparison, value))
+    }
+
+    /// The array at `path` has an element equal to `element` (a value that is not an array counts as one
+    /// element, as a multi-value index sees it). For example: `.contains("tags", .string("swift"))`.
+    public static func contains(_ path: FieldPath, _ element: DocumentValue) -> Filter {
+        Filter(.contains(path, element))
+    }
+
+    /// The string at `path` contains `text`. For example: `.containsText("name", "nn")`.
+    public static func containsText(_ path: FieldPath, _ text: String) -> Filter {
+        Filter(.containsText(path, text))
+    }
+
+    /// The field equals one of `values`. For example: `.oneOf("city", [.string("Oslo"), .string("Bergen")])`.
+    public static func oneOf(_ path: FieldPath, _ values: [DocumentValue]) -> Filter {
+        Filter(.oneOf(path, values))
+    }
+
+    /// The string at `path` starts with `prefix`. For example: `.hasPrefix("name", "An")`.
+    public static func hasPrefix(_ path: FieldPath, _ prefix: String) -> Filter {
+        Filter(.startsWith(path, prefix))
+    }
+
+    /// Every filter holds (`true` when there is none).
+    public static func and(_ filters: [Filter]) -> Filter { Filter(Condition.and(filters.map(\.condition)).simplified) }
+
+    /// At least one filter holds (`false` when there is none).
+    public static func or(_ filters: [Filter]) -> Filter { Filter(Condition.or(filters.map(\.condition)).simplified) }
+
+    /// The filter does not hold.
+    public static func not(_ filter: Filter) -> Filter { Filter(Condition.not(filter.condition).simplified) }
+
+    /// A filter that always (or never) holds.
+    public static func constant(_ value: Bool) -> Filter { Filter(.constant(value)) }
+
+    /// The filter as text, in the syntax of the REPL: `age >= 18 && tags.contains("swift")`.
+    public var description: String { condition.description }
+
+    /// The fields the filter reads, each once, in the order they first appear.
+    public var fields: [FieldPath] {
+        var out: [FieldPath] = []
+        func visit(_ c: Condition) {
+            switch c {
+            case .compare(let f, _, _), .contains(let f, _), .oneOf(let f, _), .startsWith(let f, _),
+                 .containsText(let f, _):
+                if !out.contains(f) { out.append(f) }
+            case .and(let cs), .or(let cs): cs.forEach(visit)
+            case .not(let c): visit(c)
+            case .constant, .opaque: break
+            }
+        }
+        visit(condition)
+        return out
+    }
+}

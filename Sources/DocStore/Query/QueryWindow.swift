@@ -1,0 +1,54 @@
+/// A step applied to a slice's documents after it is taken.
+enum WindowStep: Sendable, Equatable {
+    case reverse
+    case slice(Range<Int>)
+
+    static func apply<E>(_ steps: [WindowStep], to elements: [E]) -> [E] {
+        var out = elements
+        for step in steps {
+            switch step {
+            case .reverse: out.reverse()
+            case .slice(let r): out = Array(out[min(r.lowerBound, out.count)..<min(r.upperBound, out.count)])
+            }
+        }
+        return out
+    }
+
+    static func apply(_ steps: [WindowStep], toCount count: Int) -> Int {
+        steps.reduce(count) { n, step in
+            if case .slice(let r) = step { return max(0, min(r.upperBound, n) - min(r.lowerBound, n)) }
+            return n
+        }
+    }
+}
+
+/// A slice of a query's ordered results, and what was done to the slice afterwards: the part of a query that
+/// typed (``Query``) and untyped (``DocumentQuery``) queries share.
+struct QueryWindow: Sendable, Equatable {
+    var range: Range<Int>
+    /// Reversals, and slices of a reversed slice, applied to the slice's documents in order. (A slice of an
+    /// unreversed slice narrows `range` instead.)
+    var afterwards: [WindowStep] = []
+
+    /// The slice reversed: a second reversal undoes the first.
+    func reversed() -> QueryWindow {
+        var w = self
+        if w.afterwards.last == .reverse { w.afterwards.removeLast() } else { w.afterwards.append(.reverse) }
+        return w
+    }
+
+    /// The window after slicing `window` (none: the whole result) at `range`. Negative bounds count as 0.
+    static func slicing(_ window: QueryWindow?, _ range: Range<Int>) -> QueryWindow {
+        let lower = max(0, range.lowerBound)
+        let upper = max(lower, range.upperBound)
+        guard var window else { return QueryWindow(range: lower..<upper) }
+        if window.afterwards.isEmpty {
+            let count = window.range.count
+            window.range = (window.range.lowerBound + min(lower, count))..<(window.range.lowerBound + min(upper, count))
+        } else {
+            // Which documents these are depends on how many the reversed slice really holds: decided after running.
+            window.afterwards.append(.slice(lower..<upper))
+        }
+        return window
+    }
+}

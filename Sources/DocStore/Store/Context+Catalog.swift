@@ -1,0 +1,128 @@
+/// A query kept by name in a store's catalog, as text: what the REPL's `.save` writes and its `.filters` lists.
+///
+/// The store keeps the text as given; the tool that saved it parses it again when it is used.
+public struct SavedFilter: Codable, Sendable, Hashable {
+    /// The name it is used by: `adults.count()`.
+    public var name: String
+    /// The collection the query reads.
+    public var collection: String
+    /// The query as written: `people.include(age >= 18)`.
+    public var text: String
+
+    public init(name: String, collection: String, text: String) {
+        self.name = name
+        self.collection = collection
+        self.text = text
+    }
+}
+
+extension StoreCore {
+    static func filterKey(_ name: String) -> [UInt8] { Array(("filter" + String(separator) + name).utf8) }
+}
+
+extension ReadContext {
+    /// The collections in the catalog, with their indexes.
+    public func collections() throws -> [CollectionInfo] {
+        try checkValid()
+        return try scope.core.allInfos(in: txn)
+    }
+
+    /// The saved filters, by name.
+    public func savedFilters() throws -> [SavedFilter] {
+        try checkValid()
+        let prefix = StoreCore.filterKey("")
+        var out: [SavedFilter] = []
+        try txn.withCursor(scope.core.meta) { cursor in
+            var entry = try cursor.seek(atLeast: prefix)
+            while let (key, value) = entry, key.starts(with: prefix) {
+                do {
+                    out.append(try DocumentDecoder().decode(SavedFilter.self, from: value))
+                } catch {
+                    let name = String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
+                    throw DocStoreError(.corruptDocument, "the saved filter '\(name)' in the catalog is damaged: \(error)")
+                }
+                entry = try cursor.next()
+            }
+        }
+        return out
+    }
+
+    /// The saved filter named `name`, or `nil`.
+    public func savedFilter(named name: String) throws -> SavedFilter? {
+        try savedFilters().first { $0.name == name }
+    }
+}
+
+extension WriteContext {
+    /// Adds an index to a collection (created when missing) and builds it from the documents already there.
+    ///
+    /// For example:
+    /// ```swift
+    /// try await store.perform { try $0.createIndex(IndexDefinition(name: "age", kind: .index, fields: ["age"]), in: "people") }
+    /// ```
+    /// - Throws: ``DocStoreError/Code/alreadyExists`` when the collection has an index of that name;
+    ///   ``DocStoreError/Code/uniqueViolation`` when a unique index meets a value twice (nothing is created).
+    public func createIndex(_ definition: IndexDefinition, in collection: String) throws {
+        try checkValid()
+        try scope.createIndex(definition, in: collection)
+    }
+
+    /// Deletes an index and its entries. Returns whether there was one.
+    @discardableResult
+    public func dropIndex(_ name: String, from collection: String) throws -> Bool {
+        try checkValid()
+        return try scope.dropIndex(name, from: collection)
+    }
+
+    /// Deletes a collection with its documents and indexes. Returns whether there was one.
+    @discardableResult
+    public func dropCollection(_ collection: String) throws -> Bool {
+        try checkValid()
+        return try scope.dropCollection(collection)
+    }
+
+    /// Keeps a filter in the catalog under its name.
+    ///
+    /// - Throws: ``DocStoreError/Code/alreadyExists`` when a filter of that name exists.
+    public func saveFilter(_ filter: SavedFilter) throws {
+        try checkValid()
+        try StoreCore.validateName(filter.name, what: "filter")
+        if try savedFilter(named: filter.name) != nil {
+            throw DocStoreError(.alreadyExists, "a saved filter named '\(filter.name)' already exists; delete it "
+                + "first to replace it")
+        }
+        try txn.put(scope.core.meta, StoreCore.filterKey(filter.name), try DocumentEncoder().encode(filter))
+    }
+
+    /// Removes a saved filter. Returns whether there was one.
+    @discardableResult
+    public func deleteFilter(named name: String) throws -> Bool {
+        try checkValid()
+        return try txn.delete(scope.core.meta, StoreCore.filterKey(name))
+    }
+}
+
+extension DocStore {
+    /// Runs `body` in a write transaction that is then rolled back, and returns what it returned: a rehearsal
+    /// that sees its own changes and leaves the store as it was.
+    ///
+    /// For example, how many documents a change would leave:
+    /// ```swift
+    /// let left = try await store.dryRun { ctx in
+    ///     try DocumentQuery("people").include(.compare("age", .less, .int(13))).delete(in: ctx)
+    ///     return try ctx.count(in: "people")
+    /// }
+    /// ```
+    public func dryRun<R: Sendable>(_ body: @Sendable (WriteContext) throws -> R) throws -> R {
+        do {
+            _ = try withWrite { ctx -> Never in throw RolledBack(result: try body(ctx)) }
+        } catch let rolledBack as RolledBack<R> {
+            return rolledBack.result
+        }
+    }
+}
+
+/// Carries a dry run's result out of the transaction it aborts.
+private struct RolledBack<R: Sendable>: Error {
+    let result: R
+}

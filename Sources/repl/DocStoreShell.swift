@@ -1,0 +1,168 @@
+import DocStore
+import Foundation
+
+/// `docstore`: the shell. Parses its arguments, opens the store, then reads statements from the terminal (with
+/// readline) or from a pipe.
+@main
+@MainActor
+enum DocStoreShell {
+    static let usage = """
+        usage: docstore [options] [PATH] [STATEMENT ...]
+          PATH            the store to open (created when missing)
+          STATEMENT       run these statements, then exit
+        options:
+          --demo          open a new store of sample people to try things on
+          --cmd TEXT      run TEXT first (may be given more than once)
+          --batch         read statements without a terminal's features, even at a terminal
+          --bail          stop at the first error
+          --yes           answer yes to confirmations (needed for deletes without a terminal)
+          --help          this text
+        """
+
+    static func main() async {
+        var path: String?
+        var statements: [String] = []
+        var commands: [String] = []
+        var demo = false, batch = false, bail = false, yes = false
+        var arguments = CommandLine.arguments.dropFirst()
+        while let argument = arguments.popFirst() {
+            switch argument {
+            case "--demo", "-demo": demo = true
+            case "--batch", "-batch": batch = true
+            case "--bail", "-bail": bail = true
+            case "--yes", "-yes", "-y": yes = true
+            case "--help", "-help", "-h":
+                Console.write(1, usage + "\n")
+                exit(0)
+            case "--cmd", "-cmd":
+                guard let text = arguments.popFirst() else { fail("--cmd needs a statement") }
+                commands.append(text)
+            default:
+                if argument.hasPrefix("-") && argument.count > 1 { fail("unknown option \(argument)") }
+                if path == nil && !demo { path = argument } else { statements.append(argument) }
+            }
+        }
+        let interactive = isatty(0) == 1 && !batch && statements.isEmpty
+        let console = Console(interactive: interactive)
+        let shell = Shell(console: console, assumeYes: yes)
+        shell.bail = bail
+        var demoPath: String?
+        if demo {
+            do {
+                demoPath = try await Demo.create()
+                path = demoPath
+                console.note("A demo store of 1000 people, indexed by age, city and age, email (unique) and tags, "
+                    + "in \(demoPath ?? ""); it is removed on exit (.export keeps data). Try:\n"
+                    + "  people.include(age >= 18 && city == \"Oslo\").sortBy(age, .reverse)[0..<5]")
+            } catch {
+                fail("cannot create the demo store: \(error)")
+            }
+        }
+        if let path {
+            do { try await shell.open(path: path) } catch { fail("\(error)") }
+        } else if interactive {
+            console.note("No store is open: .open PATH opens one, or run docstore --demo.")
+        }
+        var failed = false
+        for text in commands + statements {
+            if !(await shell.execute(text)) {
+                failed = true
+                if bail { break }
+            }
+            if shell.exitCode != nil { break }
+        }
+        if statements.isEmpty && shell.exitCode == nil && !(failed && bail) {
+            if interactive {
+                await interactiveLoop(shell)
+            } else if await !batchLoop(shell) {
+                failed = true
+            }
+        }
+        await shell.close()
+        try? console.redirect(to: nil)
+        if let demoPath { try? FileManager.default.removeItem(atPath: (demoPath as NSString).deletingLastPathComponent) }
+        exit(shell.exitCode ?? (failed ? 1 : 0))
+    }
+
+    static func fail(_ message: String) -> Never {
+        Console.write(2, "docstore: \(message)\n")
+        exit(1)
+    }
+
+    /// Statements from a pipe or file, one per line (more while brackets are open). Returns false after an error.
+    static func batchLoop(_ shell: Shell) async -> Bool {
+        var ok = true
+        var text = ""
+        var lineNumber = 0
+        var firstLine = 1
+        while let line = Swift.readLine(strippingNewline: true) {
+            lineNumber += 1
+            if text.isEmpty { firstLine = lineNumber }
+            text += (text.isEmpty ? "" : "\n") + line
+            if Shell.needsMore(text) { continue }
+            if !(await shell.execute(text, firstLine: firstLine)) {
+                ok = false
+                if shell.bail { return false }
+            }
+            text = ""
+            if shell.exitCode != nil { return ok }
+        }
+        if !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty,
+           !(await shell.execute(text, firstLine: firstLine)) { ok = false }
+        return ok
+    }
+
+    /// The terminal: readline, Ctrl-C, and confirmations asked at the prompt.
+    static func interactiveLoop(_ shell: Shell) async {
+        let reader = LineReader(historyPath: LineReader.defaultHistoryPath())
+        let interrupts = Interrupts(reader: reader)
+        interrupts.install()
+        let presenter = Task { @MainActor in
+            for await question in shell.confirmations.questions {
+                guard question.isPending else { continue }
+                switch await reader.readLine(prompt: question.input + " [y/N] ", addToHistory: false) {
+                case .line(let answer):
+                    let yes = ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
+                    question.answer(with: yes)
+                case .interrupted, .endOfInput:
+                    question.cancel()
+                }
+            }
+        }
+        defer { presenter.cancel() }
+        shell.console.note("DocStore shell: .help for help, Ctrl-D or .exit to leave.")
+        var interruptedAtEmptyPrompt = false
+        while shell.exitCode == nil {
+            LineReader.completions.withLock { $0 = shell.completionWords }
+            var text = ""
+            var input = await reader.readLine(prompt: shell.prompt)
+            while case .line(let line) = input {
+                text += (text.isEmpty ? "" : "\n") + line
+                guard Shell.needsMore(text) else { break }
+                input = await reader.readLine(prompt: "   ...> ")
+            }
+            switch input {
+            case .endOfInput:
+                if !text.isEmpty { await shell.execute(text) }
+                return
+            case .interrupted(let hadText):
+                if hadText || !text.isEmpty {
+                    interruptedAtEmptyPrompt = false
+                } else if interruptedAtEmptyPrompt {
+                    return
+                } else {
+                    interruptedAtEmptyPrompt = true
+                    shell.console.note("(Ctrl-C again at an empty prompt, Ctrl-D or .exit to leave)")
+                }
+                continue
+            case .line:
+                interruptedAtEmptyPrompt = false
+            }
+            let statement = text
+            let task = Task { @MainActor in await shell.execute(statement) }
+            interrupts.running(task)
+            _ = await task.value
+            interrupts.running(nil)
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import DocStore
+
+/// A mistake found after parsing: a comparison that makes no sense for the field's values, an unknown name.
+struct MeaningError: Error, Sendable {
+    var message: String
+    var location: SourceLocation
+    var length: Int
+    var suggestion: String?
+
+    var parseError: ParseError {
+        ParseError(message: message, location: location, length: length, suggestion: suggestion)
+    }
+}
+
+/// A warning about a statement that runs anyway: a field that no document has.
+struct Warning: Sendable {
+    var message: String
+    var location: SourceLocation
+    var length: Int
+    var suggestion: String?
+}
+
+/// Turns a parsed condition into a ``Filter``, checking each comparison against the kinds of value the field holds.
+struct Lowering {
+    let collection: String
+    let stats: FieldStats
+    private(set) var warnings: [Warning] = []
+
+    init(collection: String, stats: FieldStats) {
+        self.collection = collection
+        self.stats = stats
+    }
+
+    mutating func filter(_ node: PredicateNode) throws(MeaningError) -> Filter {
+        switch node {
+        case .and(let a, let b): return .and([try filter(a), try filter(b)])
+        case .or(let a, let b): return .or([try filter(a), try filter(b)])
+        case .not(let a): return .not(try filter(a))
+        case .constant(let b): return .constant(b)
+        case .compare(let path, let op, let literal):
+            let kinds = known(path)
+            if op != .equal && op != .notEqual {
+                if case .null = literal.value {
+                    throw MeaningError(message: "nil has no order: a field is compared with nil by == or != only",
+                                       location: literal.location, length: literal.length)
+                }
+                if kinds == [.bool] || ValueKind(literal.value) == .bool {
+                    throw MeaningError(message: "'\(path.path)' holds true/false values, which have no order: "
+                        + "compare them with == or != (or write the field alone: \(path.path))",
+                        location: path.location, length: path.length)
+                }
+                if [.array, .object].contains(ValueKind(literal.value)) {
+                    throw MeaningError(message: "lists and objects have no order: compare them with == or !=",
+                                       location: literal.location, length: literal.length)
+                }
+            }
+            try checkKind(of: literal, against: path, kinds: kinds)
+            return .compare(path.path, op, literal.value)
+        case .isTrue(let path):
+            let kinds = known(path)
+            if !kinds.isEmpty && !kinds.contains(.bool) {
+                throw MeaningError(message: "'\(path.path)' holds \(describe(kinds)), not true/false values; a field "
+                    + "alone is a test of a true/false field: compare it instead (\(path.path) == ...)",
+                    location: path.location, length: path.length)
+            }
+            return .compare(path.path, .equal, .bool(true))
+        case .inRange(let path, let lower, let upper, let closed):
+            let kinds = known(path)
+            for bound in [lower, upper] {
+                guard [.number, .string, .date].contains(ValueKind(bound.value)) else {
+                    throw MeaningError(message: "a range's bounds are numbers, strings or dates",
+                                       location: bound.location, length: bound.length)
+                }
+                try checkKind(of: bound, against: path, kinds: kinds)
+            }
+            return .and([.compare(path.path, .greaterOrEqual, lower.value),
+                         .compare(path.path, closed ? .lessOrEqual : .less, upper.value)])
+        case .oneOf(let path, let literals):
+            let kinds = known(path)
+            for literal in literals { try checkKind(of: literal, against: path, kinds: kinds) }
+            return .oneOf(path.path, literals.map(\.value))
+        case .contains(let path, let literal):
+            let kinds = known(path)
+            if kinds.contains(.string) && !kinds.contains(.array) {
+                guard case .string(let text) = literal.value else {
+                    throw MeaningError(message: "'\(path.path)' holds strings: contains looks for text, so it takes "
+                        + "a string", location: literal.location, length: literal.length)
+                }
+                return .containsText(path.path, text)
+            }
+            if !kinds.isEmpty && !kinds.contains(.array) {
+                throw MeaningError(message: "'\(path.path)' holds \(describe(kinds)), not arrays or strings: "
+                    + "contains needs a list or a text to look in", location: path.location, length: path.length)
+            }
+            if let field = stats[path.path], !field.elementKinds.isEmpty {
+                let kind = ValueKind(literal.value)
+                let elements = field.elementKinds.subtracting([.null])
+                if kind != .null && !elements.isEmpty && !elements.contains(kind) {
+                    throw MeaningError(message: "the arrays in '\(path.path)' hold \(describe(elements)), so they "
+                        + "never contain \(ValueKind(literal.value).plural)", location: literal.location,
+                        length: literal.length)
+                }
+            }
+            return .contains(path.path, literal.value)
+        case .hasPrefix(let path, let literal):
+            let kinds = known(path)
+            if !kinds.isEmpty && !kinds.contains(.string) {
+                throw MeaningError(message: "'\(path.path)' holds \(describe(kinds)), not strings: hasPrefix needs "
+                    + "text", location: path.location, length: path.length)
+            }
+            guard case .string(let prefix) = literal.value else {
+                throw MeaningError(message: "hasPrefix takes a string", location: literal.location,
+                                   length: literal.length)
+            }
+            return .hasPrefix(path.path, prefix)
+        }
+    }
+
+    /// The kinds the field holds, nil left out; a field no document has gets a warning (and no check).
+    mutating func known(_ path: PathReference) -> Set<ValueKind> {
+        guard let field = stats[path.path] else {
+            if stats.sampled > 0 {
+                let names = stats.paths.map(\.description)
+                warnings.append(Warning(
+                    message: "no document of '\(collection)' has a field '\(path.path)'"
+                        + (stats.sampled < stats.total ? " (in the \(stats.sampled) documents looked at)" : "")
+                        + "; it is nil everywhere",
+                    location: path.location, length: path.length,
+                    suggestion: Suggest.closest(path.path.description, in: names).map { "'\($0)'" }))
+            }
+            return []
+        }
+        return field.kinds.subtracting([.null])
+    }
+
+    /// Refuses a value of a kind the field never holds: comparing ages with "18" would quietly match nothing.
+    private func checkKind(of literal: Literal, against path: PathReference, kinds: Set<ValueKind>) throws(MeaningError) {
+        let kind = ValueKind(literal.value)
+        guard kind != .null, !kinds.isEmpty, !kinds.contains(kind) else { return }
+        var hint = ""
+        if kinds.contains(.date), case .string(let s) = literal.value { hint = "; write date(\"\(s)\")" }
+        if kinds.contains(.number), case .string(let s) = literal.value, Double(s) != nil { hint = "; write \(s)" }
+        throw MeaningError(message: "'\(path.path)' holds \(describe(kinds)), never \(kind.plural), so this "
+            + "comparison could not match\(hint)", location: literal.location, length: literal.length)
+    }
+
+    private func describe(_ kinds: Set<ValueKind>) -> String {
+        let names = kinds.sorted().map(\.plural)
+        return names.count <= 1 ? (names.first ?? "nothing") : names.dropLast().joined(separator: ", ") + " and "
+            + names[names.count - 1]
+    }
+}

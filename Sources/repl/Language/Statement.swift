@@ -1,0 +1,79 @@
+import DocStore
+import Foundation
+
+/// One statement of the shell, as parsed.
+enum Statement: Equatable, Sendable {
+    /// A query or a change: `people.include(age >= 18).count()`.
+    case query(QueryExpression)
+    case begin
+    case commit
+    case rollback
+    /// A dot-command with its arguments as words: `.mode json`.
+    case command(name: String, arguments: [String], location: SourceLocation)
+    /// Nothing (an empty line, or only a comment).
+    case empty
+}
+
+/// `name.step().step()...`: a collection or saved filter, refined step by step.
+struct QueryExpression: Equatable, Sendable {
+    var base: String
+    var baseLocation: SourceLocation
+    var steps: [Step]
+    /// The text it was parsed from, for saving it.
+    var text: String
+}
+
+/// A path to a field as written, where it was written.
+struct PathReference: Equatable, Sendable {
+    var path: FieldPath
+    var location: SourceLocation
+    var length: Int
+}
+
+/// A literal value as written.
+struct Literal: Equatable, Sendable {
+    var value: DocumentValue
+    var location: SourceLocation
+    var length: Int
+}
+
+enum Step: Equatable, Sendable {
+    case include(PredicateNode)
+    case exclude(PredicateNode)
+    case sortBy(PathReference, SortOrder)
+    case reverse
+    case slice(Range<Int>)
+    // Steps that end a query: they run it.
+    case first, last, any, count, results, explain, delete
+    case findOrCreate(Literal)
+    case insert(Literal)
+    case save(Literal)
+
+    /// Whether the step runs the query (nothing may follow it).
+    var isTerminal: Bool {
+        switch self {
+        case .include, .exclude, .sortBy, .reverse, .slice: return false
+        default: return true
+        }
+    }
+}
+
+/// A condition as written in `include(...)` / `exclude(...)`.
+indirect enum PredicateNode: Equatable, Sendable {
+    case and(PredicateNode, PredicateNode)
+    case or(PredicateNode, PredicateNode)
+    case not(PredicateNode)
+    case constant(Bool)
+    /// `path op literal` (a literal on the left is turned around when parsed).
+    case compare(PathReference, Filter.Comparison, Literal)
+    /// A field alone: `active` is `active == true`.
+    case isTrue(PathReference)
+    /// `path in a..<b` or `path in a...b`.
+    case inRange(PathReference, lower: Literal, upper: Literal, closed: Bool)
+    /// `path.contains(literal)`: an array's element, or a string's text.
+    case contains(PathReference, Literal)
+    /// `[a, b].contains(path)` or `path in [a, b]`.
+    case oneOf(PathReference, [Literal])
+    /// `path.hasPrefix("x")`, `path.starts(with: "x")`.
+    case hasPrefix(PathReference, Literal)
+}

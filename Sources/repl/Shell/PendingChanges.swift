@@ -1,0 +1,34 @@
+import DocStore
+
+/// Changes made after `begin` and not yet committed: the shell shows them in every query it runs, while other
+/// readers and processes still see the committed state.
+///
+/// Nothing is written until `commit`, which applies them all in one transaction or none of them. Queries in
+/// between run in a transaction that applies the changes and is then rolled back.
+struct PendingChanges: Sendable {
+    struct Change: Sendable {
+        /// What it does, for `.status`: "insert 1 document into people".
+        var summary: String
+        var apply: @Sendable (WriteContext) throws -> Void
+    }
+
+    private(set) var changes: [Change] = []
+    /// Whether a transaction is open (`begin` without `commit` or `rollback`).
+    var isOpen = false
+
+    var count: Int { changes.count }
+    var isEmpty: Bool { changes.isEmpty }
+
+    mutating func append(_ change: Change) { changes.append(change) }
+
+    mutating func close() {
+        changes = []
+        isOpen = false
+    }
+
+    /// Applies every change, in order, in `context`.
+    var replay: @Sendable (WriteContext) throws -> Void {
+        let all = changes.map(\.apply)
+        return { ctx in for apply in all { try apply(ctx) } }
+    }
+}

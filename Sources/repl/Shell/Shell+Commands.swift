@@ -1,0 +1,314 @@
+import DocStore
+import Foundation
+
+extension Shell {
+    /// The dot-commands, with their arguments and what they do: `.help` prints this.
+    nonisolated static let commands: [(name: String, usage: String, summary: String)] = [
+        ("help", ".help [TOPIC]", "this list; .help query for the query language, .help NAME for a command"),
+        ("open", ".open PATH", "open (or create) the store at PATH"),
+        ("collections", ".collections", "the collections, with their documents and indexes"),
+        ("indexes", ".indexes [COLLECTION]", "the indexes, of one collection or all"),
+        ("fields", ".fields COLLECTION", "the fields seen, their types, and the comparisons each allows"),
+        ("createIndex", ".createIndex NAME COLLECTION FIELD[,FIELD...] [unique|multi]",
+         "index fields (compound when several; multi: one entry per array element)"),
+        ("dropIndex", ".dropIndex NAME COLLECTION", "delete an index (asks first)"),
+        ("drop", ".drop COLLECTION", "delete a collection with its documents and indexes (asks first)"),
+        ("mode", ".mode table|json|line", "how results are printed"),
+        ("timer", ".timer on|off", "print the time, entries scanned and documents returned after each query"),
+        ("explain", ".explain on|off", "print the plan before each query"),
+        ("import", ".import FILE COLLECTION", "load documents from JSON (an array), NDJSON or CSV, by extension"),
+        ("export", ".export COLLECTION|QUERY FILE", "write documents to FILE as JSON, NDJSON (.ndjson) or CSV"),
+        ("read", ".read FILE", "run the statements in FILE"),
+        ("output", ".output [FILE]", "send results to FILE, or back to the terminal"),
+        ("save", ".save NAME QUERY", "keep a query by name: .save adults people.include(age >= 18)"),
+        ("filters", ".filters", "the saved filters"),
+        ("unsave", ".unsave NAME", "forget a saved filter"),
+        ("status", ".status", "the transaction and its pending changes"),
+        ("verify", ".verify", "check every document and index entry"),
+        ("stats", ".stats", "the store's size and each collection's counts"),
+        ("exit", ".exit [CODE]", "leave the shell (also .quit, or Ctrl-D)"),
+    ]
+
+    static let queryHelp = """
+        Queries read as in Swift, with a collection (or a saved filter) in front:
+          people.include(age >= 18 && city == "Oslo").sortBy(age, .reverse).sortBy(name)[0..<10]
+          people.exclude(tags.contains("swift")).count()
+        Steps:   include(COND)  exclude(COND)  sortBy(FIELD[, .reverse])  reverse()  [a..<b]  [a...b]
+        Results: results() (or nothing)  first  last  any  count()  explain()
+        Changes: insert({...} or [{...}, ...])  save({...})  findOrCreate({...})  delete()
+        Conditions: ==  !=  <  <=  >  >=  &&  ||  !  ( )   age in 18..<30   city in ["Oslo", "Bergen"]
+          tags.contains("swift")   ["a", "b"].contains(city)   name.hasPrefix("An")   name.contains("nn")
+          email == nil   address.city == "Oslo"   active (a true/false field alone)
+        Values: JSON (numbers, "strings", true, false, null or nil, [lists], {objects}), date("2024-05-01")
+        Transactions: begin, then changes stay pending (shown here only) until commit or rollback.
+        """
+
+    func command(_ name: String, _ args: [String], location: SourceLocation, text: String) async throws {
+        func need(_ count: Int, _ usage: String) throws {
+            guard args.count >= count else { throw ShellError("usage: \(usage)") }
+        }
+        func onOff(_ usage: String) throws -> Bool {
+            guard args.count == 1, args[0] == "on" || args[0] == "off" else { throw ShellError("usage: \(usage)") }
+            return args[0] == "on"
+        }
+        switch name {
+        case "help": help(args.first)
+        case "open":
+            try need(1, ".open PATH")
+            try await open(path: args[0])
+            console.note("Opened \(args[0]).")
+        case "collections": try await listCollections()
+        case "indexes": try await listIndexes(args.first)
+        case "fields":
+            try need(1, ".fields COLLECTION")
+            try await listFields(args[0])
+        case "createIndex": try await createIndex(args)
+        case "dropIndex":
+            try need(2, ".dropIndex NAME COLLECTION")
+            try await dropIndex(args[0], from: args[1])
+        case "drop":
+            try need(1, ".drop COLLECTION")
+            try await dropCollection(args[0])
+        case "mode":
+            guard args.count == 1, let mode = OutputMode(rawValue: args[0]) else {
+                throw ShellError("usage: .mode table|json|line (now \(renderer.mode.rawValue))")
+            }
+            renderer.mode = mode
+        case "timer": timer = try onOff(".timer on|off")
+        case "explain": explainEach = try onOff(".explain on|off")
+        case "import":
+            try need(2, ".import FILE COLLECTION")
+            try await importFile(args[0], into: args[1])
+        case "export":
+            guard args.count >= 2 else { throw ShellError("usage: .export COLLECTION|QUERY FILE") }
+            try await export(args.dropLast().joined(separator: " "), to: args[args.count - 1])
+        case "read":
+            try need(1, ".read FILE")
+            try await readFile(args[0])
+        case "output":
+            try console.redirect(to: args.first)
+        case "save":
+            try need(2, ".save NAME QUERY")
+            try await saveFilter(args[0], args.dropFirst().joined(separator: " "))
+        case "filters":
+            let filters = try await reading { try $0.savedFilters() }
+            if filters.isEmpty { console.note("No saved filters (.save NAME QUERY keeps one).") }
+            for f in filters { console.result("\(f.name) = \(f.text)\n") }
+        case "unsave":
+            try need(1, ".unsave NAME")
+            let name = args[0]
+            let removed = try await requireStore().perform { try $0.deleteFilter(named: name) }
+            guard removed else { throw ShellError("no saved filter is named '\(name)'") }
+            console.note("Forgot the saved filter \(name).")
+        case "status": status()
+        case "verify":
+            console.result(try await requireStore().verify().description + "\n")
+        case "stats": try await stats()
+        case "exit", "quit":
+            if let code = args.first {
+                guard let c = Int32(code) else { throw ShellError("usage: .exit [CODE], CODE a number") }
+                exitCode = c
+            } else {
+                exitCode = 0
+            }
+        case "watch":
+            throw ShellError(".watch is not available yet")
+        default:
+            let names = Shell.commands.map(\.name) + ["quit"]
+            throw ParseError(message: "unknown command '.\(name)'; .help lists them", location: location,
+                             length: name.count + 1, suggestion: Suggest.closest(name, in: names).map { "'.\($0)'" })
+        }
+    }
+
+    private func help(_ topic: String?) {
+        if let topic = topic.map({ $0.hasPrefix(".") ? String($0.dropFirst()) : $0 }) {
+            if topic == "query" || topic == "queries" { console.result(Shell.queryHelp + "\n"); return }
+            if let c = Shell.commands.first(where: { $0.name == topic }) {
+                console.result("\(c.usage)\n    \(c.summary)\n")
+                return
+            }
+            console.error("no help on '\(topic)'; .help lists the topics")
+            return
+        }
+        var out = "Commands:\n"
+        let width = Shell.commands.map(\.usage.count).max() ?? 0
+        for c in Shell.commands {
+            out += "  " + c.usage + String(repeating: " ", count: max(1, width - c.usage.count + 2)) + c.summary + "\n"
+        }
+        out += "  begin / commit / rollback" + String(repeating: " ", count: max(1, width - 24)) + "a transaction\n"
+        out += "\n" + Shell.queryHelp + "\n"
+        console.result(out)
+    }
+
+    private func listCollections() async throws {
+        let rows = try await reading { ctx in
+            try ctx.collections().map { ($0, try ctx.count(in: $0.name)) }
+        }
+        if rows.isEmpty { console.note("No collections (insert creates one: people.insert({\"name\": \"Ann\"})).") }
+        for (info, count) in rows {
+            console.result("\(info.name): \(count) document\(count == 1 ? "" : "s"), id at \(info.idPath), "
+                + "\(info.indexes.count) index\(info.indexes.count == 1 ? "" : "es")\n")
+        }
+    }
+
+    private func listIndexes(_ collection: String?) async throws {
+        let infos = try await reading { try $0.collections() }
+        if let collection, !infos.contains(where: { $0.name == collection }) {
+            throw ShellError("no collection is named '\(collection)'")
+        }
+        var any = false
+        for info in infos where collection == nil || info.name == collection {
+            for index in info.indexes {
+                any = true
+                console.result("\(info.name).\(index.name): \(index.kind.rawValue) on "
+                    + index.fields.map(\.description).joined(separator: ", ") + "\n")
+            }
+        }
+        if !any { console.note("No indexes (.createIndex NAME COLLECTION FIELD makes one).") }
+    }
+
+    private func listFields(_ collection: String) async throws {
+        let exists = try await reading { try $0.collections().contains { $0.name == collection } }
+        guard exists else { throw ShellError("no collection is named '\(collection)'") }
+        let stats = try await fieldStats(collection)
+        if stats.fields.isEmpty { console.note("\(collection) has no documents."); return }
+        var out = ""
+        let width = stats.paths.map(\.description.count).max() ?? 0
+        for field in stats.fields {
+            let kinds = field.kinds.sorted()
+            var types = kinds.map { kind -> String in
+                if kind == .array, !field.elementKinds.isEmpty {
+                    return "array of " + field.elementKinds.sorted().map(\.rawValue).joined(separator: "|")
+                }
+                return kind.rawValue
+            }.joined(separator: "|")
+            if field.count < stats.sampled { types += " (in \(field.count) of \(stats.sampled))" }
+            let ops = kinds.filter { $0 != .null }.flatMap(\.comparators)
+            var unique: [String] = []
+            for op in ops where !unique.contains(op) { unique.append(op) }
+            if kinds.contains(.null) || field.count < stats.sampled { unique.append("== nil") }
+            out += "  " + field.path.description + String(repeating: " ", count: width - field.path.description.count)
+                + "  " + types + "\n" + String(repeating: " ", count: width + 4) + unique.joined(separator: " ") + "\n"
+        }
+        let sample = stats.sampled < stats.total ? " (from the first \(stats.sampled) of \(stats.total) documents)" : ""
+        console.result("\(collection)\(sample):\n" + out)
+    }
+
+    private func createIndex(_ args: [String]) async throws {
+        let usage = ".createIndex NAME COLLECTION FIELD[,FIELD...] [unique|multi]"
+        guard args.count == 3 || args.count == 4 else { throw ShellError("usage: \(usage)") }
+        guard !pending.isOpen else { throw ShellError("index changes apply at once: commit or rollback first") }
+        var kind = IndexKind.regular
+        if args.count == 4 {
+            switch args[3] {
+            case "unique": kind = .unique
+            case "multi": kind = .multi
+            case "index", "regular": kind = .regular
+            default: throw ShellError("the kind of index is unique or multi (or nothing), not '\(args[3])'")
+            }
+        }
+        let fields = args[2].split(separator: ",").map { FieldPath(String($0).trimmingCharacters(in: .whitespaces)) }
+        let definition = IndexDefinition(name: args[0], kind: kind, fields: fields)
+        let collection = args[1]
+        let stats = try await fieldStats(collection)
+        for f in fields where stats.total > 0 && stats[f] == nil {
+            console.error("warning: no document of '\(collection)' has a field '\(f)'"
+                + (Suggest.closest(f.description, in: stats.paths.map(\.description)).map { " (did you mean '\($0)'?)" } ?? ""))
+        }
+        try await requireStore().perform { try $0.createIndex(definition, in: collection) }
+        console.note("Created index \(definition.name) on \(collection) (\(definition.kind.rawValue) on "
+            + fields.map(\.description).joined(separator: ", ") + ").")
+    }
+
+    private func dropIndex(_ name: String, from collection: String) async throws {
+        guard !pending.isOpen else { throw ShellError("index changes apply at once: commit or rollback first") }
+        let found = try await reading { ctx in
+            try ctx.collections().first { $0.name == collection }?.indexes.first { $0.name == name }
+        }
+        guard let definition = found else { throw ShellError("\(collection) has no index named '\(name)'") }
+        guard try await confirm("Drop index \(name) of \(collection) (\(definition))?",
+                                refusing: "drop index \(name)") else {
+            console.note("Nothing was dropped.")
+            return
+        }
+        let dropped = try await requireStore().perform { ctx -> Bool in
+            // Only the index that was shown: one dropped and re-made meanwhile is not this one.
+            guard try ctx.collections().first(where: { $0.name == collection })?.indexes
+                .contains(definition) == true else { return false }
+            return try ctx.dropIndex(name, from: collection)
+        }
+        guard dropped else { throw ShellError("index \(name) of \(collection) changed while you answered; nothing was dropped") }
+        console.note("Dropped index \(name) of \(collection).")
+    }
+
+    private func dropCollection(_ collection: String) async throws {
+        guard !pending.isOpen else { throw ShellError("dropping a collection applies at once: commit or rollback first") }
+        while true {
+            let count = try await reading { ctx -> Int? in
+                try ctx.collections().contains { $0.name == collection } ? try ctx.count(in: collection) : nil
+            }
+            guard let count else { throw ShellError("no collection is named '\(collection)'") }
+            let what = "collection \(collection) and its \(count) document\(count == 1 ? "" : "s")"
+            guard try await confirm("Drop \(what)?", refusing: "drop \(what)") else {
+                console.note("Nothing was dropped.")
+                return
+            }
+            let dropped = try await requireStore().perform { ctx -> Bool in
+                guard try ctx.count(in: collection) == count else { return false }
+                return try ctx.dropCollection(collection)
+            }
+            if dropped {
+                console.note("Dropped \(what).")
+                return
+            }
+            console.note("\(collection) changed while you answered; asking again.")
+        }
+    }
+
+    private func saveFilter(_ name: String, _ text: String) async throws {
+        guard name.first.map({ $0.isLetter || $0 == "_" }) == true,
+              name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+            throw ShellError("a filter's name is a word (letters, digits, _), not '\(name)'")
+        }
+        guard !Parser.statementWords.contains(name) && !Parser.literalWords.contains(name) else {
+            throw ShellError("'\(name)' is a word of the language; choose another name")
+        }
+        let expression = try Parser.savedQuery(text)
+        let collections = try await reading { try $0.collections().map(\.name) }
+        if collections.contains(name) { throw ShellError("'\(name)' is a collection's name; choose another name") }
+        let resolved = try await resolve(expression)   // checks names, fields and comparisons
+        warn(resolved.warnings, in: text)
+        let filter = SavedFilter(name: name, collection: resolved.query.collection, text: expression.text)
+        try await requireStore().perform { try $0.saveFilter(filter) }
+        console.note("Saved \(name) = \(expression.text)")
+    }
+
+    private func status() {
+        guard pending.isOpen else { console.note("No transaction is open."); return }
+        if pending.isEmpty { console.note("A transaction is open, with no pending change."); return }
+        var out = "A transaction is open, with \(pending.count) pending change\(pending.count == 1 ? "" : "s"):\n"
+        for (i, c) in pending.changes.enumerated() { out += "  \(i + 1). \(c.summary)\n" }
+        console.result(out)
+    }
+
+    private func stats() async throws {
+        let store = try requireStore()
+        let rows = try await reading { ctx in try ctx.collections().map { ($0, try ctx.count(in: $0.name)) } }
+        let usage = try await store.mapUsage()
+        let fileSize = (try? FileManager.default.attributesOfItem(atPath: store.path)[.size] as? Int) ?? 0
+        var out = "store:  \(store.path)\n"
+        out += "file:   \(Shell.bytes(fileSize)); map \(Shell.bytes(usage.mapSize)), \(Shell.bytes(usage.used)) in use\n"
+        for (info, count) in rows {
+            out += "\(info.name): \(count) documents, \(info.indexes.count) indexes\n"
+        }
+        if pending.isOpen { out += "transaction: open, \(pending.count) pending\n" }
+        console.result(out)
+    }
+
+    static func bytes(_ n: Int) -> String {
+        if n < 1024 { return "\(n) B" }
+        if n < 1 << 20 { return String(format: "%.1f KiB", Double(n) / 1024) }
+        if n < 1 << 30 { return String(format: "%.1f MiB", Double(n) / 1048576) }
+        return String(format: "%.2f GiB", Double(n) / 1073741824)
+    }
+}

@@ -1,0 +1,458 @@
+import DocStore
+import Foundation
+
+/// The shell's state and its statements: queries and changes typed as text, `begin`/`commit`/`rollback`, and the
+/// dot-commands. One statement runs at a time, on the main actor; the store's work runs in the store's actor.
+@MainActor
+final class Shell {
+    let console: Console
+    /// Answer yes to every confirmation (`--yes`).
+    let assumeYes: Bool
+    private(set) var store: DocStore?
+    var renderer = Renderer(mode: .table)
+    var timer = false
+    var explainEach = false
+    var pending = PendingChanges()
+    /// Asks the person at the terminal to confirm destructive changes; the line reader presents the questions.
+    let confirmations = Prompt<String, Bool>(conflictPolicy: .refuseNew)
+    /// Field statistics per collection, dropped after each change this shell makes.
+    private var statsCache: [String: FieldStats] = [:]
+    private var placeOrigin: String?
+    private var placeFirstLine = 1
+    /// Stop a script at its first error (`--bail`).
+    var bail = false
+    /// Set by `.exit`: the status the shell ends with.
+    var exitCode: Int32?
+    /// Names for completion, refreshed after each statement.
+    private(set) var completionWords: [String] = []
+
+    init(console: Console, assumeYes: Bool) {
+        self.console = console
+        self.assumeYes = assumeYes
+    }
+
+    // MARK: The store
+
+    func open(path: String) async throws {
+        if pending.isOpen {
+            throw ShellError("a transaction is open: commit or rollback before opening another store")
+        }
+        let opened = try await DocStore(path: path)
+        if let store { await store.close() }
+        store = opened
+        statsCache = [:]
+        await refreshCompletions()
+    }
+
+    func close() async {
+        if let store { await store.close() }
+        store = nil
+    }
+
+    func requireStore() throws -> DocStore {
+        guard let store else { throw ShellError("no store is open: use .open PATH") }
+        return store
+    }
+
+    /// Reads in the state the shell shows: the committed state, with the pending changes applied when a
+    /// transaction is open (in a transaction that is rolled back afterwards).
+    func reading<R: Sendable>(_ body: @escaping @Sendable (ReadContext) throws -> R) async throws -> R {
+        let store = try requireStore()
+        if pending.isEmpty { return try await store.read(body) }
+        let replay = pending.replay
+        do {
+            return try await store.dryRun { ctx in
+                try replay(ctx)
+                return try body(ctx)
+            }
+        } catch let error as DocStoreError where !(error.code == .closed) {
+            throw ShellError("the pending changes no longer apply to the committed state (\(error.message)); "
+                + "rollback to drop them")
+        }
+    }
+
+    /// Makes a change: at once, or, in a transaction, as one more pending change (checked first against the
+    /// pending state, so a change that cannot apply is refused now rather than at commit).
+    func change<R: Sendable>(_ summary: String, _ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
+        let store = try requireStore()
+        defer { statsCache = [:] }
+        guard pending.isOpen else { return try await store.perform(body) }
+        let replay = pending.replay
+        let result = try await store.dryRun { ctx in
+            try replay(ctx)
+            return try body(ctx)
+        }
+        pending.append(.init(summary: summary) { ctx in _ = try body(ctx) })
+        return result
+    }
+
+    /// Asks to confirm a destructive change: the person at the terminal answers, `--yes` answers yes, and without a
+    /// terminal the change is refused.
+    func confirm(_ question: String, refusing action: String) async throws -> Bool {
+        if assumeYes {
+            console.note("\(question) [y/N] y (--yes)")
+            return true
+        }
+        guard console.interactive else {
+            throw ShellError("refusing to \(action) without a confirmation: stdin is not a terminal; "
+                + "run with --yes to confirm destructive commands")
+        }
+        return try await confirmations.query(with: question)
+    }
+
+    /// The prompt: `docstore> `, `docstore (tx)> `, `docstore (tx, 2 pending)> `.
+    var prompt: String {
+        guard pending.isOpen else { return "docstore> " }
+        return pending.isEmpty ? "docstore (tx)> " : "docstore (tx, \(pending.count) pending)> "
+    }
+
+    // MARK: Statements
+
+    /// Runs one statement. Returns whether it succeeded; errors are written to stderr with where they are.
+    @discardableResult
+    func execute(_ text: String, origin: String? = nil, firstLine: Int = 1) async -> Bool {
+        place = (origin, firstLine)
+        do {
+            let statement = try Parser.statement(text)
+            try await run(statement, text: text)
+            await refreshCompletions()
+            return true
+        } catch let error as ParseError {
+            report(error, in: text, origin: origin, firstLine: firstLine)
+        } catch let error as MeaningError {
+            report(error.parseError, in: text, origin: origin, firstLine: firstLine)
+        } catch is CancellationError {
+            console.error("cancelled; nothing was changed")
+        } catch let error as PromptConflictError {
+            console.error("error: \(error)")
+        } catch {
+            console.error("error: \(error)")
+        }
+        return false
+    }
+
+    private func report(_ error: ParseError, in text: String, origin: String?, firstLine: Int) {
+        var shifted = error
+        shifted.location.line += firstLine - 1
+        console.error(shifted.rendered(source: String(repeating: "\n", count: firstLine - 1) + text, origin: origin))
+    }
+
+    /// Where the statement running came from (a file, or nothing for the terminal) and its first line there.
+    private var place: (origin: String?, firstLine: Int) {
+        get { (placeOrigin, placeFirstLine) }
+        set { (placeOrigin, placeFirstLine) = newValue }
+    }
+
+    func warn(_ warnings: [Warning], in text: String) {
+        for w in warnings {
+            var e = ParseError(message: w.message, location: w.location, length: w.length, suggestion: w.suggestion)
+            e.location.line += place.firstLine - 1
+            let source = String(repeating: "\n", count: place.firstLine - 1) + text
+            let shown = e.rendered(source: source, origin: place.origin)
+            console.error("warning" + shown.dropFirst("error".count))
+        }
+    }
+
+    private func run(_ statement: Statement, text: String) async throws {
+        switch statement {
+        case .empty:
+            return
+        case .begin:
+            guard !pending.isOpen else { throw ShellError("a transaction is already open: commit or rollback it first") }
+            _ = try requireStore()
+            pending.isOpen = true
+            console.note("Transaction started: changes stay pending, visible only here, until commit.")
+        case .commit:
+            guard pending.isOpen else { throw ShellError("no transaction is open (begin starts one)") }
+            let count = pending.count
+            let replay = pending.replay
+            pending.close()
+            statsCache = [:]
+            do {
+                try await requireStore().perform { try replay($0) }
+            } catch {
+                throw ShellError("commit failed, so nothing was applied: \(error). The \(count) pending "
+                    + "change\(count == 1 ? " was" : "s were") dropped; the committed state is shown again.")
+            }
+            console.note("Committed \(count) change\(count == 1 ? "" : "s").")
+        case .rollback:
+            guard pending.isOpen else { throw ShellError("no transaction is open (begin starts one)") }
+            let count = pending.count
+            pending.close()
+            statsCache = [:]
+            console.note("Rolled back \(count) pending change\(count == 1 ? "" : "s").")
+        case .command(let name, let arguments, let location):
+            try await command(name, arguments, location: location, text: text)
+        case .query(let expression):
+            try await query(expression, text: text)
+        }
+    }
+
+    // MARK: Queries
+
+    /// A query resolved against the store: its collection, the query, and the step that runs it.
+    struct Resolved {
+        var query: DocumentQuery
+        var terminal: Step?
+        var warnings: [Warning]
+        var stats: FieldStats
+    }
+
+    /// Finds the collection or saved filter a query starts from, and lowers its steps.
+    func resolve(_ expression: QueryExpression) async throws -> Resolved {
+        var steps = expression.steps
+        var collection = expression.base
+        let name = expression.base
+        let (saved, names) = try await reading { ctx in
+            (try ctx.savedFilter(named: name), try ctx.collections().map(\.name))
+        }
+        if let saved {
+            let base = try Parser.savedQuery(saved.text)
+            collection = base.base
+            steps = base.steps + steps
+        } else if !names.contains(collection) {
+            let creates = steps.contains { if case .insert = $0 { true } else if case .save = $0 { true }
+                else if case .findOrCreate = $0 { true } else { false } }
+            if !creates {
+                let filters = try await reading { try $0.savedFilters().map(\.name) }
+                throw MeaningError(message: "no collection or saved filter is named '\(collection)'"
+                    + (names.isEmpty ? " (the store is empty; insert creates a collection)" : ""),
+                    location: expression.baseLocation, length: collection.count,
+                    suggestion: Suggest.closest(collection, in: names + filters).map { "'\($0)'" })
+            }
+        }
+        let stats = try await fieldStats(collection)
+        var lowering = Lowering(collection: collection, stats: stats)
+        var query = DocumentQuery(collection)
+        var terminal: Step?
+        for step in steps {
+            switch step {
+            case .include(let node): query = query.include(try lowering.filter(node))
+            case .exclude(let node): query = query.exclude(try lowering.filter(node))
+            case .sortBy(let path, let order):
+                _ = lowering.known(path)
+                query = query.sortBy(path.path, order: order)
+            case .reverse: query = query.reverse()
+            case .slice(let range): query = query[range]
+            default: terminal = step
+            }
+        }
+        return Resolved(query: query, terminal: terminal, warnings: lowering.warnings, stats: stats)
+    }
+
+    private func query(_ expression: QueryExpression, text: String) async throws {
+        let resolved = try await resolve(expression)
+        if !saving { warn(resolved.warnings, in: text) }
+        let q = resolved.query
+        if explainEach, resolved.terminal.map({ !$0.isChange }) ?? true, resolved.terminal != .explain {
+            if let plan = try await reading({ try q.explain(in: $0) }) { console.result(plan.lines.dropLast().joined(separator: "\n") + "\n") }
+        }
+        let clock = ContinuousClock()
+        let started = clock.now
+        var statistics: QueryStatistics?
+        switch resolved.terminal {
+        case nil, .results?:
+            let (documents, stats) = try await reading { try q.execute(in: $0) }
+            statistics = stats
+            console.result(renderer.render(documents))
+        case .first?:
+            console.result(renderer.render(try await reading { try q.first(in: $0) }))
+        case .last?:
+            console.result(renderer.render(try await reading { try q.last(in: $0) }))
+        case .any?:
+            console.result(renderer.render(try await reading { try q.any(in: $0) }))
+        case .count?:
+            let (n, stats) = try await reading { try q.countWithStatistics(in: $0) }
+            statistics = stats
+            console.result("\(n)\n")
+        case .explain?:
+            if let plan = try await reading({ try q.explain(in: $0) }) {
+                console.result(plan.description + "\n")
+            } else {
+                console.result("query on \(q.collection): no such collection, so no document\n")
+            }
+        case .delete?:
+            try await delete(q)
+        case .insert(let literal)?:
+            try await write(literal, into: q.collection, replacing: false)
+        case .save(let literal)?:
+            try await write(literal, into: q.collection, replacing: true)
+        case .findOrCreate(let literal)?:
+            try await findOrCreate(q, literal)
+        default:
+            break
+        }
+        if timer {
+            let elapsed = clock.now - started
+            var line = "Run Time: \(Shell.format(elapsed))"
+            if let s = statistics {
+                line += ", \(s.entriesScanned) entries scanned, \(s.documentsRead) documents read, \(s.returned) returned"
+            }
+            console.note(line)
+        }
+    }
+
+    static func format(_ d: Duration) -> String {
+        let ms = Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+        return ms < 1 ? String(format: "%.3f ms", ms) : (ms < 1000 ? String(format: "%.2f ms", ms)
+            : String(format: "%.2f s", ms / 1000))
+    }
+
+    /// Set while `.save` checks a query, so its warnings are not printed twice.
+    var saving = false
+
+    // MARK: Changes
+
+    /// Counts what a delete will touch, asks, then deletes exactly those documents; asks again if they changed.
+    private func delete(_ q: DocumentQuery) async throws {
+        while true {
+            let ids = try await reading { try q.ids(in: $0) }
+            if ids.isEmpty {
+                console.note("No document matches; nothing to delete.")
+                return
+            }
+            let n = ids.count
+            let what = "\(n) document\(n == 1 ? "" : "s") from \(q.collection)"
+            guard try await confirm("Delete \(what)?", refusing: "delete \(what)") else {
+                console.note("Nothing was deleted.")
+                return
+            }
+            let collection = q.collection
+            let outcome: Int?
+            if pending.isOpen {
+                // The pending state is this shell's alone: checked here, it cannot change before the change is kept.
+                let now = try await reading { try q.ids(in: $0) }
+                outcome = now == ids ? try await change("delete \(what) (\(q))") { ctx in
+                    try ctx.deleteDocuments(ids, from: collection)
+                } : nil
+            } else {
+                outcome = try await requireStore().perform { ctx -> Int? in
+                    guard try q.ids(in: ctx) == ids else { return nil }
+                    return try ctx.deleteDocuments(ids, from: collection)
+                }
+                statsCache = [:]
+            }
+            guard let deleted = outcome else {
+                let now = try await reading { try q.count(in: $0) }
+                console.note("The matching documents changed while you answered (\(now) match now); asking again.")
+                continue
+            }
+            console.note(pending.isOpen ? "Pending: delete \(what)." : "Deleted \(deleted) document\(deleted == 1 ? "" : "s").")
+            return
+        }
+    }
+
+    /// Inserts (or saves) one document or a list of them, giving an id to those without one.
+    private func write(_ literal: Literal, into collection: String, replacing: Bool) async throws {
+        var documents: [DocumentValue]
+        switch literal.value {
+        case .object: documents = [literal.value]
+        case .array(let list): documents = list
+        default:
+            throw MeaningError(message: "\(replacing ? "save" : "insert") takes a document ({...}) or a list of them",
+                               location: literal.location, length: literal.length)
+        }
+        for d in documents {
+            guard case .object = d else {
+                throw MeaningError(message: "every document is an object ({...}), not \(d.literalText)",
+                                   location: literal.location, length: literal.length)
+            }
+        }
+        documents = try await assignIDs(documents, in: collection)
+        let batch = documents
+        let n = batch.count
+        let what = "\(n) document\(n == 1 ? "" : "s")"
+        try await change("\(replacing ? "save" : "insert") \(what) into \(collection)") { ctx in
+            for d in batch {
+                if replacing { try ctx.save(d, into: collection) } else { try ctx.insert(d, into: collection) }
+            }
+        }
+        let ids = batch.compactMap { $0[field: "id"]?.literalText }
+        let idText = n == 1 ? " (id \(ids.first ?? "?"))" : ""
+        console.note(pending.isOpen ? "Pending: \(replacing ? "save" : "insert") \(what)\(idText)."
+            : "\(replacing ? "Saved" : "Inserted") \(what)\(idText).")
+    }
+
+    private func findOrCreate(_ q: DocumentQuery, _ literal: Literal) async throws {
+        guard case .object = literal.value else {
+            throw MeaningError(message: "findOrCreate takes the document to create ({...})",
+                               location: literal.location, length: literal.length)
+        }
+        if let found = try await reading({ try q.first(in: $0) }) {
+            console.result(renderer.render(found))
+            console.note("Found; nothing was created.")
+            return
+        }
+        let document = try await assignIDs([literal.value], in: q.collection)[0]
+        let (result, created) = try await change("findOrCreate in \(q.collection)") { ctx in
+            try q.findOrCreate(in: ctx, document)
+        }
+        console.result(renderer.render(result))
+        console.note(created ? (pending.isOpen ? "Pending: created." : "Created.") : "Found; nothing was created.")
+    }
+
+    /// Gives each document without an id one: the next integer when the collection's ids are integers, else a UUID.
+    func assignIDs(_ documents: [DocumentValue], in collection: String) async throws -> [DocumentValue] {
+        let idPath = try await reading { ctx in try ctx.collections().first { $0.name == collection }?.idPath }
+            ?? FieldPath("id")
+        guard documents.contains(where: { $0[path: idPath] == nil }) else { return documents }
+        guard idPath.components.count == 1, let idName = idPath.components.first else {
+            throw ShellError("documents of \(collection) keep their id at '\(idPath)': give each one")
+        }
+        let last = try await reading { try DocumentQuery(collection).last(in: $0)?[path: idPath] }
+        var next: Int64? = nil
+        if case .int(let i)? = last { next = i + 1 } else if last == nil { next = 1 }
+        for d in documents { if case .int(let i)? = d[path: idPath], let n = next { next = max(n, i + 1) } }
+        return documents.map { d in
+            guard d[path: idPath] == nil, case .object(let fields) = d else { return d }
+            let id: DocumentValue
+            if let n = next { id = .int(n); next = n + 1 } else { id = .string(UUID().uuidString.lowercased()) }
+            return .object([.init(idName, id)] + fields)
+        }
+    }
+
+    // MARK: Field statistics
+
+    /// The fields of a collection, from up to 10,000 of its documents (in the state shown).
+    func fieldStats(_ collection: String) async throws -> FieldStats {
+        if let cached = statsCache[collection], pending.isEmpty {
+            let total = try await reading { try $0.count(in: collection) }
+            if total == cached.total { return cached }
+        }
+        let stats = try await reading { ctx in
+            var stats = FieldStats()
+            stats.total = try ctx.count(in: collection)
+            try DocumentQuery(collection)[0..<FieldStats.sampleLimit].forEach(in: ctx) { stats.add($0); return true }
+            return stats
+        }
+        statsCache[collection] = stats
+        return stats
+    }
+
+    func refreshCompletions() async {
+        guard store != nil else { completionWords = []; return }
+        let words = try? await reading { ctx -> [String] in
+            var words: [String] = []
+            for info in try ctx.collections() {
+                words.append(info.name)
+                words += info.indexes.map(\.name)
+            }
+            words += try ctx.savedFilters().map(\.name)
+            return words
+        }
+        var all = Set(words ?? [])
+        for stats in statsCache.values { for p in stats.paths { all.insert(p.description) } }
+        completionWords = all.sorted()
+    }
+}
+
+extension Step {
+    /// Whether the step changes documents.
+    var isChange: Bool {
+        switch self {
+        case .delete, .insert, .save, .findOrCreate: return true
+        default: return false
+        }
+    }
+}
+
