@@ -1,3 +1,4 @@
+import Foundation
 import DocStore
 
 /// How results are printed: `.mode table|json|line`.
@@ -55,6 +56,7 @@ struct Renderer {
         switch value {
         case .string(let s): return s
         case .null: return "nil"
+        case .date: return value.json().trimmingCharacters(in: ["\""])
         default: return value.literalText
         }
     }

@@ -286,7 +286,8 @@ final class Shell {
             let elapsed = clock.now - started
             var line = "Run Time: \(Shell.format(elapsed))"
             if let s = statistics {
-                line += ", \(s.entriesScanned) entries scanned, \(s.documentsRead) documents read, \(s.returned) returned"
+                line += ", \(s.entriesScanned) entries scanned, \(s.documentsRead) documents read"
+                if resolved.terminal != .count { line += ", \(s.returned) returned" }
             }
             console.note(line)
         }
