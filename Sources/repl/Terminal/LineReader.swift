@@ -37,6 +37,11 @@ final class LineReader: Sendable {
             using_history()
             stifle_history(LineReader.historyLimit)
             if let historyPath {
+                // append_history needs the file to exist.
+                if !FileManager.default.fileExists(atPath: historyPath) {
+                    FileManager.default.createFile(atPath: historyPath, contents: nil,
+                                                   attributes: [.posixPermissions: 0o600])
+                }
                 _ = history_truncate_file(historyPath, LineReader.historyLimit)
                 _ = read_history(historyPath)
             }
