@@ -39,7 +39,7 @@ final class LineReader: Sendable {
             if let historyPath {
                 // append_history needs the file to exist.
                 if !FileManager.default.fileExists(atPath: historyPath) {
-                    FileManager.default.createFile(atPath: historyPath, contents: nil,
+                    _ = FileManager.default.createFile(atPath: historyPath, contents: nil,
                                                    attributes: [.posixPermissions: 0o600])
                 }
                 _ = history_truncate_file(historyPath, LineReader.historyLimit)
