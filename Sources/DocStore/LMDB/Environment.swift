@@ -184,6 +184,14 @@ final class Environment {
         return ((info.me_last_pgno + 1) * Int(stat.ms_psize), info.me_mapsize)
     }
 
+    /// The id of the last committed write transaction, by any process: it changes with every commit.
+    func lastCommittedTransaction() throws -> Int {
+        let env = try environment()
+        var info = MDB_envinfo()
+        try lmdbCheck(mdb_env_info(env, &info))
+        return info.me_last_txnid
+    }
+
     private func growIfNearlyFull() throws {
         let (used, size) = try usage()
         if used > size / 10 * 8 && size < configuration.maximumMapSize {

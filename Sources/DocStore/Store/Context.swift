@@ -39,6 +39,16 @@ public class ReadContext {
         return try decode(type, from: raw, handle: handle) { "\(id)" }
     }
 
+    /// The stored bytes of the document with `id`, and the document decoded, or `nil`: what an observer compares.
+    func getWithBytes<T: Document>(_ type: T.Type, id: T.ID) throws -> ([UInt8], () throws -> T)? {
+        try checkValid()
+        let handle = try scope.handle(for: type)
+        let key = try CollectionHandle.idKey(id, collection: handle.name)
+        guard let raw = try txn.get(handle.documents, key) else { return nil }
+        let bytes = Array(raw)
+        return (bytes, { try bytes.withUnsafeBytes { try self.decode(type, from: $0, handle: handle) { "\(id)" } } })
+    }
+
     /// The number of documents of type `T`, in O(1).
     ///
     /// The corresponding LMDB function is `mdb_stat`.

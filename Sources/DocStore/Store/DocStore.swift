@@ -31,7 +31,9 @@ public actor DocStore {
     /// The path of the store's data file (LMDB keeps `PATH-lock` beside it).
     public nonisolated let path: String
     let core: StoreCore
-    private var isClosed = false
+    private(set) var isClosed = false
+    /// Signals observers after commits, this process's and others'.
+    nonisolated let changes = ChangeNotifier()
 
     /// Opens the store at `path`, creating it when the file does not exist.
     ///
@@ -57,6 +59,7 @@ public actor DocStore {
     public func close() {
         isClosed = true
         core.env.close()
+        changes.finishAll()
     }
 
     // MARK: Transactions
@@ -101,6 +104,7 @@ public actor DocStore {
                 return (result, try core.readGeneration(in: txn))
             }
             attempt.scope?.committed(endGeneration: end)
+            if changes.hasSubscribers { changes.notify(lastCommitted: try? core.env.lastCommittedTransaction()) }
             return result
         } catch {
             attempt.scope?.aborted()

@@ -94,6 +94,7 @@ extension Shell {
                 let now = try ids.reduce(0) { n, id in n + (try ctx.document(id: id, in: collection) == nil ? 0 : 1) }
                 guard now == replacing else { return nil }
                 for (i, d) in batch.enumerated() {
+                    if i % 1000 == 999 { try Task.checkCancellation() }   // Ctrl-C: the whole import is rolled back
                     try ctx.save(d, into: collection)
                     if showProgress && (i + 1) % 1000 == 0 { Progress.draw(label: label, done: i + 1, total: batch.count) }
                 }

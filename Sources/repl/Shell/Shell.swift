@@ -37,10 +37,15 @@ final class Shell {
         if pending.isOpen {
             throw ShellError("a transaction is open: commit or rollback before opening another store")
         }
+        if let store, store.path == path { return }
         let opened = try await DocStore(path: path)
         if let store { await store.close() }
         store = opened
         statsCache = [:]
+        // The fields of each collection, for completion and for checking conditions.
+        for name in (try? await reading({ try $0.collections().map(\.name) })) ?? [] {
+            _ = try? await fieldStats(name)
+        }
         await refreshCompletions()
     }
 

@@ -1,0 +1,77 @@
+extension Query {
+    /// The results now, then again after each commit that changes them (by this process or another).
+    ///
+    /// For example:
+    /// ```swift
+    /// for try await adults in Person.include(#Predicate { $0.age >= 18 }).sortBy(\.name).observe(in: store) {
+    ///     render(adults)
+    /// }
+    /// ```
+    /// A commit that leaves the results equal (a write to another collection, or to documents the query does
+    /// not return) sends nothing. A consumer slower than the commits gets the latest results, never a backlog.
+    /// The observation ends when the consuming task is cancelled; errors (a document that no longer decodes)
+    /// end it with that error.
+    public func observe(in store: DocStore) -> AsyncThrowingStream<[T], Error> {
+        store.observation { ctx, previous -> ([UInt8], [T]?) in
+            try ctx.checkValid()
+            let executor = try self.makeExecutor(in: ctx)
+            let (fingerprint, raws) = try Fingerprint.results(of: executor)
+            if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
+            return (fingerprint, try raws.map { try executor.decodeReturned(T.self, $0.bytes, id: $0.id, in: ctx) })
+        }
+    }
+
+    /// The number of results now, then again after each commit that changes it.
+    ///
+    /// For example: `for try await n in Person.query().observeCount(in: store) { print(n) }`.
+    public func observeCount(in store: DocStore) -> AsyncThrowingStream<Int, Error> {
+        store.observation { ctx, _ -> ([UInt8], Int?) in
+            let n = try self.count(in: ctx)
+            return (Fingerprint.of(n), n)
+        }
+    }
+}
+
+extension DocumentQuery {
+    /// The results now, then again after each commit that changes them. See ``Query/observe(in:)``.
+    public func observe(in store: DocStore) -> AsyncThrowingStream<[DocumentValue], Error> {
+        store.observation { ctx, previous -> ([UInt8], [DocumentValue]?) in
+            guard let executor = try self.makeExecutor(in: ctx) else { return ([], []) }
+            let (fingerprint, raws) = try Fingerprint.results(of: executor)
+            if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
+            return (fingerprint, try raws.map { try executor.decodeReturnedValue($0.bytes, id: $0.id) })
+        }
+    }
+
+    /// The number of results now, then again after each commit that changes it.
+    public func observeCount(in store: DocStore) -> AsyncThrowingStream<Int, Error> {
+        store.observation { ctx, _ -> ([UInt8], Int?) in
+            let n = try self.count(in: ctx)
+            return (Fingerprint.of(n), n)
+        }
+    }
+}
+
+/// What an observer compares: the stored bytes of the results, each with its length, so that equal fingerprints
+/// mean equal results.
+enum Fingerprint {
+    /// The results of a plan, in order, as stored bytes, with their fingerprint.
+    static func results(of executor: Executor) throws
+        -> (fingerprint: [UInt8], documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)]) {
+        var fingerprint: [UInt8] = []
+        var documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)] = []
+        for id in WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs()) {
+            guard let raw = try executor.fetch(id: id) else { continue }
+            append(raw, to: &fingerprint)
+            documents.append((id, raw))
+        }
+        return (fingerprint, documents)
+    }
+
+    static func append(_ raw: UnsafeRawBufferPointer, to fingerprint: inout [UInt8]) {
+        withUnsafeBytes(of: UInt32(raw.count).littleEndian) { fingerprint.append(contentsOf: $0) }
+        fingerprint.append(contentsOf: raw)
+    }
+
+    static func of(_ n: Int) -> [UInt8] { withUnsafeBytes(of: n.littleEndian) { Array($0) } }
+}

@@ -1,0 +1,92 @@
+import Synchronization
+
+/// Tells observers that the store may have changed: at once after a commit in this process, and, for commits of
+/// other processes, when a poll of LMDB's last transaction id sees it move.
+///
+/// Each observer gets an `AsyncStream` that holds at most one pending signal: any number of commits while an
+/// observer is busy come to it as one, so a slow observer is never buried and its memory stays bounded.
+final class ChangeNotifier: Sendable {
+    /// How often commits of other processes are looked for, while anyone observes.
+    static let pollInterval: Duration = .milliseconds(50)
+
+    private struct State {
+        var subscribers: [Int: AsyncStream<Void>.Continuation] = [:]
+        var nextID = 0
+        var poller: Task<Void, Never>?
+        var lastSeen: Int?
+    }
+
+    private let state = Mutex(State())
+
+    /// A stream of change signals for one observer, polling `store` for other processes' commits while any stream
+    /// is open.
+    func subscribe(_ store: DocStore) -> (id: Int, signals: AsyncStream<Void>) {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = state.withLock { state -> Int in
+            let id = state.nextID
+            state.nextID += 1
+            state.subscribers[id] = continuation
+            if state.poller == nil { state.poller = Task { [weak self] in await self?.poll(store) } }
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+        return (id, stream)
+    }
+
+    /// An observer has read the state as of commit `snapshot`. If a later commit has been seen meanwhile (by the
+    /// poller, or a commit here), the observer is signalled again, so no commit between its read and the next poll
+    /// is missed.
+    func observed(snapshot: Int, by id: Int) {
+        let behind = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            guard let seen = state.lastSeen else {
+                state.lastSeen = snapshot
+                return nil
+            }
+            return seen > snapshot ? state.subscribers[id] : nil
+        }
+        behind?.yield()
+    }
+
+    private func unsubscribe(_ id: Int) {
+        let poller = state.withLock { state -> Task<Void, Never>? in
+            state.subscribers[id] = nil
+            guard state.subscribers.isEmpty else { return nil }
+            defer { state.poller = nil; state.lastSeen = nil }
+            return state.poller
+        }
+        poller?.cancel()
+    }
+
+    /// Signals every observer. Called after each commit of this process.
+    func notify(lastCommitted: Int? = nil) {
+        let subscribers = state.withLock { state -> [AsyncStream<Void>.Continuation] in
+            if let lastCommitted { state.lastSeen = lastCommitted }
+            return Array(state.subscribers.values)
+        }
+        for s in subscribers { s.yield() }
+    }
+
+    /// Whether anyone observes (a commit then reads the transaction id for the poller).
+    var hasSubscribers: Bool { state.withLock { !$0.subscribers.isEmpty } }
+
+    /// Finishes every observer's stream: the store closed.
+    func finishAll() {
+        let subscribers = state.withLock { state -> [AsyncStream<Void>.Continuation] in
+            defer { state.subscribers = [:] }
+            return Array(state.subscribers.values)
+        }
+        for s in subscribers { s.finish() }
+    }
+
+    private func poll(_ store: DocStore) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: ChangeNotifier.pollInterval)
+            guard !Task.isCancelled, let id = try? await store.lastCommittedTransaction() else { continue }
+            let moved = state.withLock { state -> Bool in
+                defer { state.lastSeen = id }
+                return state.lastSeen != nil && state.lastSeen != id
+            }
+            if moved { notify() }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+/// A document as an observer sees it.
+public enum ObservedDocument<T: Document>: Sendable {
+    /// The document, as it is now.
+    case existing(T)
+    /// It was deleted; `last` is what it was.
+    case gone(last: T)
+    /// There is no such document (and there was none since the observation began).
+    case missing
+
+    /// The document, when it exists.
+    public var document: T? {
+        if case .existing(let d) = self { return d }
+        return nil
+    }
+}
+
+extension DocStore {
+    /// The id of the last commit, by any process.
+    func lastCommittedTransaction() throws -> Int {
+        guard !isClosed else { throw DocStoreError(.closed, "the store at \(path) is closed") }
+        return try core.env.lastCommittedTransaction()
+    }
+
+    /// Follows a document: its state at once, then again after each commit that changes it.
+    ///
+    /// For example:
+    /// ```swift
+    /// for try await state in store.observe(Person.self, id: ann.id) {
+    ///     switch state {
+    ///     case .existing(let p): print("now", p.name)
+    ///     case .gone(let last): print(last.name, "was deleted")
+    ///     case .missing: print("no such person")
+    ///     }
+    /// }
+    /// ```
+    public nonisolated func observe<T: Document>(_ type: T.Type, id: T.ID) -> AsyncThrowingStream<ObservedDocument<T>, Error> {
+        observation { ctx, previous -> ([UInt8], ObservedDocument<T>?) in
+            guard let (raw, document) = try ctx.getWithBytes(type, id: id) else {
+                switch previous?.value {
+                case .existing(let last)?, .gone(let last)?: return ([], .gone(last: last))
+                default: return ([], .missing)
+                }
+            }
+            return raw == previous?.fingerprint ? (raw, nil) : (raw, .existing(try document()))
+        }
+    }
+
+    /// The engine of every observation: `compute` runs in a read transaction at once and after each commit; its
+    /// fingerprint says whether the answer changed, and a value is sent only when it did (`compute` may skip
+    /// making the value when the fingerprint equals the previous one: it returns `nil` then).
+    ///
+    /// The stream holds at most one value: a slow consumer gets the latest one, never a backlog. It ends when the
+    /// consuming task is cancelled or the store closes, and carries `compute`'s errors.
+    nonisolated func observation<Value: Sendable>(
+        _ compute: @escaping @Sendable (ReadContext, _ previous: (fingerprint: [UInt8], value: Value)?) throws
+            -> ([UInt8], Value?)
+    ) -> AsyncThrowingStream<Value, Error> {
+        let (stream, continuation) = AsyncThrowingStream<Value, Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let task = Task { [changes] in
+            // Subscribed before the first read: a commit after that read is always signalled.
+            let (subscriber, signals) = changes.subscribe(self)
+            var previous: (fingerprint: [UInt8], value: Value)?
+            do {
+                var iterator = signals.makeAsyncIterator()
+                repeat {
+                    try Task.checkCancellation()
+                    let last = previous
+                    let (fingerprint, value, snapshot) = try await self.read { ctx in
+                        let (f, v) = try compute(ctx, last)
+                        return (f, v, ctx.txn.id)
+                    }
+                    changes.observed(snapshot: snapshot, by: subscriber)
+                    if let value, previous == nil || fingerprint != previous?.fingerprint {
+                        previous = (fingerprint, value)
+                        continuation.yield(value)
+                    }
+                } while await iterator.next() != nil
+                continuation.finish()
+            } catch is CancellationError {
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
