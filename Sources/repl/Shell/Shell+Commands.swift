@@ -24,6 +24,7 @@ extension Shell {
         ("filters", ".filters", "the saved filters"),
         ("unsave", ".unsave NAME", "forget a saved filter"),
         ("status", ".status", "the transaction and its pending changes"),
+        ("watch", ".watch QUERY", "show a query's results (or count()) again after each commit, until Ctrl-C"),
         ("verify", ".verify", "check every document and index entry"),
         ("stats", ".stats", "the store's size and each collection's counts"),
         ("exit", ".exit [CODE]", "leave the shell (also .quit, or Ctrl-D)"),
@@ -112,7 +113,8 @@ extension Shell {
                 exitCode = 0
             }
         case "watch":
-            throw ShellError(".watch is not available yet")
+            try need(1, ".watch QUERY")
+            try await watch(args.joined(separator: " "))
         default:
             let names = Shell.commands.map(\.name) + ["quit"]
             throw ParseError(message: "unknown command '.\(name)'; .help lists them", location: location,
@@ -281,6 +283,44 @@ extension Shell {
         let filter = SavedFilter(name: name, collection: resolved.query.collection, text: expression.text)
         try await requireStore().perform { try $0.saveFilter(filter) }
         console.note("Saved \(name) = \(expression.text)")
+    }
+
+    /// Redraws a query's results, or its count, after each commit that changes them, until Ctrl-C.
+    private func watch(_ text: String) async throws {
+        guard !pending.isOpen else {
+            throw ShellError(".watch follows committed changes: commit or rollback the open transaction first")
+        }
+        guard case .query(let expression) = try Parser.statement(text) else {
+            throw ShellError("usage: .watch QUERY, such as .watch people.include(age >= 18).count()")
+        }
+        let resolved = try await resolve(expression)
+        warn(resolved.warnings, in: text)
+        let store = try requireStore()
+        let redraw = isatty(1) == 1 && console.outputPath == nil
+        func header() -> String {
+            (redraw ? "\u{1B}[H\u{1B}[2J" : "") + "\(expression.text)   (\(Shell.clockTime()); "
+                + "Ctrl-C stops)\n"
+        }
+        switch resolved.terminal {
+        case .count?:
+            for try await n in resolved.query.observeCount(in: store) { console.result(header() + "\(n)\n") }
+        case nil, .results?:
+            for try await documents in resolved.query.observe(in: store) {
+                console.result(header() + renderer.render(documents))
+            }
+        case .first?:
+            for try await documents in resolved.query[0..<1].observe(in: store) {
+                console.result(header() + renderer.render(documents.first))
+            }
+        default:
+            throw ShellError(".watch follows results, count() or first; it cannot run \(expression.text)")
+        }
+        console.note((console.interactive ? "\n" : "") + "Stopped watching.")
+    }
+
+    static func clockTime() -> String {
+        let c = Calendar.current.dateComponents([.hour, .minute, .second], from: Date())
+        return String(format: "%02d:%02d:%02d", c.hour ?? 0, c.minute ?? 0, c.second ?? 0)
     }
 
     private func status() {
