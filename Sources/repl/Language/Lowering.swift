@@ -33,8 +33,14 @@ struct Lowering {
 
     mutating func filter(_ node: PredicateNode) throws(MeaningError) -> Filter {
         switch node {
-        case .and(let a, let b): return .and([try filter(a), try filter(b)])
-        case .or(let a, let b): return .or([try filter(a), try filter(b)])
+        case .and(let items):
+            var out: [Filter] = []
+            for item in items { out.append(try filter(item)) }
+            return .and(out)
+        case .or(let items):
+            var out: [Filter] = []
+            for item in items { out.append(try filter(item)) }
+            return .or(out)
         case .not(let a): return .not(try filter(a))
         case .constant(let b): return .constant(b)
         case .compare(let path, let op, let literal):
@@ -44,10 +50,14 @@ struct Lowering {
                     throw MeaningError(message: "nil has no order: a field is compared with nil by == or != only",
                                        location: literal.location, length: literal.length)
                 }
-                if kinds == [.bool] || ValueKind(literal.value) == .bool {
+                if kinds == [.bool] {
                     throw MeaningError(message: "'\(path.path)' holds true/false values, which have no order: "
                         + "compare them with == or != (or write the field alone: \(path.path))",
                         location: path.location, length: path.length)
+                }
+                if ValueKind(literal.value) == .bool {
+                    throw MeaningError(message: "true and false have no order: compare with == or !=",
+                                       location: literal.location, length: literal.length)
                 }
                 if [.array, .object].contains(ValueKind(literal.value)) {
                     throw MeaningError(message: "lists and objects have no order: compare them with == or !=",

@@ -146,8 +146,10 @@ struct Parser {
             _ = advance()
             steps.append(try parseStep())
         }
-        let endOffset = current.kind == .end ? text.count : current.location.offset
-        let written = String(Array(text)[start.location.offset..<endOffset]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let scalars = Array(text.unicodeScalars)
+        let endOffset = current.kind == .end ? scalars.count : current.location.offset
+        let written = String(String.UnicodeScalarView(scalars[start.location.offset..<endOffset]))
+            .trimmingCharacters(in: .whitespacesAndNewlines)
         return QueryExpression(base: base, baseLocation: start.location, steps: steps, text: written)
     }
 
@@ -187,13 +189,13 @@ struct Parser {
         guard case .integer(let u) = current.kind, let upper = Int(exactly: u) else {
             throw error("a slice's bounds are whole numbers, as in [0..<10]; found \(current.shown)")
         }
-        let upperToken = advance()
+        _ = advance()
         _ = try expect("]", "to end the slice")
-        let end = op == "..." ? upper.addingReportingOverflow(1).partialValue : upper
-        guard lower <= end else {
-            throw error("the slice [\(lower)\(op)\(upper)] ends before it starts", at: lowerToken)
+        guard lower <= upper, op == "..<" || upper < Int.max else {
+            throw error(lower > upper ? "the slice [\(lower)\(op)\(upper)] ends before it starts"
+                : "the slice's upper bound is too large", at: lowerToken)
         }
-        _ = upperToken
+        let end = op == "..." ? upper + 1 : upper
         return .slice(lower..<end)
     }
 
@@ -260,36 +262,48 @@ struct Parser {
 
     // MARK: Predicates
 
-    mutating func parseOr() throws(ParseError) -> PredicateNode {
-        var node = try parseAnd()
+    /// How deeply parentheses may nest in a condition.
+    static let maximumNesting = 128
+
+    mutating func parseOr(depth: Int = 0) throws(ParseError) -> PredicateNode {
+        var items = [try parseAnd(depth: depth)]
         while current.symbol == "||" {
             _ = advance()
-            node = .or(node, try parseAnd())
+            items.append(try parseAnd(depth: depth))
         }
-        return node
+        return items.count == 1 ? items[0] : .or(items)
     }
 
-    private mutating func parseAnd() throws(ParseError) -> PredicateNode {
-        var node = try parseUnary()
+    private mutating func parseAnd(depth: Int) throws(ParseError) -> PredicateNode {
+        var items = [try parseUnary(depth: depth)]
         while current.symbol == "&&" {
             _ = advance()
-            node = .and(node, try parseUnary())
+            items.append(try parseUnary(depth: depth))
         }
-        return node
+        return items.count == 1 ? items[0] : .and(items)
     }
 
-    private mutating func parseUnary() throws(ParseError) -> PredicateNode {
-        if current.symbol == "!" {
+    private mutating func parseUnary(depth: Int) throws(ParseError) -> PredicateNode {
+        // Negations are counted, not recursed into: `!!!!active` of any length is cheap.
+        var negations = 0
+        while current.symbol == "!" {
+            negations += 1
             _ = advance()
-            return .not(try parseUnary())
         }
+        var node: PredicateNode
         if current.symbol == "(" {
+            guard depth < Parser.maximumNesting else {
+                throw error("the condition nests parentheses more than \(Parser.maximumNesting) deep")
+            }
             _ = advance()
-            let node = try parseOr()
+            node = try parseOr(depth: depth + 1)
             _ = try expect(")", "to close '('")
-            return node
+        } else {
+            node = try parseComparison()
         }
-        return try parseComparison()
+        if negations > 0 { node = .not(node) }
+        if negations > 1 && negations % 2 == 0 { node = .not(node) }
+        return node
     }
 
     private static let comparisons: [String: Filter.Comparison] = [
@@ -453,10 +467,14 @@ struct Parser {
         switch token.kind {
         case .integer(let i): return .int(i)
         case .number(let d): return .double(d)
+        case .largeInteger(let text): return UInt64(text).map { .uint($0) } ?? .double(Double(text) ?? .infinity)
         case .string(let s): return .string(s)
         case .symbol("-"):
             switch current.kind {
             case .integer(let i): _ = advance(); return .int(-i)
+            case .largeInteger(let text):
+                _ = advance()
+                return text == "9223372036854775808" ? .int(.min) : .double(-(Double(text) ?? .infinity))
             case .number(let d): _ = advance(); return .double(-d)
             case .identifier("inf"): _ = advance(); return .double(-.infinity)
             default: throw error("expected a number after '-'")

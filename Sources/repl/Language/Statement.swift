@@ -60,8 +60,10 @@ enum Step: Equatable, Sendable {
 
 /// A condition as written in `include(...)` / `exclude(...)`.
 indirect enum PredicateNode: Equatable, Sendable {
-    case and(PredicateNode, PredicateNode)
-    case or(PredicateNode, PredicateNode)
+    /// All hold: `a && b && c`, one level however long the chain.
+    case and([PredicateNode])
+    /// One holds: `a || b || c`.
+    case or([PredicateNode])
     case not(PredicateNode)
     case constant(Bool)
     /// `path op literal` (a literal on the left is turned around when parsed).

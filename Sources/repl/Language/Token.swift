@@ -1,4 +1,4 @@
-/// A place in the text typed: line and column count from 1, `offset` is in characters from the start.
+/// A place in the text typed: line and column count from 1, `offset` is in Unicode scalars from the start.
 struct SourceLocation: Equatable, Sendable, CustomStringConvertible {
     var offset: Int
     var line: Int
@@ -11,8 +11,10 @@ struct Token: Equatable, Sendable {
     enum Kind: Equatable, Sendable {
         case identifier(String)
         case integer(Int64)
-        /// An integer too large for `Int64` (kept as written), or a number with a fraction or an exponent.
+        /// A number with a fraction or an exponent.
         case number(Double)
+        /// An integer too large for `Int64`, as written.
+        case largeInteger(String)
         case string(String)
         case symbol(String)
         case end
@@ -20,7 +22,7 @@ struct Token: Equatable, Sendable {
 
     let kind: Kind
     let location: SourceLocation
-    /// How many characters it spans, for the caret under an error.
+    /// How many Unicode scalars it spans, for the caret under an error.
     let length: Int
 
     var symbol: String? { if case .symbol(let s) = kind { return s } else { return nil } }
@@ -32,6 +34,7 @@ struct Token: Equatable, Sendable {
         case .identifier(let s): return "'\(s)'"
         case .integer(let i): return "\(i)"
         case .number(let d): return "\(d)"
+        case .largeInteger(let text): return text
         case .string(let s): return "\"\(s)\""
         case .symbol(let s): return "'\(s)'"
         case .end: return "the end of the input"
@@ -52,13 +55,17 @@ struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// The message with the line of `source` it is about and a caret under the spot, as the shell prints it.
     func rendered(source: String, origin: String? = nil) -> String {
-        let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
+        let lines = source.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
         var out = "error" + (origin.map { " in \($0)" } ?? "") + " at line \(location.line), column \(location.column): "
             + message + "\n"
         if location.line - 1 < lines.count {
-            let line = lines[location.line - 1]
-            out += "  " + line + "\n"
-            let prefix = line.prefix(max(0, location.column - 1)).map { $0 == "\t" ? "\t" : " " }.joined()
+            var line = Array(lines[location.line - 1])
+            if line.last == "\r" { line.removeLast() }
+            out += "  " + String(String.UnicodeScalarView(line)) + "\n"
+            // Under each scalar before the spot: a tab for a tab, nothing for a combining mark, else its width.
+            let prefix = line.prefix(max(0, location.column - 1)).map { u -> String in
+                u == "\t" ? "\t" : (u.isMark ? "" : String(repeating: " ", count: Renderer.width(String(u))))
+            }.joined()
             out += "  " + prefix + "^" + String(repeating: "~", count: max(0, min(length, 60) - 1)) + "\n"
         }
         if let suggestion { out += "  did you mean \(suggestion)?\n" }
@@ -68,12 +75,13 @@ struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// Splits text into tokens.
 struct Lexer {
-    private let characters: [Character]
+    /// The text as Unicode scalars: a combining mark after a quote must not merge with it, and "\r\n" is two.
+    private let characters: [Unicode.Scalar]
     private var index = 0
     private var line = 1
     private var column = 1
 
-    init(_ text: String) { characters = Array(text) }
+    init(_ text: String) { characters = Array(text.unicodeScalars) }
 
     static func tokens(_ text: String) throws(ParseError) -> [Token] {
         var lexer = Lexer(text)
@@ -92,7 +100,7 @@ struct Lexer {
         index += 1
     }
 
-    private func peek(_ ahead: Int = 0) -> Character? {
+    private func peek(_ ahead: Int = 0) -> Unicode.Scalar? {
         index + ahead < characters.count ? characters[index + ahead] : nil
     }
 
@@ -110,13 +118,16 @@ struct Lexer {
         guard let c = peek() else { return Token(kind: .end, location: start, length: 1) }
         if c.isLetter || c == "_" || c == "$" {
             var word = ""
-            while let d = peek(), d.isLetter || d.isNumber || d == "_" || d == "$" { word.append(d); advance() }
-            return Token(kind: .identifier(word), location: start, length: word.count)
+            while let d = peek(), d.isLetter || d.isNumber || d.isMark || d == "_" || d == "$" {
+                word.unicodeScalars.append(d)
+                advance()
+            }
+            return Token(kind: .identifier(word), location: start, length: word.unicodeScalars.count)
         }
         if c.isASCII && c.isNumber { return try number(start) }
         if c == "\"" { return try string(start) }
         for symbol in Lexer.symbols where matches(symbol) {
-            for _ in 0..<symbol.count { advance() }
+            for _ in 0..<symbol.unicodeScalars.count { advance() }
             return Token(kind: .symbol(symbol), location: start, length: symbol.count)
         }
         if c == "'" {
@@ -132,27 +143,27 @@ struct Lexer {
     }
 
     private func matches(_ symbol: String) -> Bool {
-        for (i, s) in symbol.enumerated() where peek(i) != s { return false }
+        for (i, s) in symbol.unicodeScalars.enumerated() where peek(i) != s { return false }
         return true
     }
 
     private mutating func number(_ start: SourceLocation) throws(ParseError) -> Token {
         var text = ""
-        while let d = peek(), d.isASCII && d.isNumber { text.append(d); advance() }
+        while let d = peek(), d.isASCII && d.isNumber { text.unicodeScalars.append(d); advance() }
         var isInteger = true
         // A fraction, but not the start of a range: `1..<5`.
         if peek() == ".", let d = peek(1), d.isASCII && d.isNumber {
             isInteger = false
             text.append("."); advance()
-            while let d = peek(), d.isASCII && d.isNumber { text.append(d); advance() }
+            while let d = peek(), d.isASCII && d.isNumber { text.unicodeScalars.append(d); advance() }
         }
         if peek() == "e" || peek() == "E" {
             let sign = peek(1) == "-" || peek(1) == "+"
             if let d = peek(sign ? 2 : 1), d.isASCII && d.isNumber {
                 isInteger = false
                 text.append("e"); advance()
-                if sign { text.append(peek() ?? "+"); advance() }
-                while let d = peek(), d.isASCII && d.isNumber { text.append(d); advance() }
+                if sign, let d = peek() { text.unicodeScalars.append(d); advance() }
+                while let d = peek(), d.isASCII && d.isNumber { text.unicodeScalars.append(d); advance() }
             }
         }
         if let d = peek(), d.isLetter || d == "_" {
@@ -160,6 +171,8 @@ struct Lexer {
                              length: text.count + 1)
         }
         if isInteger, let i = Int64(text) { return Token(kind: .integer(i), location: start, length: text.count) }
+        // Too large for Int64: kept as written, so that `-9223372036854775808` and unsigned values stay exact.
+        if isInteger { return Token(kind: .largeInteger(text), location: start, length: text.count) }
         guard let d = Double(text) else {
             throw ParseError(message: "'\(text)' is not a number", location: start, length: text.count)
         }
@@ -200,7 +213,7 @@ struct Lexer {
                 }
                 continue
             }
-            value.append(c)
+            value.unicodeScalars.append(c)
             advance()
         }
         return Token(kind: .string(value), location: start, length: index - start.offset)
@@ -214,15 +227,18 @@ struct Lexer {
                 guard let c = peek(), c.isHexDigit else {
                     throw ParseError(message: "\\u needs \(count) hexadecimal digits", location: start, length: 2)
                 }
-                text.append(c); advance()
+                text.unicodeScalars.append(c); advance()
             }
-            return UInt32(text, radix: 16) ?? 0
+            guard let v = UInt32(text, radix: 16) else {
+                throw ParseError(message: "\\u needs \(count) hexadecimal digits", location: start, length: 2)
+            }
+            return v
         }
         var value: UInt32
         if peek() == "{" {
             advance()
             var text = ""
-            while let c = peek(), c.isHexDigit, text.count < 8 { text.append(c); advance() }
+            while let c = peek(), c.isHexDigit, text.count < 8 { text.unicodeScalars.append(c); advance() }
             guard peek() == "}", let v = UInt32(text, radix: 16) else {
                 throw ParseError(message: "\\u{...} needs hexadecimal digits and a closing brace", location: start,
                                  length: 2)
@@ -243,4 +259,19 @@ struct Lexer {
         }
         return scalar
     }
+}
+
+extension Unicode.Scalar {
+    var isLetter: Bool { properties.isAlphabetic }
+    var isNumber: Bool { properties.numericType != nil }
+    var isWhitespace: Bool { properties.isWhitespace }
+    /// A combining mark: part of the letter before it.
+    var isMark: Bool {
+        switch properties.generalCategory {
+        case .nonspacingMark, .spacingMark, .enclosingMark: return true
+        default: return false
+        }
+    }
+    /// 0-9, a-f, A-F only (not the fullwidth digits Unicode also calls hexadecimal).
+    var isHexDigit: Bool { isASCII && (("0"..."9").contains(self) || ("a"..."f").contains(self) || ("A"..."F").contains(self)) }
 }

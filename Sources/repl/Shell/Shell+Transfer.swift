@@ -123,7 +123,8 @@ extension Shell {
 
     static func parseNDJSON(_ text: String, origin: String) throws -> [DocumentValue] {
         var out: [DocumentValue] = []
-        for (i, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)
+        for (i, line) in lines.enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty { continue }
             do {
@@ -212,7 +213,8 @@ extension Shell {
         var failures = 0
         var statement = ""
         var firstLine = 1
-        for (i, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)
+        for (i, line) in lines.enumerated() {
             if statement.isEmpty { firstLine = i + 1 }
             statement += (statement.isEmpty ? "" : "\n") + line
             if Shell.needsMore(statement) { continue }

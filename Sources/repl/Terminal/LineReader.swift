@@ -115,7 +115,10 @@ final class LineReader: Sendable {
         guard let line = LineReader.received else { Console.write(1, "\n"); return .endOfInput }
         if addToHistory && !line.trimmingCharacters(in: .whitespaces).isEmpty {
             add_history(line)
-            if let historyPath { _ = append_history(1, historyPath) }
+            if let historyPath {
+                _ = append_history(1, historyPath)
+                _ = history_truncate_file(historyPath, LineReader.historyLimit)
+            }
         }
         return .line(line)
     }

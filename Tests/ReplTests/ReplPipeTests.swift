@@ -1,0 +1,505 @@
+// End-to-end tests of the `docstore` shell without a terminal: the real binary, started with Foundation's `Process`,
+// its standard input, output and error all pipes. This file also holds the helpers the terminal tests share: where
+// the binary is, and a temporary directory per test for the store, the history file and any files a test writes.
+
+import Foundation
+import Synchronization
+import Testing
+
+// MARK: - Helpers shared with ReplTerminalTests
+
+/// The `docstore` executable, built beside this test bundle (the package's executable product).
+enum DocStoreBinary {
+    static var path: String {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("docstore").path
+    }
+
+    /// Fails the test with a clear message when the binary is missing.
+    static func require(sourceLocation: Testing.SourceLocation = #_sourceLocation) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: path),
+                     "the docstore binary is missing at \(path): build the package's products with the tests",
+                     sourceLocation: sourceLocation)
+    }
+}
+
+/// How a run of the shell through pipes ended.
+struct ShellRun: CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+
+    var description: String {
+        "exit status \(status)\n--- stdout ---\n\(stdout)--- stderr ---\n\(stderr)--- end ---"
+    }
+}
+
+/// A fresh temporary directory for one test: the store, the history file, and the files a test reads or writes.
+/// Removed when the test is done.
+final class ShellSandbox {
+    let directory: String
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("docstore-shell-test-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // An empty readline init file, so that neither ~/.inputrc nor /etc/inputrc changes the keys the tests type.
+        try Data().write(to: URL(fileURLWithPath: directory + "/inputrc"))
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The store most tests use.
+    var storePath: String { path("people.db") }
+    /// The history file; always set, so that no test touches the real one.
+    var historyPath: String { path("history") }
+    var inputrcPath: String { path("inputrc") }
+
+    func path(_ name: String) -> String { directory + "/" + name }
+
+    /// The environment the shell runs with: a history file, a home and a temporary directory of this sandbox.
+    var environment: [String: String] {
+        [
+            "DOCSTORE_HISTORY": historyPath,
+            "HOME": directory,
+            "TMPDIR": directory,
+            "INPUTRC": inputrcPath,
+            "LANG": "C.UTF-8",
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+        ]
+    }
+
+    func write(_ text: String, to name: String) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path(name)))
+    }
+
+    func read(_ name: String) throws -> String {
+        try String(decoding: Data(contentsOf: URL(fileURLWithPath: path(name))), as: UTF8.self)
+    }
+
+    /// Runs the shell with `arguments`, `input` on its standard input (a pipe, closed after the text), and
+    /// standard output and error read from pipes. The shell is killed if it runs longer than `timeout` seconds.
+    func run(_ arguments: [String], input: String = "", timeout: Double = 30) throws -> ShellRun {
+        try DocStoreBinary.require()
+        let bytes = Data(input.utf8)
+        // The whole script goes into the pipe before the shell starts, so writing never waits for the shell
+        // (and never meets a closed pipe when the shell exits without reading it); it must fit in the pipe.
+        guard bytes.count < 60_000 else { throw ShellTestError("the script is too long for a pipe's buffer") }
+        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        try stdin.fileHandleForWriting.write(contentsOf: bytes)
+        try stdin.fileHandleForWriting.close()
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: DocStoreBinary.path)
+        process.arguments = arguments
+        process.environment = environment
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+
+        let pid = process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        let errors = Collected()
+        let reading = DispatchGroup()
+        let errorHandle = stderr.fileHandleForReading
+        DispatchQueue.global().async(group: reading) { errors.store(errorHandle.readDataToEndOfFile()) }
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        reading.wait()
+        process.waitUntilExit()
+        watchdog.cancel()
+
+        var status = process.terminationStatus
+        if process.terminationReason == .uncaughtSignal { status += 128 }
+        return ShellRun(status: status, stdout: String(decoding: output, as: UTF8.self),
+                        stderr: String(decoding: errors.load(), as: UTF8.self))
+    }
+
+    /// Runs statements given as arguments against the sandbox's store, confirming with --yes, and requires success.
+    @discardableResult
+    func prepare(_ statements: [String], sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> ShellRun {
+        let result = try run(["--yes", storePath] + statements)
+        try #require(result.status == 0, "preparing the store failed: \(result)", sourceLocation: sourceLocation)
+        return result
+    }
+
+    /// A count printed by the shell for `query` (a `.count()` statement), read by a separate process.
+    func count(_ query: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> Int? {
+        let result = try run([storePath, query])
+        #expect(result.status == 0, "\(query): \(result)", sourceLocation: sourceLocation)
+        return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// The documents a query returns, as the shell prints them in `.mode json`, parsed.
+    func documents(_ query: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> [NSDictionary] {
+        let result = try run([storePath, ".mode json", query])
+        try #require(result.status == 0, "\(query): \(result)", sourceLocation: sourceLocation)
+        let parsed = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+        return try #require(parsed as? [NSDictionary], "not a list of documents: \(result.stdout)",
+                            sourceLocation: sourceLocation)
+    }
+
+    /// Three people: two of them under 18.
+    static let threePeople = [
+        #"people.insert({"id": 1, "name": "Ann", "age": 41, "city": "Oslo", "active": true})"#,
+        #"people.insert({"id": 2, "name": "Bo", "age": 17, "city": "Bergen", "active": false})"#,
+        #"people.insert({"id": 3, "name": "Cy", "age": 9, "city": "Tromsø", "active": true})"#,
+    ]
+}
+
+struct ShellTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Bytes read on another thread.
+final class Collected: Sendable {
+    private let data = Mutex(Data())
+    func store(_ bytes: Data) { data.withLock { $0 = bytes } }
+    func load() -> Data { data.withLock { $0 } }
+}
+
+extension String {
+    /// Whether `parts` occur in this text in the given order, none overlapping.
+    func containsInOrder(_ parts: [String]) -> Bool {
+        var rest = self[...]
+        for part in parts {
+            guard let range = rest.range(of: part) else { return false }
+            rest = rest[range.upperBound...]
+        }
+        return true
+    }
+}
+
+// MARK: - Tests
+
+/// The shell reading a script from a pipe, with arguments and files: no terminal, so no line editing and no questions.
+@Suite struct ReplPipeTests {
+    @Test func scriptOnStdinRunsItsStatementsInOrderAndPrintsResultsOnStdout() throws {
+        let sandbox = try ShellSandbox()
+        let script = """
+            people.insert({"name": "Ann", "age": 41, "city": "Oslo"})
+            people.insert({"name": "Bo", "age": 17, "city": "Bergen"})
+            people.count()
+            .mode json
+            people.sortBy(age)
+            people.include(city == "Oslo").count()
+
+            """
+        let result = try sandbox.run([sandbox.storePath], input: script)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr.isEmpty, "\(result)")
+        #expect(result.stdout.containsInOrder([
+            "Inserted 1 document (id 1).\n",
+            "Inserted 1 document (id 2).\n",
+            "2\n",
+            #"{"id":2,"name":"Bo","age":17,"city":"Bergen"}"#,
+            #"{"id":1,"name":"Ann","age":41,"city":"Oslo"}"#,
+            "]\n1\n",
+        ]), "\(result)")
+    }
+
+    @Test func errorInAScriptNamesItsLineAndTheRestStillRuns() throws {
+        let sandbox = try ShellSandbox()
+        let script = """
+            people.insert({"name": "Ann", "age": 41, "active": true})
+            people.insert({
+              "name": "Bo",
+              "age": 17, "active": false
+            })
+            people.sortby(age)
+            people.insert({"name": "Cy", "age": 30, "active": true})
+            people.include(
+              active < true)
+            people.count()
+
+            """
+        let result = try sandbox.run([sandbox.storePath], input: script)
+        #expect(result.status == 1, "\(result)")
+        // The misspelt step is on line 6, after a statement over four lines; the bad comparison on line 9, the
+        // second line of its statement.
+        #expect(result.stderr.contains("error at line 6, column 8: unknown step 'sortby'"), "\(result)")
+        #expect(result.stderr.contains("did you mean 'sortBy'?"), "\(result)")
+        #expect(result.stderr.contains("error at line 9, column 3: 'active' holds true/false values"), "\(result)")
+        #expect(result.stdout.containsInOrder(["(id 1)", "(id 2)", "Inserted 1 document (id 3).\n", "3\n"]),
+                "\(result)")
+        #expect(!result.stdout.contains("error"), "errors belong on stderr: \(result)")
+        #expect(try sandbox.count("people.count()") == 3)
+    }
+
+    @Test func bailStopsAScriptAtItsFirstError() throws {
+        let sandbox = try ShellSandbox()
+        let script = """
+            people.insert({"name": "Ann", "age": 41})
+            people.sortby(age)
+            people.insert({"name": "Bo", "age": 17})
+            people.count()
+
+            """
+        let result = try sandbox.run(["--bail", sandbox.storePath], input: script)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("line 2, column 8"), "\(result)")
+        #expect(result.stdout.contains("Inserted 1 document (id 1)."), "\(result)")
+        #expect(!result.stdout.contains("(id 2)"), "a statement after the error ran: \(result)")
+        #expect(try sandbox.count("people.count()") == 1)
+    }
+
+    @Test func deleteWithoutATerminalIsRefusedUnlessConfirmedWithYes() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+
+        let refused = try sandbox.run([sandbox.storePath], input: "people.include(age < 18).delete()\n")
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.stderr.contains("refusing to delete 2 documents from people"), "\(refused)")
+        #expect(refused.stderr.contains("stdin is not a terminal"), "\(refused)")
+        #expect(!refused.stdout.contains("Deleted"), "\(refused)")
+        #expect(try sandbox.count("people.count()") == 3, "a refused delete deleted documents")
+
+        let confirmed = try sandbox.run(["--yes", sandbox.storePath], input: "people.include(age < 18).delete()\n")
+        #expect(confirmed.status == 0, "\(confirmed)")
+        #expect(confirmed.stdout.contains("Deleted 2 documents."), "\(confirmed)")
+        #expect(try sandbox.count("people.count()") == 1)
+        #expect(try sandbox.count(#"people.include(name == "Ann").count()"#) == 1)
+    }
+
+    @Test func dropOfACollectionWithoutATerminalIsRefused() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let refused = try sandbox.run([sandbox.storePath, ".drop people"])
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.stderr.contains("refusing to drop collection people"), "\(refused)")
+        #expect(try sandbox.count("people.count()") == 3)
+    }
+
+    @Test func cmdStatementsRunBeforeTheScriptOnStdin() throws {
+        let sandbox = try ShellSandbox()
+        let result = try sandbox.run(
+            ["--cmd", #"people.insert({"name": "First"})"#, "--cmd", ".mode json", sandbox.storePath],
+            input: "people.insert({\"name\": \"Second\"})\npeople\n")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.containsInOrder([
+            "Inserted 1 document (id 1).", "Inserted 1 document (id 2).",
+            #"{"id":1,"name":"First"}"#, #"{"id":2,"name":"Second"}"#,
+        ]), "\(result)")
+    }
+
+    @Test func statementsGivenAsArgumentsRunAndTheShellExitsWithoutReadingStdin() throws {
+        let sandbox = try ShellSandbox()
+        let result = try sandbox.run(
+            [sandbox.storePath, #"people.insert({"name": "Ann"})"#, "people.count()"],
+            input: "people.insert({\"name\": \"From stdin\"})\n")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.containsInOrder(["Inserted 1 document (id 1).\n", "1\n"]), "\(result)")
+        #expect(!result.stdout.contains("(id 2)"), "stdin was read: \(result)")
+        #expect(try sandbox.count("people.count()") == 1)
+    }
+
+    @Test func exitCommandSetsTheExitStatus() throws {
+        let sandbox = try ShellSandbox()
+        let asArgument = try sandbox.run([sandbox.storePath, ".exit 3"])
+        #expect(asArgument.status == 3, "\(asArgument)")
+
+        let inScript = try sandbox.run([sandbox.storePath],
+                                       input: "people.insert({\"name\": \"Ann\"})\n.exit 3\npeople.insert({\"name\": \"Bo\"})\n")
+        #expect(inScript.status == 3, "\(inScript)")
+        #expect(!inScript.stdout.contains("(id 2)"), "a statement after .exit ran: \(inScript)")
+
+        let plain = try sandbox.run([sandbox.storePath], input: ".exit\n")
+        #expect(plain.status == 0, "\(plain)")
+    }
+
+    @Test func unknownOptionIsRefusedWithAMessage() throws {
+        let sandbox = try ShellSandbox()
+        let result = try sandbox.run(["--frobnicate", sandbox.storePath])
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("unknown option --frobnicate"), "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.storePath), "the store was created anyway")
+    }
+
+    @Test func readRunsTheStatementsOfAFile() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.write("""
+            people.insert([
+              {"name": "Ann", "age": 41},
+              {"name": "Bo", "age": 17}
+            ])
+            people.include(age >= 18).count()
+
+            """, to: "setup.txt")
+        let result = try sandbox.run([sandbox.storePath], input: ".read \(sandbox.path("setup.txt"))\npeople.count()\n")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.containsInOrder(["Inserted 2 documents.\n", "1\n", "2\n"]), "\(result)")
+    }
+
+    @Test func errorInAReadFileNamesTheFileAndLine() throws {
+        let sandbox = try ShellSandbox()
+        let file = sandbox.path("broken.txt")
+        try sandbox.write("people.insert({\"name\": \"Ann\"})\n\npeople.sortby(name)\npeople.count()\n", to: "broken.txt")
+        let result = try sandbox.run([sandbox.storePath, ".read \(file)"])
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("error in \(file) at line 3, column 8"), "\(result)")
+        #expect(result.stderr.contains("1 statement of \(file) failed"), "\(result)")
+        #expect(result.stdout.containsInOrder(["Inserted 1 document (id 1).\n", "1\n"]), "\(result)")
+    }
+
+    @Test func outputSendsResultsToAFileUntilTurnedOff() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let file = sandbox.path("results.txt")
+        let result = try sandbox.run([sandbox.storePath], input: """
+            .output \(file)
+            people.count()
+            .mode json
+            people.include(name == "Bo")
+            .output
+            people.include(age < 18).count()
+
+            """)
+        #expect(result.status == 0, "\(result)")
+        let written = try sandbox.read("results.txt")
+        #expect(written.containsInOrder(["3\n", #"{"id":2,"name":"Bo","age":17,"city":"Bergen","active":false}"#]),
+                "file: \(written)")
+        #expect(!written.split(separator: "\n").contains("2"), "a result after .output went to the file: \(written)")
+        #expect(result.stdout == "2\n", "\(result)")
+    }
+
+    /// Documents with the kinds of values the shell stores: text needing quotes, numbers, true/false, lists,
+    /// nested objects, a missing field.
+    static let mixedPeople = #"""
+        people.insert([
+          {"id": 1, "name": "Ann, \"the first\"", "age": 41, "score": 2.5, "active": true,
+           "tags": ["swift", "lmdb"], "address": {"city": "Oslo", "street": "Storgata 1"}},
+          {"id": 2, "name": "Bo", "age": 17, "score": -0.75, "active": false, "tags": [],
+           "address": {"city": "Bergen", "street": "Line one\nline two"}},
+          {"id": 3, "name": " Cy ", "age": 9, "active": true, "tags": ["chess"], "address": {"city": "Tromsø"}}
+        ])
+        """#
+
+    @Test(arguments: ["json", "ndjson"])
+    func exportThenImportKeepsEveryDocument(format: String) throws {
+        let sandbox = try ShellSandbox()
+        let prepared = try sandbox.run(["--yes", sandbox.storePath], input: Self.mixedPeople + "\n"
+            + #"people.insert({"id": 4, "name": "Dee", "email": null, "joined": date("2024-05-01")})"# + "\n")
+        try #require(prepared.status == 0, "\(prepared)")
+        let file = sandbox.path("people.\(format)")
+
+        let result = try sandbox.run([sandbox.storePath, ".export people \(file)", ".import \(file) copy"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.containsInOrder(["Exported 4 documents to \(file).", "Imported 4 documents into copy."]),
+                "\(result)")
+        // The same documents, field for field, in the same order.
+        let original = try sandbox.run([sandbox.storePath, ".mode json", "people"])
+        let copy = try sandbox.run([sandbox.storePath, ".mode json", "copy"])
+        #expect(original.status == 0 && copy.status == 0)
+        #expect(copy.stdout == original.stdout, "original:\n\(original.stdout)\ncopy:\n\(copy.stdout)")
+        #expect(original.stdout.contains(#""name":"Ann, \"the first\"""#), "\(original)")
+    }
+
+    @Test func exportThenImportThroughCSVKeepsWhatCSVCanHold() throws {
+        let sandbox = try ShellSandbox()
+        let prepared = try sandbox.run([sandbox.storePath], input: Self.mixedPeople + "\n")
+        try #require(prepared.status == 0, "\(prepared)")
+        let file = sandbox.path("people.csv")
+
+        let result = try sandbox.run([sandbox.storePath, ".export people \(file)", ".import \(file) copy"])
+        #expect(result.status == 0, "\(result)")
+        let csv = try sandbox.read("people.csv")
+        #expect(csv.hasPrefix("id,name,age,score,active,tags,address.city,address.street\r\n"), "csv:\n\(csv)")
+        // Nested fields come back nested, lists as lists, numbers as numbers; the field order may differ.
+        let original = try sandbox.documents("people")
+        let copy = try sandbox.documents("copy")
+        #expect(original.count == 3)
+        #expect(copy == original, "original: \(original)\ncopy: \(copy)")
+        // Kinds NSDictionary equality would blur: true is not 1, 2.5 is not text.
+        let copied = try sandbox.run([sandbox.storePath, ".mode json", "copy.include(id == 1)"])
+        #expect(copied.stdout.contains(#""active":true"#), "\(copied)")
+        #expect(copied.stdout.contains(#""score":2.5"#), "\(copied)")
+        #expect(copied.stdout.contains(#""tags":["swift","lmdb"]"#), "\(copied)")
+        #expect(copied.stdout.contains(#""address":{"city":"Oslo","street":"Storgata 1"}"#), "\(copied)")
+    }
+
+    @Test func savedFilterIsKeptInTheStoreForTheNextProcess() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+
+        let saved = try sandbox.run([sandbox.storePath, ".save adults people.include(age >= 18)"])
+        #expect(saved.status == 0, "\(saved)")
+        #expect(saved.stdout.contains("Saved adults = people.include(age >= 18)"), "\(saved)")
+
+        let used = try sandbox.run([sandbox.storePath, "adults.count()", ".mode json", "adults.sortBy(name)", ".filters"])
+        #expect(used.status == 0, "\(used)")
+        #expect(used.stdout.containsInOrder(["1\n", #""name":"Ann""#, "adults = people.include(age >= 18)\n"]),
+                "\(used)")
+
+        let duplicate = try sandbox.run([sandbox.storePath, ".save adults people.include(age >= 30)"])
+        #expect(duplicate.status == 1, "\(duplicate)")
+        #expect(duplicate.stderr.contains("a saved filter named 'adults' already exists"), "\(duplicate)")
+        let listed = try sandbox.run([sandbox.storePath, ".filters"])
+        #expect(listed.stdout == "adults = people.include(age >= 18)\n", "the first filter changed: \(listed)")
+    }
+
+    @Test func orderComparisonOnATrueFalseFieldIsAnErrorNeverQuietlyChanged() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+
+        let query = try sandbox.run([sandbox.storePath, "people.include(active < true).count()"])
+        #expect(query.status == 1, "\(query)")
+        #expect(query.stderr.contains("'active' holds true/false values, which have no order"), "\(query)")
+        #expect(query.stderr.contains("line 1, column 16"), "\(query)")
+        #expect(query.stdout.isEmpty, "a result was printed: \(query)")
+
+        let save = try sandbox.run([sandbox.storePath, ".save inactive people.include(active < true)"])
+        #expect(save.status == 1, "\(save)")
+        #expect(save.stderr.contains("have no order"), "\(save)")
+        let listed = try sandbox.run([sandbox.storePath, ".filters"])
+        #expect(!listed.stdout.contains("inactive"), "the refused filter was kept: \(listed)")
+    }
+
+    @Test func openingAFileThatIsNotAStoreFailsAndLeavesItAlone() throws {
+        let sandbox = try ShellSandbox()
+        try FileManager.default.createDirectory(atPath: sandbox.path("notes"), withIntermediateDirectories: false)
+        let text = "These are notes, not a store.\n"
+        try sandbox.write(text, to: "notes/notes.txt")
+        let file = sandbox.path("notes/notes.txt")
+
+        let result = try sandbox.run([file, "people.count()"])
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("notes.txt is not a DocStore store"), "\(result)")
+        #expect(result.stdout.isEmpty, "\(result)")
+        #expect(try sandbox.read("notes/notes.txt") == text, "the file was changed")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.path("notes")) == ["notes.txt"],
+                "files were added beside it")
+
+        let withScript = try sandbox.run([file], input: "people.insert({\"name\": \"Ann\"})\n")
+        #expect(withScript.status == 1, "\(withScript)")
+        #expect(try sandbox.read("notes/notes.txt") == text, "the file was changed")
+    }
+
+    @Test func objectLiteralOverSeveralLinesIsOneStatement() throws {
+        let sandbox = try ShellSandbox()
+        let result = try sandbox.run([sandbox.storePath], input: """
+            people.insert({
+              "name": "Ann",
+              "tags": ["swift",
+                       "lmdb"],
+              "address": {
+                "city": "Oslo"
+              }
+            })
+            people.count()
+            .mode json
+            people
+
+            """)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr.isEmpty, "\(result)")
+        #expect(result.stdout.containsInOrder([
+            "Inserted 1 document (id 1).\n", "1\n",
+            #"{"id":1,"name":"Ann","tags":["swift","lmdb"],"address":{"city":"Oslo"}}"#,
+        ]), "\(result)")
+    }
+}
