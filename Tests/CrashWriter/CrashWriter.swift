@@ -33,12 +33,59 @@ public struct CrashRecord: Document, Equatable {
     }
 }
 
-/// Usage: `DocStoreCrashWriter PATH` — writes batch after batch into the store at PATH, printing
-/// `committed N` after each commit, until it is killed.
+/// A person written by the child process for the observation tests: the same fields, collection and indexes as
+/// the tests' `Person`, so the tests read these documents as their own type.
+public struct ChildPerson: Document, Equatable {
+    public var id: UUID
+    public var name: String
+    public var age: Int
+    public var city: String
+    public var email: String?
+    public var tags: [String]
+    public static let collection = "people"
+    public static let indexes: [IndexSpec<ChildPerson>] = [
+        .index("age", \.age),
+        .index("city_age", \.city, \.age),
+        .unique("email", \.email),
+        .multi("tags", \.tags),
+    ]
+
+    public init(number: Int) {
+        id = UUID()
+        name = "child-\(number)"
+        age = 18 + number % 50
+        city = "Bergen"
+        email = nil
+        tags = []
+    }
+}
+
+/// Nanoseconds on the monotonic clock, which every process of the machine shares.
+public func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+/// Usage:
+/// - `DocStoreCrashWriter PATH` — writes batch after batch into the store at PATH, printing `committed N` after each
+///   commit, until it is killed.
+/// - `DocStoreCrashWriter insert-people PATH N [PAUSE_MS]` — inserts N ``ChildPerson``s into the store at PATH, one
+///   commit each, pausing PAUSE_MS milliseconds (default 20) after each, printing `inserted I NANOS` after commit I
+///   (1-based; NANOS from ``monotonicNanoseconds()``), then exits with status 0.
+/// - `DocStoreCrashWriter insert-people-on-cue PATH N` — the same inserts, each when a line arrives on standard
+///   input; after the last one it waits for one more line (or the end of input), then exits with status 0. So the
+///   process is still running after every one of its commits until it is told to stop.
 @main
 struct CrashWriter {
     static func main() async {
         let arguments = CommandLine.arguments
+        if arguments.count >= 4, arguments[1] == "insert-people" {
+            await insertPeople(arguments: Array(arguments.dropFirst(2)))
+        }
+        if arguments.count >= 4, arguments[1] == "insert-people-on-cue" {
+            await insertPeopleOnCue(arguments: Array(arguments.dropFirst(2)))
+        }
         guard arguments.count == 2 else {
             FileHandle.standardError.write(Data("usage: DocStoreCrashWriter PATH\n".utf8))
             exit(2)
@@ -54,6 +101,52 @@ struct CrashWriter {
             }
         } catch {
             FileHandle.standardError.write(Data("DocStoreCrashWriter: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    /// The `insert-people` mode: `PATH N [PAUSE_MS]`. Never returns.
+    static func insertPeople(arguments: [String]) async -> Never {
+        guard arguments.count <= 3, let count = Int(arguments[1]), count >= 0,
+              let pause = arguments.count == 3 ? Int(arguments[2]) : 20, pause >= 0 else {
+            FileHandle.standardError.write(Data("usage: DocStoreCrashWriter insert-people PATH N [PAUSE_MS]\n".utf8))
+            exit(2)
+        }
+        do {
+            let store = try await DocStore(path: arguments[0])
+            for index in 0..<count {
+                let number = index + 1
+                try await store.insert(ChildPerson(number: number))
+                FileHandle.standardOutput.write(Data("inserted \(number) \(monotonicNanoseconds())\n".utf8))
+                if pause > 0 { try await Task.sleep(for: .milliseconds(pause)) }
+            }
+            await store.close()
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("DocStoreCrashWriter insert-people: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    /// The `insert-people-on-cue` mode: `PATH N`. Never returns.
+    static func insertPeopleOnCue(arguments: [String]) async -> Never {
+        guard arguments.count == 2, let count = Int(arguments[1]), count >= 0 else {
+            FileHandle.standardError.write(Data("usage: DocStoreCrashWriter insert-people-on-cue PATH N\n".utf8))
+            exit(2)
+        }
+        do {
+            let store = try await DocStore(path: arguments[0])
+            for index in 0..<count {
+                guard readLine() != nil else { break }
+                let number = index + 1
+                try await store.insert(ChildPerson(number: number))
+                FileHandle.standardOutput.write(Data("inserted \(number) \(monotonicNanoseconds())\n".utf8))
+            }
+            _ = readLine()
+            await store.close()
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("DocStoreCrashWriter insert-people-on-cue: \(error)\n".utf8))
             exit(1)
         }
     }

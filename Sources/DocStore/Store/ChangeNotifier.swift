@@ -69,6 +69,12 @@ final class ChangeNotifier: Sendable {
     /// Whether anyone observes (a commit then reads the transaction id for the poller).
     var hasSubscribers: Bool { state.withLock { !$0.subscribers.isEmpty } }
 
+    /// How many observers are subscribed. For tests.
+    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    /// Whether the poller for other processes' commits is running. For tests.
+    var isPolling: Bool { state.withLock { $0.poller != nil } }
+
     /// Finishes every observer's stream: the store closed.
     func finishAll() {
         let subscribers = state.withLock { state -> [AsyncStream<Void>.Continuation] in
