@@ -307,6 +307,25 @@ extension TerminalSession {
         #expect(try sandbox.count("people.include(id == 100).count()") == 0)
     }
 
+    // MARK: Watching
+
+    @Test func watchRedrawsAfterAnotherProcessCommitsAndCtrlCStopsIt() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let shell = try TerminalSession.shell(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.type(".watch people.include(age >= 18).count()", expecting: "Ctrl-C stops)\n1\n")
+        // A commit that changes the count redraws it; one that leaves it equal (a child) does not.
+        try sandbox.prepare([#"people.insert({"id": 4, "name": "Di", "age": 6})"#,
+                             #"people.insert({"id": 5, "name": "Ed", "age": 50})"#])
+        let redrawn = try shell.expect("Ctrl-C stops)\n2\n", timeout: patience)
+        #expect(!redrawn.contains("Ctrl-C stops)\n1\n"), "the unchanged count was drawn again: \(redrawn)")
+        try shell.sendControlC()
+        try shell.expect("Stopped watching.", timeout: patience)
+        try shell.type("people.count()", expecting: "\n5\n")
+        #expect(try shell.leaveWithControlD() == 0)
+    }
+
     // MARK: Leaving
 
     @Test func controlCAtAnEmptyPromptHintsAndASecondInARowLeaves() throws {
