@@ -1,8 +1,19 @@
 import DocStore
 import Foundation
+import Synchronization
 
 /// The store `docstore --demo` opens: people with the fields and indexes the README's examples use.
 enum Demo {
+    /// The demo store's folder, removed when the shell ends.
+    static let folder = Mutex<String?>(nil)
+    /// Kept alive while the shell runs; set once, before any statement.
+    nonisolated(unsafe) static var signalSources: [any DispatchSourceSignal] = []
+
+    /// Removes the demo store's folder, if there is one.
+    static func removeFolder() {
+        if let folder = Demo.folder.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: folder) }
+    }
+
     static let cities = ["Oslo", "Bergen", "Trondheim", "Stavanger", "Tromsø", "Copenhagen", "Stockholm", "Helsinki"]
     static let firstNames = ["Ann", "Bo", "Cai", "Dag", "Eva", "Finn", "Gro", "Hans", "Ida", "Jill", "Kari", "Lars",
                              "Mia", "Nils", "Ola", "Pia", "Rolf", "Siri", "Tor", "Una", "Vera", "Åse", "Øystein"]
@@ -12,11 +23,25 @@ enum Demo {
 
     /// Creates the demo store in a new temporary folder and returns its path.
     static func create(count: Int = 1_000) async throws -> String {
-        let folder = FileManager.default.temporaryDirectory
-            .appendingPathComponent("docstore-demo-\(ProcessInfo.processInfo.processIdentifier)")
-        try? FileManager.default.removeItem(at: folder)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let path = folder.appendingPathComponent("demo.db").path
+        // A fresh folder no one else can have made (mkdtemp), removed on exit, SIGTERM and SIGHUP.
+        var template = Array((FileManager.default.temporaryDirectory.path + "/docstore-demo-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ buffer in buffer.baseAddress.flatMap { mkdtemp($0) } })
+        else {
+            throw ShellError("cannot make a folder for the demo store: \(String(cString: strerror(errno)))")
+        }
+        let folder = String(cString: made)
+        Demo.folder.withLock { $0 = folder }
+        for sig in [SIGTERM, SIGHUP] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                removeFolder()
+                exit(128 + sig)
+            }
+            source.resume()
+            Demo.signalSources.append(source)
+        }
+        let path = folder + "/demo.db"
         let store = try await DocStore(path: path)
         let people = (1...count).map(person)
         try await store.perform { ctx in

@@ -46,13 +46,12 @@ enum DocStoreShell {
         let console = Console(interactive: interactive)
         let shell = Shell(console: console, assumeYes: yes)
         shell.bail = bail
-        var demoPath: String?
         if demo {
             do {
-                demoPath = try await Demo.create()
+                let demoPath = try await Demo.create()
                 path = demoPath
                 console.note("A demo store of 1000 people, indexed by age, city and age, email (unique) and tags, "
-                    + "in \(demoPath ?? ""); it is removed on exit (.export keeps data). Try:\n"
+                    + "in \(demoPath); it is removed on exit (.export keeps data). Try:\n"
                     + "  people.include(age >= 18 && city == \"Oslo\").sortBy(age, .reverse)[0..<5]")
             } catch {
                 fail("cannot create the demo store: \(error)")
@@ -63,24 +62,37 @@ enum DocStoreShell {
         } else if interactive {
             console.note("No store is open: .open PATH opens one, or run docstore --demo.")
         }
+        // At a terminal, confirmations and Ctrl-C work from the first statement on, --cmd ones included.
+        let terminal = interactive ? Terminal(shell) : nil
         var failed = false
         for text in commands + statements {
-            if !(await shell.execute(text)) {
+            let ok: Bool
+            if let terminal {
+                await terminal.runStatement(text)
+                ok = !shell.hadError
+            } else {
+                ok = await shell.execute(text)
+            }
+            if !ok {
                 failed = true
                 if bail { break }
             }
             if shell.exitCode != nil { break }
         }
         if statements.isEmpty && shell.exitCode == nil && !(failed && bail) {
-            if interactive {
-                await interactiveLoop(shell)
+            if let terminal {
+                await terminal.run()
             } else if await !batchLoop(shell) {
                 failed = true
             }
         }
+        if shell.pending.isOpen && !shell.pending.isEmpty {
+            console.error("warning: \(shell.pending.count) pending change\(shell.pending.count == 1 ? " was" : "s were") "
+                + "not committed and \(shell.pending.count == 1 ? "is" : "are") dropped")
+        }
         await shell.close()
         try? console.redirect(to: nil)
-        if let demoPath { try? FileManager.default.removeItem(atPath: (demoPath as NSString).deletingLastPathComponent) }
+        Demo.removeFolder()
         exit(shell.exitCode ?? (failed ? 1 : 0))
     }
 
@@ -112,12 +124,24 @@ enum DocStoreShell {
         return ok
     }
 
-    /// The terminal: readline, Ctrl-C, and confirmations asked at the prompt.
-    static func interactiveLoop(_ shell: Shell) async {
-        let reader = LineReader(historyPath: LineReader.defaultHistoryPath())
-        let interrupts = Interrupts(reader: reader)
+}
+
+/// The terminal: readline, Ctrl-C, and confirmations asked at the prompt.
+@MainActor
+final class Terminal {
+    let shell: Shell
+    let reader: LineReader
+    let interrupts: Interrupts
+    private var presenter: Task<Void, Never>?
+
+    init(_ shell: Shell) {
+        self.shell = shell
+        reader = LineReader(historyPath: LineReader.defaultHistoryPath())
+        interrupts = Interrupts(reader: reader)
         interrupts.install()
-        let presenter = Task { @MainActor in
+        let reader = reader
+        shell.endQuestionRead = { reader.interrupt() }
+        presenter = Task { @MainActor in
             for await question in shell.confirmations.questions {
                 guard question.isPending else { continue }
                 switch await reader.readLine(prompt: question.input + " [y/N] ", addToHistory: false) {
@@ -129,7 +153,12 @@ enum DocStoreShell {
                 }
             }
         }
-        defer { presenter.cancel() }
+    }
+
+    deinit { presenter?.cancel() }
+
+    /// Reads and runs statements until Ctrl-D, `.exit`, or Ctrl-C twice at an empty prompt.
+    func run() async {
         shell.console.note("DocStore shell: .help for help, Ctrl-D or .exit to leave.")
         var interruptedAtEmptyPrompt = false
         while shell.exitCode == nil {
@@ -158,11 +187,16 @@ enum DocStoreShell {
             case .line:
                 interruptedAtEmptyPrompt = false
             }
-            let statement = text
-            let task = Task { @MainActor in await shell.execute(statement) }
-            interrupts.running(task)
-            _ = await task.value
-            interrupts.running(nil)
+            await runStatement(text)
         }
+    }
+
+    /// Runs one statement as a task that Ctrl-C cancels.
+    func runStatement(_ text: String) async {
+        let shell = shell
+        let task = Task { @MainActor in await shell.execute(text) }
+        interrupts.running(task)
+        _ = await task.value
+        interrupts.running(nil)
     }
 }

@@ -50,7 +50,7 @@ struct Lowering {
                     throw MeaningError(message: "nil has no order: a field is compared with nil by == or != only",
                                        location: literal.location, length: literal.length)
                 }
-                if kinds == [.bool] {
+                if kinds == [.bool] && stats.sampled == stats.total {
                     throw MeaningError(message: "'\(path.path)' holds true/false values, which have no order: "
                         + "compare them with == or != (or write the field alone: \(path.path))",
                         location: path.location, length: path.length)
@@ -144,9 +144,17 @@ struct Lowering {
     }
 
     /// Refuses a value of a kind the field never holds: comparing ages with "18" would quietly match nothing.
-    private func checkKind(of literal: Literal, against path: PathReference, kinds: Set<ValueKind>) throws(MeaningError) {
+    private mutating func checkKind(of literal: Literal, against path: PathReference, kinds: Set<ValueKind>)
+        throws(MeaningError) {
         let kind = ValueKind(literal.value)
         guard kind != .null, !kinds.isEmpty, !kinds.contains(kind) else { return }
+        if stats.sampled < stats.total {
+            // Only some documents were looked at: others may hold such values.
+            warnings.append(Warning(message: "'\(path.path)' holds \(describe(kinds)) in the \(stats.sampled) documents "
+                + "looked at, never \(kind.plural); this comparison may match nothing",
+                location: literal.location, length: literal.length))
+            return
+        }
         var hint = ""
         if kinds.contains(.date), case .string(let s) = literal.value { hint = "; write date(\"\(s)\")" }
         if kinds.contains(.number), case .string(let s) = literal.value, Double(s) != nil { hint = "; write \(s)" }

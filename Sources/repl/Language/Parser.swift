@@ -26,6 +26,16 @@ struct Parser {
         return try parser.parseStatement()
     }
 
+    /// One value filling the whole text (a file's JSON): anything after it is an error.
+    static func wholeLiteral(_ text: String) throws(ParseError) -> DocumentValue {
+        var parser = try Parser(text)
+        let value = try parser.parseLiteral()
+        guard parser.current.kind == .end else {
+            throw parser.error("unexpected \(parser.current.shown) after the value; a file holds one value")
+        }
+        return value.value
+    }
+
     /// A query kept by `.save`: a name and refinements, without a step that runs it.
     static func savedQuery(_ text: String) throws(ParseError) -> QueryExpression {
         var parser = try Parser(text)

@@ -108,11 +108,11 @@ struct Lexer {
                                   ".", ",", "(", ")", "[", "]", "{", "}", ":", "<", ">", "!", "\\", "-", "+"]
 
     mutating func next() throws(ParseError) -> Token {
-        while let c = peek(), c.isWhitespace { advance() }
-        // Comments: `--` as in SQL shells (not before a digit: that is a minus sign), and `//` as in Swift.
-        if (peek() == "/" && peek(1) == "/") || (peek() == "-" && peek(1) == "-") {
+        // Blanks and comments: `--` as in SQL shells and `//` as in Swift, to the end of the line.
+        while true {
+            while let c = peek(), c.isWhitespace { advance() }
+            guard (peek() == "/" && peek(1) == "/") || (peek() == "-" && peek(1) == "-") else { break }
             while let c = peek(), c != "\n" { advance() }
-            return try next()
         }
         let start = location
         guard let c = peek() else { return Token(kind: .end, location: start, length: 1) }

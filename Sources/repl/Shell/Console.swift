@@ -8,7 +8,7 @@ final class Console {
     let interactive: Bool
     /// Whether stderr is a terminal (progress bars are drawn there).
     let stderrIsTerminal: Bool
-    private var outputFile: FileHandle?
+    private var outputFD: Int32?
     private(set) var outputPath: String?
 
     init(interactive: Bool) {
@@ -16,9 +16,16 @@ final class Console {
         self.stderrIsTerminal = isatty(2) == 1
     }
 
-    /// Results: documents, counts, plans.
+    /// Results: documents, counts, plans. A failed write to an `.output` file is reported and sends results back
+    /// to the terminal.
     func result(_ text: String) {
-        if let outputFile { outputFile.write(Data(text.utf8)) } else { Console.write(1, text) }
+        guard let fd = outputFD else { Console.write(1, text); return }
+        if let failure = Console.write(fd, text) {
+            let path = outputPath ?? "?"
+            try? redirect(to: nil)
+            error("error: cannot write to \(path): \(failure); results go to the terminal again")
+            Console.write(1, text)
+        }
     }
 
     /// Messages about what happened ("Deleted 3 documents.").
@@ -27,27 +34,31 @@ final class Console {
     /// Errors and warnings.
     func error(_ text: String) { Console.write(2, text.hasSuffix("\n") ? text : text + "\n") }
 
-    /// Sends results to `path` (appending nothing: the file is replaced), or back to stdout with `nil`.
+    /// Sends results to `path` (created, or emptied), or back to stdout with `nil`.
     func redirect(to path: String?) throws {
-        try outputFile?.close()
-        outputFile = nil
+        if let fd = outputFD { close(fd) }
+        outputFD = nil
         outputPath = nil
         guard let path else { return }
-        guard FileManager.default.createFile(atPath: path, contents: nil),
-              let handle = FileHandle(forWritingAtPath: path) else {
-            throw ShellError("cannot write to \(path)")
-        }
-        outputFile = handle
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ShellError("cannot write to \(path): \(String(cString: strerror(errno)))") }
+        outputFD = fd
         outputPath = path
     }
 
-    nonisolated static func write(_ fd: Int32, _ text: String) {
+    /// Writes all of `text`; returns why not, when it could not.
+    @discardableResult
+    nonisolated static func write(_ fd: Int32, _ text: String) -> String? {
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue } else { return } }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return String(cString: strerror(errno))
+            }
             bytes = bytes.dropFirst(n)
         }
+        return nil
     }
 }
 

@@ -82,7 +82,15 @@ extension Shell {
             try await importFile(args[0], into: args[1])
         case "export":
             guard args.count >= 2 else { throw ShellError("usage: .export COLLECTION|QUERY FILE") }
-            try await export(args.dropLast().joined(separator: " "), to: args[args.count - 1])
+            let rest = Shell.rawArguments(of: name, in: text)
+            let file = args[args.count - 1]
+            // The query as typed, without the file name after it (quoted or not).
+            var query = rest
+            for written in ["\"" + file + "\"", file] where query.hasSuffix(written) {
+                query = String(query.dropLast(written.count))
+                break
+            }
+            try await export(query.trimmingCharacters(in: .whitespaces), to: file)
         case "read":
             try need(1, ".read FILE")
             try await readFile(args[0])
@@ -90,13 +98,16 @@ extension Shell {
             try console.redirect(to: args.first)
         case "save":
             try need(2, ".save NAME QUERY")
-            try await saveFilter(args[0], args.dropFirst().joined(separator: " "))
+            try refuseInTransaction("saved filters are kept at once")
+            let rest = Shell.rawArguments(of: name, in: text).drop { $0.isWhitespace }
+            try await saveFilter(args[0], String(rest.dropFirst(args[0].count)))
         case "filters":
             let filters = try await reading { try $0.savedFilters() }
             if filters.isEmpty { console.note("No saved filters (.save NAME QUERY keeps one).") }
             for f in filters { console.result("\(f.name) = \(f.text)\n") }
         case "unsave":
             try need(1, ".unsave NAME")
+            try refuseInTransaction("saved filters are forgotten at once")
             let name = args[0]
             let removed = try await requireStore().perform { try $0.deleteFilter(named: name) }
             guard removed else { throw ShellError("no saved filter is named '\(name)'") }
@@ -107,19 +118,32 @@ extension Shell {
         case "stats": try await stats()
         case "exit", "quit":
             if let code = args.first {
-                guard let c = Int32(code) else { throw ShellError("usage: .exit [CODE], CODE a number") }
+                guard let c = Int32(code), (0...255).contains(c) else {
+                    throw ShellError("usage: .exit [CODE], CODE a number from 0 to 255")
+                }
                 exitCode = c
             } else {
-                exitCode = 0
+                // As at the end of the input: 1 when a statement failed.
+                exitCode = hadError ? 1 : 0
             }
         case "watch":
             try need(1, ".watch QUERY")
-            try await watch(args.joined(separator: " "))
+            try await watch(Shell.rawArguments(of: name, in: text))
         default:
             let names = Shell.commands.map(\.name) + ["quit"]
             throw ParseError(message: "unknown command '.\(name)'; .help lists them", location: location,
                              length: name.count + 1, suggestion: Suggest.closest(name, in: names).map { "'.\($0)'" })
         }
+    }
+
+    /// The text after `.name`, as typed: quotes and spaces inside a query kept.
+    static func rawArguments(of name: String, in text: String) -> String {
+        guard let range = text.range(of: "." + name) else { return "" }
+        return String(text[range.upperBound...]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private func refuseInTransaction(_ why: String) throws {
+        if pending.isOpen { throw ShellError("\(why), not at commit: commit or rollback the open transaction first") }
     }
 
     private func help(_ topic: String?) {
@@ -246,17 +270,19 @@ extension Shell {
     private func dropCollection(_ collection: String) async throws {
         guard !pending.isOpen else { throw ShellError("dropping a collection applies at once: commit or rollback first") }
         while true {
-            let count = try await reading { ctx -> Int? in
-                try ctx.collections().contains { $0.name == collection } ? try ctx.count(in: collection) : nil
+            let all = DocumentQuery(collection)
+            let found = try await reading { ctx -> DocumentIDs? in
+                try ctx.collections().contains { $0.name == collection } ? try all.ids(in: ctx) : nil
             }
-            guard let count else { throw ShellError("no collection is named '\(collection)'") }
+            guard let ids = found else { throw ShellError("no collection is named '\(collection)'") }
+            let count = ids.count
             let what = "collection \(collection) and its \(count) document\(count == 1 ? "" : "s")"
             guard try await confirm("Drop \(what)?", refusing: "drop \(what)") else {
                 console.note("Nothing was dropped.")
                 return
             }
             let dropped = try await requireStore().perform { ctx -> Bool in
-                guard try ctx.count(in: collection) == count else { return false }
+                guard try all.ids(in: ctx) == ids else { return false }
                 return try ctx.dropCollection(collection)
             }
             if dropped {

@@ -22,6 +22,7 @@ enum TransferFormat: String {
 final class FileWriter: @unchecked Sendable {
     private let fd: Int32
     private var buffer: [UInt8] = []
+    private var closed = false
     let path: String
 
     init(path: String) throws {
@@ -48,9 +49,12 @@ final class FileWriter: @unchecked Sendable {
         buffer.removeAll(keepingCapacity: true)
     }
 
+    /// Writes what is buffered and closes the file; a second call does nothing.
     func close() throws {
+        guard !closed else { return }
+        closed = true
+        defer { Glibc.close(fd) }
         try flush()
-        Glibc.close(fd)
     }
 }
 
@@ -76,23 +80,26 @@ extension Shell {
         let batch = documents
         let ids = batch.compactMap { $0[path: idPath] }
         if Set(ids).count != ids.count { throw ShellError("\(path) holds two documents with the same id") }
-        let showProgress = console.stderrIsTerminal && batch.count >= 5_000
+        let showProgress = console.stderrIsTerminal && batch.count >= 5_000 && !pending.isOpen
+        /// The ids of the file that the collection already has: the documents the import would replace.
+        @Sendable func existing(_ ctx: ReadContext) throws -> [DocumentValue] {
+            try ids.filter { try ctx.document(id: $0, in: collection) != nil }
+        }
         while true {
-            let replacing = try await reading { ctx in
-                try ids.reduce(0) { n, id in n + (try ctx.document(id: id, in: collection) == nil ? 0 : 1) }
-            }
+            let replacing = try await reading { try existing($0) }
             let what = "\(batch.count) document\(batch.count == 1 ? "" : "s") into \(collection)"
-            if replacing > 0 {
-                guard try await confirm("Import \(what), replacing \(replacing) existing one\(replacing == 1 ? "" : "s")?",
-                                        refusing: "replace \(replacing) documents of \(collection)") else {
+            if !replacing.isEmpty {
+                let n = replacing.count
+                guard try await confirm("Import \(what), replacing \(n) existing one\(n == 1 ? "" : "s")?",
+                                        refusing: "replace \(n) documents of \(collection)") else {
                     console.note("Nothing was imported.")
                     return
                 }
             }
             let label = "importing"
-            let written: Int? = try await change("import \(what) from \(path)") { ctx in
-                let now = try ids.reduce(0) { n, id in n + (try ctx.document(id: id, in: collection) == nil ? 0 : 1) }
-                guard now == replacing else { return nil }
+            let written: Int? = try await change("import \(what) from \(path)", applies: { $0 != nil }) { ctx in
+                // Exactly the documents counted are replaced: if others now share ids with the file, ask again.
+                guard try existing(ctx) == replacing else { return nil }
                 for (i, d) in batch.enumerated() {
                     if i % 1000 == 999 { try Task.checkCancellation() }   // Ctrl-C: the whole import is rolled back
                     try ctx.save(d, into: collection)
@@ -103,7 +110,7 @@ extension Shell {
             }
             if written != nil {
                 let verb = pending.isOpen ? "Pending: import" : "Imported"
-                console.note("\(verb) \(what)" + (replacing > 0 ? ", replacing \(replacing)." : "."))
+                console.note("\(verb) \(what)" + (replacing.isEmpty ? "." : ", replacing \(replacing.count)."))
                 return
             }
             console.note("The documents of \(collection) changed while you answered; asking again.")
@@ -111,33 +118,30 @@ extension Shell {
     }
 
     static func parseJSONDocuments(_ text: String, origin: String) throws -> [DocumentValue] {
-        var parser = try Parser(text)
-        let value: Literal
-        do { value = try parser.parseLiteral() } catch { throw ShellError(error.rendered(source: text, origin: origin)) }
-        switch value.value {
+        let value: DocumentValue
+        do { value = try Parser.wholeLiteral(text) } catch { throw ShellError(error.rendered(source: text, origin: origin)) }
+        switch value {
         case .array(let list): return list
-        case .object: return [value.value]
-        default: throw ShellError("\(origin) holds \(value.value.literalText.prefix(40)), not a document or a list of them")
+        case .object: return [value]
+        default: throw ShellError("\(origin) holds \(value.literalText.prefix(40)), not a document or a list of them")
         }
     }
 
     static func parseNDJSON(_ text: String, origin: String) throws -> [DocumentValue] {
         var out: [DocumentValue] = []
         let lines = text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)
-        for (i, line) in lines.enumerated() {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { continue }
-            do {
-                var parser = try Parser(trimmed)
-                let value = try parser.parseLiteral()
-                guard case .object = value.value else {
-                    throw ParseError(message: "each line holds one document ({...})", location: value.location)
+        for (i, line) in lines.enumerated() where !line.allSatisfy(\.isWhitespace) {
+            do throws(ParseError) {
+                let value = try Parser.wholeLiteral(String(line))
+                guard case .object = value else {
+                    throw ParseError(message: "each line holds one document ({...})",
+                                     location: SourceLocation(offset: 0, line: 1, column: 1))
                 }
-                out.append(value.value)
-            } catch let error as ParseError {
+                out.append(value)
+            } catch {
                 var e = error
                 e.location.line = i + 1
-                throw ShellError(e.rendered(source: text, origin: origin))
+                throw ShellError(e.rendered(source: lines.joined(separator: "\n"), origin: origin))
             }
         }
         return out
@@ -151,7 +155,14 @@ extension Shell {
         let resolved = try await resolve(expression)
         let q = resolved.query
         let total = try await reading { try q.count(in: $0) }
-        let writer = try FileWriter(path: path)
+        // Written beside the file and renamed over it at the end: a failed or cancelled export leaves it as it was.
+        let temporary = path + ".docstore-partial"
+        let writer = try FileWriter(path: temporary)
+        var finished = false
+        defer {
+            try? writer.close()
+            if !finished { unlink(temporary) }
+        }
         let showProgress = console.stderrIsTerminal && total >= 5_000
         let written = try await reading { ctx -> Int in
             var n = 0
@@ -177,7 +188,7 @@ extension Shell {
                     for (name, _) in Renderer.flatten(d) where seen.insert(name).inserted { columns.append(name) }
                     return true
                 }
-                try writer.write(columns.map(CSV.quote).joined(separator: ",") + "\r\n")
+                try writer.write(columns.map { CSV.quote($0) }.joined(separator: ",") + "\r\n")
                 try q.forEach(in: ctx) { d in
                     let cells = Dictionary(Renderer.flatten(d), uniquingKeysWith: { a, _ in a })
                     try writer.write(columns.map { CSV.cell(cells[$0]) }.joined(separator: ",") + "\r\n")
@@ -189,6 +200,10 @@ extension Shell {
             return n
         }
         try writer.close()
+        guard rename(temporary, path) == 0 else {
+            throw ShellError("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        finished = true
         console.note("Exported \(written) document\(written == 1 ? "" : "s") to \(path).")
     }
 
@@ -207,6 +222,11 @@ extension Shell {
 
     /// Runs the statements of a file, one per line (or several lines while brackets are open).
     func readFile(_ path: String) async throws {
+        guard readDepth < 16 else {
+            throw ShellError(".read is nested more than 16 deep (does \(path) read itself?)")
+        }
+        readDepth += 1
+        defer { readDepth -= 1 }
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             throw ShellError("cannot read \(path)")
         }
@@ -218,6 +238,7 @@ extension Shell {
             if statement.isEmpty { firstLine = i + 1 }
             statement += (statement.isEmpty ? "" : "\n") + line
             if Shell.needsMore(statement) { continue }
+            try Task.checkCancellation()   // Ctrl-C stops the script between statements
             let ok = await execute(statement, origin: path, firstLine: firstLine)
             statement = ""
             if !ok {
@@ -235,9 +256,9 @@ extension Shell {
 
 /// Comma-separated values (RFC 4180): a header of field paths, then one document per row.
 enum CSV {
-    static func quote(_ s: String) -> String {
-        guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) || s.hasPrefix(" ")
-                || s.hasSuffix(" ") else { return s }
+    static func quote(_ s: String, always: Bool = false) -> String {
+        guard always || s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) || s.hasPrefix(" ")
+                || s.hasSuffix(" ") || s.isEmpty else { return s }
         return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
@@ -245,18 +266,20 @@ enum CSV {
     static func cell(_ value: DocumentValue?) -> String {
         switch value {
         case nil, .null?: return ""
-        case .string(let s)?: return quote(s)
+        // Text that would read back as something else ("0150", "true", "[1]") is quoted: quoted cells are text.
+        case .string(let s)?: return quote(s, always: CSV.value(s) != .string(s))
         case .date(let d)?: return quote(DocumentValue.date(d).json().trimmingCharacters(in: ["\""]))
         case let v?: return quote(v.json())
         }
     }
 
     /// The rows of a CSV text, each a list of cells.
-    static func rows(_ text: String, origin: String) throws -> [[String]] {
-        var rows: [[String]] = []
-        var row: [String] = []
+    static func rows(_ text: String, origin: String) throws -> [[Cell]] {
+        var rows: [[Cell]] = []
+        var row: [Cell] = []
         var cell = ""
         var quoted = false
+        var wasQuoted = false
         var atCellStart = true
         var line = 1
         var chars = text.makeIterator()
@@ -280,12 +303,13 @@ enum CSV {
             switch c {
             case "\"" where atCellStart:
                 quoted = true
+                wasQuoted = true
                 atCellStart = false
             case ",":
-                row.append(cell); cell = ""; atCellStart = true
+                row.append(Cell(text: cell, quoted: wasQuoted)); cell = ""; atCellStart = true; wasQuoted = false
             case "\n", "\r\n", "\r":
-                row.append(cell); cell = ""; atCellStart = true
-                if !(row.count == 1 && row[0].isEmpty) { rows.append(row) }
+                row.append(Cell(text: cell, quoted: wasQuoted)); cell = ""; atCellStart = true; wasQuoted = false
+                if !(row.count == 1 && row[0].text.isEmpty && !row[0].quoted) { rows.append(row) }
                 row = []
                 line += 1
             default:
@@ -294,17 +318,24 @@ enum CSV {
             }
         }
         if quoted { throw ShellError("\(origin): a quoted cell opened before line \(line) never closes") }
-        if !cell.isEmpty || !row.isEmpty { row.append(cell); rows.append(row) }
+        if !cell.isEmpty || !row.isEmpty || wasQuoted { row.append(Cell(text: cell, quoted: wasQuoted)); rows.append(row) }
         return rows
     }
 
-    /// Documents from CSV: the header names each column's field (dots nest), each cell is read as a number,
-    /// `true`/`false`, a JSON list or object when it parses as one, else as text; an empty cell leaves the field out.
+    /// A cell's text, and whether it was in quotes (then it is text, whatever it looks like).
+    struct Cell: Equatable {
+        var text: String
+        var quoted: Bool
+    }
+
+    /// Documents from CSV: the header names each column's field (dots nest). A cell is read as a JSON list or
+    /// object when it parses as one; otherwise a quoted cell is text, and an unquoted one a number or `true`/`false`
+    /// when it reads as one, else text; an empty unquoted cell leaves the field out.
     static func documents(_ text: String, origin: String) throws -> [DocumentValue] {
         let rows = try rows(text, origin: origin)
         guard let header = rows.first else { return [] }
-        let paths = header.map { FieldPath($0.trimmingCharacters(in: .whitespaces)) }
-        if let empty = header.firstIndex(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
+        let paths = header.map { FieldPath($0.text.trimmingCharacters(in: .whitespaces)) }
+        if let empty = header.firstIndex(where: { $0.text.trimmingCharacters(in: .whitespaces).isEmpty }) {
             throw ShellError("\(origin): column \(empty + 1) of the header has no name")
         }
         var out: [DocumentValue] = []
@@ -313,12 +344,19 @@ enum CSV {
                 throw ShellError("\(origin): row \(r + 2) has \(row.count) cells, the header \(header.count)")
             }
             var document = DocumentValue.object([DocumentValue.Field]())
-            for (path, text) in zip(paths, row) where !text.isEmpty {
-                document = set(value(text), at: path.components[...], in: document)
+            for (path, cell) in zip(paths, row) where !cell.text.isEmpty || cell.quoted {
+                document = set(value(cell), at: path.components[...], in: document)
             }
             out.append(document)
         }
         return out
+    }
+
+    /// A quoted cell is text, unless it holds a JSON list or object (which CSV must quote for their commas).
+    static func value(_ cell: Cell) -> DocumentValue {
+        guard cell.quoted else { return value(cell.text) }
+        if cell.text.hasPrefix("[") || cell.text.hasPrefix("{"), let v = try? Parser.wholeLiteral(cell.text) { return v }
+        return .string(cell.text)
     }
 
     static func value(_ text: String) -> DocumentValue {
@@ -326,8 +364,7 @@ enum CSV {
         if let d = Double(text), text.contains(where: { $0.isNumber }), !text.hasPrefix("+") { return .double(d) }
         if text == "true" { return .bool(true) }
         if text == "false" { return .bool(false) }
-        if text.hasPrefix("[") || text.hasPrefix("{"), var p = try? Parser(text), let v = try? p.parseLiteral(),
-           v.length == text.count { return v.value }
+        if text.hasPrefix("[") || text.hasPrefix("{"), let v = try? Parser.wholeLiteral(text) { return v }
         return .string(text)
     }
 

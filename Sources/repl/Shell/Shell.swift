@@ -17,6 +17,10 @@ final class Shell {
     let confirmations = Prompt<String, Bool>(conflictPolicy: .refuseNew)
     /// Field statistics per collection, dropped after each change this shell makes.
     private var statsCache: [String: FieldStats] = [:]
+    /// How many `.read`s are running inside each other.
+    var readDepth = 0
+    /// Whether a statement has failed (the status of a bare `.exit`).
+    var hadError = false
     private var placeOrigin: String?
     private var placeFirstLine = 1
     /// Stop a script at its first error (`--bail`).
@@ -67,18 +71,22 @@ final class Shell {
         let replay = pending.replay
         do {
             return try await store.dryRun { ctx in
-                try replay(ctx)
+                do { try replay(ctx) } catch { throw PendingReplayFailed(underlying: error) }
                 return try body(ctx)
             }
-        } catch let error as DocStoreError where !(error.code == .closed) {
-            throw ShellError("the pending changes no longer apply to the committed state (\(error.message)); "
+        } catch let failed as PendingReplayFailed {
+            throw ShellError("the pending changes no longer apply to the committed state (\(failed.underlying)); "
                 + "rollback to drop them")
         }
     }
 
     /// Makes a change: at once, or, in a transaction, as one more pending change (checked first against the
     /// pending state, so a change that cannot apply is refused now rather than at commit).
-    func change<R: Sendable>(_ summary: String, _ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
+    ///
+    /// `applies` says whether the body did its change: one that found the data changed since it was confirmed
+    /// returns a value saying so, is not kept, and, replayed at commit, fails the commit rather than do less.
+    func change<R: Sendable>(_ summary: String, applies: @escaping @Sendable (R) -> Bool = { _ in true },
+                             _ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
         let store = try requireStore()
         defer { statsCache = [:] }
         guard pending.isOpen else { return try await store.perform(body) }
@@ -87,7 +95,12 @@ final class Shell {
             try replay(ctx)
             return try body(ctx)
         }
-        pending.append(.init(summary: summary) { ctx in _ = try body(ctx) })
+        guard applies(result) else { return result }
+        pending.append(.init(summary: summary) { ctx in
+            guard applies(try body(ctx)) else {
+                throw ShellError("the documents that '\(summary)' was confirmed for have changed since")
+            }
+        })
         return result
     }
 
@@ -99,11 +112,20 @@ final class Shell {
             return true
         }
         guard console.interactive else {
-            throw ShellError("refusing to \(action) without a confirmation: stdin is not a terminal; "
+            throw ShellError("refusing to \(action) without a confirmation: no one is at a terminal to answer "
+                + "(stdin is not a terminal, or --batch or statements as arguments were given); "
                 + "run with --yes to confirm destructive commands")
         }
-        return try await confirmations.query(with: question)
+        do {
+            return try await confirmations.query(with: question)
+        } catch {
+            endQuestionRead?()   // Ctrl-C reached the statement first: the read of its answer ends too
+            throw error
+        }
     }
+
+    /// Ends the read of a confirmation's answer (set by the terminal loop).
+    var endQuestionRead: (@Sendable () -> Void)?
 
     /// The prompt: `docstore> `, `docstore (tx)> `, `docstore (tx, 2 pending)> `.
     var prompt: String {
@@ -133,6 +155,7 @@ final class Shell {
         } catch {
             console.error("error: \(error)")
         }
+        hadError = true
         return false
     }
 
@@ -171,14 +194,18 @@ final class Shell {
             guard pending.isOpen else { throw ShellError("no transaction is open (begin starts one)") }
             let count = pending.count
             let replay = pending.replay
-            pending.close()
             statsCache = [:]
             do {
                 try await requireStore().perform { try replay($0) }
+            } catch is CancellationError {
+                throw ShellError("commit cancelled: nothing was applied, and the \(count) change"
+                    + "\(count == 1 ? " is" : "s are") still pending")
             } catch {
+                pending.close()
                 throw ShellError("commit failed, so nothing was applied: \(error). The \(count) pending "
                     + "change\(count == 1 ? " was" : "s were") dropped; the committed state is shown again.")
             }
+            pending.close()
             console.note("Committed \(count) change\(count == 1 ? "" : "s").")
         case .rollback:
             guard pending.isOpen else { throw ShellError("no transaction is open (begin starts one)") }
@@ -406,13 +433,20 @@ final class Shell {
             throw ShellError("documents of \(collection) keep their id at '\(idPath)': give each one")
         }
         let last = try await reading { try DocumentQuery(collection).last(in: $0)?[path: idPath] }
+        // The next integer after the greatest, or UUIDs when the ids are not integers (or the integers ran out).
+        func after(_ i: Int64) -> Int64? {
+            let (n, overflow) = i.addingReportingOverflow(1)
+            return overflow ? nil : n
+        }
         var next: Int64? = nil
-        if case .int(let i)? = last { next = i + 1 } else if last == nil { next = 1 }
-        for d in documents { if case .int(let i)? = d[path: idPath], let n = next { next = max(n, i + 1) } }
+        if case .int(let i)? = last { next = after(i) } else if last == nil { next = 1 }
+        for d in documents {
+            if case .int(let i)? = d[path: idPath], let n = next { next = after(i).map { max(n, $0) } }
+        }
         return documents.map { d in
             guard d[path: idPath] == nil, case .object(let fields) = d else { return d }
             let id: DocumentValue
-            if let n = next { id = .int(n); next = n + 1 } else { id = .string(UUID().uuidString.lowercased()) }
+            if let n = next { id = .int(n); next = after(n) } else { id = .string(UUID().uuidString.lowercased()) }
             return .object([.init(idName, id)] + fields)
         }
     }
@@ -450,6 +484,11 @@ final class Shell {
         for stats in statsCache.values { for p in stats.paths { all.insert(p.description) } }
         completionWords = all.sorted()
     }
+}
+
+/// A pending change that failed when replayed for a query.
+private struct PendingReplayFailed: Error {
+    let underlying: any Error
 }
 
 extension Step {
