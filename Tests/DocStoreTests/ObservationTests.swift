@@ -886,3 +886,51 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         }
     }
 }
+
+/// The adults' names, by name or by age: a request whose parameters are its properties.
+private struct AdultNames: StoreRequest {
+    var minimumAge = 18
+    var byName = true
+
+    func fetch(_ ctx: ReadContext) throws -> [String] {
+        let age = minimumAge
+        let query = Person.include(#Predicate { $0.age >= age })
+        return try (byName ? query.sortBy(\.name) : query.sortBy(\.age).sortBy(\.name)).results(in: ctx).map(\.name)
+    }
+}
+
+@Suite struct ObservedRequestTests {
+    @Test func requestValueComesAtOnceThenOnlyWhenItChanges() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(Person(name: "Bo", age: 40))
+        let recorder = ObservationRecorder(store.observe(AdultNames()))
+        #expect(try await recorder.next() == ["Bo"])
+        try await store.insert(Person(name: "Kid", age: 9))          // not an adult: the names are equal
+        try await store.insert(Person(name: "Ann", age: 30))
+        #expect(try await recorder.next() == ["Ann", "Bo"])
+        try await recorder.expectNothingNew()
+    }
+
+    @Test func swappingTheRequestSendsTheNewValueOnceAndNeverTheOldOnesAgain() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(contentsOf: [Person(name: "Bo", age: 40), Person(name: "Ann", age: 30),
+                                            Person(name: "Cy", age: 12)])
+        let (requests, next) = AsyncStream.makeStream(of: AdultNames.self)
+        let recorder = ObservationRecorder(store.observe(requests: requests))
+        next.yield(AdultNames(byName: true))
+        #expect(try await recorder.next() == ["Ann", "Bo"])
+        next.yield(AdultNames(byName: true))                         // equal: nothing new
+        try await recorder.expectNothingNew()
+        next.yield(AdultNames(byName: false))                        // by age: the same people, once
+        #expect(try await recorder.next() == ["Ann", "Bo"])
+        next.yield(AdultNames(minimumAge: 10, byName: false))
+        #expect(try await recorder.next() == ["Cy", "Ann", "Bo"])
+        // A commit now reaches only the latest request.
+        try await store.insert(Person(name: "Di", age: 11))
+        #expect(try await recorder.next() == ["Di", "Cy", "Ann", "Bo"])
+        try await recorder.expectNothingNew()
+        next.finish()
+    }
+}

@@ -1,0 +1,95 @@
+import Synchronization
+
+/// A read described as a value: its parameters (an ordering, a minimum age) are its stored properties, and two
+/// requests with the same parameters are equal. Observing a request follows its value as the store changes;
+/// observing a sequence of requests follows the latest one, as a view model that swaps a parameter expects.
+///
+/// For example:
+/// ```swift
+/// struct AdultsRequest: StoreRequest {
+///     var minimumAge = 18
+///     var byName = true
+///     func fetch(_ ctx: ReadContext) throws -> [String] {
+///         let age = minimumAge
+///         let q = Person.include(#Predicate { $0.age >= age })
+///         return try (byName ? q.sortBy(\.name) : q.sortBy(\.age)).results(in: ctx).map(\.name)
+///     }
+/// }
+/// for try await names in store.observe(AdultsRequest()) { print(names) }
+/// ```
+public protocol StoreRequest: Equatable, Sendable {
+    associatedtype Value: Sendable & Equatable
+    /// Reads the request's value, in a read transaction.
+    func fetch(_ context: ReadContext) throws -> Value
+}
+
+extension DocStore {
+    /// The request's value now, then again after each commit that changes it (by this process or another); a
+    /// commit that leaves it equal sends nothing. Values coalesce to the latest for a slow consumer.
+    public nonisolated func observe<R: StoreRequest>(_ request: R) -> AsyncThrowingStream<R.Value, Error> {
+        observation { ctx, previous -> ([UInt8], R.Value?) in
+            let value = try request.fetch(ctx)
+            guard let previous else { return (Fingerprint.of(0), value) }
+            if previous.value == value { return (previous.fingerprint, nil) }
+            // A new fingerprint for each new value: the previous one's counter, plus one.
+            let counter = previous.fingerprint.withUnsafeBytes { $0.loadUnaligned(as: Int.self) }
+            return (Fingerprint.of(counter &+ 1), value)
+        }
+    }
+
+    /// Follows the latest of a sequence of requests: each request that differs from the one before starts a new
+    /// observation, whose first value comes at once; an equal request changes nothing. Values of a request that has
+    /// been replaced are never sent.
+    ///
+    /// For example, a view model whose ordering changes:
+    /// ```swift
+    /// let (requests, next) = AsyncStream.makeStream(of: AdultsRequest.self)
+    /// next.yield(AdultsRequest(byName: true))
+    /// Task { for try await names in store.observe(requests: requests) { show(names) } }
+    /// next.yield(AdultsRequest(byName: false))   // the names again, by age, once
+    /// ```
+    public nonisolated func observe<R: StoreRequest, S: AsyncSequence & Sendable>(requests: S)
+        -> AsyncThrowingStream<R.Value, Error> where S.Element == R {
+        let (stream, continuation) = AsyncThrowingStream<R.Value, Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let generation = RequestGeneration()
+        let task = Task {
+            var current: R?
+            var inner: Task<Void, Never>?
+            defer { inner?.cancel() }
+            do {
+                for try await request in requests {
+                    guard request != current else { continue }
+                    current = request
+                    inner?.cancel()
+                    let mine = generation.next()
+                    let values = self.observe(request)
+                    inner = Task {
+                        do {
+                            for try await value in values where generation.current == mine {
+                                continuation.yield(value)
+                            }
+                        } catch {
+                            if generation.current == mine {
+                                continuation.finish(throwing: error)
+                            }
+                        }
+                    }
+                }
+                // The requests ended: the last one is followed until the consumer stops.
+                await inner?.value
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
+
+/// Which request of a sequence is being followed: values of an earlier one are dropped.
+private final class RequestGeneration: Sendable {
+    private let value = Atomic<Int>(0)
+    var current: Int { value.load(ordering: .sequentiallyConsistent) }
+    func next() -> Int { value.add(1, ordering: .sequentiallyConsistent).newValue }
+}
