@@ -150,8 +150,6 @@ final class Shell {
             report(error.parseError, in: text, origin: origin, firstLine: firstLine)
         } catch is CancellationError {
             console.error("cancelled; nothing was changed")
-        } catch let error as PromptConflictError {
-            console.error("error: \(error)")
         } catch {
             console.error("error: \(error)")
         }
@@ -274,7 +272,7 @@ final class Shell {
 
     private func query(_ expression: QueryExpression, text: String) async throws {
         let resolved = try await resolve(expression)
-        if !saving { warn(resolved.warnings, in: text) }
+        warn(resolved.warnings, in: text)
         let q = resolved.query
         if explainEach, resolved.terminal.map({ !$0.isChange }) ?? true, resolved.terminal != .explain {
             if let plan = try await reading({ try q.explain(in: $0) }) { console.result(plan.lines.dropLast().joined(separator: "\n") + "\n") }
@@ -330,9 +328,6 @@ final class Shell {
         return ms < 1 ? String(format: "%.3f ms", ms) : (ms < 1000 ? String(format: "%.2f ms", ms)
             : String(format: "%.2f s", ms / 1000))
     }
-
-    /// Set while `.save` checks a query, so its warnings are not printed twice.
-    var saving = false
 
     // MARK: Changes
 
