@@ -6,6 +6,11 @@ let package = Package(
     products: [
         .library(name: "DocStore", targets: ["DocStore"]),
         .executable(name: "docstore", targets: ["repl"]),
+        .executable(name: "bench", targets: ["bench"]),
+    ],
+    dependencies: [
+        // For the bench only: a library user who depends on DocStore alone never builds it.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -17,9 +22,18 @@ let package = Package(
             name: "CReadline",
             providers: [.apt(["libreadline-dev"])]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(
             name: "DocStore",
             dependencies: ["CLMDB"]
+        ),
+        // Filter and sort throughput beside GRDB, SQLite's C API and raw LMDB.
+        .executableTarget(
+            name: "bench",
+            dependencies: ["DocStore", "CLMDB", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // The `docstore` shell: the query language as text, commands, rendering, readline.
         .executableTarget(

@@ -191,3 +191,36 @@ extension DocStore {
         try withRead(body)
     }
 }
+
+extension Query {
+    /// The primary keys of the results, in order, read from index entries alone where the indexes answer the
+    /// whole filter: no document is read or decoded.
+    ///
+    /// For example, to count and then delete exactly what was counted: `let ids = try q.ids(in: ctx)`, then
+    /// `try ctx.deleteDocuments(ids, from: "people")`.
+    public func ids(in context: ReadContext) throws -> DocumentIDs {
+        try context.checkValid()
+        let executor = try makeExecutor(in: context)
+        return DocumentIDs(keys: WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs()))
+    }
+
+    /// Calls `body` with each result's stored bytes, in order, without decoding, until it returns `false`. The
+    /// bytes are valid only during the call. Returns what the walk took.
+    ///
+    /// For example, the size of the results as stored:
+    /// ```swift
+    /// var bytes = 0
+    /// try q.forEachEncoded(in: ctx) { bytes += $0.count; return true }
+    /// ```
+    @discardableResult
+    public func forEachEncoded(in context: ReadContext, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws
+        -> QueryStatistics {
+        try context.checkValid()
+        let stream = try ResultStream(executor: try makeExecutor(in: context), context: context)
+        defer { stream.close() }
+        while let (_, raw) = try stream.next() {
+            if try !body(raw) { break }
+        }
+        return stream.executor.statistics.value
+    }
+}

@@ -1,0 +1,13 @@
+import Foundation
+
+@main
+enum Bench {
+    static func main() async {
+        #if DEBUG
+        print("bench: refusing to report from a debug build; run: swift run -c release bench")
+        exit(1)
+        #else
+        await BenchCommand.run(Array(CommandLine.arguments.dropFirst()))
+        #endif
+    }
+}

@@ -1,0 +1,208 @@
+import DocStore
+import Foundation
+
+/// `swift run -c release bench [--docs N,N] [--scenario S,S] [--peer P,P] [--runs N] [--json FILE] [--chart FILE.svg]`
+enum BenchCommand {
+    static let usage = """
+        usage: bench [--docs 10000,100000,1000000] [--scenario NAME,...] [--peer docstore,grdb,sqlite,lmdb]
+                     [--runs 5] [--json FILE] [--chart FILE.svg] [--check THRESHOLDS] [--quiet]
+        scenarios: \(Scenario.allCases.map(\.rawValue).joined(separator: ", "))
+        """
+
+    static func run(_ arguments: [String]) async {
+        var counts = [10_000, 100_000, 1_000_000]
+        var scenarios = Scenario.allCases
+        var peers = ["docstore", "grdb", "sqlite", "lmdb"]
+        var runs = 5
+        var jsonPath: String?
+        var chartPath: String?
+        var quiet = false
+        var thresholdsPath: String?
+        var args = arguments[...]
+        func list(_ option: String) -> [String] {
+            guard let value = args.popFirst() else { fail("\(option) needs a value\n\(usage)") }
+            return value.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+        }
+        while let a = args.popFirst() {
+            switch a {
+            case "--docs":
+                counts = list(a).map { Int($0.replacingOccurrences(of: "_", with: "")) ?? -1 }
+                if counts.contains(where: { $0 <= 0 }) { fail("--docs takes positive counts\n\(usage)") }
+            case "--scenario":
+                scenarios = list(a).map { name in
+                    guard let s = Scenario(rawValue: name) else { fail("unknown scenario '\(name)'\n\(usage)") }
+                    return s
+                }
+            case "--peer":
+                peers = list(a)
+                for p in peers where Harness.makePeer(p) == nil { fail("unknown peer '\(p)'\n\(usage)") }
+            case "--runs":
+                guard let n = list(a).first.flatMap(Int.init), n >= 1 else { fail("--runs takes a number ≥ 1") }
+                runs = n
+            case "--json": jsonPath = list(a).first
+            case "--chart": chartPath = list(a).first
+            case "--quiet": quiet = true
+            case "--check": thresholdsPath = list(a).first
+            case "--help", "-h": print(usage); exit(0)
+            default: fail("unknown argument '\(a)'\n\(usage)")
+            }
+        }
+        let harness = Harness(counts: counts, scenarios: scenarios, peers: peers, runs: runs) { line in
+            if !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        }
+        do {
+            let measurements = try await harness.run()
+            var codec: [CodecFigure] = []
+            if peers.contains("docstore") {
+                codec = try CodecFigure.measure(count: min(counts.max() ?? 10_000, 100_000), runs: runs)
+            }
+            let memory = peers.contains("docstore") ? try await StreamingMemory.measure(count: counts.max() ?? 0) : nil
+            print(machine())
+            print(Report.table(measurements))
+            for c in codec { print(c.line) }
+            if let memory { print(memory.line) }
+            if let jsonPath {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                let data = try encoder.encode(BenchResults(machine: machine(), measurements: measurements,
+                                                           codec: codec, streaming: memory))
+                try data.write(to: URL(fileURLWithPath: jsonPath))
+            }
+            if let chartPath {
+                try Chart.svg(measurements).write(toFile: chartPath, atomically: true, encoding: .utf8)
+            }
+            if let thresholdsPath {
+                let text = try String(contentsOfFile: thresholdsPath, encoding: .utf8)
+                let failures = try Thresholds.check(text, measurements) { print($0) }
+                if failures > 0 { fail("\(failures) ratio\(failures == 1 ? " is" : "s are") below the floor in \(thresholdsPath)") }
+            }
+        } catch {
+            fail("\(error)")
+        }
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data(("bench: " + message + "\n").utf8))
+        exit(1)
+    }
+
+    /// The machine the figures come from.
+    static func machine() -> String {
+        let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("model name") }?
+            .split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
+        return "Machine: \(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, "
+            + "\(ProcessInfo.processInfo.physicalMemory >> 30) GiB; release build"
+    }
+}
+
+/// Everything `--json` writes.
+struct BenchResults: Codable {
+    var machine: String
+    var measurements: [Measurement]
+    var codec: [CodecFigure]
+    var streaming: StreamingMemory?
+}
+
+/// The codec alone, on in-memory bytes: DocStore's encoder and decoder beside Foundation's JSON ones.
+struct CodecFigure: Codable {
+    var what: String
+    var documentsPerSecond: Double
+    var line: String { "codec: \(what): \(Report.count(documentsPerSecond)) docs/s" }
+
+    static func measure(count: Int, runs: Int) throws -> [CodecFigure] {
+        let people = People.make(count).map(StoredPerson.init)
+        let encoder = DocumentEncoder(), decoder = DocumentDecoder()
+        let json = JSONEncoder(), jsonDecoder = JSONDecoder()
+        func best(_ body: () throws -> Void) rethrows -> Double {
+            var times: [Double] = []
+            for _ in 0...runs {
+                let t0 = Meter.now()
+                try body()
+                times.append(Double(Meter.now() - t0))
+            }
+            return Double(count) / (Meter.median(Array(times.dropFirst())) / 1e9)
+        }
+        var encoded: [[UInt8]] = []
+        let encodeRate = try best { encoded = try people.map { try encoder.encode($0) } }
+        var jsonData: [Data] = []
+        let jsonEncodeRate = try best { jsonData = try people.map { try json.encode($0) } }
+        let decodeRate = try best { for e in encoded { _ = try decoder.decode(StoredPerson.self, from: e) } }
+        let jsonDecodeRate = try best { for d in jsonData { _ = try jsonDecoder.decode(StoredPerson.self, from: d) } }
+        return [
+            CodecFigure(what: "DocumentEncoder", documentsPerSecond: encodeRate),
+            CodecFigure(what: "JSONEncoder", documentsPerSecond: jsonEncodeRate),
+            CodecFigure(what: "DocumentDecoder", documentsPerSecond: decodeRate),
+            CodecFigure(what: "JSONDecoder", documentsPerSecond: jsonDecodeRate),
+            CodecFigure(what: String(format: "decode ratio DocumentDecoder/JSONDecoder %.1fx", decodeRate / jsonDecodeRate),
+                        documentsPerSecond: decodeRate / jsonDecodeRate),
+        ]
+    }
+}
+
+/// Anonymous memory while streaming every document through lazy results.
+struct StreamingMemory: Codable {
+    var documents: Int
+    var peakAnonymousBytes: Int
+    var line: String {
+        "streaming \(documents) documents through lazy results: RssAnon peaked at \(Report.bytes(peakAnonymousBytes))"
+    }
+
+    static func measure(count: Int) async throws -> StreamingMemory {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("docstore-bench-stream-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let peer = DocStorePeer()
+        // Loaded in batches, then the people array is gone before the walk.
+        do {
+            try await peer.load(People.make(count), in: directory)
+        }
+        await peer.close()
+        var options = DocStore.Options()
+        options.initialMapSize = 1 << 30
+        let store = try await DocStore(path: directory + "/docstore.db", options: options)
+        let peak = try await store.read { ctx -> Int in
+            var peak = Meter.status("RssAnon")
+            var n = 0
+            for person in try StoredPerson.query().fetchedResults(in: ctx) {
+                n += person.age >= 0 ? 1 : 0
+                if n % 10_000 == 0 { peak = max(peak, Meter.status("RssAnon")) }
+            }
+            return max(peak, Meter.status("RssAnon"))
+        }
+        await store.close()
+        return StreamingMemory(documents: count, peakAnonymousBytes: peak)
+    }
+}
+
+/// Floors for DocStore's ratios against a peer, from a file of lines `scenario form peer floor` (`#` comments):
+/// the ratio is the peer's median time over DocStore's, so 1.5 means DocStore must be at least 1.5x as fast.
+enum Thresholds {
+    struct Malformed: Error, CustomStringConvertible { var description: String }
+
+    /// Prints a line per floor and returns how many were not met (a floor without a measurement counts as not met).
+    static func check(_ text: String, _ all: [Measurement], print: (String) -> Void) throws -> Int {
+        var failures = 0
+        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+            if words.isEmpty { continue }
+            guard words.count == 4, let floor = Double(words[3]), let peer = Harness.makePeer(words[2]) else {
+                throw Malformed(description: "line \(n + 1) of the thresholds: expected `scenario form peer floor`, "
+                    + "found '\(raw)'")
+            }
+            let (scenario, form) = (words[0], words[1])
+            guard let m = all.first(where: { $0.peer == "DocStore" && $0.scenario == scenario && $0.form == form }),
+                  let ratio = Report.ratio(all, m, to: peer.name) else {
+                print("MISSING \(scenario) \(form) vs \(peer.name): not measured")
+                failures += 1
+                continue
+            }
+            let ok = ratio >= floor
+            if !ok { failures += 1 }
+            print(String(format: "%@ %@ %@ vs %@: %.2fx (floor %.2fx)", ok ? "ok  " : "FAIL", scenario, form,
+                         peer.name, ratio, floor))
+        }
+        return failures
+    }
+}

@@ -1,0 +1,135 @@
+import DocStore
+import Foundation
+
+/// One scenario run by one peer, in one form, at one document count.
+struct Measurement: Codable, Sendable {
+    var peer: String
+    var scenario: String
+    var form: String
+    var documents: Int
+    /// Median and 95th percentile of the timed runs, in nanoseconds.
+    var medianNanoseconds: Double
+    var p95Nanoseconds: Double
+    var runs: Int
+    /// What one run produced (documents, ids, a count); -1 when not comparable (a raw walk of everything).
+    var produced: Int
+    /// Documents handled per run: inserted, read, scanned or returned, as the scenario counts them.
+    var work: Int
+    var documentsPerSecond: Double { medianNanoseconds > 0 ? Double(work) / (medianNanoseconds / 1e9) : 0 }
+    var nanosecondsPerDocument: Double { work > 0 ? medianNanoseconds / Double(work) : 0 }
+    /// The process's peak resident memory during the runs, and the store's files.
+    var peakResidentBytes: Int
+    var fileBytes: Int
+}
+
+/// Timing and memory, from the kernel's own counters.
+enum Meter {
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Resets the peak resident size the kernel keeps for the process (`VmHWM`).
+    static func resetPeak() {
+        if let fd = fopen("/proc/self/clear_refs", "w") { fputs("5", fd); fclose(fd) }
+    }
+
+    /// A field of /proc/self/status in bytes (`VmHWM`, `RssAnon`).
+    static func status(_ field: String) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+            let kb = line.split(separator: " ").compactMap { Int($0) }.first ?? 0
+            return kb * 1024
+        }
+        return 0
+    }
+
+    static func median(_ xs: [Double]) -> Double {
+        let s = xs.sorted()
+        guard !s.isEmpty else { return 0 }
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+
+    static func percentile95(_ xs: [Double]) -> Double {
+        let s = xs.sorted()
+        guard !s.isEmpty else { return 0 }
+        return s[min(s.count - 1, Int((Double(s.count) * 0.95).rounded(.up)) - 1)]
+    }
+}
+
+/// Runs the selected scenarios against the selected peers at each document count.
+struct Harness {
+    var counts: [Int]
+    var scenarios: [Scenario]
+    var peers: [String]
+    var runs: Int
+    var log: (String) -> Void
+
+    static func makePeer(_ name: String) -> (any Peer)? {
+        switch name.lowercased() {
+        case "docstore": return DocStorePeer()
+        case "grdb": return GRDBPeer()
+        case "sqlite", "sqlite c", "sqlitec": return SQLitePeer()
+        case "lmdb", "raw lmdb", "rawlmdb": return LMDBPeer()
+        default: return nil
+        }
+    }
+
+    func run() async throws -> [Measurement] {
+        var all: [Measurement] = []
+        for count in counts {
+            log("== \(count) documents ==")
+            let people = People.make(count)
+            for peerName in peers {
+                guard let peer = Harness.makePeer(peerName) else { continue }
+                let directory = FileManager.default.temporaryDirectory
+                    .appendingPathComponent("docstore-bench-\(UUID().uuidString)").path
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(atPath: directory) }
+                Meter.resetPeak()
+                let start = Meter.now()
+                try await peer.load(people, in: directory)
+                let loadTime = Double(Meter.now() - start)
+                if scenarios.contains(.insert) {
+                    all.append(Measurement(peer: peer.name, scenario: Scenario.insert.rawValue, form: "-",
+                                           documents: count, medianNanoseconds: loadTime, p95Nanoseconds: loadTime,
+                                           runs: 1, produced: count, work: count,
+                                           peakResidentBytes: Meter.status("VmHWM"), fileBytes: try peer.fileSize()))
+                    log("  \(peer.name) insert: \(Report.rate(all.last!))")
+                }
+                var parameters = Parameters(documentCount: count)
+                for scenario in scenarios where scenario != .insert {
+                    for form in scenario.returnsDocuments ? Form.allCases : [.ids] where peer.supports(scenario, form) {
+                        Meter.resetPeak()
+                        var times: [Double] = []
+                        var produced = 0
+                        for i in 0...runs {   // the first run warms up and is not timed
+                            parameters.missSerial += 1
+                            let t0 = Meter.now()
+                            produced = try await peer.run(scenario, form, parameters)
+                            let t = Double(Meter.now() - t0)
+                            if i > 0 { times.append(t) }
+                        }
+                        let m = Measurement(
+                            peer: peer.name, scenario: scenario.rawValue,
+                            form: scenario.returnsDocuments ? form.rawValue : "-", documents: count,
+                            medianNanoseconds: Meter.median(times), p95Nanoseconds: Meter.percentile95(times),
+                            runs: runs, produced: produced, work: Harness.work(scenario, produced: produced, count: count),
+                            peakResidentBytes: Meter.status("VmHWM"), fileBytes: try peer.fileSize())
+                        all.append(m)
+                        log("  \(peer.name) \(scenario.rawValue) \(m.form): \(Report.rate(m)) (\(produced))")
+                    }
+                }
+                await peer.close()
+            }
+        }
+        return all
+    }
+
+    /// Documents a run handles, as the scenario counts them.
+    static func work(_ scenario: Scenario, produced: Int, count: Int) -> Int {
+        switch scenario {
+        case .insert: return count
+        case .unindexedFilter, .sortUnindexedLimit: return count        // every document is looked at
+        case .findOrCreateHit, .findOrCreateMiss: return 1
+        default: return max(produced, 0)
+        }
+    }
+}

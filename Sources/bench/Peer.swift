@@ -1,0 +1,72 @@
+/// What a scenario asks for.
+enum Scenario: String, CaseIterable, Sendable {
+    case insert                 // batches of 10,000 in one transaction each, 3 indexes
+    case getByID                // 1,000 random ids, one read each
+    case equality               // city == "city7": ~0.1%
+    case range1                 // age == 42 expressed as 42 <= age < 43: ~1%
+    case range10                // 20 <= age < 30: ~10%
+    case compoundPrefix         // city == "city7" && age >= 50 on the (city, age) index
+    case arrayContains          // tags contains "tag7" on a multi-value index: ~4%
+    case indexedResidual        // 20 <= age < 30 && active: an index range plus a check
+    case unindexedFilter        // score > 99: a full scan, ~1%
+    case sortIndexedLimit       // sort by age, first 100
+    case sortUnindexedLimit     // sort by score descending, first 100
+    case fullSort10             // 20 <= age < 30 sorted by score
+    case countByIndex           // count of age < 10
+    case findOrCreateHit        // email == an existing one
+    case findOrCreateMiss       // email == a new one: inserts
+
+    /// Whether the scenario reads documents (and so has the three forms).
+    var returnsDocuments: Bool {
+        switch self {
+        case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss: return false
+        default: return true
+        }
+    }
+}
+
+/// How much of each document a query hands back.
+enum Form: String, CaseIterable, Sendable {
+    case ids            // the ids only
+    case raw            // the stored bytes (or the row's columns read, for SQLite)
+    case decoded        // fully decoded `BenchPerson` models
+}
+
+/// One store under test. The harness calls `load` once per document count, then `run` many times.
+protocol Peer: AnyObject {
+    /// "DocStore", "GRDB", "SQLite C", "raw LMDB".
+    var name: String { get }
+    /// Creates a fresh store in `directory` with the three indexes (age; city, age; tags one entry per element,
+    /// or its equivalent) and the unique email index, and inserts `people` in batches of 10,000.
+    func load(_ people: [BenchPerson], in directory: String) async throws
+    /// Whether the peer can run the scenario in the form (a peer that does not decode has no `.decoded`).
+    func supports(_ scenario: Scenario, _ form: Form) -> Bool
+    /// Runs the scenario once; returns how many documents (or ids, or the count) it produced, which the harness
+    /// checks is the same for every peer.
+    func run(_ scenario: Scenario, _ form: Form, _ parameters: Parameters) async throws -> Int
+    /// The size of the store's files in bytes.
+    func fileSize() throws -> Int
+    /// Closes the store.
+    func close() async
+}
+
+/// The values the scenarios use, the same for every peer.
+struct Parameters: Sendable {
+    var documentCount: Int
+    var city = People.city(7)
+    var tag = People.tag(7)
+    /// Ids for `getByID`, in a random but fixed order.
+    var ids: [Int64]
+    /// A new id and email for `findOrCreateMiss`, advanced by the harness before each run.
+    var missSerial = 0
+
+    init(documentCount: Int) {
+        self.documentCount = documentCount
+        var random = SeededGenerator(seed: 7)
+        ids = (0..<1_000).map { _ in Int64.random(in: 1...Int64(max(1, documentCount)), using: &random) }
+    }
+
+    var existingEmail: String { "person\(max(1, documentCount / 2))@example.com" }
+    var newEmail: String { "new\(missSerial)@example.com" }
+    var newID: Int64 { Int64(documentCount) + 1_000_000 + Int64(missSerial) }
+}

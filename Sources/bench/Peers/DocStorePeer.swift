@@ -1,0 +1,124 @@
+import DocStore
+import Foundation
+
+/// The document as DocStore stores it: `BenchPerson` with its indexes.
+struct StoredPerson: Document, Equatable {
+    var id: Int64
+    var name: String
+    var email: String
+    var age: Int
+    var city: String
+    var score: Double
+    var active: Bool
+    var tags: [String]
+    var createdAt: Date
+    var address: BenchPerson.Address
+
+    static let collection = "people"
+    static let indexes: [IndexSpec<StoredPerson>] = [
+        .index("age", \.age),
+        .index("city_age", \.city, \.age),
+        .multi("tags", \.tags),
+        .unique("email", \.email),
+    ]
+
+    init(_ p: BenchPerson) {
+        (id, name, email, age, city, score, active, tags, createdAt, address)
+            = (p.id, p.name, p.email, p.age, p.city, p.score, p.active, p.tags, p.createdAt, p.address)
+    }
+}
+
+/// DocStore through its public API: `Query`s with `#Predicate`, run inside the store's actor.
+final class DocStorePeer: Peer {
+    let name = "DocStore"
+    private var store: DocStore?
+    private var path = ""
+
+    func load(_ people: [BenchPerson], in directory: String) async throws {
+        path = directory + "/docstore.db"
+        var options = DocStore.Options()
+        options.initialMapSize = 1 << 30
+        let store = try await DocStore(path: path, options: options)
+        self.store = store
+        for start in stride(from: 0, to: people.count, by: 10_000) {
+            let batch = people[start..<min(people.count, start + 10_000)].map(StoredPerson.init)
+            try await store.insert(contentsOf: batch)
+        }
+    }
+
+    func supports(_ scenario: Scenario, _ form: Form) -> Bool { true }
+
+    /// The query of each reading scenario.
+    static func query(_ scenario: Scenario, _ p: Parameters) -> Query<StoredPerson>? {
+        let city = p.city, tag = p.tag
+        switch scenario {
+        case .equality: return StoredPerson.include(#Predicate { $0.city == city })
+        case .range1: return StoredPerson.include(#Predicate { $0.age >= 42 && $0.age < 43 })
+        case .range10: return StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 })
+        case .compoundPrefix: return StoredPerson.include(#Predicate { $0.city == city && $0.age >= 50 })
+        case .arrayContains: return StoredPerson.include(#Predicate { $0.tags.contains(tag) })
+        case .indexedResidual: return StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 && $0.active })
+        case .unindexedFilter: return StoredPerson.include(#Predicate { $0.score > 99 })
+        case .sortIndexedLimit: return StoredPerson.sortBy(\.age)[0..<100]
+        case .sortUnindexedLimit: return StoredPerson.sortBy(\.score, order: .reverse)[0..<100]
+        case .fullSort10: return StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).sortBy(\.score)
+        case .countByIndex: return StoredPerson.include(#Predicate { $0.age < 10 })
+        default: return nil
+        }
+    }
+
+    func run(_ scenario: Scenario, _ form: Form, _ p: Parameters) async throws -> Int {
+        guard let store else { return 0 }
+        switch scenario {
+        case .insert:
+            return 0
+        case .getByID:
+            let ids = p.ids
+            return try await store.read { ctx in
+                var n = 0
+                for id in ids where try ctx.get(StoredPerson.self, id: id) != nil { n += 1 }
+                return n
+            }
+        case .countByIndex:
+            return try await Self.query(scenario, p)!.count(in: store)
+        case .findOrCreateHit, .findOrCreateMiss:
+            let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
+            let id = p.newID
+            _ = try await StoredPerson.include(#Predicate { $0.email == email }).findOrCreate(in: store) {
+                StoredPerson(BenchPerson(id: id, name: "New", email: email, age: 33, city: "city1", score: 1,
+                                         active: true, tags: [], createdAt: Date(timeIntervalSince1970: 0),
+                                         address: .init(street: "", city: "city1", zip: "")))
+            }
+            return 1
+        default:
+            guard let q = Self.query(scenario, p) else { return 0 }
+            switch form {
+            case .decoded:
+                return try await q.results(in: store).count
+            case .ids:
+                // From the index entries where they answer the filter: no document is read.
+                return try await store.read { try q.ids(in: $0).count }
+            case .raw:
+                return try await store.read { ctx in
+                    var n = 0
+                    var touched = 0
+                    try q.forEachEncoded(in: ctx) { raw in
+                        n += 1
+                        touched &+= Int(raw.last ?? 0)
+                        return true
+                    }
+                    return n + (touched & 0)
+                }
+            }
+        }
+    }
+
+    func fileSize() throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+
+    func close() async {
+        await store?.close()
+        store = nil
+    }
+}

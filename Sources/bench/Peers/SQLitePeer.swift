@@ -1,0 +1,312 @@
+import CSQLite
+import Foundation
+
+/// What the two SQL peers share, so that they run the same SQL on the same tables: the pragmas, the person
+/// written out by `findOrCreateMiss`, and each scenario's statement.
+///
+/// The tables: `person` has a real column for every field (the address flattened into `street`, `addressCity` and
+/// `zip`; `createdAt` as seconds since 1970; `tags` also as JSON text, so that a row alone makes a whole
+/// `BenchPerson`), and `personTag` has one row per tag, for the `tags contains` scenario. Indexes: `age`;
+/// `(city, age)`; the unique `email`; `personTag (tag, personId)`.
+enum PersonTable {
+    /// The columns of `person` in table order, as every full-row statement selects them.
+    static let columns = "id, name, email, age, city, score, active, createdAt, street, addressCity, zip, tags"
+
+    /// The per-connection pragmas. Memory mapping larger than any database the bench makes (SQLite caps it at
+    /// its compile-time limit), and a 256 MiB page cache.
+    static let connectionPragmas = [
+        "PRAGMA mmap_size = 4294967296",
+        "PRAGMA cache_size = -262144",
+        // NORMAL is WAL's usual setting: a commit is durable once the WAL is synced at a checkpoint, and the
+        // database cannot be corrupted by a crash.
+        "PRAGMA synchronous = NORMAL",
+    ]
+
+    static let insertPerson = "INSERT INTO person (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    static let insertTag = "INSERT INTO personTag (personId, tag) VALUES (?, ?)"
+    static let count = "SELECT COUNT(*) FROM person WHERE age < 10"
+    static let byEmail = "SELECT \(columns) FROM person WHERE email = ?"
+
+    /// The point read of `getByID`, selecting what `form` needs.
+    static func byID(_ form: Form) -> String {
+        "SELECT \(form == .ids ? "id" : columns) FROM person WHERE id = ?"
+    }
+
+    /// The statement of a scenario that returns people, selecting what `form` needs, and its one text argument
+    /// if it has one; nil for the scenarios that have no such statement.
+    static func query(_ scenario: Scenario, _ form: Form, _ p: Parameters) -> (sql: String, argument: String?)? {
+        let tail: String
+        var argument: String? = nil
+        switch scenario {
+        case .equality: tail = "WHERE city = ?"; argument = p.city
+        case .range1: tail = "WHERE age >= 42 AND age < 43"
+        case .range10: tail = "WHERE age >= 20 AND age < 30"
+        case .compoundPrefix: tail = "WHERE city = ? AND age >= 50"; argument = p.city
+        case .arrayContains: tail = "WHERE id IN (SELECT personId FROM personTag WHERE tag = ?)"; argument = p.tag
+        case .indexedResidual: tail = "WHERE age >= 20 AND age < 30 AND active"
+        case .unindexedFilter: tail = "WHERE score > 99"
+        case .sortIndexedLimit: tail = "ORDER BY age, id LIMIT 100"
+        case .sortUnindexedLimit: tail = "ORDER BY score DESC, id LIMIT 100"
+        case .fullSort10: tail = "WHERE age >= 20 AND age < 30 ORDER BY score, id"
+        case .insert, .getByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss: return nil
+        }
+        return ("SELECT \(form == .ids ? "id" : columns) FROM person \(tail)", argument)
+    }
+
+    /// The person `findOrCreateMiss` creates, the same as the other peers create.
+    static func newcomer(id: Int64, email: String) -> BenchPerson {
+        BenchPerson(id: id, name: "New", email: email, age: 33, city: "city1", score: 1, active: true, tags: [],
+                    createdAt: Date(timeIntervalSince1970: 0), address: .init(street: "", city: "city1", zip: ""))
+    }
+
+    /// The sizes of the database file and its WAL and shared-memory files, those that exist.
+    static func fileSize(_ path: String) throws -> Int {
+        try [path, path + "-wal", path + "-shm"].reduce(0) { total, file in
+            guard FileManager.default.fileExists(atPath: file) else { return total }
+            return total + ((try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0)
+        }
+    }
+}
+
+/// SQLite through its C API: the same tables, pragmas and SQL as the GRDB peer, with no Swift layer between the
+/// bench and the library. Statements are prepared once and reset after each use; rows are read column by column
+/// with `sqlite3_column_*`. It builds no `BenchPerson`, so it has no `.decoded` form.
+final class SQLitePeer: Peer {
+    let name = "SQLite C"
+    private var db: OpaquePointer?
+    private var statements: [String: OpaquePointer] = [:]
+    private var path = ""
+    /// Where the values read from rows go, so that reading them is not optimized away.
+    private(set) var sink = 0
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static let schema = """
+        CREATE TABLE person (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            email TEXT NOT NULL UNIQUE,
+            age INTEGER NOT NULL,
+            city TEXT NOT NULL,
+            score DOUBLE NOT NULL,
+            active BOOLEAN NOT NULL,
+            createdAt DOUBLE NOT NULL,
+            street TEXT NOT NULL,
+            addressCity TEXT NOT NULL,
+            zip TEXT NOT NULL,
+            tags TEXT NOT NULL
+        );
+        CREATE INDEX person_on_age ON person (age);
+        CREATE INDEX person_on_city_age ON person (city, age);
+        CREATE TABLE personTag (
+            personId INTEGER NOT NULL,
+            tag TEXT NOT NULL
+        );
+        CREATE INDEX personTag_on_tag_personId ON personTag (tag, personId);
+        """
+
+    /// The one check of every SQLite return code: OK, ROW and DONE pass (and are returned), anything else throws
+    /// an error naming the statement and SQLite's message.
+    @discardableResult
+    private func check(_ rc: Int32, _ sql: String) throws -> Int32 {
+        switch rc {
+        case SQLITE_OK, SQLITE_ROW, SQLITE_DONE:
+            return rc
+        default:
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            throw Failure(description: "SQLite error \(rc) on \"\(sql)\": \(message)")
+        }
+    }
+
+    func load(_ people: [BenchPerson], in directory: String) async throws {
+        path = directory + "/sqlite-c.sqlite"
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        try check(sqlite3_open_v2(path, &db, flags, nil), "open \(path)")
+        for sql in ["PRAGMA journal_mode = WAL"] + PersonTable.connectionPragmas + [Self.schema] {
+            try check(sqlite3_exec(db, sql, nil, nil, nil), sql)
+        }
+        for start in stride(from: 0, to: people.count, by: 10_000) {
+            let batch = people[start..<min(people.count, start + 10_000)]
+            try transaction("BEGIN IMMEDIATE") {
+                for person in batch { try insert(person) }
+            }
+        }
+    }
+
+    /// The statement for `sql`, prepared on first use and kept.
+    private func statement(_ sql: String) throws -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        try check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil), sql)
+        guard let statement else { throw Failure(description: "SQLite made no statement of \"\(sql)\"") }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func bind(_ statement: OpaquePointer, _ index: Int32, _ value: String, _ sql: String) throws {
+        try check(sqlite3_bind_text(statement, index, value, -1, docstore_sqlite_transient()), sql)
+    }
+
+    private func bind(_ statement: OpaquePointer, _ index: Int32, _ value: Int64, _ sql: String) throws {
+        try check(sqlite3_bind_int64(statement, index, value), sql)
+    }
+
+    private func bind(_ statement: OpaquePointer, _ index: Int32, _ value: Double, _ sql: String) throws {
+        try check(sqlite3_bind_double(statement, index, value), sql)
+    }
+
+    /// Steps `statement` to its end, handing each row to `row`, then resets it; returns the number of rows.
+    @discardableResult
+    private func step(_ statement: OpaquePointer, _ sql: String, _ row: (OpaquePointer) -> Void = { _ in }) throws
+        -> Int {
+        var rows = 0
+        do {
+            while try check(sqlite3_step(statement), sql) == SQLITE_ROW {
+                row(statement)
+                rows += 1
+            }
+        } catch {
+            _ = sqlite3_reset(statement)   // it repeats the failure just thrown
+            throw error
+        }
+        try check(sqlite3_reset(statement), sql)
+        return rows
+    }
+
+    /// Runs a statement that has no arguments, such as BEGIN or COMMIT.
+    private func execute(_ sql: String) throws {
+        try step(try statement(sql), sql)
+    }
+
+    /// Runs `body` between `begin` and COMMIT, rolling back if it throws.
+    private func transaction<R>(_ begin: String, _ body: () throws -> R) throws -> R {
+        try execute(begin)
+        let result: R
+        do {
+            result = try body()
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        try execute("COMMIT")
+        return result
+    }
+
+    private func insert(_ p: BenchPerson) throws {
+        let sql = PersonTable.insertPerson
+        let s = try statement(sql)
+        try bind(s, 1, p.id, sql)
+        try bind(s, 2, p.name, sql)
+        try bind(s, 3, p.email, sql)
+        try bind(s, 4, Int64(p.age), sql)
+        try bind(s, 5, p.city, sql)
+        try bind(s, 6, p.score, sql)
+        try bind(s, 7, Int64(p.active ? 1 : 0), sql)
+        try bind(s, 8, p.createdAt.timeIntervalSince1970, sql)
+        try bind(s, 9, p.address.street, sql)
+        try bind(s, 10, p.address.city, sql)
+        try bind(s, 11, p.address.zip, sql)
+        // The tags hold no character that JSON escapes: `["tag1","tag2"]`, as GRDB's JSON encoder writes them.
+        try bind(s, 12, "[" + p.tags.map { "\"\($0)\"" }.joined(separator: ",") + "]", sql)
+        try step(s, sql)
+        let tagSQL = PersonTable.insertTag
+        let t = try statement(tagSQL)
+        for tag in p.tags {
+            try bind(t, 1, p.id, tagSQL)
+            try bind(t, 2, tag, tagSQL)
+            try step(t, tagSQL)
+        }
+    }
+
+    /// Reads every column of the current row where SQLite keeps it: integers and doubles as numbers, text and
+    /// blobs as their bytes, touching the last one, with no Swift string made.
+    private static func touchColumns(_ s: OpaquePointer) -> Int {
+        var touched = 0
+        for i in 0..<sqlite3_column_count(s) {
+            switch sqlite3_column_type(s, i) {
+            case SQLITE_INTEGER:
+                touched &+= Int(truncatingIfNeeded: sqlite3_column_int64(s, i))
+            case SQLITE_FLOAT:
+                touched &+= Int(truncatingIfNeeded: sqlite3_column_double(s, i).bitPattern)
+            case SQLITE_TEXT:
+                let bytes = sqlite3_column_text(s, i)
+                let count = Int(sqlite3_column_bytes(s, i))
+                if let bytes, count > 0 { touched &+= Int(bytes[count - 1]) }
+                touched &+= count
+            case SQLITE_BLOB:
+                let bytes = sqlite3_column_blob(s, i)?.assumingMemoryBound(to: UInt8.self)
+                let count = Int(sqlite3_column_bytes(s, i))
+                if let bytes, count > 0 { touched &+= Int(bytes[count - 1]) }
+                touched &+= count
+            default:
+                break
+            }
+        }
+        return touched
+    }
+
+    func supports(_ scenario: Scenario, _ form: Form) -> Bool { form != .decoded }
+
+    func run(_ scenario: Scenario, _ form: Form, _ p: Parameters) async throws -> Int {
+        guard db != nil else { return 0 }
+        var touched = 0
+        let visit: (OpaquePointer) -> Void = form == .ids
+            ? { touched &+= Int(truncatingIfNeeded: sqlite3_column_int64($0, 0)) }
+            : { touched &+= Self.touchColumns($0) }
+        defer { sink &+= touched }
+        switch scenario {
+        case .insert:
+            return 0
+        case .getByID:
+            let sql = PersonTable.byID(form)
+            let s = try statement(sql)
+            return try transaction("BEGIN") {
+                var found = 0
+                for id in p.ids {
+                    try bind(s, 1, id, sql)
+                    found += try step(s, sql, visit)
+                }
+                return found
+            }
+        case .countByIndex:
+            let sql = PersonTable.count
+            var count = 0
+            try step(try statement(sql), sql) { count = Int(sqlite3_column_int64($0, 0)) }
+            return count
+        case .findOrCreateHit, .findOrCreateMiss:
+            let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
+            let sql = PersonTable.byEmail
+            let s = try statement(sql)
+            try transaction("BEGIN IMMEDIATE") {
+                try bind(s, 1, email, sql)
+                if try step(s, sql, { touched &+= Self.touchColumns($0) }) == 0 {
+                    try insert(PersonTable.newcomer(id: p.newID, email: email))
+                }
+            }
+            return 1
+        default:
+            guard let (sql, argument) = PersonTable.query(scenario, form, p) else { return 0 }
+            let s = try statement(sql)
+            if let argument { try bind(s, 1, argument, sql) }
+            return try step(s, sql, visit)
+        }
+    }
+
+    func fileSize() throws -> Int {
+        try PersonTable.fileSize(path)
+    }
+
+    func close() async {
+        func report(_ error: any Error) { FileHandle.standardError.write(Data("\(name): \(error)\n".utf8)) }
+        for (sql, statement) in statements {
+            do { try check(sqlite3_finalize(statement), sql) } catch { report(error) }
+        }
+        statements = [:]
+        if let db {
+            do { try check(sqlite3_close_v2(db), "close \(path)") } catch { report(error) }
+        }
+        db = nil
+    }
+}

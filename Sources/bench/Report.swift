@@ -1,0 +1,78 @@
+import Foundation
+
+/// The figures as a person reads them: per document count, each scenario's throughput per peer, and DocStore's
+/// ratio to each peer (above 1: DocStore is faster).
+enum Report {
+    static func rate(_ m: Measurement) -> String {
+        "\(duration(m.medianNanoseconds)), \(count(m.documentsPerSecond))/s"
+    }
+
+    static func duration(_ ns: Double) -> String {
+        if ns < 1e3 { return String(format: "%.0f ns", ns) }
+        if ns < 1e6 { return String(format: "%.1f µs", ns / 1e3) }
+        if ns < 1e9 { return String(format: "%.2f ms", ns / 1e6) }
+        return String(format: "%.2f s", ns / 1e9)
+    }
+
+    static func count(_ x: Double) -> String {
+        if x >= 1e9 { return String(format: "%.1fG", x / 1e9) }
+        if x >= 1e6 { return String(format: "%.2fM", x / 1e6) }
+        if x >= 1e3 { return String(format: "%.1fk", x / 1e3) }
+        return String(format: "%.0f", x)
+    }
+
+    static func bytes(_ n: Int) -> String {
+        n >= 1 << 30 ? String(format: "%.2f GiB", Double(n) / 1073741824) : String(format: "%.0f MiB", Double(n) / 1048576)
+    }
+
+    /// DocStore's speed relative to `peer` for the same scenario and form: `peer time / DocStore time`.
+    static func ratio(_ all: [Measurement], _ m: Measurement, to peer: String) -> Double? {
+        guard let other = all.first(where: { $0.peer == peer && $0.scenario == m.scenario && $0.form == m.form
+                                             && $0.documents == m.documents }),
+              m.medianNanoseconds > 0 else { return nil }
+        return other.medianNanoseconds / m.medianNanoseconds
+    }
+
+    /// A markdown table per document count.
+    static func table(_ all: [Measurement]) -> String {
+        var out = ""
+        let peers = ["DocStore", "GRDB", "SQLite C", "raw LMDB"].filter { p in all.contains { $0.peer == p } }
+        for count in Set(all.map(\.documents)).sorted() {
+            out += "\n### \(count) documents\n\n"
+            out += "| scenario | form | " + peers.map { "\($0) (median, docs/s)" }.joined(separator: " | ")
+                + " | vs GRDB | vs SQLite C | vs raw LMDB |\n"
+            out += "|" + String(repeating: " --- |", count: 2 + peers.count + 3) + "\n"
+            let rows = all.filter { $0.documents == count && $0.peer == "DocStore" }
+            for m in rows {
+                var line = "| \(m.scenario) | \(m.form) |"
+                for p in peers {
+                    if let x = all.first(where: { $0.peer == p && $0.scenario == m.scenario && $0.form == m.form
+                                                  && $0.documents == count }) {
+                        line += " \(duration(x.medianNanoseconds)), \(Report.count(x.documentsPerSecond)) |"
+                    } else {
+                        line += " – |"
+                    }
+                }
+                for p in ["GRDB", "SQLite C", "raw LMDB"] {
+                    if let r = ratio(all, m, to: p) {
+                        line += r >= 1 ? String(format: " %.2fx |", r) : String(format: " **%.2fx (behind)** |", r)
+                    } else {
+                        line += " – |"
+                    }
+                }
+                out += line + "\n"
+            }
+            // Every peer must have produced the same answer.
+            for m in rows where m.produced >= 0 {
+                for o in all where o.documents == count && o.scenario == m.scenario && o.form == m.form
+                    && o.peer != m.peer && o.produced >= 0 && o.produced != m.produced {
+                    out += "\n**MISMATCH**: \(m.scenario) \(m.form): DocStore produced \(m.produced), \(o.peer) \(o.produced)\n"
+                }
+            }
+            let files = peers.compactMap { p in all.first { $0.peer == p && $0.documents == count }
+                .map { "\(p) \(bytes($0.fileBytes))" } }
+            out += "\nFiles: " + files.joined(separator: ", ") + "\n"
+        }
+        return out
+    }
+}
