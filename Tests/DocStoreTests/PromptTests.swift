@@ -151,7 +151,7 @@ import Testing
     /// it is answered. Whatever the timing, the query ends and leaves nothing pending.
     @Test func cancellationRacingTheQuestionAlwaysEndsIt() async throws {
         let prompt = Prompt<Int, Int>()
-        try await withTimeout(seconds: 30) {
+        try await withTimeout(seconds: 120) {
             for round in 0..<1_000 {
                 let asker = Task { try await prompt.query(with: round) }
                 for _ in 0..<(round % 7) { await Task.yield() }
@@ -256,7 +256,7 @@ import Testing
     func concurrentAskersAnswerersAndCancellersEndEveryQuestionOnce(
         policy: Prompt<Int, Int>.ConflictPolicy
     ) async throws {
-        try await withTimeout(seconds: 60) {
+        try await withTimeout(seconds: 120) {
             for round in 0..<1_000 {
                 try await Self.raceOneRound(round, policy: policy)
             }
@@ -473,7 +473,7 @@ import Testing
             for await question in questions { question.answer(with: -question.input) }
         }
         defer { presenter.cancel() }
-        try await withTimeout(seconds: 30) {
+        try await withTimeout(seconds: 120) {
             for round in 0..<1_000 {
                 async let asked = Outcome(asking: prompt, with: round)
                 if round.isMultiple(of: 2) {
@@ -550,7 +550,7 @@ private final class FirstOutcome<T: Sendable>: Sendable {
 /// test instead of hanging it. The operation runs in its own task, which is cancelled on time-out but not
 /// waited for: a wait that ignores cancellation cannot hold the test.
 private func withTimeout<T: Sendable>(
-    seconds: Double = 5, _ operation: @escaping @Sendable () async throws -> T
+    seconds: Double = 60, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let first = FirstOutcome(continuation)

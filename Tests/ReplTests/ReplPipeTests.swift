@@ -178,6 +178,11 @@ extension String {
 // MARK: - Tests
 
 /// The shell reading a script from a pipe, with arguments and files: no terminal, so no line editing and no questions.
+/// The tests that run the shell as a child process. They wait for it synchronously (a pipe, a pseudo-terminal), which
+/// holds a thread of the shared pool: one at a time, so that the rest of the tests always has a thread.
+@Suite(.serialized) enum ShellSessions {}
+
+extension ShellSessions {
 @Suite struct ReplPipeTests {
     @Test func scriptOnStdinRunsItsStatementsInOrderAndPrintsResultsOnStdout() throws {
         let sandbox = try ShellSandbox()
@@ -502,4 +507,5 @@ extension String {
             #"{"id":1,"name":"Ann","tags":["swift","lmdb"],"address":{"city":"Oslo"}}"#,
         ]), "\(result)")
     }
+}
 }

@@ -3,6 +3,7 @@
 import Foundation
 import Testing
 
+extension ShellSessions {
 @Suite struct ReplRobustnessTests {
     @Test func insertAfterTheGreatestIntegerIdGetsAUUIDInsteadOfOverflowing() throws {
         let sandbox = try ShellSandbox()
@@ -105,4 +106,5 @@ import Testing
         #expect(result.stderr.contains("1 pending change was not committed"), "\(result)")
         #expect(!(try sandbox.run([sandbox.storePath, ".collections"]).stdout.contains("people:")))
     }
+}
 }

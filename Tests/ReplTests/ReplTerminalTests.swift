@@ -40,6 +40,7 @@ extension TerminalSession {
     fileprivate static let eraseLine = "\u{15}"
 }
 
+extension ShellSessions {
 @Suite struct ReplTerminalTests {
     // MARK: Queries
 
@@ -364,4 +365,5 @@ extension TerminalSession {
         #expect(try shell.leaveWithControlD() == 0)
         #expect(!shell.transcript.contains(controlCHint))
     }
+}
 }
