@@ -46,7 +46,8 @@ final class DocStorePeer: Peer {
         }
     }
 
-    func supports(_ scenario: Scenario, _ form: Form) -> Bool { true }
+    /// A read by id always decodes (the public API has no raw read by id); the other queries have all three forms.
+    func supports(_ scenario: Scenario, _ form: Form) -> Bool { scenario != .getByID || form == .decoded }
 
     /// The query of each reading scenario.
     static func query(_ scenario: Scenario, _ p: Parameters) -> Query<StoredPerson>? {

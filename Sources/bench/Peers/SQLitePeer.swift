@@ -17,9 +17,10 @@ enum PersonTable {
     static let connectionPragmas = [
         "PRAGMA mmap_size = 4294967296",
         "PRAGMA cache_size = -262144",
-        // NORMAL is WAL's usual setting: a commit is durable once the WAL is synced at a checkpoint, and the
-        // database cannot be corrupted by a crash.
-        "PRAGMA synchronous = NORMAL",
+        // FULL: every commit is synced to disk before it returns, as DocStore's (LMDB's) commits are, so writes
+        // are compared at the same durability. (NORMAL, WAL's usual setting, skips that sync and can lose the last
+        // commits in a power loss.)
+        "PRAGMA synchronous = FULL",
     ]
 
     static let insertPerson = "INSERT INTO person (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
