@@ -48,6 +48,11 @@ final class Executor {
             throw DocStoreError(.corruptDocument, "document \(Executor.hex(candidate.id)) of collection '\(handle.name)' "
                 + "is damaged: \(error)", collection: handle.name)
         }
+        guard residualNeedsDecoding else {
+            // The common case: no closure capturing this document, so nothing is allocated per document.
+            return try ConditionEvaluator(reader: reader, root: root, keys: comparisonKeys, decoded: Executor.noDecoding)
+                .evaluate(plan.residual)
+        }
         var decoded: Any?
         let evaluator = ConditionEvaluator(reader: reader, root: root, keys: comparisonKeys) { [self] in
             if let decoded { return decoded }
@@ -58,6 +63,12 @@ final class Executor {
         }
         return try evaluator.evaluate(plan.residual)
     }
+
+    /// Whether some part of the residual condition needs the decoded document.
+    private lazy var residualNeedsDecoding = plan.residual.needsDecoding
+
+    /// The decoder of a residual that never asks for one.
+    private static func noDecoding() throws -> Any { throw CancellationError() }
 
     static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
         "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
