@@ -42,6 +42,18 @@ enum BenchCommand {
             case "--json": jsonPath = list(a).first
             case "--chart": chartPath = list(a).first
             case "--quiet": quiet = true
+            case "--replot":
+                // Draws the chart again from a --json file: `bench --replot bench.json --chart bench.svg`.
+                guard let json = args.popFirst(), args.popFirst() == "--chart", let svg = args.popFirst() else {
+                    fail("usage: bench --replot FILE.json --chart FILE.svg")
+                }
+                do {
+                    let results = try JSONDecoder().decode(BenchResults.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
+                    try Chart.svg(results.measurements).write(toFile: svg, atomically: true, encoding: .utf8)
+                    exit(0)
+                } catch {
+                    fail("\(error)")
+                }
             case "--stream-walk":
                 // The child process of the streaming measurement: a fresh process, so its memory is the walk's.
                 guard let path = args.popFirst() else { fail("--stream-walk needs a path") }
