@@ -181,10 +181,7 @@ struct StreamingMemory: Codable {
         try await peer.load(People.make(count), in: directory)
         await peer.close()
         let child = Process()
-        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-        if !FileManager.default.fileExists(atPath: child.executableURL?.path ?? "") {
-            child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        }
+        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         child.arguments = ["--stream-walk", directory + "/docstore.db"]
         let out = Pipe()
         child.standardOutput = out
@@ -193,7 +190,7 @@ struct StreamingMemory: Codable {
         child.waitUntilExit()
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard child.terminationStatus == 0, let peak = Int(text) else {
-            throw ShellFailure(description: "the streaming walk failed: \(text)")
+            throw BenchFailure(description: "the streaming walk failed: \(text)")
         }
         return StreamingMemory(documents: count, peakAnonymousBytes: peak)
     }
@@ -217,6 +214,7 @@ struct StreamingMemory: Codable {
     }
 }
 
-struct ShellFailure: Error, CustomStringConvertible {
+/// A failure of the bench itself (an LMDB call, a malformed thresholds file, a child that did not report).
+struct BenchFailure: Error, CustomStringConvertible {
     var description: String
 }

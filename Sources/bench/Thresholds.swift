@@ -1,8 +1,6 @@
 /// Floors for DocStore's ratios against a peer, from a file of lines `scenario form peer floor` (`#` comments):
 /// the ratio is the peer's median time over DocStore's, so 1.5 means DocStore must be at least 1.5x as fast.
 enum Thresholds {
-    struct Malformed: Error, CustomStringConvertible { var description: String }
-
     /// Prints a line per floor and returns how many were not met (a floor without a measurement counts as not met).
     static func check(_ text: String, _ all: [Measurement], print: (String) -> Void) throws -> Int {
         var failures = 0
@@ -11,7 +9,7 @@ enum Thresholds {
             let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
             if words.isEmpty { continue }
             guard words.count == 4, let floor = Double(words[3]), let peer = Harness.makePeer(words[2]) else {
-                throw Malformed(description: "line \(n + 1) of the thresholds: expected `scenario form peer floor`, "
+                throw BenchFailure(description: "line \(n + 1) of the thresholds: expected `scenario form peer floor`, "
                     + "found '\(raw)'")
             }
             let (scenario, form) = (words[0], words[1])

@@ -53,10 +53,7 @@ extension DocumentQuery {
     }
 
     /// The number of results (within the slice, when sliced), from index entries alone where they answer the filter.
-    public func count(in context: ReadContext) throws -> Int {
-        guard let executor = try makeExecutor(in: context, forCounting: true) else { return 0 }
-        return WindowStep.apply(window?.afterwards ?? [], toCount: try executor.count())
-    }
+    public func count(in context: ReadContext) throws -> Int { try countWithStatistics(in: context).count }
 
     /// The count and what finding it took.
     public func countWithStatistics(in context: ReadContext) throws -> (count: Int, statistics: QueryStatistics) {

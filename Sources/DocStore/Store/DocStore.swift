@@ -209,7 +209,7 @@ public actor DocStore {
 
     /// The collections in the store's catalog, with their indexes, as a tool without the Swift types sees them.
     public func collections() throws -> [CollectionInfo] {
-        try withRead { try core.allInfos(in: $0.txn) }
+        try withRead { try $0.collections() }
     }
 
     /// The indexes the store keeps for `T`'s collection that `T` no longer declares. They are maintained until

@@ -10,12 +10,8 @@ final class LMDBPeer: Peer {
     private var docs: MDB_dbi = 0, age: MDB_dbi = 0, cityAge: MDB_dbi = 0, tags: MDB_dbi = 0, email: MDB_dbi = 0
     private var path = ""
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
     private static func check(_ rc: Int32, _ what: String) throws {
-        guard rc == 0 else { throw Failure(description: "\(what): \(String(cString: mdb_strerror(rc)))") }
+        guard rc == 0 else { throw BenchFailure(description: "\(what): \(String(cString: mdb_strerror(rc)))") }
     }
 
     static func idKey(_ id: Int64) -> [UInt8] { withUnsafeBytes(of: UInt64(id).bigEndian) { Array($0) } }

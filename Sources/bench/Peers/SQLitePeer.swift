@@ -80,10 +80,6 @@ final class SQLitePeer: Peer {
     /// Where the values read from rows go, so that reading them is not optimized away.
     private(set) var sink = 0
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
     static let schema = """
         CREATE TABLE person (
             id INTEGER PRIMARY KEY,
@@ -117,7 +113,7 @@ final class SQLitePeer: Peer {
             return rc
         default:
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
-            throw Failure(description: "SQLite error \(rc) on \"\(sql)\": \(message)")
+            throw BenchFailure(description: "SQLite error \(rc) on \"\(sql)\": \(message)")
         }
     }
 
@@ -141,7 +137,7 @@ final class SQLitePeer: Peer {
         if let statement = statements[sql] { return statement }
         var statement: OpaquePointer?
         try check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil), sql)
-        guard let statement else { throw Failure(description: "SQLite made no statement of \"\(sql)\"") }
+        guard let statement else { throw BenchFailure(description: "SQLite made no statement of \"\(sql)\"") }
         statements[sql] = statement
         return statement
     }
