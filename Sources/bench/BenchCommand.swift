@@ -7,11 +7,13 @@ enum BenchCommand {
         usage: bench [--docs 10000,100000,1000000] [--scenario NAME,...] [--peer docstore,grdb,sqlite,lmdb]
                      [--runs 5] [--json FILE] [--chart FILE.svg] [--check THRESHOLDS] [--quiet]
         scenarios: \(Scenario.allCases.map(\.rawValue).joined(separator: ", "))
+                   codec (the codec alone), streaming (memory of a lazy walk); all of them unless --scenario names some
         """
 
     static func run(_ arguments: [String]) async {
         var counts = [10_000, 100_000, 1_000_000]
         var scenarios = Scenario.allCases
+        var extras: Set<String> = ["codec", "streaming"]
         var peers = ["docstore", "grdb", "sqlite", "lmdb"]
         var runs = 5
         var jsonPath: String?
@@ -29,7 +31,9 @@ enum BenchCommand {
                 counts = list(a).map { Int($0.replacingOccurrences(of: "_", with: "")) ?? -1 }
                 if counts.contains(where: { $0 <= 0 }) { fail("--docs takes positive counts\n\(usage)") }
             case "--scenario":
-                scenarios = list(a).map { name in
+                let names = list(a)
+                extras = Set(names).intersection(["codec", "streaming"])
+                scenarios = names.filter { !extras.contains($0) }.map { name in
                     guard let s = Scenario(rawValue: name) else { fail("unknown scenario '\(name)'\n\(usage)") }
                     return s
                 }
@@ -74,10 +78,10 @@ enum BenchCommand {
         do {
             let measurements = try await harness.run()
             var codec: [CodecFigure] = []
-            if peers.contains("docstore") {
+            if peers.contains("docstore") && extras.contains("codec") {
                 codec = try CodecFigure.measure(count: min(counts.max() ?? 10_000, 100_000), runs: runs)
             }
-            let memory = peers.contains("docstore") ? try await StreamingMemory.measure(count: counts.max() ?? 0) : nil
+            let memory = peers.contains("docstore") && extras.contains("streaming") ? try await StreamingMemory.measure(count: counts.max() ?? 0) : nil
             print(machine())
             print(Report.table(measurements))
             for c in codec { print(c.line) }

@@ -959,6 +959,55 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
         #expect(accepted > 0)
     }
 
+    /// The scan's field look-up (`CompiledPath`, over `BinaryReader.field(_:name:count:)`) against the plain walk
+    /// (`value(atPath:)`), on sound documents and on damaged ones: the same value wherever the walk finds one in a
+    /// sound document, an error wherever the walk throws, and never a value the walk would not give.
+    @Test func compiledPathsFindWhatThePlainWalkFinds() throws {
+        var random = CodecRandom(seed: 1187)
+        var failures = CodecFailures()
+        var compared = 0
+        for round in 0..<3_000 {
+            let value = DocumentValue.object((0..<(1 + random.below(5))).map { i in
+                ("f\(i)" + random.asciiString(maxLength: 2), random.documentValue(depth: 3, allowNaN: true))
+            })
+            var bytes = value.encoded()
+            var paths = allFieldPaths(value).map { FieldPath(components: $0.0) }
+            paths.append(FieldPath(components: ["\u{1}missing"]))
+            paths.append(FieldPath(components: [String(repeating: "n", count: 200)]))
+            let damaged = round % 2 == 1
+            if damaged {
+                for _ in 0..<(1 + random.below(3)) {
+                    let at = random.below(bytes.count)
+                    bytes[at] = random.chance(2) ? UInt8(truncatingIfNeeded: random.next()) : random.pick([0x00, 0x7F, 0x80, 0xFF])
+                }
+            }
+            let sound = (try? DocumentValue(encoded: bytes)) != nil
+            bytes.withUnsafeBytes { raw in
+                let reader = BinaryReader(raw)
+                guard let root = try? reader.root() else { return }
+                for path in paths {
+                    compared += 1
+                    let walked = Result { try reader.value(atPath: path, from: root) }
+                    let compiled = Result { try CompiledPath(path).value(in: reader, from: root) }
+                    switch (walked, compiled) {
+                    case (.success(let a), .success(let b)):
+                        if a?.tag != b?.tag || a?.start != b?.start || a?.end != b?.end {
+                            failures.add("\(path) in \(keyHex(bytes)): walk \(String(describing: a)), compiled \(String(describing: b))")
+                        }
+                    case (.failure, .success(let b)):
+                        failures.add("\(path) in \(keyHex(bytes)): the walk throws, compiled found \(String(describing: b))")
+                    case (.success(let a), .failure(let error)) where sound:
+                        failures.add("\(path) in a sound document: walk \(String(describing: a)), compiled threw \(error)")
+                    default:
+                        break   // both throw, or a damaged document the compiled look-up refuses sooner
+                    }
+                }
+            }
+        }
+        #expect(failures.count == 0, failures.report(seed: 1187))
+        #expect(compared > 10_000)
+    }
+
     /// The decoder documents `DecodingError` for a document that does not fit the type and `DocStoreError`
     /// `.corruptDocument` for bytes that are not a document; `DocumentValue(encoded:)` only the latter.
     @Test func corruptBytesThrowOnlyDocumentedErrors() throws {

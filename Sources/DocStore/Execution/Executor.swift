@@ -1,3 +1,5 @@
+import Foundation
+
 /// Runs a ``Plan``: walks its candidates, checks the residual condition on each document's bytes, orders and
 /// slices the matches, and hands back documents (or ids, or a count).
 final class Executor {
@@ -50,19 +52,20 @@ final class Executor {
         }
         guard residualNeedsDecoding else {
             // The common case: no closure capturing this document, so nothing is allocated per document.
-            return try ConditionEvaluator(reader: reader, root: root, keys: comparisonKeys, decoded: Executor.noDecoding)
-                .evaluate(plan.residual)
+            return try residual.check(.init(reader: reader, root: root, decoded: Executor.noDecoding))
         }
         var decoded: Any?
-        let evaluator = ConditionEvaluator(reader: reader, root: root, keys: comparisonKeys) { [self] in
+        return try residual.check(.init(reader: reader, root: root) { [self] in
             if let decoded { return decoded }
             statistics.value.documentsDecoded += 1
             let value = try decodeForCondition(candidate.document)
             decoded = value
             return value
-        }
-        return try evaluator.evaluate(plan.residual)
+        })
     }
+
+    /// The residual condition, compiled once for the documents this run checks.
+    private lazy var residual = CompiledCondition.make(plan.residual, keys: comparisonKeys)
 
     /// Whether some part of the residual condition needs the decoded document.
     private lazy var residualNeedsDecoding = plan.residual.needsDecoding
@@ -77,10 +80,15 @@ final class Executor {
     /// A document being returned, decoded into `T` and counted.
     func decodeReturned<T: Document>(_ type: T.Type, _ raw: UnsafeRawBufferPointer, id: [UInt8],
                                      in context: ReadContext) throws -> T {
+        try id.withUnsafeBytes { try decodeReturned(type, raw, id: $0, in: context) }
+    }
+
+    func decodeReturned<T: Document>(_ type: T.Type, _ raw: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
+                                     in context: ReadContext) throws -> T {
         statistics.value.documentsDecoded += 1
         statistics.value.returned += 1
         return try context.decode(type, from: raw, handle: handle) {
-            CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
+            CollectionHandle.describeID(Array(id), in: Array(raw), idPath: handle.info.idPath)
         }
     }
 
@@ -98,13 +106,13 @@ final class Executor {
     }
 
     /// A document being returned without a Swift type, decoded into a ``DocumentValue`` and counted.
-    func decodeReturnedValue(_ raw: UnsafeRawBufferPointer, id: [UInt8]) throws -> DocumentValue {
+    func decodeReturnedValue(_ raw: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer) throws -> DocumentValue {
         statistics.value.documentsDecoded += 1
         statistics.value.returned += 1
         do {
             return try DocumentValue(encoded: Array(raw))
         } catch {
-            let described = CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
+            let described = CollectionHandle.describeID(Array(id), in: Array(raw), idPath: handle.info.idPath)
             throw DocStoreError(.corruptDocument, "document \(described) of collection '\(handle.name)' is damaged: "
                 + "\(error)", collection: handle.name)
         }
@@ -131,6 +139,30 @@ final class Executor {
         }
     }
 
+    /// Calls `body` with each result's id and bytes, in order and within the window and its later steps.
+    ///
+    /// In the access order (no sort), documents are handed on as the scan finds them: one look-up each. Sorted
+    /// results are ordered by their keys first and then read by id. `body` must not write to the transaction.
+    func forEachResult(_ body: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> Void) throws {
+        guard plan.ordering == .natural && plan.afterwards.isEmpty else {
+            // Sorted, or the window reversed: the ids in order first.
+            for id in WindowStep.apply(plan.afterwards, to: try orderedIDs()) {
+                guard let raw = try fetch(id: id) else { continue }
+                try id.withUnsafeBytes { try body($0, raw) }
+            }
+            return
+        }
+        if plan.limit == 0 { return }
+        var skipped = 0
+        var produced = 0
+        try forEachMatch { candidate in
+            if skipped < plan.offset { skipped += 1; return true }
+            produced += 1
+            try body(candidate.id, candidate.document)
+            return plan.limit.map { produced < $0 } ?? true
+        }
+    }
+
     // MARK: Ordering
 
     /// One match in a sort: its sort key (sort fields, then id, each flipped where descending) and its id.
@@ -149,9 +181,9 @@ final class Executor {
         defer { encoder.swapBuffer(&key) }
         let reader = BinaryReader(candidate.document)
         let root = try reader.root()
-        for spec in plan.sort {
+        for (spec, path) in zip(plan.sort, sortPaths) {
             let start = encoder.bytes.count
-            if let ref = try reader.value(atPath: spec.path, from: root) {
+            if let ref = try path.value(in: reader, from: root) {
                 try encoder.append(ref, in: reader)
             } else {
                 encoder.append(.null)
@@ -163,6 +195,9 @@ final class Executor {
         if plan.idDescending { encoder.invert(from: idStart) }
         return idStart
     }
+
+    /// The sort fields' paths, laid out once for all the documents this run orders.
+    private lazy var sortPaths = plan.sort.map { CompiledPath($0.path) }
 
     /// The ids of the matches in the plan's order, within its window (before any reversal of the output).
     func orderedIDs() throws -> [[UInt8]] {
@@ -197,7 +232,7 @@ final class Executor {
                     rows.append(Row(key: key, idStart: 0))
                     return true
                 }
-                rows.sort { $0.key.lexicographicallyPrecedes($1.key) }
+                rows.sort { Executor.precedes($0.key, $1.key) }
             } else {
                 rows = []
                 try forEachMatch { candidate in
@@ -205,11 +240,26 @@ final class Executor {
                     rows.append(Row(key: scratch, idStart: idStart))
                     return true
                 }
-                rows.sort { $0.key.lexicographicallyPrecedes($1.key) }
+                rows.sort { Executor.precedes($0.key, $1.key) }
             }
             let window = rows.dropFirst(plan.offset).prefix(plan.limit ?? Int.max)
             return window.map { row in
                 plan.idDescending ? row.id.map { ~$0 } : Array(row.id)
+            }
+        }
+    }
+
+    /// Byte order of two keys (what `lexicographicallyPrecedes` answers, by `memcmp`).
+    @inline(__always)
+    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in
+                let n = min(x.count, y.count)
+                if n > 0, let p = x.baseAddress, let q = y.baseAddress {
+                    let c = memcmp(p, q, n)
+                    if c != 0 { return c < 0 }
+                }
+                return x.count < y.count
             }
         }
     }
@@ -270,15 +320,15 @@ struct TopK {
         if heap.count < capacity {
             heap.append(Executor.Row(key: key, idStart: idStart))
             siftUp(heap.count - 1)
-        } else if key.lexicographicallyPrecedes(heap[0].key) {
+        } else if Executor.precedes(key, heap[0].key) {
             heap[0] = Executor.Row(key: key, idStart: idStart)
             siftDown(0)
         }
     }
 
-    func sorted() -> [Executor.Row] { heap.sorted { $0.key.lexicographicallyPrecedes($1.key) } }
+    func sorted() -> [Executor.Row] { heap.sorted { Executor.precedes($0.key, $1.key) } }
 
-    private func greater(_ i: Int, _ j: Int) -> Bool { heap[j].key.lexicographicallyPrecedes(heap[i].key) }
+    private func greater(_ i: Int, _ j: Int) -> Bool { Executor.precedes(heap[j].key, heap[i].key) }
 
     private mutating func siftUp(_ index: Int) {
         var i = index

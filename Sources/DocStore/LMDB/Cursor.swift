@@ -14,8 +14,11 @@ struct Cursor {
         var k = MDB_val(mv_size: key?.count ?? 0, mv_data: UnsafeMutableRawPointer(mutating: key?.baseAddress))
         var v = MDB_val()
         let rc = mdb_cursor_get(raw, &k, &v, op)
-        if rc == MDB_NOTFOUND { return nil }
-        try transaction.check(rc)
+        if rc != 0 {
+            // Only here is the transaction touched: an unowned reference costs a retain and a release per step.
+            if rc == MDB_NOTFOUND { return nil }
+            try transaction.check(rc)
+        }
         return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
                 UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
     }

@@ -45,18 +45,8 @@ struct ConditionEvaluator {
             let ref = try reader.value(atPath: path, from: root)
             return try ConditionEvaluator.compare(ref, in: reader, op, value, keys: keys)
         case .contains(let path, let value):
-            guard let ref = try reader.value(atPath: path, from: root), ref.tag != BinaryFormat.Tag.null else {
-                return false
-            }
-            // A value that is not an array counts as one element, as a multi-value index indexes it.
-            guard ref.tag == BinaryFormat.Tag.array else {
-                return try ConditionEvaluator.compare(ref, in: reader, .equal, value, keys: keys)
-            }
-            var found = false
-            try reader.forEachElement(ref) { element in
-                if !found, try ConditionEvaluator.compare(element, in: reader, .equal, value, keys: keys) { found = true }
-            }
-            return found
+            guard let ref = try reader.value(atPath: path, from: root) else { return false }
+            return try ConditionEvaluator.arrayContains(ref, in: reader, value, keys: keys)
         case .oneOf(let path, let values):
             let ref = try reader.value(atPath: path, from: root)
             for value in values where try ConditionEvaluator.compare(ref, in: reader, .equal, value, keys: keys) { return true }
@@ -91,6 +81,21 @@ struct ConditionEvaluator {
         case .opaque(let o):
             return try o.evaluate(try decoded())
         }
+    }
+
+    /// Whether the array at `ref` has an element equal to `value`. A value that is not an array counts as one
+    /// element, as a multi-value index indexes it; null contains nothing.
+    static func arrayContains(_ ref: ValueRef, in reader: BinaryReader, _ value: DocumentValue,
+                              keys: ComparisonKeys) throws -> Bool {
+        guard ref.tag != BinaryFormat.Tag.null else { return false }
+        guard ref.tag == BinaryFormat.Tag.array else {
+            return try ConditionEvaluator.compare(ref, in: reader, .equal, value, keys: keys)
+        }
+        var found = false
+        try reader.forEachElement(ref) { element in
+            if !found, try ConditionEvaluator.compare(element, in: reader, .equal, value, keys: keys) { found = true }
+        }
+        return found
     }
 
     /// Kinds that compare with each other.

@@ -28,10 +28,7 @@ extension DocumentQuery {
     public func execute(in context: ReadContext) throws -> (documents: [DocumentValue], statistics: QueryStatistics) {
         guard let executor = try makeExecutor(in: context) else { return ([], QueryStatistics()) }
         var documents: [DocumentValue] = []
-        for id in try orderedIDs(executor) {
-            guard let raw = try executor.fetch(id: id) else { continue }
-            documents.append(try executor.decodeReturnedValue(raw, id: id))
-        }
+        try executor.forEachResult { id, raw in documents.append(try executor.decodeReturnedValue(raw, id: id)) }
         return (documents, executor.statistics.value)
     }
 
@@ -85,7 +82,8 @@ extension DocumentQuery {
         defer { stream.close() }
         while let (id, raw) = try stream.next() {
             try context.checkValid()
-            if try !body(try executor.decodeReturnedValue(raw, id: id)) { break }
+            let value = try id.withUnsafeBytes { try executor.decodeReturnedValue(raw, id: $0) }
+            if try !body(value) { break }
         }
         return executor.statistics.value
     }

@@ -42,9 +42,9 @@ extension Query {
     func run(in context: ReadContext) throws -> (results: [T], statistics: QueryStatistics) {
         try context.checkValid()
         let executor = try makeExecutor(in: context)
-        // Reversals and slices of a reversed slice act on the ids: only the documents returned are decoded.
-        let ids = WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
-        let results = try ids.compactMap { try executor.fetchReturned(T.self, id: $0, in: context) }
+        // Only the documents returned are decoded; in the access order, as the scan finds them.
+        var results: [T] = []
+        try executor.forEachResult { id, raw in results.append(try executor.decodeReturned(T.self, raw, id: id, in: context)) }
         return (results, executor.statistics.value)
     }
 

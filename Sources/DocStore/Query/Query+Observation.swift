@@ -39,7 +39,7 @@ extension DocumentQuery {
             guard let executor = try self.makeExecutor(in: ctx) else { return ([], []) }
             let (fingerprint, raws) = try Fingerprint.results(of: executor)
             if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
-            return (fingerprint, try raws.map { try executor.decodeReturnedValue($0.bytes, id: $0.id) })
+            return (fingerprint, try raws.map { raw in try raw.id.withUnsafeBytes { try executor.decodeReturnedValue(raw.bytes, id: $0) } })
         }
     }
 
@@ -60,10 +60,9 @@ enum Fingerprint {
         -> (fingerprint: [UInt8], documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)]) {
         var fingerprint: [UInt8] = []
         var documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)] = []
-        for id in WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs()) {
-            guard let raw = try executor.fetch(id: id) else { continue }
+        try executor.forEachResult { id, raw in
             append(raw, to: &fingerprint)
-            documents.append((id, raw))
+            documents.append((Array(id), raw))
         }
         return (fingerprint, documents)
     }

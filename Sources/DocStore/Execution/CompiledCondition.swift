@@ -1,0 +1,195 @@
+import Foundation
+
+/// A field path laid out for many look-ups: every name's bytes in one allocation owned by this object, so that
+/// finding the field in a document allocates nothing and retains nothing.
+final class CompiledPath {
+    private let names: UnsafeMutableRawPointer
+    private let spans: UnsafeMutableBufferPointer<(offset: Int, count: Int)>
+    let path: FieldPath
+
+    init(_ path: FieldPath) {
+        self.path = path
+        let total = path.utf8Components.reduce(0) { $0 + $1.count }
+        names = .allocate(byteCount: max(total, 1), alignment: 1)
+        spans = .allocate(capacity: path.utf8Components.count)
+        var offset = 0
+        for (i, name) in path.utf8Components.enumerated() {
+            name.withUnsafeBytes { bytes in
+                if let from = bytes.baseAddress { (names + offset).copyMemory(from: from, byteCount: bytes.count) }
+            }
+            spans[i] = (offset, name.count)
+            offset += name.count
+        }
+    }
+
+    deinit {
+        names.deallocate()
+        spans.deallocate()
+    }
+
+    /// The value at this path from `root`, or `nil` when a step is missing or not an object. The same answer as
+    /// ``BinaryReader/value(atPath:from:)``.
+    @inline(__always)
+    func value(in reader: BinaryReader, from root: ValueRef) throws -> ValueRef? {
+        var current = root
+        for span in spans {
+            guard current.tag == BinaryFormat.Tag.object,
+                  let found = try reader.field(current, name: names + span.offset, count: span.count) else { return nil }
+            current = found
+        }
+        return current
+    }
+}
+
+/// A residual condition prepared once for a run over many documents.
+///
+/// ``ConditionEvaluator`` walks the ``Condition`` enum, copying each case's payload (its path and value) per
+/// document; a compiled condition is a tree of objects holding their paths laid out as bytes, so checking a
+/// document costs the look-ups and the comparisons alone. The answers are ``ConditionEvaluator``'s: the
+/// comparisons are the same functions.
+class CompiledCondition {
+    /// What a node is given about the document being checked.
+    struct Document {
+        let reader: BinaryReader
+        let root: ValueRef
+        /// Decodes the document, for opaque parts (at most once per document; the caller keeps it).
+        let decoded: () throws -> Any
+    }
+
+    /// Compiles `condition`; `keys` keeps the constants' encoded keys across documents.
+    static func make(_ condition: Condition, keys: ComparisonKeys) -> CompiledCondition {
+        switch condition {
+        case .compare(let path, let op, let value):
+            return Compare(CompiledPath(path), op, value, keys)
+        case .contains(let path, let value):
+            return Contains(CompiledPath(path), value, keys)
+        case .oneOf(let path, let values):
+            return OneOf(CompiledPath(path), values, keys)
+        case .startsWith, .containsText:
+            return Fallback(condition, keys)
+        case .and(let cs):
+            return cs.count == 1 ? make(cs[0], keys: keys) : And(cs.map { make($0, keys: keys) })
+        case .or(let cs):
+            return cs.count == 1 ? make(cs[0], keys: keys) : Or(cs.map { make($0, keys: keys) })
+        case .not(let c):
+            return Not(make(c, keys: keys))
+        case .constant(let b):
+            return Constant(b)
+        case .opaque(let o):
+            return Opaque(o)
+        }
+    }
+
+    func check(_ document: Document) throws -> Bool { fatalError("subclasses check documents") }
+
+    private final class Compare: CompiledCondition {
+        let path: CompiledPath
+        let op: Condition.Comparison
+        let value: DocumentValue
+        let keys: ComparisonKeys
+
+        init(_ path: CompiledPath, _ op: Condition.Comparison, _ value: DocumentValue, _ keys: ComparisonKeys) {
+            self.path = path
+            self.op = op
+            self.value = value
+            self.keys = keys
+        }
+
+        override func check(_ document: Document) throws -> Bool {
+            let ref = try path.value(in: document.reader, from: document.root)
+            return try ConditionEvaluator.compare(ref, in: document.reader, op, value, keys: keys)
+        }
+    }
+
+    private final class Contains: CompiledCondition {
+        let path: CompiledPath
+        let value: DocumentValue
+        let keys: ComparisonKeys
+
+        init(_ path: CompiledPath, _ value: DocumentValue, _ keys: ComparisonKeys) {
+            self.path = path
+            self.value = value
+            self.keys = keys
+        }
+
+        override func check(_ document: Document) throws -> Bool {
+            let reader = document.reader
+            guard let ref = try path.value(in: reader, from: document.root) else { return false }
+            return try ConditionEvaluator.arrayContains(ref, in: reader, value, keys: keys)
+        }
+    }
+
+    private final class OneOf: CompiledCondition {
+        let path: CompiledPath
+        let values: [DocumentValue]
+        let keys: ComparisonKeys
+
+        init(_ path: CompiledPath, _ values: [DocumentValue], _ keys: ComparisonKeys) {
+            self.path = path
+            self.values = values
+            self.keys = keys
+        }
+
+        override func check(_ document: Document) throws -> Bool {
+            let ref = try path.value(in: document.reader, from: document.root)
+            for value in values where try ConditionEvaluator.compare(ref, in: document.reader, .equal, value, keys: keys) {
+                return true
+            }
+            return false
+        }
+    }
+
+    /// Text conditions, which cost a string's characters anyway: checked by ``ConditionEvaluator`` itself.
+    private final class Fallback: CompiledCondition {
+        let condition: Condition
+        let keys: ComparisonKeys
+
+        init(_ condition: Condition, _ keys: ComparisonKeys) {
+            self.condition = condition
+            self.keys = keys
+        }
+
+        override func check(_ document: Document) throws -> Bool {
+            try ConditionEvaluator(reader: document.reader, root: document.root, keys: keys, decoded: document.decoded)
+                .evaluate(condition)
+        }
+    }
+
+    private final class And: CompiledCondition {
+        let parts: [CompiledCondition]
+        init(_ parts: [CompiledCondition]) { self.parts = parts }
+
+        override func check(_ document: Document) throws -> Bool {
+            for part in parts where try !part.check(document) { return false }
+            return true
+        }
+    }
+
+    private final class Or: CompiledCondition {
+        let parts: [CompiledCondition]
+        init(_ parts: [CompiledCondition]) { self.parts = parts }
+
+        override func check(_ document: Document) throws -> Bool {
+            for part in parts where try part.check(document) { return true }
+            return false
+        }
+    }
+
+    private final class Not: CompiledCondition {
+        let part: CompiledCondition
+        init(_ part: CompiledCondition) { self.part = part }
+        override func check(_ document: Document) throws -> Bool { try !part.check(document) }
+    }
+
+    private final class Constant: CompiledCondition {
+        let value: Bool
+        init(_ value: Bool) { self.value = value }
+        override func check(_ document: Document) throws -> Bool { value }
+    }
+
+    private final class Opaque: CompiledCondition {
+        let condition: OpaqueCondition
+        init(_ condition: OpaqueCondition) { self.condition = condition }
+        override func check(_ document: Document) throws -> Bool { try condition.evaluate(try document.decoded()) }
+    }
+}
