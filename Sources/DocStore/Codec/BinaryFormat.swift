@@ -326,7 +326,19 @@ struct BinaryReader {
     static func equal(_ buffer: UnsafeRawBufferPointer, _ offset: Int, _ other: UnsafeRawBufferPointer) -> Bool {
         guard other.count > 0 else { return true }
         guard let a = buffer.baseAddress, let b = other.baseAddress else { return false }
-        return memcmp(a + offset, b, other.count) == 0
+        return sameBytes(a + offset, b, other.count)
+    }
+
+    /// Whether `count` bytes at `a` and `b` are equal. Field names are short: a loop beats calling `memcmp`.
+    @inline(__always)
+    static func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Bool {
+        guard count <= 16 else { return memcmp(a, b, count) == 0 }
+        var i = 0
+        while i < count {
+            if a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) { return false }
+            i += 1
+        }
+        return true
     }
 
     /// The value of the field named by the `count` bytes at `name` in `object`, or `nil` when there is none.
@@ -370,7 +382,7 @@ struct BinaryReader {
                 valueEnd = p + size
             }
             guard valueEnd <= end else { throw MalformedDocument(offset: offset, reason: "field runs past its object") }
-            if n == count && (n == 0 || memcmp(base + s, name, n) == 0) {
+            if n == count && BinaryReader.sameBytes(base + s, name, n) {
                 return ValueRef(tag: tag, start: p, end: valueEnd)
             }
             offset = valueEnd

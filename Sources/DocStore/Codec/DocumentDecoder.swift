@@ -134,16 +134,16 @@ final class DocumentValueDecoder: Decoder {
     }
 
     @inline(__always)
-    func bool(_ r: ValueRef, _ key: (any CodingKey)?) throws -> Bool {
+    func bool(_ r: ValueRef, _ key: @autoclosure () -> (any CodingKey)?) throws -> Bool {
         switch r.tag {
         case BinaryFormat.Tag.true: return true
         case BinaryFormat.Tag.false: return false
-        default: throw mismatch(Bool.self, r, key)
+        default: throw mismatch(Bool.self, r, key())
         }
     }
 
     @inline(__always)
-    func integer<I: FixedWidthInteger>(_ type: I.Type, _ r: ValueRef, _ key: (any CodingKey)?) throws -> I {
+    func integer<I: FixedWidthInteger>(_ type: I.Type, _ r: ValueRef, _ key: @autoclosure () -> (any CodingKey)?) throws -> I {
         if let i = reader.integer(r) {
             if let v = I(exactly: i) { return v }
         } else if let u = reader.unsigned(r) {
@@ -151,22 +151,22 @@ final class DocumentValueDecoder: Decoder {
         } else if let d = reader.double(r) {
             if let v = I(exactly: d) { return v }
         } else {
-            throw mismatch(type, r, key)
+            throw mismatch(type, r, key())
         }
-        throw DecodingError.dataCorrupted(.init(codingPath: path(key), debugDescription: "number does not fit in \(type)"))
+        throw DecodingError.dataCorrupted(.init(codingPath: path(key()), debugDescription: "number does not fit in \(type)"))
     }
 
     @inline(__always)
-    func double(_ r: ValueRef, _ key: (any CodingKey)?) throws -> Double {
+    func double(_ r: ValueRef, _ key: @autoclosure () -> (any CodingKey)?) throws -> Double {
         if let d = reader.double(r) { return d }
         if let i = reader.integer(r) { return Double(i) }
         if let u = reader.unsigned(r) { return Double(u) }
-        throw mismatch(Double.self, r, key)
+        throw mismatch(Double.self, r, key())
     }
 
     @inline(__always)
-    func string(_ r: ValueRef, _ key: (any CodingKey)?) throws -> String {
-        guard r.tag == BinaryFormat.Tag.string else { throw mismatch(String.self, r, key) }
+    func string(_ r: ValueRef, _ key: @autoclosure () -> (any CodingKey)?) throws -> String {
+        guard r.tag == BinaryFormat.Tag.string else { throw mismatch(String.self, r, key()) }
         return try reader.string(r)
     }
 
@@ -175,36 +175,36 @@ final class DocumentValueDecoder: Decoder {
 
     /// Decodes any value at `r` (the field `key` of this value): scalars and common arrays directly, other types
     /// through their `init(from:)` with a child decoder.
-    func decode<T: Decodable>(_ type: T.Type, at r: ValueRef, key: (any CodingKey)?) throws -> T {
-        if T.self == String.self { return unsafeBitCast(try string(r, key), to: T.self) }
-        if T.self == Int.self { return unsafeBitCast(try integer(Int.self, r, key), to: T.self) }
-        if T.self == Double.self { return unsafeBitCast(try double(r, key), to: T.self) }
-        if T.self == Bool.self { return unsafeBitCast(try bool(r, key), to: T.self) }
+    func decode<T: Decodable>(_ type: T.Type, at r: ValueRef, key: @autoclosure () -> (any CodingKey)?) throws -> T {
+        if T.self == String.self { return unsafeBitCast(try string(r, key()), to: T.self) }
+        if T.self == Int.self { return unsafeBitCast(try integer(Int.self, r, key()), to: T.self) }
+        if T.self == Double.self { return unsafeBitCast(try double(r, key()), to: T.self) }
+        if T.self == Bool.self { return unsafeBitCast(try bool(r, key()), to: T.self) }
         if T.self == Date.self {
             if let interval = reader.dateInterval(r) {
                 return unsafeBitCast(Date(timeIntervalSinceReferenceDate: interval), to: T.self)
             }
             if r.tag != BinaryFormat.Tag.string {
-                return unsafeBitCast(Date(timeIntervalSinceReferenceDate: try double(r, key)), to: T.self)
+                return unsafeBitCast(Date(timeIntervalSinceReferenceDate: try double(r, key())), to: T.self)
             }
-            throw mismatch(Date.self, r, key)
+            throw mismatch(Date.self, r, key())
         }
         if T.self == UUID.self {
             if r.tag == BinaryFormat.Tag.uuid { return unsafeBitCast(reader.uuid(r), to: T.self) }
             if r.tag == BinaryFormat.Tag.string, let u = UUID(uuidString: try reader.string(r)) {
                 return unsafeBitCast(u, to: T.self)
             }
-            throw mismatch(UUID.self, r, key)
+            throw mismatch(UUID.self, r, key())
         }
         if ObjectIdentifier(T.self) == KnownTypes.stringArray {
-            guard r.tag == BinaryFormat.Tag.array else { throw mismatch(T.self, r, key) }
+            guard r.tag == BinaryFormat.Tag.array else { throw mismatch(T.self, r, key()) }
             var out: [String] = []
             out.reserveCapacity(min(reader.count(r), 4096))
             var offset = reader.contentStart(r)
             while offset < r.end {
                 let element = try reader.value(at: offset)
                 guard element.tag == BinaryFormat.Tag.string, element.end <= r.end else {
-                    return try T(from: DocumentValueDecoder(reader: reader, ref: r, parent: self, key: key))
+                    return try T(from: DocumentValueDecoder(reader: reader, ref: r, parent: self, key: key()))
                 }
                 out.append(try reader.string(element))
                 offset = element.end
@@ -212,16 +212,16 @@ final class DocumentValueDecoder: Decoder {
             return unsafeBitCast(out, to: T.self)
         }
         if T.self == Data.self {
-            guard r.tag == BinaryFormat.Tag.bytes else { throw mismatch(Data.self, r, key) }
+            guard r.tag == BinaryFormat.Tag.bytes else { throw mismatch(Data.self, r, key()) }
             return unsafeBitCast(Data(try reader.payloadBytes(r)), to: T.self)
         }
         if T.self == URL.self {
-            guard let url = URL(string: try string(r, key)) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: path(key), debugDescription: "invalid URL"))
+            guard let url = URL(string: try string(r, key())) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: path(key()), debugDescription: "invalid URL"))
             }
             return unsafeBitCast(url, to: T.self)
         }
-        return try T(from: DocumentValueDecoder(reader: reader, ref: r, parent: self, key: key))
+        return try T(from: DocumentValueDecoder(reader: reader, ref: r, parent: self, key: key()))
     }
 
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
