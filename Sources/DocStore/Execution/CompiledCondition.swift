@@ -60,7 +60,8 @@ class CompiledCondition {
     static func make(_ condition: Condition, keys: ComparisonKeys) -> CompiledCondition {
         switch condition {
         case .compare(let path, let op, let value):
-            return Compare(CompiledPath(path), op, value, keys)
+            let general = Compare(CompiledPath(path), op, value, keys)
+            return NumberCompare(general) ?? general
         case .contains(let path, let value):
             return Contains(CompiledPath(path), value, keys)
         case .oneOf(let path, let values):
@@ -98,6 +99,56 @@ class CompiledCondition {
         override func check(_ document: Document) throws -> Bool {
             let ref = try path.value(in: document.reader, from: document.root)
             return try ConditionEvaluator.compare(ref, in: document.reader, op, value, keys: keys)
+        }
+    }
+
+    /// A comparison with a number, the commonest residual (`score > 99`): a document's integer or double is
+    /// compared in place, with no enum to inspect per document; anything else goes to the general comparison,
+    /// so the answers stay ``ConditionEvaluator``'s.
+    private final class NumberCompare: CompiledCondition {
+        let general: Compare
+        let op: Condition.Comparison
+        /// The constant as an integer, when it is one.
+        let integer: Int64?
+        /// The constant as a double, when that is exact.
+        let double: Double
+
+        init?(_ general: Compare) {
+            switch general.value {
+            case .int(let i) where i >= -(1 << 53) && i <= (1 << 53):
+                integer = i
+                double = Double(i)
+            case .double(let d) where !d.isNaN:
+                integer = nil
+                double = d
+            default:
+                return nil
+            }
+            self.general = general
+            self.op = general.op
+        }
+
+        override func check(_ document: Document) throws -> Bool {
+            let reader = document.reader
+            guard let ref = try general.path.value(in: reader, from: document.root) else {
+                return try ConditionEvaluator.compare(nil, in: reader, op, general.value, keys: general.keys)
+            }
+            let order: Int
+            if let d = reader.double(ref), !d.isNaN {
+                order = d < double ? -1 : (d == double ? 0 : 1)
+            } else if let i = reader.integer(ref) {
+                if let j = integer {
+                    order = i < j ? -1 : (i == j ? 0 : 1)
+                } else if i >= -(1 << 53) && i <= (1 << 53) {
+                    let l = Double(i)
+                    order = l < double ? -1 : (l == double ? 0 : 1)
+                } else {
+                    return try ConditionEvaluator.compare(ref, in: reader, op, general.value, keys: general.keys)
+                }
+            } else {
+                return try ConditionEvaluator.compare(ref, in: reader, op, general.value, keys: general.keys)
+            }
+            return op.holds(order)
         }
     }
 

@@ -7,8 +7,6 @@ final class Executor {
     let handle: CollectionHandle
     let txn: Transaction
     let statistics = StatisticsBox()
-    /// Constants' keys, computed once for all the documents this run checks.
-    private let comparisonKeys = ComparisonKeys()
     /// The scan read index entries only: documents are first read when returned.
     private(set) var scanSkippedDocuments = false
     /// Decodes a document into the query's type, for opaque conditions.
@@ -20,6 +18,12 @@ final class Executor {
         self.handle = handle
         self.txn = txn
         self.decodeForCondition = decodeForCondition
+        // Constants' keys are computed once for all the documents this run checks.
+        residual = CompiledCondition.make(plan.residual, keys: ComparisonKeys())
+        residualNeedsDecoding = plan.residual.needsDecoding
+        if case .constant(let b) = plan.residual { constantResidual = b } else { constantResidual = nil }
+        sortPaths = plan.sort.map { CompiledPath($0.path) }
+        sortDescending = plan.sort.map(\.descending)
     }
 
     func makeSource(fetchDocuments: Bool = true) throws -> CandidateSource {
@@ -43,7 +47,7 @@ final class Executor {
 
     /// Whether a candidate document satisfies the residual condition.
     func matches(_ candidate: CandidateSource.Candidate) throws -> Bool {
-        if case .constant(let b) = plan.residual { return b }
+        if let constantResidual { return constantResidual }
         let reader = BinaryReader(candidate.document)
         let root: ValueRef
         do { root = try reader.root() } catch let error as MalformedDocument {
@@ -65,10 +69,13 @@ final class Executor {
     }
 
     /// The residual condition, compiled once for the documents this run checks.
-    private lazy var residual = CompiledCondition.make(plan.residual, keys: comparisonKeys)
+    private let residual: CompiledCondition
 
     /// Whether some part of the residual condition needs the decoded document.
-    private lazy var residualNeedsDecoding = plan.residual.needsDecoding
+    private let residualNeedsDecoding: Bool
+
+    /// The residual's answer when it is a constant (no condition left, or one known to be false).
+    private let constantResidual: Bool?
 
     /// The decoder of a residual that never asks for one.
     private static func noDecoding() throws -> Any { throw CancellationError() }
@@ -174,21 +181,26 @@ final class Executor {
 
     /// The sort key of a document: each sort field's order-preserving key (bytes inverted for a descending
     /// field: keys are prefix-free, so inverting reverses their order), then the id likewise.
-    func sortKey(_ candidate: CandidateSource.Candidate, into key: inout [UInt8]) throws -> Int {
+    ///
+    /// With a `bound` (the last row a full top-k keeps), gives `nil` as soon as the first field's key orders after
+    /// the bound's: such a document cannot enter the top k, and the rest of its key is not worth building.
+    func sortKey(_ candidate: CandidateSource.Candidate, into key: inout [UInt8],
+                 unlessAfter bound: [UInt8]? = nil) throws -> Int? {
         key.removeAll(keepingCapacity: true)
         var encoder = KeyEncoder()
         encoder.swapBuffer(&key)
         defer { encoder.swapBuffer(&key) }
         let reader = BinaryReader(candidate.document)
         let root = try reader.root()
-        for (spec, path) in zip(plan.sort, sortPaths) {
+        for i in sortPaths.indices {
             let start = encoder.bytes.count
-            if let ref = try path.value(in: reader, from: root) {
+            if let ref = try sortPaths[i].value(in: reader, from: root) {
                 try encoder.append(ref, in: reader)
             } else {
                 encoder.append(.null)
             }
-            if spec.descending { encoder.invert(from: start) }
+            if sortDescending[i] { encoder.invert(from: start) }
+            if i == 0, let bound, Executor.compare(encoder.bytes, bound) > 0 { return nil }
         }
         let idStart = encoder.bytes.count
         encoder.appendRaw(candidate.id)
@@ -196,8 +208,9 @@ final class Executor {
         return idStart
     }
 
-    /// The sort fields' paths, laid out once for all the documents this run orders.
-    private lazy var sortPaths = plan.sort.map { CompiledPath($0.path) }
+    /// The sort fields' paths, laid out once for all the documents this run orders, and their directions.
+    private let sortPaths: [CompiledPath]
+    private let sortDescending: [Bool]
 
     /// The ids of the matches in the plan's order, within its window (before any reversal of the output).
     func orderedIDs() throws -> [[UInt8]] {
@@ -218,8 +231,9 @@ final class Executor {
             if let needed = plan.needed {
                 var heap = TopK(capacity: needed)
                 try forEachMatch { candidate in
-                    let idStart = try sortKey(candidate, into: &scratch)
-                    heap.offer(scratch, idStart: idStart)
+                    if let idStart = try sortKey(candidate, into: &scratch, unlessAfter: heap.bound) {
+                        heap.offer(scratch, idStart: idStart)
+                    }
                     return true
                 }
                 rows = heap.sorted()
@@ -236,7 +250,7 @@ final class Executor {
             } else {
                 rows = []
                 try forEachMatch { candidate in
-                    let idStart = try sortKey(candidate, into: &scratch)
+                    guard let idStart = try sortKey(candidate, into: &scratch) else { return true }
                     rows.append(Row(key: scratch, idStart: idStart))
                     return true
                 }
@@ -260,6 +274,19 @@ final class Executor {
                     if c != 0 { return c < 0 }
                 }
                 return x.count < y.count
+            }
+        }
+    }
+
+    /// How `a` orders against `b` over their common length only: negative, zero or positive. A positive answer
+    /// for a prefix-free field key means every key starting with `a` orders after `b`.
+    @inline(__always)
+    static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int32 {
+        a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in
+                let n = min(x.count, y.count)
+                guard n > 0, let p = x.baseAddress, let q = y.baseAddress else { return 0 }
+                return memcmp(p, q, n)
             }
         }
     }
@@ -325,6 +352,9 @@ struct TopK {
             siftDown(0)
         }
     }
+
+    /// The row a newcomer must precede to be kept, once the heap is full.
+    var bound: [UInt8]? { heap.count == capacity && capacity > 0 ? heap[0].key : nil }
 
     func sorted() -> [Executor.Row] { heap.sorted { Executor.precedes($0.key, $1.key) } }
 

@@ -153,14 +153,7 @@ struct ConditionEvaluator {
         } else {
             order = try keys.order(of: ref, in: reader, against: value)
         }
-        switch op {
-        case .equal: return order == 0
-        case .notEqual: return order != 0
-        case .less: return order < 0
-        case .lessOrEqual: return order <= 0
-        case .greater: return order > 0
-        case .greaterOrEqual: return order >= 0
-        }
+        return op.holds(order)
     }
 
     /// The order of two numbers when a `Double` comparison is exact: both doubles, or an integer within ±2^53
@@ -195,6 +188,21 @@ struct ConditionEvaluator {
             if n > 0, let a = bytes.baseAddress, let b = utf8.baseAddress { result = memcmp(a, b, n) }
             if result != 0 { return result < 0 ? -1 : 1 }
             return bytes.count == utf8.count ? 0 : (bytes.count < utf8.count ? -1 : 1)
+        }
+    }
+}
+
+extension Condition.Comparison {
+    /// Whether the comparison holds for two values whose order is `order` (negative, zero or positive).
+    @inline(__always)
+    func holds(_ order: Int) -> Bool {
+        switch self {
+        case .equal: return order == 0
+        case .notEqual: return order != 0
+        case .less: return order < 0
+        case .lessOrEqual: return order <= 0
+        case .greater: return order > 0
+        case .greaterOrEqual: return order >= 0
         }
     }
 }
