@@ -82,4 +82,23 @@ private struct Note: Document, Equatable {
         }
         #expect(open == 0)
     }
+
+    @Test func predicateConstantsReadDirectlyEqualWhatTheEncoderMakesOfThem() throws {
+        var random = SystemRandomNumberGenerator()
+        var constants: [Any] = [0, 1, -1, Int.min, Int.max, "", "a", "Zürich", "e\u{301}", "\u{0}x", true, false,
+                                0.0, -0.0, 1.5, -Double.infinity, Double.infinity, Double.nan, Double.leastNonzeroMagnitude, Double.greatestFiniteMagnitude]
+        for _ in 0..<200 {
+            constants.append(Int.random(in: .min ... .max, using: &random))
+            constants.append(Double(bitPattern: UInt64.random(in: 0 ... .max, using: &random)))
+            constants.append(String((0..<Int.random(in: 0...8)).map { _ in Character(UnicodeScalar(UInt8.random(in: 32...126))) }))
+        }
+        for constant in constants {
+            let encodable = try #require(constant as? any Encodable)
+            let encoded = try DocumentValue(encoded: DocumentEncoder().encode(encodable))
+            let direct = try #require(DocumentValue(constant: constant))
+            // Compared by their keys, which tell NaNs and the zeros apart exactly as the store does.
+            #expect(KeyEncoder.key(direct) == KeyEncoder.key(encoded), "\(constant)")
+            #expect(String(describing: direct) == String(describing: encoded), "\(constant)")
+        }
+    }
 }

@@ -33,12 +33,24 @@ struct IndexScan {
     var deduplicate = false
     /// The conditions the ranges answer exactly: they need no check on the document.
     var answered: [Condition] = []
-    /// How the ranges were chosen, for `explain`.
-    var bounds: String
+    /// The conditions the ranges were chosen from, for `explain` (a prefix condition narrows the ranges without
+    /// answering itself, so it is here and not in `answered`).
+    var chosenFrom: [Condition] = []
+    /// The order this scan delivers, when it was chosen for it.
+    var orderedBy: [SortSpec]? = nil
     /// Index entries in the ranges: counted, or estimated when the ranges hold too many distinct keys to count.
     var estimate = 0
     var estimateIsCapped = false
 
+    /// How the ranges were chosen, for `explain`: built only when asked for, as planning runs per query.
+    var bounds: String {
+        var parts = chosenFrom.map(\.description)
+        if let orderedBy {
+            parts.append("ordered by " + orderedBy.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }
+                .joined(separator: ", "))
+        }
+        return parts.joined(separator: ", ")
+    }
     var estimateText: String { estimateIsCapped ? "about \(estimate) (estimated)" : "\(estimate)" }
 }
 
@@ -75,9 +87,29 @@ struct Plan {
     let limit: Int?
     /// Applied to the slice's documents after the walk.
     let afterwards: [WindowStep]
-    /// The other accesses considered, and why this one won.
-    var considered: [String] = []
+    /// The accesses considered (the full scan first), for `explain`.
+    var considered: [ConsideredAccess] = []
 
     /// The number of results the walk needs before it can stop: `offset + limit`.
     var needed: Int? { limit.map { offset + $0 } }
+}
+
+/// An access the planner weighed, described for `explain`.
+enum ConsideredAccess: CustomStringConvertible {
+    case fullScan(documents: Int)
+    case scan(IndexScan)
+    case union([IndexScan])
+
+    var description: String {
+        switch self {
+        case .fullScan(let documents):
+            return "full scan: \(documents) documents"
+        case .scan(let scan):
+            return "index \(scan.index.definition.name)\(scan.orderedBy == nil ? "" : " in sort order"): "
+                + "\(scan.bounds), \(scan.estimateText) entries"
+        case .union(let scans):
+            return "union of " + scans.map { "index \($0.index.definition.name): \($0.bounds)" }.joined(separator: " || ")
+                + ", \(scans.reduce(0) { $0 + $1.estimate }) entries"
+        }
+    }
 }

@@ -27,13 +27,13 @@ struct Planner {
             return plan
         }
         let conjuncts = filter.conjuncts
-        var best: (cost: Double, apply: (inout Plan) -> Void, text: String)
-        best = (Double(documents), { _ in }, "full scan: \(documents) documents")
-        var considered: [String] = []
+        var best: (cost: Double, apply: (inout Plan) -> Void)
+        best = (Double(documents), { _ in })
+        var considered: [ConsideredAccess] = []
 
-        func consider(_ cost: Double, _ text: String, _ apply: @escaping (inout Plan) -> Void) {
-            considered.append(text)
-            if cost < best.cost { best = (cost, apply, text) }
+        func consider(_ cost: Double, _ access: ConsideredAccess, _ apply: @escaping (inout Plan) -> Void) {
+            considered.append(access)
+            if cost < best.cost { best = (cost, apply) }
         }
 
         // Scans that narrow the candidates.
@@ -43,7 +43,7 @@ struct Planner {
             try estimate(&scan)
             let cost = Double(scan.estimate)
             narrowest = min(narrowest, cost)
-            consider(cost, "index \(index.definition.name): \(scan.bounds), \(scan.estimateText) entries") { plan in
+            consider(cost, .scan(scan)) { plan in
                 plan.access = .index(scan)
                 plan.residual = Planner.residual(conjuncts, removing: scan.answered)
                 plan.ordering = .sorted    // index order is not id order, nor the sort's
@@ -55,9 +55,7 @@ struct Planner {
             for i in union.indices { union[i].deduplicate = true }
             let cost = Double(union.reduce(0) { $0 + $1.estimate })
             narrowest = min(narrowest, cost)
-            let text = "union of " + union.map { "index \($0.index.definition.name): \($0.bounds)" }.joined(separator: " || ")
-                + ", \(union.reduce(0) { $0 + $1.estimate }) entries"
-            consider(cost, text) { plan in
+            consider(cost, .union(union)) { plan in
                 plan.access = .union(union)
                 plan.residual = Planner.residual(conjuncts, removing: [])
                 plan.ordering = .sorted
@@ -78,7 +76,7 @@ struct Planner {
                     cost = min(cost, Double(needed) / max(selectivity, 1e-9))
                 }
                 cost *= 0.999   // on a tie, the plan that needs no sort
-                consider(cost, "index \(index.definition.name) in sort order: \(scan.bounds), \(scan.estimateText) entries") { plan in
+                consider(cost, .scan(scan)) { plan in
                     plan.access = .index(scan)
                     plan.residual = Planner.residual(conjuncts, removing: scan.answered)
                     plan.ordering = .natural
@@ -86,7 +84,7 @@ struct Planner {
             }
         }
         best.apply(&plan)
-        plan.considered = considered.isEmpty ? [] : ["full scan: \(documents) documents"] + considered
+        plan.considered = considered.isEmpty ? [] : [.fullScan(documents: documents)] + considered
         return plan
     }
 
@@ -101,17 +99,17 @@ struct Planner {
     /// The key ranges of an index's fields, from conditions on them: equality on a leading run of fields, then at
     /// most one range (or string prefix) on the next.
     private func ranges(on index: CollectionHandle.Index, conjuncts: [Condition])
-        -> (ranges: [KeyRange], answered: [Condition], text: [String])? {
+        -> (ranges: [KeyRange], answered: [Condition], chosenFrom: [Condition])? {
         guard !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
         var prefixes: [[UInt8]] = [[]]
         var answered: [Condition] = []
-        var text: [String] = []
+        var chosenFrom: [Condition] = []
         for field in index.definition.fields {
             if let (values, condition) = equality(on: field, in: conjuncts, unique: index.isUnique) {
                 guard prefixes.count * values.count <= Planner.maximumRanges else { break }
                 prefixes = prefixes.flatMap { p in values.map { p + KeyEncoder.key($0) } }
                 answered.append(condition)
-                text.append(condition.description)
+                chosenFrom.append(condition)
                 continue
             }
             if let (lowerCondition, upperCondition, value) = bounds(on: field, in: conjuncts) {
@@ -119,19 +117,19 @@ struct Planner {
                     Planner.boundedRange(after: $0, lower: lowerCondition, upper: upperCondition, kindOf: value)
                 }
                 answered += [lowerCondition, upperCondition].compactMap { $0 }
-                text += [lowerCondition, upperCondition].compactMap { $0?.description }
-                return (ranges, answered, text)
+                chosenFrom += [lowerCondition, upperCondition].compactMap { $0 }
+                return (ranges, answered, chosenFrom)
             }
             if let condition = prefixCondition(on: field, in: conjuncts), case .startsWith(_, let p) = condition {
                 let ranges = prefixes.map { KeyRange.prefix($0 + KeyEncoder.stringPrefix(p)) }
-                text.append(condition.description)
+                chosenFrom.append(condition)
                 // Not answered: a prefix of bytes is not always a prefix of characters; each match is checked.
-                return (ranges, answered, text)
+                return (ranges, answered, chosenFrom)
             }
             break
         }
         guard !answered.isEmpty || prefixes.count > 1 else { return nil }
-        return (prefixes.map { KeyRange.prefix($0) }, answered, text)
+        return (prefixes.map { KeyRange.prefix($0) }, answered, chosenFrom)
     }
 
     /// The keys that start with `prefix` and continue with a value between the bounds (`>`/`>=` below, `<`/`<=`
@@ -238,14 +236,14 @@ struct Planner {
             for c in conjuncts {
                 if case .contains(field, let v) = c {
                     return IndexScan(index: index, ranges: [KeyRange.prefix(KeyEncoder.key(v))], answered: [c],
-                                     bounds: c.description)
+                                     chosenFrom: [c])
                 }
             }
             return nil
         }
         guard let found = ranges(on: index, conjuncts: conjuncts) else { return nil }
         return IndexScan(index: index, ranges: found.ranges, deduplicate: found.ranges.count > 1,
-                         answered: found.answered, bounds: found.text.joined(separator: ", "))
+                         answered: found.answered, chosenFrom: found.chosenFrom)
     }
 
     /// A scan of `index` in the order `sort` asks for: the index's fields after those fixed by equality must be
@@ -259,12 +257,10 @@ struct Planner {
         var fixed = 0
         var answered: [Condition] = []
         var prefix: [UInt8] = []
-        var text: [String] = []
         while fixed < fields.count, let (values, condition) = equality(on: fields[fixed], in: conjuncts, unique: index.isUnique),
               values.count == 1, !sort.contains(where: { $0.path == fields[fixed] }) {
             prefix += KeyEncoder.key(values[0])
             answered.append(condition)
-            text.append(condition.description)
             fixed += 1
         }
         guard Array(fields[fixed...]) == sort.map(\.path) else { return nil }
@@ -272,12 +268,9 @@ struct Planner {
         if let first = sort.first, let (lower, upper, value) = bounds(on: first.path, in: conjuncts) {
             ranges = [Planner.boundedRange(after: prefix, lower: lower, upper: upper, kindOf: value)]
             answered += [lower, upper].compactMap { $0 }
-            text += [lower, upper].compactMap { $0?.description }
         }
-        let order = sort.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }.joined(separator: ", ")
         return IndexScan(index: index, ranges: ranges, descending: direction, descendingIDs: idDescending,
-                         answered: answered, bounds: (text.isEmpty ? "" : text.joined(separator: ", ") + ", ")
-                            + "ordered by \(order)")
+                         answered: answered, chosenFrom: answered, orderedBy: sort)
     }
 
     /// One scan per branch of an `||`, when every branch can use an index.

@@ -94,6 +94,14 @@ struct PredicateTranslator<Input> {
 extension DocumentValue {
     /// The value of any `Encodable` constant, as a document value; `nil` when it cannot be encoded.
     init?(constant: Any) {
+        // The commonest constants directly: the same values the encoder gives them, without encoding.
+        switch constant {
+        case let v as Int: self = .int(Int64(v)); return
+        case let v as String: self = .string(v); return
+        case let v as Double: self = .double(v); return
+        case let v as Bool: self = .bool(v); return
+        default: break
+        }
         guard let encodable = constant as? any Encodable,
               let bytes = try? DocumentEncoder().encode(encodable),
               let value = try? DocumentValue(encoded: bytes) else { return nil }

@@ -50,7 +50,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
             index = scans.first?.index.definition.name
         }
         if plan.considered.count > 1 {
-            lines.append("  chosen among: " + plan.considered.joined(separator: "; "))
+            lines.append("  chosen among: " + plan.considered.map(\.description).joined(separator: "; "))
         }
         if case .constant(true) = plan.residual {
             lines.append("  residual: none: the access answers the whole filter")
