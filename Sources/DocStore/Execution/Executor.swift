@@ -237,16 +237,14 @@ final class Executor {
                     return true
                 }
                 rows = heap.sorted()
-            } else if plan.sort.isEmpty && residualIsTrivial {
-                // Id order only: the entries give the ids; documents are read once, when returned.
-                rows = []
+            } else if plan.sort.isEmpty {
+                // Id order only: the ids alone are sorted, packed (documents are read once, when returned).
+                var ids = PackedIDs()
                 try forEachMatch(needsDocument: false) { candidate in
-                    var key = Array(candidate.id)
-                    if plan.idDescending { for i in key.indices { key[i] = ~key[i] } }
-                    rows.append(Row(key: key, idStart: 0))
+                    ids.append(candidate.id)
                     return true
                 }
-                rows.sort { Executor.precedes($0.key, $1.key) }
+                return ids.sorted(descending: plan.idDescending, skipping: plan.offset, taking: plan.limit)
             } else {
                 rows = []
                 try forEachMatch { candidate in
@@ -328,6 +326,41 @@ final class Executor {
             }
         }
         return total
+    }
+}
+
+/// Ids gathered for a sort by id alone: their bytes side by side in one buffer, each with its first 16 bytes as
+/// two big-endian integers, so that most comparisons are two integer compares rather than a `memcmp` of arrays.
+struct PackedIDs {
+    private var bytes: [UInt8] = []
+    private var entries: [(high: UInt64, low: UInt64, start: Int, count: Int)] = []
+
+    mutating func append(_ id: UnsafeRawBufferPointer) {
+        var prefix: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &prefix) { p in
+            p.copyMemory(from: UnsafeRawBufferPointer(rebasing: id.prefix(16)))
+        }
+        entries.append((UInt64(bigEndian: prefix.0), UInt64(bigEndian: prefix.1), bytes.count, id.count))
+        bytes.append(contentsOf: id)
+    }
+
+    /// The ids in byte order (or its reverse), after skipping `offset` of them and up to `limit`.
+    func sorted(descending: Bool, skipping offset: Int, taking limit: Int?) -> [[UInt8]] {
+        bytes.withUnsafeBytes { all in
+            // Equal 16-byte prefixes (zero-padded) leave the rest of the bytes to decide: a longer id with the
+            // same bytes orders after.
+            func precedes(_ a: (high: UInt64, low: UInt64, start: Int, count: Int),
+                          _ b: (high: UInt64, low: UInt64, start: Int, count: Int)) -> Bool {
+                if a.high != b.high { return a.high < b.high }
+                if a.low != b.low { return a.low < b.low }
+                return UnsafeRawBufferPointer(rebasing: all[a.start..<(a.start + a.count)])
+                    .lexicographicallyPrecedes(UnsafeRawBufferPointer(rebasing: all[b.start..<(b.start + b.count)]))
+            }
+            let order = descending ? entries.sorted { precedes($1, $0) } : entries.sorted(by: precedes)
+            return order.dropFirst(offset).prefix(limit ?? Int.max).map {
+                Array(UnsafeRawBufferPointer(rebasing: all[$0.start..<($0.start + $0.count)]))
+            }
+        }
     }
 }
 
