@@ -153,9 +153,15 @@ final class Executor {
     func forEachResult(_ body: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> Void) throws {
         guard plan.ordering == .natural && plan.afterwards.isEmpty else {
             // Sorted, or the window reversed: the ids in order first.
-            for id in WindowStep.apply(plan.afterwards, to: try orderedIDs()) {
-                guard let raw = try fetch(id: id) else { continue }
-                try id.withUnsafeBytes { try body($0, raw) }
+            let ids = WindowStep.apply(plan.afterwards, to: try orderedIDs())
+            try txn.withCursor(handle.documents) { cursor in
+                for id in ids {
+                    try id.withUnsafeBytes { id in
+                        guard let raw = try cursor.value(forKey: id) else { return }
+                        if scanSkippedDocuments { statistics.value.documentsRead += 1 }
+                        try body(id, raw)
+                    }
+                }
             }
             return
         }

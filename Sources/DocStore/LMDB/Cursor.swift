@@ -41,6 +41,12 @@ struct Cursor {
         try key.withUnsafeBytes { try seek(atLeast: $0) }
     }
 
+    /// The value under exactly `key`, or `nil`. `MDB_SET`: a cursor already on the leaf page that holds `key`
+    /// searches that page alone, so look-ups in key order are cheaper than `mdb_get`'s descent from the root.
+    func value(forKey key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        try step(MDB_SET, key: key)?.value
+    }
+
     /// The first entry of the next key (skipping the current key's other duplicates). `MDB_NEXT_NODUP`.
     func nextKey() throws -> Entry? { try step(MDB_NEXT_NODUP) }
     /// The last entry of the previous key. `MDB_PREV_NODUP`.
