@@ -146,6 +146,30 @@ final class Executor {
         }
     }
 
+    /// Calls `body` with every matching candidate, in id order rather than the access order. An index scan first
+    /// gathers its ids alone, sorts them, and then reads the documents through one cursor: neighbouring ids share
+    /// leaf pages, which LMDB searches without descending from the root. For runs that keep every match anyway
+    /// (a sort without a limit); others use ``forEachMatch(needsDocument:_:)``.
+    func forEachMatchInIDOrder(_ body: (CandidateSource.Candidate) throws -> Bool) throws {
+        switch plan.access {
+        case .index, .union: break
+        default: return try forEachMatch(body)
+        }
+        var ids = PackedIDs()
+        do {
+            let source = try makeSource(fetchDocuments: false)
+            defer { source.close() }
+            while let candidate = try source.next() { ids.append(candidate.id) }
+        }
+        try txn.withCursor(handle.documents) { cursor in
+            try ids.forEachInOrder(descending: false) { id in
+                guard let document = try cursor.value(forKey: id) else { return true }   // verify() reports it
+                statistics.value.documentsRead += 1
+                return try !matches((id, document)) || body((id, document))
+            }
+        }
+    }
+
     /// Calls `body` with each result's id and bytes, in order and within the window and its later steps.
     ///
     /// In the access order (no sort), documents are handed on as the scan finds them: one look-up each. Sorted
@@ -246,14 +270,12 @@ final class Executor {
             } else if plan.sort.isEmpty {
                 // Id order only: the ids alone are sorted, packed (documents are read once, when returned).
                 var ids = PackedIDs()
-                try forEachMatch(needsDocument: false) { candidate in
-                    ids.append(candidate.id)
-                    return true
-                }
+                let add = { (candidate: CandidateSource.Candidate) -> Bool in ids.append(candidate.id); return true }
+                if residualIsTrivial { try forEachMatch(needsDocument: false, add) } else { try forEachMatchInIDOrder(add) }
                 return ids.sorted(descending: plan.idDescending, skipping: plan.offset, taking: plan.limit)
             } else {
                 rows = []
-                try forEachMatch { candidate in
+                try forEachMatchInIDOrder { candidate in
                     guard let idStart = try sortKey(candidate, into: &scratch) else { return true }
                     rows.append(Row(key: scratch, idStart: idStart))
                     return true
@@ -352,7 +374,21 @@ struct PackedIDs {
 
     /// The ids in byte order (or its reverse), after skipping `offset` of them and up to `limit`.
     func sorted(descending: Bool, skipping offset: Int, taking limit: Int?) -> [[UInt8]] {
-        bytes.withUnsafeBytes { all in
+        var result: [[UInt8]] = []
+        var skipped = 0
+        let limit = limit ?? Int.max
+        guard limit > 0 else { return [] }
+        forEachInOrder(descending: descending) { id in
+            if skipped < offset { skipped += 1; return true }
+            result.append(Array(id))
+            return result.count < limit
+        }
+        return result
+    }
+
+    /// Calls `body` with each id in byte order (or its reverse) until it returns false.
+    func forEachInOrder(descending: Bool, _ body: (UnsafeRawBufferPointer) throws -> Bool) rethrows {
+        try bytes.withUnsafeBytes { all in
             // Equal 16-byte prefixes (zero-padded) leave the rest of the bytes to decide: a longer id with the
             // same bytes orders after.
             func precedes(_ a: (high: UInt64, low: UInt64, start: Int, count: Int),
@@ -363,8 +399,8 @@ struct PackedIDs {
                     .lexicographicallyPrecedes(UnsafeRawBufferPointer(rebasing: all[b.start..<(b.start + b.count)]))
             }
             let order = descending ? entries.sorted { precedes($1, $0) } : entries.sorted(by: precedes)
-            return order.dropFirst(offset).prefix(limit ?? Int.max).map {
-                Array(UnsafeRawBufferPointer(rebasing: all[$0.start..<($0.start + $0.count)]))
+            for entry in order where try !body(UnsafeRawBufferPointer(rebasing: all[entry.start..<(entry.start + entry.count)])) {
+                return
             }
         }
     }
