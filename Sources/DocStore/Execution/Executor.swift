@@ -271,7 +271,11 @@ final class Executor {
                 // Id order only: the ids alone are sorted, packed (documents are read once, when returned).
                 var ids = PackedIDs()
                 let add = { (candidate: CandidateSource.Candidate) -> Bool in ids.append(candidate.id); return true }
-                if residualIsTrivial { try forEachMatch(needsDocument: false, add) } else { try forEachMatchInIDOrder(add) }
+                if residualIsTrivial {
+                    try forEachMatch(needsDocument: false, add)
+                } else {
+                    try forEachMatchInIDOrder(add)
+                }
                 return ids.sorted(descending: plan.idDescending, skipping: plan.offset, taking: plan.limit)
             } else {
                 rows = []
@@ -357,7 +361,7 @@ final class Executor {
     }
 }
 
-/// Ids gathered for a sort by id alone: their bytes side by side in one buffer, each with its first 16 bytes as
+/// Ids gathered to be put in id order: their bytes side by side in one buffer, each with its first 16 bytes as
 /// two big-endian integers, so that most comparisons are two integer compares rather than a `memcmp` of arrays.
 struct PackedIDs {
     private var bytes: [UInt8] = []
@@ -399,8 +403,8 @@ struct PackedIDs {
                     .lexicographicallyPrecedes(UnsafeRawBufferPointer(rebasing: all[b.start..<(b.start + b.count)]))
             }
             let order = descending ? entries.sorted { precedes($1, $0) } : entries.sorted(by: precedes)
-            for entry in order where try !body(UnsafeRawBufferPointer(rebasing: all[entry.start..<(entry.start + entry.count)])) {
-                return
+            for entry in order {
+                guard try body(UnsafeRawBufferPointer(rebasing: all[entry.start..<(entry.start + entry.count)])) else { return }
             }
         }
     }
