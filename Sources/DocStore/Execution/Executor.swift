@@ -206,36 +206,54 @@ final class Executor {
     struct Row {
         var key: [UInt8]
         var idStart: Int
+        /// The first sort field's value when it is a number a `Double` holds exactly, for a cheap comparison.
+        var number: Double? = nil
         var id: ArraySlice<UInt8> { key[idStart...] }
     }
 
     /// The sort key of a document: each sort field's order-preserving key (bytes inverted for a descending
     /// field: keys are prefix-free, so inverting reverses their order), then the id likewise.
     ///
-    /// With a `bound` (the last row a full top-k keeps), gives `nil` as soon as the first field's key orders after
-    /// the bound's: such a document cannot enter the top k, and the rest of its key is not worth building.
+    /// With a `bound` (the last row a full top-k keeps), gives `nil` as soon as the first field orders after the
+    /// bound's: such a document cannot enter the top k, and the rest of its key is not worth building. Two numbers
+    /// are compared as numbers, before any key is built; otherwise the first field's key is compared.
     func sortKey(_ candidate: CandidateSource.Candidate, into key: inout [UInt8],
-                 unlessAfter bound: [UInt8]? = nil) throws -> Int? {
+                 unlessAfter bound: Row? = nil) throws -> (idStart: Int, number: Double?)? {
+        let reader = BinaryReader(candidate.document)
+        let root = try reader.root()
+        var number: Double?
+        var first: ValueRef?
+        if let path = sortPaths.first {
+            first = try path.value(in: reader, from: root)
+            number = first.flatMap { Executor.exactNumber($0, in: reader) }
+            if let n = number, let b = bound?.number, sortDescending[0] ? n < b : n > b { return nil }
+        }
         key.removeAll(keepingCapacity: true)
         var encoder = KeyEncoder()
         encoder.swapBuffer(&key)
         defer { encoder.swapBuffer(&key) }
-        let reader = BinaryReader(candidate.document)
-        let root = try reader.root()
         for i in sortPaths.indices {
             let start = encoder.bytes.count
-            if let ref = try sortPaths[i].value(in: reader, from: root) {
+            if let ref = i == 0 ? first : try sortPaths[i].value(in: reader, from: root) {
                 try encoder.append(ref, in: reader)
             } else {
                 encoder.append(.null)
             }
             if sortDescending[i] { encoder.invert(from: start) }
-            if i == 0, let bound, Executor.compare(encoder.bytes, bound) > 0 { return nil }
+            if i == 0, let bound, Executor.compare(encoder.bytes, bound.key) > 0 { return nil }
         }
         let idStart = encoder.bytes.count
         encoder.appendRaw(candidate.id)
         if plan.idDescending { encoder.invert(from: idStart) }
-        return idStart
+        return (idStart, number)
+    }
+
+    /// A number's value when a `Double` holds it exactly and it is not NaN: then numeric order is key order.
+    @inline(__always)
+    static func exactNumber(_ ref: ValueRef, in reader: BinaryReader) -> Double? {
+        if let d = reader.double(ref) { return d.isNaN ? nil : d }
+        if let i = reader.integer(ref), i >= -(1 << 53), i <= (1 << 53) { return Double(i) }
+        return nil
     }
 
     /// The sort fields' paths, laid out once for all the documents this run orders, and their directions.
@@ -261,8 +279,8 @@ final class Executor {
             if let needed = plan.needed {
                 var heap = TopK(capacity: needed)
                 try forEachMatch { candidate in
-                    if let idStart = try sortKey(candidate, into: &scratch, unlessAfter: heap.bound) {
-                        heap.offer(scratch, idStart: idStart)
+                    if let made = try sortKey(candidate, into: &scratch, unlessAfter: heap.bound) {
+                        heap.offer(Row(key: scratch, idStart: made.idStart, number: made.number))
                     }
                     return true
                 }
@@ -280,8 +298,8 @@ final class Executor {
             } else {
                 rows = []
                 try forEachMatchInIDOrder { candidate in
-                    guard let idStart = try sortKey(candidate, into: &scratch) else { return true }
-                    rows.append(Row(key: scratch, idStart: idStart))
+                    guard let made = try sortKey(candidate, into: &scratch) else { return true }
+                    rows.append(Row(key: scratch, idStart: made.idStart))
                     return true
                 }
                 rows.sort { Executor.precedes($0.key, $1.key) }
@@ -421,19 +439,19 @@ struct TopK {
         heap.reserveCapacity(min(capacity, 1 << 16))
     }
 
-    mutating func offer(_ key: [UInt8], idStart: Int) {
+    mutating func offer(_ row: Executor.Row) {
         guard capacity > 0 else { return }
         if heap.count < capacity {
-            heap.append(Executor.Row(key: key, idStart: idStart))
+            heap.append(row)
             siftUp(heap.count - 1)
-        } else if Executor.precedes(key, heap[0].key) {
-            heap[0] = Executor.Row(key: key, idStart: idStart)
+        } else if Executor.precedes(row.key, heap[0].key) {
+            heap[0] = row
             siftDown(0)
         }
     }
 
     /// The row a newcomer must precede to be kept, once the heap is full.
-    var bound: [UInt8]? { heap.count == capacity && capacity > 0 ? heap[0].key : nil }
+    var bound: Executor.Row? { heap.count == capacity && capacity > 0 ? heap[0] : nil }
 
     func sorted() -> [Executor.Row] { heap.sorted { Executor.precedes($0.key, $1.key) } }
 
