@@ -3,15 +3,34 @@ import Foundation
 /// A field path laid out for many look-ups: every name's bytes in one allocation owned by this object, so that
 /// finding the field in a document allocates nothing and retains nothing.
 final class CompiledPath {
-    private let names: UnsafeMutableRawPointer
-    private let spans: UnsafeMutableBufferPointer<(offset: Int, count: Int)>
+    /// The laid-out names, a plain value: whoever holds it must keep this object alive. Hot loops copy it out so
+    /// that each look-up touches no reference count.
+    struct Layout {
+        fileprivate let names: UnsafeMutableRawPointer
+        fileprivate let spans: UnsafeMutableBufferPointer<(offset: Int, count: Int)>
+
+        /// The value at this path from `root`, or `nil` when a step is missing or not an object. The same answer as
+        /// ``BinaryReader/value(atPath:from:)``.
+        @inline(__always)
+        func value(in reader: BinaryReader, from root: ValueRef) throws -> ValueRef? {
+            var current = root
+            for span in spans {
+                guard current.tag == BinaryFormat.Tag.object,
+                      let found = try reader.field(current, name: names + span.offset, count: span.count) else { return nil }
+                current = found
+            }
+            return current
+        }
+    }
+
+    let layout: Layout
     let path: FieldPath
 
     init(_ path: FieldPath) {
         self.path = path
         let total = path.utf8Components.reduce(0) { $0 + $1.count }
-        names = .allocate(byteCount: max(total, 1), alignment: 1)
-        spans = .allocate(capacity: path.utf8Components.count)
+        let names = UnsafeMutableRawPointer.allocate(byteCount: max(total, 1), alignment: 1)
+        let spans = UnsafeMutableBufferPointer<(offset: Int, count: Int)>.allocate(capacity: path.utf8Components.count)
         var offset = 0
         for (i, name) in path.utf8Components.enumerated() {
             name.withUnsafeBytes { bytes in
@@ -20,24 +39,18 @@ final class CompiledPath {
             spans[i] = (offset, name.count)
             offset += name.count
         }
+        layout = Layout(names: names, spans: spans)
     }
 
     deinit {
-        names.deallocate()
-        spans.deallocate()
+        layout.names.deallocate()
+        layout.spans.deallocate()
     }
 
-    /// The value at this path from `root`, or `nil` when a step is missing or not an object. The same answer as
-    /// ``BinaryReader/value(atPath:from:)``.
+    /// The value at this path from `root`, or `nil` when a step is missing or not an object.
     @inline(__always)
     func value(in reader: BinaryReader, from root: ValueRef) throws -> ValueRef? {
-        var current = root
-        for span in spans {
-            guard current.tag == BinaryFormat.Tag.object,
-                  let found = try reader.field(current, name: names + span.offset, count: span.count) else { return nil }
-            current = found
-        }
-        return current
+        try layout.value(in: reader, from: root)
     }
 }
 
@@ -84,20 +97,24 @@ class CompiledCondition {
     func check(_ document: Document) throws -> Bool { fatalError("subclasses check documents") }
 
     private final class Compare: CompiledCondition {
+        /// Owns the memory `layout` points to.
         let path: CompiledPath
+        /// `path` laid out, read per document with no reference counting.
+        let layout: CompiledPath.Layout
         let op: Condition.Comparison
         let value: DocumentValue
         let keys: ComparisonKeys
 
         init(_ path: CompiledPath, _ op: Condition.Comparison, _ value: DocumentValue, _ keys: ComparisonKeys) {
             self.path = path
+            self.layout = path.layout
             self.op = op
             self.value = value
             self.keys = keys
         }
 
         override func check(_ document: Document) throws -> Bool {
-            let ref = try path.value(in: document.reader, from: document.root)
+            let ref = try layout.value(in: document.reader, from: document.root)
             return try ConditionEvaluator.compare(ref, in: document.reader, op, value, keys: keys)
         }
     }
@@ -107,6 +124,8 @@ class CompiledCondition {
     /// so the answers stay ``ConditionEvaluator``'s.
     private final class NumberCompare: CompiledCondition {
         let general: Compare
+        /// `general`'s path laid out (`general` keeps it alive), read per document with no reference counting.
+        let layout: CompiledPath.Layout
         let op: Condition.Comparison
         /// The constant as an integer, when it is one.
         let integer: Int64?
@@ -125,12 +144,13 @@ class CompiledCondition {
                 return nil
             }
             self.general = general
+            self.layout = general.layout
             self.op = general.op
         }
 
         override func check(_ document: Document) throws -> Bool {
             let reader = document.reader
-            guard let ref = try general.path.value(in: reader, from: document.root) else {
+            guard let ref = try layout.value(in: reader, from: document.root) else {
                 return try ConditionEvaluator.compare(nil, in: reader, op, general.value, keys: general.keys)
             }
             let order: Int
@@ -153,36 +173,44 @@ class CompiledCondition {
     }
 
     private final class Contains: CompiledCondition {
+        /// Owns the memory `layout` points to.
         let path: CompiledPath
+        /// `path` laid out, read per document with no reference counting.
+        let layout: CompiledPath.Layout
         let value: DocumentValue
         let keys: ComparisonKeys
 
         init(_ path: CompiledPath, _ value: DocumentValue, _ keys: ComparisonKeys) {
             self.path = path
+            self.layout = path.layout
             self.value = value
             self.keys = keys
         }
 
         override func check(_ document: Document) throws -> Bool {
             let reader = document.reader
-            guard let ref = try path.value(in: reader, from: document.root) else { return false }
+            guard let ref = try layout.value(in: reader, from: document.root) else { return false }
             return try ConditionEvaluator.arrayContains(ref, in: reader, value, keys: keys)
         }
     }
 
     private final class OneOf: CompiledCondition {
+        /// Owns the memory `layout` points to.
         let path: CompiledPath
+        /// `path` laid out, read per document with no reference counting.
+        let layout: CompiledPath.Layout
         let values: [DocumentValue]
         let keys: ComparisonKeys
 
         init(_ path: CompiledPath, _ values: [DocumentValue], _ keys: ComparisonKeys) {
             self.path = path
+            self.layout = path.layout
             self.values = values
             self.keys = keys
         }
 
         override func check(_ document: Document) throws -> Bool {
-            let ref = try path.value(in: document.reader, from: document.root)
+            let ref = try layout.value(in: document.reader, from: document.root)
             for value in values where try ConditionEvaluator.compare(ref, in: document.reader, .equal, value, keys: keys) {
                 return true
             }

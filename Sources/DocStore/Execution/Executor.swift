@@ -23,6 +23,7 @@ final class Executor {
         residualNeedsDecoding = plan.residual.needsDecoding
         if case .constant(let b) = plan.residual { constantResidual = b } else { constantResidual = nil }
         sortPaths = plan.sort.map { CompiledPath($0.path) }
+        sortLayouts = sortPaths.map(\.layout)
         sortDescending = plan.sort.map(\.descending)
     }
 
@@ -223,7 +224,7 @@ final class Executor {
         let root = try reader.root()
         var number: Double?
         var first: ValueRef?
-        if let path = sortPaths.first {
+        if let path = sortLayouts.first {
             first = try path.value(in: reader, from: root)
             number = first.flatMap { Executor.exactNumber($0, in: reader) }
             if let n = number, let b = bound?.number, sortDescending[0] ? n < b : n > b { return nil }
@@ -232,9 +233,9 @@ final class Executor {
         var encoder = KeyEncoder()
         encoder.swapBuffer(&key)
         defer { encoder.swapBuffer(&key) }
-        for i in sortPaths.indices {
+        for i in sortLayouts.indices {
             let start = encoder.bytes.count
-            if let ref = i == 0 ? first : try sortPaths[i].value(in: reader, from: root) {
+            if let ref = i == 0 ? first : try sortLayouts[i].value(in: reader, from: root) {
                 try encoder.append(ref, in: reader)
             } else {
                 encoder.append(.null)
@@ -258,6 +259,8 @@ final class Executor {
 
     /// The sort fields' paths, laid out once for all the documents this run orders, and their directions.
     private let sortPaths: [CompiledPath]
+    /// `sortPaths` laid out, read per document with no reference counting (`sortPaths` keeps them alive).
+    private let sortLayouts: [CompiledPath.Layout]
     private let sortDescending: [Bool]
 
     /// The ids of the matches in the plan's order, within its window (before any reversal of the output).
