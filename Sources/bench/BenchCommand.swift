@@ -81,7 +81,10 @@ enum BenchCommand {
             if peers.contains("docstore") && extras.contains("codec") {
                 codec = try CodecFigure.measure(count: min(counts.max() ?? 10_000, 100_000), runs: runs)
             }
-            let memory = peers.contains("docstore") && extras.contains("streaming") ? try await StreamingMemory.measure(count: counts.max() ?? 0) : nil
+            var memory: StreamingMemory?
+            if peers.contains("docstore") && extras.contains("streaming") {
+                memory = try await StreamingMemory.measure(count: counts.max() ?? 0)
+            }
             print(machine())
             print(Report.table(measurements))
             for c in codec { print(c.line) }

@@ -253,6 +253,15 @@ struct BinaryReader {
         ref.tag == BinaryFormat.Tag.double ? Double(bitPattern: load(UInt64.self, at: ref.start)) : nil
     }
 
+    /// A number as a `Double` when that is exact and not NaN (a double, or an integer within ±2^53): two such
+    /// values compare as doubles in the order their keys have.
+    @inline(__always)
+    func exactDouble(_ ref: ValueRef) -> Double? {
+        if let d = double(ref) { return d.isNaN ? nil : d }
+        if let i = integer(ref), i >= -(1 << 53), i <= (1 << 53) { return Double(i) }
+        return nil
+    }
+
     func dateInterval(_ ref: ValueRef) -> Double? {
         ref.tag == BinaryFormat.Tag.date ? Double(bitPattern: load(UInt64.self, at: ref.start)) : nil
     }

@@ -133,16 +133,9 @@ class CompiledCondition {
         let double: Double
 
         init?(_ general: Compare) {
-            switch general.value {
-            case .int(let i) where i >= -(1 << 53) && i <= (1 << 53):
-                integer = i
-                double = Double(i)
-            case .double(let d) where !d.isNaN:
-                integer = nil
-                double = d
-            default:
-                return nil
-            }
+            guard let d = general.value.exactDouble else { return nil }
+            double = d
+            if case .int(let i) = general.value { integer = i } else { integer = nil }
             self.general = general
             self.layout = general.layout
             self.op = general.op
@@ -154,17 +147,10 @@ class CompiledCondition {
                 return try ConditionEvaluator.compare(nil, in: reader, op, general.value, keys: general.keys)
             }
             let order: Int
-            if let d = reader.double(ref), !d.isNaN {
+            if let j = integer, let i = reader.integer(ref) {
+                order = i < j ? -1 : (i == j ? 0 : 1)   // exact, at any size
+            } else if let d = reader.exactDouble(ref) {
                 order = d < double ? -1 : (d == double ? 0 : 1)
-            } else if let i = reader.integer(ref) {
-                if let j = integer {
-                    order = i < j ? -1 : (i == j ? 0 : 1)
-                } else if i >= -(1 << 53) && i <= (1 << 53) {
-                    let l = Double(i)
-                    order = l < double ? -1 : (l == double ? 0 : 1)
-                } else {
-                    return try ConditionEvaluator.compare(ref, in: reader, op, general.value, keys: general.keys)
-                }
             } else {
                 return try ConditionEvaluator.compare(ref, in: reader, op, general.value, keys: general.keys)
             }

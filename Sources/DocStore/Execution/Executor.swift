@@ -100,12 +100,6 @@ final class Executor {
         }
     }
 
-    /// The document with primary key `id`, being returned; `nil` when it is gone.
-    func fetchReturned<T: Document>(_ type: T.Type, id: [UInt8], in context: ReadContext) throws -> T? {
-        guard let raw = try fetch(id: id) else { return nil }
-        return try decodeReturned(type, raw, id: id, in: context)
-    }
-
     /// The bytes of the document with primary key `id`, counted as read; `nil` when it is gone.
     func fetch(id: [UInt8]) throws -> UnsafeRawBufferPointer? {
         guard let raw = try txn.get(handle.documents, id) else { return nil }
@@ -226,7 +220,7 @@ final class Executor {
         var first: ValueRef?
         if let path = sortLayouts.first {
             first = try path.value(in: reader, from: root)
-            number = first.flatMap { Executor.exactNumber($0, in: reader) }
+            number = first.flatMap { reader.exactDouble($0) }
             if let n = number, let b = bound?.number, sortDescending[0] ? n < b : n > b { return nil }
         }
         key.removeAll(keepingCapacity: true)
@@ -249,13 +243,6 @@ final class Executor {
         return (idStart, number)
     }
 
-    /// A number's value when a `Double` holds it exactly and it is not NaN: then numeric order is key order.
-    @inline(__always)
-    static func exactNumber(_ ref: ValueRef, in reader: BinaryReader) -> Double? {
-        if let d = reader.double(ref) { return d.isNaN ? nil : d }
-        if let i = reader.integer(ref), i >= -(1 << 53), i <= (1 << 53) { return Double(i) }
-        return nil
-    }
 
     /// The sort fields' paths, laid out once for all the documents this run orders, and their directions.
     private let sortPaths: [CompiledPath]
@@ -317,16 +304,8 @@ final class Executor {
     /// Byte order of two keys (what `lexicographicallyPrecedes` answers, by `memcmp`).
     @inline(__always)
     static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        a.withUnsafeBytes { x in
-            b.withUnsafeBytes { y in
-                let n = min(x.count, y.count)
-                if n > 0, let p = x.baseAddress, let q = y.baseAddress {
-                    let c = memcmp(p, q, n)
-                    if c != 0 { return c < 0 }
-                }
-                return x.count < y.count
-            }
-        }
+        let c = compare(a, b)
+        return c != 0 ? c < 0 : a.count < b.count
     }
 
     /// How `a` orders against `b` over their common length only: negative, zero or positive. A positive answer

@@ -160,20 +160,7 @@ struct ConditionEvaluator {
     /// against a double. `nil` otherwise (the keys then decide).
     @inline(__always)
     private static func numericOrder(_ ref: ValueRef, in reader: BinaryReader, _ value: DocumentValue) -> Int? {
-        let left: Double
-        if let d = reader.double(ref) {
-            left = d
-        } else if let i = reader.integer(ref), i >= -(1 << 53), i <= (1 << 53) {
-            left = Double(i)
-        } else {
-            return nil
-        }
-        let right: Double
-        switch value {
-        case .double(let d): right = d
-        case .int(let i) where i >= -(1 << 53) && i <= (1 << 53): right = Double(i)
-        default: return nil
-        }
+        guard let left = reader.exactDouble(ref), let right = value.exactDouble else { return nil }
         return left < right ? -1 : (left == right ? 0 : 1)
     }
 
@@ -188,6 +175,17 @@ struct ConditionEvaluator {
             if n > 0, let a = bytes.baseAddress, let b = utf8.baseAddress { result = memcmp(a, b, n) }
             if result != 0 { return result < 0 ? -1 : 1 }
             return bytes.count == utf8.count ? 0 : (bytes.count < utf8.count ? -1 : 1)
+        }
+    }
+}
+
+extension DocumentValue {
+    /// A number as a `Double` when that is exact and not NaN: the constant's side of ``BinaryReader/exactDouble(_:)``.
+    var exactDouble: Double? {
+        switch self {
+        case .double(let d): return d.isNaN ? nil : d
+        case .int(let i) where i >= -(1 << 53) && i <= (1 << 53): return Double(i)
+        default: return nil
         }
     }
 }
