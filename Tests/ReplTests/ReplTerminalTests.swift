@@ -300,12 +300,38 @@ extension ShellSessions {
         try shell.sendLine("commit")
         try shell.expect("commit failed, so nothing was applied: ", timeout: patience)
         try shell.expect("unique index 'email'", timeout: patience)
-        try shell.expect("The 1 pending change was dropped; the committed state is shown again.", timeout: patience)
-        try shell.type("people.include(id == 100).count()", expecting: "\n0\n")
+        try shell.expect("The 1 change is still pending: commit again once the conflict is resolved, or rollback",
+                         timeout: patience)
+        try shell.expect("docstore (tx, 1 pending)> ", timeout: patience)
+        #expect(try sandbox.count("people.include(id == 100).count()") == 0)
+        // The conflict is resolved elsewhere; the same pending change then commits.
+        let resolved = try sandbox.run(["--yes", sandbox.storePath,
+                                        #"people.save({"id": 200, "name": "Theirs", "email": "theirs@example.com"})"#])
+        #expect(resolved.status == 0, "\(resolved)")
+        try shell.type("commit", at: "docstore (tx, 1 pending)> ", expecting: "Committed 1 change.")
+        try shell.type("people.count()", expecting: "\n5\n")
+        #expect(try shell.leaveWithControlD() == 0)
+        #expect(try sandbox.count(#"people.include(id == 100 && email == "same@example.com").count()"#) == 1)
+    }
+
+    @Test func failedCommitKeepsTheChangesUntilRollback() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople + [".createIndex email people email unique"])
+        let shell = try TerminalSession.shell(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+
+        try shell.type("begin", expecting: "Transaction started")
+        try shell.type(#"people.insert({"id": 100, "name": "Mine", "email": "same@example.com"})"#,
+                       at: "docstore (tx)> ", expecting: "Pending: insert 1 document (id 100).")
+        let other = try sandbox.run(
+            [sandbox.storePath, #"people.insert({"id": 200, "name": "Theirs", "email": "same@example.com"})"#])
+        #expect(other.status == 0, "\(other)")
+        try shell.type("commit", at: "docstore (tx, 1 pending)> ", expecting: "still pending")
+        try shell.type(".status", at: "docstore (tx, 1 pending)> ", expecting: "insert 1 document into people")
+        try shell.type("rollback", at: "docstore (tx, 1 pending)> ", expecting: "Rolled back 1 pending change.")
         try shell.type(#"people.include(email == "same@example.com")"#, expecting: "Theirs")
         try shell.type("people.count()", expecting: "\n4\n")
         #expect(try shell.leaveWithControlD() == 0)
-        #expect(try sandbox.count("people.include(id == 100).count()") == 0)
     }
 
     // MARK: Watching

@@ -116,8 +116,7 @@ extension DocumentQuery {
     public func findOrCreate(in context: WriteContext, _ document: DocumentValue) throws
         -> (document: DocumentValue, created: Bool) {
         if let found = try first(in: context) { return (found, false) }
-        try context.insert(document, into: collection)
-        return (document, true)
+        return (try context.insertAndFetch(document, into: collection), true)
     }
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An open collection: its catalog entry and the LMDB databases of its documents and indexes.
 ///
 /// Handles are owned by the store actor and used only inside its transactions.
@@ -53,6 +55,28 @@ final class CollectionHandle {
                                 collection: name)
         }
         return try CollectionHandle.checkedIDKey(ref, in: reader, collection: name)
+    }
+
+    /// An id for a new document that has none: the next integer after the greatest number among the ids (1 when
+    /// the collection is empty), or a new UUID string when no id is a number. Read in the write transaction that
+    /// stores the document, so no other writer can choose it too.
+    func newID(in txn: Transaction) throws -> DocumentValue {
+        try txn.withCursor(documents) { cursor -> DocumentValue in
+            // Numbers sort together, before every later kind: the greatest is the entry before the first key past them.
+            let entry = try cursor.seek(atLeast: [KeyEncoder.Kind.number + 1]) != nil ? try cursor.previous()
+                : try cursor.last()
+            guard let (key, value) = entry, key.first == KeyEncoder.Kind.number else {
+                return try txn.entryCount(documents) == 0 ? .int(1) : .string(UUID().uuidString.lowercased())
+            }
+            let greatest = try DocumentValue(encoded: Array(value))[path: info.idPath]
+            let next: Int64?
+            switch greatest {
+            case .int(let i)?: next = i == .max ? nil : i + 1
+            case .double(let d)? where abs(d) < 9.2e18: next = Int64(d.rounded(.down)) + 1
+            default: next = nil   // past Int64's range: integers ran out
+            }
+            return next.map(DocumentValue.int) ?? .string(UUID().uuidString.lowercased())
+        }
     }
 
     /// Text for an id in messages.

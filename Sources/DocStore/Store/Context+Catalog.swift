@@ -83,13 +83,17 @@ extension WriteContext {
 
     /// Keeps a filter in the catalog under its name.
     ///
-    /// - Throws: ``DocStoreError/Code/alreadyExists`` when a filter of that name exists.
+    /// - Throws: ``DocStoreError/Code/alreadyExists`` when a filter or a collection of that name exists.
     public func saveFilter(_ filter: SavedFilter) throws {
         try checkValid()
         try StoreCore.validateName(filter.name, what: "filter")
         if try savedFilter(named: filter.name) != nil {
             throw DocStoreError(.alreadyExists, "a saved filter named '\(filter.name)' already exists; delete it "
                 + "first to replace it")
+        }
+        if try scope.core.readInfo(filter.name, in: txn) != nil {
+            throw DocStoreError(.alreadyExists, "cannot save a filter named '\(filter.name)': a collection has that "
+                + "name; choose another", collection: filter.name)
         }
         try txn.put(scope.core.meta, StoreCore.filterKey(filter.name), try DocumentEncoder().encode(filter))
     }

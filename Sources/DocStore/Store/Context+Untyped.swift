@@ -44,14 +44,31 @@ extension WriteContext {
     /// Inserts a document, an object holding its id at the collection's id path, with its index entries. A
     /// missing collection is created, keyed by the field `id`.
     ///
-    /// - Throws: ``DocStoreError/Code/duplicateID``, ``DocStoreError/Code/uniqueViolation``, or
-    ///   ``DocStoreError/Code/invalidSchema`` when the document has no id.
+    /// A document without an id (or with a `nil` one) is given one here, inside the write transaction, so that two
+    /// writers, in this process or another, never choose the same: the next integer after the greatest number the
+    /// collection has as an id (1 in an empty collection), or a new UUID string when its ids are not numbers.
+    /// ``insertAndFetch(_:into:)`` returns the document as stored, with the id it was given.
+    ///
+    /// - Throws: ``DocStoreError/Code/duplicateID``, ``DocStoreError/Code/uniqueViolation``.
     public func insert(_ document: DocumentValue, into collection: String) throws {
+        _ = try write(document, into: collection, mode: .insert)
+    }
+
+    /// Inserts a document as ``insert(_:into:)`` does, and returns it as stored: with the id it was given, when it
+    /// had none.
+    public func insertAndFetch(_ document: DocumentValue, into collection: String) throws -> DocumentValue {
         try write(document, into: collection, mode: .insert)
     }
 
-    /// Inserts a document or replaces the one with the same id, updating its index entries.
+    /// Inserts a document or replaces the one with the same id, updating its index entries. A document without an
+    /// id is new, and is given one as ``insert(_:into:)`` gives it.
     public func save(_ document: DocumentValue, into collection: String) throws {
+        _ = try write(document, into: collection, mode: .save)
+    }
+
+    /// Saves a document as ``save(_:into:)`` does, and returns it as stored: with the id it was given, when it had
+    /// none.
+    public func saveAndFetch(_ document: DocumentValue, into collection: String) throws -> DocumentValue {
         try write(document, into: collection, mode: .save)
     }
 
@@ -63,13 +80,20 @@ extension WriteContext {
         return try handle.delete(id: KeyEncoder.key(id), in: txn)
     }
 
-    private func write(_ document: DocumentValue, into collection: String, mode: CollectionHandle.WriteMode) throws {
+    private func write(_ document: DocumentValue, into collection: String,
+                       mode: CollectionHandle.WriteMode) throws -> DocumentValue {
         try checkValid()
         guard case .object = document else {
             throw DocStoreError(.encodingFailed, "a document of collection '\(collection)' must be an object, "
                 + "not \(document.json())", collection: collection)
         }
-        guard let handle = try scope.handle(named: collection, create: true) else { return }
-        try handle.write(document.encoded(), mode: mode, in: txn)
+        guard let handle = try scope.handle(named: collection, create: true) else { return document }
+        var stored = document
+        let idPath = handle.info.idPath
+        if stored[path: idPath] == nil || stored[path: idPath] == .null {
+            stored = stored.setting(try handle.newID(in: txn), at: idPath, first: true)
+        }
+        try handle.write(stored.encoded(), mode: mode, in: txn)
+        return stored
     }
 }

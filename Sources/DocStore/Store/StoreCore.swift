@@ -135,8 +135,15 @@ final class StoreCore {
         }
     }
 
+    /// Records a collection in the catalog. A new collection may not take a saved filter's name: both are used
+    /// by name in queries, and the filter would hide it.
     func writeInfo(_ info: CollectionInfo, in txn: Transaction) throws {
-        try txn.put(meta, StoreCore.catalogKey(info.name), try DocumentEncoder().encode(info))
+        let key = StoreCore.catalogKey(info.name)
+        if try txn.get(meta, key) == nil, try txn.get(meta, StoreCore.filterKey(info.name)) != nil {
+            throw DocStoreError(.alreadyExists, "cannot create collection '\(info.name)': a saved filter has that name; "
+                + "delete the filter or choose another name", collection: info.name)
+        }
+        try txn.put(meta, key, try DocumentEncoder().encode(info))
     }
 
     /// Every collection in the catalog.

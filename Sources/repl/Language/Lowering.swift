@@ -51,8 +51,8 @@ struct Lowering {
                                        location: literal.location, length: literal.length)
                 }
                 if kinds == [.bool] && stats.sampled == stats.total {
-                    throw MeaningError(message: "'\(path.path)' holds true/false values, which have no order: "
-                        + "compare them with == or != (or write the field alone: \(path.path))",
+                    throw MeaningError(message: "'\(path.path.written)' holds true/false values, which have no order: "
+                        + "compare them with == or != (or write the field alone: \(path.path.written))",
                         location: path.location, length: path.length)
                 }
                 if ValueKind(literal.value) == .bool {
@@ -69,8 +69,8 @@ struct Lowering {
         case .isTrue(let path):
             let kinds = known(path)
             if !kinds.isEmpty && !kinds.contains(.bool) {
-                throw MeaningError(message: "'\(path.path)' holds \(describe(kinds)), not true/false values; a field "
-                    + "alone is a test of a true/false field: compare it instead (\(path.path) == ...)",
+                throw MeaningError(message: "'\(path.path.written)' holds \(describe(kinds)), not true/false values; a field "
+                    + "alone is a test of a true/false field: compare it instead (\(path.path.written) == ...)",
                     location: path.location, length: path.length)
             }
             return .compare(path.path, .equal, .bool(true))
@@ -93,20 +93,20 @@ struct Lowering {
             let kinds = known(path)
             if kinds.contains(.string) && !kinds.contains(.array) {
                 guard case .string(let text) = literal.value else {
-                    throw MeaningError(message: "'\(path.path)' holds strings: contains looks for text, so it takes "
+                    throw MeaningError(message: "'\(path.path.written)' holds strings: contains looks for text, so it takes "
                         + "a string", location: literal.location, length: literal.length)
                 }
                 return .containsText(path.path, text)
             }
             if !kinds.isEmpty && !kinds.contains(.array) {
-                throw MeaningError(message: "'\(path.path)' holds \(describe(kinds)), not arrays or strings: "
+                throw MeaningError(message: "'\(path.path.written)' holds \(describe(kinds)), not arrays or strings: "
                     + "contains needs a list or a text to look in", location: path.location, length: path.length)
             }
             if let field = stats[path.path], !field.elementKinds.isEmpty {
                 let kind = ValueKind(literal.value)
                 let elements = field.elementKinds.subtracting([.null])
                 if kind != .null && !elements.isEmpty && !elements.contains(kind) {
-                    throw MeaningError(message: "the arrays in '\(path.path)' hold \(describe(elements)), so they "
+                    throw MeaningError(message: "the arrays in '\(path.path.written)' hold \(describe(elements)), so they "
                         + "never contain \(ValueKind(literal.value).plural)", location: literal.location,
                         length: literal.length)
                 }
@@ -115,7 +115,7 @@ struct Lowering {
         case .hasPrefix(let path, let literal):
             let kinds = known(path)
             if !kinds.isEmpty && !kinds.contains(.string) {
-                throw MeaningError(message: "'\(path.path)' holds \(describe(kinds)), not strings: hasPrefix needs "
+                throw MeaningError(message: "'\(path.path.written)' holds \(describe(kinds)), not strings: hasPrefix needs "
                     + "text", location: path.location, length: path.length)
             }
             guard case .string(let prefix) = literal.value else {
@@ -130,13 +130,13 @@ struct Lowering {
     mutating func known(_ path: PathReference) -> Set<ValueKind> {
         guard let field = stats[path.path] else {
             if stats.sampled > 0 {
-                let names = stats.paths.map(\.description)
+                let names = stats.paths.map(\.written)
                 warnings.append(Warning(
-                    message: "no document of '\(collection)' has a field '\(path.path)'"
+                    message: "no document of '\(collection)' has a field '\(path.path.written)'"
                         + (stats.sampled < stats.total ? " (in the \(stats.sampled) documents looked at)" : "")
                         + "; it is nil everywhere",
                     location: path.location, length: path.length,
-                    suggestion: Suggest.closest(path.path.description, in: names).map { "'\($0)'" }))
+                    suggestion: Suggest.closest(path.path.written, in: names).map { "'\($0)'" }))
             }
             return []
         }
@@ -150,7 +150,7 @@ struct Lowering {
         guard kind != .null, !kinds.isEmpty, !kinds.contains(kind) else { return }
         if stats.sampled < stats.total {
             // Only some documents were looked at: others may hold such values.
-            warnings.append(Warning(message: "'\(path.path)' holds \(describe(kinds)) in the \(stats.sampled) documents "
+            warnings.append(Warning(message: "'\(path.path.written)' holds \(describe(kinds)) in the \(stats.sampled) documents "
                 + "looked at, never \(kind.plural); this comparison may match nothing",
                 location: literal.location, length: literal.length))
             return
@@ -158,7 +158,7 @@ struct Lowering {
         var hint = ""
         if kinds.contains(.date), case .string(let s) = literal.value { hint = "; write date(\"\(s)\")" }
         if kinds.contains(.number), case .string(let s) = literal.value, Double(s) != nil { hint = "; write \(s)" }
-        throw MeaningError(message: "'\(path.path)' holds \(describe(kinds)), never \(kind.plural), so this "
+        throw MeaningError(message: "'\(path.path.written)' holds \(describe(kinds)), never \(kind.plural), so this "
             + "comparison could not match\(hint)", location: literal.location, length: literal.length)
     }
 

@@ -50,7 +50,8 @@ struct Parser {
         return query
     }
 
-    /// A dot-command: its name and its arguments, split at spaces, with double quotes keeping spaces together.
+    /// A dot-command: its name and its arguments, split at spaces, with double quotes keeping spaces together (and
+    /// backticks, which stay in the argument as part of a field's name).
     private static func command(_ text: String) throws(ParseError) -> Statement {
         let leading = text.prefix { $0.isWhitespace }
         let lines = leading.filter { $0 == "\n" }.count
@@ -59,12 +60,14 @@ struct Parser {
         var words: [String] = []
         var current = ""
         var quoted = false
+        var backticked = false   // a name in backticks keeps its spaces and its backticks: `Body Mass (g)`
         var hasWord = false
         var index = leading.count
         for c in text.dropFirst(leading.count) {
             index += 1
-            if c == "\"" { quoted.toggle(); hasWord = true; continue }
-            if c.isWhitespace && !quoted {
+            if c == "\"" && !backticked { quoted.toggle(); hasWord = true; continue }
+            if c == "`" && !quoted { backticked.toggle() }
+            if c.isWhitespace && !quoted && !backticked {
                 if hasWord { words.append(current); current = ""; hasWord = false }
                 continue
             }
@@ -123,7 +126,7 @@ struct Parser {
             throw error("a statement starts with a collection's name, a saved filter's name, begin, commit, "
                 + "rollback, or a dot-command such as .help; found \(current.shown)")
         }
-        if Parser.statementWords.contains(word), tokens[position + 1].kind == .end {
+        if current.word.map(Parser.statementWords.contains) == true, tokens[position + 1].kind == .end {
             _ = advance()
             switch word {
             case "begin": return .begin
@@ -144,6 +147,11 @@ struct Parser {
         guard let base = current.identifier else { throw error("expected a collection's name, found \(current.shown)") }
         _ = advance()
         var steps: [Step] = []
+        // `people.query()`, as the library's `Person.query()`: all the documents, refined by the steps after it.
+        if current.symbol == ".", tokens[position + 1].word == "query", tokens[position + 2].symbol == "(" {
+            _ = advance(); _ = advance(); _ = advance()
+            _ = try expect(")", "after 'query(': it takes nothing")
+        }
         while current.kind != .end {
             if let last = steps.last, last.isTerminal {
                 throw error("nothing can follow \(Parser.name(of: last)), which runs the query")
@@ -160,10 +168,11 @@ struct Parser {
         let endOffset = current.kind == .end ? scalars.count : current.location.offset
         let written = String(String.UnicodeScalarView(scalars[start.location.offset..<endOffset]))
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        return QueryExpression(base: base, baseLocation: start.location, steps: steps, text: written)
+        return QueryExpression(base: base, baseLocation: start.location, baseLength: start.length, steps: steps,
+                               text: written)
     }
 
-    private static func name(of step: Step) -> String {
+    static func name(of step: Step) -> String {
         switch step {
         case .first: return "first"
         case .last: return "last"
@@ -211,7 +220,11 @@ struct Parser {
 
     private mutating func parseStep() throws(ParseError) -> Step {
         let token = current
-        guard let word = token.identifier else {
+        if token.word == "query" {
+            throw error("query() starts a query: it comes right after the collection's name, as in people.query()"
+                + ".include(...)")
+        }
+        guard let word = token.word else {
             throw error("expected a step such as include, sortBy or count after '.', found \(current.shown)")
         }
         _ = advance()
@@ -233,9 +246,9 @@ struct Parser {
             var order = SortOrder.forward
             if current.symbol == "," {
                 _ = advance()
-                if current.identifier == "order" && tokens[position + 1].symbol == ":" { _ = advance(); _ = advance() }
+                if current.word == "order" && tokens[position + 1].symbol == ":" { _ = advance(); _ = advance() }
                 _ = try expect(".", "before the order (.forward or .reverse)")
-                switch current.identifier {
+                switch current.word {
                 case "reverse": order = .reverse
                 case "forward": order = .forward
                 default:
@@ -325,7 +338,7 @@ struct Parser {
             let list = try parseLiteral()
             guard case .array = list.value else { throw error("expected a list") }
             _ = try expect(".", "after the list: [...].contains(field)")
-            guard current.identifier == "contains" else {
+            guard current.word == "contains" else {
                 throw error("a list in a condition is followed by .contains(field), not \(current.shown)")
             }
             _ = advance()
@@ -356,7 +369,7 @@ struct Parser {
             // A method on the field.
             _ = advance()
             let methodToken = current
-            guard let method = current.identifier else { throw error("expected a method name after '.'") }
+            guard let method = current.word else { throw error("expected a method name after '.'") }
             _ = advance()
             _ = try expect("(", "after \(method)")
             switch method {
@@ -366,7 +379,7 @@ struct Parser {
                 return .contains(path, value)
             case "hasPrefix", "starts":
                 if method == "starts" {
-                    guard current.identifier == "with", tokens[position + 1].symbol == ":" else {
+                    guard current.word == "with", tokens[position + 1].symbol == ":" else {
                         throw error("starts is written starts(with: \"...\")")
                     }
                     _ = advance(); _ = advance()
@@ -383,7 +396,7 @@ struct Parser {
                     suggestion: Suggest.closest(method, in: ["contains", "hasPrefix", "starts"]).map { "'\($0)'" })
             }
         }
-        if current.identifier == "in" {
+        if current.word == "in" {
             _ = advance()
             if current.symbol == "[" {
                 let list = try parseLiteral()
@@ -433,7 +446,7 @@ struct Parser {
             _ = advance()
             _ = try expect(".", "after '\\' in a key path")
         }
-        if current.identifier == "$0" && tokens[position + 1].symbol == "." { _ = advance(); _ = advance() }
+        if current.word == "$0" && tokens[position + 1].symbol == "." { _ = advance(); _ = advance() }
         let start = current
         guard let first = current.identifier, !startsLiteral else {
             throw error("expected a field name, found \(current.shown)")
@@ -452,12 +465,28 @@ struct Parser {
                              length: end - start.location.offset)
     }
 
+    /// Field paths separated by commas, as `.createIndex` and `.import --dates` take them: `city,age`,
+    /// `address.zip`, `` `Body Mass (g)` ``.
+    static func fieldPaths(_ text: String) throws(ParseError) -> [FieldPath] {
+        var parser = try Parser(text)
+        var paths = [try parser.parsePath().path]
+        while parser.current.symbol == "," {
+            _ = parser.advance()
+            paths.append(try parser.parsePath().path)
+        }
+        guard parser.current.kind == .end else {
+            throw parser.error("expected a field name, or a comma and another, found \(parser.current.shown)")
+        }
+        return paths
+    }
+
     // MARK: Literals
 
     static let literalWords: Set<String> = ["true", "false", "null", "nil", "inf", "nan"]
 
     /// Whether the current token starts a value rather than a field name. `date` is a field unless a call follows.
     private var startsLiteral: Bool {
+        if case .escapedIdentifier = current.kind { return false }
         guard let word = current.identifier else { return current.kind != .end && current.symbol != ")" }
         return Parser.literalWords.contains(word) || (word == "date" && tokens[position + 1].symbol == "(")
     }

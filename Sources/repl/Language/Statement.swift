@@ -18,6 +18,8 @@ enum Statement: Equatable, Sendable {
 struct QueryExpression: Equatable, Sendable {
     var base: String
     var baseLocation: SourceLocation
+    /// How many Unicode scalars the name spans as written (with its backticks, if any).
+    var baseLength: Int
     var steps: [Step]
     /// The text it was parsed from, for saving it.
     var text: String
@@ -78,4 +80,16 @@ indirect enum PredicateNode: Equatable, Sendable {
     case oneOf(PathReference, [Literal])
     /// `path.hasPrefix("x")`, `path.starts(with: "x")`.
     case hasPrefix(PathReference, Literal)
+}
+
+extension FieldPath {
+    /// The path as the language writes it: a name that is not a plain word (`Body Mass (g)`, `true`) in backticks.
+    var written: String {
+        components.map { name in
+            let plain = name.first.map { $0.isLetter || $0 == "_" } == true
+                && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }
+                && !Parser.literalWords.contains(name)
+            return plain ? name : "`" + name + "`"
+        }.joined(separator: ".")
+    }
 }

@@ -10,6 +10,8 @@ struct SourceLocation: Equatable, Sendable, CustomStringConvertible {
 struct Token: Equatable, Sendable {
     enum Kind: Equatable, Sendable {
         case identifier(String)
+        /// A name in backticks: never a word of the language, whatever it holds.
+        case escapedIdentifier(String)
         case integer(Int64)
         /// A number with a fraction or an exponent.
         case number(Double)
@@ -26,12 +28,21 @@ struct Token: Equatable, Sendable {
     let length: Int
 
     var symbol: String? { if case .symbol(let s) = kind { return s } else { return nil } }
-    var identifier: String? { if case .identifier(let s) = kind { return s } else { return nil } }
+    /// The name, written plainly or in backticks.
+    var identifier: String? {
+        switch kind {
+        case .identifier(let s), .escapedIdentifier(let s): return s
+        default: return nil
+        }
+    }
+    /// A plain word (not in backticks): only these can be words of the language (`true`, `nil`, `begin`...).
+    var word: String? { if case .identifier(let s) = kind { return s } else { return nil } }
 
     /// The token as the user would recognise it in a message.
     var shown: String {
         switch kind {
         case .identifier(let s): return "'\(s)'"
+        case .escapedIdentifier(let s): return "'`\(s)`'"
         case .integer(let i): return "\(i)"
         case .number(let d): return "\(d)"
         case .largeInteger(let text): return text
@@ -123,6 +134,19 @@ struct Lexer {
                 advance()
             }
             return Token(kind: .identifier(word), location: start, length: word.unicodeScalars.count)
+        }
+        if c == "`" {
+            // A name as Swift escapes one: any text but a backtick or a line break, `Body Mass (g)`.
+            advance()
+            var word = ""
+            while let d = peek(), d != "`", d != "\n" { word.unicodeScalars.append(d); advance() }
+            guard peek() == "`" else {
+                throw ParseError(message: "this name has no closing backtick", location: start,
+                                 length: word.unicodeScalars.count + 1)
+            }
+            advance()
+            guard !word.isEmpty else { throw ParseError(message: "a name in backticks cannot be empty", location: start, length: 2) }
+            return Token(kind: .escapedIdentifier(word), location: start, length: word.unicodeScalars.count + 2)
         }
         if c.isASCII && c.isNumber { return try number(start) }
         if c == "\"" { return try string(start) }

@@ -9,7 +9,9 @@ struct PendingChanges: Sendable {
     struct Change: Sendable {
         /// What it does, for `.status`: "insert 1 document into people".
         var summary: String
-        var apply: @Sendable (WriteContext) throws -> Void
+        /// Applies the change; returns what it chose that was not known before, such as the ids it gave
+        /// ("ids 3380, 3381"), or `nil`.
+        var apply: @Sendable (WriteContext) throws -> String?
     }
 
     private(set) var changes: [Change] = []
@@ -26,9 +28,16 @@ struct PendingChanges: Sendable {
         isOpen = false
     }
 
-    /// Applies every change, in order, in `context`.
-    var replay: @Sendable (WriteContext) throws -> Void {
-        let all = changes.map(\.apply)
-        return { ctx in for apply in all { try apply(ctx) } }
+    /// Applies every change, in order, in `context`; returns, for each change that chose something (the ids of
+    /// documents that had none), its summary and what it chose.
+    var replay: @Sendable (WriteContext) throws -> [String] {
+        let all = changes
+        return { ctx in
+            var chosen: [String] = []
+            for change in all {
+                if let outcome = try change.apply(ctx) { chosen.append("\(change.summary): \(outcome)") }
+            }
+            return chosen
+        }
     }
 }

@@ -16,7 +16,9 @@ extension Shell {
         ("mode", ".mode table|json|line", "how results are printed"),
         ("timer", ".timer on|off", "print the time, entries scanned and documents returned after each query"),
         ("explain", ".explain on|off", "print the plan before each query"),
-        ("import", ".import FILE COLLECTION", "load documents from JSON (an array), NDJSON or CSV, by extension"),
+        ("import", ".import FILE COLLECTION [--null MARKER] [--dates FIELD,...]",
+         "load documents from JSON (an array), NDJSON or CSV, by extension; --null names the text of a missing "
+            + "value (as NA), --dates the fields that hold ISO 8601 dates"),
         ("export", ".export COLLECTION|QUERY FILE", "write documents to FILE as JSON, NDJSON (.ndjson) or CSV"),
         ("read", ".read FILE", "run the statements in FILE"),
         ("output", ".output [FILE]", "send results to FILE, or back to the terminal"),
@@ -78,8 +80,7 @@ extension Shell {
         case "timer": timer = try onOff(".timer on|off")
         case "explain": explainEach = try onOff(".explain on|off")
         case "import":
-            try need(2, ".import FILE COLLECTION")
-            try await importFile(args[0], into: args[1])
+            try await importFile(args)
         case "export":
             guard args.count >= 2 else { throw ShellError("usage: .export COLLECTION|QUERY FILE") }
             let rest = Shell.rawArguments(of: name, in: text)
@@ -187,7 +188,7 @@ extension Shell {
             for index in info.indexes {
                 any = true
                 console.result("\(info.name).\(index.name): \(index.kind.rawValue) on "
-                    + index.fields.map(\.description).joined(separator: ", ") + "\n")
+                    + index.fields.map(\.written).joined(separator: ", ") + "\n")
             }
         }
         if !any { console.note("No indexes (.createIndex NAME COLLECTION FIELD makes one).") }
@@ -199,7 +200,7 @@ extension Shell {
         let stats = try await fieldStats(collection)
         if stats.fields.isEmpty { console.note("\(collection) has no documents."); return }
         var out = ""
-        let width = stats.paths.map(\.description.count).max() ?? 0
+        let width = stats.paths.map(\.written.count).max() ?? 0
         for field in stats.fields {
             let kinds = field.kinds.sorted()
             var types = kinds.map { kind -> String in
@@ -213,7 +214,7 @@ extension Shell {
             var unique: [String] = []
             for op in ops where !unique.contains(op) { unique.append(op) }
             if kinds.contains(.null) || field.count < stats.sampled { unique.append("== nil") }
-            out += "  " + field.path.description + String(repeating: " ", count: width - field.path.description.count)
+            out += "  " + field.path.written + String(repeating: " ", count: width - field.path.written.count)
                 + "  " + types + "\n" + String(repeating: " ", count: width + 4) + unique.joined(separator: " ") + "\n"
         }
         let sample = stats.sampled < stats.total ? " (from the first \(stats.sampled) of \(stats.total) documents)" : ""
@@ -233,17 +234,21 @@ extension Shell {
             default: throw ShellError("the kind of index is unique or multi (or nothing), not '\(args[3])'")
             }
         }
-        let fields = args[2].split(separator: ",").map { FieldPath(String($0).trimmingCharacters(in: .whitespaces)) }
+        let fields: [FieldPath]
+        do { fields = try Parser.fieldPaths(args[2]) } catch {
+            throw ShellError("the fields to index are names separated by commas (`in backticks` when a name has "
+                + "spaces or punctuation): \(error.message)")
+        }
         let definition = IndexDefinition(name: args[0], kind: kind, fields: fields)
         let collection = args[1]
         let stats = try await fieldStats(collection)
         for f in fields where stats.total > 0 && stats[f] == nil {
-            console.error("warning: no document of '\(collection)' has a field '\(f)'"
-                + (Suggest.closest(f.description, in: stats.paths.map(\.description)).map { " (did you mean '\($0)'?)" } ?? ""))
+            console.error("warning: no document of '\(collection)' has a field '\(f.written)'"
+                + (Suggest.closest(f.written, in: stats.paths.map(\.written)).map { " (did you mean '\($0)'?)" } ?? ""))
         }
         try await requireStore().perform { try $0.createIndex(definition, in: collection) }
         console.note("Created index \(definition.name) on \(collection) (\(definition.kind.rawValue) on "
-            + fields.map(\.description).joined(separator: ", ") + ").")
+            + fields.map(\.written).joined(separator: ", ") + ").")
     }
 
     private func dropIndex(_ name: String, from collection: String) async throws {
@@ -306,9 +311,20 @@ extension Shell {
         if collections.contains(name) { throw ShellError("'\(name)' is a collection's name; choose another name") }
         let resolved = try await resolve(expression)   // checks names, fields and comparisons
         warn(resolved.warnings, in: text)
-        let filter = SavedFilter(name: name, collection: resolved.query.collection, text: expression.text)
+        // Built on another saved filter: that filter's steps are written out, so this one keeps its meaning
+        // whatever becomes of the other.
+        let filters = try await reading { try $0.savedFilters() }
+        var written = expression
+        var bases: [String] = []
+        while let base = filters.first(where: { $0.name == written.base }), bases.count < 16 {
+            bases.append(base.name)
+            let rest = String(String.UnicodeScalarView(written.text.unicodeScalars.dropFirst(written.baseLength)))
+            written = try Parser.savedQuery(try Parser.savedQuery(base.text).text + rest)
+        }
+        let filter = SavedFilter(name: name, collection: resolved.query.collection, text: written.text)
         try await requireStore().perform { try $0.saveFilter(filter) }
-        console.note("Saved \(name) = \(expression.text)")
+        console.note("Saved \(name) = \(written.text)"
+            + (bases.isEmpty ? "" : " (the steps of \(bases.joined(separator: ", then ")) written out)"))
     }
 
     /// Redraws a query's results, or its count, after each commit that changes them, until Ctrl-C.

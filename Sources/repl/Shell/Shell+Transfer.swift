@@ -61,7 +61,25 @@ final class FileWriter: @unchecked Sendable {
 extension Shell {
     // MARK: Import
 
-    func importFile(_ path: String, into collection: String) async throws {
+    /// `.import FILE COLLECTION [--null MARKER] [--dates FIELD,...]`.
+    func importFile(_ arguments: [String]) async throws {
+        let usage = ".import FILE COLLECTION [--null MARKER] [--dates FIELD,FIELD...]"
+        guard arguments.count >= 2 else { throw ShellError("usage: \(usage)") }
+        let (path, collection) = (arguments[0], arguments[1])
+        var reading = CSV.Reading()
+        var options = arguments.dropFirst(2)
+        while let option = options.popFirst() {
+            guard let value = options.popFirst() else { throw ShellError("\(option) needs a value; usage: \(usage)") }
+            switch option {
+            case "--null": reading.nullMarker = value
+            case "--dates":
+                do { reading.dates.formUnion(try Parser.fieldPaths(value)) } catch {
+                    throw ShellError("--dates takes field names separated by commas (`in backticks` when a name has "
+                        + "spaces or punctuation): \(error.message)")
+                }
+            default: throw ShellError("unknown option '\(option)'; usage: \(usage)")
+            }
+        }
         let format = try TransferFormat(path: path)
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ShellError("cannot read \(path): no such file, or not readable")
@@ -71,50 +89,59 @@ extension Shell {
         switch format {
         case .json: documents = try Shell.parseJSONDocuments(text, origin: path)
         case .ndjson: documents = try Shell.parseNDJSON(text, origin: path)
-        case .csv: documents = try CSV.documents(text, origin: path)
+        case .csv: documents = try CSV.documents(text, origin: path, reading: reading)
+        }
+        if format != .csv {
+            documents = try documents.enumerated().map { (i, d) in
+                try Shell.readingExtendedJSON(d, reading: reading, origin: "\(path), document \(i + 1)")
+            }
         }
         if documents.isEmpty { console.note("\(path) holds no documents; nothing was imported."); return }
-        documents = try await assignIDs(documents, in: collection)
-        let idPath = try await reading { ctx in try ctx.collections().first { $0.name == collection }?.idPath }
-            ?? FieldPath("id")
-        let batch = documents
-        let ids = batch.compactMap { $0[path: idPath] }
-        if Set(ids).count != ids.count { throw ShellError("\(path) holds two documents with the same id") }
-        let showProgress = console.stderrIsTerminal && batch.count >= 5_000 && !pending.isOpen
-        /// The ids of the file that the collection already has: the documents the import would replace.
-        @Sendable func existing(_ ctx: ReadContext) throws -> [DocumentValue] {
-            try ids.filter { try ctx.document(id: $0, in: collection) != nil }
+        try await writeDocuments(documents, into: collection, replacing: true, from: path)
+    }
+
+    /// A JSON document as stored: `{"$date": "..."}` becomes a date, and so do the strings at the paths of
+    /// `--dates` (one that is not a date is an error); with `--null`, strings equal to the marker become nil.
+    nonisolated static func readingExtendedJSON(_ document: DocumentValue, reading: CSV.Reading, origin: String) throws -> DocumentValue {
+        func convert(_ value: DocumentValue) -> DocumentValue {
+            switch value {
+            case .object(let fields):
+                if let date = CSV.extendedDate(value) { return .date(date) }
+                return .object(fields.map { DocumentValue.Field($0.name, convert($0.value)) })
+            case .array(let elements): return .array(elements.map(convert))
+            case .string(let s) where s == reading.nullMarker: return .null
+            default: return value
+            }
         }
-        while true {
-            let replacing = try await reading { try existing($0) }
-            let what = "\(batch.count) document\(batch.count == 1 ? "" : "s") into \(collection)"
-            if !replacing.isEmpty {
-                let n = replacing.count
-                guard try await confirm("Import \(what), replacing \(n) existing one\(n == 1 ? "" : "s")?",
-                                        refusing: "replace \(n) documents of \(collection)") else {
-                    console.note("Nothing was imported.")
-                    return
+        var out = convert(document)
+        for path in reading.dates.sorted(by: { $0.description < $1.description }) {
+            switch out[path: path] {
+            case .string(let text)?:
+                guard let date = Parser.date(text) else {
+                    throw ShellError("\(origin): '\(path)' is \(text.debugDescription), not a date in ISO 8601 "
+                        + "(such as 2024-05-01 or 2024-05-01T10:30:00Z)")
                 }
+                out = out.setting(.date(date), at: path)
+            case nil, .null?, .date?: break
+            case let other?:
+                throw ShellError("\(origin): '\(path)' is \(other.json()), not a date in ISO 8601")
             }
-            let label = "importing"
-            let written: Int? = try await change("import \(what) from \(path)", applies: { $0 != nil }) { ctx in
-                // Exactly the documents counted are replaced: if others now share ids with the file, ask again.
-                guard try existing(ctx) == replacing else { return nil }
-                for (i, d) in batch.enumerated() {
-                    if i % 1000 == 999 { try Task.checkCancellation() }   // Ctrl-C: the whole import is rolled back
-                    try ctx.save(d, into: collection)
-                    if showProgress && (i + 1) % 1000 == 0 { Progress.draw(label: label, done: i + 1, total: batch.count) }
-                }
-                if showProgress { Progress.draw(label: label, done: batch.count, total: batch.count) }
-                return batch.count
-            }
-            if written != nil {
-                let verb = pending.isOpen ? "Pending: import" : "Imported"
-                console.note("\(verb) \(what)" + (replacing.isEmpty ? "." : ", replacing \(replacing.count)."))
-                return
-            }
-            console.note("The documents of \(collection) changed while you answered; asking again.")
         }
+        return out
+    }
+
+    /// A value as JSON for `.export`: dates written as extended JSON's `{"$date": "2024-05-01T00:00:00.000Z"}`, so
+    /// that `.import` reads them back as dates; the rest as ``DocumentValue/json(pretty:)`` writes it.
+    nonisolated static func exportedJSON(_ value: DocumentValue) -> String {
+        func convert(_ value: DocumentValue) -> DocumentValue {
+            switch value {
+            case .date(let d): return .object([("$date", .string(CSV.printed(d)))])
+            case .object(let fields): return .object(fields.map { DocumentValue.Field($0.name, convert($0.value)) })
+            case .array(let elements): return .array(elements.map(convert))
+            default: return value
+            }
+        }
+        return convert(value).json()
     }
 
     static func parseJSONDocuments(_ text: String, origin: String) throws -> [DocumentValue] {
@@ -174,24 +201,33 @@ extension Shell {
             case .json:
                 try writer.write("[")
                 try q.forEach(in: ctx) { d in
-                    try writer.write((n == 0 ? "\n" : ",\n") + d.json())
+                    try writer.write((n == 0 ? "\n" : ",\n") + Shell.exportedJSON(d))
                     tick()
                     return true
                 }
                 try writer.write(n == 0 ? "]\n" : "\n]\n")
             case .ndjson:
-                try q.forEach(in: ctx) { d in try writer.write(d.json() + "\n"); tick(); return true }
+                try q.forEach(in: ctx) { d in try writer.write(Shell.exportedJSON(d) + "\n"); tick(); return true }
             case .csv:
                 var columns: [String] = []
                 var seen: Set<String> = []
+                // Text in a column that also holds other values is quoted, so that the column reads back as written.
+                var mixed: Set<String> = []
                 try q.forEach(in: ctx) { d in
-                    for (name, _) in Renderer.flatten(d) where seen.insert(name).inserted { columns.append(name) }
+                    for (name, value) in Renderer.flatten(d) {
+                        if seen.insert(name).inserted { columns.append(name) }
+                        switch value {
+                        case .string, .null: break
+                        default: mixed.insert(name)
+                        }
+                    }
                     return true
                 }
                 try writer.write(columns.map { CSV.quote($0) }.joined(separator: ",") + "\r\n")
                 try q.forEach(in: ctx) { d in
                     let cells = Dictionary(Renderer.flatten(d), uniquingKeysWith: { a, _ in a })
-                    try writer.write(columns.map { CSV.cell(cells[$0]) }.joined(separator: ",") + "\r\n")
+                    try writer.write(columns.map { CSV.cell(cells[$0], quoteText: mixed.contains($0)) }
+                        .joined(separator: ",") + "\r\n")
                     tick()
                     return true
                 }
@@ -262,15 +298,100 @@ enum CSV {
         return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    /// A value as a cell: nothing for a missing field or nil, text as it is, dates in ISO 8601, the rest as JSON.
-    static func cell(_ value: DocumentValue?) -> String {
+    /// A value as a cell: nothing for a missing field or nil, dates as DocStore prints them (ISO 8601 in UTC with
+    /// milliseconds), numbers in positional notation, lists and objects as JSON. Text is quoted when it would read
+    /// back as something else ("0150", "true", "[1]"), or when its column holds values that are not text: a quoted
+    /// cell is always text.
+    static func cell(_ value: DocumentValue?, quoteText: Bool = false) -> String {
         switch value {
         case nil, .null?: return ""
-        // Text that would read back as something else ("0150", "true", "[1]") is quoted: quoted cells are text.
-        case .string(let s)?: return quote(s, always: CSV.value(s) != .string(s))
-        case .date(let d)?: return quote(DocumentValue.date(d).json().trimmingCharacters(in: ["\""]))
+        case .string(let s)?:
+            return quote(s, always: quoteText || Kind.of(s) != .text)
+        case .date(let d)?: return printed(d)
+        case .double(let d)? where d.isFinite: return plain(d)
         case let v?: return quote(v.json())
         }
+    }
+
+    /// A date as DocStore prints it: `2024-05-01T00:00:00.000Z`.
+    static func printed(_ date: Date) -> String {
+        DocumentValue.date(date).json().trimmingCharacters(in: ["\""])
+    }
+
+    /// A finite Double in positional notation with its shortest digits, never an exponent: `0.00001`, `1e21` as
+    /// `1000000000000000000000.0`. Read back as a number, it is the same Double.
+    static func plain(_ d: Double) -> String {
+        let shortest = "\(d)"
+        guard let e = shortest.firstIndex(where: { $0 == "e" || $0 == "E" }), let exponent = Int(shortest[shortest.index(after: e)...])
+        else { return shortest }
+        var mantissa = String(shortest[..<e])
+        let negative = mantissa.hasPrefix("-")
+        if negative { mantissa.removeFirst() }
+        let point = mantissa.firstIndex(of: ".").map { mantissa.distance(from: mantissa.startIndex, to: $0) } ?? mantissa.count
+        let digits = Array(mantissa.filter { $0 != "." })
+        let at = point + exponent   // where the point goes among the digits
+        var whole: String, fraction: String
+        if at <= 0 {
+            whole = "0"; fraction = String(repeating: "0", count: -at) + String(digits)
+        } else if at >= digits.count {
+            whole = String(digits) + String(repeating: "0", count: at - digits.count); fraction = ""
+        } else {
+            whole = String(digits[..<at]); fraction = String(digits[at...])
+        }
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        whole = String(whole.drop { $0 == "0" })
+        if whole.isEmpty { whole = "0" }
+        return (negative ? "-" : "") + whole + "." + (fraction.isEmpty ? "0" : fraction)
+    }
+
+    /// What an unquoted cell reads as, when its column allows it.
+    enum Kind: Equatable {
+        /// A number written as the number prints: an optional minus, no leading zero, no `+`, no exponent, and
+        /// no more fraction digits than a Double holds.
+        case number(DocumentValue)
+        case bool(Bool)
+        /// A date written as DocStore prints it.
+        case date(Date)
+        /// A JSON list or object.
+        case structure(DocumentValue)
+        case text
+
+        static func of(_ text: String) -> Kind {
+            if let n = number(text) { return .number(n) }
+            if text == "true" || text == "false" { return .bool(text == "true") }
+            if text.hasPrefix("[") || text.hasPrefix("{"), let v = try? Parser.wholeLiteral(text) {
+                if case .object = v, let d = CSV.extendedDate(v) { return .date(d) }
+                return .structure(v)
+            }
+            if text.count == 24, text.hasSuffix("Z"), let d = Parser.date(text), CSV.printed(d) == text { return .date(d) }
+            return .text
+        }
+
+        private static func number(_ text: String) -> DocumentValue? {
+            var scalars = Substring(text).unicodeScalars[...]
+            if scalars.first == "-" { scalars = scalars.dropFirst() }
+            let whole = scalars.prefix { $0.properties.numericType != nil && $0.isASCII }
+            guard !whole.isEmpty, whole.first != "0" || whole.count == 1 else { return nil }
+            let rest = scalars.dropFirst(whole.count)
+            if rest.isEmpty {
+                if let i = Int64(text), String(i) == text { return .int(i) }
+                if let u = UInt64(text), String(u) == text { return .uint(u) }
+                return nil
+            }
+            guard rest.first == ".", rest.count >= 2, rest.count <= 41,
+                  rest.dropFirst().allSatisfy({ $0.isASCII && $0.properties.numericType != nil }),
+                  let d = Double(text), d.isFinite else { return nil }
+            // Every digit written is kept: printed again with as many fraction digits, it is the same text.
+            guard String(format: "%.\(rest.count - 1)f", d) == text else { return nil }
+            return .double(d)
+        }
+    }
+
+    /// `{"$date": "2024-05-01T00:00:00.000Z"}`, extended JSON's date, as a date.
+    static func extendedDate(_ value: DocumentValue) -> Date? {
+        guard case .object(let fields) = value, fields.count == 1, fields[0].name == "$date",
+              case .string(let text) = fields[0].value else { return nil }
+        return Parser.date(text)
     }
 
     /// The rows of a CSV text, each a list of cells.
@@ -328,24 +449,82 @@ enum CSV {
         var quoted: Bool
     }
 
-    /// Documents from CSV: the header names each column's field (dots nest). A cell is read as a JSON list or
-    /// object when it parses as one; otherwise a quoted cell is text, and an unquoted one a number or `true`/`false`
-    /// when it reads as one, else text; an empty unquoted cell leaves the field out.
-    static func documents(_ text: String, origin: String) throws -> [DocumentValue] {
+    /// How cells that are not quoted become values.
+    struct Reading {
+        /// Unquoted cells that mean nil, besides the empty cell: `NA`.
+        var nullMarker: String?
+        /// Columns whose cells are dates in ISO 8601 (`2024-05-01`, `2024-05-01T10:00:00Z`, ...).
+        var dates: Set<FieldPath> = []
+    }
+
+    /// Documents from CSV: the header names each column's field (dots nest, backticks quote a name).
+    ///
+    /// A quoted cell is text, unless it holds a JSON list or object. An empty unquoted cell, or one equal to the
+    /// null marker, is nil. The other unquoted cells of a column are numbers, true/false, dates (as DocStore
+    /// prints them) or JSON lists and objects only when every one of them reads as such a value written as it
+    /// prints; when any does not (`00501`, `0E0`, `1e5`, `+3`, `Oslo`), the whole column stays text, as written.
+    /// Columns named in `reading.dates` are dates, and a cell that is not one is an error.
+    static func documents(_ text: String, origin: String, reading: Reading = Reading()) throws -> [DocumentValue] {
         let rows = try rows(text, origin: origin)
         guard let header = rows.first else { return [] }
-        let paths = header.map { FieldPath($0.text.trimmingCharacters(in: .whitespaces)) }
-        if let empty = header.firstIndex(where: { $0.text.trimmingCharacters(in: .whitespaces).isEmpty }) {
-            throw ShellError("\(origin): column \(empty + 1) of the header has no name")
+        var paths: [FieldPath] = []
+        for (i, cell) in header.enumerated() {
+            let name = cell.text.trimmingCharacters(in: .whitespaces)
+            if name.isEmpty { throw ShellError("\(origin): column \(i + 1) of the header has no name") }
+            paths.append(FieldPath(name))
+        }
+        var seen: [FieldPath: Int] = [:]
+        for (i, path) in paths.enumerated() {
+            if let first = seen[path] {
+                throw ShellError("\(origin): the header names '\(header[i].text)' twice (columns \(first + 1) and "
+                    + "\(i + 1)); each column needs a name of its own")
+            }
+            seen[path] = i
+        }
+        for (r, row) in rows.dropFirst().enumerated() where row.count != header.count {
+            throw ShellError("\(origin): row \(r + 2) has \(row.count) cell\(row.count == 1 ? "" : "s"), the header "
+                + "\(header.count); every row needs one cell per column (an empty cell for a missing value)")
+        }
+        func isNull(_ cell: Cell) -> Bool {
+            !cell.quoted && (cell.text.isEmpty || cell.text == reading.nullMarker)
+        }
+        // Each column's reading of its unquoted cells: typed only when every one reads as a value.
+        var typed: [Bool] = []
+        for (c, path) in paths.enumerated() {
+            if reading.dates.contains(path) { typed.append(true); continue }
+            typed.append(rows.dropFirst().allSatisfy { row in
+                let cell = row[c]
+                return cell.quoted || isNull(cell) || Kind.of(cell.text) != .text
+            })
         }
         var out: [DocumentValue] = []
+        out.reserveCapacity(rows.count - 1)
         for (r, row) in rows.dropFirst().enumerated() {
-            guard row.count <= header.count else {
-                throw ShellError("\(origin): row \(r + 2) has \(row.count) cells, the header \(header.count)")
-            }
             var document = DocumentValue.object([DocumentValue.Field]())
-            for (path, cell) in zip(paths, row) where !cell.text.isEmpty || cell.quoted {
-                document = set(value(cell), at: path.components[...], in: document)
+            for (c, cell) in row.enumerated() {
+                let value: DocumentValue
+                if isNull(cell) {
+                    value = .null
+                } else if reading.dates.contains(paths[c]) {
+                    guard let date = Parser.date(cell.text) else {
+                        throw ShellError("\(origin): row \(r + 2), column '\(header[c].text)': '\(cell.text)' is not a "
+                            + "date in ISO 8601 (such as 2024-05-01 or 2024-05-01T10:30:00Z)")
+                    }
+                    value = .date(date)
+                } else if cell.quoted {
+                    value = CSV.value(cell)
+                } else if typed[c] {
+                    switch Kind.of(cell.text) {
+                    case .number(let n): value = n
+                    case .bool(let b): value = .bool(b)
+                    case .date(let d): value = .date(d)
+                    case .structure(let v): value = v
+                    case .text: value = .string(cell.text)
+                    }
+                } else {
+                    value = .string(cell.text)
+                }
+                document = document.setting(value, at: paths[c])
             }
             out.append(document)
         }
@@ -354,28 +533,9 @@ enum CSV {
 
     /// A quoted cell is text, unless it holds a JSON list or object (which CSV must quote for their commas).
     static func value(_ cell: Cell) -> DocumentValue {
-        guard cell.quoted else { return value(cell.text) }
-        if cell.text.hasPrefix("[") || cell.text.hasPrefix("{"), let v = try? Parser.wholeLiteral(cell.text) { return v }
-        return .string(cell.text)
-    }
-
-    static func value(_ text: String) -> DocumentValue {
-        if let i = Int64(text) { return .int(i) }
-        if let d = Double(text), text.contains(where: { $0.isNumber }), !text.hasPrefix("+") { return .double(d) }
-        if text == "true" { return .bool(true) }
-        if text == "false" { return .bool(false) }
-        if text.hasPrefix("[") || text.hasPrefix("{"), let v = try? Parser.wholeLiteral(text) { return v }
-        return .string(text)
-    }
-
-    private static func set(_ value: DocumentValue, at path: ArraySlice<String>, in object: DocumentValue) -> DocumentValue {
-        guard let name = path.first, case .object(var fields) = object else { return object }
-        let rest = path.dropFirst()
-        if let i = fields.firstIndex(where: { $0.name == name }) {
-            fields[i].value = rest.isEmpty ? value : set(value, at: rest, in: fields[i].value)
-        } else {
-            fields.append(.init(name, rest.isEmpty ? value : set(value, at: rest, in: .object([DocumentValue.Field]()))))
+        if cell.text.hasPrefix("[") || cell.text.hasPrefix("{"), let v = try? Parser.wholeLiteral(cell.text) {
+            return CSV.extendedDate(v).map(DocumentValue.date) ?? v
         }
-        return .object(fields)
+        return .string(cell.text)
     }
 }

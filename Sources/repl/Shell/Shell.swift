@@ -71,7 +71,7 @@ final class Shell {
         let replay = pending.replay
         do {
             return try await store.dryRun { ctx in
-                do { try replay(ctx) } catch { throw PendingReplayFailed(underlying: error) }
+                do { _ = try replay(ctx) } catch { throw PendingReplayFailed(underlying: error) }
                 return try body(ctx)
             }
         } catch let failed as PendingReplayFailed {
@@ -85,21 +85,26 @@ final class Shell {
     ///
     /// `applies` says whether the body did its change: one that found the data changed since it was confirmed
     /// returns a value saying so, is not kept, and, replayed at commit, fails the commit rather than do less.
+    /// `chosen` tells what the change chose when it ran (the ids it gave), for the note after `commit`: pending,
+    /// the body runs again at commit, and what it chooses then is what is kept.
     func change<R: Sendable>(_ summary: String, applies: @escaping @Sendable (R) -> Bool = { _ in true },
+                             chosen: @escaping @Sendable (R) -> String? = { _ in nil },
                              _ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
         let store = try requireStore()
         defer { statsCache = [:] }
         guard pending.isOpen else { return try await store.perform(body) }
         let replay = pending.replay
         let result = try await store.dryRun { ctx in
-            try replay(ctx)
+            _ = try replay(ctx)
             return try body(ctx)
         }
         guard applies(result) else { return result }
         pending.append(.init(summary: summary) { ctx in
-            guard applies(try body(ctx)) else {
+            let result = try body(ctx)
+            guard applies(result) else {
                 throw ShellError("the documents that '\(summary)' was confirmed for have changed since")
             }
+            return chosen(result)
         })
         return result
     }
@@ -193,18 +198,21 @@ final class Shell {
             let count = pending.count
             let replay = pending.replay
             statsCache = [:]
+            let chosen: [String]
             do {
-                try await requireStore().perform { try replay($0) }
+                chosen = try await requireStore().perform { try replay($0) }
             } catch is CancellationError {
                 throw ShellError("commit cancelled: nothing was applied, and the \(count) change"
                     + "\(count == 1 ? " is" : "s are") still pending")
             } catch {
-                pending.close()
-                throw ShellError("commit failed, so nothing was applied: \(error). The \(count) pending "
-                    + "change\(count == 1 ? " was" : "s were") dropped; the committed state is shown again.")
+                // Kept: the person can see them (.status), change what they conflict with, and commit again.
+                throw ShellError("commit failed, so nothing was applied: \(error). The \(count) change"
+                    + "\(count == 1 ? " is" : "s are") still pending: commit again once the conflict is resolved, "
+                    + "or rollback to drop \(count == 1 ? "it" : "them").")
             }
             pending.close()
-            console.note("Committed \(count) change\(count == 1 ? "" : "s").")
+            console.note("Committed \(count) change\(count == 1 ? "" : "s")"
+                + (chosen.isEmpty ? "." : ":\n" + chosen.map { "  " + $0 }.joined(separator: "\n")))
         case .rollback:
             guard pending.isOpen else { throw ShellError("no transaction is open (begin starts one)") }
             let count = pending.count
@@ -230,25 +238,33 @@ final class Shell {
 
     /// Finds the collection or saved filter a query starts from, and lowers its steps.
     func resolve(_ expression: QueryExpression) async throws -> Resolved {
-        var steps = expression.steps
-        var collection = expression.base
-        let name = expression.base
-        let (saved, names) = try await reading { ctx in
-            (try ctx.savedFilter(named: name), try ctx.collections().map(\.name))
+        let (filters, names) = try await reading { ctx in
+            (try ctx.savedFilters(), try ctx.collections().map(\.name))
         }
-        if let saved {
-            let base = try Parser.savedQuery(saved.text)
-            collection = base.base
-            steps = base.steps + steps
-        } else if !names.contains(collection) {
+        let (collection, steps) = try Shell.expand(expression, filters: filters, collections: names)
+        let writes = expression.steps.last.map { step in
+            if case .insert = step { true } else if case .save = step { true } else { false } } ?? false
+        if writes, let step = expression.steps.last {
+            let verb = Parser.name(of: step).prefix { $0 != "(" }
+            if collection != expression.base {
+                throw MeaningError(message: "'\(expression.base)' is a saved filter, and \(verb) writes the documents "
+                    + "given whatever a filter says: write \(collection).\(verb)(...)",
+                    location: expression.baseLocation, length: expression.baseLength)
+            }
+            if steps.count > 1 {
+                throw MeaningError(message: "\(verb) does not use the steps before it (it writes the documents given, "
+                    + "whatever they select): write \(collection).\(verb)(...) alone",
+                    location: expression.baseLocation, length: expression.baseLength)
+            }
+        }
+        if !names.contains(collection) {
             let creates = steps.contains { if case .insert = $0 { true } else if case .save = $0 { true }
                 else if case .findOrCreate = $0 { true } else { false } }
             if !creates {
-                let filters = try await reading { try $0.savedFilters().map(\.name) }
                 throw MeaningError(message: "no collection or saved filter is named '\(collection)'"
                     + (names.isEmpty ? " (the store is empty; insert creates a collection)" : ""),
-                    location: expression.baseLocation, length: collection.count,
-                    suggestion: Suggest.closest(collection, in: names + filters).map { "'\($0)'" })
+                    location: expression.baseLocation, length: expression.baseLength,
+                    suggestion: Suggest.closest(collection, in: names + filters.map(\.name)).map { "'\($0)'" })
             }
         }
         let stats = try await fieldStats(collection)
@@ -268,6 +284,26 @@ final class Shell {
             }
         }
         return Resolved(query: query, terminal: terminal, warnings: lowering.warnings, stats: stats)
+    }
+
+    /// The collection a query reads and all its steps: a saved filter's own, those of the filters it is built
+    /// on, then the query's. A filter that (through others) names itself is an error.
+    static func expand(_ expression: QueryExpression, filters: [SavedFilter], collections: [String]) throws
+        -> (collection: String, steps: [Step]) {
+        var collection = expression.base
+        var steps = expression.steps
+        var path = [collection]
+        while let saved = filters.first(where: { $0.name == collection }) {
+            let base = try Parser.savedQuery(saved.text)
+            guard !path.contains(base.base) else {
+                throw ShellError("the saved filter '\(expression.base)' is built on itself ("
+                    + (path + [base.base]).joined(separator: " on ") + "): .unsave one of them")
+            }
+            path.append(base.base)
+            collection = base.base
+            steps = base.steps + steps
+        }
+        return (collection, steps)
     }
 
     private func query(_ expression: QueryExpression, text: String) async throws {
@@ -370,7 +406,8 @@ final class Shell {
         }
     }
 
-    /// Inserts (or saves) one document or a list of them, giving an id to those without one.
+    /// Inserts (or saves) one document or a list of them. Those without an id are given one by the store, in the
+    /// transaction that writes them; a save that would replace documents asks first, as a delete does.
     private func write(_ literal: Literal, into collection: String, replacing: Bool) async throws {
         var documents: [DocumentValue]
         switch literal.value {
@@ -386,19 +423,87 @@ final class Shell {
                                    location: literal.location, length: literal.length)
             }
         }
-        documents = try await assignIDs(documents, in: collection)
-        let batch = documents
+        try await writeDocuments(documents, into: collection, replacing: replacing, from: nil)
+    }
+
+    /// Writes documents: inserts, or saves (`replacing`), which counts the documents it would replace, asks, and
+    /// replaces exactly those, asking again if they changed meanwhile. `origin` is the file of an import.
+    func writeDocuments(_ batch: [DocumentValue], into collection: String, replacing: Bool, from origin: String?)
+        async throws {
+        let idPath = try await reading { ctx in try ctx.collections().first { $0.name == collection }?.idPath }
+            ?? FieldPath("id")
+        let ids = batch.compactMap { d in d[path: idPath].flatMap { $0 == .null ? nil : $0 } }
+        if Set(ids).count != ids.count {
+            throw ShellError("\(origin ?? "the documents") hold\(origin == nil ? "" : "s") two documents with the same id")
+        }
+        let showProgress = console.stderrIsTerminal && batch.count >= 5_000 && !pending.isOpen
+        /// The ids given that the collection already has: the documents a save replaces.
+        @Sendable func existing(_ ctx: ReadContext) throws -> [DocumentValue] {
+            try ids.filter { try ctx.document(id: $0, in: collection) != nil }
+        }
         let n = batch.count
         let what = "\(n) document\(n == 1 ? "" : "s")"
-        try await change("\(replacing ? "save" : "insert") \(what) into \(collection)") { ctx in
-            for d in batch {
-                if replacing { try ctx.save(d, into: collection) } else { try ctx.insert(d, into: collection) }
+        let verb = origin != nil ? "import" : (replacing ? "save" : "insert")
+        let summary = "\(verb) \(what) into \(collection)" + (origin.map { " from \($0)" } ?? "")
+        while true {
+            let replaced = replacing ? try await reading { try existing($0) } : []
+            if !replaced.isEmpty {
+                let r = replaced.count
+                let which = r <= 5 ? " (id\(r == 1 ? "" : "s") \(replaced.map(\.literalText).joined(separator: ", ")))" : ""
+                let question = origin != nil
+                    ? "Import \(what) into \(collection), replacing \(r) existing one\(r == 1 ? "" : "s")\(which)?"
+                    : "Replace \(r) existing document\(r == 1 ? "" : "s") of \(collection)\(which)?"
+                guard try await confirm(question, refusing: "replace \(r) document\(r == 1 ? "" : "s") of \(collection)")
+                else {
+                    console.note(origin != nil ? "Nothing was imported." : "Nothing was saved.")
+                    return
+                }
             }
+            let written: [DocumentValue]? = try await change(summary, applies: { $0 != nil },
+                                                             chosen: { Shell.chosenIDs(given: ids, stored: $0 ?? []) }) { ctx in
+                // Exactly the documents counted are replaced: if others now share ids with these, ask again.
+                guard try !replacing || existing(ctx) == replaced else { return nil }
+                var stored: [DocumentValue] = []
+                stored.reserveCapacity(batch.count)
+                for (i, d) in batch.enumerated() {
+                    if i % 1000 == 999 { try Task.checkCancellation() }   // Ctrl-C: the whole write is rolled back
+                    let kept = replacing ? try ctx.saveAndFetch(d, into: collection) : try ctx.insertAndFetch(d, into: collection)
+                    stored.append(kept[path: idPath] ?? .null)
+                    if showProgress && (i + 1) % 1000 == 0 { Progress.draw(label: "importing", done: i + 1, total: n) }
+                }
+                if showProgress { Progress.draw(label: "importing", done: n, total: n) }
+                return stored
+            }
+            guard let storedIDs = written else {
+                console.note("The documents of \(collection) changed while you answered; asking again.")
+                continue
+            }
+            let replacedText = replaced.isEmpty ? "" : ", replacing \(replaced.count)"
+            if pending.isOpen {
+                let made = ids.count < n ? "; ids for those without one are chosen at commit" : ""
+                console.note("Pending: \(verb) \(what)\(origin == nil ? Shell.idText(ids, of: n) : "")\(replacedText)\(made).")
+            } else {
+                let done = origin != nil ? "Imported" : (replacing ? "Saved" : "Inserted")
+                let shownIDs = origin == nil && (n == 1 || ids.count < n) ? Shell.idText(storedIDs, of: n) : ""
+                console.note("\(done) \(what)\(origin == nil ? "" : " into \(collection)")\(shownIDs)\(replacedText).")
+            }
+            return
         }
-        let ids = batch.compactMap { $0[field: "id"]?.literalText }
-        let idText = n == 1 ? " (id \(ids.first ?? "?"))" : ""
-        console.note(pending.isOpen ? "Pending: \(replacing ? "save" : "insert") \(what)\(idText)."
-            : "\(replacing ? "Saved" : "Inserted") \(what)\(idText).")
+    }
+
+    /// " (id 7)" or " (ids 7, 8, 9)" for a few documents, nothing for many.
+    static func idText(_ ids: [DocumentValue], of count: Int) -> String {
+        guard !ids.isEmpty, ids.count == count, count <= 5 else { return "" }
+        return " (id\(count == 1 ? "" : "s") \(ids.map(\.literalText).joined(separator: ", ")))"
+    }
+
+    /// The ids the store chose for documents that had none, for the note after a commit.
+    nonisolated static func chosenIDs(given: [DocumentValue], stored: [DocumentValue]) -> String? {
+        let given = Set(given)
+        let chosen = stored.filter { !given.contains($0) }
+        guard !chosen.isEmpty else { return nil }
+        let shown = chosen.prefix(5).map(\.literalText).joined(separator: ", ")
+        return "id\(chosen.count == 1 ? "" : "s") \(shown)" + (chosen.count > 5 ? " and \(chosen.count - 5) more" : "")
     }
 
     private func findOrCreate(_ q: DocumentQuery, _ literal: Literal) async throws {
@@ -411,39 +516,14 @@ final class Shell {
             console.note("Found; nothing was created.")
             return
         }
-        let document = try await assignIDs([literal.value], in: q.collection)[0]
-        let (result, created) = try await change("findOrCreate in \(q.collection)") { ctx in
+        let document = literal.value
+        let (result, created) = try await change("findOrCreate in \(q.collection)",
+                                                 chosen: { $0.created ? "created \($0.document.json())" : nil }) { ctx in
             try q.findOrCreate(in: ctx, document)
         }
         console.result(renderer.render(result))
-        console.note(created ? (pending.isOpen ? "Pending: created." : "Created.") : "Found; nothing was created.")
-    }
-
-    /// Gives each document without an id one: the next integer when the collection's ids are integers, else a UUID.
-    func assignIDs(_ documents: [DocumentValue], in collection: String) async throws -> [DocumentValue] {
-        let idPath = try await reading { ctx in try ctx.collections().first { $0.name == collection }?.idPath }
-            ?? FieldPath("id")
-        guard documents.contains(where: { $0[path: idPath] == nil }) else { return documents }
-        guard idPath.components.count == 1, let idName = idPath.components.first else {
-            throw ShellError("documents of \(collection) keep their id at '\(idPath)': give each one")
-        }
-        let last = try await reading { try DocumentQuery(collection).last(in: $0)?[path: idPath] }
-        // The next integer after the greatest, or UUIDs when the ids are not integers (or the integers ran out).
-        func after(_ i: Int64) -> Int64? {
-            let (n, overflow) = i.addingReportingOverflow(1)
-            return overflow ? nil : n
-        }
-        var next: Int64? = nil
-        if case .int(let i)? = last { next = after(i) } else if last == nil { next = 1 }
-        for d in documents {
-            if case .int(let i)? = d[path: idPath], let n = next { next = after(i).map { max(n, $0) } }
-        }
-        return documents.map { d in
-            guard d[path: idPath] == nil, case .object(let fields) = d else { return d }
-            let id: DocumentValue
-            if let n = next { id = .int(n); next = after(n) } else { id = .string(UUID().uuidString.lowercased()) }
-            return .object([.init(idName, id)] + fields)
-        }
+        console.note(created ? (pending.isOpen ? "Pending: created (an id it lacks is chosen at commit)." : "Created.")
+            : "Found; nothing was created.")
     }
 
     // MARK: Field statistics
@@ -476,7 +556,7 @@ final class Shell {
             return words
         }
         var all = Set(words ?? [])
-        for stats in statsCache.values { for p in stats.paths { all.insert(p.description) } }
+        for stats in statsCache.values { for p in stats.paths { all.insert(p.written) } }
         completionWords = all.sorted()
     }
 }

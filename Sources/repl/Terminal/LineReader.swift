@@ -156,6 +156,10 @@ private func completeLine(_ text: UnsafePointer<CChar>?, _ start: Int32, _ end: 
     } else {
         LineReader.candidates = known + Parser.statementWords + Parser.stepWords + ["true", "false", "nil", "date", "in"]
     }
+    if before.hasSuffix("`") {
+        // Inside a name in backticks: the names that need them, without the backtick already typed.
+        LineReader.candidates = LineReader.candidates.filter { $0.hasPrefix("`") }.map { String($0.dropFirst()) }
+    }
     return rl_completion_matches(text, nextCompletion)
 }
 
@@ -164,7 +168,10 @@ private func nextCompletion(_ text: UnsafePointer<CChar>?, _ state: Int32) -> Un
     if state == 0 {
         let prefix = text.map { String(cString: $0) } ?? ""
         var seen: Set<String> = []
-        LineReader.matches = LineReader.candidates.filter { $0.hasPrefix(prefix) && seen.insert($0).inserted }.sorted()
+        // A name in backticks (`Body Mass (g)`) is offered for the text typed without them (Bo).
+        LineReader.matches = LineReader.candidates.filter {
+            ($0.hasPrefix(prefix) || ($0.hasPrefix("`") && $0.dropFirst().hasPrefix(prefix))) && seen.insert($0).inserted
+        }.sorted()
         LineReader.nextMatch = 0
     }
     guard LineReader.nextMatch < LineReader.matches.count else { return nil }
