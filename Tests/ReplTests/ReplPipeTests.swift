@@ -36,7 +36,7 @@ struct ShellRun: CustomStringConvertible {
 
 /// A fresh temporary directory for one test: the store, the history file, and the files a test reads or writes.
 /// Removed when the test is done.
-final class ShellSandbox {
+final class ShellSandbox: Sendable {
     let directory: String
 
     init() throws {
@@ -160,6 +160,7 @@ struct ShellTestError: Error, CustomStringConvertible {
 final class Collected: Sendable {
     private let data = Mutex(Data())
     func store(_ bytes: Data) { data.withLock { $0 = bytes } }
+    func append(_ bytes: Data) { data.withLock { $0.append(bytes) } }
     func load() -> Data { data.withLock { $0 } }
 }
 
@@ -337,7 +338,7 @@ extension ShellSessions {
             """, to: "setup.txt")
         let result = try sandbox.run([sandbox.storePath], input: ".read \(sandbox.path("setup.txt"))\npeople.count()\n")
         #expect(result.status == 0, "\(result)")
-        #expect(result.stdout.containsInOrder(["Inserted 2 documents.\n", "1\n", "2\n"]), "\(result)")
+        #expect(result.stdout.containsInOrder(["Inserted 2 documents (ids 1, 2).\n", "1\n", "2\n"]), "\(result)")
     }
 
     @Test func errorInAReadFileNamesTheFileAndLine() throws {
@@ -417,8 +418,17 @@ extension ShellSessions {
         // Nested fields come back nested, lists as lists, numbers as numbers; the field order may differ.
         let original = try sandbox.documents("people")
         let copy = try sandbox.documents("copy")
-        #expect(original.count == 3)
-        #expect(copy == original, "original: \(original)\ncopy: \(copy)")
+        #expect(original.count == 3 && copy.count == 3)
+        #expect(Array(copy.prefix(2)) == Array(original.prefix(2)), "original: \(original)\ncopy: \(copy)")
+        // An empty cell is nil: a field the third person lacks comes back as nil, which CSV cannot tell apart.
+        let third = try #require(copy.last?.mutableCopy() as? NSMutableDictionary)
+        #expect(third["score"] is NSNull, "\(third)")
+        #expect((third["address"] as? NSDictionary)?["street"] is NSNull, "\(third)")
+        third.removeObject(forKey: "score")
+        let address = try #require((third["address"] as? NSDictionary)?.mutableCopy() as? NSMutableDictionary)
+        address.removeObject(forKey: "street")
+        third["address"] = address
+        #expect(third == original.last, "original: \(original)\ncopy: \(copy)")
         // Kinds NSDictionary equality would blur: true is not 1, 2.5 is not text.
         let copied = try sandbox.run([sandbox.storePath, ".mode json", "copy.include(id == 1)"])
         #expect(copied.stdout.contains(#""active":true"#), "\(copied)")

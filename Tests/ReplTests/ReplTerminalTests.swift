@@ -302,7 +302,6 @@ extension ShellSessions {
         try shell.expect("unique index 'email'", timeout: patience)
         try shell.expect("The 1 change is still pending: commit again once the conflict is resolved, or rollback",
                          timeout: patience)
-        try shell.expect("docstore (tx, 1 pending)> ", timeout: patience)
         #expect(try sandbox.count("people.include(id == 100).count()") == 0)
         // The conflict is resolved elsewhere; the same pending change then commits.
         let resolved = try sandbox.run(["--yes", sandbox.storePath,

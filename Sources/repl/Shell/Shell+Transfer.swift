@@ -318,9 +318,12 @@ enum CSV {
         DocumentValue.date(date).json().trimmingCharacters(in: ["\""])
     }
 
-    /// A finite Double in positional notation with its shortest digits, never an exponent: `0.00001`, `1e21` as
-    /// `1000000000000000000000.0`. Read back as a number, it is the same Double.
+    /// A finite Double in positional notation, never an exponent: a fraction with its shortest digits (`0.00001`),
+    /// an integral value with all its digits (`1e21` as `1000000000000000000000.0`). Read back as a number, it is
+    /// the same Double.
     static func plain(_ d: Double) -> String {
+        // Integral values every digit exactly (beyond 2^53 the shortest digits would read back as another text).
+        if d == d.rounded() { return String(format: "%.1f", d) }
         let shortest = "\(d)"
         guard let e = shortest.firstIndex(where: { $0 == "e" || $0 == "E" }), let exponent = Int(shortest[shortest.index(after: e)...])
         else { return shortest }
@@ -378,7 +381,7 @@ enum CSV {
                 if let u = UInt64(text), String(u) == text { return .uint(u) }
                 return nil
             }
-            guard rest.first == ".", rest.count >= 2, rest.count <= 41,
+            guard rest.first == ".", rest.count >= 2, rest.count <= 1_100,
                   rest.dropFirst().allSatisfy({ $0.isASCII && $0.properties.numericType != nil }),
                   let d = Double(text), d.isFinite else { return nil }
             // Every digit written is kept: printed again with as many fraction digits, it is the same text.

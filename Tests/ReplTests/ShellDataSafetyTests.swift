@@ -1,0 +1,237 @@
+// The shell never loses or changes data: ids chosen inside the write transaction while other processes write,
+// files that come back from an export as they went in, saved filters on saved filters, writes that ignore a filter,
+// replacements that ask, names that need backticks.
+
+import Foundation
+import Testing
+
+extension ShellSessions {
+@Suite struct ShellDataSafetyTests {
+    /// A CSV of `rows` airports without ids, some of whose codes look like numbers.
+    private static func airports(_ rows: Int) -> String {
+        var text = "name,iata,zip,latitude,state\n"
+        for i in 0..<rows {
+            let iata = ["0E0", "0E8", "ABC", "1e5"][i % 4]
+            text += "Airport \(i),\(iata),\(String(format: "%05d", i % 1000)),\(Double(i % 90) + 0.5),"
+                + "\(["CA", "NM", "TX"][i % 3])\n"
+        }
+        return text
+    }
+
+    @Test func anImportAndAnotherProcessesInsertsNeverTakeTheSameIDs() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.write(Self.airports(20_000), to: "airports.csv")
+        let store = sandbox.storePath
+        for round in 0..<3 {
+            let collection = "cc\(round)"
+            try sandbox.prepare([#"\#(collection).insert({"seed": true})"#])
+            let inserts = (0..<15).map { #"\#(collection).insert({"marker": \#($0)})"# }.joined(separator: "\n") + "\n"
+            let importing = Background { try sandbox.run(["--yes", store, ".import airports.csv \(collection)"]) }
+            let inserting = Background { try sandbox.run([store], input: inserts) }
+            let imported = try importing.wait()
+            let inserted = try inserting.wait()
+            #expect(imported.status == 0, "\(imported)")
+            #expect(inserted.status == 0, "\(inserted)")
+            #expect(inserted.stdout.components(separatedBy: "Inserted 1 document").count - 1 == 15, "\(inserted)")
+            // Every acknowledged insert is there, and so is every imported row.
+            #expect(try sandbox.count("\(collection).include(marker != nil).count()") == 15)
+            #expect(try sandbox.count("\(collection).count()") == 20_016)
+            #expect(try sandbox.count("\(collection).include(iata == \"0E0\").count()") == 5_000)
+        }
+    }
+
+    @Test func twoShellsInTransactionsBothCommitTheirInserts() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        // Each shell begins, inserts without an id, and waits until both have done so before committing.
+        let ready = sandbox.path("ready")
+        try FileManager.default.createDirectory(atPath: ready, withIntermediateDirectories: true)
+        func script(_ name: String) -> String {
+            """
+            begin
+            people.insert({"name": "\(name)"})
+            .status
+            """
+        }
+        let a = try PipedShell(sandbox, [sandbox.storePath])
+        let b = try PipedShell(sandbox, [sandbox.storePath])
+        try a.send(script("FromA") + "\n")
+        try b.send(script("FromB") + "\n")
+        try a.waitFor("insert 1 document into people")
+        try b.waitFor("insert 1 document into people")
+        try a.send("commit\npeople.count()\n")
+        try a.waitFor("Committed 1 change")
+        try b.send("commit\npeople.count()\n")
+        let outA = try a.finish()
+        let outB = try b.finish()
+        #expect(outA.status == 0 && outB.status == 0, "\(outA)\n\(outB)")
+        #expect(outA.stdout.contains("Pending: insert 1 document; ids for those without one are chosen at commit."),
+                "\(outA)")
+        #expect(outB.stdout.contains("Committed 1 change:\n  insert 1 document into people: id 5"), "\(outB)")
+        #expect(try sandbox.count(#"people.include(name == "FromA" || name == "FromB").count()"#) == 2)
+        #expect(try sandbox.count("people.count()") == 5)
+    }
+
+    @Test func aSavedFilterOnASavedFilterAnswersLikeTheWholeQuery() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.write(Self.airports(300), to: "airports.csv")
+        try sandbox.prepare([".import airports.csv airports"])
+        let whole = try #require(try sandbox.count(#"airports.include(state == "CA").include(latitude > 40).count()"#))
+        #expect(whole > 0)
+        let saved = try sandbox.run([sandbox.storePath, #".save ca airports.include(state == "CA")"#,
+                                     ".save north ca.include(latitude > 40)", "north.count()", "north.explain()",
+                                     ".unsave ca", "north.count()"])
+        #expect(saved.status == 0, "\(saved)")
+        #expect(saved.stdout.containsInOrder([
+            #"Saved north = airports.include(state == "CA").include(latitude > 40) (the steps of ca written out)"#,
+            "\n\(whole)\n", "airports", "Forgot the saved filter ca.", "\n\(whole)\n"]), "\(saved)")
+        #expect(!saved.stdout.contains("no such collection"), "\(saved)")
+    }
+
+    @Test func aCollectionAndASavedFilterCannotShareAName() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople + [".save ca people.include(age >= 18)"])
+        try sandbox.write(#"[{"id": 1, "x": 1}]"#, to: "ca.json")
+        let imported = try sandbox.run(["--yes", sandbox.storePath, ".import ca.json ca"])
+        #expect(imported.status == 1, "\(imported)")
+        #expect(imported.stderr.contains("a saved filter has that name"), "\(imported)")
+        let inserted = try sandbox.run(["--yes", sandbox.storePath, #"ca.insert({"x": 1})"#])
+        #expect(inserted.status == 1, "\(inserted)")
+        #expect(inserted.stderr.contains("'ca' is a saved filter"), "\(inserted)")
+        let saved = try sandbox.run([sandbox.storePath, ".save people people.include(age < 18)"])
+        #expect(saved.status == 1, "\(saved)")
+        #expect(saved.stderr.contains("collection's name"), "\(saved)")
+        #expect(try sandbox.count("ca.count()") == 1)
+    }
+
+    @Test func aWriteAfterAFilterIsRefusedAndAReplacingSaveAsks() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let filtered = try sandbox.run([sandbox.storePath,
+                                        #"people.include(city == "NOPE").save({"id": 1, "name": "overwritten"})"#])
+        #expect(filtered.status == 1, "\(filtered)")
+        #expect(filtered.stderr.contains("save does not use the steps before it"), "\(filtered)")
+        let inserted = try sandbox.run([sandbox.storePath, #"people.sortBy(age).insert({"name": "X"})"#])
+        #expect(inserted.status == 1, "\(inserted)")
+        // Through a pipe, without --yes, a save that replaces is refused as a delete is.
+        let replacing = try sandbox.run([sandbox.storePath, #"people.save({"id": 1, "name": "overwritten"})"#])
+        #expect(replacing.status == 1, "\(replacing)")
+        #expect(replacing.stderr.contains("refusing to replace 1 document of people"), "\(replacing)")
+        #expect(try sandbox.count(#"people.include(id == 1 && name == "Ann" && age == 41).count()"#) == 1)
+        // A save of a new document asks nothing; with --yes a replacement goes through, and says so.
+        let new = try sandbox.run([sandbox.storePath, #"people.save({"id": 9, "name": "New"})"#])
+        #expect(new.status == 0 && new.stdout.contains("Saved 1 document (id 9)."), "\(new)")
+        let confirmed = try sandbox.run(["--yes", sandbox.storePath, #"people.save({"id": 1, "name": "Ann B"})"#])
+        #expect(confirmed.status == 0, "\(confirmed)")
+        #expect(confirmed.stdout.contains("Replace 1 existing document of people (id 1)? [y/N] y (--yes)"), "\(confirmed)")
+        #expect(confirmed.stdout.contains("Saved 1 document (id 1), replacing 1."), "\(confirmed)")
+        #expect(try sandbox.count("people.count()") == 4)
+    }
+
+    @Test func exportThenImportGivesBackTheSameDocumentsInEveryFormat() throws {
+        let sandbox = try ShellSandbox()
+        // Penguins-like data: names with spaces, NA for a missing number, dates, codes that look like numbers.
+        let csv = """
+            studyName,Sample Number,Individual ID,Date Egg,Body Mass (g),Sex,Comments,code
+            PAL0708,1,N1A1,2007-11-11,3750,MALE,,007
+            PAL0708,2,N1A2,2007-11-11,NA,FEMALE,"Not enough blood, for isotopes",0E0
+            PAL0809,3,N2A1,2008-11-16,3250.5,NA,,1e5
+
+            """
+        try sandbox.write(csv, to: "penguins.csv")
+        let store = sandbox.storePath
+        let first = try sandbox.run(["--yes", store, ".import penguins.csv p --null NA --dates `Date Egg`"])
+        #expect(first.status == 0, "\(first)")
+        var statements: [String] = []
+        for format in ["csv", "json", "ndjson"] {
+            statements += [".export p out.\(format)", ".import out.\(format) p_\(format)",
+                           ".export p_\(format) back_\(format).json"]
+        }
+        statements.append(".export p original.json")
+        let run = try sandbox.run(["--yes", store] + statements)
+        #expect(run.status == 0, "\(run)")
+        let original = try sandbox.read("original.json")
+        #expect(original.contains(#""Date Egg":{"$date":"2007-11-11T00:00:00.000Z"}"#), "\(original)")
+        #expect(original.contains(#""Body Mass (g)":null"#), "\(original)")
+        #expect(original.contains(#""code":"007""#) && original.contains(#""code":"0E0""#), "\(original)")
+        for format in ["csv", "json", "ndjson"] {
+            #expect(try sandbox.read("back_\(format).json") == original, "through \(format)")
+        }
+        // The dates compare as dates, and names with spaces are written in backticks.
+        let query = try sandbox.run([store, #"p.include(`Date Egg` > date("2008-01-01")).count()"#,
+                                     ".createIndex mass p `Body Mass (g)`", "p.include(`Body Mass (g)` > 3500).count()",
+                                     ".fields p", "p.query().sortBy(`Sample Number`, .reverse).first"])
+        #expect(query.status == 0, "\(query)")
+        #expect(query.stdout.containsInOrder(["1\n", "Created index mass on p (index on `Body Mass (g)`)", "\n1\n",
+                                              "`Body Mass (g)`", "N2A1"]), "\(query)")
+    }
+}
+}
+
+/// A value computed on another thread, waited for.
+final class Background<T: Sendable>: @unchecked Sendable {
+    // `@unchecked Sendable`: `result` is written once on the worker before `done` is signalled, and read after.
+    private var result: Result<T, any Error>?
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping @Sendable () throws -> T) {
+        DispatchQueue.global().async {
+            self.result = Result(catching: body)
+            self.done.signal()
+        }
+    }
+
+    func wait() throws -> T {
+        done.wait()
+        return try result!.get()
+    }
+}
+
+/// The shell on pipes, written to while it runs, so that two shells can be interleaved.
+final class PipedShell {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Collected()
+    private let errors = Collected()
+    private let reading = DispatchGroup()
+
+    init(_ sandbox: ShellSandbox, _ arguments: [String]) throws {
+        try DocStoreBinary.require()
+        let stdout = Pipe(), stderr = Pipe()
+        process.executableURL = URL(fileURLWithPath: DocStoreBinary.path)
+        process.arguments = arguments
+        process.environment = sandbox.environment
+        process.currentDirectoryURL = URL(fileURLWithPath: sandbox.directory)
+        process.standardInput = input
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        for (pipe, into) in [(stdout, output), (stderr, errors)] {
+            let handle = pipe.fileHandleForReading
+            DispatchQueue.global().async(group: reading) {
+                while case let chunk = handle.availableData, !chunk.isEmpty { into.append(chunk) }
+            }
+        }
+    }
+
+    func send(_ text: String) throws { try input.fileHandleForWriting.write(contentsOf: Data(text.utf8)) }
+
+    /// Waits until the output holds `text`, for at most 30 seconds.
+    func waitFor(_ text: String) throws {
+        for _ in 0..<3_000 {
+            if String(decoding: output.load(), as: UTF8.self).contains(text) { return }
+            usleep(10_000)
+        }
+        throw ShellTestError("'\(text)' did not appear; output so far:\n" + String(decoding: output.load(), as: UTF8.self)
+            + "\nerrors:\n" + String(decoding: errors.load(), as: UTF8.self))
+    }
+
+    /// Closes the input and waits for the shell to end.
+    func finish() throws -> ShellRun {
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        reading.wait()
+        return ShellRun(status: process.terminationStatus, stdout: String(decoding: output.load(), as: UTF8.self),
+                        stderr: String(decoding: errors.load(), as: UTF8.self))
+    }
+}
