@@ -73,6 +73,9 @@ public func monotonicNanoseconds() -> UInt64 {
 /// - `DocStoreCrashWriter insert-people PATH N [PAUSE_MS]` — inserts N ``ChildPerson``s into the store at PATH, one
 ///   commit each, pausing PAUSE_MS milliseconds (default 20) after each, printing `inserted I NANOS` after commit I
 ///   (1-based; NANOS from ``monotonicNanoseconds()``), then exits with status 0.
+/// - `DocStoreCrashWriter insert-untyped PATH COLLECTION N TAG` — inserts N documents `{"writer": TAG, "n": i}`
+///   without ids into COLLECTION, one commit each, so that the store chooses every id; prints `inserted I ID` after
+///   each commit, then exits with status 0.
 /// - `DocStoreCrashWriter insert-people-on-cue PATH N` — the same inserts, each when a line arrives on standard
 ///   input; after the last one it waits for one more line (or the end of input), then exits with status 0. So the
 ///   process is still running after every one of its commits until it is told to stop.
@@ -82,6 +85,9 @@ struct CrashWriter {
         let arguments = CommandLine.arguments
         if arguments.count >= 4, arguments[1] == "insert-people" {
             await insertPeople(arguments: Array(arguments.dropFirst(2)))
+        }
+        if arguments.count >= 4, arguments[1] == "insert-untyped" {
+            await insertUntyped(arguments: Array(arguments.dropFirst(2)))
         }
         if arguments.count >= 4, arguments[1] == "insert-people-on-cue" {
             await insertPeopleOnCue(arguments: Array(arguments.dropFirst(2)))
@@ -124,6 +130,29 @@ struct CrashWriter {
             exit(0)
         } catch {
             FileHandle.standardError.write(Data("DocStoreCrashWriter insert-people: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    /// The `insert-untyped` mode: `PATH COLLECTION N TAG`. Never returns.
+    static func insertUntyped(arguments: [String]) async -> Never {
+        guard arguments.count == 4, let count = Int(arguments[2]), count >= 0 else {
+            FileHandle.standardError.write(Data("usage: DocStoreCrashWriter insert-untyped PATH COLLECTION N TAG\n".utf8))
+            exit(2)
+        }
+        let (collection, tag) = (arguments[1], arguments[3])
+        do {
+            let store = try await DocStore(path: arguments[0])
+            for n in 0..<count {
+                let stored = try await store.perform { ctx in
+                    try ctx.insertAndFetch(.object([("writer", .string(tag)), ("n", .int(Int64(n)))]), into: collection)
+                }
+                FileHandle.standardOutput.write(Data("inserted \(n) \(stored[field: "id"]?.json() ?? "?")\n".utf8))
+            }
+            await store.close()
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("DocStoreCrashWriter insert-untyped: \(error)\n".utf8))
             exit(1)
         }
     }

@@ -60,8 +60,15 @@ final class CollectionHandle {
     /// An id for a new document that has none: the next integer after the greatest number among the ids (1 when
     /// the collection is empty), or a new UUID string when no id is a number. Read in the write transaction that
     /// stores the document, so no other writer can choose it too.
-    func newID(in txn: Transaction) throws -> DocumentValue {
+    ///
+    /// `hint` is the integer chosen after the last one this transaction gave: it is taken, after one look-up, when
+    /// no id of the collection is a number as great, so that an import of many documents decodes no document.
+    func newID(in txn: Transaction, hint: Int64?) throws -> DocumentValue {
         try txn.withCursor(documents) { cursor -> DocumentValue in
+            if let hint {
+                let entry = try cursor.seek(atLeast: KeyEncoder.key(.int(hint)))
+                if entry.map({ $0.key.first != KeyEncoder.Kind.number }) ?? true { return .int(hint) }
+            }
             // Numbers sort together, before every later kind: the greatest is the entry before the first key past them.
             let entry = try cursor.seek(atLeast: [KeyEncoder.Kind.number + 1]) != nil ? try cursor.previous()
                 : try cursor.last()

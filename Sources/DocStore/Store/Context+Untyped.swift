@@ -91,7 +91,9 @@ extension WriteContext {
         var stored = document
         let idPath = handle.info.idPath
         if stored[path: idPath] == nil || stored[path: idPath] == .null {
-            stored = stored.setting(try handle.newID(in: txn), at: idPath, first: true)
+            let id = try handle.newID(in: txn, hint: nextIDs[collection])
+            if case .int(let i) = id, i < .max { nextIDs[collection] = i + 1 } else { nextIDs[collection] = nil }
+            stored = stored.setting(id, at: idPath, first: true)
         }
         try handle.write(stored.encoded(), mode: mode, in: txn)
         return stored

@@ -107,6 +107,9 @@ public class ReadContext {
 /// }
 /// ```
 public final class WriteContext: ReadContext {
+    /// For each collection, the integer id after the last one this transaction gave a document without an id.
+    var nextIDs: [String: Int64] = [:]
+
     /// Inserts a new document and its index entries.
     ///
     /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
