@@ -176,6 +176,52 @@ extension ShellSessions {
         #expect(try shell.leaveWithControlD() == 0)
     }
 
+    @Test func tabCompletesANameThatNeedsBackticksWithThem() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare([#"penguins.insert({"id": 1, "Body Mass (g)": 3750, "island": "Dream"})"#,
+                             #"penguins.insert({"id": 2, "Body Mass (g)": 5200, "island": "Biscoe"})"#])
+        let shell = try TerminalSession.shell(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.type(".fields penguins", expecting: "`Body Mass (g)`")
+        try shell.expect(prompt, timeout: patience)
+        try shell.send("penguins.include(Bo")
+        try shell.sendTab()
+        // Readline steps back over "Bo" and writes the name in its place.
+        try shell.expect("`Body Mass (g)`", timeout: patience)
+        try shell.sendLine(" > 5000).count()")
+        try shell.expect("\n1\n", timeout: patience)
+        // After a backtick typed by hand, the rest of the name and the closing backtick.
+        try shell.expect(prompt, timeout: patience)
+        try shell.send("penguins.include(`Bo")
+        try shell.sendTab()
+        try shell.expect("Mass (g)`", timeout: patience)
+        try shell.sendLine(" < 5000).count()")
+        try shell.expect("\n1\n", timeout: patience)
+        #expect(try shell.leaveWithControlD() == 0)
+    }
+
+    /// Another process creates collections and an index while the shell is open: the shell sees them on its
+    /// first try, every time.
+    @Test func collectionsMadeByAnotherProcessAreSeenAtOnce() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        try sandbox.write(#"[{"id": 1, "species": "setosa"}, {"id": 2, "species": "virginica"}]"#, to: "iris.json")
+        let shell = try TerminalSession.shell(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.type(".collections", expecting: "people: 3 documents")
+        for round in 0..<3 {
+            try sandbox.prepare([".import iris.json ca\(round)", ".createIndex species ca\(round) species"])
+            try shell.type(".collections", expecting: "ca\(round): 2 documents, id at id, 1 index")
+            try shell.type(#"ca\#(round).include(species == "setosa").count()"#, expecting: "\n1\n")
+        }
+        try shell.type(".drop ca0", expecting: "[y/N] ")
+        try shell.sendLine("y")
+        try shell.expect("Dropped collection ca0", timeout: patience)
+        try sandbox.prepare([".import iris.json ca0"])
+        try shell.type("ca0.count()", expecting: "\n2\n")
+        #expect(try shell.leaveWithControlD() == 0)
+    }
+
     // MARK: Confirmations
 
     /// Starts the shell on three people and asks to delete the two under 18, up to the question.
