@@ -355,20 +355,26 @@ private struct RehearsalFailed: Error {}
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         try await insertMembers(into: store)
-        try await store.perform { ctx in
-            // One shares its name with the collection, one names a collection that does not exist.
-            try ctx.saveFilter(SavedFilter(name: "members", collection: "members", text: "members"))
-            try ctx.saveFilter(SavedFilter(name: "ghost", collection: "ghost", text: "ghost"))
+        // A filter cannot take a collection's name (a query by that name would find the filter).
+        await expectError(.alreadyExists) {
+            try await store.perform { try $0.saveFilter(SavedFilter(name: "members", collection: "members", text: "members")) }
         }
+        // One that names a collection that does not exist is only a filter.
+        try await store.perform { try $0.saveFilter(SavedFilter(name: "ghost", collection: "ghost", text: "ghost")) }
         let (names, ghostCount, ghostPlan, filters) = try await store.read { ctx in
             (try ctx.collections().map(\.name), try ctx.count(in: "ghost"),
              try DocumentQuery("ghost").explain(in: ctx), try ctx.savedFilters().map(\.name))
         }
         #expect(names == ["members"])
         #expect(ghostCount == 0 && ghostPlan == nil)
-        #expect(filters == ["ghost", "members"])
-        // Dropping the collection leaves the filter of the same name.
+        #expect(filters == ["ghost"])
+        // Nor can a collection take a filter's name.
+        await expectError(.alreadyExists) {
+            try await store.perform { try $0.insert(.object([("id", .int(1))]), into: "ghost") }
+        }
+        // Once the collection is dropped, its name is free for a filter.
         #expect(try await store.perform { try $0.dropCollection("members") })
+        try await store.perform { try $0.saveFilter(SavedFilter(name: "members", collection: "members", text: "members")) }
         let after = try await store.read { ctx in (try ctx.collections().map(\.name), try ctx.savedFilters().map(\.name)) }
         #expect(after.0.isEmpty)
         #expect(after.1 == ["ghost", "members"])

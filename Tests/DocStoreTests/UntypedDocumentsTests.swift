@@ -80,15 +80,15 @@ import Testing
         #expect(info.indexes.isEmpty)
     }
 
-    @Test func aDocumentWithoutIdOrNotAnObjectIsRefused() async throws {
+    @Test func aDocumentWithoutIdIsGivenOneAndOneNotAnObjectIsRefused() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        await expectError(.invalidSchema) {
-            try await store.perform { try $0.insert(.object([("text", .string("no id"))]), into: "notes") }
-        }
+        try await store.perform { try $0.insert(.object([("text", .string("no id"))]), into: "notes") }
         await expectError(.encodingFailed) {
             try await store.perform { try $0.insert(.array([.int(1)]), into: "notes") }
         }
-        #expect(try await store.perform { try $0.count(in: "notes") } == 0)
+        let stored = try await store.perform { try $0.document(id: .int(1), in: "notes") }
+        #expect(stored == .object([("id", .int(1)), ("text", .string("no id"))]))
+        #expect(try await store.perform { try $0.count(in: "notes") } == 1)
     }
 }
