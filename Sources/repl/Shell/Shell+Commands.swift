@@ -13,7 +13,13 @@ extension Shell {
          "index fields (compound when several; multi: one entry per array element)"),
         ("dropIndex", ".dropIndex NAME COLLECTION", "delete an index (asks first)"),
         ("drop", ".drop COLLECTION", "delete a collection with its documents and indexes (asks first)"),
-        ("mode", ".mode table|json|line", "how results are printed"),
+        ("mode", ".mode [table|box|csv|json|line]", "how results are printed: a table drawn in ASCII or with "
+            + "box characters, CSV (RFC 4180), JSON, or one field per line; alone, the mode now"),
+        ("headers", ".headers on|off", "the field names above tables and CSV (on at first)"),
+        ("width", ".width [N ...]", "table column widths, in order: 0 sizes a column to its cells, a negative width "
+            + "right-aligns; alone, every column sized to its cells again"),
+        ("pager", ".pager on|off", "at a terminal, a result longer than the screen a page at a time, it showing the "
+            + "next (on at first)"),
         ("timer", ".timer on|off", "print the time, entries scanned and documents returned after each query"),
         ("explain", ".explain on|off", "print the plan before each query"),
         ("import", ".import FILE COLLECTION", "load documents from JSON (an array), NDJSON or CSV, by extension"),
@@ -71,10 +77,24 @@ extension Shell {
             try need(1, ".drop COLLECTION")
             try await dropCollection(args[0])
         case "mode":
+            if args.isEmpty {
+                console.result("current output mode: \(renderer.mode.rawValue)\n")
+                return
+            }
+            let modes = OutputMode.allCases.map(\.rawValue).joined(separator: "|")
             guard args.count == 1, let mode = OutputMode(rawValue: args[0]) else {
-                throw ShellError("usage: .mode table|json|line (now \(renderer.mode.rawValue))")
+                throw ShellError("usage: .mode [\(modes)] (now \(renderer.mode.rawValue))")
             }
             renderer.mode = mode
+        case "headers": renderer.headers = try onOff(".headers on|off")
+        case "width":
+            let widths = args.map { Int($0) }
+            guard widths.allSatisfy({ $0.map { abs($0) <= 10_000 } == true }) else {
+                throw ShellError("usage: .width [N ...], each N a number of columns (0 automatic, negative "
+                    + "right-aligned)")
+            }
+            renderer.widths = widths.compactMap { $0 }
+        case "pager": console.pager.isOn = try onOff(".pager on|off")
         case "timer": timer = try onOff(".timer on|off")
         case "explain": explainEach = try onOff(".explain on|off")
         case "import":
@@ -332,11 +352,11 @@ extension Shell {
             for try await n in resolved.query.observeCount(in: store) { console.result(header() + "\(n)\n") }
         case nil, .results?:
             for try await documents in resolved.query.observe(in: store) {
-                console.result(header() + renderer.render(documents))
+                console.result(header() + (try renderer.render(documents, fitting: console.resultScreen?.columns)))
             }
         case .first?:
             for try await documents in resolved.query[0..<1].observe(in: store) {
-                console.result(header() + renderer.render(documents.first))
+                console.result(header() + renderer.render(documents.first, fitting: console.resultScreen?.columns))
             }
         default:
             throw ShellError(".watch follows results, count() or first; it cannot run \(expression.text)")

@@ -150,6 +150,8 @@ final class Shell {
             report(error.parseError, in: text, origin: origin, firstLine: firstLine)
         } catch is CancellationError {
             console.error("cancelled; nothing was changed")
+        } catch is OutputInterrupted {
+            // The output says where it stopped.
         } catch {
             console.error("error: \(error)")
         }
@@ -213,6 +215,8 @@ final class Shell {
             console.note("Rolled back \(count) pending change\(count == 1 ? "" : "s").")
         case .command(let name, let arguments, let location):
             try await command(name, arguments, location: location, text: text)
+        case .query(let expression) where expression.base == "it" && expression.steps.isEmpty:
+            try showMore()
         case .query(let expression):
             try await query(expression, text: text)
         }
@@ -284,17 +288,17 @@ final class Shell {
         case nil, .results?:
             let (documents, stats) = try await reading { try q.execute(in: $0) }
             statistics = stats
-            console.result(renderer.render(documents))
+            try show(documents)
         case .first?:
-            console.result(renderer.render(try await reading { try q.first(in: $0) }))
+            show(try await reading { try q.first(in: $0) })
         case .last?:
-            console.result(renderer.render(try await reading { try q.last(in: $0) }))
+            show(try await reading { try q.last(in: $0) })
         case .any?:
-            console.result(renderer.render(try await reading { try q.any(in: $0) }))
+            show(try await reading { try q.any(in: $0) })
         case .count?:
             let (n, stats) = try await reading { try q.countWithStatistics(in: $0) }
             statistics = stats
-            console.result("\(n)\n")
+            show(count: n)
         case .explain?:
             if let plan = try await reading({ try q.explain(in: $0) }) {
                 console.result(plan.description + "\n")
