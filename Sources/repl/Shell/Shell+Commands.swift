@@ -4,7 +4,8 @@ import Foundation
 extension Shell {
     /// The dot-commands, with their arguments and what they do: `.help` prints this.
     nonisolated static let commands: [(name: String, usage: String, summary: String)] = [
-        ("help", ".help [TOPIC]", "this list; .help query for the query language, .help NAME for a command"),
+        ("help", ".help [TOPIC]", "this list; .help query for the query language, .help STEP for a step (.help "
+            + "sortBy), .help NAME for a command"),
         ("open", ".open PATH", "open (or create) the store at PATH"),
         ("collections", ".collections", "the collections, with their documents and indexes"),
         ("indexes", ".indexes [COLLECTION]", "the indexes, of one collection or all"),
@@ -59,7 +60,7 @@ extension Shell {
             return args[0] == "on"
         }
         switch name {
-        case "help": help(args.first)
+        case "help": try help(args.first)
         case "open":
             try need(1, ".open PATH")
             try await open(path: args[0])
@@ -164,26 +165,6 @@ extension Shell {
 
     private func refuseInTransaction(_ why: String) throws {
         if pending.isOpen { throw ShellError("\(why), not at commit: commit or rollback the open transaction first") }
-    }
-
-    private func help(_ topic: String?) {
-        if let topic = topic.map({ $0.hasPrefix(".") ? String($0.dropFirst()) : $0 }) {
-            if topic == "query" || topic == "queries" { console.result(Shell.queryHelp + "\n"); return }
-            if let c = Shell.commands.first(where: { $0.name == topic }) {
-                console.result("\(c.usage)\n    \(c.summary)\n")
-                return
-            }
-            console.error("no help on '\(topic)'; .help lists the topics")
-            return
-        }
-        var out = "Commands:\n"
-        let width = Shell.commands.map(\.usage.count).max() ?? 0
-        for c in Shell.commands {
-            out += "  " + c.usage + String(repeating: " ", count: max(1, width - c.usage.count + 2)) + c.summary + "\n"
-        }
-        out += "  begin / commit / rollback" + String(repeating: " ", count: max(1, width - 24)) + "a transaction\n"
-        out += "\n" + Shell.queryHelp + "\n"
-        console.result(out)
     }
 
     private func listCollections() async throws {
