@@ -11,6 +11,8 @@ final class Shell {
     private(set) var store: DocStore?
     var renderer = Renderer(mode: .table)
     var timer = false
+    /// Time spent waiting for answers to confirmations, which `.timer` leaves out.
+    var answering = Duration.zero
     var explainEach = false
     var pending = PendingChanges()
     /// Asks the person at the terminal to confirm destructive changes; the line reader presents the questions.
@@ -116,6 +118,8 @@ final class Shell {
                 + "(stdin is not a terminal, or --batch or statements as arguments were given); "
                 + "run with --yes to confirm destructive commands")
         }
+        let clock = ContinuousClock(), asked = clock.now
+        defer { answering += clock.now - asked }
         do {
             return try await confirmations.query(with: question)
         } catch {
@@ -282,7 +286,7 @@ final class Shell {
             if let plan = try await reading({ try q.explain(in: $0) }) { console.result(plan.lines.dropLast().joined(separator: "\n") + "\n") }
         }
         let clock = ContinuousClock()
-        let started = clock.now
+        let started = clock.now, answeredBefore = answering
         var statistics: QueryStatistics?
         switch resolved.terminal {
         case nil, .results?:
@@ -317,12 +321,13 @@ final class Shell {
             break
         }
         if timer {
-            let elapsed = clock.now - started
-            var line = "Run Time: \(Shell.format(elapsed))"
+            let waited = answering - answeredBefore
+            var line = "Run Time: \(Shell.format(clock.now - started - waited))"
             if let s = statistics {
                 line += ", \(s.entriesScanned) entries scanned, \(s.documentsRead) documents read"
                 if resolved.terminal != .count { line += ", \(s.returned) returned" }
             }
+            if waited > .zero { line += " (not counting \(Shell.format(waited)) waiting for an answer)" }
             console.note(line)
         }
     }
