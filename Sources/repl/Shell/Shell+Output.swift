@@ -22,7 +22,7 @@ extension Shell {
             try showPage(of: documents[...], shown: 0, total: documents.count, screen: screen)
             return
         }
-        try write(documents[...], fitting: screen?.columns) { hidden in
+        try writeRows(documents[...], fitting: screen?.columns) { hidden in
             renderer.mode.isTable ? Renderer.summary(count: documents.count, hiddenColumns: hidden) : ""
         }
     }
@@ -49,7 +49,7 @@ extension Shell {
         if let screen = console.resultScreen, pages {
             try showPage(of: rest.documents, shown: rest.shown, total: rest.total, screen: screen)
         } else {
-            try write(rest.documents, fitting: console.resultScreen?.columns) { hidden in
+            try writeRows(rest.documents, fitting: console.resultScreen?.columns) { hidden in
                 "documents \(rest.shown + 1)–\(rest.total) of \(rest.total)" + Renderer.hidden(hidden) + "\n"
             }
         }
@@ -83,7 +83,7 @@ extension Shell {
         }
         let page = documents.prefix(count)
         let more = count < documents.count
-        try write(page, fitting: screen.columns) { hidden in
+        try writeRows(page, fitting: screen.columns) { hidden in
             "documents \(shown + 1)–\(shown + count) of \(total)" + (more ? "; type it for more" : "")
                 + Renderer.hidden(hidden) + "\n"
         }
@@ -92,7 +92,7 @@ extension Shell {
 
     /// Writes `documents` a chunk at a time, then the line `summary` makes (given how many columns were left out).
     /// Ctrl-C (the task cancelled) stops it between two chunks, with a note of how far it got.
-    private func write(_ documents: ArraySlice<DocumentValue>, fitting columns: Int?,
+    private func writeRows(_ documents: ArraySlice<DocumentValue>, fitting columns: Int?,
                        summary: (Int) -> String) throws {
         var written = 0
         do {
