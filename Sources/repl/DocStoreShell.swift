@@ -173,7 +173,8 @@ final class Terminal {
             switch input {
             case .endOfInput:
                 if !text.isEmpty { await shell.execute(text) }
-                return
+                if await mayLeave() { return }
+                continue
             case .interrupted(let hadText):
                 if hadText || !text.isEmpty {
                     interruptedAtEmptyPrompt = false
@@ -189,6 +190,28 @@ final class Terminal {
             }
             await runStatement(text)
         }
+    }
+
+    /// Whether Ctrl-D may end the shell: with changes pending, only once the person agrees to drop them (or types
+    /// Ctrl-D again at the question).
+    func mayLeave() async -> Bool {
+        let count = shell.pending.count
+        guard shell.pending.isOpen, count > 0 else { return true }
+        let changes = "\(count) pending change\(count == 1 ? "" : "s")"
+        let leave: Bool
+        switch await reader.readLine(prompt: "Leave and drop \(changes)? [y/N] ", addToHistory: false) {
+        case .line(let answer): leave = ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
+        case .endOfInput: leave = true
+        case .interrupted: leave = false
+        }
+        guard leave else {
+            shell.console.note("Still in the transaction: commit keeps the \(changes), rollback drops "
+                + "\(count == 1 ? "it" : "them").")
+            return false
+        }
+        shell.pending.close()
+        shell.console.note("Dropped \(changes) (not committed).")
+        return true
     }
 
     /// Runs one statement as a task that Ctrl-C cancels.

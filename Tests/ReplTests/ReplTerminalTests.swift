@@ -140,9 +140,9 @@ extension ShellSessions {
         let shell = try TerminalSession.shell(sandbox, [sandbox.storePath])
         defer { shell.terminate() }
 
-        // A dot-command.
+        // A dot-command (.he would be .headers or .help).
         try shell.expect(prompt, timeout: patience)
-        try shell.send(".he")
+        try shell.send(".hel")
         try shell.sendTab()
         try shell.expect(".help", timeout: patience)
         try shell.sendLine("")

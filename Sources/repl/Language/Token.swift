@@ -63,25 +63,6 @@ struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
     var isIncomplete = false
 
     var description: String { "\(location): \(message)" + (suggestion.map { " (did you mean \($0)?)" } ?? "") }
-
-    /// The message with the line of `source` it is about and a caret under the spot, as the shell prints it.
-    func rendered(source: String, origin: String? = nil) -> String {
-        let lines = source.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
-        var out = "error" + (origin.map { " in \($0)" } ?? "") + " at line \(location.line), column \(location.column): "
-            + message + "\n"
-        if location.line - 1 < lines.count {
-            var line = Array(lines[location.line - 1])
-            if line.last == "\r" { line.removeLast() }
-            out += "  " + String(String.UnicodeScalarView(line)) + "\n"
-            // Under each scalar before the spot: a tab for a tab, nothing for a combining mark, else its width.
-            let prefix = line.prefix(max(0, location.column - 1)).map { u -> String in
-                u == "\t" ? "\t" : (u.isMark ? "" : String(repeating: " ", count: Renderer.width(String(u))))
-            }.joined()
-            out += "  " + prefix + "^" + String(repeating: "~", count: max(0, min(length, 60) - 1)) + "\n"
-        }
-        if let suggestion { out += "  did you mean \(suggestion)?\n" }
-        return out
-    }
 }
 
 /// Splits text into tokens.

@@ -1,3 +1,4 @@
+import DocStore
 import Foundation
 
 /// Where the shell writes: results to the output (the terminal, or a file after `.output FILE`), messages to the
@@ -10,6 +11,8 @@ final class Console {
     let stderrIsTerminal: Bool
     private var outputFD: Int32?
     private(set) var outputPath: String?
+    /// Long results a page at a time (`.pager on|off`), and the rest of the last one, for `it`.
+    var pager = Pager()
 
     init(interactive: Bool) {
         self.interactive = interactive
@@ -26,6 +29,23 @@ final class Console {
             error("error: cannot write to \(path): \(failure); results go to the terminal again")
             Console.write(1, text)
         }
+    }
+
+    /// The terminal results are shown on, with its size; nil when they go to a file (`.output`) or a pipe.
+    ///
+    /// The size is the terminal's (`TIOCGWINSZ` on stdout), else `$COLUMNS` and `$LINES`, else 80 by 24.
+    var resultScreen: (columns: Int, rows: Int)? {
+        guard outputFD == nil, isatty(1) == 1 else { return nil }
+        var size = winsize()
+        var columns = 0, rows = 0
+        if ioctl(1, UInt(TIOCGWINSZ), &size) == 0 {
+            columns = Int(size.ws_col)
+            rows = Int(size.ws_row)
+        }
+        let environment = ProcessInfo.processInfo.environment
+        if columns <= 0 { columns = environment["COLUMNS"].flatMap { Int($0) } ?? 80 }
+        if rows <= 0 { rows = environment["LINES"].flatMap { Int($0) } ?? 24 }
+        return (max(columns, 10), max(rows, 5))
     }
 
     /// Messages about what happened ("Deleted 3 documents.").
@@ -60,6 +80,14 @@ final class Console {
         }
         return nil
     }
+}
+
+/// Long results shown a page at a time at a terminal: the first page, then `it` for each next one.
+struct Pager {
+    /// Whether long results stop after a page (`.pager on|off`); only ever at a terminal.
+    var isOn = true
+    /// The documents of the last result not shown yet, with how many came before them and how many there are.
+    var rest: (documents: ArraySlice<DocumentValue>, shown: Int, total: Int)?
 }
 
 /// A shell error: a message for the person at the terminal.

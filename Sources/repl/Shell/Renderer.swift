@@ -1,35 +1,128 @@
 import Foundation
 import DocStore
 
-/// How results are printed: `.mode table|json|line`.
+/// How results are printed: `.mode table|box|csv|json|line`.
 enum OutputMode: String, CaseIterable, Sendable {
-    case table, json, line
+    /// A table drawn with ASCII (`+----+`), as sqlite3's `.mode table`.
+    case table
+    /// A table drawn with Unicode box characters (`┌────┐`), as sqlite3's `.mode box`.
+    case box
+    /// Comma-separated values (RFC 4180): a line of field names (unless `.headers off`), then a line per document.
+    case csv
+    /// A JSON array of documents; one document alone as an object.
+    case json
+    /// `name = value`, one field per line, a blank line between documents.
+    case line
+
+    /// Whether the mode draws a table (and `.width` applies).
+    var isTable: Bool { self == .table || self == .box }
 }
 
-/// Prints documents as a table, as JSON, or one field per line.
+/// Prints results as `.mode` chose, with the settings of `.headers` and `.width`.
+///
+/// A list of documents is printed through a ``Rendering``: laid out once (its columns and their widths), then a row at
+/// a time, so that a long result is written in pieces and never held as one text.
 struct Renderer {
     var mode: OutputMode
-    /// The widest a table cell grows before it is cut with an ellipsis.
-    var maximumCellWidth = 40
+    /// Whether tables and CSV start with the field names (`.headers on|off`).
+    var headers = true
+    /// Column widths from `.width`, in column order: 0 (or no entry) sizes a column to its cells, a negative width
+    /// right-aligns.
+    var widths: [Int] = []
 
-    func render(_ documents: [DocumentValue]) -> String {
+    /// How `documents` will print; at a terminal `columns` wide, a table is cut to fit.
+    func rendering<Documents: Collection<DocumentValue>>(of documents: Documents, fitting columns: Int? = nil) throws
+        -> Rendering {
+        try Rendering(documents, renderer: self, fitting: columns)
+    }
+
+    /// All of `documents` as one text, for small results (`.watch`); with the count under a table.
+    func render(_ documents: [DocumentValue], fitting columns: Int? = nil) throws -> String {
+        if documents.isEmpty { return emptyText }
+        let rendering = try rendering(of: documents, fitting: columns)
+        var out = rendering.head
+        for (i, document) in documents.enumerated() { out += rendering.row(document, at: i) }
+        out += rendering.foot
+        if mode.isTable { out += Renderer.summary(count: documents.count, hiddenColumns: rendering.hiddenColumns) }
+        return out
+    }
+
+    /// One document (`first`, `last`, `any`, `findOrCreate`): as JSON an object, in the other modes as a list of one.
+    func render(_ document: DocumentValue?, fitting columns: Int? = nil) -> String {
+        guard let document else {
+            switch mode {
+            case .json: return "null\n"
+            case .csv: return ""
+            case .table, .box, .line: return "(no document)\n"
+            }
+        }
+        if mode == .json { return document.json(pretty: true) + "\n" }
+        // A list of one is laid out at once, never stopped by Ctrl-C.
+        return (try? render([document], fitting: columns)) ?? ""
+    }
+
+    /// A count: the number alone, named in line mode (`count = 3`) and under a header in CSV.
+    func render(count: Int) -> String {
         switch mode {
-        case .json:
-            if documents.isEmpty { return "[]\n" }
-            return "[\n" + documents.map { "  " + $0.json() }.joined(separator: ",\n") + "\n]\n"
-        case .line:
-            return documents.map(Renderer.lines).joined(separator: "\n")
-        case .table:
-            return table(documents)
+        case .table, .box, .json: return "\(count)\n"
+        case .line: return "count = \(count)\n"
+        case .csv: return (headers ? "count\r\n" : "") + "\(count)\r\n"
         }
     }
 
-    /// One document: in table mode a one-row table, else as the mode prints documents.
-    func render(_ document: DocumentValue?) -> String {
-        guard let document else { return "(no document)\n" }
-        if mode == .json { return document.json(pretty: true) + "\n" }
-        return render([document])
+    /// What an empty list of documents prints.
+    var emptyText: String {
+        switch mode {
+        case .json: return "[]\n"
+        case .csv: return ""
+        case .table, .box, .line: return "(no documents)\n"
+        }
     }
+
+    /// The line under a table: how many documents, and how many columns did not fit.
+    static func summary(count: Int, hiddenColumns: Int = 0) -> String {
+        "\(count) document\(count == 1 ? "" : "s")" + hidden(hiddenColumns) + "\n"
+    }
+
+    /// "(2 more columns did not fit; .mode line shows every field)", or nothing.
+    static func hidden(_ columns: Int) -> String {
+        columns == 0 ? "" : " (\(columns) more column\(columns == 1 ? "" : "s") did not fit; "
+            + ".mode line shows every field)"
+    }
+
+    // MARK: Lines, for a page at a time
+
+    /// Lines printed before the first document.
+    var headLines: Int {
+        switch mode {
+        case .table, .box: return headers ? 3 : 1
+        case .csv: return headers ? 1 : 0
+        case .json: return 1
+        case .line: return 0
+        }
+    }
+
+    /// Lines printed after the last document (the line under a table not counted).
+    var footLines: Int {
+        switch mode {
+        case .table, .box, .json: return 1
+        case .csv, .line: return 0
+        }
+    }
+
+    /// Lines the document at `index` of a list takes.
+    func lines(of document: DocumentValue, at index: Int) -> Int {
+        switch mode {
+        case .table, .box, .json: return 1
+        case .line: return max(1, Renderer.flatten(document).count) + (index > 0 ? 1 : 0)
+        case .csv:
+            return 1 + Renderer.flatten(document).reduce(0) { n, field in
+                n + CSV.cell(field.1).reduce(0) { $1 == "\n" || $1 == "\r\n" ? $0 + 1 : $0 }
+            }
+        }
+    }
+
+    // MARK: Values
 
     /// `name = value`, one field per line, nested fields by their dotted path.
     static func lines(_ document: DocumentValue) -> String {
@@ -61,56 +154,36 @@ struct Renderer {
         }
     }
 
-    private func table(_ documents: [DocumentValue]) -> String {
-        if documents.isEmpty { return "(no documents)\n" }
-        var columns: [String] = []
-        var seen: Set<String> = []
-        let rows = documents.map { document -> [String: String] in
-            var row: [String: String] = [:]
-            for (name, value) in Renderer.flatten(document) {
-                if seen.insert(name).inserted { columns.append(name) }
-                row[name] = Renderer.clip(Renderer.cell(value).replacingNewlines, maximumCellWidth)
-            }
-            return row
-        }
-        var widths = columns.map { Renderer.width($0) }
-        for row in rows {
-            for (i, c) in columns.enumerated() { widths[i] = max(widths[i], Renderer.width(row[c] ?? "")) }
-        }
-        func rule(_ left: String, _ middle: String, _ right: String) -> String {
-            left + widths.map { String(repeating: "─", count: $0 + 2) }.joined(separator: middle) + right + "\n"
-        }
-        func line(_ cells: [String]) -> String {
-            "│" + zip(cells, widths).map { " " + $0 + String(repeating: " ", count: $1 - Renderer.width($0)) + " " }
-                .joined(separator: "│") + "│\n"
-        }
-        var out = rule("┌", "┬", "┐") + line(columns) + rule("├", "┼", "┤")
-        for row in rows { out += line(columns.map { row[$0] ?? "" }) }
-        out += rule("└", "┴", "┘")
-        out += "\(documents.count) document\(documents.count == 1 ? "" : "s")\n"
-        return out
-    }
-
     /// Columns a string takes in a terminal (East Asian wide characters take two).
     static func width(_ s: String) -> Int {
-        s.unicodeScalars.reduce(0) { n, u in
-            let v = u.value
-            if u.properties.generalCategory == .nonspacingMark || v == 0x200D || (0xFE00...0xFE0F).contains(v) {
-                return n
-            }
-            let wide = (0x1100...0x115F).contains(v) || (0x2E80...0xA4CF).contains(v) || (0xAC00...0xD7A3).contains(v)
-                || (0xF900...0xFAFF).contains(v) || (0xFE30...0xFE4F).contains(v) || (0xFF00...0xFF60).contains(v)
-                || (0xFFE0...0xFFE6).contains(v) || (0x1F300...0x1FAFF).contains(v) || (0x20000...0x3FFFD).contains(v)
-            return n + (wide ? 2 : 1)
-        }
+        if s.utf8.allSatisfy({ $0 < 0x80 }) { return s.utf8.count }
+        return s.unicodeScalars.reduce(0) { $0 + width($1) }
     }
 
+    /// Columns one scalar takes: none for a combining mark or a joiner, two for a wide character.
+    static func width(_ u: Unicode.Scalar) -> Int {
+        let v = u.value
+        if v < 0x80 { return 1 }
+        if u.properties.generalCategory == .nonspacingMark || v == 0x200D || (0xFE00...0xFE0F).contains(v) {
+            return 0
+        }
+        let wide = (0x1100...0x115F).contains(v) || (0x2E80...0xA4CF).contains(v) || (0xAC00...0xD7A3).contains(v)
+            || (0xF900...0xFAFF).contains(v) || (0xFE30...0xFE4F).contains(v) || (0xFF00...0xFF60).contains(v)
+            || (0xFFE0...0xFFE6).contains(v) || (0x1F300...0x1FAFF).contains(v) || (0x20000...0x3FFFD).contains(v)
+        return wide ? 2 : 1
+    }
+
+    /// `s` cut to at most `limit` columns, ending in `…` when it was cut.
     static func clip(_ s: String, _ limit: Int) -> String {
         guard width(s) > limit else { return s }
+        guard limit > 0 else { return "" }
         var out = ""
+        var used = 0
         for c in s {
-            if width(out + String(c)) > limit - 1 { break }
+            let w = c.unicodeScalars.reduce(0) { $0 + width($1) }
+            if used + w > limit - 1 { break }
             out.append(c)
+            used += w
         }
         return out + "…"
     }
@@ -119,6 +192,7 @@ struct Renderer {
 extension String {
     /// The text on one line: newlines and tabs shown as escapes.
     var replacingNewlines: String {
+        guard contains(where: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" || $0 == "\t" }) else { return self }
         var out = ""
         for c in self {
             switch c {

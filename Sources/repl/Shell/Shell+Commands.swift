@@ -4,7 +4,8 @@ import Foundation
 extension Shell {
     /// The dot-commands, with their arguments and what they do: `.help` prints this.
     nonisolated static let commands: [(name: String, usage: String, summary: String)] = [
-        ("help", ".help [TOPIC]", "this list; .help query for the query language, .help NAME for a command"),
+        ("help", ".help [TOPIC]", "this list; .help query for the query language, .help STEP for a step (.help "
+            + "sortBy), .help NAME for a command"),
         ("open", ".open PATH", "open (or create) the store at PATH"),
         ("collections", ".collections", "the collections, with their documents and indexes"),
         ("indexes", ".indexes [COLLECTION]", "the indexes, of one collection or all"),
@@ -13,7 +14,13 @@ extension Shell {
          "index fields (compound when several; multi: one entry per array element)"),
         ("dropIndex", ".dropIndex NAME COLLECTION", "delete an index (asks first)"),
         ("drop", ".drop COLLECTION", "delete a collection with its documents and indexes (asks first)"),
-        ("mode", ".mode table|json|line", "how results are printed"),
+        ("mode", ".mode [table|box|csv|json|line]", "how results are printed: a table drawn in ASCII or with "
+            + "box characters, CSV (RFC 4180), JSON, or one field per line; alone, the mode now"),
+        ("headers", ".headers on|off", "the field names above tables and CSV (on at first)"),
+        ("width", ".width [N ...]", "table column widths, in order: 0 sizes a column to its cells, a negative width "
+            + "right-aligns; alone, every column sized to its cells again"),
+        ("pager", ".pager on|off", "at a terminal, a result longer than the screen a page at a time, it showing the "
+            + "next (on at first)"),
         ("timer", ".timer on|off", "print the time, entries scanned and documents returned after each query"),
         ("explain", ".explain on|off", "print the plan before each query"),
         ("import", ".import FILE COLLECTION [--null MARKER] [--dates FIELD,...]",
@@ -55,7 +62,7 @@ extension Shell {
             return args[0] == "on"
         }
         switch name {
-        case "help": help(args.first)
+        case "help": try help(args.first)
         case "open":
             try need(1, ".open PATH")
             try await open(path: args[0])
@@ -73,10 +80,24 @@ extension Shell {
             try need(1, ".drop COLLECTION")
             try await dropCollection(args[0])
         case "mode":
+            if args.isEmpty {
+                console.result("current output mode: \(renderer.mode.rawValue)\n")
+                return
+            }
+            let modes = OutputMode.allCases.map(\.rawValue).joined(separator: "|")
             guard args.count == 1, let mode = OutputMode(rawValue: args[0]) else {
-                throw ShellError("usage: .mode table|json|line (now \(renderer.mode.rawValue))")
+                throw ShellError("usage: .mode [\(modes)] (now \(renderer.mode.rawValue))")
             }
             renderer.mode = mode
+        case "headers": renderer.headers = try onOff(".headers on|off")
+        case "width":
+            let widths = args.map { Int($0) }
+            guard widths.allSatisfy({ $0.map { abs($0) <= 10_000 } == true }) else {
+                throw ShellError("usage: .width [N ...], each N a number of columns (0 automatic, negative "
+                    + "right-aligned)")
+            }
+            renderer.widths = widths.compactMap { $0 }
+        case "pager": console.pager.isOn = try onOff(".pager on|off")
         case "timer": timer = try onOff(".timer on|off")
         case "explain": explainEach = try onOff(".explain on|off")
         case "import":
@@ -145,26 +166,6 @@ extension Shell {
 
     private func refuseInTransaction(_ why: String) throws {
         if pending.isOpen { throw ShellError("\(why), not at commit: commit or rollback the open transaction first") }
-    }
-
-    private func help(_ topic: String?) {
-        if let topic = topic.map({ $0.hasPrefix(".") ? String($0.dropFirst()) : $0 }) {
-            if topic == "query" || topic == "queries" { console.result(Shell.queryHelp + "\n"); return }
-            if let c = Shell.commands.first(where: { $0.name == topic }) {
-                console.result("\(c.usage)\n    \(c.summary)\n")
-                return
-            }
-            console.error("no help on '\(topic)'; .help lists the topics")
-            return
-        }
-        var out = "Commands:\n"
-        let width = Shell.commands.map(\.usage.count).max() ?? 0
-        for c in Shell.commands {
-            out += "  " + c.usage + String(repeating: " ", count: max(1, width - c.usage.count + 2)) + c.summary + "\n"
-        }
-        out += "  begin / commit / rollback" + String(repeating: " ", count: max(1, width - 24)) + "a transaction\n"
-        out += "\n" + Shell.queryHelp + "\n"
-        console.result(out)
     }
 
     private func listCollections() async throws {
@@ -348,11 +349,11 @@ extension Shell {
             for try await n in resolved.query.observeCount(in: store) { console.result(header() + "\(n)\n") }
         case nil, .results?:
             for try await documents in resolved.query.observe(in: store) {
-                console.result(header() + renderer.render(documents))
+                console.result(header() + (try renderer.render(documents, fitting: console.resultScreen?.columns)))
             }
         case .first?:
             for try await documents in resolved.query[0..<1].observe(in: store) {
-                console.result(header() + renderer.render(documents.first))
+                console.result(header() + renderer.render(documents.first, fitting: console.resultScreen?.columns))
             }
         default:
             throw ShellError(".watch follows results, count() or first; it cannot run \(expression.text)")

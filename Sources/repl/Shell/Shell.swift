@@ -11,6 +11,8 @@ final class Shell {
     private(set) var store: DocStore?
     var renderer = Renderer(mode: .table)
     var timer = false
+    /// Time spent waiting for answers to confirmations, which `.timer` leaves out.
+    var answering = Duration.zero
     var explainEach = false
     var pending = PendingChanges()
     /// Asks the person at the terminal to confirm destructive changes; the line reader presents the questions.
@@ -121,6 +123,8 @@ final class Shell {
                 + "(stdin is not a terminal, or --batch or statements as arguments were given); "
                 + "run with --yes to confirm destructive commands")
         }
+        let clock = ContinuousClock(), asked = clock.now
+        defer { answering += clock.now - asked }
         do {
             return try await confirmations.query(with: question)
         } catch {
@@ -155,6 +159,8 @@ final class Shell {
             report(error.parseError, in: text, origin: origin, firstLine: firstLine)
         } catch is CancellationError {
             console.error("cancelled; nothing was changed")
+        } catch is OutputInterrupted {
+            // The output says where it stopped.
         } catch {
             console.error("error: \(error)")
         }
@@ -221,6 +227,8 @@ final class Shell {
             console.note("Rolled back \(count) pending change\(count == 1 ? "" : "s").")
         case .command(let name, let arguments, let location):
             try await command(name, arguments, location: location, text: text)
+        case .query(let expression) where expression.base == "it" && expression.steps.isEmpty:
+            try showMore()
         case .query(let expression):
             try await query(expression, text: text)
         }
@@ -314,23 +322,23 @@ final class Shell {
             if let plan = try await reading({ try q.explain(in: $0) }) { console.result(plan.lines.dropLast().joined(separator: "\n") + "\n") }
         }
         let clock = ContinuousClock()
-        let started = clock.now
+        let started = clock.now, answeredBefore = answering
         var statistics: QueryStatistics?
         switch resolved.terminal {
         case nil, .results?:
             let (documents, stats) = try await reading { try q.execute(in: $0) }
             statistics = stats
-            console.result(renderer.render(documents))
+            try show(documents)
         case .first?:
-            console.result(renderer.render(try await reading { try q.first(in: $0) }))
+            show(try await reading { try q.first(in: $0) })
         case .last?:
-            console.result(renderer.render(try await reading { try q.last(in: $0) }))
+            show(try await reading { try q.last(in: $0) })
         case .any?:
-            console.result(renderer.render(try await reading { try q.any(in: $0) }))
+            show(try await reading { try q.any(in: $0) })
         case .count?:
             let (n, stats) = try await reading { try q.countWithStatistics(in: $0) }
             statistics = stats
-            console.result("\(n)\n")
+            show(count: n)
         case .explain?:
             if let plan = try await reading({ try q.explain(in: $0) }) {
                 console.result(plan.description + "\n")
@@ -349,12 +357,13 @@ final class Shell {
             break
         }
         if timer {
-            let elapsed = clock.now - started
-            var line = "Run Time: \(Shell.format(elapsed))"
+            let waited = answering - answeredBefore
+            var line = "Run Time: \(Shell.format(clock.now - started - waited))"
             if let s = statistics {
                 line += ", \(s.entriesScanned) entries scanned, \(s.documentsRead) documents read"
                 if resolved.terminal != .count { line += ", \(s.returned) returned" }
             }
+            if waited > .zero { line += " (not counting \(Shell.format(waited)) waiting for an answer)" }
             console.note(line)
         }
     }

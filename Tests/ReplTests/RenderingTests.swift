@@ -1,0 +1,57 @@
+// Tables laid out without a process: fitted to a width, their cells cut by the columns they take.
+
+import DocStore
+import Foundation
+import Testing
+@testable import repl
+
+@Suite struct RenderingTests {
+    // MARK: Fitting a table
+
+    /// The width a table of these column widths takes: "| " + cell + " " per column, a closing bar, and " … |" when
+    /// columns were left out.
+    private func tableWidth(_ widths: [Int], leftOut: Bool) -> Int {
+        widths.reduce(0, +) + 3 * widths.count + 1 + (leftOut ? 4 : 0)
+    }
+
+    @Test func columnsThatFitKeepTheirWidths() {
+        #expect(Rendering.fit([2, 10, 30], fixed: [false, false, false], into: 120) == [2, 10, 30])
+    }
+
+    @Test func theWidestColumnsAreNarrowedFirst() {
+        let widths = Rendering.fit([2, 10, 300, 200], fixed: [false, false, false, false], into: 120)
+        #expect(widths.count == 4)
+        #expect(widths[0] == 2 && widths[1] == 10, "\(widths)")
+        #expect(tableWidth(widths, leftOut: false) == 120, "\(widths)")
+        #expect(abs(widths[2] - widths[3]) <= 1, "the two wide columns should share what is left: \(widths)")
+    }
+
+    @Test func fixedWidthsAreKeptAndColumnsThatCannotFitAreLeftOut() {
+        let natural = Array(repeating: 40, count: 30)
+        var fixed = Array(repeating: false, count: 30)
+        fixed[0] = true
+        let widths = Rendering.fit(natural, fixed: fixed, into: 100)
+        #expect(widths.first == 40, "\(widths)")
+        #expect(widths.count < 30, "\(widths)")
+        #expect(widths.dropFirst().allSatisfy { $0 >= 4 }, "\(widths)")
+        #expect(tableWidth(widths, leftOut: true) <= 100, "\(widths)")
+    }
+
+    @Test func aTableCutToFitMarksItsCutCellsAndLeftOutColumns() throws {
+        let long = String(repeating: "x", count: 100)
+        let document = DocumentValue.object((1...12).map { .init("field\($0)", .string(long)) })
+        let text = try Renderer(mode: .box).render([document], fitting: 80)
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.dropLast().allSatisfy { $0.count <= 80 }, "\(text)")
+        #expect(lines.dropLast().allSatisfy { $0.hasSuffix("│") || $0.hasSuffix("┐") || $0.hasSuffix("┤")
+            || $0.hasSuffix("┘") }, "\(text)")
+        #expect(lines[1].hasSuffix(" … │") && lines[3].contains("x… │"), "\(text)")
+        #expect(lines.last?.hasPrefix("1 document (") == true && lines.last?.contains("did not fit") == true, "\(text)")
+    }
+
+    @Test func wideCharactersAreCutByTheColumnsTheyTake() {
+        #expect(Renderer.clip("日本語のテキスト", 7) == "日本語…")
+        #expect(Renderer.width(Renderer.clip("日本語のテキスト", 7)) <= 7)
+        #expect(Renderer.clip("short", 7) == "short")
+    }
+}

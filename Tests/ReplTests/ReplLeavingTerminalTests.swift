@@ -1,0 +1,62 @@
+// Leaving the shell at a terminal with Ctrl-D: changes pending in a transaction are dropped only once agreed to.
+
+import Foundation
+import Testing
+
+extension ShellSessions {
+@Suite struct ReplLeavingTerminalTests {
+    @Test func controlDWithPendingChangesAsksBeforeDroppingThem() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let shell = try TerminalSession.docstore(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.enter("begin", expecting: "Transaction started")
+        try shell.enter(#"people.insert({"id": 10, "name": "Pending"})"#, at: "docstore (tx)> ",
+                        expecting: "Pending: insert 1 document")
+        try shell.expect("docstore (tx, 1 pending)> ", timeout: TerminalSession.shellPatience)
+        try shell.sendControlD()
+        try shell.expect("Leave and drop 1 pending change? [y/N] ", timeout: TerminalSession.shellPatience)
+        try shell.sendLine("n")
+        try shell.expect("Still in the transaction", timeout: TerminalSession.shellPatience)
+        try shell.enter("people.count()", at: "docstore (tx, 1 pending)> ", expecting: "\n4\n")
+
+        try shell.expect("docstore (tx, 1 pending)> ", timeout: TerminalSession.shellPatience)
+        try shell.sendControlD()
+        try shell.expect("Leave and drop 1 pending change? [y/N] ", timeout: TerminalSession.shellPatience)
+        try shell.sendLine("y")
+        try shell.expect("Dropped 1 pending change (not committed).", timeout: TerminalSession.shellPatience)
+        #expect(try shell.waitForExit(timeout: TerminalSession.shellPatience) == 0)
+        #expect(try sandbox.count("people.count()") == 3)
+    }
+
+    @Test func controlDAgainAtTheQuestionLeaves() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let shell = try TerminalSession.docstore(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.enter("begin", expecting: "Transaction started")
+        try shell.enter("people.include(age < 18).delete()", at: "docstore (tx)> ",
+                        expecting: "Delete 2 documents from people? [y/N] ")
+        try shell.sendLine("y")
+        try shell.expect("docstore (tx, 1 pending)> ", timeout: TerminalSession.shellPatience)
+        try shell.sendControlD()
+        try shell.expect("Leave and drop 1 pending change? [y/N] ", timeout: TerminalSession.shellPatience)
+        try shell.sendControlD()
+        try shell.expect("Dropped 1 pending change (not committed).", timeout: TerminalSession.shellPatience)
+        #expect(try shell.waitForExit(timeout: TerminalSession.shellPatience) == 0)
+        #expect(try sandbox.count("people.count()") == 3)
+    }
+
+    @Test func controlDWithoutPendingChangesLeavesAtOnce() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let shell = try TerminalSession.docstore(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.enter("begin", expecting: "Transaction started")
+        try shell.expect("docstore (tx)> ", timeout: TerminalSession.shellPatience)
+        try shell.sendControlD()
+        #expect(try shell.waitForExit(timeout: TerminalSession.shellPatience) == 0)
+        #expect(!shell.transcript.contains("Leave and drop"))
+    }
+}
+}
