@@ -101,7 +101,9 @@ final class Environment {
     /// Runs `body` in a read-only transaction, which sees the last committed state.
     ///
     /// The transaction handle is kept between reads and renewed (`mdb_txn_reset`, `mdb_txn_renew`), so a read
-    /// costs no allocation.
+    /// costs no allocation. A read that opened a database ends with `mdb_txn_commit` instead, whether `body`
+    /// returned or threw: LMDB keeps a database handle opened in a read transaction only when that transaction
+    /// commits (a reset or an abort closes it). ``Transaction/keptDatabases`` then says the handles are kept.
     func read<R>(_ body: (Transaction) throws -> R) throws -> R {
         let env = try environment()
         var handle: OpaquePointer?
@@ -127,8 +129,13 @@ final class Environment {
         let txn = Transaction(raw: handle, isReadOnly: true)
         defer {
             txn.invalidate()
-            mdb_txn_reset(handle)
-            if cachedReader == nil { cachedReader = handle } else { mdb_txn_abort(handle) }
+            if txn.opensDatabases {
+                // Frees the handle, as an abort would; a read-only commit has nothing to fail on.
+                txn.keptDatabases = mdb_txn_commit(handle) == MDB_SUCCESS
+            } else {
+                mdb_txn_reset(handle)
+                if cachedReader == nil { cachedReader = handle } else { mdb_txn_abort(handle) }
+            }
         }
         return try body(txn)
     }
@@ -160,6 +167,7 @@ final class Environment {
                 let rc = mdb_txn_commit(handle)
                 if rc == MDB_MAP_FULL { try grow(); continue }
                 try lmdbCheck(rc)
+                txn.keptDatabases = true
                 return result
             } catch {
                 if txn.isValid { txn.invalidate(); mdb_txn_abort(handle) }

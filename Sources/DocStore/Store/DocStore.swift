@@ -67,20 +67,32 @@ public actor DocStore {
     /// Runs `body` in a read transaction.
     func withRead<R>(_ body: (ReadContext) throws -> R) throws -> R {
         try checkOpen()
-        return try mapErrors {
-            var attempts = 0
-            while true {
-                attempts += 1
-                do {
-                    return try core.env.read { txn in
-                        let context = ReadContext(scope: try TransactionScope(core: core, txn: txn))
-                        defer { context.invalidate() }
-                        return try body(context)
-                    }
-                } catch let needs as TransactionScope.NeedsSync where attempts < 5 {
-                    // The collection is new to this store instance, or the catalog moved: open it, then read again.
-                    try withWriteUnmapped { try needs.sync($0.scope) }
+        return try mapErrors { try inReadTransaction({ ReadContext(scope: $0) }, body) }
+    }
+
+    /// Runs `body` in a read transaction, again after a write when a Swift type needs its collection or an index
+    /// it declares made first. The collections the transaction opened stay open after it, whether `body` returned
+    /// or threw.
+    private func inReadTransaction<C: ReadContext, R>(_ makeContext: (TransactionScope) -> C,
+                                                      _ body: (C) throws -> R) throws -> R {
+        var syncs: [String: Int] = [:]
+        while true {
+            let attempt = Attempt()
+            do {
+                defer { attempt.scope?.readEnded() }
+                return try core.env.read { [core] txn in
+                    let scope = try TransactionScope(core: core, txn: txn)
+                    attempt.scope = scope
+                    let context = makeContext(scope)
+                    defer { context.invalidate() }
+                    return try body(context)
                 }
+            } catch let needs as TransactionScope.NeedsSync {
+                // Each sync makes the catalog serve the type; needing it again means another process changed the
+                // collection in between.
+                syncs[needs.collection, default: 0] += 1
+                guard syncs[needs.collection, default: 0] <= 3 else { throw needs }
+                try withWriteUnmapped { try needs.sync($0.scope) }
             }
         }
     }
@@ -112,7 +124,7 @@ public actor DocStore {
         }
     }
 
-    /// The scope of the latest run of a write closure, which the map's growth may run more than once.
+    /// The scope of the latest run of a transaction's closure, which the map's growth may run more than once.
     private final class Attempt { var scope: TransactionScope? }
 
     private func checkOpen() throws {

@@ -10,11 +10,12 @@ final class StoreCore {
 
     let env: Environment
     let path: String
-    /// Open collections, valid while ``generation`` matches the catalog's.
+    /// Open collections. Each serves while the collection's catalog entry is the one it was opened with; see
+    /// ``CollectionHandle/checkedGeneration``.
     var handles: [String: CollectionHandle] = [:]
-    /// Swift types whose schema has been checked against the catalog at ``generation``, with their collection.
-    var synced: [ObjectIdentifier: String] = [:]
-    var generation: UInt64 = 0
+    /// Swift types whose schema has been checked against their collection's catalog entry, with the handle they
+    /// were checked with: the check holds while that handle is the collection's.
+    var synced: [ObjectIdentifier: CollectionHandle] = [:]
     var schemas: [ObjectIdentifier: ResolvedSchema] = [:]
     /// Per Swift type, its `KeyPathResolver`.
     var resolvers: [ObjectIdentifier: AnyObject] = [:]
@@ -98,7 +99,6 @@ final class StoreCore {
             try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])
             try txn.put(meta, Array("generation".utf8), StoreCore.bytes(UInt64(0)))
         }
-        generation = try readGeneration(in: txn)
     }
 
     static func bytes(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
@@ -182,8 +182,8 @@ final class StoreCore {
 
     /// Brings the catalog in line with a Swift type's schema, inside a write transaction: creates the collection,
     /// builds indexes that are declared but missing, rebuilds those whose definition changed, and keeps (and
-    /// reports) those no longer declared. Returns the open collection, and whether the catalog changed.
-    func sync(_ schema: ResolvedSchema, in txn: Transaction) throws -> (handle: CollectionHandle, changed: Bool) {
+    /// reports) those no longer declared. Returns the open collection.
+    func sync(_ schema: ResolvedSchema, in txn: Transaction) throws -> CollectionHandle {
         try StoreCore.validateName(schema.collection, what: "collection")
         for index in schema.indexes { try StoreCore.validateName(index.name, what: "index") }
         let existing = try readInfo(schema.collection, in: txn)
@@ -228,7 +228,7 @@ final class StoreCore {
         for index in handle.indexes where toBuild.contains(index.definition) {
             try handle.build(index, in: txn)
         }
-        return (handle, changed)
+        return handle
     }
 
     /// Removes an index from the catalog and deletes its entries.
@@ -248,6 +248,23 @@ final class StoreCore {
     /// Indexes of `info` that `schema` does not declare.
     static func undeclared(in info: CollectionInfo, by schema: ResolvedSchema) -> [IndexDefinition] {
         info.indexes.filter { stored in !schema.indexes.contains { $0.name == stored.name } }
+    }
+
+    /// What a write would have to change for the catalog entry `info` to serve `schema`'s type, or `nil` when it
+    /// serves it as it is: the collection exists, keyed at the type's id path, with every index the type declares
+    /// in the shape it declares. What ``sync(_:in:)`` would change, in words.
+    static func missing(in info: CollectionInfo?, for schema: ResolvedSchema) -> String? {
+        guard let info else { return "create collection '\(schema.collection)' for \(schema.typeName)" }
+        if info.idPath != schema.idPath {
+            return "key collection '\(schema.collection)' by '\(schema.idPath)' for \(schema.typeName)"
+        }
+        let lacking = schema.indexes.filter { declared in
+            !info.indexes.contains { $0.name == declared.name && $0.hasSameShape(as: declared) }
+        }
+        guard !lacking.isEmpty else { return nil }
+        return "build index\(lacking.count == 1 ? "" : "es") "
+            + lacking.map { "'\($0.name)'" }.joined(separator: ", ")
+            + " of '\(schema.collection)', which \(schema.typeName) declares"
     }
 
     /// Forgets every open collection; each is reopened, and each type's schema synced again, on next use.
