@@ -10,6 +10,8 @@ final class StoreCore {
 
     let env: Environment
     let path: String
+    /// Opened with ``DocStore/Options/readOnly``: every change is refused.
+    let isReadOnly: Bool
     /// Open collections. Each serves while the collection's catalog entry is the one it was opened with; see
     /// ``CollectionHandle/checkedGeneration``.
     var handles: [String: CollectionHandle] = [:]
@@ -27,9 +29,14 @@ final class StoreCore {
 
     init(path: String, options: DocStore.Options) throws {
         self.path = path
+        self.isReadOnly = options.readOnly
         self.env = try StoreCore.openEnvironment(path: path, options: options)
         do {
-            try env.write { txn in try self.prepareCatalog(in: txn) }
+            if options.readOnly {
+                try env.read { txn in try self.prepareCatalog(in: txn) }
+            } else {
+                try env.write { txn in try self.prepareCatalog(in: txn) }
+            }
         } catch {
             env.close()
             throw error
@@ -43,10 +50,21 @@ final class StoreCore {
         }
         let lockPath = path + "-lock"
         let lockExisted = FileManager.default.fileExists(atPath: lockPath)
+        if options.readOnly {
+            // LMDB would make a new environment of a missing or empty file, which it cannot write.
+            guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
+                throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: there is no such file "
+                    + "(a store opened read-only is never created)")
+            }
+            if size == 0 {
+                throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: the file is empty, so "
+                    + "there is no store in it to read (a store opened read-only is never created)")
+            }
+        }
         do {
             return try Environment(path: path, configuration: .init(
                 initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
-                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders))
+                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders, readOnly: options.readOnly))
         } catch let error as LMDBError {
             switch error.code {
             case LMDBError.invalid.code, LMDBError.versionMismatch.code, LMDBError.incompatible.code:
@@ -55,8 +73,16 @@ final class StoreCore {
                 throw DocStoreError(.notAStore, "\(path) is not a DocStore store: it is not an LMDB file "
                     + "(\(error.message))", underlying: error)
             default:
-                throw DocStoreError(.cannotOpen, "cannot open a store at \(path): \(error.message)", underlying: error)
+                let how = options.readOnly ? " read-only" : ""
+                let denied = !options.readOnly && [EACCES, EPERM, EROFS].contains(error.code)
+                throw DocStoreError(.cannotOpen, "cannot open a store at \(path)\(how): \(error.message)"
+                    + (denied ? "; to read it without changing it, open it read-only (DocStore.Options.readOnly)" : ""),
+                    underlying: error)
             }
+        } catch let error as Environment.LockFileUnavailableError {
+            throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: its lock file \(lockPath) "
+                + "cannot be opened for writing (\(error.lmdb.message)), and another process has the store open; "
+                + "reading it without the lock file is safe only while no process writes it", underlying: error.lmdb)
         } catch is Environment.EnvironmentOpenError {
             throw DocStoreError(.alreadyOpen, "\(path) is already open in this process; share that DocStore "
                 + "instead of opening it twice (LMDB allows one environment per file and process)")
@@ -75,6 +101,10 @@ final class StoreCore {
                     + "reads format \(StoreCore.formatVersion) and older: open it with a newer DocStore")
             }
         } else {
+            if isReadOnly {
+                throw DocStoreError(.readOnly, "cannot make \(path) a DocStore store: it has no DocStore catalog yet, "
+                    + "and the store was opened read-only")
+            }
             guard let main = try txn.openDatabase(nil, create: false) else {
                 throw DocStoreError(.notAStore, "\(path) has no main database")
             }
@@ -265,6 +295,17 @@ final class StoreCore {
         return "build index\(lacking.count == 1 ? "" : "es") "
             + lacking.map { "'\($0.name)'" }.joined(separator: ", ")
             + " of '\(schema.collection)', which \(schema.typeName) declares"
+    }
+
+    /// The error for a change refused because the store was opened read-only; `what` says what was refused.
+    static func readOnlyRefusal(_ what: String, path: String, collection: String? = nil,
+                                index: String? = nil) -> DocStoreError {
+        DocStoreError(.readOnly, "cannot \(what): the store at \(path) was opened read-only",
+                      collection: collection, index: index)
+    }
+
+    func readOnlyRefusal(_ what: String, collection: String? = nil, index: String? = nil) -> DocStoreError {
+        StoreCore.readOnlyRefusal(what, path: path, collection: collection, index: index)
     }
 
     /// Forgets every open collection; each is reopened, and each type's schema synced again, on next use.

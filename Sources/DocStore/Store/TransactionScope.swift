@@ -42,13 +42,18 @@ final class TransactionScope {
         let open = try current(schema.collection)
         if let open, (synced[typeID] ?? core.synced[typeID]) === open { return open }
         let stored = try open.map(\.info) ?? core.readInfo(schema.collection, in: txn)
-        if let stored, StoreCore.missing(in: stored, for: schema) == nil {
+        let needed = StoreCore.missing(in: stored, for: schema)
+        if let stored, needed == nil {
             // The catalog has all the type declares: no write is needed, whatever the transaction.
             let handle = try open ?? opened(stored)
             record(type, schema, handle)
             return handle
         }
         guard !txn.isReadOnly else {
+            if core.isReadOnly {
+                throw core.readOnlyRefusal(needed ?? "sync collection '\(schema.collection)'",
+                                           collection: schema.collection)
+            }
             throw NeedsSync(collection: schema.collection) { _ = try $0.handle(for: type) }
         }
         // Set first: a sync that fails midway may already have dropped (and so closed) a database handle.
@@ -73,6 +78,7 @@ final class TransactionScope {
         if let stored = try core.readInfo(name, in: txn) { return try opened(stored) }
         guard create else { return nil }
         guard !txn.isReadOnly else {
+            if core.isReadOnly { throw core.readOnlyRefusal("create collection '\(name)'", collection: name) }
             throw NeedsSync(collection: name) { _ = try $0.handle(named: name, create: true) }
         }
         touchedCatalog = true   // a handle opened here is closed by LMDB if the transaction aborts
