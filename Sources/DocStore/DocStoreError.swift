@@ -16,7 +16,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         enum Kind: String, Sendable {
             case uniqueViolation, duplicateID, storeFull, notAStore, formatTooNew, cannotOpen, alreadyOpen
             case decodingFailed, encodingFailed, corruptDocument, invalidSchema, valueTooLarge
-            case transactionExpired, closed, storage, alreadyExists
+            case transactionExpired, closed, storage, alreadyExists, readOnly
         }
         let kind: Kind
         public var description: String { kind.rawValue }
@@ -53,6 +53,9 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         public static let closed = Code(kind: .closed)
         /// LMDB reported an error; ``DocStoreError/underlying`` is the ``LMDBError``.
         public static let storage = Code(kind: .storage)
+        /// The store was opened with ``DocStore/Options/readOnly`` and the call would change it; the message says
+        /// what was refused. Nothing was written.
+        public static let readOnly = Code(kind: .readOnly)
     }
 
     public let code: Code
@@ -90,6 +93,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
     public static let transactionExpired = Code.transactionExpired
     public static let closed = Code.closed
     public static let storage = Code.storage
+    public static let readOnly = Code.readOnly
 }
 
 extension DocStoreError.Code {

@@ -16,6 +16,7 @@ enum DocStoreShell {
           --batch         read statements without a terminal's features, even at a terminal
           --bail          stop at the first error
           --yes           answer yes to confirmations (needed for deletes without a terminal)
+          --readonly      open the store read-only: queries work, every change is refused
           --help          this text
         """
 
@@ -23,7 +24,7 @@ enum DocStoreShell {
         var path: String?
         var statements: [String] = []
         var commands: [String] = []
-        var demo = false, batch = false, bail = false, yes = false
+        var demo = false, batch = false, bail = false, yes = false, readOnly = false
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
@@ -31,6 +32,7 @@ enum DocStoreShell {
             case "--batch", "-batch": batch = true
             case "--bail", "-bail": bail = true
             case "--yes", "-yes", "-y": yes = true
+            case "--readonly", "-readonly": readOnly = true
             case "--help", "-help", "-h":
                 Console.write(1, usage + "\n")
                 exit(0)
@@ -44,7 +46,7 @@ enum DocStoreShell {
         }
         let interactive = isatty(0) == 1 && !batch && statements.isEmpty
         let console = Console(interactive: interactive)
-        let shell = Shell(console: console, assumeYes: yes)
+        let shell = Shell(console: console, assumeYes: yes, readOnly: readOnly)
         shell.bail = bail
         if demo {
             do {

@@ -79,6 +79,7 @@ public func monotonicNanoseconds() -> UInt64 {
 /// - `DocStoreCrashWriter insert-people-on-cue PATH N` — the same inserts, each when a line arrives on standard
 ///   input; after the last one it waits for one more line (or the end of input), then exits with status 0. So the
 ///   process is still running after every one of its commits until it is told to stop.
+/// - `DocStoreCrashWriter catalog-on-cue PATH` — catalog changes read from standard input; see ``CatalogSteps``.
 @main
 struct CrashWriter {
     static func main() async {
@@ -91,6 +92,9 @@ struct CrashWriter {
         }
         if arguments.count >= 4, arguments[1] == "insert-people-on-cue" {
             await insertPeopleOnCue(arguments: Array(arguments.dropFirst(2)))
+        }
+        if arguments.count == 3, arguments[1] == "catalog-on-cue" {
+            await CatalogSteps.run(path: arguments[2])
         }
         guard arguments.count == 2 else {
             FileHandle.standardError.write(Data("usage: DocStoreCrashWriter PATH\n".utf8))

@@ -494,6 +494,50 @@ extension ShellSessions {
         #expect(try sandbox.read("notes/notes.txt") == text, "the file was changed")
     }
 
+    @Test func readonlyOpensTheStoreForQueriesAndRefusesEveryChangeBeforeAnythingElse() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople + [".createIndex by_age people age",
+                                                        ".save adults people.include(age >= 18)"])
+        let before = try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath))
+        let refusal = "the store at \(sandbox.storePath) was opened read-only"
+        let script = """
+            people.count()
+            people.include(age >= 18).count()
+            adults.count()
+            people.insert({"name": "Di", "age": 30})
+            people.include(age < 18).delete()
+            .drop people
+            .dropIndex by_age people
+            .createIndex by_city people city
+            .unsave adults
+            people.include(age > 100).count()
+
+            """
+        // Without --yes and without a terminal: a change that asks first would otherwise be refused for that.
+        let result = try sandbox.run(["--readonly", sandbox.storePath], input: script)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout == "3\n1\n1\n0\n", "\(result)")
+        #expect(result.stderr.containsInOrder([
+            "cannot insert into 'people': \(refusal)",
+            "cannot delete documents from 'people': \(refusal)",
+            "cannot drop collection 'people': \(refusal)",
+            "cannot drop index 'by_age' of 'people': \(refusal)",
+            "cannot create index 'by_city' on 'people': \(refusal)",
+            "cannot delete the saved filter 'adults': \(refusal)",
+        ]), "\(result)")
+        #expect(!result.stderr.contains("refusing to"), "a change got as far as asking: \(result)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath)) == before, "the store's file changed")
+        #expect(try sandbox.count("people.count()") == 3)
+
+        let missing = try sandbox.run(["--readonly", sandbox.path("missing.db"), "people.count()"])
+        #expect(missing.status == 1, "\(missing)")
+        #expect(missing.stderr.contains("read-only"), "\(missing)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("missing.db")), "a store was created")
+
+        let help = try sandbox.run(["--help"])
+        #expect(help.stdout.contains("--readonly"), "\(help)")
+    }
+
     @Test func objectLiteralOverSeveralLinesIsOneStatement() throws {
         let sandbox = try ShellSandbox()
         let result = try sandbox.run([sandbox.storePath], input: """

@@ -379,6 +379,29 @@ extension ShellSessions {
         #expect(try shell.leaveWithControlD() == 0)
     }
 
+    // MARK: Other processes
+
+    /// The reported case: a shell with a store open lists its collections; another process imports a new one; the
+    /// shell's next `.collections`, count and query answer on their first try.
+    @Test func collectionsAnotherProcessImportsAreListedAndReadOnTheFirstTry() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare((0..<6).map { #"ca\#($0).insert({"id": 1, "sl": 5.1})"# })
+        try sandbox.write(#"[{"sl": 5.1, "species": "setosa"}, {"sl": 7.0, "species": "virginica"}, "#
+                          + #"{"sl": 6.3, "species": "virginica"}]"#, to: "iris.json")
+        let shell = try TerminalSession.shell(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.type(".collections", expecting: "ca5: 1 document")
+        for round in 0..<3 {
+            try sandbox.prepare([".import iris.json new\(round)", ".createIndex by_species new\(round) species"])
+            try shell.expect(prompt, timeout: patience)
+            try shell.sendLine(".collections")
+            let listed = try shell.expect("new\(round): 3 documents, id at id, 1 index\n", timeout: patience)
+            #expect(!listed.contains("error"), "round \(round): \(listed)")
+            try shell.type(#"new\#(round).include(species == "virginica").count()"#, expecting: "\n2\n")
+        }
+        #expect(try shell.leaveWithControlD() == 0)
+    }
+
     // MARK: Watching
 
     @Test func watchRedrawsAfterAnotherProcessCommitsAndCtrlCStopsIt() throws {

@@ -12,12 +12,19 @@ import Synchronization
 /// The map grows by itself. Before a write the environment checks how full the map is and doubles it early;
 /// if a write still meets `MDB_MAP_FULL`, the transaction is aborted, the map enlarged, and the write run again,
 /// up to ``Configuration/maximumMapSize``.
+///
+/// Opened read-only (`MDB_RDONLY`), the data file is opened for reading only and no write transaction can begin.
+/// LMDB still registers readers in the lock file, which it opens for writing; on a read-only file system it goes
+/// without. Where the lock file cannot be opened for another reason (a folder or lock file this process may not
+/// write), the environment is opened without locking (`MDB_NOLOCK`), provided no process has it open then.
 final class Environment {
     struct Configuration {
         var initialMapSize: Int
         var maximumMapSize: Int
         var maxDatabases: UInt32
         var maxReaders: UInt32
+        /// Open with `MDB_RDONLY`: reads only.
+        var readOnly = false
     }
 
     let path: String
@@ -39,34 +46,74 @@ final class Environment {
         self.path = path
         self.configuration = configuration
 
-        var env: OpaquePointer?
-        try lmdbCheck(mdb_env_create(&env))
-        guard let env else { throw LMDBError(code: ENOMEM) }
-        var registered: FileID?
-        do {
-            try lmdbCheck(mdb_env_set_maxdbs(env, configuration.maxDatabases))
-            try lmdbCheck(mdb_env_set_maxreaders(env, configuration.maxReaders))
-            try lmdbCheck(mdb_env_set_mapsize(env, configuration.initialMapSize))
-            registered = try Environment.openFiles.withLock { open -> FileID in
-                if let existing = Environment.fileID(of: path), open.contains(existing) {
-                    throw EnvironmentOpenError.alreadyOpenInProcess
-                }
-                try lmdbCheck(mdb_env_open(env, path, LMDBFlags.noSubdirectory | LMDBFlags.noThreadLocalStorage, 0o644))
-                guard let id = Environment.fileID(of: path) else { throw LMDBError(code: ENOENT) }
-                open.insert(id)
-                return id
+        var flags = LMDBFlags.noSubdirectory | LMDBFlags.noThreadLocalStorage
+        if configuration.readOnly { flags |= LMDBFlags.readOnly }
+        let (env, registered) = try Environment.openFiles.withLock { open -> (OpaquePointer, FileID) in
+            if let existing = Environment.fileID(of: path), open.contains(existing) {
+                throw EnvironmentOpenError.alreadyOpenInProcess
             }
+            let env: OpaquePointer
+            do {
+                env = try Environment.open(path, flags: flags, configuration)
+            } catch let error as LMDBError where configuration.readOnly && (error.code == EACCES || error.code == EPERM)
+                        && access(path, R_OK) == 0 {
+                // The data file can be read, so it is the lock file that cannot be opened for writing.
+                guard Environment.lockFileIsUnused(path + "-lock") else { throw LockFileUnavailableError(lmdb: error) }
+                env = try Environment.open(path, flags: flags | LMDBFlags.noLock, configuration)
+            }
+            guard let id = Environment.fileID(of: path) else {
+                mdb_env_close(env)
+                throw LMDBError(code: ENOENT)
+            }
+            open.insert(id)
+            return (env, id)
+        }
+        do {
             var dead: Int32 = 0
             try lmdbCheck(mdb_reader_check(env, &dead))
         } catch {
             mdb_env_close(env)
-            if let registered { _ = Environment.openFiles.withLock { $0.remove(registered) } }
+            _ = Environment.openFiles.withLock { $0.remove(registered) }
             throw error
         }
-        guard let registered else { mdb_env_close(env); throw LMDBError(code: ENOENT) }
         self.raw = env
         self.fileID = registered
     }
+
+    /// Creates and opens an environment handle; on failure the handle is closed, as LMDB requires.
+    private static func open(_ path: String, flags: UInt32, _ configuration: Configuration) throws -> OpaquePointer {
+        var env: OpaquePointer?
+        try lmdbCheck(mdb_env_create(&env))
+        guard let env else { throw LMDBError(code: ENOMEM) }
+        do {
+            try lmdbCheck(mdb_env_set_maxdbs(env, configuration.maxDatabases))
+            try lmdbCheck(mdb_env_set_maxreaders(env, configuration.maxReaders))
+            try lmdbCheck(mdb_env_set_mapsize(env, configuration.initialMapSize))
+            try lmdbCheck(mdb_env_open(env, path, flags, 0o644))
+            return env
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+    }
+
+    /// Whether no process has the environment open: each one that has holds a shared `fcntl` lock on the first
+    /// byte of the lock file, which `F_GETLK` reports (a file that cannot be read counts as in use).
+    private static func lockFileIsUnused(_ lockPath: String) -> Bool {
+        let fd = Glibc.open(lockPath, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { return errno == ENOENT }
+        defer { Glibc.close(fd) }
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 0
+        lock.l_len = 1
+        guard fcntl(fd, F_GETLK, &lock) == 0 else { return false }
+        return lock.l_type == Int16(F_UNLCK)
+    }
+
+    /// Opened read-only, the lock file could not be used, and another process has the environment open.
+    struct LockFileUnavailableError: Error { var lmdb: LMDBError }
 
     enum EnvironmentOpenError: Error { case alreadyOpenInProcess }
 
@@ -101,7 +148,9 @@ final class Environment {
     /// Runs `body` in a read-only transaction, which sees the last committed state.
     ///
     /// The transaction handle is kept between reads and renewed (`mdb_txn_reset`, `mdb_txn_renew`), so a read
-    /// costs no allocation.
+    /// costs no allocation. A read that opened a database ends with `mdb_txn_commit` instead, whether `body`
+    /// returned or threw: LMDB keeps a database handle opened in a read transaction only when that transaction
+    /// commits (a reset or an abort closes it). ``Transaction/keptDatabases`` then says the handles are kept.
     func read<R>(_ body: (Transaction) throws -> R) throws -> R {
         let env = try environment()
         var handle: OpaquePointer?
@@ -127,8 +176,13 @@ final class Environment {
         let txn = Transaction(raw: handle, isReadOnly: true)
         defer {
             txn.invalidate()
-            mdb_txn_reset(handle)
-            if cachedReader == nil { cachedReader = handle } else { mdb_txn_abort(handle) }
+            if txn.opensDatabases {
+                // Frees the handle, as an abort would; a read-only commit has nothing to fail on.
+                txn.keptDatabases = mdb_txn_commit(handle) == MDB_SUCCESS
+            } else {
+                mdb_txn_reset(handle)
+                if cachedReader == nil { cachedReader = handle } else { mdb_txn_abort(handle) }
+            }
         }
         return try body(txn)
     }
@@ -160,6 +214,7 @@ final class Environment {
                 let rc = mdb_txn_commit(handle)
                 if rc == MDB_MAP_FULL { try grow(); continue }
                 try lmdbCheck(rc)
+                txn.keptDatabases = true
                 return result
             } catch {
                 if txn.isValid { txn.invalidate(); mdb_txn_abort(handle) }

@@ -5,6 +5,7 @@ enum LMDBFlags {
     static let noSubdirectory = UInt32(MDB_NOSUBDIR)
     static let noThreadLocalStorage = UInt32(MDB_NOTLS)
     static let readOnly = UInt32(MDB_RDONLY)
+    static let noLock = UInt32(MDB_NOLOCK)
     static let create = UInt32(MDB_CREATE)
     static let duplicateSort = UInt32(MDB_DUPSORT)
     static let noOverwrite = UInt32(MDB_NOOVERWRITE)

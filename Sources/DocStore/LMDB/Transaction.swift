@@ -32,6 +32,11 @@ final class Transaction {
     /// it and must not commit.
     private(set) var interruptedChange: (any Error)?
 
+    /// Set when a read-only transaction opened a database: LMDB keeps the handle only if the transaction commits.
+    private(set) var opensDatabases = false
+    /// Set by the environment once the transaction has committed: database handles opened in it stay open.
+    var keptDatabases = false
+
     /// Cursors that outlive one call (lazy results), closed when the transaction ends.
     private var openCursors: [OpaquePointer] = []
 
@@ -89,8 +94,12 @@ final class Transaction {
 
     /// Opens a named database, creating it when `create` is true; `nil` when it does not exist.
     ///
+    /// The handle stays open after the transaction only if the transaction commits; in a read-only transaction
+    /// that sets ``opensDatabases``, so that the environment commits it.
+    ///
     /// The corresponding LMDB function is `mdb_dbi_open`.
     func openDatabase(_ name: String?, create: Bool, duplicateSort: Bool = false) throws -> Database? {
+        if isReadOnly { opensDatabases = true }
         var flags: UInt32 = 0
         if create { flags |= LMDBFlags.create }
         if duplicateSort { flags |= LMDBFlags.duplicateSort }

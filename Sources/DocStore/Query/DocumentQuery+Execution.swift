@@ -125,7 +125,7 @@ extension WriteContext {
     /// many were deleted.
     @discardableResult
     public func deleteDocuments(_ ids: DocumentIDs, from collection: String) throws -> Int {
-        try checkValid()
+        try checkWritable("delete documents from '\(collection)'", collection: collection)
         guard let handle = try scope.handle(named: collection) else { return 0 }
         var deleted = 0
         for key in ids.keys where try handle.delete(id: key, in: txn) { deleted += 1 }

@@ -13,6 +13,11 @@ final class CollectionHandle {
     let info: CollectionInfo
     let documents: Database
     let indexes: [Index]
+    /// The latest catalog generation at which ``info`` was found to be the collection's catalog entry; `nil` until
+    /// the store keeps the handle. At another generation the entry is read again, and the handle serves on if it is
+    /// unchanged: its databases are opened by name, so a collection another process dropped and made again alike
+    /// is read through the same handles.
+    var checkedGeneration: UInt64?
 
     init(info: CollectionInfo, documents: Database, indexes: [Index]) {
         self.info = info

@@ -63,21 +63,22 @@ extension WriteContext {
     /// - Throws: ``DocStoreError/Code/alreadyExists`` when the collection has an index of that name;
     ///   ``DocStoreError/Code/uniqueViolation`` when a unique index meets a value twice (nothing is created).
     public func createIndex(_ definition: IndexDefinition, in collection: String) throws {
-        try checkValid()
+        try checkWritable("create index '\(definition.name)' on '\(collection)'", collection: collection,
+                          index: definition.name)
         try scope.createIndex(definition, in: collection)
     }
 
     /// Deletes an index and its entries. Returns whether there was one.
     @discardableResult
     public func dropIndex(_ name: String, from collection: String) throws -> Bool {
-        try checkValid()
+        try checkWritable("drop index '\(name)' of '\(collection)'", collection: collection, index: name)
         return try scope.dropIndex(name, from: collection)
     }
 
     /// Deletes a collection with its documents and indexes. Returns whether there was one.
     @discardableResult
     public func dropCollection(_ collection: String) throws -> Bool {
-        try checkValid()
+        try checkWritable("drop collection '\(collection)'", collection: collection)
         return try scope.dropCollection(collection)
     }
 
@@ -85,7 +86,7 @@ extension WriteContext {
     ///
     /// - Throws: ``DocStoreError/Code/alreadyExists`` when a filter or a collection of that name exists.
     public func saveFilter(_ filter: SavedFilter) throws {
-        try checkValid()
+        try checkWritable("save the filter '\(filter.name)'")
         try StoreCore.validateName(filter.name, what: "filter")
         if try savedFilter(named: filter.name) != nil {
             throw DocStoreError(.alreadyExists, "a saved filter named '\(filter.name)' already exists; delete it "
@@ -101,7 +102,7 @@ extension WriteContext {
     /// Removes a saved filter. Returns whether there was one.
     @discardableResult
     public func deleteFilter(named name: String) throws -> Bool {
-        try checkValid()
+        try checkWritable("delete the saved filter '\(name)'")
         return try txn.delete(scope.core.meta, StoreCore.filterKey(name))
     }
 }

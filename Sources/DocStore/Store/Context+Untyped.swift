@@ -75,14 +75,15 @@ extension WriteContext {
     /// Deletes the document whose id is `id` and its index entries. Returns whether there was one.
     @discardableResult
     public func deleteDocument(id: DocumentValue, from collection: String) throws -> Bool {
-        try checkValid()
+        try checkWritable("delete a document from '\(collection)'", collection: collection)
         guard let handle = try scope.handle(named: collection) else { return false }
         return try handle.delete(id: KeyEncoder.key(id), in: txn)
     }
 
     private func write(_ document: DocumentValue, into collection: String,
                        mode: CollectionHandle.WriteMode) throws -> DocumentValue {
-        try checkValid()
+        try checkWritable("\(mode == .insert ? "insert" : "save") a document into '\(collection)'",
+                          collection: collection)
         guard case .object = document else {
             throw DocStoreError(.encodingFailed, "a document of collection '\(collection)' must be an object, "
                 + "not \(document.json())", collection: collection)

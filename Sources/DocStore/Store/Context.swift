@@ -110,6 +110,16 @@ public final class WriteContext: ReadContext {
     /// For each collection, the integer id after the last one this transaction gave a document without an id.
     var nextIDs: [String: Int64] = [:]
 
+    /// Checks the context, and refuses a change on a store opened read-only, saying that `what` was refused.
+    func checkWritable(_ what: @autoclosure () throws -> String, collection: String? = nil,
+                       index: String? = nil) throws {
+        try checkValid()
+        if scope.core.isReadOnly { throw scope.core.readOnlyRefusal(try what(), collection: collection, index: index) }
+    }
+
+    /// The collection of a Swift type, for messages.
+    func collection<T: Document>(of type: T.Type) throws -> String { try scope.core.schema(type).collection }
+
     /// Inserts a new document and its index entries.
     ///
     /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
@@ -137,13 +147,14 @@ public final class WriteContext: ReadContext {
     /// The corresponding LMDB function is `mdb_del`.
     @discardableResult
     public func delete<T: Document>(_ type: T.Type, id: T.ID) throws -> Bool {
-        try checkValid()
+        try checkWritable("delete a document from '\(try collection(of: type))'", collection: try collection(of: type))
         let handle = try scope.handle(for: type)
         return try handle.delete(id: try CollectionHandle.idKey(id, collection: handle.name), in: txn)
     }
 
     private func write<T: Document>(_ document: T, mode: CollectionHandle.WriteMode) throws {
-        try checkValid()
+        try checkWritable("\(mode == .insert ? "insert" : "save") a document into '\(try collection(of: T.self))'",
+                          collection: try collection(of: T.self))
         let handle = try scope.handle(for: T.self)
         let bytes: [UInt8]
         do { bytes = try DocumentEncoder().encode(document) } catch {

@@ -58,11 +58,9 @@ extension DocStore {
     ///
     /// It reads the whole store in one read transaction; writers are not blocked.
     public func verify() throws -> VerificationReport {
-        let names = try collections().map(\.name)
-        for name in names { _ = try withRead { try $0.scope.handle(named: name) } }
-        return try withRead { context in
+        try withRead { context in
             var report = VerificationReport()
-            for name in names {
+            for name in try context.collections().map(\.name) {
                 guard let handle = try context.scope.handle(named: name) else { continue }
                 report.collectionsChecked += 1
                 try verifyDocuments(of: handle, in: context.txn, into: &report)

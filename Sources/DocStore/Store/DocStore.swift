@@ -24,12 +24,34 @@ public actor DocStore {
         public var maxDatabases: UInt32 = 1024
         /// The most concurrent read transactions, across processes.
         public var maxReaders: UInt32 = 126
+        /// Opens the store for reading only (LMDB's `MDB_RDONLY`): the data file is opened without write access, so
+        /// a store on a read-only file system, or in a file this process may not write, can be read. Every change
+        /// is refused with ``DocStoreError/Code/readOnly``, a read included when it would first have to create a
+        /// type's collection or build an index the type declares. The store must exist.
+        ///
+        /// LMDB still records readers in the lock file `PATH-lock` when it can open it for writing, so writers in
+        /// other processes keep the pages being read; on a read-only file system it goes without. Where the lock
+        /// file cannot be opened for another reason (a folder or lock file this process may not write), the store
+        /// is opened without it (`MDB_NOLOCK`) if no process has it open then; it must then not be written while
+        /// it is open here.
+        ///
+        /// For example:
+        /// ```swift
+        /// var options = DocStore.Options()
+        /// options.readOnly = true
+        /// let archive = try await DocStore(path: "/mnt/backup/people.db", options: options)
+        /// ```
+        ///
+        /// The corresponding LMDB flags are `MDB_RDONLY` and, where the lock file cannot be used, `MDB_NOLOCK`.
+        public var readOnly = false
 
         public init() {}
     }
 
     /// The path of the store's data file (LMDB keeps `PATH-lock` beside it).
     public nonisolated let path: String
+    /// Whether the store was opened with ``Options/readOnly``.
+    public nonisolated let isReadOnly: Bool
     let core: StoreCore
     private(set) var isClosed = false
     /// Signals observers after commits, this process's and others'.
@@ -43,14 +65,26 @@ public actor DocStore {
     /// options.maximumMapSize = 8 << 30
     /// let store = try await DocStore(path: "/var/lib/app/people.db", options: options)
     /// ```
-    /// - Throws: ``DocStoreError`` with code ``DocStoreError/Code/cannotOpen`` (unwritable folder, a directory),
-    ///   ``DocStoreError/Code/notAStore`` (a file of another kind, or another program's LMDB environment),
-    ///   ``DocStoreError/Code/formatTooNew``, or ``DocStoreError/Code/alreadyOpen``.
+    /// - Throws: ``DocStoreError`` with code ``DocStoreError/Code/cannotOpen`` (unwritable folder, a directory,
+    ///   no file to open read-only), ``DocStoreError/Code/notAStore`` (a file of another kind, or another program's
+    ///   LMDB environment), ``DocStoreError/Code/formatTooNew``, or ``DocStoreError/Code/alreadyOpen``.
     ///
     /// The corresponding LMDB functions are `mdb_env_create` and `mdb_env_open`.
     public init(path: String, options: Options = Options()) async throws {
         self.path = path
+        self.isReadOnly = options.readOnly
         self.core = try StoreCore(path: path, options: options)
+    }
+
+    /// Throws ``DocStoreError/Code/readOnly`` when the store was opened read-only, saying that `what` was refused:
+    /// for a tool that would rather refuse a change before asking anyone to confirm it.
+    ///
+    /// For example:
+    /// ```swift
+    /// try store.checkWritable("drop collection 'people'")
+    /// ```
+    public nonisolated func checkWritable(_ what: String) throws {
+        if isReadOnly { throw StoreCore.readOnlyRefusal(what, path: path) }
     }
 
     /// Closes the store. Later calls throw ``DocStoreError/Code/closed``. The store also closes when released.
@@ -67,27 +101,43 @@ public actor DocStore {
     /// Runs `body` in a read transaction.
     func withRead<R>(_ body: (ReadContext) throws -> R) throws -> R {
         try checkOpen()
-        return try mapErrors {
-            var attempts = 0
-            while true {
-                attempts += 1
-                do {
-                    return try core.env.read { txn in
-                        let context = ReadContext(scope: try TransactionScope(core: core, txn: txn))
-                        defer { context.invalidate() }
-                        return try body(context)
-                    }
-                } catch let needs as TransactionScope.NeedsSync where attempts < 5 {
-                    // The collection is new to this store instance, or the catalog moved: open it, then read again.
-                    try withWriteUnmapped { try needs.sync($0.scope) }
+        return try mapErrors { try inReadTransaction({ ReadContext(scope: $0) }, body) }
+    }
+
+    /// Runs `body` in a read transaction, again after a write when a Swift type needs its collection or an index
+    /// it declares made first. The collections the transaction opened stay open after it, whether `body` returned
+    /// or threw.
+    private func inReadTransaction<C: ReadContext, R>(_ makeContext: (TransactionScope) -> C,
+                                                      _ body: (C) throws -> R) throws -> R {
+        var syncs: [String: Int] = [:]
+        while true {
+            let attempt = Attempt()
+            do {
+                defer { attempt.scope?.readEnded() }
+                return try core.env.read { [core] txn in
+                    let scope = try TransactionScope(core: core, txn: txn)
+                    attempt.scope = scope
+                    let context = makeContext(scope)
+                    defer { context.invalidate() }
+                    return try body(context)
                 }
+            } catch let needs as TransactionScope.NeedsSync {
+                // Each sync makes the catalog serve the type; needing it again means another process changed the
+                // collection in between.
+                syncs[needs.collection, default: 0] += 1
+                guard syncs[needs.collection, default: 0] <= 3 else { throw needs }
+                try withWriteUnmapped { try needs.sync($0.scope) }
             }
         }
     }
 
     /// Runs `body` in a write transaction, committed when it returns.
+    ///
+    /// On a store opened read-only it runs in a read transaction instead: its reads work, and each change refuses
+    /// with ``DocStoreError/Code/readOnly``.
     func withWrite<R>(_ body: (WriteContext) throws -> R) throws -> R {
         try checkOpen()
+        if isReadOnly { return try mapErrors { try inReadTransaction({ WriteContext(scope: $0) }, body) } }
         return try mapErrors { try withWriteUnmapped(body) }
     }
 
@@ -112,7 +162,7 @@ public actor DocStore {
         }
     }
 
-    /// The scope of the latest run of a write closure, which the map's growth may run more than once.
+    /// The scope of the latest run of a transaction's closure, which the map's growth may run more than once.
     private final class Attempt { var scope: TransactionScope? }
 
     private func checkOpen() throws {
@@ -128,6 +178,10 @@ public actor DocStore {
         } catch let error as Environment.StoreFullError {
             throw DocStoreError(.storeFull, "the store at \(path) is full: the write needs more than its maximum "
                 + "size of \(error.maximum >> 20) MiB (DocStore.Options.maximumMapSize); nothing was written")
+        } catch let error as LMDBError where isReadOnly && error.code == EACCES {
+            // LMDB's answer to a change in a read-only environment or transaction, should one get that far.
+            throw DocStoreError(.readOnly, "cannot change the store at \(path): it was opened read-only",
+                                underlying: error)
         } catch let error as LMDBError {
             throw DocStoreError(.storage, "LMDB failed on \(path): \(error.message)", underlying: error)
         } catch let error as MalformedDocument {
@@ -190,7 +244,8 @@ public actor DocStore {
     /// none of them does when it throws.
     ///
     /// `body` may run more than once if the store must grow its map midway, so it should change nothing outside
-    /// the transaction.
+    /// the transaction. On a store opened with ``Options/readOnly``, `body` runs in a read transaction: its reads
+    /// work, and its first change throws ``DocStoreError/Code/readOnly``.
     ///
     /// For example:
     /// ```swift
@@ -224,7 +279,7 @@ public actor DocStore {
     /// built again the next time the type is used.
     @discardableResult
     public func dropIndex(_ name: String, from collection: String) throws -> Bool {
-        try withWrite { try $0.scope.dropIndex(name, from: collection) }
+        try withWrite { try $0.dropIndex(name, from: collection) }
     }
 
     /// The size of the map in bytes and how much of it is in use.

@@ -10,11 +10,14 @@ final class StoreCore {
 
     let env: Environment
     let path: String
-    /// Open collections, valid while ``generation`` matches the catalog's.
+    /// Opened with ``DocStore/Options/readOnly``: every change is refused.
+    let isReadOnly: Bool
+    /// Open collections. Each serves while the collection's catalog entry is the one it was opened with; see
+    /// ``CollectionHandle/checkedGeneration``.
     var handles: [String: CollectionHandle] = [:]
-    /// Swift types whose schema has been checked against the catalog at ``generation``, with their collection.
-    var synced: [ObjectIdentifier: String] = [:]
-    var generation: UInt64 = 0
+    /// Swift types whose schema has been checked against their collection's catalog entry, with the handle they
+    /// were checked with: the check holds while that handle is the collection's.
+    var synced: [ObjectIdentifier: CollectionHandle] = [:]
     var schemas: [ObjectIdentifier: ResolvedSchema] = [:]
     /// Per Swift type, its `KeyPathResolver`.
     var resolvers: [ObjectIdentifier: AnyObject] = [:]
@@ -26,9 +29,14 @@ final class StoreCore {
 
     init(path: String, options: DocStore.Options) throws {
         self.path = path
+        self.isReadOnly = options.readOnly
         self.env = try StoreCore.openEnvironment(path: path, options: options)
         do {
-            try env.write { txn in try self.prepareCatalog(in: txn) }
+            if options.readOnly {
+                try env.read { txn in try self.prepareCatalog(in: txn) }
+            } else {
+                try env.write { txn in try self.prepareCatalog(in: txn) }
+            }
         } catch {
             env.close()
             throw error
@@ -42,10 +50,21 @@ final class StoreCore {
         }
         let lockPath = path + "-lock"
         let lockExisted = FileManager.default.fileExists(atPath: lockPath)
+        if options.readOnly {
+            // LMDB would make a new environment of a missing or empty file, which it cannot write.
+            guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
+                throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: there is no such file "
+                    + "(a store opened read-only is never created)")
+            }
+            if size == 0 {
+                throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: the file is empty, so "
+                    + "there is no store in it to read (a store opened read-only is never created)")
+            }
+        }
         do {
             return try Environment(path: path, configuration: .init(
                 initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
-                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders))
+                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders, readOnly: options.readOnly))
         } catch let error as LMDBError {
             switch error.code {
             case LMDBError.invalid.code, LMDBError.versionMismatch.code, LMDBError.incompatible.code:
@@ -54,8 +73,16 @@ final class StoreCore {
                 throw DocStoreError(.notAStore, "\(path) is not a DocStore store: it is not an LMDB file "
                     + "(\(error.message))", underlying: error)
             default:
-                throw DocStoreError(.cannotOpen, "cannot open a store at \(path): \(error.message)", underlying: error)
+                let how = options.readOnly ? " read-only" : ""
+                let denied = !options.readOnly && [EACCES, EPERM, EROFS].contains(error.code)
+                throw DocStoreError(.cannotOpen, "cannot open a store at \(path)\(how): \(error.message)"
+                    + (denied ? "; to read it without changing it, open it read-only (DocStore.Options.readOnly)" : ""),
+                    underlying: error)
             }
+        } catch let error as Environment.LockFileUnavailableError {
+            throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: its lock file \(lockPath) "
+                + "cannot be opened for writing (\(error.lmdb.message)), and another process has the store open; "
+                + "reading it without the lock file is safe only while no process writes it", underlying: error.lmdb)
         } catch is Environment.EnvironmentOpenError {
             throw DocStoreError(.alreadyOpen, "\(path) is already open in this process; share that DocStore "
                 + "instead of opening it twice (LMDB allows one environment per file and process)")
@@ -74,6 +101,10 @@ final class StoreCore {
                     + "reads format \(StoreCore.formatVersion) and older: open it with a newer DocStore")
             }
         } else {
+            if isReadOnly {
+                throw DocStoreError(.readOnly, "cannot make \(path) a DocStore store: it has no DocStore catalog yet, "
+                    + "and the store was opened read-only")
+            }
             guard let main = try txn.openDatabase(nil, create: false) else {
                 throw DocStoreError(.notAStore, "\(path) has no main database")
             }
@@ -98,7 +129,6 @@ final class StoreCore {
             try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])
             try txn.put(meta, Array("generation".utf8), StoreCore.bytes(UInt64(0)))
         }
-        generation = try readGeneration(in: txn)
     }
 
     static func bytes(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
@@ -189,8 +219,8 @@ final class StoreCore {
 
     /// Brings the catalog in line with a Swift type's schema, inside a write transaction: creates the collection,
     /// builds indexes that are declared but missing, rebuilds those whose definition changed, and keeps (and
-    /// reports) those no longer declared. Returns the open collection, and whether the catalog changed.
-    func sync(_ schema: ResolvedSchema, in txn: Transaction) throws -> (handle: CollectionHandle, changed: Bool) {
+    /// reports) those no longer declared. Returns the open collection.
+    func sync(_ schema: ResolvedSchema, in txn: Transaction) throws -> CollectionHandle {
         try StoreCore.validateName(schema.collection, what: "collection")
         for index in schema.indexes { try StoreCore.validateName(index.name, what: "index") }
         let existing = try readInfo(schema.collection, in: txn)
@@ -235,7 +265,7 @@ final class StoreCore {
         for index in handle.indexes where toBuild.contains(index.definition) {
             try handle.build(index, in: txn)
         }
-        return (handle, changed)
+        return handle
     }
 
     /// Removes an index from the catalog and deletes its entries.
@@ -255,6 +285,34 @@ final class StoreCore {
     /// Indexes of `info` that `schema` does not declare.
     static func undeclared(in info: CollectionInfo, by schema: ResolvedSchema) -> [IndexDefinition] {
         info.indexes.filter { stored in !schema.indexes.contains { $0.name == stored.name } }
+    }
+
+    /// What a write would have to change for the catalog entry `info` to serve `schema`'s type, or `nil` when it
+    /// serves it as it is: the collection exists, keyed at the type's id path, with every index the type declares
+    /// in the shape it declares. What ``sync(_:in:)`` would change, in words.
+    static func missing(in info: CollectionInfo?, for schema: ResolvedSchema) -> String? {
+        guard let info else { return "create collection '\(schema.collection)' for \(schema.typeName)" }
+        if info.idPath != schema.idPath {
+            return "key collection '\(schema.collection)' by '\(schema.idPath)' for \(schema.typeName)"
+        }
+        let lacking = schema.indexes.filter { declared in
+            !info.indexes.contains { $0.name == declared.name && $0.hasSameShape(as: declared) }
+        }
+        guard !lacking.isEmpty else { return nil }
+        return "build index\(lacking.count == 1 ? "" : "es") "
+            + lacking.map { "'\($0.name)'" }.joined(separator: ", ")
+            + " of '\(schema.collection)', which \(schema.typeName) declares"
+    }
+
+    /// The error for a change refused because the store was opened read-only; `what` says what was refused.
+    static func readOnlyRefusal(_ what: String, path: String, collection: String? = nil,
+                                index: String? = nil) -> DocStoreError {
+        DocStoreError(.readOnly, "cannot \(what): the store at \(path) was opened read-only",
+                      collection: collection, index: index)
+    }
+
+    func readOnlyRefusal(_ what: String, collection: String? = nil, index: String? = nil) -> DocStoreError {
+        StoreCore.readOnlyRefusal(what, path: path, collection: collection, index: index)
     }
 
     /// Forgets every open collection; each is reopened, and each type's schema synced again, on next use.

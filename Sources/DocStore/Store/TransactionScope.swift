@@ -1,8 +1,15 @@
 /// One transaction's view of the catalog: finds (and, in a write transaction, creates or updates) the open
-/// collection for a type, and hands its changes to the ``StoreCore`` only once the transaction has committed.
+/// collection for a type, and hands what it opened to the ``StoreCore`` once the transaction has ended well.
+///
+/// A handle the store keeps serves as long as its collection's catalog entry is the one it was opened with: when
+/// the catalog's generation has moved (another process, or a change of ours), the entry of each collection is read
+/// again when the collection is next used, and only a collection whose entry changed is opened again. A collection
+/// new to this process is opened in the transaction that meets it, a read one included: LMDB keeps a database
+/// opened in a read transaction once that transaction commits, which the environment then does. Only a Swift
+/// type whose collection or declared indexes are missing from the catalog needs a write first.
 final class TransactionScope {
-    /// Thrown in a read transaction that needs a collection opened or its schema synced first; the store does that
-    /// in a write transaction and runs the read again.
+    /// Thrown in a read transaction when a Swift type needs its collection created or an index it declares built;
+    /// the store does that in a write transaction and runs the read again.
     struct NeedsSync: Error {
         var collection: String
         /// Opens the collection in a write transaction's scope.
@@ -11,61 +18,79 @@ final class TransactionScope {
 
     let core: StoreCore
     let txn: Transaction
+    /// The catalog's generation when the transaction began.
     let startGeneration: UInt64
+    /// Collections opened (or made, or changed) in this transaction.
     private var handles: [String: CollectionHandle] = [:]
     private var declared: [String: ResolvedSchema] = [:]
     private var checkers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
-    private var synced: [ObjectIdentifier: String] = [:]
+    /// Swift types checked against their collection's catalog entry in this transaction, with the handle.
+    private var synced: [ObjectIdentifier: CollectionHandle] = [:]
     private(set) var touchedCatalog = false
     private var dropped: Set<String> = []
-    /// Collections whose catalog entry this transaction changed: other types synced with them sync again.
-    private var changedCollections: Set<String> = []
 
     init(core: StoreCore, txn: Transaction) throws {
         self.core = core
         self.txn = txn
         self.startGeneration = try core.readGeneration(in: txn)
-        if startGeneration != core.generation {
-            // Another process (or an aborted change of ours) moved the catalog: reopen collections as they come.
-            core.forgetCollections()
-            core.generation = startGeneration
-        }
     }
 
     /// The open collection of a Swift type, its schema synced with the catalog.
     func handle<T: Document>(for type: T.Type) throws -> CollectionHandle {
         let schema = try core.schema(type)
         let typeID = ObjectIdentifier(type)
-        if synced[typeID] != nil || (core.synced[typeID] != nil && !dropped.contains(schema.collection)),
-           let h = current(schema.collection) {
-            return h
+        let open = try current(schema.collection)
+        if let open, (synced[typeID] ?? core.synced[typeID]) === open { return open }
+        let stored = try open.map(\.info) ?? core.readInfo(schema.collection, in: txn)
+        let needed = StoreCore.missing(in: stored, for: schema)
+        if let stored, needed == nil {
+            // The catalog has all the type declares: no write is needed, whatever the transaction.
+            let handle = try open ?? opened(stored)
+            record(type, schema, handle)
+            return handle
         }
         guard !txn.isReadOnly else {
+            if core.isReadOnly {
+                throw core.readOnlyRefusal(needed ?? "sync collection '\(schema.collection)'",
+                                           collection: schema.collection)
+            }
             throw NeedsSync(collection: schema.collection) { _ = try $0.handle(for: type) }
         }
         // Set first: a sync that fails midway may already have dropped (and so closed) a database handle.
         touchedCatalog = true
-        let (handle, changed) = try core.sync(schema, in: txn)
-        if changed { changedCollections.insert(schema.collection) }
+        let handle = try core.sync(schema, in: txn)
         handles[schema.collection] = handle
-        synced[typeID] = schema.collection
+        record(type, schema, handle)
+        return handle
+    }
+
+    /// Notes that `type` was checked against the catalog entry `handle` carries.
+    private func record<T: Document>(_ type: T.Type, _ schema: ResolvedSchema, _ handle: CollectionHandle) {
+        synced[ObjectIdentifier(type)] = handle
         declared[schema.collection] = schema
         checkers[schema.collection] = { raw in _ = try DocumentDecoder().decode(T.self, from: raw) }
-        return handle
     }
 
     /// The open collection named `name` as the catalog describes it, or `nil` when there is no such collection.
     /// With `create`, in a write transaction, a missing collection is created with its ids at `id` and no index.
     func handle(named name: String, create: Bool = false) throws -> CollectionHandle? {
-        if let h = current(name) { return h }
-        let stored = try core.readInfo(name, in: txn)
-        guard stored != nil || create else { return nil }
+        if let h = try current(name) { return h }
+        if let stored = try core.readInfo(name, in: txn) { return try opened(stored) }
+        guard create else { return nil }
         guard !txn.isReadOnly else {
-            throw NeedsSync(collection: name) { _ = try $0.handle(named: name, create: create) }
+            if core.isReadOnly { throw core.readOnlyRefusal("create collection '\(name)'", collection: name) }
+            throw NeedsSync(collection: name) { _ = try $0.handle(named: name, create: true) }
         }
         touchedCatalog = true   // a handle opened here is closed by LMDB if the transaction aborts
-        let handle = try core.openHandle(try stored ?? createCollection(name), in: txn)
+        let handle = try core.openHandle(try createCollection(name), in: txn)
         handles[name] = handle
+        return handle
+    }
+
+    /// Opens the databases of a collection as its catalog entry describes them, for this transaction.
+    private func opened(_ info: CollectionInfo) throws -> CollectionHandle {
+        let handle = try core.openHandle(info, in: txn)
+        handles[info.name] = handle
         return handle
     }
 
@@ -78,10 +103,17 @@ final class TransactionScope {
         return info
     }
 
-    /// The collection as opened in this transaction, or as the store had it open before.
-    private func current(_ collection: String) -> CollectionHandle? {
+    /// The collection as opened in this transaction, or as the store has it open when its catalog entry is still
+    /// the one the store opened it with; `nil` when it must be opened (again) from the catalog.
+    private func current(_ collection: String) throws -> CollectionHandle? {
         if let h = handles[collection] { return h }
-        return dropped.contains(collection) ? nil : core.handles[collection]
+        guard !dropped.contains(collection), let h = core.handles[collection] else { return nil }
+        if h.checkedGeneration == startGeneration { return h }
+        // The catalog moved since the handle was checked. This transaction has changed no collection outside
+        // `handles` and `dropped`, so the entry read here is the entry at `startGeneration`.
+        guard try core.readInfo(collection, in: txn) == h.info else { return nil }
+        h.checkedGeneration = startGeneration
+        return h
     }
 
     func dropIndex(_ name: String, from collection: String) throws -> Bool {
@@ -89,7 +121,6 @@ final class TransactionScope {
         let removed = try core.dropIndex(name, from: collection, in: txn)
         if removed {
             handles[collection] = nil
-            synced = synced.filter { $0.value != collection }
             dropped.insert(collection)
         }
         return removed
@@ -120,7 +151,6 @@ final class TransactionScope {
         let reopened = try core.openHandle(info, in: txn)
         for index in reopened.indexes where index.definition == definition { try reopened.build(index, in: txn) }
         handles[collection] = reopened
-        changedCollections.insert(collection)
     }
 
     /// Deletes a collection: its documents, its indexes and its catalog entry. Returns whether there was one.
@@ -139,24 +169,32 @@ final class TransactionScope {
         _ = try txn.delete(core.meta, StoreCore.catalogKey(collection))
         try core.bumpGeneration(in: txn)
         handles[collection] = nil
-        synced = synced.filter { $0.value != collection }
         dropped.insert(collection)
         return true
     }
 
     /// After a successful commit: the collections opened here become the store's.
     func committed(endGeneration: UInt64) {
-        for name in dropped.union(changedCollections) {
-            if dropped.contains(name) { core.handles[name] = nil }
-            core.synced = core.synced.filter { $0.value != name }
+        // The handles this transaction left alone, right at its start, are right at its end: it changed no
+        // collection outside `handles` and `dropped`.
+        for handle in core.handles.values where handle.checkedGeneration == startGeneration {
+            handle.checkedGeneration = endGeneration
         }
-        core.generation = endGeneration
+        for name in dropped { core.handles[name] = nil }
+        publish(checkedAt: endGeneration)
+    }
+
+    /// After a read transaction, whether its body returned or threw: the collections it opened become the store's,
+    /// once LMDB has kept their databases.
+    func readEnded() {
+        guard !txn.opensDatabases || txn.keptDatabases else { return }
+        publish(checkedAt: startGeneration)
+    }
+
+    private func publish(checkedAt generation: UInt64) {
         for (name, handle) in handles {
-            if core.handles[name] !== handle {
-                // The collection was opened again here (its indexes may have changed): types synced before
-                // keep their sync, and use this handle, which carries every index in the catalog.
-                core.handles[name] = handle
-            }
+            handle.checkedGeneration = generation
+            core.handles[name] = handle
         }
         core.synced.merge(synced) { _, new in new }
         core.declared.merge(declared) { _, new in new }

@@ -61,6 +61,10 @@ extension Shell {
             guard args.count == 1, args[0] == "on" || args[0] == "off" else { throw ShellError("usage: \(usage)") }
             return args[0] == "on"
         }
+        if let change = Shell.change(made: name, args) {
+            // Refused before the arguments are checked against the store or a question is asked.
+            try requireStore().checkWritable(change)
+        }
         switch name {
         case "help": try help(args.first)
         case "open":
@@ -155,6 +159,20 @@ extension Shell {
             let names = Shell.commands.map(\.name) + ["quit"]
             throw ParseError(message: "unknown command '.\(name)'; .help lists them", location: location,
                              length: name.count + 1, suggestion: Suggest.closest(name, in: names).map { "'.\($0)'" })
+        }
+    }
+
+    /// The change a dot-command makes to the store, in the words of a refusal, or `nil` for one that only reads.
+    static func change(made command: String, _ args: [String]) -> String? {
+        let (first, second) = (args.first.map { "'\($0)'" }, args.count > 1 ? "'\(args[1])'" : nil)
+        switch command {
+        case "createIndex": return second.map { "create index \(first ?? "") on \($0)" } ?? "create an index"
+        case "dropIndex": return second.map { "drop index \(first ?? "") of \($0)" } ?? "drop an index"
+        case "drop": return first.map { "drop collection \($0)" } ?? "drop a collection"
+        case "import": return second.map { "import into \($0)" } ?? "import documents"
+        case "save": return first.map { "save the filter \($0)" } ?? "save a filter"
+        case "unsave": return first.map { "delete the saved filter \($0)" } ?? "delete a saved filter"
+        default: return nil
         }
     }
 

@@ -8,6 +8,8 @@ final class Shell {
     let console: Console
     /// Answer yes to every confirmation (`--yes`).
     let assumeYes: Bool
+    /// Open stores read-only (`--readonly`): every change is refused before anything else is done or asked.
+    let readOnly: Bool
     private(set) var store: DocStore?
     var renderer = Renderer(mode: .table)
     var timer = false
@@ -32,9 +34,10 @@ final class Shell {
     /// Names for completion, refreshed after each statement.
     private(set) var completionWords: [String] = []
 
-    init(console: Console, assumeYes: Bool) {
+    init(console: Console, assumeYes: Bool, readOnly: Bool = false) {
         self.console = console
         self.assumeYes = assumeYes
+        self.readOnly = readOnly
     }
 
     // MARK: The store
@@ -44,7 +47,9 @@ final class Shell {
             throw ShellError("a transaction is open: commit or rollback before opening another store")
         }
         if let store, store.path == path { return }
-        let opened = try await DocStore(path: path)
+        var options = DocStore.Options()
+        options.readOnly = readOnly
+        let opened = try await DocStore(path: path, options: options)
         if let store { await store.close() }
         store = opened
         statsCache = [:]
@@ -136,9 +141,9 @@ final class Shell {
     /// Ends the read of a confirmation's answer (set by the terminal loop).
     var endQuestionRead: (@Sendable () -> Void)?
 
-    /// The prompt: `docstore> `, `docstore (tx)> `, `docstore (tx, 2 pending)> `.
+    /// The prompt: `docstore> `, `docstore (read-only)> `, `docstore (tx)> `, `docstore (tx, 2 pending)> `.
     var prompt: String {
-        guard pending.isOpen else { return "docstore> " }
+        guard pending.isOpen else { return store?.isReadOnly == true ? "docstore (read-only)> " : "docstore> " }
         return pending.isEmpty ? "docstore (tx)> " : "docstore (tx, \(pending.count) pending)> "
     }
 
@@ -196,7 +201,7 @@ final class Shell {
             return
         case .begin:
             guard !pending.isOpen else { throw ShellError("a transaction is already open: commit or rollback it first") }
-            _ = try requireStore()
+            try requireStore().checkWritable("begin a transaction")
             pending.isOpen = true
             console.note("Transaction started: changes stay pending, visible only here, until commit.")
         case .commit:
@@ -315,6 +320,10 @@ final class Shell {
     }
 
     private func query(_ expression: QueryExpression, text: String) async throws {
+        if let change = expression.steps.last(where: \.isChange) {
+            // Refused before anything is looked up or asked.
+            try requireStore().checkWritable(change.refusal(on: expression.base))
+        }
         let resolved = try await resolve(expression)
         warn(resolved.warnings, in: text)
         let q = resolved.query
@@ -576,6 +585,17 @@ private struct PendingReplayFailed: Error {
 }
 
 extension Step {
+    /// What the change would do to `collection`, in the words of a refusal: `delete documents from 'people'`.
+    func refusal(on collection: String) -> String {
+        switch self {
+        case .delete: return "delete documents from '\(collection)'"
+        case .insert: return "insert into '\(collection)'"
+        case .save: return "save into '\(collection)'"
+        case .findOrCreate: return "findOrCreate in '\(collection)'"
+        default: return "change '\(collection)'"
+        }
+    }
+
     /// Whether the step changes documents.
     var isChange: Bool {
         switch self {
