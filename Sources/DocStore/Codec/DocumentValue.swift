@@ -53,14 +53,20 @@ public enum DocumentValue: Sendable, Hashable {
     }
 
     /// This object with `value` at `path`: a field that exists is replaced where it stands, a missing one is
-    /// added (at the front when `first`, else at the end), with the objects on its way made as needed. A step
-    /// through something that is not an object leaves the value as it is.
+    /// added (at the front when `first`, else at the end), with the objects on its way made as needed (in place of
+    /// a `nil` too). A step through anything else that is not an object leaves the value as it is.
     public func setting(_ value: DocumentValue, at path: FieldPath, first: Bool = false) -> DocumentValue {
         setting(value, at: path.components[...], first: first)
     }
 
     private func setting(_ value: DocumentValue, at path: ArraySlice<String>, first: Bool) -> DocumentValue {
-        guard let name = path.first, case .object(var fields) = self else { return self }
+        guard let name = path.first else { return self }
+        var fields: [Field]
+        switch self {
+        case .object(let existing): fields = existing
+        case .null: fields = []
+        default: return self
+        }
         let rest = path.dropFirst()
         if let i = fields.firstIndex(where: { $0.name == name }) {
             fields[i].value = rest.isEmpty ? value : fields[i].value.setting(value, at: rest, first: first)

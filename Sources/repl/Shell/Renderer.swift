@@ -116,9 +116,12 @@ struct Renderer {
         case .table, .box, .json: return 1
         case .line: return max(1, Renderer.flatten(document).count) + (index > 0 ? 1 : 0)
         case .csv:
-            return 1 + Renderer.flatten(document).reduce(0) { n, field in
-                n + CSV.cell(field.1).reduce(0) { $1 == "\n" || $1 == "\r\n" ? $0 + 1 : $0 }
+            // A quoted cell keeps its line breaks; every other value is written on one line.
+            var breaks = 0
+            for (_, value) in Renderer.flatten(document) {
+                if case .string(let s) = value { breaks += s.reduce(0) { $1 == "\n" || $1 == "\r\n" ? $0 + 1 : $0 } }
             }
+            return 1 + breaks
         }
     }
 

@@ -13,6 +13,8 @@ struct Rendering {
     private(set) var columns: [Column] = []
     /// Columns left out because the terminal is too narrow for them.
     private(set) var hiddenColumns = 0
+    /// CSV's columns, written as `.export` writes them.
+    private var csv = CSV.Columns()
 
     struct Column: Equatable {
         var name: String
@@ -36,6 +38,7 @@ struct Rendering {
         for document in documents {
             seen += 1
             if seen % Rendering.checkEvery == 0 { try Task.checkCancellation() }
+            if mode == .csv { csv.add(document); continue }
             for (name, value) in Renderer.flatten(document) {
                 let i: Int
                 if let known = position[name] {
@@ -50,7 +53,7 @@ struct Rendering {
             }
         }
         guard mode.isTable else {
-            columns = names.map { Column(name: $0, width: 0) }
+            columns = csv.names.map { Column(name: $0, width: 0) }
             return
         }
         var fixed = Array(repeating: false, count: names.count)
@@ -113,7 +116,7 @@ struct Rendering {
         case .table, .box:
             return rule(.top) + (headers ? line(columns.map(\.name), header: true) + rule(.middle) : "")
         case .csv:
-            return headers && !columns.isEmpty ? columns.map { CSV.quote($0.name) }.joined(separator: ",") + "\r\n" : ""
+            return headers && !columns.isEmpty ? csv.header : ""
         case .json: return "[\n"
         case .line: return ""
         }
@@ -126,8 +129,7 @@ struct Rendering {
             let cells = Dictionary(Renderer.flatten(document), uniquingKeysWith: { first, _ in first })
             return line(columns.map { cells[$0.name].map { Renderer.cell($0).replacingNewlines } ?? "" }, header: false)
         case .csv:
-            let cells = Dictionary(Renderer.flatten(document), uniquingKeysWith: { first, _ in first })
-            return columns.map { CSV.cell(cells[$0.name]) }.joined(separator: ",") + "\r\n"
+            return csv.row(document)
         case .json:
             return (index > 0 ? ",\n" : "") + "  " + document.json()
         case .line:
