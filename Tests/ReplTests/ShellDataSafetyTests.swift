@@ -94,6 +94,33 @@ extension ShellSessions {
         #expect(!saved.stdout.contains("no such collection"), "\(saved)")
     }
 
+    @Test func aSavedFilterOnAQueryOfASavedFilterComposesToo() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let saved = try sandbox.run([sandbox.storePath, ".save grown people.include(age >= 10)",
+                                     ".save grownActive grown.query().include(active)", "grownActive.count()"])
+        #expect(saved.status == 0, "\(saved)")
+        #expect(saved.stdout.contains("Saved grownActive = people.include(age >= 10).include(active)"), "\(saved)")
+        #expect(saved.stdout.hasSuffix("\n1\n"), "\(saved)")
+    }
+
+    @Test func aPendingSaveWhoseDocumentsChangedSaysOnlyRollbackHelps() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let shell = try PipedShell(sandbox, [sandbox.storePath])
+        // A save of a new document: confirmed as replacing nothing.
+        try shell.send("begin\n" + #"people.save({"id": 9, "name": "Mine"})"# + "\n")
+        try shell.waitFor("Pending: save 1 document (id 9).")
+        // Another process makes a document 9: the save would now replace it without having asked.
+        try sandbox.prepare([#"people.insert({"id": 9, "name": "Theirs"})"#])
+        try shell.send("commit\n.status\nrollback\n" + #"people.include(id == 9)"# + "\n")
+        let out = try shell.finish()
+        #expect(out.stderr.contains("That change cannot apply as confirmed any more: rollback drops the 1 pending change."),
+                "\(out)")
+        #expect(out.stdout.containsInOrder(["save 1 document into people", "Rolled back 1 pending change.", "Theirs"]),
+                "\(out)")
+    }
+
     @Test func aCollectionAndASavedFilterCannotShareAName() throws {
         let sandbox = try ShellSandbox()
         try sandbox.prepare(ShellSandbox.threePeople + [".save ca people.include(age >= 18)"])

@@ -118,8 +118,8 @@ extension Query {
     /// many were deleted.
     @discardableResult
     public func delete(in context: WriteContext) throws -> Int {
-        let collection = try context.collection(of: T.self)
-        try context.checkWritable("delete documents from '\(collection)'", collection: collection)
+        try context.checkWritable("delete documents from '\(try context.collection(of: T.self))'",
+                                  collection: try context.collection(of: T.self))
         let executor = try makeExecutor(in: context)
         let ids = WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
         var deleted = 0

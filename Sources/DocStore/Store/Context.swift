@@ -111,10 +111,13 @@ public final class WriteContext: ReadContext {
     var nextIDs: [String: Int64] = [:]
 
     /// Checks the context, and refuses a change on a store opened read-only, saying that `what` was refused.
-    func checkWritable(_ what: @autoclosure () throws -> String, collection: String? = nil,
+    /// (`what` and `collection` are worked out only for the refusal, after the context is checked.)
+    func checkWritable(_ what: @autoclosure () throws -> String, collection: @autoclosure () throws -> String? = nil,
                        index: String? = nil) throws {
         try checkValid()
-        if scope.core.isReadOnly { throw scope.core.readOnlyRefusal(try what(), collection: collection, index: index) }
+        if scope.core.isReadOnly {
+            throw scope.core.readOnlyRefusal(try what(), collection: try collection(), index: index)
+        }
     }
 
     /// The collection of a Swift type, for messages.

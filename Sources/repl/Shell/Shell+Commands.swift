@@ -337,7 +337,9 @@ extension Shell {
         var bases: [String] = []
         while let base = filters.first(where: { $0.name == written.base }), bases.count < 16 {
             bases.append(base.name)
-            let rest = String(String.UnicodeScalarView(written.text.unicodeScalars.dropFirst(written.baseLength)))
+            var rest = String(String.UnicodeScalarView(written.text.unicodeScalars.dropFirst(written.baseLength)))
+            // `ca.query().include(...)`: query() starts a query, so it goes with the name it followed.
+            if let start = rest.firstMatch(of: /^\s*\.\s*query\s*\(\s*\)/) { rest.removeSubrange(start.range) }
             written = try Parser.savedQuery(try Parser.savedQuery(base.text).text + rest)
         }
         let filter = SavedFilter(name: name, collection: resolved.query.collection, text: written.text)

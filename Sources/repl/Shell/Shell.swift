@@ -108,9 +108,7 @@ final class Shell {
         guard applies(result) else { return result }
         pending.append(.init(summary: summary) { ctx in
             let result = try body(ctx)
-            guard applies(result) else {
-                throw ShellError("the documents that '\(summary)' was confirmed for have changed since")
-            }
+            guard applies(result) else { throw PendingChangeOutdated(summary: summary) }
             return chosen(result)
         })
         return result
@@ -215,6 +213,9 @@ final class Shell {
             } catch is CancellationError {
                 throw ShellError("commit cancelled: nothing was applied, and the \(count) change"
                     + "\(count == 1 ? " is" : "s are") still pending")
+            } catch let outdated as PendingChangeOutdated {
+                throw ShellError("commit failed, so nothing was applied: \(outdated). That change cannot apply as "
+                    + "confirmed any more: rollback drops the \(count) pending change\(count == 1 ? "" : "s").")
             } catch {
                 // Kept: the person can see them (.status), change what they conflict with, and commit again.
                 throw ShellError("commit failed, so nothing was applied: \(error). The \(count) change"
@@ -577,6 +578,12 @@ final class Shell {
         for stats in statsCache.values { for p in stats.paths { all.insert(p.written) } }
         completionWords = all.sorted()
     }
+}
+
+/// A pending change whose documents are no longer those it was confirmed for (another process changed them).
+struct PendingChangeOutdated: Error, CustomStringConvertible {
+    var summary: String
+    var description: String { "the documents that '\(summary)' was confirmed for have changed since" }
 }
 
 /// A pending change that failed when replayed for a query.
