@@ -30,6 +30,8 @@ final class Environment {
     let path: String
     private(set) var raw: OpaquePointer?
     private let configuration: Configuration
+    /// Whether it was opened without the lock file (`MDB_NOLOCK`): no writer in another process knows of its readers.
+    private(set) var isWithoutLockFile = false
     private var cachedReader: OpaquePointer?
     private let fileID: FileID
 
@@ -48,6 +50,7 @@ final class Environment {
 
         var flags = LMDBFlags.noSubdirectory | LMDBFlags.noThreadLocalStorage
         if configuration.readOnly { flags |= LMDBFlags.readOnly }
+        var withoutLock = false
         let (env, registered) = try Environment.openFiles.withLock { open -> (OpaquePointer, FileID) in
             if let existing = Environment.fileID(of: path), open.contains(existing) {
                 throw EnvironmentOpenError.alreadyOpenInProcess
@@ -60,6 +63,7 @@ final class Environment {
                 // The data file can be read, so it is the lock file that cannot be opened for writing.
                 guard Environment.lockFileIsUnused(path + "-lock") else { throw LockFileUnavailableError(lmdb: error) }
                 env = try Environment.open(path, flags: flags | LMDBFlags.noLock, configuration)
+                withoutLock = true
             }
             guard let id = Environment.fileID(of: path) else {
                 mdb_env_close(env)
@@ -78,6 +82,7 @@ final class Environment {
         }
         self.raw = env
         self.fileID = registered
+        self.isWithoutLockFile = withoutLock
     }
 
     /// Creates and opens an environment handle; on failure the handle is closed, as LMDB requires.

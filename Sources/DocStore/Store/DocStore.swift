@@ -52,6 +52,10 @@ public actor DocStore {
     public nonisolated let path: String
     /// Whether the store was opened with ``Options/readOnly``.
     public nonisolated let isReadOnly: Bool
+    /// Whether a read-only store was opened without LMDB's lock file (`MDB_NOLOCK`), because this process may not
+    /// write it: a process that writes the store while it is open here does not keep the pages its reads use, so
+    /// its answers could be wrong. A tool should say so.
+    public nonisolated let isWithoutLockFile: Bool
     let core: StoreCore
     private(set) var isClosed = false
     /// Signals observers after commits, this process's and others'.
@@ -74,6 +78,7 @@ public actor DocStore {
         self.path = path
         self.isReadOnly = options.readOnly
         self.core = try StoreCore(path: path, options: options)
+        self.isWithoutLockFile = core.env.isWithoutLockFile
     }
 
     /// Throws ``DocStoreError/Code/readOnly`` when the store was opened read-only, saying that `what` was refused:

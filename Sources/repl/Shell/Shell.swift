@@ -50,6 +50,10 @@ final class Shell {
         var options = DocStore.Options()
         options.readOnly = readOnly
         let opened = try await DocStore(path: path, options: options)
+        if opened.isWithoutLockFile {
+            console.error("warning: \(path) is open without its lock file (\(path)-lock cannot be written here): if "
+                + "another process writes the store meanwhile, answers may be wrong; open it again after it has")
+        }
         if let store { await store.close() }
         store = opened
         statsCache = [:]
