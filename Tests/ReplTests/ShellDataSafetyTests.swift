@@ -121,6 +121,19 @@ extension ShellSessions {
                 "\(out)")
     }
 
+    @Test func aCollectionWhoseNameIsNotAWordIsWrittenInBackticks() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.write(#"[{"id": 1, "species": "setosa"}, {"id": 2, "species": "virginica"}]"#, to: "iris.json")
+        let run = try sandbox.run(["--yes", sandbox.storePath, ".import iris.json `iris data`",
+                                   ".createIndex `by species` `iris data` species", ".indexes `iris data`",
+                                   #"`iris data`.include(species == "setosa").count()"#, ".fields `iris data`",
+                                   ".dropIndex `by species` `iris data`", ".drop `iris data`", ".collections"])
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.containsInOrder(["Imported 2 documents into iris data.", "iris data.by species: index on species",
+                                             "\n1\n", "species", "Dropped index by species of iris data.",
+                                             "Dropped collection iris data"]), "\(run)")
+    }
+
     @Test func aCollectionAndASavedFilterCannotShareAName() throws {
         let sandbox = try ShellSandbox()
         try sandbox.prepare(ShellSandbox.threePeople + [".save ca people.include(age >= 18)"])

@@ -72,17 +72,17 @@ extension Shell {
             try await open(path: args[0])
             console.note("Opened \(args[0]).")
         case "collections": try await listCollections()
-        case "indexes": try await listIndexes(args.first)
+        case "indexes": try await listIndexes(args.first.map(Shell.name))
         case "fields":
             try need(1, ".fields COLLECTION")
-            try await listFields(args[0])
+            try await listFields(Shell.name(args[0]))
         case "createIndex": try await createIndex(args)
         case "dropIndex":
             try need(2, ".dropIndex NAME COLLECTION")
-            try await dropIndex(args[0], from: args[1])
+            try await dropIndex(Shell.name(args[0]), from: Shell.name(args[1]))
         case "drop":
             try need(1, ".drop COLLECTION")
-            try await dropCollection(args[0])
+            try await dropCollection(Shell.name(args[0]))
         case "mode":
             if args.isEmpty {
                 console.result("current output mode: \(renderer.mode.rawValue)\n")
@@ -176,6 +176,12 @@ extension Shell {
         }
     }
 
+    /// A collection's or an index's name given to a dot-command, without the backticks it may be written in.
+    static func name(_ argument: String) -> String {
+        argument.count > 2 && argument.hasPrefix("`") && argument.hasSuffix("`") && argument.dropFirst().dropLast()
+            .allSatisfy({ $0 != "`" }) ? String(argument.dropFirst().dropLast()) : argument
+    }
+
     /// The text after `.name`, as typed: quotes and spaces inside a query kept.
     static func rawArguments(of name: String, in text: String) -> String {
         guard let range = text.range(of: "." + name) else { return "" }
@@ -258,8 +264,8 @@ extension Shell {
             throw ShellError("the fields to index are names separated by commas (`in backticks` when a name has "
                 + "spaces or punctuation): \(error.message)")
         }
-        let definition = IndexDefinition(name: args[0], kind: kind, fields: fields)
-        let collection = args[1]
+        let definition = IndexDefinition(name: Shell.name(args[0]), kind: kind, fields: fields)
+        let collection = Shell.name(args[1])
         let stats = try await fieldStats(collection)
         for f in fields where stats.total > 0 && stats[f] == nil {
             console.error("warning: no document of '\(collection)' has a field '\(f.written)'"

@@ -65,7 +65,7 @@ extension Shell {
     func importFile(_ arguments: [String]) async throws {
         let usage = ".import FILE COLLECTION [--null MARKER] [--dates FIELD,FIELD...]"
         guard arguments.count >= 2 else { throw ShellError("usage: \(usage)") }
-        let (path, collection) = (arguments[0], arguments[1])
+        let (path, collection) = (arguments[0], Shell.name(arguments[1]))
         var reading = CSV.Reading()
         var options = arguments.dropFirst(2)
         while let option = options.popFirst() {
