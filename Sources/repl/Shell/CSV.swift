@@ -110,9 +110,9 @@ enum CSV {
     /// The columns of a list of documents and how each is written, learned from every document before the first
     /// row: a column's name is its field's path (names that hold a dot or a backtick in backticks).
     struct Columns {
-        private(set) var names: [String] = []
+        private var columns = ColumnNames()
         private var styles: [Style] = []
-        private var position: [String: Int] = [:]
+        var names: [String] { columns.all }
 
         /// How the cells of one column are written.
         private struct Style {
@@ -125,15 +125,8 @@ enum CSV {
 
         mutating func add(_ document: DocumentValue) {
             for (name, value) in CSV.flatten(document) {
-                let i: Int
-                if let known = position[name] {
-                    i = known
-                } else {
-                    i = names.count
-                    position[name] = i
-                    names.append(name)
-                    styles.append(Style())
-                }
+                let (i, isNew) = columns.index(of: name)
+                if isNew { styles.append(Style()) }
                 switch value {
                 case .null: break
                 case .string(let s): if s.first == "[" || s.first == "{" || s.first == "\"" { styles[i].isJSON = true }

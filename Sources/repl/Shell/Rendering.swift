@@ -31,8 +31,7 @@ struct Rendering {
         mode = renderer.mode
         headers = renderer.headers
         guard mode.isTable || mode == .csv else { return }
-        var names: [String] = []
-        var position: [String: Int] = [:]
+        var names = ColumnNames()
         var natural: [Int] = []
         var seen = 0
         for document in documents {
@@ -40,15 +39,8 @@ struct Rendering {
             if seen % Rendering.checkEvery == 0 { try Task.checkCancellation() }
             if mode == .csv { csv.add(document); continue }
             for (name, value) in Renderer.flatten(document) {
-                let i: Int
-                if let known = position[name] {
-                    i = known
-                } else {
-                    i = names.count
-                    position[name] = i
-                    names.append(name)
-                    natural.append(mode.isTable && headers ? Renderer.width(name) : 1)
-                }
+                let (i, isNew) = names.index(of: name)
+                if isNew { natural.append(mode.isTable && headers ? Renderer.width(name) : 1) }
                 if mode.isTable { natural[i] = max(natural[i], Renderer.width(Renderer.cell(value).replacingNewlines)) }
             }
         }
@@ -64,7 +56,7 @@ struct Rendering {
             rightAligned[i] = width < 0
         }
         let widths = terminalColumns.map { Rendering.fit(natural, fixed: fixed, into: $0) } ?? natural
-        columns = widths.indices.map { Column(name: names[$0], width: widths[$0], rightAligned: rightAligned[$0]) }
+        columns = widths.indices.map { Column(name: names.all[$0], width: widths[$0], rightAligned: rightAligned[$0]) }
         hiddenColumns = names.count - widths.count
     }
 
@@ -172,5 +164,21 @@ struct Rendering {
         }
         if hiddenColumns > 0 { out += " … " + bar }
         return out + "\n"
+    }
+}
+
+/// Column names in the order they are first seen, with each one's place.
+struct ColumnNames {
+    private(set) var all: [String] = []
+    private var position: [String: Int] = [:]
+
+    var count: Int { all.count }
+
+    /// The place of `name`, given it now when it is new.
+    mutating func index(of name: String) -> (index: Int, isNew: Bool) {
+        if let known = position[name] { return (known, false) }
+        position[name] = all.count
+        all.append(name)
+        return (all.count - 1, true)
     }
 }
