@@ -43,12 +43,14 @@ extension Shell {
         Queries read as in Swift, with a collection (or a saved filter) in front:
           people.include(age >= 18 && city == "Oslo").sortBy(age, .reverse).sortBy(name)[0..<10]
           people.exclude(tags.contains("swift")).count()
-        Steps:   include(COND)  exclude(COND)  sortBy(FIELD[, .reverse])  reverse()  [a..<b]  [a...b]
+        Steps:   query() (optional: people.query() is people)  include(COND)  exclude(COND)
+                 sortBy(FIELD[, .reverse])  reverse()  [a..<b]  [a...b]
         Results: results() (or nothing)  first  last  any  count()  explain()
         Changes: insert({...} or [{...}, ...])  save({...})  findOrCreate({...})  delete()
         Conditions: ==  !=  <  <=  >  >=  &&  ||  !  ( )   age in 18..<30   city in ["Oslo", "Bergen"]
           tags.contains("swift")   ["a", "b"].contains(city)   name.hasPrefix("An")   name.contains("nn")
           email == nil   address.city == "Oslo"   active (a true/false field alone)
+          `Body Mass (g)` > 5000 (a name that is not a plain word, in backticks)
         Values: JSON (numbers, "strings", true, false, null or nil, [lists], {objects}), date("2024-05-01")
         Transactions: begin, then changes stay pending (shown here only) until commit or rollback.
         """
