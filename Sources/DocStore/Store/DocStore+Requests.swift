@@ -65,13 +65,11 @@ extension DocStore {
                     let values = self.observe(request)
                     inner = Task {
                         do {
-                            for try await value in values where generation.current == mine {
-                                continuation.yield(value)
+                            for try await value in values {
+                                generation.ifCurrent(mine) { continuation.yield(value) }
                             }
                         } catch {
-                            if generation.current == mine {
-                                continuation.finish(throwing: error)
-                            }
+                            generation.ifCurrent(mine) { continuation.finish(throwing: error) }
                         }
                     }
                 }
@@ -88,8 +86,18 @@ extension DocStore {
 }
 
 /// Which request of a sequence is being followed: values of an earlier one are dropped.
-private final class RequestGeneration: Sendable {
-    private let value = Atomic<Int>(0)
-    var current: Int { value.load(ordering: .sequentiallyConsistent) }
-    func next() -> Int { value.add(1, ordering: .sequentiallyConsistent).newValue }
+///
+/// Checking that a request is still the current one and sending its value happen under one lock, and so does moving
+/// to the next request: a value of a replaced request is sent before the move or never, so it can never arrive
+/// after (and overwrite) the first value of the request that replaced it.
+final class RequestGeneration: Sendable {
+    private let value = Mutex<Int>(0)
+
+    /// Moves to the next request; returns its number.
+    func next() -> Int { value.withLock { $0 += 1; return $0 } }
+
+    /// Runs `send` if request `mine` is still the current one, with no move to the next one meanwhile.
+    func ifCurrent(_ mine: Int, _ send: () -> Void) {
+        value.withLock { if $0 == mine { send() } }
+    }
 }
