@@ -62,6 +62,8 @@ import Testing
             #expect(error.description.contains("row 3"), "\(error)")
             #expect(error.description.contains("yesterday"), "\(error)")
         }
+        // A date column the header does not have is an error, not nothing.
+        #expect(throws: ShellError.self) { try documents("day\n2014-01-01\n", dates: ["days"]) }
         // Without --dates, an ISO 8601 day stays text: only DocStore's own printed form is read as a date.
         #expect(column("day", try documents("day\n2014-01-01\n")) == [.string("2014-01-01")])
         let printed = "2014-01-01T00:00:00.000Z"

@@ -258,6 +258,10 @@ enum CSV {
             }
             seen[path] = i
         }
+        for path in reading.dates where !paths.contains(path) {
+            throw ShellError("\(origin): --dates names '\(path.written)', but no column of the header is named so "
+                + "(the header: \(paths.map(\.written).joined(separator: ", ")))")
+        }
         for (r, row) in rows.dropFirst().enumerated() where row.count != header.count {
             throw ShellError("\(origin): row \(r + 2) has \(row.count) cell\(row.count == 1 ? "" : "s"), the header "
                 + "\(header.count); every row needs one cell per column (an empty cell for a missing value)")
