@@ -71,20 +71,41 @@ enum CSV {
         }
 
         private static func number(_ text: String) -> DocumentValue? {
-            var scalars = Substring(text).unicodeScalars[...]
-            if scalars.first == "-" { scalars = scalars.dropFirst() }
-            let whole = scalars.prefix { $0.isASCII && $0.properties.numericType != nil }
-            guard !whole.isEmpty, whole.first != "0" || whole.count == 1 else { return nil }
-            let rest = scalars.dropFirst(whole.count)
-            if rest.isEmpty {
+            // Only the bytes are looked at until the shape is right: most cells of most columns are not numbers.
+            let shape = text.utf8.withContiguousStorageIfAvailable { Self.shape(of: $0) } ?? Self.shape(of: Array(text.utf8)[...])
+            switch shape {
+            case .integer:
                 if let i = Int64(text), String(i) == text { return .int(i) }
                 if let u = UInt64(text), String(u) == text { return .uint(u) }
                 return nil
+            case .fraction:
+                // Written with the shortest digits that give the same Double back, as `.export` writes it.
+                guard let d = Double(text), d.isFinite else { return nil }
+                let shortest = d.description
+                let same = shortest.utf8.contains(UInt8(ascii: "e")) ? CSV.plain(d) == text : shortest == text
+                return same ? .double(d) : nil
+            case nil:
+                return nil
             }
-            guard rest.first == ".", rest.count >= 2, rest.count <= 1_100,
-                  rest.dropFirst().allSatisfy({ $0.isASCII && $0.properties.numericType != nil }),
-                  let d = Double(text), d.isFinite, CSV.plain(d) == text else { return nil }
-            return .double(d)
+        }
+
+        private enum Shape { case integer, fraction }
+
+        /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?`, at most 1,100 fraction digits.
+        private static func shape<Bytes: Collection<UInt8>>(of bytes: Bytes) -> Shape? {
+            var i = bytes.startIndex
+            if i != bytes.endIndex, bytes[i] == UInt8(ascii: "-") { i = bytes.index(after: i) }
+            let wholeStart = i
+            while i != bytes.endIndex, (0x30...0x39).contains(bytes[i]) { i = bytes.index(after: i) }
+            let wholeCount = bytes.distance(from: wholeStart, to: i)
+            guard wholeCount > 0, bytes[wholeStart] != UInt8(ascii: "0") || wholeCount == 1 else { return nil }
+            if i == bytes.endIndex { return .integer }
+            guard bytes[i] == UInt8(ascii: ".") else { return nil }
+            i = bytes.index(after: i)
+            let fractionStart = i
+            while i != bytes.endIndex, (0x30...0x39).contains(bytes[i]) { i = bytes.index(after: i) }
+            let fractionCount = bytes.distance(from: fractionStart, to: i)
+            return i == bytes.endIndex && fractionCount > 0 && fractionCount <= 1_100 ? .fraction : nil
         }
     }
 
@@ -271,20 +292,25 @@ enum CSV {
         }
         let body = rows.dropFirst()
         // Each column's rule, from all its cells.
-        var json: [Bool] = [], typed: [Bool] = []
+        var json: [Bool] = [], typed: [Bool] = [], kinds: [[Kind?]] = []
         for (c, path) in paths.enumerated() {
             let dates = reading.dates.contains(path)
-            var marked = false
-            json.append(!dates && body.allSatisfy { row in
-                if isNull(row[c]) { return true }
-                guard let cell = jsonCell(row[c].text) else { return false }
-                marked = marked || cell.marked
-                return true
-            } && marked)
-            typed.append(dates || body.allSatisfy { row in
+            // Parsing every cell is costly: only a column with a cell marked as JSON can be one.
+            let marked = body.contains { row in row[c].text.first.map { $0 == "[" || $0 == "{" || $0 == "\"" } ?? false }
+            json.append(!dates && marked && body.allSatisfy { row in isNull(row[c]) || jsonCell(row[c].text) != nil })
+            // Each unquoted cell's reading, worked out once for the rule and kept for the values.
+            var column: [Kind?] = []
+            column.reserveCapacity(body.count)
+            var allRead = true
+            for row in body {
                 let cell = row[c]
-                return cell.quoted || isNull(cell) || Kind.of(cell.text) != .text
-            })
+                if cell.quoted || isNull(cell) || dates || !allRead { column.append(nil); continue }
+                let kind = Kind.of(cell.text)
+                if kind == .text { allRead = false }
+                column.append(kind)
+            }
+            typed.append(dates || allRead)
+            kinds.append(column)
         }
         var out: [DocumentValue] = []
         out.reserveCapacity(body.count)
@@ -307,7 +333,7 @@ enum CSV {
                 } else if cell.quoted || !typed[c] {
                     value = .string(cell.text)
                 } else {
-                    switch Kind.of(cell.text) {
+                    switch kinds[c][r] ?? Kind.of(cell.text) {
                     case .number(let n): value = n
                     case .bool(let b): value = .bool(b)
                     case .date(let d): value = .date(d)
