@@ -189,7 +189,8 @@ enum CSV {
             return [(prefix.isEmpty ? "value" : prefix, value)]
         }
         return fields.flatMap { field -> [(String, DocumentValue)] in
-            let part = field.name.contains(".") || field.name.contains("`") ? "`" + field.name + "`" : field.name
+            let part = field.name.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "`") } ? "`" + field.name + "`"
+                : field.name
             let name = prefix.isEmpty ? part : prefix + "." + part
             if case .object = field.value { return flatten(field.value, prefix: name) }
             return [(name, field.value)]
