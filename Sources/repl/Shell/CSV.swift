@@ -160,8 +160,16 @@ enum CSV {
         var header: String { names.map { CSV.quote($0) }.joined(separator: ",") + "\r\n" }
 
         func row(_ document: DocumentValue) -> String {
-            let cells = Dictionary(CSV.flatten(document), uniquingKeysWith: { first, _ in first })
-            return names.indices.map { i in cell(cells[names[i]], styles[i]) }.joined(separator: ",") + "\r\n"
+            var values = [DocumentValue?](repeating: nil, count: styles.count)
+            for (name, value) in CSV.flatten(document) {
+                if let i = columns.position(of: name), values[i] == nil { values[i] = value }
+            }
+            var line = ""
+            for i in values.indices {
+                if i > 0 { line += "," }
+                line += cell(values[i], styles[i])
+            }
+            return line + "\r\n"
         }
 
         private func cell(_ value: DocumentValue?, _ style: Style) -> String {

@@ -174,6 +174,9 @@ struct ColumnNames {
 
     var count: Int { all.count }
 
+    /// The place of `name`, or `nil` when it was never seen.
+    func position(of name: String) -> Int? { position[name] }
+
     /// The place of `name`, given it now when it is new.
     mutating func index(of name: String) -> (index: Int, isNew: Bool) {
         if let known = position[name] { return (known, false) }
