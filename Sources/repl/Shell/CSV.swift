@@ -109,14 +109,17 @@ enum CSV {
         }
     }
 
-    /// A cell's text as a JSON value, and whether it is marked as JSON (a list, an object or a string in quotes,
-    /// which no plain text is); `nil` when it is not JSON.
-    static func jsonCell(_ text: String) -> (value: DocumentValue, marked: Bool)? {
-        guard let first = text.first else { return nil }
-        let marked = first == "[" || first == "{" || first == "\""
-        guard marked || first == "-" || (first.isASCII && first.isNumber) || text == "true" || text == "false"
-                || text == "null", let value = try? Parser.wholeLiteral(text) else { return nil }
-        return (value, marked)
+    /// Whether text starts as only JSON does (a list, an object, a string in quotes), which no plain text does.
+    static func looksLikeJSON(_ text: String) -> Bool {
+        guard let first = text.utf8.first else { return false }
+        return first == UInt8(ascii: "[") || first == UInt8(ascii: "{") || first == UInt8(ascii: "\"")
+    }
+
+    /// A cell's text as a JSON value, or `nil` when it is not one.
+    static func jsonValue(_ text: String) -> DocumentValue? {
+        guard let first = text.first, looksLikeJSON(text) || first == "-" || (first.isASCII && first.isNumber)
+                || text == "true" || text == "false" || text == "null" else { return nil }
+        return try? Parser.wholeLiteral(text)
     }
 
     /// `{"$date": "2024-05-01T00:00:00.000Z"}`, extended JSON's date, as a date.
@@ -150,7 +153,7 @@ enum CSV {
                 if isNew { styles.append(Style()) }
                 switch value {
                 case .null: break
-                case .string(let s): if s.first == "[" || s.first == "{" || s.first == "\"" { styles[i].isJSON = true }
+                case .string(let s): if CSV.looksLikeJSON(s) { styles[i].isJSON = true }
                 case .array, .object: styles[i].isJSON = true; styles[i].hasNonText = true
                 default: styles[i].hasNonText = true
                 }
@@ -191,17 +194,11 @@ enum CSV {
         return paths[0]
     }
 
-    /// A document's fields as columns: nested objects as dotted paths, the rest as values.
-    static func flatten(_ value: DocumentValue, prefix: String = "") -> [(String, DocumentValue)] {
-        guard case .object(let fields) = value, !(fields.isEmpty && !prefix.isEmpty) else {
-            return [(prefix.isEmpty ? "value" : prefix, value)]
-        }
-        return fields.flatMap { field -> [(String, DocumentValue)] in
-            let part = field.name.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "`") } ? "`" + field.name + "`"
-                : field.name
-            let name = prefix.isEmpty ? part : prefix + "." + part
-            if case .object = field.value { return flatten(field.value, prefix: name) }
-            return [(name, field.value)]
+    /// A document's fields as columns, named as a header names them: a name that holds a dot or a backtick in
+    /// backticks, so that `.import` reads it back as one name.
+    static func flatten(_ document: DocumentValue) -> [(String, DocumentValue)] {
+        Renderer.flatten(document) { name in
+            name.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "`") } ? "`" + name + "`" : name
         }
     }
 
@@ -301,13 +298,22 @@ enum CSV {
         }
         let body = rows.dropFirst()
         // Each column's rule, from all its cells.
-        var json: [Bool] = [], typed: [Bool] = [], kinds: [[Kind?]] = []
+        // Each column's cells as JSON values when it is a JSON column; else each unquoted cell's reading. Worked out
+        // once, for the column's rule and for the values.
+        var jsonValues: [[DocumentValue?]?] = [], typed: [Bool] = [], kinds: [[Kind?]] = []
         for (c, path) in paths.enumerated() {
             let dates = reading.dates.contains(path)
-            // Parsing every cell is costly: only a column with a cell marked as JSON can be one.
-            let marked = body.contains { row in row[c].text.first.map { $0 == "[" || $0 == "{" || $0 == "\"" } ?? false }
-            json.append(!dates && marked && body.allSatisfy { row in isNull(row[c]) || jsonCell(row[c].text) != nil })
-            // Each unquoted cell's reading, worked out once for the rule and kept for the values.
+            // Parsing every cell is costly: only a column with a cell that looks like JSON can be one.
+            var values: [DocumentValue?]?
+            if !dates, body.contains(where: { looksLikeJSON($0[c].text) }) {
+                values = []
+                for row in body {
+                    if isNull(row[c]) { values?.append(nil); continue }
+                    guard let value = jsonValue(row[c].text) else { values = nil; break }
+                    values?.append(value)
+                }
+            }
+            jsonValues.append(values)
             var column: [Kind?] = []
             column.reserveCapacity(body.count)
             var allRead = true
@@ -337,8 +343,8 @@ enum CSV {
                             + "date in ISO 8601 (such as 2024-05-01 or 2024-05-01T10:30:00Z)")
                     }
                     value = .date(date)
-                } else if json[c], let parsed = jsonCell(cell.text) {
-                    value = Shell.readingDates(parsed.value)
+                } else if let values = jsonValues[c], let parsed = values[r] {
+                    value = Shell.readingDates(parsed)
                 } else if cell.quoted || !typed[c] {
                     value = .string(cell.text)
                 } else {

@@ -137,12 +137,13 @@ struct Renderer {
     }
 
     /// A document's fields as dotted paths and values; arrays stay whole.
-    static func flatten(_ value: DocumentValue, prefix: String = "") -> [(String, DocumentValue)] {
+    static func flatten(_ value: DocumentValue, prefix: String = "",
+                        naming: (String) -> String = { $0 }) -> [(String, DocumentValue)] {
         guard case .object(let fields) = value else { return [(prefix.isEmpty ? "value" : prefix, value)] }
         if fields.isEmpty && !prefix.isEmpty { return [(prefix, value)] }
         return fields.flatMap { field -> [(String, DocumentValue)] in
-            let name = prefix.isEmpty ? field.name : prefix + "." + field.name
-            if case .object = field.value { return flatten(field.value, prefix: name) }
+            let name = prefix.isEmpty ? naming(field.name) : prefix + "." + naming(field.name)
+            if case .object = field.value { return flatten(field.value, prefix: name, naming: naming) }
             return [(name, field.value)]
         }
     }

@@ -259,10 +259,8 @@ final class Shell {
         let (filters, names) = try await reading { ctx in
             (try ctx.savedFilters(), try ctx.collections().map(\.name))
         }
-        let (collection, steps) = try Shell.expand(expression, filters: filters, collections: names)
-        let writes = expression.steps.last.map { step in
-            if case .insert = step { true } else if case .save = step { true } else { false } } ?? false
-        if writes, let step = expression.steps.last {
+        let (collection, steps) = try Shell.expand(expression, filters: filters)
+        if let step = expression.steps.last, step.writesGivenDocuments {
             let verb = Parser.name(of: step).prefix { $0 != "(" }
             if collection != expression.base {
                 throw MeaningError(message: "'\(expression.base)' is a saved filter, and \(verb) writes the documents "
@@ -276,9 +274,7 @@ final class Shell {
             }
         }
         if !names.contains(collection) {
-            let creates = steps.contains { if case .insert = $0 { true } else if case .save = $0 { true }
-                else if case .findOrCreate = $0 { true } else { false } }
-            if !creates {
+            if !steps.contains(where: \.createsCollection) {
                 throw MeaningError(message: "no collection or saved filter is named '\(collection)'"
                     + (names.isEmpty ? " (the store is empty; insert creates a collection)" : ""),
                     location: expression.baseLocation, length: expression.baseLength,
@@ -306,7 +302,7 @@ final class Shell {
 
     /// The collection a query reads and all its steps: a saved filter's own, those of the filters it is built
     /// on, then the query's. A filter that (through others) names itself is an error.
-    static func expand(_ expression: QueryExpression, filters: [SavedFilter], collections: [String]) throws
+    static func expand(_ expression: QueryExpression, filters: [SavedFilter]) throws
         -> (collection: String, steps: [Step]) {
         var collection = expression.base
         var steps = expression.steps
@@ -604,6 +600,22 @@ extension Step {
         case .save: return "save into '\(collection)'"
         case .findOrCreate: return "findOrCreate in '\(collection)'"
         default: return "change '\(collection)'"
+        }
+    }
+
+    /// Whether the step writes the documents it is given (`insert`, `save`), whatever the steps before it select.
+    var writesGivenDocuments: Bool {
+        switch self {
+        case .insert, .save: return true
+        default: return false
+        }
+    }
+
+    /// Whether the step makes its collection when it is missing.
+    var createsCollection: Bool {
+        switch self {
+        case .insert, .save, .findOrCreate: return true
+        default: return false
         }
     }
 
