@@ -47,7 +47,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         public static let invalidSchema = Code(kind: .invalidSchema)
         /// An id or index key is longer than LMDB allows.
         public static let valueTooLarge = Code(kind: .valueTooLarge)
-        /// A context was used after the `perform` closure that received it had returned.
+        /// A context was used after the `read` or `write` closure that received it had returned.
         public static let transactionExpired = Code(kind: .transactionExpired)
         /// The store was closed.
         public static let closed = Code(kind: .closed)

@@ -210,7 +210,8 @@ struct StreamingMemory: Codable {
         let peak = try await store.read { ctx -> Int in
             var peak = Meter.status("RssAnon")
             var n = 0
-            for person in try StoredPerson.query().fetchedResults(in: ctx) {
+            let people = try StoredPerson.query().cursor(in: ctx)
+            while let person = try people.next() {
                 n += person.age >= 0 ? 1 : 0
                 if n % 10_000 == 0 { peak = max(peak, Meter.status("RssAnon")) }
             }

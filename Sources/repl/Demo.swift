@@ -44,7 +44,7 @@ enum Demo {
         let path = folder + "/demo.db"
         let store = try await DocStore(path: path)
         let people = (1...count).map(person)
-        try await store.perform { ctx in
+        try await store.write { ctx in
             for p in people { try ctx.insert(p, into: "people") }
             try ctx.createIndex(IndexDefinition(name: "age", kind: .regular, fields: ["age"]), in: "people")
             try ctx.createIndex(IndexDefinition(name: "city_age", kind: .regular, fields: ["city", "age"]),

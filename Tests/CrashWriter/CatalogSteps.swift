@@ -43,7 +43,7 @@ enum CatalogSteps {
                 throw Refusal("create COLLECTION N TAG: N is a number above 0")
             }
             let (collection, tag) = (words[1], words[3])
-            try await store.perform { ctx in
+            try await store.write { ctx in
                 for i in 1...count {
                     try ctx.save(.object([.init("id", .int(Int64(i))), .init("n", .int(Int64(i))),
                                           .init("group", .string("g\(i % 3)")), .init("tag", .string(tag))]),
@@ -53,15 +53,15 @@ enum CatalogSteps {
         case ("index", 4):
             let definition = IndexDefinition(name: words[2], kind: .regular, fields: [FieldPath(words[3])])
             let collection = words[1]
-            try await store.perform { try $0.createIndex(definition, in: collection) }
+            try await store.write { try $0.createIndex(definition, in: collection) }
         case ("dropIndex", 3):
             let (collection, name) = (words[1], words[2])
-            guard try await store.perform({ try $0.dropIndex(name, from: collection) }) else {
+            guard try await store.write({ try $0.dropIndex(name, from: collection) }) else {
                 throw Refusal("no index \(name) in \(collection)")
             }
         case ("drop", 2):
             let collection = words[1]
-            guard try await store.perform({ try $0.dropCollection(collection) }) else {
+            guard try await store.write({ try $0.dropCollection(collection) }) else {
                 throw Refusal("no collection \(collection)")
             }
         case ("people", 2):

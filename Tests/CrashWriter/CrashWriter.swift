@@ -102,7 +102,7 @@ struct CrashWriter {
         }
         do {
             let store = try await DocStore(path: arguments[1], options: CrashRecord.options)
-            var batch = try await store.count(CrashRecord.self) / CrashRecord.batchSize
+            var batch = try await CrashRecord.query().count(in: store) / CrashRecord.batchSize
             while true {
                 try await store.insert(contentsOf: CrashRecord.batch(batch))
                 // Written straight to the file descriptor: nothing is buffered when the process is killed.
@@ -148,7 +148,7 @@ struct CrashWriter {
         do {
             let store = try await DocStore(path: arguments[0])
             for n in 0..<count {
-                let stored = try await store.perform { ctx in
+                let stored = try await store.write { ctx in
                     try ctx.insertAndFetch(.object([("writer", .string(tag)), ("n", .int(Int64(n)))]), into: collection)
                 }
                 FileHandle.standardOutput.write(Data("inserted \(n) \(stored[field: "id"]?.json() ?? "?")\n".utf8))

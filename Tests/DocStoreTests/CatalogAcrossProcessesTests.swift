@@ -64,23 +64,23 @@ final class CatalogChild {
 @Suite struct CatalogAcrossProcessesTests {
     /// Every collection with its number of documents, in one read transaction, as the shell's `.collections` reads.
     static func listing(_ store: DocStore) async throws -> [String: Int] {
-        let rows = try await store.read { ctx in try ctx.collections().map { ($0.name, try ctx.count(in: $0.name)) } }
+        let rows = try await store.read { ctx in try ctx.collections().map { ($0.name, try Query<DocumentValue>($0.name).count(in: ctx)) } }
         return Dictionary(uniqueKeysWithValues: rows)
     }
 
     /// The ids of the documents of `collection` whose `field` is `value`, and the index the plan reads.
     static func matches(_ collection: String, _ field: FieldPath, _ value: DocumentValue,
                         in store: DocStore) async throws -> (ids: [DocumentValue], index: String?) {
-        let query = DocumentQuery(collection).include(.compare(field, .equal, value))
+        let query = Query<DocumentValue>(collection).include(.compare(field, .equal, value))
         return try await store.read { ctx in
-            (try query.results(in: ctx).compactMap { $0[field: "id"] }, try query.explain(in: ctx)?.index)
+            (try query.results(in: ctx).compactMap { $0[field: "id"] }, try query.explain(in: ctx).index)
         }
     }
 
     /// Opens a store in which this process has made and read collections `own0` ... `own5` (3 documents each).
     static func storeWithOwnCollections() async throws -> (DocStore, TemporaryDirectory, [String: Int]) {
         let (store, dir) = try await makeStore()
-        try await store.perform { ctx in
+        try await store.write { ctx in
             for c in 0..<6 {
                 for i in 1...3 { try ctx.save(.object([.init("id", .int(Int64(i))), .init("n", .int(Int64(i)))]),
                                               into: "own\(c)") }
@@ -107,7 +107,7 @@ final class CatalogChild {
             expected[indexed] = 9
 
             #expect(try await Self.listing(store) == expected, "round \(round)")
-            #expect(try await store.read { try $0.count(in: plain) } == 5 + round, "round \(round)")
+            #expect(try await store.read { try plain.count(in: $0) } == 5 + round, "round \(round)")
             let infos = try await store.collections()
             #expect(infos.first { $0.name == indexed }?.indexes.map(\.name) == ["by_group"], "round \(round)")
             let (ids, index) = try await Self.matches(indexed, "group", .string("g1"), in: store)
@@ -116,7 +116,7 @@ final class CatalogChild {
         }
         // A typed collection with indexes, made by the other process: this process's type finds them all there.
         try child.make("people 4")
-        #expect(try await store.count(Person.self) == 4)
+        #expect(try await Person.query().count(in: store) == 4)
         let adults = try await store.read { try Person.include(#Predicate { $0.age >= 18 }).sortBy(\.age).count(in: $0) }
         #expect(adults == 4)
         #expect(try child.finish() == 0)
@@ -139,7 +139,7 @@ final class CatalogChild {
             try child.make("create shared \(count) r\(round)")
             expected["shared"] = count
             #expect(try await Self.listing(store) == expected, "round \(round)")
-            let tags = try await store.read { ctx in try ctx.documents(in: "shared").compactMap { $0[field: "tag"] } }
+            let tags = try await store.read { ctx in try Query<DocumentValue>("shared").results(in: ctx).compactMap { $0[field: "tag"] } }
             #expect(tags == Array(repeating: .string("r\(round)"), count: count), "round \(round)")
             let (ids, _) = try await Self.matches("shared", "tag", .string("r\(round)"), in: store)
             #expect(ids == Self.ints(Array(1...count)), "round \(round)")
@@ -159,7 +159,7 @@ final class CatalogChild {
         try child.make("drop shared")
         expected["shared"] = nil
         #expect(try await Self.listing(store) == expected)
-        #expect(try await store.read { try $0.count(in: "shared") } == 0)
+        #expect(try await store.read { try Query<DocumentValue>("shared").count(in: $0) } == 0)
         #expect(try await Self.matches("shared", "group", .string("g2"), in: store).ids == [])
         #expect(try child.finish() == 0)
         #expect(try await store.verify().isClean)
@@ -172,7 +172,7 @@ final class CatalogChild {
         let path = dir.path("store.db")
         let writer = try await DocStore(path: path)
         try await writer.insert(contentsOf: [Person(name: "Ann", age: 41), Person(name: "Bob", age: 17)])
-        try await writer.perform { ctx in
+        try await writer.write { ctx in
             for i in 1...9 {
                 try ctx.insert(.object([.init("id", .int(Int64(i))), .init("group", .string("g\(i % 3)"))]),
                                into: "items")
@@ -185,17 +185,17 @@ final class CatalogChild {
         let store = try await DocStore(path: path)
         await #expect(throws: Stop.self) {
             try await store.read { ctx in
-                _ = try ctx.count(in: "items")
-                _ = try ctx.count(Person.self)
+                _ = try Query<DocumentValue>("items").count(in: ctx)
+                _ = try Person.query().count(in: ctx)
                 throw Stop()
             }
         }
         let (ids, index) = try await Self.matches("items", "group", .string("g1"), in: store)
         #expect(ids == Self.ints([1, 4, 7]))
         #expect(index == "by_group")
-        #expect(try await store.count(Person.self) == 2)
+        #expect(try await Person.query().count(in: store) == 2)
         try await store.insert(Person(name: "Cid", age: 30))
-        try await store.perform { try $0.insert(.object([.init("id", .int(10)), .init("group", .string("g1"))]),
+        try await store.write { try $0.insert(.object([.init("id", .int(10)), .init("group", .string("g1"))]),
                                                 into: "items") }
         #expect(try await Self.matches("items", "group", .string("g1"), in: store).ids == Self.ints([1, 4, 7, 10]))
         #expect(try await store.verify().isClean)
@@ -204,7 +204,7 @@ final class CatalogChild {
     @Test func anIndexAnotherProcessAddsOrDropsIsUsedOrLeftOnTheFirstTry() async throws {
         let (store, dir, own) = try await Self.storeWithOwnCollections()
         defer { _ = dir }
-        try await store.perform { ctx in
+        try await store.write { ctx in
             for i in 1...12 {
                 try ctx.save(.object([.init("id", .int(Int64(i))), .init("group", .string("g\(i % 3)"))]), into: "items")
             }
@@ -224,7 +224,7 @@ final class CatalogChild {
 
             // This process's writes keep the other process's index.
             let next = expected["items"]! + 1
-            try await store.perform { ctx in
+            try await store.write { ctx in
                 try ctx.save(.object([.init("id", .int(Int64(next))), .init("group", .string("g\(next % 3)"))]),
                              into: "items")
             }

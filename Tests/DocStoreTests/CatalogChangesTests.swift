@@ -27,7 +27,7 @@ private func ids(_ documents: [DocumentValue]) -> [Int64] {
 }
 
 private func insertMembers(into store: DocStore, collection: String = "members") async throws {
-    try await store.perform { ctx in
+    try await store.write { ctx in
         for m in members { try ctx.insert(m, into: collection) }
     }
 }
@@ -51,8 +51,8 @@ private func snapshot(_ store: DocStore) async throws -> Snapshot {
         var documents: [String: [DocumentValue]] = [:]
         var counts: [String: Int] = [:]
         for info in collections {
-            documents[info.name] = try ctx.documents(in: info.name)
-            counts[info.name] = try ctx.count(in: info.name)
+            documents[info.name] = try Query<DocumentValue>(info.name).results(in: ctx)
+            counts[info.name] = try Query<DocumentValue>(info.name).count(in: ctx)
         }
         return Snapshot(collections: collections, filters: try ctx.savedFilters(), documents: documents, counts: counts)
     }
@@ -67,18 +67,18 @@ private struct RehearsalFailed: Error {}
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         try await insertMembers(into: store)
-        try await store.perform { ctx in
+        try await store.write { ctx in
             try ctx.createIndex(ageIndex, in: "members")
             try ctx.createIndex(cityAgeIndex, in: "members")
             try ctx.createIndex(tagsIndex, in: "members")
             try ctx.createIndex(handleIndex, in: "members")
         }
-        let byAge = DocumentQuery("members").include(.compare("age", .equal, .int(25)))
-        let byCityAndAge = DocumentQuery("members").include(.and([.compare("city", .equal, .string("Bergen")),
+        let byAge = Query<DocumentValue>("members").include(.compare("age", .equal, .int(25)))
+        let byCityAndAge = Query<DocumentValue>("members").include(.and([.compare("city", .equal, .string("Bergen")),
                                                                  .compare("age", .greaterOrEqual, .int(30))]))
-        let byTag = DocumentQuery("members").include(.contains("tags", .string("x3")))
-        let byHandle = DocumentQuery("members").include(.compare("handle", .equal, .string("h7")))
-        let checks: [(DocumentQuery, Set<String>, (DocumentValue) -> Bool)] = [
+        let byTag = Query<DocumentValue>("members").include(.contains("tags", .string("x3")))
+        let byHandle = Query<DocumentValue>("members").include(.compare("handle", .equal, .string("h7")))
+        let checks: [(Query<DocumentValue>, Set<String>, (DocumentValue) -> Bool)] = [
             (byAge, ["by_age"], { field($0, "age") == .int(25) }),
             (byCityAndAge, ["by_city_age"], { m in
                 guard field(m, "city") == .string("Bergen"), case .int(let a)? = field(m, "age") else { return false }
@@ -100,9 +100,9 @@ private struct RehearsalFailed: Error {}
 
         // Later writes keep the new indexes: a unique handle is now enforced.
         await expectError(.uniqueViolation) {
-            try await store.perform { try $0.insert(member(100, age: 1, city: "Oslo", handle: "h7"), into: "members") }
+            try await store.write { try $0.insert(member(100, age: 1, city: "Oslo", handle: "h7"), into: "members") }
         }
-        try await store.perform { try $0.insert(member(101, age: 25, city: "Oslo", handle: "new"), into: "members") }
+        try await store.write { try $0.insert(member(101, age: 25, city: "Oslo", handle: "new"), into: "members") }
         let ages = try await store.read { try byAge.results(in: $0) }
         #expect(ids(ages) == ids(members.filter { field($0, "age") == .int(25) }) + [101])
         let verification = try await store.verify()
@@ -112,15 +112,15 @@ private struct RehearsalFailed: Error {}
     @Test func createIndexOnAMissingCollectionCreatesItEmpty() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.perform { try $0.createIndex(ageIndex, in: "later") }
+        try await store.write { try $0.createIndex(ageIndex, in: "later") }
         let info = try #require(try await store.collections().first { $0.name == "later" })
         #expect(info.indexes == [ageIndex])
         #expect(info.idPath == "id")
         // Enough documents that the planner prefers the index to a full scan.
-        try await store.perform { ctx in
+        try await store.write { ctx in
             for i in 0..<10 { try ctx.insert(member(i, age: 20 + i, city: "Oslo", handle: nil), into: "later") }
         }
-        let plan = try await store.read { try DocumentQuery("later").include(.compare("age", .equal, .int(25))).explain(in: $0) }
+        let plan = try await store.read { try Query<DocumentValue>("later").include(.compare("age", .equal, .int(25))).explain(in: $0) }
         #expect(plan?.index == "by_age")
         #expect(plan?.statistics.returned == 1)
     }
@@ -129,20 +129,20 @@ private struct RehearsalFailed: Error {}
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         try await insertMembers(into: store)
-        try await store.perform { try $0.createIndex(ageIndex, in: "members") }
+        try await store.write { try $0.createIndex(ageIndex, in: "members") }
         // The same name for the same index, or for another index.
         await expectError(.alreadyExists, mentions: ["by_age"]) {
-            try await store.perform { try $0.createIndex(ageIndex, in: "members") }
+            try await store.write { try $0.createIndex(ageIndex, in: "members") }
         }
         await expectError(.alreadyExists, mentions: ["by_age"]) {
-            try await store.perform {
+            try await store.write {
                 try $0.createIndex(IndexDefinition(name: "by_age", kind: .unique, fields: ["handle"]), in: "members")
             }
         }
         let info = try #require(try await store.collections().first { $0.name == "members" })
         #expect(info.indexes == [ageIndex])
         // Another collection may use the name.
-        try await store.perform { try $0.createIndex(ageIndex, in: "others") }
+        try await store.write { try $0.createIndex(ageIndex, in: "others") }
     }
 
     @Test func aUniqueIndexOverDuplicateValuesFailsAndLeavesNoIndex() async throws {
@@ -153,19 +153,19 @@ private struct RehearsalFailed: Error {}
         // Every city is shared by twenty members.
         let uniqueCity = IndexDefinition(name: "by_city", kind: .unique, fields: ["city"])
         await expectError(.uniqueViolation) {
-            try await store.perform { try $0.createIndex(uniqueCity, in: "members") }
+            try await store.write { try $0.createIndex(uniqueCity, in: "members") }
         }
         #expect(try await snapshot(store) == before)
-        let query = DocumentQuery("members").include(.compare("city", .equal, .string("Oslo")))
+        let query = Query<DocumentValue>("members").include(.compare("city", .equal, .string("Oslo")))
         let (plan, results) = try await store.read { ctx in (try query.explain(in: ctx), try query.results(in: ctx)) }
         #expect(plan?.index == nil, "\(plan?.description ?? "nil")")
         #expect(results == members.filter { field($0, "city") == .string("Oslo") })
         // Nothing enforces it, and the name is free for an index that fits.
-        try await store.perform { try $0.insert(member(200, age: 1, city: "Oslo", handle: nil), into: "members") }
-        try await store.perform {
+        try await store.write { try $0.insert(member(200, age: 1, city: "Oslo", handle: nil), into: "members") }
+        try await store.write {
             try $0.createIndex(IndexDefinition(name: "by_city", kind: .regular, fields: ["city"]), in: "members")
         }
-        let indexed = try await store.read { ctx in (try query.explain(in: ctx)?.index, try query.count(in: ctx)) }
+        let indexed = try await store.read { ctx in (try query.explain(in: ctx).index, try query.count(in: ctx)) }
         #expect(indexed.0 == "by_city")
         #expect(indexed.1 == 21)
         let verification = try await store.verify()
@@ -175,18 +175,18 @@ private struct RehearsalFailed: Error {}
     @Test func dropIndexRemovesTheIndexAndQueriesStillAnswer() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.perform { ctx in
+        try await store.write { ctx in
             try ctx.createIndex(ageIndex, in: "members")
             try ctx.createIndex(tagsIndex, in: "members")
         }
         try await insertMembers(into: store)
-        let query = DocumentQuery("members").include(.compare("age", .less, .int(23))).sortBy("age")
+        let query = Query<DocumentValue>("members").include(.compare("age", .less, .int(23))).sortBy("age")
         let expected = try await store.read { try query.results(in: $0) }
-        #expect(try await store.read { try query.explain(in: $0)?.index } == "by_age")
+        #expect(try await store.read { try query.explain(in: $0).index } == "by_age")
 
-        let dropped = try await store.perform { try $0.dropIndex("by_age", from: "members") }
+        let dropped = try await store.write { try $0.dropIndex("by_age", from: "members") }
         #expect(dropped)
-        let (again, unknown, noCollection) = try await store.perform { ctx in
+        let (again, unknown, noCollection) = try await store.write { ctx in
             (try ctx.dropIndex("by_age", from: "members"), try ctx.dropIndex("no_such_index", from: "members"),
              try ctx.dropIndex("by_age", from: "no_such_collection"))
         }
@@ -195,7 +195,7 @@ private struct RehearsalFailed: Error {}
         #expect(info.indexes == [tagsIndex])
         let (plan, results, tagged) = try await store.read { ctx in
             (try query.explain(in: ctx), try query.results(in: ctx),
-             try DocumentQuery("members").include(.contains("tags", .string("even"))).explain(in: ctx))
+             try Query<DocumentValue>("members").include(.contains("tags", .string("even"))).explain(in: ctx))
         }
         #expect(plan?.index == nil, "\(plan?.description ?? "nil")")
         #expect(results == expected)
@@ -203,8 +203,8 @@ private struct RehearsalFailed: Error {}
         #expect(tagged?.statistics.returned == 30)
 
         // Dropped and made again: built afresh from the documents.
-        try await store.perform { try $0.createIndex(ageIndex, in: "members") }
-        let rebuilt = try await store.read { ctx in (try query.explain(in: ctx)?.index, try query.results(in: ctx)) }
+        try await store.write { try $0.createIndex(ageIndex, in: "members") }
+        let rebuilt = try await store.read { ctx in (try query.explain(in: ctx).index, try query.results(in: ctx)) }
         #expect(rebuilt.0 == "by_age")
         #expect(rebuilt.1 == expected)
     }
@@ -214,46 +214,46 @@ private struct RehearsalFailed: Error {}
     @Test func dropCollectionRemovesDocumentsIndexesAndCatalogEntry() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.perform { ctx in
+        try await store.write { ctx in
             try ctx.createIndex(ageIndex, in: "members")
             try ctx.createIndex(handleIndex, in: "members")
         }
         try await insertMembers(into: store)
         try await insertMembers(into: store, collection: "kept")
-        let query = DocumentQuery("members").include(.compare("age", .equal, .int(25)))
+        let query = Query<DocumentValue>("members").include(.compare("age", .equal, .int(25)))
 
-        let dropped = try await store.perform { try $0.dropCollection("members") }
+        let dropped = try await store.write { try $0.dropCollection("members") }
         #expect(dropped)
-        #expect(try await store.perform { try $0.dropCollection("members") } == false)
-        #expect(try await store.perform { try $0.dropCollection("never was") } == false)
+        #expect(try await store.write { try $0.dropCollection("members") } == false)
+        #expect(try await store.write { try $0.dropCollection("never was") } == false)
         let names = try await store.collections().map(\.name)
         #expect(names == ["kept"])
         let (count, documents, results, plan, old) = try await store.read { ctx in
-            (try ctx.count(in: "members"), try ctx.documents(in: "members"), try query.results(in: ctx),
-             try query.explain(in: ctx), try ctx.document(id: .int(5), in: "members"))
+            (try Query<DocumentValue>("members").count(in: ctx), try Query<DocumentValue>("members").results(in: ctx), try query.results(in: ctx),
+             try query.explain(in: ctx), try ctx.get("members", id: .int(5)))
         }
         #expect(count == 0 && documents.isEmpty && results.isEmpty && plan == nil && old == nil)
 
         // A new insert starts a fresh collection: no old documents, no old indexes, no old unique values.
-        try await store.perform { try $0.insert(member(7, age: 25, city: "Oslo", handle: "h7"), into: "members") }
+        try await store.write { try $0.insert(member(7, age: 25, city: "Oslo", handle: "h7"), into: "members") }
         let info = try #require(try await store.collections().first { $0.name == "members" })
         #expect(info.indexes.isEmpty)
         let fresh = try await store.read { ctx in
-            (try ctx.documents(in: "members"), try query.results(in: ctx), try query.explain(in: ctx)?.index)
+            (try Query<DocumentValue>("members").results(in: ctx), try query.results(in: ctx), try query.explain(in: ctx).index)
         }
         #expect(ids(fresh.0) == [7])
         #expect(ids(fresh.1) == [7])
         #expect(fresh.2 == nil)
         // An index made again is built from the new documents only (a few more, so that the index is worth using).
-        try await store.perform { ctx in
+        try await store.write { ctx in
             for i in 1000..<1010 { try ctx.insert(member(i, age: 50, city: "Oslo", handle: nil), into: "members") }
             try ctx.createIndex(ageIndex, in: "members")
         }
-        let reindexed = try await store.read { ctx in (try query.results(in: ctx), try query.explain(in: ctx)?.index) }
+        let reindexed = try await store.read { ctx in (try query.results(in: ctx), try query.explain(in: ctx).index) }
         #expect(ids(reindexed.0) == [7])
         #expect(reindexed.1 == "by_age")
         // The other collection is untouched.
-        #expect(try await store.read { try $0.documents(in: "kept") } == members)
+        #expect(try await store.read { try Query<DocumentValue>("kept").results(in: $0) } == members)
         let verification = try await store.verify()
         #expect(verification.isClean, "\(verification)")
     }
@@ -262,9 +262,9 @@ private struct RehearsalFailed: Error {}
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         try await insertMembers(into: store)
-        try await store.perform { try $0.createIndex(ageIndex, in: "members") }
-        let young = DocumentQuery("members").include(.compare("age", .less, .int(24)))
-        let inside = try await store.perform { ctx -> (String?, Int, [Int64], Int) in
+        try await store.write { try $0.createIndex(ageIndex, in: "members") }
+        let young = Query<DocumentValue>("members").include(.compare("age", .less, .int(24)))
+        let inside = try await store.write { ctx -> (String?, Int, [Int64], Int) in
             // An index dropped and made again under the same name, on another field.
             try ctx.dropIndex("by_age", from: "members")
             try ctx.createIndex(IndexDefinition(name: "by_age", kind: .regular, fields: ["city"]), in: "members")
@@ -276,7 +276,7 @@ private struct RehearsalFailed: Error {}
             try ctx.insert(member(1, age: 21, city: "Oslo", handle: nil, tags: ["even"]), into: "members")
             try ctx.insert(member(2, age: 30, city: "Oslo", handle: nil, tags: ["odd"]), into: "members")
             return (plan?.index, plan?.statistics.returned ?? -1, ids(try young.results(in: ctx)),
-                    try DocumentQuery("members").include(.contains("tags", .string("even"))).count(in: ctx))
+                    try Query<DocumentValue>("members").include(.contains("tags", .string("even"))).count(in: ctx))
         }
         #expect(inside.0 == "real_age")
         #expect(inside.1 == members.filter { if case .int(let a)? = field($0, "age") { a < 24 } else { false } }.count)
@@ -285,8 +285,8 @@ private struct RehearsalFailed: Error {}
         let info = try #require(try await store.collections().first { $0.name == "members" })
         #expect(info.indexes == [tagsIndex])
         let after = try await store.read { ctx in
-            (try ctx.documents(in: "members").count, ids(try young.results(in: ctx)),
-             try DocumentQuery("members").include(.contains("tags", .string("odd"))).results(in: ctx).count)
+            (try Query<DocumentValue>("members").results(in: ctx).count, ids(try young.results(in: ctx)),
+             try Query<DocumentValue>("members").include(.contains("tags", .string("odd"))).results(in: ctx).count)
         }
         #expect(after.0 == 2)
         #expect(after.1 == [1])
@@ -307,7 +307,7 @@ private struct RehearsalFailed: Error {}
             SavedFilter(name: "\u{FC}ber", collection: "members", text: "members.include(city == \"\u{C5}s\")"),
             SavedFilter(name: "mid dle", collection: "members", text: ""),
         ]
-        try await store.perform { ctx in for f in filters { try ctx.saveFilter(f) } }
+        try await store.write { ctx in for f in filters { try ctx.saveFilter(f) } }
         let (all, one, none) = try await store.read { ctx in
             (try ctx.savedFilters(), try ctx.savedFilter(named: "alpha"), try ctx.savedFilter(named: "gamma"))
         }
@@ -321,16 +321,16 @@ private struct RehearsalFailed: Error {}
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         let original = SavedFilter(name: "adults", collection: "members", text: "members.include(age >= 18)")
-        try await store.perform { try $0.saveFilter(original) }
+        try await store.write { try $0.saveFilter(original) }
         await expectError(.alreadyExists, mentions: ["adults"]) {
-            try await store.perform {
+            try await store.write {
                 try $0.saveFilter(SavedFilter(name: "adults", collection: "other", text: "other"))
             }
         }
         #expect(try await store.read { try $0.savedFilters() } == [original])
         // Replacing is delete, then save.
         let replacement = SavedFilter(name: "adults", collection: "members", text: "members.include(age >= 21)")
-        try await store.perform { ctx in
+        try await store.write { ctx in
             #expect(try ctx.deleteFilter(named: "adults"))
             try ctx.saveFilter(replacement)
         }
@@ -340,11 +340,11 @@ private struct RehearsalFailed: Error {}
     @Test func deleteFilterSaysWhetherThereWasOne() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.perform { ctx in
+        try await store.write { ctx in
             try ctx.saveFilter(SavedFilter(name: "a", collection: "c", text: "c"))
             try ctx.saveFilter(SavedFilter(name: "b", collection: "c", text: "c"))
         }
-        let results = try await store.perform { ctx in
+        let results = try await store.write { ctx in
             (try ctx.deleteFilter(named: "nope"), try ctx.deleteFilter(named: "a"), try ctx.deleteFilter(named: "a"))
         }
         #expect(results == (false, true, false))
@@ -357,24 +357,24 @@ private struct RehearsalFailed: Error {}
         try await insertMembers(into: store)
         // A filter cannot take a collection's name (a query by that name would find the filter).
         await expectError(.alreadyExists) {
-            try await store.perform { try $0.saveFilter(SavedFilter(name: "members", collection: "members", text: "members")) }
+            try await store.write { try $0.saveFilter(SavedFilter(name: "members", collection: "members", text: "members")) }
         }
         // One that names a collection that does not exist is only a filter.
-        try await store.perform { try $0.saveFilter(SavedFilter(name: "ghost", collection: "ghost", text: "ghost")) }
+        try await store.write { try $0.saveFilter(SavedFilter(name: "ghost", collection: "ghost", text: "ghost")) }
         let (names, ghostCount, ghostPlan, filters) = try await store.read { ctx in
-            (try ctx.collections().map(\.name), try ctx.count(in: "ghost"),
-             try DocumentQuery("ghost").explain(in: ctx), try ctx.savedFilters().map(\.name))
+            (try ctx.collections().map(\.name), try Query<DocumentValue>("ghost").count(in: ctx),
+             try Query<DocumentValue>("ghost").explain(in: ctx), try ctx.savedFilters().map(\.name))
         }
         #expect(names == ["members"])
         #expect(ghostCount == 0 && ghostPlan == nil)
         #expect(filters == ["ghost"])
         // Nor can a collection take a filter's name.
         await expectError(.alreadyExists) {
-            try await store.perform { try $0.insert(.object([("id", .int(1))]), into: "ghost") }
+            try await store.write { try $0.insert(.object([("id", .int(1))]), into: "ghost") }
         }
         // Once the collection is dropped, its name is free for a filter.
-        #expect(try await store.perform { try $0.dropCollection("members") })
-        try await store.perform { try $0.saveFilter(SavedFilter(name: "members", collection: "members", text: "members")) }
+        #expect(try await store.write { try $0.dropCollection("members") })
+        try await store.write { try $0.saveFilter(SavedFilter(name: "members", collection: "members", text: "members")) }
         let after = try await store.read { ctx in (try ctx.collections().map(\.name), try ctx.savedFilters().map(\.name)) }
         #expect(after.0.isEmpty)
         #expect(after.1 == ["ghost", "members"])
@@ -385,7 +385,7 @@ private struct RehearsalFailed: Error {}
         defer { _ = dir }
         for name in ["", "a\u{1F}b", "a\u{0}b"] {
             await expectError(.invalidSchema) {
-                try await store.perform { try $0.saveFilter(SavedFilter(name: name, collection: "c", text: "c")) }
+                try await store.write { try $0.saveFilter(SavedFilter(name: name, collection: "c", text: "c")) }
             }
         }
         #expect(try await store.read { try $0.savedFilters() }.isEmpty)
@@ -399,7 +399,7 @@ private struct RehearsalFailed: Error {}
         var store = try await DocStore(path: path)
         try await insertMembers(into: store)
         try await insertMembers(into: store, collection: "doomed")
-        try await store.perform { ctx in
+        try await store.write { ctx in
             try ctx.createIndex(ageIndex, in: "members")
             try ctx.createIndex(tagsIndex, in: "members")
             try ctx.createIndex(cityAgeIndex, in: "members")
@@ -419,11 +419,11 @@ private struct RehearsalFailed: Error {}
         #expect(after.collections.map(\.name) == ["members"])
         #expect(after.collections.first?.indexes == [ageIndex, cityAgeIndex])
         #expect(after.filters == [SavedFilter(name: "young", collection: "members", text: "members.include(age < 25)")])
-        let query = DocumentQuery("members").include(.compare("age", .equal, .int(25)))
+        let query = Query<DocumentValue>("members").include(.compare("age", .equal, .int(25)))
         let (plan, results) = try await store.read { ctx in (try query.explain(in: ctx), try query.results(in: ctx)) }
         #expect(plan?.index == "by_age")
         #expect(results == members.filter { field($0, "age") == .int(25) })
-        #expect(try await store.read { try $0.count(in: "doomed") } == 0)
+        #expect(try await store.read { try Query<DocumentValue>("doomed").count(in: $0) } == 0)
         let verification = try await store.verify()
         #expect(verification.isClean, "\(verification)")
         await store.close()
@@ -438,17 +438,17 @@ private struct RehearsalFailed: Error {}
         let before = try await snapshot(store)
         let (countInside, found, deleted, left) = try await store.dryRun { ctx in
             try ctx.insert(member(500, age: 99, city: "Oslo", handle: "h500"), into: "members")
-            let count = try ctx.count(in: "members")
-            let found = try ctx.document(id: .int(500), in: "members")
-            let deleted = try DocumentQuery("members").include(.compare("city", .equal, .string("Oslo"))).delete(in: ctx)
-            return (count, found, deleted, try ctx.count(in: "members"))
+            let count = try Query<DocumentValue>("members").count(in: ctx)
+            let found = try ctx.get("members", id: .int(500))
+            let deleted = try Query<DocumentValue>("members").include(.compare("city", .equal, .string("Oslo"))).delete(in: ctx)
+            return (count, found, deleted, try Query<DocumentValue>("members").count(in: ctx))
         }
         #expect(countInside == members.count + 1)
         #expect(found == member(500, age: 99, city: "Oslo", handle: "h500"))
         #expect(deleted == 21)
         #expect(left == members.count + 1 - 21)
         #expect(try await snapshot(store) == before)
-        #expect(try await store.read { try $0.document(id: .int(500), in: "members") } == nil)
+        #expect(try await store.read { try $0.get("members", id: .int(500)) } == nil)
     }
 
     @Test func aDryRunLeavesTheCatalogAsItWas() async throws {
@@ -456,13 +456,13 @@ private struct RehearsalFailed: Error {}
         defer { _ = dir }
         try await insertMembers(into: store)
         try await insertMembers(into: store, collection: "second")
-        try await store.perform { ctx in
+        try await store.write { ctx in
             try ctx.createIndex(tagsIndex, in: "members")
             try ctx.saveFilter(SavedFilter(name: "kept", collection: "members", text: "members"))
         }
         let before = try await snapshot(store)
-        let byAge = DocumentQuery("members").include(.compare("age", .equal, .int(25)))
-        let byTag = DocumentQuery("members").include(.contains("tags", .string("even")))
+        let byAge = Query<DocumentValue>("members").include(.compare("age", .equal, .int(25)))
+        let byTag = Query<DocumentValue>("members").include(.contains("tags", .string("even")))
 
         let inside = try await store.dryRun { ctx -> [String?] in
             try ctx.createIndex(ageIndex, in: "members")
@@ -472,7 +472,7 @@ private struct RehearsalFailed: Error {}
             try ctx.insert(member(1, age: 1, city: "Oslo", handle: "h1"), into: "brand new")
             try ctx.saveFilter(SavedFilter(name: "rehearsed", collection: "members", text: "members"))
             #expect(try ctx.deleteFilter(named: "kept"))
-            return [try byAge.explain(in: ctx)?.index, try byTag.explain(in: ctx)?.index,
+            return [try byAge.explain(in: ctx).index, try byTag.explain(in: ctx).index,
                     try ctx.collections().map(\.name).joined(separator: ","),
                     try ctx.savedFilters().map(\.name).joined(separator: ",")]
         }
@@ -482,7 +482,7 @@ private struct RehearsalFailed: Error {}
         // Queries plan with the indexes the store really has, and answer from the documents it really holds.
         let (agePlan, tagPlan, ages, second) = try await store.read { ctx in
             (try byAge.explain(in: ctx), try byTag.explain(in: ctx), try byAge.results(in: ctx),
-             try DocumentQuery("second").count(in: ctx))
+             try Query<DocumentValue>("second").count(in: ctx))
         }
         #expect(agePlan?.index == nil, "\(agePlan?.description ?? "nil")")
         #expect(tagPlan?.index == "by_tag", "\(tagPlan?.description ?? "nil")")
@@ -490,11 +490,11 @@ private struct RehearsalFailed: Error {}
         #expect(ages == members.filter { field($0, "age") == .int(25) })
         #expect(second == members.count)
         // Writes after the rehearsal work as if it never happened.
-        try await store.perform { ctx in
+        try await store.write { ctx in
             try ctx.createIndex(ageIndex, in: "members")
             try ctx.insert(member(600, age: 25, city: "Oslo", handle: nil), into: "members")
         }
-        let final = try await store.read { ctx in (try byAge.explain(in: ctx)?.index, try byAge.count(in: ctx)) }
+        let final = try await store.read { ctx in (try byAge.explain(in: ctx).index, try byAge.count(in: ctx)) }
         #expect(final.0 == "by_age")
         #expect(final.1 == members.filter { field($0, "age") == .int(25) }.count + 1)
         let verification = try await store.verify()
@@ -505,7 +505,7 @@ private struct RehearsalFailed: Error {}
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         try await insertMembers(into: store)
-        try await store.perform { try $0.createIndex(handleIndex, in: "members") }
+        try await store.write { try $0.createIndex(handleIndex, in: "members") }
         let before = try await snapshot(store)
 
         await #expect(throws: RehearsalFailed.self) {
@@ -530,7 +530,7 @@ private struct RehearsalFailed: Error {}
         }
         #expect(try await snapshot(store) == before)
         let plan = try await store.read {
-            try DocumentQuery("members").include(.compare("handle", .equal, .string("h7"))).explain(in: $0)
+            try Query<DocumentValue>("members").include(.compare("handle", .equal, .string("h7"))).explain(in: $0)
         }
         #expect(plan?.index == "by_handle")
         #expect(plan?.statistics.returned == 1)

@@ -214,7 +214,7 @@ private struct CatalogRenamed: Document {
 
 /// The entry count of the index `name` of `T`'s collection, as `T` opens it; `nil` when it has no such index.
 private func catalogIndexCount<T: Document>(_ store: DocStore, _ type: T.Type, _ name: String) async throws -> Int? {
-    try await store.perform { ctx in
+    try await store.write { ctx in
         let handle = try ctx.scope.handle(for: T.self)
         guard let i = handle.indexes.firstIndex(where: { $0.definition.name == name }) else { return nil }
         return try ctx.txn.entryCount(handle.indexes[i].database)
@@ -223,7 +223,7 @@ private func catalogIndexCount<T: Document>(_ store: DocStore, _ type: T.Type, _
 
 /// The entry count of the index `name` of the collection `collection`, opened as the catalog describes it.
 private func catalogIndexCount(_ store: DocStore, collection: String, _ name: String) async throws -> Int? {
-    try await store.perform { ctx in
+    try await store.write { ctx in
         guard let handle = try ctx.scope.handle(named: collection),
               let index = handle.indexes.first(where: { $0.definition.name == name }) else { return nil }
         return try ctx.txn.entryCount(index.database)
@@ -233,7 +233,7 @@ private func catalogIndexCount(_ store: DocStore, collection: String, _ name: St
 /// Whether the entries of index `name` are exactly those computed from the stored documents by the index's
 /// current definition.
 private func catalogIndexMatchesDocuments<T: Document>(_ store: DocStore, _ type: T.Type, _ name: String) async throws -> Bool {
-    try await store.perform { ctx in
+    try await store.write { ctx in
         let handle = try ctx.scope.handle(for: T.self)
         guard let index = handle.indexes.first(where: { $0.definition.name == name }) else { return false }
         var expected: [[UInt8]] = []
@@ -323,7 +323,7 @@ private func catalogExpect(
         _ = dir
         let items = catalogItems(12)
         try await store.insert(contentsOf: items)
-        #expect(try await store.count(CatalogItemPlain.self) == 12)
+        #expect(try await CatalogItemPlain.query().count(in: store) == 12)
 
         let expected = catalogExpectedCounts(items)
         #expect(try await catalogIndexCount(store, CatalogItemIndexed.self, "score") == expected.score)
@@ -367,7 +367,7 @@ private func catalogExpect(
         await catalogExpect(.uniqueViolation, mentions: ["score", "catalog_items"]) {
             try await store.insert(CatalogItemScoreUnique(id: 99, name: "dup", score: 30, tags: [], code: nil))
         }
-        #expect(try await store.count(CatalogItemScoreUnique.self) == 10)
+        #expect(try await CatalogItemScoreUnique.query().count(in: store) == 10)
     }
 
     @Test func changeToUniqueOverDuplicatesFailsAndKeepsTheOldIndex() async throws {
@@ -380,11 +380,11 @@ private func catalogExpect(
 
         store = try await DocStore(path: path)
         await catalogExpect(.uniqueViolation, mentions: ["score", "catalog_items"]) {
-            _ = try await store.count(CatalogItemScoreUnique.self)
+            _ = try await CatalogItemScoreUnique.query().count(in: store)
         }
         let info = try #require(try await store.collections().first { $0.name == "catalog_items" })
         #expect(info.indexes.first { $0.name == "score" } == IndexDefinition(name: "score", kind: .regular, fields: ["score"]))
-        #expect(try await store.count(CatalogItemIndexed.self) == 6)
+        #expect(try await CatalogItemIndexed.query().count(in: store) == 6)
         #expect(try await catalogIndexCount(store, CatalogItemIndexed.self, "score") == 6)
         let report = try await store.verify()
         #expect(report.isClean, "\(report)")
@@ -413,7 +413,7 @@ private func catalogExpect(
         try await store.save(CatalogItemWithoutTags(id: 101, name: "later", score: 2, tags: ["r"], code: nil))
         #expect(try await catalogIndexCount(store, collection: "catalog_items", "tags") == tagsBefore + 1)
 
-        _ = try await store.count(CatalogItemWithoutTags.self)
+        _ = try await CatalogItemWithoutTags.query().count(in: store)
         var report = try await store.verify()
         #expect(report.isClean, "\(report)")
         #expect(report.notices.count == 1, "\(report)")
@@ -429,9 +429,9 @@ private func catalogExpect(
         #expect(report.isClean, "\(report)")
         #expect(report.notices.isEmpty, "the dropped index must not be reported any more: \(report.notices)")
         #expect(try await store.undeclaredIndexes(of: CatalogItemWithoutTags.self).isEmpty)
-        #expect(try await store.count(CatalogItemWithoutTags.self) == 10)
+        #expect(try await CatalogItemWithoutTags.query().count(in: store) == 10)
         try await store.insert(CatalogItemWithoutTags(id: 102, name: "after", score: 3, tags: ["s"], code: nil))
-        #expect(try await store.count(CatalogItemWithoutTags.self) == 11)
+        #expect(try await CatalogItemWithoutTags.query().count(in: store) == 11)
     }
 
     // MARK: The catalog as tools see it
@@ -570,7 +570,7 @@ private func catalogExpect(
         }
         // At every use, not only the first.
         await catalogExpect(.invalidSchema, mentions: ["by_loud_name"]) {
-            _ = try await store.count(CatalogShouting.self)
+            _ = try await CatalogShouting.query().count(in: store)
         }
         #expect(try await store.collections().isEmpty)
     }
@@ -606,7 +606,7 @@ private func catalogExpect(
         try await store.insert(CatalogRenamed(id: UUID(), value: 2))
         let names = Set(try await store.collections().map(\.name))
         #expect(names == ["CatalogDefaultNamed", "catalog_renamed_things"])
-        #expect(try await store.count(CatalogDefaultNamed.self) == 1)
-        #expect(try await store.count(CatalogRenamed.self) == 1)
+        #expect(try await CatalogDefaultNamed.query().count(in: store) == 1)
+        #expect(try await CatalogRenamed.query().count(in: store) == 1)
     }
 }

@@ -47,7 +47,7 @@ import Testing
             }
 
             let store = try await DocStore(path: path, options: CrashRecord.options)
-            let records = try await store.perform { try $0.all(CrashRecord.self) }
+            let records = try await store.write { try CrashRecord.query().results(in: $0) }
             let batches = Dictionary(grouping: records, by: \.batch)
             for b in 0...max(highestReported, 0) where highestReported >= 0 {
                 #expect(batches[b] != nil, "round \(round): reported batch \(b) is missing")

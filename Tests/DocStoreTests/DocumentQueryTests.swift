@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import DocStore
 
-// Untyped queries (`DocumentQuery` with `Filter`s) against a plain in-memory model of their semantics, written out
+// Untyped queries (`Query<DocumentValue>` with `Filter`s) against a plain in-memory model of their semantics, written out
 // here independently of the engine: random documents, random filters, sorts, reversals and slices, run on a
 // collection with indexes and on one without, both held to the same answer.
 //
@@ -196,8 +196,8 @@ private struct QuerySpec: Sendable {
     var clauses: [(include: Bool, expr: Expr)] = []
     var steps: [Step] = []
 
-    func make(_ collection: String) -> DocumentQuery {
-        var q = DocumentQuery(collection)
+    func make(_ collection: String) -> Query<DocumentValue> {
+        var q = Query<DocumentValue>(collection)
         for clause in clauses { q = clause.include ? q.include(clause.expr.filter) : q.exclude(clause.expr.filter) }
         for step in steps {
             switch step {
@@ -508,7 +508,7 @@ private struct Observation: Equatable {
     /// Whether `any` gave one of the results (or `nil` when there is none).
     var anyIsAResult: Bool
 
-    init(_ query: DocumentQuery, in ctx: ReadContext) throws {
+    init(_ query: Query<DocumentValue>, in ctx: ReadContext) throws {
         results = try query.results(in: ctx)
         count = try query.count(in: ctx)
         first = try query.first(in: ctx)
@@ -564,7 +564,7 @@ private func disagreements(_ cases: [QueryCase], in store: DocStore, seed: UInt6
                     found = ["threw: \(error)"]
                 }
                 guard !found.isEmpty else { continue }
-                let plan = (try? query.explain(in: ctx)?.description) ?? "(no plan)"
+                let plan = (try? query.explain(in: ctx).description) ?? "(no plan)"
                 out.append("seed \(seed), query #\(c.number): \(query)\n  " + found.joined(separator: "\n  ")
                     + "\n" + plan)
             }
@@ -590,7 +590,7 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
 private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], after: [IndexDefinition])) async throws
     -> (DocStore, TemporaryDirectory) {
     let (store, dir) = try await makeStore()
-    try await store.perform { ctx in
+    try await store.write { ctx in
         for definition in indexes.before { try ctx.createIndex(definition, in: "indexed") }
         for row in rows {
             try ctx.insert(row.value, into: "indexed")
@@ -657,7 +657,7 @@ private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], 
             }
             let gone = Set(expected.map(\.id))
             let toDelete = spec
-            let (deletedIndexed, deletedPlain) = try await store.perform { ctx in
+            let (deletedIndexed, deletedPlain) = try await store.write { ctx in
                 (try toDelete.make("indexed").delete(in: ctx), try toDelete.make("plain").delete(in: ctx))
             }
             let context = "seed \(seed), round \(round): \(spec.make("indexed"))"
@@ -667,7 +667,7 @@ private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], 
 
             let want = rows.sorted { $0.id < $1.id }.map(\.value)
             let (indexed, plain) = try await store.read { ctx in
-                (try ctx.documents(in: "indexed"), try ctx.documents(in: "plain"))
+                (try Query<DocumentValue>("indexed").results(in: ctx), try Query<DocumentValue>("plain").results(in: ctx))
             }
             #expect(indexed == want, "\(context)")
             #expect(plain == want, "\(context)")
@@ -692,16 +692,16 @@ private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], 
             before: [IndexDefinition(name: "age", kind: .regular, fields: ["age"])],
             after: [IndexDefinition(name: "tags", kind: .multi, fields: ["tags"])]))
         defer { _ = dir }
-        let queries: [DocumentQuery] = [
-            DocumentQuery("indexed"),
-            DocumentQuery("indexed").reverse(),
-            DocumentQuery("indexed").include(.compare("age", .greaterOrEqual, .int(30))),
-            DocumentQuery("indexed").include(.contains("tags", .string("red"))).sortBy("name"),
-            DocumentQuery("indexed").sortBy("age", order: .reverse).sortBy("name")[5..<60],
-            DocumentQuery("indexed").sortBy("score")[10..<40].reverse()[3..<20],
-            DocumentQuery("plain").exclude(.hasPrefix("name", "A")).sortBy("city").reverse(),
-            DocumentQuery("plain").include(.constant(false)),
-            DocumentQuery("missing"),
+        let queries: [Query<DocumentValue>] = [
+            Query<DocumentValue>("indexed"),
+            Query<DocumentValue>("indexed").reverse(),
+            Query<DocumentValue>("indexed").include(.compare("age", .greaterOrEqual, .int(30))),
+            Query<DocumentValue>("indexed").include(.contains("tags", .string("red"))).sortBy("name"),
+            Query<DocumentValue>("indexed").sortBy("age", order: .reverse).sortBy("name")[5..<60],
+            Query<DocumentValue>("indexed").sortBy("score")[10..<40].reverse()[3..<20],
+            Query<DocumentValue>("plain").exclude(.hasPrefix("name", "A")).sortBy("city").reverse(),
+            Query<DocumentValue>("plain").include(.constant(false)),
+            Query<DocumentValue>("missing"),
         ]
         for query in queries {
             let (streamed, results, stopped, calls) = try await store.read { ctx in
@@ -730,15 +730,15 @@ private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], 
                      IndexDefinition(name: "serial", kind: .unique, fields: ["serial"])],
             after: [IndexDefinition(name: "tags", kind: .multi, fields: ["tags"])]))
         defer { _ = dir }
-        var queries: [DocumentQuery] = [
-            DocumentQuery("indexed"),
-            DocumentQuery("indexed").include(.compare("age", .equal, .int(30))),
-            DocumentQuery("indexed").include(.hasPrefix("serial", "S1")),
-            DocumentQuery("indexed").include(.contains("tags", .string("blue")))[2..<9],
-            DocumentQuery("indexed").sortBy("name")[190..<250],
-            DocumentQuery("indexed").sortBy("age")[0..<50].reverse()[45..<60],
-            DocumentQuery("plain").include(.containsText("name", "nn")),
-            DocumentQuery("missing").include(.constant(true)),
+        var queries: [Query<DocumentValue>] = [
+            Query<DocumentValue>("indexed"),
+            Query<DocumentValue>("indexed").include(.compare("age", .equal, .int(30))),
+            Query<DocumentValue>("indexed").include(.hasPrefix("serial", "S1")),
+            Query<DocumentValue>("indexed").include(.contains("tags", .string("blue")))[2..<9],
+            Query<DocumentValue>("indexed").sortBy("name")[190..<250],
+            Query<DocumentValue>("indexed").sortBy("age")[0..<50].reverse()[45..<60],
+            Query<DocumentValue>("plain").include(.containsText("name", "nn")),
+            Query<DocumentValue>("missing").include(.constant(true)),
         ]
         for _ in 0..<40 { queries.append(generator.query(rows).0.make(generator.chance(0.5) ? "indexed" : "plain")) }
         let all = queries
@@ -761,11 +761,11 @@ private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], 
         defer { _ = dir }
         let serial = try #require(rows.compactMap { lookup($0.value, "serial") }.first)
         let (missing, byAge, bySerial, byTag, unindexed) = try await store.read { ctx in
-            (try DocumentQuery("missing").include(.compare("age", .equal, .int(3))).explain(in: ctx),
-             try DocumentQuery("indexed").include(.compare("age", .equal, .int(30))).explain(in: ctx),
-             try DocumentQuery("indexed").include(.compare("serial", .equal, serial)).explain(in: ctx),
-             try DocumentQuery("indexed").include(.contains("tags", .string("red"))).explain(in: ctx),
-             try DocumentQuery("plain").include(.compare("age", .equal, .int(30))).explain(in: ctx))
+            (try Query<DocumentValue>("missing").include(.compare("age", .equal, .int(3))).explain(in: ctx),
+             try Query<DocumentValue>("indexed").include(.compare("age", .equal, .int(30))).explain(in: ctx),
+             try Query<DocumentValue>("indexed").include(.compare("serial", .equal, serial)).explain(in: ctx),
+             try Query<DocumentValue>("indexed").include(.contains("tags", .string("red"))).explain(in: ctx),
+             try Query<DocumentValue>("plain").include(.compare("age", .equal, .int(30))).explain(in: ctx))
         }
         #expect(missing == nil)
         #expect(byAge?.index == "age", "\(byAge?.description ?? "nil")")
@@ -781,74 +781,74 @@ private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], 
     @Test func deleteDocumentsDeletesOnlyTheIDsStillThere() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.perform { ctx in
+        try await store.write { ctx in
             try ctx.createIndex(IndexDefinition(name: "group", kind: .regular, fields: ["group"]), in: "items")
             for i in 0..<30 {
                 try ctx.insert(.object([("id", .int(Int64(i))), ("group", .string(i % 3 == 0 ? "a" : "b"))]), into: "items")
             }
         }
-        let query = DocumentQuery("items").include(.compare("group", .equal, .string("a")))
+        let query = Query<DocumentValue>("items").include(.compare("group", .equal, .string("a")))
         let ids = try await store.read { try query.ids(in: $0) }
         #expect(ids.count == 10)
 
         // Between the count and the delete: two of the matches go, and a new match arrives.
-        try await store.perform { ctx in
-            #expect(try ctx.deleteDocument(id: .int(3), from: "items"))
-            #expect(try ctx.deleteDocument(id: .int(27), from: "items"))
+        try await store.write { ctx in
+            #expect(try ctx.delete("items", id: .int(3)))
+            #expect(try ctx.delete("items", id: .int(27)))
             try ctx.insert(.object([("id", .int(100)), ("group", .string("a"))]), into: "items")
         }
-        let (changed, deleted) = try await store.perform { ctx in
+        let (changed, deleted) = try await store.write { ctx in
             (try query.ids(in: ctx) != ids, try ctx.deleteDocuments(ids, from: "items"))
         }
         #expect(changed, "a tool can tell that the matches changed since it counted them")
         #expect(deleted == 8)
         let left = try await store.read { ctx in
-            (try ctx.documents(in: "items").compactMap(documentID), try query.results(in: ctx).compactMap(documentID))
+            (try Query<DocumentValue>("items").results(in: ctx).compactMap(documentID), try query.results(in: ctx).compactMap(documentID))
         }
         #expect(left.0 == (0..<30).filter { $0 % 3 != 0 } + [100])
         #expect(left.1 == [100])
 
-        let again = try await store.perform { ctx in
+        let again = try await store.write { ctx in
             (try ctx.deleteDocuments(ids, from: "items"), try ctx.deleteDocuments(ids, from: "no such collection"))
         }
         #expect(again == (0, 0))
-        let empty = try await store.perform { try DocumentQuery("nothing here").ids(in: $0) }
+        let empty = try await store.write { try Query<DocumentValue>("nothing here").ids(in: $0) }
         #expect(empty.isEmpty)
     }
 
     @Test func findOrCreateFindsTheFirstMatchOrInsertsOnce() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.perform { ctx in
+        try await store.write { ctx in
             for (id, name, age) in [(1, "Ann", 40), (2, "Bob", 30), (3, "Ann", 20), (4, "Cy", 50)] {
                 try ctx.insert(.object([("id", .int(Int64(id))), ("name", .string(name)), ("age", .int(Int64(age)))]),
                                into: "people")
             }
         }
-        let anns = DocumentQuery("people").include(.compare("name", .equal, .string("Ann")))
+        let anns = Query<DocumentValue>("people").include(.compare("name", .equal, .string("Ann")))
         let fallback: DocumentValue = .object([("id", .int(99)), ("name", .string("Ann")), ("age", .int(1))])
-        let (byID, byAge) = try await store.perform { ctx in
+        let (byID, byAge) = try await store.write { ctx in
             (try anns.findOrCreate(in: ctx, fallback), try anns.sortBy("age").findOrCreate(in: ctx, fallback))
         }
         #expect(byID.created == false && documentID(byID.document) == 1)
         #expect(byAge.created == false && documentID(byAge.document) == 3)
 
-        let dee = DocumentQuery("people").include(.compare("name", .equal, .string("Dee")))
+        let dee = Query<DocumentValue>("people").include(.compare("name", .equal, .string("Dee")))
         let new: DocumentValue = .object([("id", .int(5)), ("name", .string("Dee")), ("age", .int(33))])
-        let first = try await store.perform { try dee.findOrCreate(in: $0, new) }
-        let second = try await store.perform { try dee.findOrCreate(in: $0, new) }
+        let first = try await store.write { try dee.findOrCreate(in: $0, new) }
+        let second = try await store.write { try dee.findOrCreate(in: $0, new) }
         #expect(first.created && first.document == new)
         #expect(!second.created && second.document == new)
-        let (count, dees) = try await store.read { ctx in (try ctx.count(in: "people"), try dee.count(in: ctx)) }
+        let (count, dees) = try await store.read { ctx in (try Query<DocumentValue>("people").count(in: ctx), try dee.count(in: ctx)) }
         #expect(count == 5)
         #expect(dees == 1)
 
         // A missing collection is created by the insert.
-        let made = try await store.perform { ctx in
-            try DocumentQuery("fresh").findOrCreate(in: ctx, .object([("id", .string("x"))]))
+        let made = try await store.write { ctx in
+            try Query<DocumentValue>("fresh").findOrCreate(in: ctx, .object([("id", .string("x"))]))
         }
         #expect(made.created)
-        #expect(try await store.read { try $0.count(in: "fresh") } == 1)
+        #expect(try await store.read { try Query<DocumentValue>("fresh").count(in: $0) } == 1)
     }
 
     /// The executor checks for cancellation every 4,096 entries of a walk: a cancelled task's long scan stops with
@@ -856,12 +856,12 @@ private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], 
     @Test func aCancelledLongScanThrowsCancellationError() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.perform { ctx in
+        try await store.write { ctx in
             for i in 0..<50_000 {
                 try ctx.insert(.object([("id", .int(Int64(i))), ("n", .int(Int64(i % 97)))]), into: "big")
             }
         }
-        let nothing = DocumentQuery("big").include(.compare("n", .less, .int(-1)))
+        let nothing = Query<DocumentValue>("big").include(.compare("n", .less, .int(-1)))
         #expect(try await store.read { try nothing.count(in: $0) } == 0)
 
         for operation in 0..<4 {
@@ -883,6 +883,6 @@ private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], 
             #expect(throws: CancellationError.self, "operation \(operation)") { try outcome.get() }
         }
         // The store is still usable afterwards.
-        #expect(try await store.read { try $0.count(in: "big") } == 50_000)
+        #expect(try await store.read { try Query<DocumentValue>("big").count(in: $0) } == 50_000)
     }
 }

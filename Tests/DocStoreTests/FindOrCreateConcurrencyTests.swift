@@ -31,7 +31,7 @@ import Testing
         let stored = try await key.results(in: store)
         #expect(stored.count == 1, sourceLocation: sourceLocation)
         #expect(stored.first?.id == ids.first, sourceLocation: sourceLocation)
-        #expect(try await store.count(Person.self) == 51, sourceLocation: sourceLocation)
+        #expect(try await Person.query().count(in: store) == 51, sourceLocation: sourceLocation)
         #expect(try await store.verify().isClean, sourceLocation: sourceLocation)
     }
 

@@ -235,7 +235,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
         // A write to another collection, and a child the query leaves out: nothing. The next relevant commit
         // brings its own result, not a repeat of the last one.
-        try await store.perform { try $0.insert(pet("Rex"), into: "pets") }
+        try await store.write { try $0.insert(pet("Rex"), into: "pets") }
         let dan = Person(name: "Dan", age: 10)
         try await store.insert(dan)
         try await recorder.expectNothingNew()
@@ -264,14 +264,14 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         try await expectNext([ada, bob, cid, ann])
 
         // A transaction that inserts an adult and deletes it again leaves the results equal: nothing.
-        try await store.perform { ctx in
+        try await store.write { ctx in
             let eve = Person(name: "Eve", age: 50)
             try ctx.insert(eve)
             try ctx.delete(Person.self, id: eve.id)
         }
         // A transaction with several changes: one value.
         bob.age = 17
-        try await store.perform { [bob, ada] ctx in
+        try await store.write { [bob, ada] ctx in
             try ctx.delete(Person.self, id: ada.id)
             try ctx.save(bob)
         }
@@ -279,7 +279,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
         // Deleting a child, then writing to another collection: nothing.
         try await store.delete(Person.self, id: dan.id)
-        try await store.perform { try $0.save(pet("Rex"), into: "pets") }
+        try await store.write { try $0.save(pet("Rex"), into: "pets") }
         try await recorder.expectNothingNew()
         try await store.delete(Person.self, id: cid.id)
         try await expectNext([ann])
@@ -305,7 +305,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         // A child, another collection, and a change that keeps the count: nothing.
         let cid = Person(name: "Cid", age: 9)
         try await store.insert(cid)
-        try await store.perform { try $0.insert(pet("Rex"), into: "pets") }
+        try await store.write { try $0.insert(pet("Rex"), into: "pets") }
         ann.name = "Anna"
         try await store.save(ann)
         try await recorder.expectNothingNew()
@@ -316,7 +316,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
         try await store.delete(Person.self, id: cid.id)
         try await recorder.expectNothingNew()
-        try await store.perform { [ann, bob] ctx in
+        try await store.write { [ann, bob] ctx in
             try ctx.delete(Person.self, id: ann.id)
             try ctx.delete(Person.self, id: bob.id)
         }
@@ -331,7 +331,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         let ann = Person(name: "Ann", age: 30)
         try await store.insert(ann)
 
-        let query = DocumentQuery("people").include(.compare("age", .greaterOrEqual, .int(18))).sortBy("name")
+        let query = Query<DocumentValue>("people").include(.compare("age", .greaterOrEqual, .int(18))).sortBy("name")
         let results = ObservationRecorder(query.observe(in: store))
         let counts = ObservationRecorder(query.observeCount(in: store))
         defer { results.cancel(); counts.cancel() }
@@ -348,7 +348,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
             ("id", .uuid(UUID())), ("name", .string("Bea")), ("age", .int(52)), ("city", .string("Bergen")),
             ("tags", .array([])),
         ])
-        try await store.perform { try $0.save(bea, into: "people") }
+        try await store.write { try $0.save(bea, into: "people") }
         value = try await results.next()
         #expect(names(value) == ["Ann", "Bea"])
         #expect(value == (try await current()))
@@ -356,7 +356,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
         // A typed child and a write to another collection: nothing for either.
         try await store.insert(Person(name: "Cid", age: 12))
-        try await store.perform { try $0.insert(pet("Rex"), into: "pets") }
+        try await store.write { try $0.insert(pet("Rex"), into: "pets") }
         try await results.expectNothingNew()
         #expect(counts.unread.isEmpty, "the count should not have changed: \(counts.unread)")
 
@@ -366,7 +366,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
             fields[i].value = .int(53)
             older = .object(fields)
         }
-        try await store.perform { [older] in try $0.save(older, into: "people") }
+        try await store.write { [older] in try $0.save(older, into: "people") }
         value = try await results.next()
         #expect(value.last?[field: "age"] == .int(53))
         #expect(value == (try await current()))
@@ -384,7 +384,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
     @Test func untypedQueryOnACollectionThatDoesNotExistYetStartsEmptyAndSeesItCreated() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        let pets = DocumentQuery("pets").sortBy("name")
+        let pets = Query<DocumentValue>("pets").sortBy("name")
         let results = ObservationRecorder(pets.observe(in: store))
         let counts = ObservationRecorder(pets.observeCount(in: store))
         defer { results.cancel(); counts.cancel() }
@@ -395,10 +395,10 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         try await results.expectNothingNew()
         #expect(counts.unread.isEmpty)
 
-        try await store.perform { try $0.insert(pet("Rex"), into: "pets") }
+        try await store.write { try $0.insert(pet("Rex"), into: "pets") }
         #expect(try await results.next() == [pet("Rex")])
         #expect(try await counts.next() == 1)
-        try await store.perform { try $0.insert(pet("Ace"), into: "pets") }
+        try await store.write { try $0.insert(pet("Ace"), into: "pets") }
         #expect(try await results.next() == [pet("Ace"), pet("Rex")])
         #expect(try await counts.next() == 2)
     }
@@ -426,7 +426,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         changedOther.age = 51
         try await store.save(changedOther)
         try await store.insert(Person(name: "Third", age: 7))
-        try await store.perform { try $0.insert(pet("Rex"), into: "pets") }
+        try await store.write { try $0.insert(pet("Rex"), into: "pets") }
         try await recorder.expectNothingNew()
         try await store.insert(ann)
         try await expectNext(.existing(ann))
@@ -484,7 +484,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         let broken: DocumentValue = .object([
             ("id", .uuid(ann.id)), ("name", .string("Broken")), ("age", .int(40)), ("tags", .array([])),
         ])
-        try await store.perform { try $0.save(broken, into: "people") }
+        try await store.write { try $0.save(broken, into: "people") }
 
         let documentError = try await document.waitForEnd()
         #expect((documentError as? DocStoreError)?.code == .decodingFailed, "\(String(describing: documentError))")
@@ -532,7 +532,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         let started = ContinuousClock.now
         let writer = Task {
             for i in 0..<commits {
-                try await store.perform { try $0.insert(Person(name: "p\(i)", age: i)) }
+                try await store.write { try $0.insert(Person(name: "p\(i)", age: i)) }
                 // A breath now and then: commits back to back with observers reading after each keep the store's
                 // actor, and with it one of the few cooperative threads, busy for seconds on end.
                 if i % 50 == 49 { try await Task.sleep(for: .milliseconds(1)) }
@@ -654,7 +654,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         // This process never opens `people`: the child creates it.
-        let everyone = DocumentQuery("people").sortBy("name")
+        let everyone = Query<DocumentValue>("people").sortBy("name")
         let counts = ObservationRecorder(everyone.observeCount(in: store))
         let results = ObservationRecorder(everyone.observe(in: store))
         defer { counts.cancel(); results.cancel() }
@@ -687,11 +687,11 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         struct Refused: Error {}
         let left = try await store.dryRun { ctx in
             try ctx.insert(Person(name: "Rehearsed", age: 40))
-            return try ctx.count(Person.self)
+            return try Person.query().count(in: ctx)
         }
         #expect(left == 1)
         await #expect(throws: Refused.self) {
-            try await store.perform { ctx in
+            try await store.write { ctx in
                 try ctx.insert(Person(name: "Refused", age: 40))
                 throw Refused()
             }
@@ -709,13 +709,13 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         try await store.insert(ann)
         let typed = ObservationRecorder(adultsByName.observe(in: store))
         let untyped = ObservationRecorder(
-            DocumentQuery("people").include(.compare("city", .equal, .string("Bergen"))).observeCount(in: store))
+            Query<DocumentValue>("people").include(.compare("city", .equal, .string("Bergen"))).observeCount(in: store))
         defer { typed.cancel(); untyped.cancel() }
         #expect(try await typed.next() == [ann])
         #expect(try await untyped.next() == 1)
 
         // An index the type does not declare, then one it does, dropped (the type builds it again when next used).
-        try await store.perform {
+        try await store.write {
             try $0.createIndex(IndexDefinition(name: "by_name", kind: .regular, fields: ["name"]), in: "people")
         }
         try await store.dropIndex("age", from: "people")
@@ -732,14 +732,14 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
     @Test func droppingTheObservedCollectionEmptiesTheUntypedResults() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.perform { try $0.insert(pet("Rex"), into: "pets") }
-        let recorder = ObservationRecorder(DocumentQuery("pets").observe(in: store))
+        try await store.write { try $0.insert(pet("Rex"), into: "pets") }
+        let recorder = ObservationRecorder(Query<DocumentValue>("pets").observe(in: store))
         defer { recorder.cancel() }
         #expect(try await recorder.next() == [pet("Rex")])
 
-        #expect(try await store.perform { try $0.dropCollection("pets") })
+        #expect(try await store.write { try $0.dropCollection("pets") })
         #expect(try await recorder.next() == [])
-        try await store.perform { try $0.insert(pet("Ace"), into: "pets") }
+        try await store.write { try $0.insert(pet("Ace"), into: "pets") }
         #expect(try await recorder.next() == [pet("Ace")])
     }
 

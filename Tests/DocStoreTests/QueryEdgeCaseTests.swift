@@ -49,7 +49,7 @@ private struct Note: Document, Equatable {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         try await store.insert(contentsOf: (0..<50).map { Person(name: "P\($0)", age: $0 % 7) })
-        let visited = try await store.perform { ctx in
+        let visited = try await store.write { ctx in
             var seen = 0
             for var person in try Person.sortBy(\.age).fetchedResults(in: ctx) {
                 person.age += 100

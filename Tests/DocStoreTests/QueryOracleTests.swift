@@ -905,7 +905,7 @@ private func makeOracleStore(_ rows: [OracleRow]) async throws -> (DocStore, Tem
             // The indexed collection through the store, the plain one inside a write transaction.
             let deletedIndexed = try await query.make(IndexedOracleItem.self).delete(in: store)
             let plain = query.make(PlainOracleItem.self)
-            let deletedPlain = try await store.perform { ctx in try plain.delete(in: ctx) }
+            let deletedPlain = try await store.write { ctx in try plain.delete(in: ctx) }
             #expect(deletedIndexed == expected.count, "\(context)")
             #expect(deletedPlain == expected.count, "\(context)")
 
@@ -913,7 +913,7 @@ private func makeOracleStore(_ rows: [OracleRow]) async throws -> (DocStore, Tem
             rows.removeAll { gone.contains($0.id) }
             let want = rows.map(\.id).sorted()
             let (indexed, plainLeft) = try await store.read { ctx in
-                (try ctx.all(IndexedOracleItem.self).map(\.id), try ctx.all(PlainOracleItem.self).map(\.id))
+                (try IndexedOracleItem.query().results(in: ctx).map(\.id), try PlainOracleItem.query().results(in: ctx).map(\.id))
             }
             #expect(indexed == want, "\(context): the indexed collection keeps \(describeIDs(indexed)), expected \(describeIDs(want))")
             #expect(plainLeft == want, "\(context): the plain collection keeps \(describeIDs(plainLeft)), expected \(describeIDs(want))")

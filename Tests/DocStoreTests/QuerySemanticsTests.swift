@@ -139,7 +139,7 @@ extension Person {
             let (fresh, freshDir) = try await Self.tenPeople()
             defer { _ = freshDir }
             #expect(try await q[4..<4].delete(in: fresh) == 0)
-            #expect(try await fresh.count(Person.self) == 10)
+            #expect(try await Person.query().count(in: fresh) == 10)
         }
     }
 
@@ -377,7 +377,7 @@ extension Person {
         }
         #expect(ann.id == Self.id(1))
         #expect(ann.age == 30)
-        #expect(try await store.count(Person.self) == 10)
+        #expect(try await Person.query().count(in: store) == 10)
 
         // Found, sorted: the 30-year-olds by name descending are Gro, Cid, Ann.
         let gro = try await Person.include(#Predicate { $0.age == 30 }).sortBy(\.name, order: .reverse)
@@ -388,15 +388,15 @@ extension Person {
         let kim = Person.include(#Predicate { $0.name == "Kim" })
         let created = try await kim.findOrCreate(in: store) { Person(id: Self.id(11), name: "Kim", age: 33) }
         #expect(created.id == Self.id(11))
-        #expect(try await store.count(Person.self) == 11)
+        #expect(try await Person.query().count(in: store) == 11)
         let found = try await kim.findOrCreate(in: store) { Person(id: Self.id(12), name: "Kim", age: 34) }
         #expect(found.id == Self.id(11))
         #expect(found.age == 33)
-        #expect(try await store.count(Person.self) == 11)
+        #expect(try await Person.query().count(in: store) == 11)
         #expect(try await store.get(Person.self, id: Self.id(12)) == nil)
 
         // Inside a transaction: the closure runs only when nothing is found.
-        let (calls, lee, leeAgain) = try await store.perform { ctx in
+        let (calls, lee, leeAgain) = try await store.write { ctx in
             var calls = 0
             let leeQuery = Person.include(#Predicate { $0.name == "Lee" })
             let first = try leeQuery.findOrCreate(in: ctx) { calls += 1; return Person(id: Self.id(13), name: "Lee", age: 40) }
@@ -406,7 +406,7 @@ extension Person {
         #expect(calls == 1)
         #expect(lee.id == Self.id(13))
         #expect(leeAgain.id == Self.id(13))
-        #expect(try await store.count(Person.self) == 12)
+        #expect(try await Person.query().count(in: store) == 12)
         #expect(try await store.verify().isClean)
     }
 
@@ -427,7 +427,7 @@ extension Person {
         for q in queries {
             let inStore = try await q.results(in: store)
             let inRead = try await store.read { try q.results(in: $0) }
-            let inWrite = try await store.perform { try q.results(in: $0) }
+            let inWrite = try await store.write { try q.results(in: $0) }
             #expect(inStore == inRead)
             #expect(inStore == inWrite)
             #expect(try await q.first(in: store) == store.read { try q.first(in: $0) })
@@ -470,6 +470,6 @@ extension Person {
             _ = try await store.read { try Person.sortBy(\.querySemanticsNameLength).fetchedResults(in: $0).statistics }
         }
         // Nothing was changed by the failed queries.
-        #expect(try await store.count(Person.self) == 10)
+        #expect(try await Person.query().count(in: store) == 10)
     }
 }

@@ -50,14 +50,14 @@ import Testing
         for index in ["age", "city_age", "email", "tags"] {
             #expect(try await store.entries(of: Person.self, index: index).isEmpty, "index \(index)")
         }
-        #expect(try await store.count(Person.self) == 0)
+        #expect(try await Person.query().count(in: store) == 0)
     }
 
     @Test func uniqueIndexDoesNotIndexNil() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         try await store.insert(contentsOf: (0..<20).map { Person(name: "P\($0)", age: $0) })
-        #expect(try await store.count(Person.self) == 20)
+        #expect(try await Person.query().count(in: store) == 20)
         #expect(try await store.entries(of: Person.self, index: "email").isEmpty)
         // A regular index does index nil values, as null, so "== nil" can use it later.
         #expect(try await store.entries(of: Person.self, index: "age").count == 20)
@@ -97,22 +97,22 @@ import Testing
         defer { _ = dir }
         struct Stop: Error {}
         await #expect(throws: Stop.self) {
-            try await store.perform { ctx in
+            try await store.write { ctx in
                 try ctx.insert(Person(name: "A", age: 1))
                 try ctx.insert(Person(name: "B", age: 2))
                 throw Stop()
             }
         }
-        #expect(try await store.count(Person.self) == 0)
+        #expect(try await Person.query().count(in: store) == 0)
         #expect(try await store.entries(of: Person.self, index: "age").isEmpty)
 
         let id = UUID()
-        let n = try await store.perform { ctx in
+        let n = try await store.write { ctx in
             try ctx.insert(Person(id: id, name: "A", age: 1))
             guard var p = try ctx.get(Person.self, id: id) else { return -1 }
             p.age += 1
             try ctx.save(p)
-            return try ctx.count(Person.self)
+            return try Person.query().count(in: ctx)
         }
         #expect(n == 1)
         #expect(try await store.get(Person.self, id: id)?.age == 2)
@@ -126,7 +126,7 @@ import Testing
         var batch = (0..<10).map { Person(name: "P\($0)", age: $0) }
         batch.insert(existing, at: 5)
         await #expect(throws: DocStoreError.self) { try await store.insert(contentsOf: batch) }
-        #expect(try await store.count(Person.self) == 1)
+        #expect(try await Person.query().count(in: store) == 1)
         #expect(try await store.entries(of: Person.self, index: "age").count == 1)
     }
 
@@ -150,7 +150,7 @@ import Testing
             await store.close()
         }
         let store = try await DocStore(path: path)
-        #expect(try await store.count(Person.self) == 50)
+        #expect(try await Person.query().count(in: store) == 50)
         for p in people { #expect(try await store.get(Person.self, id: p.id) == p) }
         #expect(try await store.verify().isClean)
     }
@@ -204,9 +204,9 @@ import Testing
                 model[id] = nil
             }
         }
-        let stored = try await store.all(Person.self)
+        let stored = try await Person.query().results(in: store)
         #expect(Dictionary(uniqueKeysWithValues: stored.map { ($0.id, $0) }) == model)
-        #expect(try await store.count(Person.self) == model.count)
+        #expect(try await Person.query().count(in: store) == model.count)
         let expectedAge = Set(try model.values.map { IndexEntry(key: KeyEncoder.key(.int(Int64($0.age))), id: try idKey($0.id)) })
         #expect(Set(try await store.entries(of: Person.self, index: "age")) == expectedAge)
         let expectedEmail = Set(try model.values.compactMap { p in

@@ -6,7 +6,7 @@ import Testing
 
 /// The number of entries in one index of `Person`, read inside a transaction.
 private func faultPersonIndexCount(_ store: DocStore, _ name: String) async throws -> Int? {
-    try await store.perform { ctx in
+    try await store.write { ctx in
         let handle = try ctx.scope.handle(for: Person.self)
         guard let index = handle.indexes.first(where: { $0.definition.name == name }) else { return nil }
         return try ctx.txn.entryCount(index.database)
@@ -140,7 +140,7 @@ private final class FaultContextBox: @unchecked Sendable {
         do {
             let store = try await DocStore(path: path)
             try await store.insert(ann)
-            try await store.perform { ctx in
+            try await store.write { ctx in
                 _ = try ctx.txn.put(ctx.scope.core.meta, Array("format".utf8), [2])
             }
             await store.close()
@@ -187,11 +187,11 @@ private final class FaultContextBox: @unchecked Sendable {
 
         // Reading every document says the same, through a context.
         await expectError(.decodingFailed, mentions: ["people", "age"]) {
-            _ = try await store.perform { ctx in try ctx.all(PersonWithTextAge.self).count }
+            _ = try await store.write { ctx in try PersonWithTextAge.query().results(in: ctx).count }
         }
         // Nothing was lost: the document still reads as the type that wrote it.
         #expect(try await store.get(Person.self, id: ann.id) == ann)
-        #expect(try await store.count(Person.self) == 1)
+        #expect(try await Person.query().count(in: store) == 1)
     }
 
     // MARK: Map size
@@ -229,7 +229,7 @@ private final class FaultContextBox: @unchecked Sendable {
         #expect(error.message.contains("nothing was written"), "\(error.message)")
         #expect(committed > 0)
 
-        #expect(try await store.count(Person.self) == committed)
+        #expect(try await Person.query().count(in: store) == committed)
         for person in failedBatch {
             #expect(try await store.get(Person.self, id: person.id) == nil)
         }
@@ -259,7 +259,7 @@ private final class FaultContextBox: @unchecked Sendable {
             ids += people.map(\.id)
             try await store.insert(contentsOf: people)
         }
-        #expect(try await store.count(Person.self) == 1_000)
+        #expect(try await Person.query().count(in: store) == 1_000)
         let after = try await store.mapUsage()
         #expect(after.mapSize > before)
         #expect(after.mapSize >= 5_000_000)
@@ -286,11 +286,11 @@ private final class FaultContextBox: @unchecked Sendable {
         let bob = Person(name: "Bob", age: 30)
         try await store.insert(bob)
         #expect(try await store.get(Person.self, id: ann.id) == ann)
-        #expect(try await store.count(Person.self) == 2)
+        #expect(try await Person.query().count(in: store) == 2)
         await store.close()
 
         let again = try await DocStore(path: path)
-        #expect(try await again.count(Person.self) == 2)
+        #expect(try await Person.query().count(in: again) == 2)
         #expect(try await again.get(Person.self, id: bob.id) == bob)
         await again.close()
     }
@@ -309,9 +309,9 @@ private final class FaultContextBox: @unchecked Sendable {
         await expectError(.closed, mentions: mentions) { try await store.save(ann) }
         await expectError(.closed, mentions: mentions) { try await store.insert(contentsOf: [Person(name: "C", age: 1)]) }
         await expectError(.closed, mentions: mentions) { _ = try await store.get(Person.self, id: ann.id) }
-        await expectError(.closed, mentions: mentions) { _ = try await store.count(Person.self) }
+        await expectError(.closed, mentions: mentions) { _ = try await Person.query().count(in: store) }
         await expectError(.closed, mentions: mentions) { try await store.delete(Person.self, id: ann.id) }
-        await expectError(.closed, mentions: mentions) { try await store.perform { ctx in _ = try ctx.count(Person.self) } }
+        await expectError(.closed, mentions: mentions) { try await store.write { ctx in _ = try Person.query().count(in: ctx) } }
         await expectError(.closed, mentions: mentions) { _ = try await store.collections() }
         await expectError(.closed, mentions: mentions) { _ = try await store.verify() }
         await expectError(.closed, mentions: mentions) { _ = try await store.mapUsage() }
@@ -320,7 +320,7 @@ private final class FaultContextBox: @unchecked Sendable {
 
         let again = try await DocStore(path: path)
         #expect(try await again.get(Person.self, id: ann.id) == ann)
-        #expect(try await again.count(Person.self) == 1)
+        #expect(try await Person.query().count(in: again) == 1)
         #expect(try await again.verify().isClean)
     }
 
@@ -356,7 +356,7 @@ private final class FaultContextBox: @unchecked Sendable {
         try await store.save(olderAnn)
         #expect(try await store.get(Person.self, id: ann.id) == olderAnn)
 
-        #expect(try await store.count(Person.self) == 2)
+        #expect(try await Person.query().count(in: store) == 2)
         #expect(try await faultPersonIndexCount(store, "email") == 2)
         let report = try await store.verify()
         #expect(report.isClean, "\(report)")
@@ -387,7 +387,7 @@ private final class FaultContextBox: @unchecked Sendable {
         for person in withExisting + withinBatch {
             #expect(try await store.get(Person.self, id: person.id) == nil, "\(person.name) must not be stored")
         }
-        #expect(try await store.count(Person.self) == 1)
+        #expect(try await Person.query().count(in: store) == 1)
         #expect(try await faultPersonIndexCount(store, "email") == 1)
         #expect(try await faultPersonIndexCount(store, "age") == 1)
         let report = try await store.verify()
@@ -402,7 +402,7 @@ private final class FaultContextBox: @unchecked Sendable {
         try await store.insert(contentsOf: people)
         try await store.insert(Person(name: "late", age: 1, email: nil))
         try await store.save(Person(name: "saved", age: 1, email: nil))
-        #expect(try await store.count(Person.self) == 10)
+        #expect(try await Person.query().count(in: store) == 10)
         #expect(try await faultPersonIndexCount(store, "email") == 2)
         #expect(try await store.verify().isClean)
     }
@@ -435,7 +435,7 @@ private final class FaultContextBox: @unchecked Sendable {
 
         try await store.save(changed)
         #expect(try await store.get(Person.self, id: ann.id) == changed)
-        #expect(try await store.count(Person.self) == 1)
+        #expect(try await Person.query().count(in: store) == 1)
         #expect(try await faultPersonIndexCount(store, "tags") == 2)
         #expect(try await faultPersonIndexCount(store, "age") == 1)
         let report = try await store.verify()
@@ -456,7 +456,7 @@ private final class FaultContextBox: @unchecked Sendable {
         await expectError(.valueTooLarge, mentions: ["tags", "people"]) {
             try await store.insert(Person(name: "Long tag", age: 1, tags: ["short", long]))
         }
-        #expect(try await store.count(Person.self) == 0)
+        #expect(try await Person.query().count(in: store) == 0)
         for name in ["age", "city_age", "email", "tags"] {
             #expect(try await faultPersonIndexCount(store, name) == 0, "index \(name)")
         }
@@ -470,7 +470,7 @@ private final class FaultContextBox: @unchecked Sendable {
         #expect(try await store.get(Person.self, id: ann.id) == ann)
         // A long value in a field that no index uses is fine.
         try await store.insert(Person(name: long, age: 2))
-        #expect(try await store.count(Person.self) == 2)
+        #expect(try await Person.query().count(in: store) == 2)
         let report = try await store.verify()
         #expect(report.isClean, "\(report)")
     }
@@ -482,22 +482,22 @@ private final class FaultContextBox: @unchecked Sendable {
         try await store.insert(ann)
 
         let box = FaultContextBox()
-        try await store.perform { ctx in box.context = ctx }
+        try await store.write { ctx in box.context = ctx }
         let context = try #require(box.context)
 
         let mentions = ["transaction has ended"]
-        await expectError(.transactionExpired, mentions: mentions) { _ = try context.count(Person.self) }
+        await expectError(.transactionExpired, mentions: mentions) { _ = try Person.query().count(in: context) }
         await expectError(.transactionExpired, mentions: mentions) { _ = try context.get(Person.self, id: ann.id) }
-        await expectError(.transactionExpired, mentions: mentions) { _ = try context.all(Person.self) }
+        await expectError(.transactionExpired, mentions: mentions) { _ = try Person.query().results(in: context) }
         await expectError(.transactionExpired, mentions: mentions) { try context.insert(Person(name: "Late", age: 1)) }
         await expectError(.transactionExpired, mentions: mentions) { try context.save(ann) }
         await expectError(.transactionExpired, mentions: mentions) { try context.delete(Person.self, id: ann.id) }
 
         // The store is unharmed, and none of the late writes happened.
-        #expect(try await store.count(Person.self) == 1)
+        #expect(try await Person.query().count(in: store) == 1)
         #expect(try await store.get(Person.self, id: ann.id) == ann)
         try await store.insert(Person(name: "Bob", age: 30))
-        #expect(try await store.count(Person.self) == 2)
+        #expect(try await Person.query().count(in: store) == 2)
     }
 
     @Test func catchPatternMatchesByCode() async throws {

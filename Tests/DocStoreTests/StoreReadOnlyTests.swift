@@ -27,7 +27,7 @@ private func makeClosedStore(in dir: TemporaryDirectory) async throws -> String 
     let path = dir.path("store.db")
     let store = try await DocStore(path: path)
     try await store.insert(contentsOf: [ann, bob, cid])
-    try await store.perform { ctx in
+    try await store.write { ctx in
         for i in 1...5 {
             try ctx.insert(.object([.init("id", .int(Int64(i))), .init("topic", .string(i % 2 == 0 ? "even" : "odd"))]),
                            into: "notes")
@@ -51,21 +51,21 @@ private func contents(_ path: String) throws -> Data { try Data(contentsOf: URL(
 /// Reads every kind of thing a store holds, in a store opened read-only whose collections this process has not used.
 private func expectEverythingReads(_ store: DocStore, sourceLocation: SourceLocation = #_sourceLocation) async throws {
     #expect(try await store.collections().map(\.name) == ["notes", "people"], sourceLocation: sourceLocation)
-    #expect(try await store.count(Person.self) == 3, sourceLocation: sourceLocation)
+    #expect(try await Person.query().count(in: store) == 3, sourceLocation: sourceLocation)
     #expect(try await store.get(Person.self, id: ann.id) == ann, sourceLocation: sourceLocation)
     let adults = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.age)
     #expect(try await store.read { try adults.results(in: $0) } == [cid, ann], sourceLocation: sourceLocation)
     #expect(try await store.read { try adults.explain(in: $0) }.index == "age", sourceLocation: sourceLocation)
-    let even = DocumentQuery("notes").include(.compare("topic", .equal, .string("even")))
+    let even = Query<DocumentValue>("notes").include(.compare("topic", .equal, .string("even")))
     let (ids, index) = try await store.read { ctx in
-        (try even.results(in: ctx).compactMap { $0[field: "id"] }, try even.explain(in: ctx)?.index)
+        (try even.results(in: ctx).compactMap { $0[field: "id"] }, try even.explain(in: ctx).index)
     }
     #expect(ids == [.int(2), .int(4)], sourceLocation: sourceLocation)
     #expect(index == "by_topic", sourceLocation: sourceLocation)
     #expect(try await store.read { try $0.savedFilters().map(\.name) } == ["adults"], sourceLocation: sourceLocation)
     // A transaction that only reads needs no write.
-    #expect(try await store.perform { try $0.count(in: "notes") } == 5, sourceLocation: sourceLocation)
-    #expect(try await store.dryRun { try $0.count(Person.self) } == 3, sourceLocation: sourceLocation)
+    #expect(try await store.write { try Query<DocumentValue>("notes").count(in: $0) } == 5, sourceLocation: sourceLocation)
+    #expect(try await store.dryRun { try Person.query().count(in: $0) } == 3, sourceLocation: sourceLocation)
     let report = try await store.verify()
     #expect(report.isClean, "\(report)", sourceLocation: sourceLocation)
 }
@@ -82,44 +82,44 @@ private func expectEveryChangeRefused(_ store: DocStore, sourceLocation: SourceL
     await refused(["insert", "people"]) { try await store.insert(contentsOf: [dave]) }
     await refused(["delete", "people"]) { try await store.delete(Person.self, id: ann.id) }
     await refused(["drop index 'age' of 'people'"]) { try await store.dropIndex("age", from: "people") }
-    await refused(["insert", "people"]) { try await store.perform { try $0.insert(dave) } }
+    await refused(["insert", "people"]) { try await store.write { try $0.insert(dave) } }
     await refused(["delete", "people"]) {
-        _ = try await store.perform { try Person.include(#Predicate { $0.age < 18 }).delete(in: $0) }
+        _ = try await store.write { try Person.include(#Predicate { $0.age < 18 }).delete(in: $0) }
     }
     await refused(["insert", "people"]) {
-        _ = try await store.perform { ctx in
+        _ = try await store.write { ctx in
             try Person.include(#Predicate { $0.name == "Zed" }).findOrCreate(in: ctx) { dave }
         }
     }
-    await refused(["insert", "notes"]) { try await store.perform { try $0.insert(note, into: "notes") } }
-    await refused(["save", "'brand_new'"]) { try await store.perform { try $0.save(note, into: "brand_new") } }
+    await refused(["insert", "notes"]) { try await store.write { try $0.insert(note, into: "notes") } }
+    await refused(["save", "'brand_new'"]) { try await store.write { try $0.save(note, into: "brand_new") } }
     await refused(["delete", "notes"]) {
-        _ = try await store.perform { try $0.deleteDocument(id: .int(1), from: "notes") }
+        _ = try await store.write { try $0.delete("notes", id: .int(1)) }
     }
     await refused(["delete documents from 'notes'"]) {
-        _ = try await store.perform { try DocumentQuery("notes").delete(in: $0) }
+        _ = try await store.write { try Query<DocumentValue>("notes").delete(in: $0) }
     }
     await refused(["insert", "notes"]) {
-        _ = try await store.perform { try DocumentQuery("notes").include(.compare("topic", .equal, .string("none")))
+        _ = try await store.write { try Query<DocumentValue>("notes").include(.compare("topic", .equal, .string("none")))
             .findOrCreate(in: $0, note) }
     }
     await refused(["create index 'by_id' on 'notes'"]) {
-        try await store.perform { try $0.createIndex(IndexDefinition(name: "by_id", kind: .unique, fields: ["id"]),
+        try await store.write { try $0.createIndex(IndexDefinition(name: "by_id", kind: .unique, fields: ["id"]),
                                                      in: "notes") }
     }
     await refused(["drop index 'by_topic' of 'notes'"]) {
-        _ = try await store.perform { try $0.dropIndex("by_topic", from: "notes") }
+        _ = try await store.write { try $0.dropIndex("by_topic", from: "notes") }
     }
-    await refused(["drop collection 'notes'"]) { _ = try await store.perform { try $0.dropCollection("notes") } }
+    await refused(["drop collection 'notes'"]) { _ = try await store.write { try $0.dropCollection("notes") } }
     await refused(["filter 'kids'"]) {
-        try await store.perform { try $0.saveFilter(SavedFilter(name: "kids", collection: "people",
+        try await store.write { try $0.saveFilter(SavedFilter(name: "kids", collection: "people",
                                                                 text: "people.include(age < 18)")) }
     }
-    await refused(["saved filter 'adults'"]) { _ = try await store.perform { try $0.deleteFilter(named: "adults") } }
+    await refused(["saved filter 'adults'"]) { _ = try await store.write { try $0.deleteFilter(named: "adults") } }
     await refused(["insert", "notes"]) { _ = try await store.dryRun { try $0.insert(note, into: "notes") } }
     // Reads that would first have to make what a type declares.
-    await refused(["create collection 'gadgets'"]) { _ = try await store.count(Gadget.self) }
-    await refused(["build index 'by_name' of 'people'"]) { _ = try await store.count(PersonByName.self) }
+    await refused(["create collection 'gadgets'"]) { _ = try await Gadget.query().count(in: store) }
+    await refused(["build index 'by_name' of 'people'"]) { _ = try await PersonByName.query().count(in: store) }
     await refused(["drop collection 'notes'"]) { try store.checkWritable("drop collection 'notes'") }
 }
 
@@ -134,7 +134,7 @@ private func expectEveryChangeRefused(_ store: DocStore, sourceLocation: SourceL
         try await expectEverythingReads(store)
         await expectEveryChangeRefused(store)
         // Refusals leave the store usable.
-        #expect(try await store.count(Person.self) == 3)
+        #expect(try await Person.query().count(in: store) == 3)
         await store.close()
         #expect(try contents(path) == before, "the read-only store changed its data file")
 
@@ -181,12 +181,12 @@ private func expectEveryChangeRefused(_ store: DocStore, sourceLocation: SourceL
             // A collection new to this process, and an index new to it on a collection it has open.
             try child.make("create made\(round) \(round + 2) r\(round)")
             try child.make("index notes by_n\(round) n")
-            #expect(try await store.read { try $0.count(in: "made\(round)") } == round + 2, "round \(round)")
+            #expect(try await store.read { try Query<DocumentValue>("made\(round)").count(in: $0) } == round + 2, "round \(round)")
             let indexes = try await store.collections().first { $0.name == "notes" }?.indexes.map(\.name)
             #expect(indexes == ["by_topic"] + (0...round).map { "by_n\($0)" }, "round \(round)")
         }
         try child.make("people 2")
-        #expect(try await store.count(Person.self) == 5)
+        #expect(try await Person.query().count(in: store) == 5)
         #expect(try child.finish() == 0)
         await expectError(.readOnly, mentions: ["read-only"]) { try await store.insert(Person(name: "Eve", age: 1)) }
         await store.close()

@@ -45,12 +45,12 @@ private struct Limits: Document {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         try await store.insert(contentsOf: [Gadget(id: 1, score: 5), Gadget(id: 2, score: 5)])
-        await expectError(.uniqueViolation, mentions: ["score"]) { _ = try await store.count(GadgetUniqueScore.self) }
+        await expectError(.uniqueViolation, mentions: ["score"]) { _ = try await GadgetUniqueScore.query().count(in: store) }
         // The failed rebuild dropped and recreated databases inside an aborted transaction: nothing of it may linger.
         try await store.insert(Gadget(id: 3, score: 7))
-        try await store.perform { try $0.insert(.object([("id", .int(4)), ("text", .string("x"))]), into: "other") }
+        try await store.write { try $0.insert(.object([("id", .int(4)), ("text", .string("x"))]), into: "other") }
         try await store.insert(Gadget(id: 5, score: 9))
-        #expect(try await store.count(Gadget.self) == 4)
+        #expect(try await Gadget.query().count(in: store) == 4)
         #expect(try await store.entries(of: Gadget.self, index: "score").count == 4)
         let report = try await store.verify()
         #expect(report.isClean, "\(report)")
@@ -65,12 +65,12 @@ private struct Limits: Document {
         bob.email = "ann@example.com"
         bob.age = 31
         let stolen = bob
-        try await store.perform { ctx in
+        try await store.write { ctx in
             do { try ctx.save(stolen) } catch DocStoreError.uniqueViolation { /* carry on */ }
             try ctx.insert(Person(name: "Cy", age: 7))
         }
         #expect(try await store.get(Person.self, id: bob.id)?.email == "bob@example.com", "Bob must be unchanged")
-        #expect(try await store.count(Person.self) == 3)
+        #expect(try await Person.query().count(in: store) == 3)
         try await store.delete(Person.self, id: bob.id)
         // Ann's email is still enforced.
         await expectError(.uniqueViolation) { try await store.insert(Person(name: "Dup", age: 1, email: "ann@example.com")) }
@@ -84,7 +84,7 @@ private struct Limits: Document {
         let ann = Person(name: "Ann", age: 41, email: "ann@example.com", tags: ["a"])
         let bob = Person(name: "Bob", age: 30, email: "bob@example.com")
         try await store.insert(contentsOf: [ann, bob])
-        try await store.perform { ctx in
+        try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             for person in [ann, bob] {
                 try ctx.txn.put(handle.documents, try CollectionHandle.idKey(person.id, collection: "people"), [1, 0x0E, 0xFF])
@@ -132,6 +132,6 @@ private struct Limits: Document {
         let long = String(repeating: "x", count: 600)
         await expectError(.valueTooLarge) { _ = try await store.get(Note.self, id: long) }
         await expectError(.valueTooLarge) { try await store.insert(Note(id: long, text: "")) }
-        #expect(try await store.count(Note.self) == 0)
+        #expect(try await Note.query().count(in: store) == 0)
     }
 }

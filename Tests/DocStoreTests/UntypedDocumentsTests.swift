@@ -22,11 +22,11 @@ import Testing
         do {
             // A process that has never heard of Person.
             let store = try await DocStore(path: path)
-            try await store.perform { ctx in
+            try await store.write { ctx in
                 try ctx.insert(UntypedDocumentsTests.annValue(id: id, email: "ann@example.com"), into: "people")
             }
             await expectError(.uniqueViolation) {
-                try await store.perform { ctx in
+                try await store.write { ctx in
                     try ctx.insert(UntypedDocumentsTests.annValue(id: UUID(), email: "bob@example.com"), into: "people")
                 }
             }
@@ -48,11 +48,11 @@ import Testing
         defer { _ = dir }
         let p = Person(name: "Ann", age: 41, city: "Bergen", email: nil, tags: ["a"])
         try await store.insert(p)
-        let value = try await store.perform { ctx in try ctx.document(id: .uuid(p.id), in: "people") }
+        let value = try await store.write { ctx in try ctx.get("people", id: .uuid(p.id)) }
         #expect(value == .object([("id", .uuid(p.id)), ("name", .string("Ann")), ("age", .int(41)),
                                   ("city", .string("Bergen")), ("tags", .array([.string("a")]))]))
-        #expect(try await store.perform { try $0.count(in: "people") } == 1)
-        #expect(try await store.perform { try $0.documents(in: "nowhere") }.isEmpty)
+        #expect(try await store.write { try Query<DocumentValue>("people").count(in: $0) } == 1)
+        #expect(try await store.write { try Query<DocumentValue>("nowhere").results(in: $0) }.isEmpty)
     }
 
     @Test func deletingWithoutTheTypeRemovesTheEntries() async throws {
@@ -60,7 +60,7 @@ import Testing
         defer { _ = dir }
         let p = Person(name: "Ann", age: 41, email: "ann@example.com", tags: ["a", "b"])
         try await store.insert(p)
-        #expect(try await store.perform { try $0.deleteDocument(id: .uuid(p.id), from: "people") })
+        #expect(try await store.write { try $0.delete("people", id: .uuid(p.id)) })
         for index in ["age", "city_age", "email", "tags"] {
             #expect(try await store.entries(of: Person.self, index: index).isEmpty, "index \(index)")
         }
@@ -69,11 +69,11 @@ import Testing
     @Test func aNewCollectionIsKeyedByItsIdField() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.perform { ctx in
+        try await store.write { ctx in
             try ctx.insert(.object([("id", .int(2)), ("text", .string("b"))]), into: "notes")
             try ctx.insert(.object([("id", .int(1)), ("text", .string("a"))]), into: "notes")
         }
-        let notes = try await store.perform { try $0.documents(in: "notes") }
+        let notes = try await store.write { try Query<DocumentValue>("notes").results(in: $0) }
         #expect(notes.map { $0[field: "text"] } == [.string("a"), .string("b")], "documents come in id order")
         let info = try #require(try await store.collections().first { $0.name == "notes" })
         #expect(info.idPath == "id")
@@ -83,12 +83,12 @@ import Testing
     @Test func aDocumentWithoutIdIsGivenOneAndOneNotAnObjectIsRefused() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.perform { try $0.insert(.object([("text", .string("no id"))]), into: "notes") }
+        try await store.write { try $0.insert(.object([("text", .string("no id"))]), into: "notes") }
         await expectError(.encodingFailed) {
-            try await store.perform { try $0.insert(.array([.int(1)]), into: "notes") }
+            try await store.write { try $0.insert(.array([.int(1)]), into: "notes") }
         }
-        let stored = try await store.perform { try $0.document(id: .int(1), in: "notes") }
+        let stored = try await store.write { try $0.get("notes", id: .int(1)) }
         #expect(stored == .object([("id", .int(1)), ("text", .string("no id"))]))
-        #expect(try await store.perform { try $0.count(in: "notes") } == 1)
+        #expect(try await store.write { try Query<DocumentValue>("notes").count(in: $0) } == 1)
     }
 }

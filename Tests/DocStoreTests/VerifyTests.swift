@@ -88,7 +88,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         let people = verifyStandardPeople()
         try await store.insert(contentsOf: [people.ann, people.bob, people.cat])
         let ann = people.ann
-        try await store.perform { ctx in
+        try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             let index = try VerifyDamage.index(handle, indexName)
             let id = try VerifyDamage.personID(ann.id)
@@ -117,7 +117,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         try await store.insert(contentsOf: [people.ann, people.bob, people.cat])
         let ghost = Person(name: "Ghost", age: 99, city: "Nowhere", email: "ghost@example.com", tags: ["boo"])
         let ghostKey = try VerifyDamage.personID(ghost.id)
-        try await store.perform { ctx in
+        try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             let index = try VerifyDamage.index(handle, indexName)
             let keys = try VerifyDamage.keys(of: ghost, for: index)
@@ -140,7 +140,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         let people = verifyStandardPeople()
         try await store.insert(contentsOf: [people.ann, people.bob, people.cat])
         let ann = people.ann
-        try await store.perform { ctx in
+        try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             guard try ctx.txn.delete(handle.documents, try VerifyDamage.personID(ann.id)) else {
                 throw VerifyDamage.SetupFailed(description: "no document")
@@ -167,7 +167,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         changed.email = "stale@example.com"
         changed.tags = ["stale"]
         let stale = changed
-        try await store.perform { ctx in
+        try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             let index = try VerifyDamage.index(handle, indexName)
             let keys = try VerifyDamage.keys(of: stale, for: index)
@@ -197,7 +197,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         try await store.insert(contentsOf: [people.ann, people.bob, people.cat])
         let victim = UUID()
         let victimKey = try VerifyDamage.personID(victim)
-        try await store.perform { ctx in
+        try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             try ctx.txn.put(handle.documents, victimKey, garbage)
         }
@@ -222,7 +222,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         let people = verifyStandardPeople()
         try await store.insert(contentsOf: [people.ann, people.bob, people.cat])
         let ann = people.ann
-        try await store.perform { ctx in
+        try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             try ctx.txn.put(handle.documents, try VerifyDamage.personID(ann.id), [0x01, 0x42, 0x42])
         }
@@ -241,7 +241,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
                                       tags: ["odd"])
         let bytes = try DocumentEncoder().encode(odd)
         let oddKey = try VerifyDamage.personID(odd.id)
-        try await store.perform { ctx in
+        try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             try ctx.txn.put(handle.documents, oddKey, bytes)
             // Its index entries too, so that the only damage is the type.
@@ -267,7 +267,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         try await store.insert(contentsOf: [people.ann, people.bob, people.cat])
         let ann = people.ann, bob = people.bob
         let garbageKey = try VerifyDamage.personID(UUID())
-        try await store.perform { ctx in
+        try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             let age = try VerifyDamage.index(handle, "age")
             let tags = try VerifyDamage.index(handle, "tags")
@@ -374,7 +374,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
                 }
                 next[victim] = nil
                 do {
-                    try await store.perform { ctx in
+                    try await store.write { ctx in
                         try ctx.insert(contentsOf: batch)
                         try ctx.delete(Person.self, id: victim)
                     }
@@ -390,7 +390,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
                 store = try await DocStore(path: path)
                 outcomes["reopen", default: 0] += 1
             } else {
-                #expect(try await store.count(Person.self) == oracle.count, "step \(step)")
+                #expect(try await Person.query().count(in: store) == oracle.count, "step \(step)")
             }
         }
         #expect(outcomes["conflict", default: 0] > 0, "\(outcomes)")
@@ -401,12 +401,12 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         #expect(report.isClean, "\(report)")
         #expect(report.documentsChecked == oracle.count)
 
-        #expect(try await store.count(Person.self) == oracle.count)
-        let stored = try await store.perform { ctx in try ctx.all(Person.self) }
+        #expect(try await Person.query().count(in: store) == oracle.count)
+        let stored = try await store.write { ctx in try Person.query().results(in: ctx) }
         #expect(Dictionary(uniqueKeysWithValues: stored.map { ($0.id, $0) }) == oracle)
 
         let survivors = Array(oracle.values)
-        let comparisons = try await store.perform { ctx -> [String: VerifyIndexComparison] in
+        let comparisons = try await store.write { ctx -> [String: VerifyIndexComparison] in
             let handle = try ctx.scope.handle(for: Person.self)
             var result: [String: VerifyIndexComparison] = [:]
             for index in handle.indexes {

@@ -91,12 +91,12 @@ final class IndexScanSource: CandidateSource {
 
     final class SeenIDs { var ids = Set<[UInt8]>() }
 
-    init(scan: IndexScan, txn: Transaction, documents: Database, seen: SeenIDs?, fetchDocuments: Bool = true,
-         statistics: StatisticsBox) throws {
+    init(scan: IndexScan, index: CollectionHandle.Index, txn: Transaction, documents: Database, seen: SeenIDs?,
+         fetchDocuments: Bool = true, statistics: StatisticsBox) throws {
         self.scan = scan
         self.txn = txn
         self.documents = documents
-        self.cursor = try txn.openCursor(scan.index.database)
+        self.cursor = try txn.openCursor(index.database)
         self.seen = seen
         self.fetchDocuments = fetchDocuments
         self.statistics = statistics

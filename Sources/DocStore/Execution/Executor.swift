@@ -9,15 +9,14 @@ final class Executor {
     let statistics = StatisticsBox()
     /// The scan read index entries only: documents are first read when returned.
     private(set) var scanSkippedDocuments = false
-    /// Decodes a document into the query's type, for opaque conditions.
-    let decodeForCondition: (UnsafeRawBufferPointer) throws -> Any
+    /// Decodes a document into the query's type, for the parts of the condition evaluated on it.
+    private let decodeForCondition: OpaqueCondition?
 
-    init(plan: Plan, handle: CollectionHandle, txn: Transaction,
-         decodeForCondition: @escaping (UnsafeRawBufferPointer) throws -> Any) {
+    init(plan: Plan, handle: CollectionHandle, txn: Transaction) {
         self.plan = plan
         self.handle = handle
         self.txn = txn
-        self.decodeForCondition = decodeForCondition
+        decodeForCondition = plan.residual.firstOpaque
         // Constants' keys are computed once for all the documents this run checks.
         residual = CompiledCondition.make(plan.residual, keys: ComparisonKeys())
         residualNeedsDecoding = plan.residual.needsDecoding
@@ -29,18 +28,18 @@ final class Executor {
 
     func makeSource(fetchDocuments: Bool = true) throws -> CandidateSource {
         switch plan.access {
-        case .none:
+        case .none, .noCollection:
             return CandidateSource()
         case .fullScan(let descending):
             return try FullScanSource(txn: txn, documents: handle.documents, descending: descending, statistics: statistics)
         case .index(let scan):
-            return try IndexScanSource(scan: scan, txn: txn, documents: handle.documents,
+            return try IndexScanSource(scan: scan, index: try handle.index(scan.index), txn: txn, documents: handle.documents,
                                        seen: scan.deduplicate ? .init() : nil, fetchDocuments: fetchDocuments,
                                        statistics: statistics)
         case .union(let scans):
             let seen = IndexScanSource.SeenIDs()
             return UnionSource(try scans.map {
-                try IndexScanSource(scan: $0, txn: txn, documents: handle.documents, seen: seen,
+                try IndexScanSource(scan: $0, index: try handle.index($0.index), txn: txn, documents: handle.documents, seen: seen,
                                     fetchDocuments: fetchDocuments, statistics: statistics)
             })
         }
@@ -55,7 +54,7 @@ final class Executor {
             throw DocStoreError(.corruptDocument, "document \(Executor.hex(candidate.id)) of collection '\(handle.name)' "
                 + "is damaged: \(error)", collection: handle.name)
         }
-        guard residualNeedsDecoding else {
+        guard residualNeedsDecoding, let decodeForCondition else {
             // The common case: no closure capturing this document, so nothing is allocated per document.
             return try residual.check(.init(reader: reader, root: root, decoded: Executor.noDecoding))
         }
@@ -63,7 +62,13 @@ final class Executor {
         return try residual.check(.init(reader: reader, root: root) { [self] in
             if let decoded { return decoded }
             statistics.value.documentsDecoded += 1
-            let value = try decodeForCondition(candidate.document)
+            let value: Any
+            do { value = try decodeForCondition.decode(candidate.document) } catch {
+                throw DecodingFailure.named(error, type: decodeForCondition.typeName, collection: handle.name) {
+                    CollectionHandle.describeID(Array(candidate.id), in: Array(candidate.document),
+                                                idPath: handle.info.idPath)
+                }
+            }
             decoded = value
             return value
         })
@@ -85,21 +90,6 @@ final class Executor {
         "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
-    /// A document being returned, decoded into `T` and counted.
-    func decodeReturned<T: Document>(_ type: T.Type, _ raw: UnsafeRawBufferPointer, id: [UInt8],
-                                     in context: ReadContext) throws -> T {
-        try id.withUnsafeBytes { try decodeReturned(type, raw, id: $0, in: context) }
-    }
-
-    func decodeReturned<T: Document>(_ type: T.Type, _ raw: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
-                                     in context: ReadContext) throws -> T {
-        statistics.value.documentsDecoded += 1
-        statistics.value.returned += 1
-        return try context.decode(type, from: raw, handle: handle) {
-            CollectionHandle.describeID(Array(id), in: Array(raw), idPath: handle.info.idPath)
-        }
-    }
-
     /// The bytes of the document with primary key `id`, counted as read; `nil` when it is gone.
     func fetch(id: [UInt8]) throws -> UnsafeRawBufferPointer? {
         guard let raw = try txn.get(handle.documents, id) else { return nil }
@@ -107,16 +97,13 @@ final class Executor {
         return raw
     }
 
-    /// A document being returned without a Swift type, decoded into a ``DocumentValue`` and counted.
-    func decodeReturnedValue(_ raw: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer) throws -> DocumentValue {
+    /// A document being returned, decoded as the query's elements and counted; a failure names the document.
+    func decodeReturned<Element>(_ raw: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
+                                 as kind: ElementKind<Element>) throws -> Element {
         statistics.value.documentsDecoded += 1
         statistics.value.returned += 1
-        do {
-            return try DocumentValue(encoded: Array(raw))
-        } catch {
-            let described = CollectionHandle.describeID(Array(id), in: Array(raw), idPath: handle.info.idPath)
-            throw DocStoreError(.corruptDocument, "document \(described) of collection '\(handle.name)' is damaged: "
-                + "\(error)", collection: handle.name)
+        return try kind.decode(raw, collection: handle.name) {
+            CollectionHandle.describeID(Array(id), in: Array(raw), idPath: handle.info.idPath)
         }
     }
 
@@ -326,7 +313,7 @@ final class Executor {
         var total = 0
         if case .constant(true) = plan.residual {
             switch plan.access {
-            case .none: total = 0
+            case .none, .noCollection: total = 0
             case .fullScan: total = try txn.entryCount(handle.documents)
             case .index(let scan) where !scan.deduplicate && !scan.index.isUnique:
                 total = try countEntries(scan)
@@ -347,7 +334,7 @@ final class Executor {
     /// Entries in a duplicate-sorted index's ranges, a key's duplicates counted at once (`mdb_cursor_count`).
     private func countEntries(_ scan: IndexScan) throws -> Int {
         var total = 0
-        try txn.withCursor(scan.index.database) { cursor in
+        try txn.withCursor(try handle.index(scan.index).database) { cursor in
             for range in scan.ranges {
                 var entry = try cursor.seek(atLeast: range.lower)
                 while let (key, _) = entry, range.contains(key) {

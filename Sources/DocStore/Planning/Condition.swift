@@ -5,8 +5,8 @@ import Foundation
 /// The planner reads it to choose index scans, and the executor evaluates it on a document's encoded bytes,
 /// reading only the fields it names. A part of a `#Predicate` it cannot express is kept ``opaque(_:)`` and
 /// evaluated on the decoded document, with Foundation's own evaluation.
-indirect enum Condition: CustomStringConvertible, Equatable {
-    enum Comparison: String {
+indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
+    enum Comparison: String, Sendable {
         case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
 
         /// The same comparison with its operands swapped: `5 < x` is `x > 5`.
@@ -153,14 +153,34 @@ extension DocumentValue {
     }
 }
 
-/// A part of a predicate DocStore evaluates on the decoded document.
-final class OpaqueCondition {
+/// A part of a predicate DocStore evaluates on the decoded document: it carries the decoding it needs, so whoever
+/// runs the condition needs to know nothing of the query's type.
+final class OpaqueCondition: Sendable {
     let summary: String
+    /// The document's type, for messages.
+    let typeName: String
+    /// Decodes a stored document into the query's type.
+    let decode: @Sendable (UnsafeRawBufferPointer) throws -> Any
     /// Evaluates on the decoded document (passed as `Any`, of the query's type).
-    let evaluate: (Any) throws -> Bool
+    let evaluate: @Sendable (Any) throws -> Bool
 
-    init(summary: String, evaluate: @escaping (Any) throws -> Bool) {
+    init(summary: String, typeName: String, decode: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Any,
+         evaluate: @escaping @Sendable (Any) throws -> Bool) {
         self.summary = summary
+        self.typeName = typeName
+        self.decode = decode
         self.evaluate = evaluate
+    }
+}
+
+extension Condition {
+    /// The first opaque part, whose decoding every opaque part of one query shares.
+    var firstOpaque: OpaqueCondition? {
+        switch self {
+        case .opaque(let o): return o
+        case .and(let cs), .or(let cs): return cs.lazy.compactMap(\.firstOpaque).first
+        case .not(let c): return c.firstOpaque
+        default: return nil
+        }
     }
 }

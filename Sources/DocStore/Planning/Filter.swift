@@ -10,11 +10,9 @@
 ///     .compare("age", .greaterOrEqual, .int(18)),
 ///     .compare("address.city", .equal, .string("Oslo")),
 /// ])
-/// let n = try await store.read { try DocumentQuery("people").include(adultsInOslo).count(in: $0) }
+/// let n = try await store.read { try Query<DocumentValue>("people").include(adultsInOslo).count(in: $0) }
 /// ```
-// `@unchecked`: a Filter is made only by the constructors below, which build conditions of plain values; the one
-// part of `Condition` that is not `Sendable` (a `#Predicate`'s opaque part) never appears in one.
-public struct Filter: @unchecked Sendable, Equatable, CustomStringConvertible {
+public struct Filter: Sendable, Equatable, CustomStringConvertible {
     /// How a field is compared with a value.
     public enum Comparison: String, Sendable, CaseIterable {
         case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="

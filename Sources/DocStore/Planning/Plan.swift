@@ -1,11 +1,11 @@
 /// One field of an ordering.
-struct SortSpec: Equatable {
+struct SortSpec: Sendable, Equatable {
     let path: FieldPath
-    let descending: Bool
+    var descending: Bool
 }
 
 /// A range of index keys: `lower` included, `upper` excluded (`nil`: to the end).
-struct KeyRange {
+struct KeyRange: Sendable, Equatable {
     var lower: [UInt8]
     var upper: [UInt8]?
 
@@ -21,9 +21,9 @@ struct KeyRange {
     }
 }
 
-/// A walk over some ranges of one index.
-struct IndexScan {
-    let index: CollectionHandle.Index
+/// A walk over some ranges of one index, named by its definition.
+struct IndexScan: Sendable, Equatable {
+    let index: IndexDefinition
     var ranges: [KeyRange]
     /// Walk keys from the last to the first.
     var descending = false
@@ -56,11 +56,13 @@ struct IndexScan {
 
 /// How a query is carried out: where candidates come from, what is checked on each, how they are ordered and sliced.
 ///
-/// A plan is made by ``Planner`` and run by the executor; `explain` prints it.
-struct Plan {
-    enum Access {
+/// A plan is a value: made by ``Planner``, run by the executor, printed by `explain`, compared by tests.
+struct Plan: Sendable, Equatable {
+    enum Access: Sendable, Equatable {
         /// No document can match.
         case none
+        /// The collection does not exist: no document to read.
+        case noCollection
         /// Every document, in id order (or its reverse).
         case fullScan(descending: Bool)
         case index(IndexScan)
@@ -68,7 +70,7 @@ struct Plan {
         case union([IndexScan])
     }
 
-    enum Ordering {
+    enum Ordering: Sendable, Equatable {
         /// The access already delivers the wanted order: results stream, and a limit stops the walk.
         case natural
         /// Matching documents are ordered afterwards: a bounded top-k when there is a limit, a full sort otherwise.
@@ -95,7 +97,7 @@ struct Plan {
 }
 
 /// An access the planner weighed, described for `explain`.
-enum ConsideredAccess: CustomStringConvertible {
+enum ConsideredAccess: Sendable, Equatable, CustomStringConvertible {
     case fullScan(documents: Int)
     case scan(IndexScan)
     case union([IndexScan])
@@ -105,10 +107,10 @@ enum ConsideredAccess: CustomStringConvertible {
         case .fullScan(let documents):
             return "full scan: \(documents) documents"
         case .scan(let scan):
-            return "index \(scan.index.definition.name)\(scan.orderedBy == nil ? "" : " in sort order"): "
+            return "index \(scan.index.name)\(scan.orderedBy == nil ? "" : " in sort order"): "
                 + "\(scan.bounds), \(scan.estimateText) entries"
         case .union(let scans):
-            return "union of " + scans.map { "index \($0.index.definition.name): \($0.bounds)" }.joined(separator: " || ")
+            return "union of " + scans.map { "index \($0.index.name): \($0.bounds)" }.joined(separator: " || ")
                 + ", \(scans.reduce(0) { $0 + $1.estimate }) entries"
         }
     }

@@ -1,22 +1,29 @@
 /// Chooses how to run a query: which index (if any) to scan and over which key ranges, what remains to check on
 /// each document, and whether the order comes from the index or from a sort.
 ///
-/// The choice uses facts the store has at hand: the number of documents (O(1) from LMDB), and the number of index
-/// entries in each candidate range, counted in the index up to a cap (exact for point look-ups on small ranges).
-struct Planner {
-    /// Entries counted per candidate before the count is called "more than".
-    static let countCap = 4_096
+/// The choice uses facts the collection's ``CollectionStatistics`` give: the number of documents, and the number of
+/// index entries in each candidate range, counted in the index up to a cap (exact for point look-ups on small
+/// ranges). The planner reads nothing else: it knows no storage, and its plan is a value.
+struct Planner<Statistics: CollectionStatistics> {
+    /// Distinct keys counted per candidate before the count is called "more than".
+    static var countCap: Int { 4_096 }
     /// Point look-ups combined from `[..].contains` values on compound indexes, at most.
-    static let maximumRanges = 256
+    static var maximumRanges: Int { 256 }
 
-    let handle: CollectionHandle
-    let txn: Transaction
+    let statistics: Statistics
 
-    func plan(filter: Condition, sort: [SortSpec], idDescending: Bool, offset: Int, limit: Int?,
-              afterwards: [WindowStep]) throws -> Plan {
-        let documents = try txn.entryCount(handle.documents)
+    /// The plan of what `selection` asks of the collection.
+    func plan(_ selection: Selection) throws -> Plan {
+        try plan(filter: selection.condition, sort: selection.sort, idDescending: selection.idDescending,
+                 offset: selection.window?.range.lowerBound ?? 0, limit: selection.window?.range.count,
+                 afterwards: selection.window?.afterwards ?? [])
+    }
+
+    private func plan(filter: Condition, sort: [SortSpec], idDescending: Bool, offset: Int, limit: Int?,
+                      afterwards: [WindowStep]) throws -> Plan {
+        let documents = try statistics.documentCount()
         let filter = filter.simplified
-        var plan = Plan(collection: handle.name, documentCount: documents, filter: filter,
+        var plan = Plan(collection: statistics.collection, documentCount: documents, filter: filter,
                         access: .fullScan(descending: idDescending), residual: filter, sort: sort,
                         idDescending: idDescending, ordering: sort.isEmpty ? .natural : .sorted,
                         offset: offset, limit: limit, afterwards: afterwards)
@@ -38,7 +45,7 @@ struct Planner {
 
         // Scans that narrow the candidates.
         var narrowest = Double(documents)
-        for index in handle.indexes {
+        for index in statistics.indexes {
             guard var scan = filteringScan(on: index, conjuncts: conjuncts) else { continue }
             try estimate(&scan)
             let cost = Double(scan.estimate)
@@ -63,7 +70,7 @@ struct Planner {
         }
         // A scan whose order is the wanted order.
         if !sort.isEmpty {
-            for index in handle.indexes {
+            for index in statistics.indexes {
                 guard var scan = orderingScan(on: index, conjuncts: conjuncts, sort: sort, idDescending: idDescending) else {
                     continue
                 }
@@ -98,13 +105,13 @@ struct Planner {
 
     /// The key ranges of an index's fields, from conditions on them: equality on a leading run of fields, then at
     /// most one range (or string prefix) on the next.
-    private func ranges(on index: CollectionHandle.Index, conjuncts: [Condition])
+    private func ranges(on index: IndexDefinition, conjuncts: [Condition])
         -> (ranges: [KeyRange], answered: [Condition], chosenFrom: [Condition])? {
         guard !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
         var prefixes: [[UInt8]] = [[]]
         var answered: [Condition] = []
         var chosenFrom: [Condition] = []
-        for field in index.definition.fields {
+        for field in index.fields {
             if let (values, condition) = equality(on: field, in: conjuncts, unique: index.isUnique) {
                 guard prefixes.count * values.count <= Planner.maximumRanges else { break }
                 prefixes = prefixes.flatMap { p in values.map { p + KeyEncoder.key($0) } }
@@ -152,8 +159,8 @@ struct Planner {
 
     /// A unique index holds no key with a nil part, so it can answer only a query that excludes nil in every one of
     /// its fields: otherwise the documents with a nil there would be missed.
-    static func excludesNilInEveryField(of index: CollectionHandle.Index, _ conjuncts: [Condition]) -> Bool {
-        index.definition.fields.allSatisfy { field in
+    static func excludesNilInEveryField(of index: IndexDefinition, _ conjuncts: [Condition]) -> Bool {
+        index.fields.allSatisfy { field in
             conjuncts.contains { c in
                 switch c {
                 case .compare(field, let op, let v): return op != .notEqual && v != .null
@@ -230,9 +237,9 @@ struct Planner {
     // MARK: Candidate scans
 
     /// The scan of `index` that the conditions narrow, if they narrow it at all.
-    private func filteringScan(on index: CollectionHandle.Index, conjuncts: [Condition]) -> IndexScan? {
-        if index.definition.kind == .multi {
-            guard let field = index.definition.fields.first else { return nil }
+    private func filteringScan(on index: IndexDefinition, conjuncts: [Condition]) -> IndexScan? {
+        if index.kind == .multi {
+            guard let field = index.fields.first else { return nil }
             for c in conjuncts {
                 if case .contains(field, let v) = c {
                     return IndexScan(index: index, ranges: [KeyRange.prefix(KeyEncoder.key(v))], answered: [c],
@@ -248,12 +255,12 @@ struct Planner {
 
     /// A scan of `index` in the order `sort` asks for: the index's fields after those fixed by equality must be
     /// exactly the sort fields, in one direction, so that ties left are ties of the whole key, in id order.
-    private func orderingScan(on index: CollectionHandle.Index, conjuncts: [Condition], sort: [SortSpec],
+    private func orderingScan(on index: IndexDefinition, conjuncts: [Condition], sort: [SortSpec],
                               idDescending: Bool) -> IndexScan? {
-        guard index.definition.kind != .multi, let direction = sort.first?.descending,
+        guard index.kind != .multi, let direction = sort.first?.descending,
               sort.allSatisfy({ $0.descending == direction }),
               !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
-        let fields = index.definition.fields
+        let fields = index.fields
         var fixed = 0
         var answered: [Condition] = []
         var prefix: [UInt8] = []
@@ -278,7 +285,7 @@ struct Planner {
         var scans: [IndexScan] = []
         for branch in branches {
             var bestScan: IndexScan?
-            for index in handle.indexes {
+            for index in statistics.indexes {
                 guard var scan = filteringScan(on: index, conjuncts: branch.conjuncts) else { continue }
                 try estimate(&scan)
                 if bestScan == nil || scan.estimate < bestScan?.estimate ?? .max { bestScan = scan }
@@ -289,34 +296,28 @@ struct Planner {
         return scans
     }
 
-    /// Counts the entries in a scan's ranges. A key's duplicates count at once (`mdb_cursor_count`), so the work
-    /// is one step per distinct key; past ``countCap`` keys the count stops, and the estimate becomes a guess
-    /// between what was counted and the index's size (a quarter of it).
+    /// Counts the entries in a scan's ranges, up to ``countCap`` distinct keys; past the cap the estimate is a
+    /// guess between what was counted and a quarter of the index.
     private func estimate(_ scan: inout IndexScan) throws {
         if scan.ranges.count == 1, scan.ranges[0].lower.isEmpty, scan.ranges[0].upper == nil {
-            scan.estimate = try txn.entryCount(scan.index.database)   // the whole index: O(1)
+            scan.estimate = try statistics.entryCount(of: scan.index)   // the whole index
             return
         }
-        var total = 0
-        var steps = 0
-        var capped = false
-        try txn.withCursor(scan.index.database) { cursor in
-            for range in scan.ranges {
-                var entry = try cursor.seek(atLeast: range.lower)
-                while let (key, _) = entry, range.contains(key) {
-                    if scan.index.isUnique {
-                        total += 1
-                        entry = try cursor.next()
-                    } else {
-                        total += try cursor.duplicateCount()
-                        entry = try cursor.nextKey()
-                    }
-                    steps += 1
-                    if steps >= Planner.countCap { capped = true; return }
-                }
-            }
-        }
-        scan.estimate = capped ? max(total, try txn.entryCount(scan.index.database) / 4) : total
+        let (total, capped) = try statistics.entryCount(of: scan.index, in: scan.ranges, countingAtMost: Planner.countCap)
+        scan.estimate = capped ? max(total, try statistics.entryCount(of: scan.index) / 4) : total
         scan.estimateIsCapped = capped
     }
+}
+
+/// What the planner knows of a collection: its indexes, and how many documents and index entries it holds.
+protocol CollectionStatistics {
+    var collection: String { get }
+    var indexes: [IndexDefinition] { get }
+    func documentCount() throws -> Int
+    /// The entries of a whole index.
+    func entryCount(of index: IndexDefinition) throws -> Int
+    /// The entries of an index in some key ranges, counting at most `limit` distinct keys; `capped` when it
+    /// stopped there.
+    func entryCount(of index: IndexDefinition, in ranges: [KeyRange], countingAtMost limit: Int) throws
+        -> (count: Int, capped: Bool)
 }

@@ -23,9 +23,12 @@ protocol TranslatablePredicateExpression {
 struct PredicateTranslator<Input> {
     let variable: PredicateExpressions.Variable<Input>
     let fieldPath: (AnyKeyPath) -> FieldPath?
+    /// Decodes a stored document as `Input`, for the parts evaluated on the decoded document.
+    let decode: @Sendable (UnsafeRawBufferPointer) throws -> Any
 
-    static func condition(for predicate: Predicate<Input>, fieldPath: @escaping (AnyKeyPath) -> FieldPath?) -> Condition {
-        let translator = PredicateTranslator(variable: predicate.variable, fieldPath: fieldPath)
+    static func condition(for predicate: Predicate<Input>, fieldPath: @escaping (AnyKeyPath) -> FieldPath?,
+                          decode: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Any) -> Condition {
+        let translator = PredicateTranslator(variable: predicate.variable, fieldPath: fieldPath, decode: decode)
         return translator.condition(of: predicate.expression).simplified
     }
 
@@ -61,13 +64,20 @@ struct PredicateTranslator<Input> {
     }
 
     private func opaque(_ expression: any PredicateExpression<Bool>) -> Condition {
-        let variable = self.variable
         let name = String(describing: type(of: expression))
         let summary = name.prefix(while: { $0 != "<" })
-        return .opaque(OpaqueCondition(summary: "\(summary) expression, evaluated on the decoded document") { document in
+        let part = OpaquePart(variable: variable, expression: expression)
+        return .opaque(OpaqueCondition(summary: "\(summary) expression, evaluated on the decoded document",
+                                       typeName: String(reflecting: Input.self), decode: decode) { document in
             guard let input = document as? Input else { return false }
-            return try expression.evaluate(PredicateBindings((variable, input)))
+            return try part.expression.evaluate(PredicateBindings((part.variable, input)))
         })
+    }
+
+    /// A part of a `Predicate`, which is `Sendable` as a whole: its parts are values of the predicate, never changed.
+    private struct OpaquePart: @unchecked Sendable {
+        let variable: PredicateExpressions.Variable<Input>
+        let expression: any PredicateExpression<Bool>
     }
 
     /// `field op value` from two operands in either order; `nil` when they are not a field and a constant.

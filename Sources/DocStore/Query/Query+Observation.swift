@@ -9,15 +9,21 @@ extension Query {
     /// ```
     /// A commit that leaves the results equal (a write to another collection, or to documents the query does
     /// not return) sends nothing. A consumer slower than the commits gets the latest results, never a backlog.
-    /// The observation ends when the consuming task is cancelled; errors (a document that no longer decodes)
-    /// end it with that error.
-    public func observe(in store: DocStore) -> AsyncThrowingStream<[T], Error> {
-        store.observation { ctx, previous -> ([UInt8], [T]?) in
-            try ctx.checkValid()
-            let executor = try self.makeExecutor(in: ctx)
-            let (fingerprint, raws) = try Fingerprint.results(of: executor)
+    /// The observation ends when the consuming task is cancelled or the store is closed or released; errors (a
+    /// document that no longer decodes) end it with that error.
+    public func observe(in store: DocStore) -> AsyncThrowingStream<[Element], Error> {
+        store.observation { ctx, previous -> ([UInt8], [Element]?) in
+            guard let executor = try self.executor(in: ctx) else { return ([], []) }
+            var fingerprint: [UInt8] = []
+            var documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)] = []
+            try executor.forEachResult { id, raw in
+                Fingerprint.append(raw, to: &fingerprint)
+                documents.append((Array(id), raw))
+            }
             if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
-            return (fingerprint, try raws.map { try executor.decodeReturned(T.self, $0.bytes, id: $0.id, in: ctx) })
+            return (fingerprint, try documents.map { document in
+                try document.id.withUnsafeBytes { try executor.decodeReturned(document.bytes, id: $0, as: self.kind) }
+            })
         }
     }
 
@@ -32,41 +38,9 @@ extension Query {
     }
 }
 
-extension DocumentQuery {
-    /// The results now, then again after each commit that changes them. See ``Query/observe(in:)``.
-    public func observe(in store: DocStore) -> AsyncThrowingStream<[DocumentValue], Error> {
-        store.observation { ctx, previous -> ([UInt8], [DocumentValue]?) in
-            guard let executor = try self.makeExecutor(in: ctx) else { return ([], []) }
-            let (fingerprint, raws) = try Fingerprint.results(of: executor)
-            if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
-            return (fingerprint, try raws.map { raw in try raw.id.withUnsafeBytes { try executor.decodeReturnedValue(raw.bytes, id: $0) } })
-        }
-    }
-
-    /// The number of results now, then again after each commit that changes it.
-    public func observeCount(in store: DocStore) -> AsyncThrowingStream<Int, Error> {
-        store.observation { ctx, _ -> ([UInt8], Int?) in
-            let n = try self.count(in: ctx)
-            return (Fingerprint.of(n), n)
-        }
-    }
-}
-
 /// What an observer compares: the stored bytes of the results, each with its length, so that equal fingerprints
 /// mean equal results.
 enum Fingerprint {
-    /// The results of a plan, in order, as stored bytes, with their fingerprint.
-    static func results(of executor: Executor) throws
-        -> (fingerprint: [UInt8], documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)]) {
-        var fingerprint: [UInt8] = []
-        var documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)] = []
-        try executor.forEachResult { id, raw in
-            append(raw, to: &fingerprint)
-            documents.append((Array(id), raw))
-        }
-        return (fingerprint, documents)
-    }
-
     static func append(_ raw: UnsafeRawBufferPointer, to fingerprint: inout [UInt8]) {
         withUnsafeBytes(of: UInt32(raw.count).littleEndian) { fingerprint.append(contentsOf: $0) }
         fingerprint.append(contentsOf: raw)

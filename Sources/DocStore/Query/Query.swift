@@ -1,110 +1,193 @@
 import Foundation
 
-/// A query: which documents of a type, in what order, which slice of them. A value, built by refinement, that
-/// runs nothing until asked (`results`, `first`, `count`, ...).
+/// A query: which documents of a collection, in what order, which slice of them, decoded as what. A value, built
+/// by refinement, that runs nothing until asked (`results`, `first`, `count`, ...).
+///
+/// A query of a ``Document`` type is written with `#Predicate`s and key paths; a query without the type (what a tool
+/// such as the shell builds from text) names its collection, and its fields by their paths. Both are the same
+/// request, decoded two ways: `Query<Person>` gives `Person`s and `Query<DocumentValue>` gives documents as values;
+/// ``decoded(as:)-(DocumentValue.Type)`` turns one into the other.
 ///
 /// For example:
 /// ```swift
-/// let adults = Query<Person>()
+/// let adults = Person
 ///     .include(#Predicate { $0.age >= 18 })
 ///     .exclude(#Predicate { $0.city == "Oslo" })
 ///     .sortBy(\.age)                       // then by name within an age:
 ///     .sortBy(\.name, order: .reverse)
 /// let page = try await adults[20..<40].results(in: store)
+///
+/// let sameAsValues = try await Query<DocumentValue>("people")
+///     .include(.compare("age", .greaterOrEqual, .int(18)))
+///     .sortBy("age")[0..<10]
+///     .results(in: store)
 /// ```
 ///
 /// The words mean what they say:
 /// - `include` and `exclude` add conditions; all of them must hold (`&&`), whenever they are added.
 /// - `sortBy` is cumulative: each call sorts within the ties of the ones before. Documents that tie on every sort
-///   key, and the documents of an unsorted query, come in id order. `nil` sorts before any value.
+///   key, and the documents of an unsorted query, come in id order. `nil` (or a missing field) sorts before any value.
 /// - `reverse()` flips every ordering, the id order of ties included, so `q.reverse().first` is `q.last`.
 ///   On a sliced query it reverses the slice: `q[0..<5].reverse()` holds the same five documents, last first.
 /// - `q[a..<b]` is the slice of `q`'s results at positions `a..<b` (fewer when there are fewer); slicing a slice
 ///   narrows it: `q[10..<20][0..<5]` is `q[10..<15]`.
 /// - `first` is the first result of the query as it stands, and `last` the last: `q[0..<5].last` is the fifth
 ///   result of `q` (or the last of fewer), not the last of everything.
-public struct Query<T: Document>: Sendable {
-    enum Clause: Sendable {
-        case include(Predicate<T>)
-        case exclude(Predicate<T>)
+///
+/// A `#Predicate` becomes a condition the planner reads when the query is built; a part of it DocStore cannot read
+/// on the stored bytes is kept whole and evaluated by Foundation on the decoded document.
+public struct Query<Element: Sendable>: Sendable {
+    /// The collection the query reads.
+    public let collection: String
+    var selection: Selection
+    let kind: ElementKind<Element>
+
+    init(collection: String, selection: Selection = Selection(), kind: ElementKind<Element>) {
+        self.collection = collection
+        self.selection = selection
+        self.kind = kind
     }
 
-    struct SortKey: Sendable {
-        let keyPath: PartialKeyPath<T> & Sendable
-        var order: SortOrder
+    private func with(_ change: (inout Selection) -> Void) -> Query {
+        var q = self
+        change(&q.selection)
+        return q
     }
 
-    var clauses: [Clause] = []
-    var sortKeys: [SortKey] = []
-    /// Ties, and unsorted results, come in descending id order.
-    var idDescending = false
-    var window: QueryWindow?
-
-    /// A query for every document of `T`.
-    public init() {}
-
-    /// Keeps only the documents for which `predicate` is true (in addition to earlier conditions).
+    /// Keeps only the documents `filter` holds for (in addition to earlier conditions).
     ///
-    /// For example: `Person.query().include(#Predicate { $0.age >= 18 && $0.tags.contains("swift") })`.
-    public func include(_ predicate: Predicate<T>) -> Query {
-        var q = self
-        q.clauses.append(.include(predicate))
-        return q
-    }
+    /// For example: `Query<DocumentValue>("people").include(.compare("age", .greaterOrEqual, .int(18)))`.
+    public func include(_ filter: Filter) -> Query { with { $0.conditions.append(filter.condition) } }
 
-    /// Leaves out the documents for which `predicate` is true.
+    /// Leaves out the documents `filter` holds for.
+    public func exclude(_ filter: Filter) -> Query { with { $0.conditions.append(.not(filter.condition)) } }
+
+    /// Orders by the field at `path`, within the ties of earlier `sortBy`s.
     ///
-    /// For example: `Person.query().exclude(#Predicate { $0.city == "Oslo" })`.
-    public func exclude(_ predicate: Predicate<T>) -> Query {
-        var q = self
-        q.clauses.append(.exclude(predicate))
-        return q
-    }
-
-    /// Orders by a field, within the ties of earlier `sortBy`s.
-    ///
-    /// For example: `Person.sortBy(\.age).sortBy(\.name, order: .reverse)`.
-    public func sortBy<Value: Comparable>(_ keyPath: KeyPath<T, Value> & Sendable, order: SortOrder = .forward) -> Query {
-        var q = self
-        q.sortKeys.append(SortKey(keyPath: keyPath, order: order))
-        return q
-    }
-
-    /// Orders by an optional field, `nil` first (last with `.reverse`).
-    public func sortBy<Value: Comparable>(_ keyPath: KeyPath<T, Value?> & Sendable, order: SortOrder = .forward) -> Query {
-        var q = self
-        q.sortKeys.append(SortKey(keyPath: keyPath, order: order))
-        return q
+    /// For example: `Query<DocumentValue>("people").sortBy("age").sortBy("name", order: .reverse)`.
+    public func sortBy(_ path: FieldPath, order: SortOrder = .forward) -> Query {
+        with { $0.sort.append(SortSpec(path: path, descending: order == .reverse)) }
     }
 
     /// Flips every ordering (the id order of ties too); on a sliced query, reverses the slice.
     ///
     /// For example: `Person.sortBy(\.age).reverse().first(in: store)` is the oldest person.
     public func reverse() -> Query {
-        var q = self
-        if let window = q.window {
-            q.window = window.reversed()
-        } else {
-            for i in q.sortKeys.indices { q.sortKeys[i].order = q.sortKeys[i].order == .forward ? .reverse : .forward }
-            q.idDescending.toggle()
+        with { s in
+            if let window = s.window {
+                s.window = window.reversed()
+            } else {
+                for i in s.sort.indices { s.sort[i].descending.toggle() }
+                s.idDescending.toggle()
+            }
         }
-        return q
     }
 
-    /// The results at positions `range` of this query's results.
+    /// The results at positions `range` of this query's results. Negative bounds count as 0.
     ///
-    /// For example: `Person.sortBy(\.name)[0..<10]` is the first ten by name. Negative bounds count as 0.
+    /// For example: `Person.sortBy(\.name)[0..<10]` is the first ten by name.
     public subscript(_ range: Range<Int>) -> Query {
-        var q = self
-        q.window = QueryWindow.slicing(q.window, range)
-        return q
+        with { $0.window = QueryWindow.slicing($0.window, range) }
     }
 
-    /// The same query without its slice: what `first`, `last` and `count` are about when there is none.
-    var unwindowed: Query {
-        var q = self
-        q.window = nil
-        return q
+    /// The same request, its results decoded as documents without their Swift type.
+    ///
+    /// For example: `try await Person.include(#Predicate { $0.age > 40 }).decoded(as: DocumentValue.self).first(in: store)?.json()`.
+    public func decoded(as type: DocumentValue.Type) -> Query<DocumentValue> {
+        Query<DocumentValue>(collection: collection, selection: selection, kind: .documentValue)
+    }
+
+    /// The same request, its results decoded as `T`, whose collection it must read.
+    ///
+    /// For example: `try await Query<DocumentValue>("people").include(filter).decoded(as: Person.self).results(in: store)`.
+    public func decoded<T: Document>(as type: T.Type) -> Query<T> {
+        var selection = selection
+        if collection != T.collection && selection.problem == nil {
+            selection.problem = DocStoreError(.invalidSchema, "a query of collection '\(collection)' cannot be decoded "
+                + "as \(String(reflecting: T.self)), whose collection is '\(T.collection)'", collection: collection)
+        }
+        return Query<T>(collection: collection, selection: selection, kind: .model(T.self))
+    }
+}
+
+extension Query: CustomStringConvertible {
+    /// The query in the shell's words: `people.include(age >= 18).sortBy(name)[0..<10]`.
+    public var description: String {
+        var text = collection
+        if !selection.conditions.isEmpty { text += ".include(\(selection.condition))" }
+        for field in selection.sort { text += ".sortBy(\(field.path)\(field.descending ? ", .reverse" : ""))" }
+        if selection.idDescending && selection.window == nil && selection.sort.isEmpty { text += ".reverse()" }
+        if let window = selection.window {
+            text += "[\(window.range.lowerBound)..<\(window.range.upperBound)]"
+            for step in window.afterwards {
+                switch step {
+                case .reverse: text += ".reverse()"
+                case .slice(let r): text += "[\(r.lowerBound)..<\(r.upperBound)]"
+                }
+            }
+        }
+        return text
+    }
+}
+
+extension Query where Element == DocumentValue {
+    /// A query for every document of `collection`, decoded as ``DocumentValue``s.
+    ///
+    /// For example: `try await Query<DocumentValue>("people").count(in: store)`.
+    public init(_ collection: String) {
+        self.init(collection: collection, kind: .documentValue)
+    }
+}
+
+extension Query where Element: Document {
+    /// A query for every document of `Element`.
+    public init() {
+        self.init(collection: Element.collection, kind: .model(Element.self))
+    }
+
+    /// Keeps only the documents for which `predicate` is true (in addition to earlier conditions).
+    ///
+    /// For example: `Person.query().include(#Predicate { $0.age >= 18 && $0.tags.contains("swift") })`.
+    public func include(_ predicate: Predicate<Element>) -> Query {
+        with { $0.conditions.append(Query.condition(predicate)) }
+    }
+
+    /// Leaves out the documents for which `predicate` is true.
+    ///
+    /// For example: `Person.query().exclude(#Predicate { $0.city == "Oslo" })`.
+    public func exclude(_ predicate: Predicate<Element>) -> Query {
+        with { $0.conditions.append(.not(Query.condition(predicate))) }
+    }
+
+    /// Orders by a field, within the ties of earlier `sortBy`s.
+    ///
+    /// For example: `Person.sortBy(\.age).sortBy(\.name, order: .reverse)`.
+    public func sortBy<Value: Comparable>(_ keyPath: KeyPath<Element, Value> & Sendable,
+                                          order: SortOrder = .forward) -> Query {
+        sortBy(keyPath as AnyKeyPath, order: order)
+    }
+
+    /// Orders by an optional field, `nil` first (last with `.reverse`).
+    public func sortBy<Value: Comparable>(_ keyPath: KeyPath<Element, Value?> & Sendable,
+                                          order: SortOrder = .forward) -> Query {
+        sortBy(keyPath as AnyKeyPath, order: order)
+    }
+
+    private func sortBy(_ keyPath: AnyKeyPath, order: SortOrder) -> Query {
+        guard let path = TypeRegistry.fieldPath(keyPath, of: Element.self) else {
+            return with { s in
+                guard s.problem == nil else { return }
+                s.problem = DocStoreError(.invalidSchema, "cannot sort \(Element.self) by \(keyPath): it is not a "
+                    + "stored field (a computed property, or a value the key path computes)", collection: collection)
+            }
+        }
+        return sortBy(path, order: order)
+    }
+
+    /// `predicate` as a condition on stored fields, key paths resolved once per process.
+    static func condition(_ predicate: Predicate<Element>) -> Condition {
+        PredicateTranslator.condition(for: predicate, fieldPath: { TypeRegistry.fieldPath($0, of: Element.self) },
+                                      decode: { try DocumentDecoder().decode(Element.self, from: $0) })
     }
 }
 
@@ -129,7 +212,67 @@ extension Document {
                                                  order: SortOrder = .forward) -> Query<Self> {
         Query().sortBy(keyPath, order: order)
     }
+}
 
-    /// Any one document of this type, or `nil` when there is none.
-    public static func any(in store: DocStore) async throws -> Self? { try await query().any(in: store) }
+/// What a query selects, whatever it decodes to: the conditions, the ordering and the slice. What the planner reads.
+struct Selection: Sendable, Equatable {
+    /// All must hold.
+    var conditions: [Condition] = []
+    var sort: [SortSpec] = []
+    /// Ties, and unsorted results, come in descending id order.
+    var idDescending = false
+    var window: QueryWindow?
+    /// Why the query cannot run (a sort by a computed property), thrown when it is run.
+    var problem: DocStoreError?
+
+    var condition: Condition { .and(conditions) }
+
+    /// The same selection for counting: the order does not matter, nor what is done to the slice afterwards.
+    var forCounting: Selection {
+        var s = self
+        s.sort = []
+        s.idDescending = false
+        s.window?.afterwards = []
+        return s
+    }
+
+    static func == (a: Selection, b: Selection) -> Bool {
+        a.conditions == b.conditions && a.sort == b.sort && a.idDescending == b.idDescending && a.window == b.window
+            && a.problem?.message == b.problem?.message
+    }
+}
+
+/// What a query's elements are: a ``Document`` type, or ``DocumentValue``s. How they are decoded, how the
+/// collection is opened for them, and how one is inserted (for `findOrCreate`).
+struct ElementKind<Element: Sendable>: Sendable {
+    /// The type, for messages.
+    let typeName: String
+    private let decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element
+    /// The collection as the catalog has it, for reading; `nil` when there is none. Never a write.
+    let openForReading: @Sendable (TransactionScope, String) throws -> CollectionHandle?
+    /// Inserts an element; returns it as stored.
+    let insert: @Sendable (WriteContext, Element, String) throws -> Element
+
+    static var documentValue: ElementKind<DocumentValue> {
+        ElementKind<DocumentValue>(
+            typeName: "DocumentValue",
+            decodeRaw: { try DocumentValue(encoded: Array($0)) },
+            openForReading: { scope, name in try scope.handle(named: name) },
+            insert: { context, document, collection in try context.insertAndFetch(document, into: collection) })
+    }
+
+    static func model<T: Document>(_ type: T.Type) -> ElementKind<T> {
+        ElementKind<T>(
+            typeName: String(reflecting: T.self),
+            decodeRaw: { try DocumentDecoder().decode(T.self, from: $0) },
+            openForReading: { scope, _ in try scope.handleForReading(T.self) },
+            insert: { context, document, _ in try context.insert(document); return document })
+    }
+
+    /// Decodes a stored document; a failure names the collection, the document and the field.
+    func decode(_ raw: UnsafeRawBufferPointer, collection: String, id: () -> String) throws -> Element {
+        do { return try decodeRaw(raw) } catch {
+            throw DecodingFailure.named(error, type: typeName, collection: collection, id: id)
+        }
+    }
 }

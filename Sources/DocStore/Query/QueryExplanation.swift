@@ -12,6 +12,13 @@
 ///   ran:      10 entries scanned, 10 documents read, 10 decoded, 10 returned
 /// ```
 public struct QueryExplanation: Sendable, CustomStringConvertible {
+    /// What is explained: the query's results, or its count.
+    public enum Verb: Sendable {
+        case results, count
+    }
+
+    /// The plan itself, as a value.
+    let plan: Plan
     /// The plan, line by line.
     public let lines: [String]
     /// What running the query took.
@@ -26,10 +33,14 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
     public let decodesForFilter: Bool
 
     init(plan: Plan, statistics: QueryStatistics) {
+        self.plan = plan
         self.statistics = statistics
         var lines = ["query on \(plan.collection) (\(plan.documentCount) documents)"]
         lines.append("  filter:   \(plan.filter)")
         switch plan.access {
+        case .noCollection:
+            lines.append("  access:   none: there is no such collection, so no document")
+            index = nil
         case .none:
             lines.append("  access:   none: the filter is always false")
             index = nil
@@ -37,17 +48,17 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
             lines.append("  access:   full scan of the documents in \(descending ? "descending" : "ascending") id order")
             index = nil
         case .index(let scan):
-            lines.append("  access:   index \(scan.index.definition.name) (\(scan.index.definition.kind.rawValue) on "
-                + "\(scan.index.definition.fields.map(\.description).joined(separator: ", "))): \(scan.bounds); "
+            lines.append("  access:   index \(scan.index.name) (\(scan.index.kind.rawValue) on "
+                + "\(scan.index.fields.map(\.description).joined(separator: ", "))): \(scan.bounds); "
                 + "\(scan.ranges.count) key range\(scan.ranges.count == 1 ? "" : "s"), \(scan.estimateText) entries"
                 + (scan.deduplicate ? ", deduplicated" : ""))
-            index = scan.index.definition.name
+            index = scan.index.name
         case .union(let scans):
             lines.append("  access:   union of \(scans.count) index scans, deduplicated:")
             for scan in scans {
-                lines.append("              index \(scan.index.definition.name): \(scan.bounds), \(scan.estimateText) entries")
+                lines.append("              index \(scan.index.name): \(scan.bounds), \(scan.estimateText) entries")
             }
-            index = scans.first?.index.definition.name
+            index = scans.first?.index.name
         }
         if plan.considered.count > 1 {
             lines.append("  chosen among: " + plan.considered.map(\.description).joined(separator: "; "))

@@ -22,8 +22,7 @@ enum WindowStep: Sendable, Equatable {
     }
 }
 
-/// A slice of a query's ordered results, and what was done to the slice afterwards: the part of a query that
-/// typed (``Query``) and untyped (``DocumentQuery``) queries share.
+/// A slice of a query's ordered results, and what was done to the slice afterwards.
 struct QueryWindow: Sendable, Equatable {
     var range: Range<Int>
     /// Reversals, and slices of a reversed slice, applied to the slice's documents in order. (A slice of an

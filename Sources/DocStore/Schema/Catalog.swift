@@ -35,3 +35,8 @@ public struct CollectionInfo: Codable, Sendable, Hashable {
         self.indexes = indexes
     }
 }
+
+extension IndexDefinition {
+    /// A unique index holds one document per key, and no key with a nil part.
+    var isUnique: Bool { kind == .unique }
+}

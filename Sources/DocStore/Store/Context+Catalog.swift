@@ -58,7 +58,7 @@ extension WriteContext {
     ///
     /// For example:
     /// ```swift
-    /// try await store.perform { try $0.createIndex(IndexDefinition(name: "age", kind: .index, fields: ["age"]), in: "people") }
+    /// try await store.write { try $0.createIndex(IndexDefinition(name: "age", kind: .index, fields: ["age"]), in: "people") }
     /// ```
     /// - Throws: ``DocStoreError/Code/alreadyExists`` when the collection has an index of that name;
     ///   ``DocStoreError/Code/uniqueViolation`` when a unique index meets a value twice (nothing is created).
@@ -114,7 +114,7 @@ extension DocStore {
     /// For example, how many documents a change would leave:
     /// ```swift
     /// let left = try await store.dryRun { ctx in
-    ///     try DocumentQuery("people").include(.compare("age", .less, .int(13))).delete(in: ctx)
+    ///     try Query<DocumentValue>("people").include(.compare("age", .less, .int(13))).delete(in: ctx)
     ///     return try ctx.count(in: "people")
     /// }
     /// ```

@@ -3,40 +3,18 @@
 /// Writes go through the same code as typed writes, driven by the catalog, so every index the collection has is
 /// maintained, and a document written here decodes as the Swift type when its fields fit.
 extension ReadContext {
-    /// The document of collection `collection` whose id is `id`, or `nil`.
+    /// The document of collection `collection` whose id is `id`, or `nil` (also when there is no such collection).
     ///
     /// For example:
     /// ```swift
-    /// let ann = try await store.perform { ctx in try ctx.document(id: .string("ann"), in: "people") }
+    /// let ann = try await store.read { ctx in try ctx.get("people", id: .string("ann")) }
     /// print(ann?.json() ?? "none")
     /// ```
-    public func document(id: DocumentValue, in collection: String) throws -> DocumentValue? {
+    public func get(_ collection: String, id: DocumentValue) throws -> DocumentValue? {
         try checkValid()
-        guard let handle = try scope.handle(named: collection) else { return nil }
-        guard let raw = try txn.get(handle.documents, KeyEncoder.key(id)) else { return nil }
-        return try DocumentValue(encoded: Array(raw))
-    }
-
-    /// Every document of collection `collection`, in id order; empty when there is no such collection.
-    public func documents(in collection: String) throws -> [DocumentValue] {
-        try checkValid()
-        guard let handle = try scope.handle(named: collection) else { return [] }
-        var out: [DocumentValue] = []
-        try txn.withCursor(handle.documents) { cursor in
-            var entry = try cursor.first()
-            while let (_, value) = entry {
-                out.append(try DocumentValue(encoded: Array(value)))
-                entry = try cursor.next()
-            }
-        }
-        return out
-    }
-
-    /// The number of documents in collection `collection`, in O(1); 0 when there is no such collection.
-    public func count(in collection: String) throws -> Int {
-        try checkValid()
-        guard let handle = try scope.handle(named: collection) else { return 0 }
-        return try txn.entryCount(handle.documents)
+        guard let handle = try scope.handle(named: collection),
+              let raw = try txn.get(handle.documents, KeyEncoder.key(id)) else { return nil }
+        return try ElementKind<DocumentValue>.documentValue.decode(raw, collection: collection) { id.json() }
     }
 }
 
@@ -72,9 +50,10 @@ extension WriteContext {
         try write(document, into: collection, mode: .save)
     }
 
-    /// Deletes the document whose id is `id` and its index entries. Returns whether there was one.
+    /// Deletes the document of collection `collection` whose id is `id`, and its index entries. Returns whether
+    /// there was one.
     @discardableResult
-    public func deleteDocument(id: DocumentValue, from collection: String) throws -> Bool {
+    public func delete(_ collection: String, id: DocumentValue) throws -> Bool {
         try checkWritable("delete a document from '\(collection)'", collection: collection)
         guard let handle = try scope.handle(named: collection) else { return false }
         return try handle.delete(id: KeyEncoder.key(id), in: txn)

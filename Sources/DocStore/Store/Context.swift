@@ -21,89 +21,55 @@ public class ReadContext {
         }
     }
 
-    /// The document of type `T` with `id`, or `nil` when there is none.
+    /// The document of type `T` with `id`, or `nil` when there is none (or no collection yet).
     ///
     /// For example:
     /// ```swift
-    /// let ann = try await store.perform { ctx in try ctx.get(Person.self, id: annID) }
+    /// let ann = try await store.read { ctx in try ctx.get(Person.self, id: annID) }
     /// ```
     /// - Throws: ``DocStoreError/Code/decodingFailed`` naming the collection, id and field when the stored
     ///   document does not decode as `T`.
     ///
     /// The corresponding LMDB function is `mdb_get`.
     public func get<T: Document>(_ type: T.Type, id: T.ID) throws -> T? {
-        try checkValid()
-        let handle = try scope.handle(for: type)
-        let key = try CollectionHandle.idKey(id, collection: handle.name)
-        guard let raw = try txn.get(handle.documents, key) else { return nil }
+        guard let (raw, handle) = try stored(type, id: id) else { return nil }
         return try decode(type, from: raw, handle: handle) { "\(id)" }
     }
 
     /// The stored bytes of the document with `id`, and the document decoded, or `nil`: what an observer compares.
     func getWithBytes<T: Document>(_ type: T.Type, id: T.ID) throws -> ([UInt8], () throws -> T)? {
-        try checkValid()
-        let handle = try scope.handle(for: type)
-        let key = try CollectionHandle.idKey(id, collection: handle.name)
-        guard let raw = try txn.get(handle.documents, key) else { return nil }
+        guard let (raw, handle) = try stored(type, id: id) else { return nil }
         let bytes = Array(raw)
         return (bytes, { try bytes.withUnsafeBytes { try self.decode(type, from: $0, handle: handle) { "\(id)" } } })
     }
 
-    /// The number of documents of type `T`, in O(1).
-    ///
-    /// The corresponding LMDB function is `mdb_stat`.
-    public func count<T: Document>(_ type: T.Type) throws -> Int {
+    private func stored<T: Document>(_ type: T.Type, id: T.ID) throws
+        -> (UnsafeRawBufferPointer, CollectionHandle)? {
         try checkValid()
-        return try txn.entryCount(try scope.handle(for: type).documents)
-    }
-
-    /// Every document of type `T`, in id order.
-    public func all<T: Document>(_ type: T.Type) throws -> [T] {
-        try checkValid()
-        let handle = try scope.handle(for: type)
-        var out: [T] = []
-        try txn.withCursor(handle.documents) { cursor in
-            var entry = try cursor.first()
-            while let (key, value) = entry {
-                out.append(try decode(type, from: value, handle: handle) {
-                    CollectionHandle.describeID(Array(key), in: Array(value), idPath: handle.info.idPath)
-                })
-                entry = try cursor.next()
-            }
-        }
-        return out
+        guard let handle = try scope.handleForReading(type) else { return nil }
+        let key = try CollectionHandle.idKey(id, collection: handle.name)
+        return try txn.get(handle.documents, key).map { ($0, handle) }
     }
 
     /// Decodes a stored document, turning a failure into an error that names the collection, id and field.
     func decode<T: Document>(_ type: T.Type, from raw: UnsafeRawBufferPointer, handle: CollectionHandle,
                              id: () -> String) throws -> T {
-        do {
-            return try DocumentDecoder().decode(type, from: raw)
-        } catch let error as DecodingError {
-            let (field, reason) = DecodingFailure.describe(error)
-            throw DocStoreError(.decodingFailed, "document \(id()) of collection '\(handle.name)' does not decode as "
-                + "\(String(reflecting: type)): field '\(field)': \(reason)",
-                collection: handle.name, underlying: DecodingFailure(field: field, reason: reason))
-        } catch let error as DocStoreError {
-            throw DocStoreError(error.code, "document \(id()) of collection '\(handle.name)': \(error.message)",
-                                collection: handle.name, underlying: error.underlying)
-        } catch let error as MalformedDocument {
-            throw DocStoreError(.corruptDocument, "document \(id()) of collection '\(handle.name)' is damaged: \(error)",
-                                collection: handle.name)
+        do { return try DocumentDecoder().decode(type, from: raw) } catch {
+            throw DecodingFailure.named(error, type: String(reflecting: type), collection: handle.name, id: id)
         }
     }
 }
 
 /// Reads and writes inside one write transaction of a ``DocStore``: everything done through it commits together
-/// when the `perform` closure returns, or not at all when it throws.
+/// when the `write` closure returns, or not at all when it throws.
 ///
 /// For example:
 /// ```swift
-/// let n = try await store.perform { ctx in
+/// let n = try await store.write { ctx in
 ///     guard var p = try ctx.get(Person.self, id: id) else { return 0 }
 ///     p.age += 1
 ///     try ctx.save(p)
-///     return try ctx.count(Person.self)
+///     return try Person.query().count(in: ctx)
 /// }
 /// ```
 public final class WriteContext: ReadContext {
@@ -140,7 +106,7 @@ public final class WriteContext: ReadContext {
         try write(document, mode: .save)
     }
 
-    /// Inserts several documents. Within `perform`, they commit together with everything else.
+    /// Inserts several documents. Within `write`, they commit together with everything else.
     public func insert<S: Sequence>(contentsOf documents: S) throws where S.Element: Document {
         for document in documents { try write(document, mode: .insert) }
     }
@@ -174,6 +140,25 @@ public struct DecodingFailure: Error, Sendable, CustomStringConvertible {
     public let field: String
     public let reason: String
     public var description: String { "field '\(field)': \(reason)" }
+
+    /// A failure to decode document `id` of `collection` as `type`, as the error a caller sees.
+    static func named(_ error: any Error, type: String, collection: String, id: () -> String) -> any Error {
+        switch error {
+        case let error as DecodingError:
+            let (field, reason) = describe(error)
+            return DocStoreError(.decodingFailed, "document \(id()) of collection '\(collection)' does not decode as "
+                + "\(type): field '\(field)': \(reason)",
+                collection: collection, underlying: DecodingFailure(field: field, reason: reason))
+        case let error as DocStoreError:
+            return DocStoreError(error.code, "document \(id()) of collection '\(collection)': \(error.message)",
+                                 collection: collection, underlying: error.underlying)
+        case let error as MalformedDocument:
+            return DocStoreError(.corruptDocument, "document \(id()) of collection '\(collection)' is damaged: \(error)",
+                                 collection: collection)
+        default:
+            return error
+        }
+    }
 
     static func describe(_ error: DecodingError) -> (field: String, reason: String) {
         func path(_ keys: [any CodingKey]) -> String {

@@ -103,36 +103,65 @@ public actor DocStore {
 
     // MARK: Transactions
 
-    /// Runs `body` in a read transaction.
+    /// Runs `body` in a read transaction: it sees the last committed state and blocks no writer. Reading never
+    /// writes: a collection that does not exist reads as empty.
+    ///
+    /// For example:
+    /// ```swift
+    /// let (adults, total) = try await store.read { ctx in
+    ///     (try Person.include(#Predicate { $0.age >= 18 }).count(in: ctx), try Person.query().count(in: ctx))
+    /// }
+    /// ```
+    public func read<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) throws -> R {
+        try withRead(body)
+    }
+
+    /// Runs several steps in one write transaction: they commit together when `body` returns, and none of them
+    /// does when it throws.
+    ///
+    /// `body` may run more than once if the store must grow its map midway, so it should change nothing outside
+    /// the transaction. On a store opened with ``Options/readOnly``, `body` runs in a read transaction: its reads
+    /// work, and its first change throws ``DocStoreError/Code/readOnly``.
+    ///
+    /// For example:
+    /// ```swift
+    /// let n = try await store.write { ctx in
+    ///     guard var p = try ctx.get(Person.self, id: id) else { return 0 }
+    ///     p.age += 1
+    ///     try ctx.save(p)
+    ///     return try Person.query().count(in: ctx)
+    /// }
+    /// ```
+    public func write<R: Sendable>(_ body: @Sendable (WriteContext) throws -> R) throws -> R {
+        try withWrite(body)
+    }
+
+    /// Creates `T`'s collection and builds the indexes it declares, if they are missing: what its first write
+    /// would do, done ahead of reads that should use the indexes.
+    ///
+    /// For example: `try await store.prepare(Person.self)` at start-up.
+    public func prepare<T: Document>(_ type: T.Type) throws {
+        // On a store opened read-only, this refuses only when something is missing.
+        try withWrite { _ = try $0.scope.handle(for: type) }
+    }
+
     func withRead<R>(_ body: (ReadContext) throws -> R) throws -> R {
         try checkOpen()
         return try mapErrors { try inReadTransaction({ ReadContext(scope: $0) }, body) }
     }
 
-    /// Runs `body` in a read transaction, again after a write when a Swift type needs its collection or an index
-    /// it declares made first. The collections the transaction opened stay open after it, whether `body` returned
-    /// or threw.
+    /// Runs `body` in a read transaction. The collections the transaction opened stay open after it, whether
+    /// `body` returned or threw.
     private func inReadTransaction<C: ReadContext, R>(_ makeContext: (TransactionScope) -> C,
                                                       _ body: (C) throws -> R) throws -> R {
-        var syncs: [String: Int] = [:]
-        while true {
-            let attempt = Attempt()
-            do {
-                defer { attempt.scope?.readEnded() }
-                return try core.env.read { [core] txn in
-                    let scope = try TransactionScope(core: core, txn: txn)
-                    attempt.scope = scope
-                    let context = makeContext(scope)
-                    defer { context.invalidate() }
-                    return try body(context)
-                }
-            } catch let needs as TransactionScope.NeedsSync {
-                // Each sync makes the catalog serve the type; needing it again means another process changed the
-                // collection in between.
-                syncs[needs.collection, default: 0] += 1
-                guard syncs[needs.collection, default: 0] <= 3 else { throw needs }
-                try withWriteUnmapped { try needs.sync($0.scope) }
-            }
+        let attempt = Attempt()
+        defer { attempt.scope?.readEnded() }
+        return try core.env.read { [core] txn in
+            let scope = try TransactionScope(core: core, txn: txn)
+            attempt.scope = scope
+            let context = makeContext(scope)
+            defer { context.invalidate() }
+            return try body(context)
         }
     }
 
@@ -143,27 +172,25 @@ public actor DocStore {
     func withWrite<R>(_ body: (WriteContext) throws -> R) throws -> R {
         try checkOpen()
         if isReadOnly { return try mapErrors { try inReadTransaction({ WriteContext(scope: $0) }, body) } }
-        return try mapErrors { try withWriteUnmapped(body) }
-    }
-
-    private func withWriteUnmapped<R>(_ body: (WriteContext) throws -> R) throws -> R {
-        let attempt = Attempt()
-        do {
-            let (result, end) = try core.env.write { [core] txn -> (R, UInt64) in
-                attempt.scope?.aborted()   // a previous attempt that met a full map
-                let current = try TransactionScope(core: core, txn: txn)
-                attempt.scope = current
-                let context = WriteContext(scope: current)
-                defer { context.invalidate() }
-                let result = try body(context)
-                return (result, try core.readGeneration(in: txn))
+        return try mapErrors {
+            let attempt = Attempt()
+            do {
+                let (result, end) = try core.env.write { [core] txn -> (R, UInt64) in
+                    attempt.scope?.aborted()   // a previous attempt that met a full map
+                    let current = try TransactionScope(core: core, txn: txn)
+                    attempt.scope = current
+                    let context = WriteContext(scope: current)
+                    defer { context.invalidate() }
+                    let result = try body(context)
+                    return (result, try core.readGeneration(in: txn))
+                }
+                attempt.scope?.committed(endGeneration: end)
+                if changes.hasSubscribers { changes.notify(lastCommitted: try? core.env.lastCommittedTransaction()) }
+                return result
+            } catch {
+                attempt.scope?.aborted()
+                throw error
             }
-            attempt.scope?.committed(endGeneration: end)
-            if changes.hasSubscribers { changes.notify(lastCommitted: try? core.env.lastCommittedTransaction()) }
-            return result
-        } catch {
-            attempt.scope?.aborted()
-            throw error
         }
     }
 
@@ -196,9 +223,6 @@ public actor DocStore {
         } catch let error as Environment.InterruptedChangeError {
             throw DocStoreError(.storage, "a change failed halfway (\(error.underlying)), so the whole transaction was "
                 + "rolled back: nothing was written", underlying: DocStoreError(.storage, "\(error.underlying)"))
-        } catch let needs as TransactionScope.NeedsSync {
-            throw DocStoreError(.storage, "the catalog of collection '\(needs.collection)' in \(path) kept changing "
-                + "while it was being opened; try again", collection: needs.collection)
         }
     }
 
@@ -240,31 +264,6 @@ public actor DocStore {
         try withWrite { try $0.delete(type, id: id) }
     }
 
-    /// The number of documents of type `T`, in O(1).
-    public func count<T: Document>(_ type: T.Type) throws -> Int {
-        try withRead { try $0.count(type) }
-    }
-
-    /// Runs several steps in one write transaction, on the actor: they commit together when `body` returns, and
-    /// none of them does when it throws.
-    ///
-    /// `body` may run more than once if the store must grow its map midway, so it should change nothing outside
-    /// the transaction. On a store opened with ``Options/readOnly``, `body` runs in a read transaction: its reads
-    /// work, and its first change throws ``DocStoreError/Code/readOnly``.
-    ///
-    /// For example:
-    /// ```swift
-    /// let n = try await store.perform { ctx in
-    ///     guard var p = try ctx.get(Person.self, id: id) else { return 0 }
-    ///     p.age += 1
-    ///     try ctx.save(p)
-    ///     return try ctx.count(Person.self)
-    /// }
-    /// ```
-    public func perform<R: Sendable>(_ body: @Sendable (WriteContext) throws -> R) throws -> R {
-        try withWrite(body)
-    }
-
     // MARK: Catalog
 
     /// The collections in the store's catalog, with their indexes, as a tool without the Swift types sees them.
@@ -276,7 +275,7 @@ public actor DocStore {
     /// ``dropIndex(_:from:)`` removes them.
     public func undeclaredIndexes<T: Document>(of type: T.Type) throws -> [IndexDefinition] {
         let schema = try core.schema(type)
-        let info = try withRead { try $0.scope.handle(for: type).info }
+        guard let info = try withRead({ try $0.scope.handleForReading(type)?.info }) else { return [] }
         return StoreCore.undeclared(in: info, by: schema)
     }
 

@@ -18,9 +18,6 @@ final class StoreCore {
     /// Swift types whose schema has been checked against their collection's catalog entry, with the handle they
     /// were checked with: the check holds while that handle is the collection's.
     var synced: [ObjectIdentifier: CollectionHandle] = [:]
-    var schemas: [ObjectIdentifier: ResolvedSchema] = [:]
-    /// Per Swift type, its `KeyPathResolver`.
-    var resolvers: [ObjectIdentifier: AnyObject] = [:]
     /// Per collection, a check that a stored document decodes into the Swift type last used with it.
     var typeCheckers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
     /// Per collection, the schema of the Swift type last used with it, for reports.
@@ -321,10 +318,5 @@ final class StoreCore {
         synced = [:]
     }
 
-    func schema<T: Document>(_ type: T.Type) throws -> ResolvedSchema {
-        if let s = schemas[ObjectIdentifier(type)] { return s }
-        let s = try ResolvedSchema.resolve(type)
-        schemas[ObjectIdentifier(type)] = s
-        return s
-    }
+    func schema<T: Document>(_ type: T.Type) throws -> ResolvedSchema { try TypeRegistry.schema(type) }
 }

@@ -5,17 +5,11 @@
 /// the catalog's generation has moved (another process, or a change of ours), the entry of each collection is read
 /// again when the collection is next used, and only a collection whose entry changed is opened again. A collection
 /// new to this process is opened in the transaction that meets it, a read one included: LMDB keeps a database
-/// opened in a read transaction once that transaction commits, which the environment then does. Only a Swift
-/// type whose collection or declared indexes are missing from the catalog needs a write first.
+/// opened in a read transaction once that transaction commits, which the environment then does.
+///
+/// Reading never writes: a read finds collections and indexes as the catalog has them. A Swift type's collection
+/// and declared indexes are made by its first write, or by ``DocStore/prepare(_:)``.
 final class TransactionScope {
-    /// Thrown in a read transaction when a Swift type needs its collection created or an index it declares built;
-    /// the store does that in a write transaction and runs the read again.
-    struct NeedsSync: Error {
-        var collection: String
-        /// Opens the collection in a write transaction's scope.
-        var sync: @Sendable (TransactionScope) throws -> Void
-    }
-
     let core: StoreCore
     let txn: Transaction
     /// The catalog's generation when the transaction began.
@@ -35,7 +29,21 @@ final class TransactionScope {
         self.startGeneration = try core.readGeneration(in: txn)
     }
 
-    /// The open collection of a Swift type, its schema synced with the catalog.
+    /// The collection of a Swift type as the catalog has it, for reading: `nil` when there is none yet. Indexes the
+    /// type declares that the catalog lacks are simply not used.
+    func handleForReading<T: Document>(_ type: T.Type) throws -> CollectionHandle? {
+        let schema = try core.schema(type)
+        if let open = try current(schema.collection), (synced[ObjectIdentifier(type)] ?? core.synced[ObjectIdentifier(type)]) === open {
+            return open
+        }
+        guard let handle = try handle(named: schema.collection) else { return nil }
+        declared[schema.collection] = schema
+        checkers[schema.collection] = { raw in _ = try DocumentDecoder().decode(T.self, from: raw) }
+        return handle
+    }
+
+    /// The open collection of a Swift type, its schema synced with the catalog: for a write, which creates the
+    /// collection and builds the indexes the type declares when they are missing.
     func handle<T: Document>(for type: T.Type) throws -> CollectionHandle {
         let schema = try core.schema(type)
         let typeID = ObjectIdentifier(type)
@@ -50,11 +58,7 @@ final class TransactionScope {
             return handle
         }
         guard !txn.isReadOnly else {
-            if core.isReadOnly {
-                throw core.readOnlyRefusal(needed ?? "sync collection '\(schema.collection)'",
-                                           collection: schema.collection)
-            }
-            throw NeedsSync(collection: schema.collection) { _ = try $0.handle(for: type) }
+            throw core.readOnlyRefusal(needed ?? "sync collection '\(schema.collection)'", collection: schema.collection)
         }
         // Set first: a sync that fails midway may already have dropped (and so closed) a database handle.
         touchedCatalog = true
@@ -77,10 +81,7 @@ final class TransactionScope {
         if let h = try current(name) { return h }
         if let stored = try core.readInfo(name, in: txn) { return try opened(stored) }
         guard create else { return nil }
-        guard !txn.isReadOnly else {
-            if core.isReadOnly { throw core.readOnlyRefusal("create collection '\(name)'", collection: name) }
-            throw NeedsSync(collection: name) { _ = try $0.handle(named: name, create: true) }
-        }
+        guard !txn.isReadOnly else { throw core.readOnlyRefusal("create collection '\(name)'", collection: name) }
         touchedCatalog = true   // a handle opened here is closed by LMDB if the transaction aborts
         let handle = try core.openHandle(try createCollection(name), in: txn)
         handles[name] = handle

@@ -1,4 +1,4 @@
-import DocStore
+@_spi(Benchmarks) import DocStore
 import Foundation
 
 /// The document as DocStore stores it: `BenchPerson` with its indexes.
@@ -103,7 +103,7 @@ final class DocStorePeer: Peer {
                 return try await store.read { ctx in
                     var n = 0
                     var touched = 0
-                    try q.forEachEncoded(in: ctx) { raw in
+                    try q.cursor(in: ctx).forEachEncoded { raw in
                         n += 1
                         touched &+= Int(raw.last ?? 0)
                         return true

@@ -137,7 +137,7 @@ extension Shell {
             try need(1, ".unsave NAME")
             try refuseInTransaction("saved filters are forgotten at once")
             let name = args[0]
-            let removed = try await requireStore().perform { try $0.deleteFilter(named: name) }
+            let removed = try await requireStore().write { try $0.deleteFilter(named: name) }
             guard removed else { throw ShellError("no saved filter is named '\(name)'") }
             console.note("Forgot the saved filter \(name).")
         case "status": status()
@@ -196,7 +196,7 @@ extension Shell {
 
     private func listCollections() async throws {
         let rows = try await reading { ctx in
-            try ctx.collections().map { ($0, try ctx.count(in: $0.name)) }
+            try ctx.collections().map { ($0, try Query<DocumentValue>($0.name).count(in: ctx)) }
         }
         if rows.isEmpty { console.note("No collections (insert creates one: people.insert({\"name\": \"Ann\"})).") }
         for (info, count) in rows {
@@ -273,7 +273,7 @@ extension Shell {
             console.error("warning: no document of '\(collection)' has a field '\(f.written)'"
                 + (Suggest.closest(f.written, in: stats.paths.map(\.written)).map { " (did you mean '\($0)'?)" } ?? ""))
         }
-        try await requireStore().perform { try $0.createIndex(definition, in: collection) }
+        try await requireStore().write { try $0.createIndex(definition, in: collection) }
         console.note("Created index \(definition.name) on \(collection) (\(definition.kind.rawValue) on "
             + fields.map(\.written).joined(separator: ", ") + ").")
     }
@@ -289,7 +289,7 @@ extension Shell {
             console.note("Nothing was dropped.")
             return
         }
-        let dropped = try await requireStore().perform { ctx -> Bool in
+        let dropped = try await requireStore().write { ctx -> Bool in
             // Only the index that was shown: one dropped and re-made meanwhile is not this one.
             guard try ctx.collections().first(where: { $0.name == collection })?.indexes
                 .contains(definition) == true else { return false }
@@ -302,8 +302,8 @@ extension Shell {
     private func dropCollection(_ collection: String) async throws {
         guard !pending.isOpen else { throw ShellError("dropping a collection applies at once: commit or rollback first") }
         while true {
-            let all = DocumentQuery(collection)
-            let found = try await reading { ctx -> DocumentIDs? in
+            let all = Query<DocumentValue>(collection)
+            let found = try await reading { ctx -> [DocumentValue]? in
                 try ctx.collections().contains { $0.name == collection } ? try all.ids(in: ctx) : nil
             }
             guard let ids = found else { throw ShellError("no collection is named '\(collection)'") }
@@ -313,7 +313,7 @@ extension Shell {
                 console.note("Nothing was dropped.")
                 return
             }
-            let dropped = try await requireStore().perform { ctx -> Bool in
+            let dropped = try await requireStore().write { ctx -> Bool in
                 guard try all.ids(in: ctx) == ids else { return false }
                 return try ctx.dropCollection(collection)
             }
@@ -351,7 +351,7 @@ extension Shell {
             written = try Parser.savedQuery(try Parser.savedQuery(base.text).text + rest)
         }
         let filter = SavedFilter(name: name, collection: resolved.query.collection, text: written.text)
-        try await requireStore().perform { try $0.saveFilter(filter) }
+        try await requireStore().write { try $0.saveFilter(filter) }
         console.note("Saved \(name) = \(written.text)"
             + (bases.isEmpty ? "" : " (the steps of \(bases.joined(separator: ", then ")) written out)"))
     }
@@ -404,7 +404,7 @@ extension Shell {
 
     private func stats() async throws {
         let store = try requireStore()
-        let rows = try await reading { ctx in try ctx.collections().map { ($0, try ctx.count(in: $0.name)) } }
+        let rows = try await reading { ctx in try ctx.collections().map { ($0, try Query<DocumentValue>($0.name).count(in: ctx)) } }
         let usage = try await store.mapUsage()
         let fileSize = (try? FileManager.default.attributesOfItem(atPath: store.path)[.size] as? Int) ?? 0
         var out = "store:  \(store.path)\n"

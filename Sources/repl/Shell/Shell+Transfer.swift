@@ -202,22 +202,24 @@ extension Shell {
             switch format {
             case .json:
                 try writer.write("[")
-                try q.forEach(in: ctx) { d in
+                let documents = try q.cursor(in: ctx)
+                while let d = try documents.next() {
                     try writer.write((n == 0 ? "\n" : ",\n") + Shell.exportedJSON(d))
                     tick()
-                    return true
                 }
                 try writer.write(n == 0 ? "]\n" : "\n]\n")
             case .ndjson:
-                try q.forEach(in: ctx) { d in try writer.write(Shell.exportedJSON(d) + "\n"); tick(); return true }
+                let documents = try q.cursor(in: ctx)
+                while let d = try documents.next() { try writer.write(Shell.exportedJSON(d) + "\n"); tick() }
             case .csv:
                 var columns = CSV.Columns()
-                try q.forEach(in: ctx) { d in columns.add(d); return true }
+                let first = try q.cursor(in: ctx)
+                while let d = try first.next() { columns.add(d) }
                 try writer.write(columns.header)
-                try q.forEach(in: ctx) { d in
+                let documents = try q.cursor(in: ctx)
+                while let d = try documents.next() {
                     try writer.write(columns.row(d))
                     tick()
-                    return true
                 }
             }
             if showProgress { Progress.draw(label: "exporting", done: n, total: total) }

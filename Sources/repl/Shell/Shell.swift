@@ -103,7 +103,7 @@ final class Shell {
                              _ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
         let store = try requireStore()
         defer { statsCache = [:] }
-        guard pending.isOpen else { return try await store.perform(body) }
+        guard pending.isOpen else { return try await store.write(body) }
         let replay = pending.replay
         let result = try await store.dryRun { ctx in
             _ = try replay(ctx)
@@ -213,7 +213,7 @@ final class Shell {
             statsCache = [:]
             let chosen: [String]
             do {
-                chosen = try await requireStore().perform { try replay($0) }
+                chosen = try await requireStore().write { try replay($0) }
             } catch is CancellationError {
                 throw ShellError("commit cancelled: nothing was applied, and the \(count) change"
                     + "\(count == 1 ? " is" : "s are") still pending")
@@ -248,7 +248,7 @@ final class Shell {
 
     /// A query resolved against the store: its collection, the query, and the step that runs it.
     struct Resolved {
-        var query: DocumentQuery
+        var query: Query<DocumentValue>
         var terminal: Step?
         var warnings: [Warning]
         var stats: FieldStats
@@ -283,7 +283,7 @@ final class Shell {
         }
         let stats = try await fieldStats(collection)
         var lowering = Lowering(collection: collection, stats: stats)
-        var query = DocumentQuery(collection)
+        var query = Query<DocumentValue>(collection)
         var terminal: Step?
         for step in steps {
             switch step {
@@ -329,14 +329,20 @@ final class Shell {
         warn(resolved.warnings, in: text)
         let q = resolved.query
         if explainEach, resolved.terminal.map({ !$0.isChange }) ?? true, resolved.terminal != .explain {
-            if let plan = try await reading({ try q.explain(in: $0) }) { console.result(plan.lines.dropLast().joined(separator: "\n") + "\n") }
+            let plan = try await reading { try q.explain(in: $0) }
+            console.result(plan.lines.dropLast().joined(separator: "\n") + "\n")
         }
         let clock = ContinuousClock()
         let started = clock.now, answeredBefore = answering
         var statistics: QueryStatistics?
         switch resolved.terminal {
         case nil, .results?:
-            let (documents, stats) = try await reading { try q.execute(in: $0) }
+            let (documents, stats) = try await reading { ctx in
+                let cursor = try q.cursor(in: ctx)
+                var documents: [DocumentValue] = []
+                while let d = try cursor.next() { documents.append(d) }
+                return (documents, cursor.statistics)
+            }
             statistics = stats
             try show(documents)
         case .first?:
@@ -346,15 +352,13 @@ final class Shell {
         case .any?:
             show(try await reading { try q.any(in: $0) })
         case .count?:
-            let (n, stats) = try await reading { try q.countWithStatistics(in: $0) }
+            // The count is what the run returned.
+            let stats = try await reading { try q.explain(.count, in: $0).statistics }
+            let n = stats.returned
             statistics = stats
             show(count: n)
         case .explain?:
-            if let plan = try await reading({ try q.explain(in: $0) }) {
-                console.result(plan.description + "\n")
-            } else {
-                console.result("query on \(q.collection): no such collection, so no document\n")
-            }
+            console.result(try await reading { try q.explain(in: $0) }.description + "\n")
         case .delete?:
             try await delete(q)
         case .insert(let literal)?:
@@ -387,7 +391,7 @@ final class Shell {
     // MARK: Changes
 
     /// Counts what a delete will touch, asks, then deletes exactly those documents; asks again if they changed.
-    private func delete(_ q: DocumentQuery) async throws {
+    private func delete(_ q: Query<DocumentValue>) async throws {
         while true {
             let ids = try await reading { try q.ids(in: $0) }
             if ids.isEmpty {
@@ -406,12 +410,12 @@ final class Shell {
                 // The pending state is this shell's alone: checked here, it cannot change before the change is kept.
                 let now = try await reading { try q.ids(in: $0) }
                 outcome = now == ids ? try await change("delete \(what) (\(q))") { ctx in
-                    try ctx.deleteDocuments(ids, from: collection)
+                    try ids.filter { try ctx.delete(collection, id: $0) }.count
                 } : nil
             } else {
-                outcome = try await requireStore().perform { ctx -> Int? in
+                outcome = try await requireStore().write { ctx -> Int? in
                     guard try q.ids(in: ctx) == ids else { return nil }
-                    return try ctx.deleteDocuments(ids, from: collection)
+                    return try ids.filter { try ctx.delete(collection, id: $0) }.count
                 }
                 statsCache = [:]
             }
@@ -458,7 +462,7 @@ final class Shell {
         let showProgress = console.stderrIsTerminal && batch.count >= 5_000 && !pending.isOpen
         /// The ids given that the collection already has: the documents a save replaces.
         @Sendable func existing(_ ctx: ReadContext) throws -> [DocumentValue] {
-            try ids.filter { try ctx.document(id: $0, in: collection) != nil }
+            try ids.filter { try ctx.get(collection, id: $0) != nil }
         }
         let n = batch.count
         let what = "\(n) document\(n == 1 ? "" : "s")"
@@ -525,7 +529,7 @@ final class Shell {
         return "id\(chosen.count == 1 ? "" : "s") \(shown)" + (chosen.count > 5 ? " and \(chosen.count - 5) more" : "")
     }
 
-    private func findOrCreate(_ q: DocumentQuery, _ literal: Literal) async throws {
+    private func findOrCreate(_ q: Query<DocumentValue>, _ literal: Literal) async throws {
         guard case .object = literal.value else {
             throw MeaningError(message: "findOrCreate takes the document to create ({...})",
                                location: literal.location, length: literal.length)
@@ -537,8 +541,11 @@ final class Shell {
         }
         let document = literal.value
         let (result, created) = try await change("findOrCreate in \(q.collection)",
-                                                 chosen: { $0.created ? "created \($0.document.json())" : nil }) { ctx in
-            try q.findOrCreate(in: ctx, document)
+                                                 chosen: { $0.created ? "created \($0.document.json())" : nil }) { ctx
+            -> (document: DocumentValue, created: Bool) in
+            var created = false
+            let result = try q.findOrCreate(in: ctx) { created = true; return document }
+            return (result, created)
         }
         console.result(renderer.render(result))
         console.note(created ? (pending.isOpen ? "Pending: created (an id it lacks is chosen at commit)." : "Created.")
@@ -550,13 +557,14 @@ final class Shell {
     /// The fields of a collection, from up to 10,000 of its documents (in the state shown).
     func fieldStats(_ collection: String) async throws -> FieldStats {
         if let cached = statsCache[collection], pending.isEmpty {
-            let total = try await reading { try $0.count(in: collection) }
+            let total = try await reading { try Query<DocumentValue>(collection).count(in: $0) }
             if total == cached.total { return cached }
         }
         let stats = try await reading { ctx in
             var stats = FieldStats()
-            stats.total = try ctx.count(in: collection)
-            try DocumentQuery(collection)[0..<FieldStats.sampleLimit].forEach(in: ctx) { stats.add($0); return true }
+            stats.total = try Query<DocumentValue>(collection).count(in: ctx)
+            let sample = try Query<DocumentValue>(collection)[0..<FieldStats.sampleLimit].cursor(in: ctx)
+            while let d = try sample.next() { stats.add(d) }
             return stats
         }
         statsCache[collection] = stats

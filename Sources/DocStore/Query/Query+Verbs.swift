@@ -1,0 +1,307 @@
+import Foundation
+
+// The verbs of a query, the same for typed and untyped ones: each in a transaction (synchronous, inside
+// `store.read {}` or `store.write {}`) and on the store (asynchronous, in a transaction of its own).
+
+extension Query {
+    /// The plan of this query in a transaction, ready to run; `nil` when the collection does not exist (nothing
+    /// matches). Reading never creates the collection nor builds an index.
+    func executor(in context: ReadContext, counting: Bool = false) throws -> Executor? {
+        try context.checkValid()
+        if let problem = selection.problem { throw problem }
+        guard let handle = try kind.openForReading(context.scope, collection) else { return nil }
+        let plan = try Planner(statistics: CollectionHandle.Statistics(handle: handle, txn: context.txn))
+            .plan(counting ? selection.forCounting : selection)
+        return Executor(plan: plan, handle: handle, txn: context.txn)
+    }
+
+    /// The plan of this query, as `explain` shows it: for a missing collection, one that reads nothing.
+    func plan(in context: ReadContext, counting: Bool = false) throws -> Plan {
+        if let executor = try executor(in: context, counting: counting) { return executor.plan }
+        let selection = counting ? selection.forCounting : selection
+        return Plan(collection: collection, documentCount: 0, filter: selection.condition.simplified, access: .noCollection,
+                    residual: .constant(true), sort: selection.sort, idDescending: selection.idDescending,
+                    ordering: .natural, offset: selection.window?.range.lowerBound ?? 0,
+                    limit: selection.window?.range.count, afterwards: selection.window?.afterwards ?? [])
+    }
+
+    /// Runs the query: its results and what finding them took.
+    private func run(in context: ReadContext) throws -> (results: [Element], statistics: QueryStatistics) {
+        guard let executor = try executor(in: context) else { return ([], QueryStatistics()) }
+        var results: [Element] = []
+        // Only the documents returned are decoded, as the walk finds them.
+        try executor.forEachResult { id, raw in results.append(try executor.decodeReturned(raw, id: id, as: kind)) }
+        return (results, executor.statistics.value)
+    }
+
+    /// The primary keys of the results, in order (within the slice and what was done to it).
+    func idKeys(in context: ReadContext) throws -> [[UInt8]] {
+        guard let executor = try executor(in: context) else { return [] }
+        return WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
+    }
+
+    /// The ids of the results, in order, each read from its document at the collection's id path.
+    func ids<ID>(in context: ReadContext, _ decode: (BinaryReader, ValueRef) throws -> ID) throws -> [ID] {
+        guard let executor = try executor(in: context) else { return [] }
+        var ids: [ID] = []
+        for key in WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs()) {
+            guard let raw = try executor.fetch(id: key) else { continue }
+            let reader = BinaryReader(raw)
+            do {
+                guard let ref = try reader.value(atPath: executor.handle.info.idPath, from: try reader.root()) else {
+                    continue
+                }
+                ids.append(try decode(reader, ref))
+            } catch {
+                throw DecodingFailure.named(error, type: kind.typeName, collection: collection) {
+                    CollectionHandle.describeID(key, in: Array(raw), idPath: executor.handle.info.idPath)
+                }
+            }
+        }
+        return ids
+    }
+
+    // MARK: In a transaction
+
+    /// The results, decoded, in order.
+    ///
+    /// For example, inside `write`: `let page = try Person.sortBy(\.name)[0..<20].results(in: ctx)`.
+    public func results(in context: ReadContext) throws -> [Element] { try run(in: context).results }
+
+    /// The first result, or `nil`. `q.first` is `q[0..<1]`'s only result.
+    public func first(in context: ReadContext) throws -> Element? { try self[0..<1].results(in: context).first }
+
+    /// The last result, or `nil`: the last of the slice when the query is sliced (`q[0..<5].last` is the fifth
+    /// result of `q`), else the last of all, which for an unsorted query is the document with the greatest id.
+    public func last(in context: ReadContext) throws -> Element? {
+        // Unsliced, reverse() flips the ordering; sliced, it reverses the slice: either way its first is our last.
+        try reverse().first(in: context)
+    }
+
+    /// Any one result, or `nil`: the cheapest to find, whatever the ordering (within the slice, when sliced).
+    public func any(in context: ReadContext) throws -> Element? {
+        // A slice is a slice of the ordered results: only without one may the order be dropped.
+        guard selection.window == nil else { return try first(in: context) }
+        var q = self
+        q.selection.sort = []
+        return try q[0..<1].results(in: context).first
+    }
+
+    /// The number of results (within the slice, if sliced). Answered from index entries alone when the
+    /// indexes answer the whole condition; no document is decoded unless a condition needs it.
+    public func count(in context: ReadContext) throws -> Int {
+        guard let executor = try executor(in: context, counting: true) else { return 0 }
+        return WindowStep.apply(selection.window?.afterwards ?? [], toCount: try executor.count())
+    }
+
+    /// How the query runs, then what running it took (`.results` runs it as ``results(in:)`` does, `.count` as
+    /// ``count(in:)``).
+    ///
+    /// For example: `print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))`.
+    public func explain(_ verb: QueryExplanation.Verb = .results, in context: ReadContext) throws -> QueryExplanation {
+        let counting = verb == .count
+        let plan = try plan(in: context, counting: counting)
+        let statistics: QueryStatistics
+        if counting, let executor = try executor(in: context, counting: true) {
+            _ = try executor.count()
+            statistics = executor.statistics.value
+        } else {
+            statistics = try run(in: context).statistics
+        }
+        return QueryExplanation(plan: plan, statistics: statistics)
+    }
+
+    /// The results one at a time, decoded as the loop reaches them: a query in index or id order streams from the
+    /// index with O(1) memory; a sorted one keeps only the sort keys of its matches.
+    ///
+    /// For example:
+    /// ```swift
+    /// try await store.read { ctx in
+    ///     let adults = try Person.include(#Predicate { $0.age >= 18 }).cursor(in: ctx)
+    ///     while let person = try adults.next() { print(person.name) }
+    /// }
+    /// ```
+    /// The cursor is valid inside the closure that received `context`.
+    public func cursor(in context: ReadContext) throws -> QueryCursor<Element> {
+        try QueryCursor(executor: try executor(in: context), kind: kind, context: context)
+    }
+
+    /// Deletes the results (within the slice, if sliced) and their index entries. Returns how many.
+    @discardableResult
+    public func delete(in context: WriteContext) throws -> Int {
+        try context.checkWritable("delete documents from '\(collection)'", collection: collection)
+        guard let executor = try executor(in: context) else { return 0 }
+        var deleted = 0
+        for id in WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
+        where try executor.handle.delete(id: id, in: context.txn) {
+            deleted += 1
+        }
+        return deleted
+    }
+
+    /// The first result; or, when there is none, the element `create` makes, inserted (its collection created, and
+    /// its id chosen when it is a document without one). Concurrent callers, in this process or another, create
+    /// exactly one.
+    ///
+    /// For example:
+    /// ```swift
+    /// let jill = try await Person.include(#Predicate { $0.name == "Jill" }).findOrCreate(in: store) {
+    ///     Person(id: UUID(), name: "Jill", age: 30, city: "Bergen", email: nil, tags: [])
+    /// }
+    /// ```
+    public func findOrCreate(in context: WriteContext, _ create: () throws -> Element) throws -> Element {
+        if let found = try first(in: context) { return found }
+        return try kind.insert(context, try create(), collection)
+    }
+
+    // MARK: On the store
+
+    /// The results, decoded, in order. For example: `try await Person.sortBy(\.age)[0..<10].results(in: store)`.
+    public func results(in store: DocStore) async throws -> [Element] {
+        try await store.read { try self.results(in: $0) }
+    }
+
+    /// The first result, or `nil`.
+    public func first(in store: DocStore) async throws -> Element? {
+        try await store.read { try self.first(in: $0) }
+    }
+
+    /// The last result, or `nil` (of the slice, when sliced).
+    public func last(in store: DocStore) async throws -> Element? {
+        try await store.read { try self.last(in: $0) }
+    }
+
+    /// Any one result, or `nil`.
+    public func any(in store: DocStore) async throws -> Element? {
+        try await store.read { try self.any(in: $0) }
+    }
+
+    /// The number of results (within the slice, when sliced).
+    public func count(in store: DocStore) async throws -> Int {
+        try await store.read { try self.count(in: $0) }
+    }
+
+    /// How the query runs, then what running it took. For example: `print(try await q.explain(in: store))`.
+    public func explain(_ verb: QueryExplanation.Verb = .results, in store: DocStore) async throws -> QueryExplanation {
+        try await store.read { try self.explain(verb, in: $0) }
+    }
+
+    /// Deletes the results and their index entries in one transaction; returns how many.
+    @discardableResult
+    public func delete(in store: DocStore) async throws -> Int {
+        try await store.write { try self.delete(in: $0) }
+    }
+
+    /// The first result, or the element `create` makes, inserted, in one write transaction.
+    public func findOrCreate(in store: DocStore, _ create: @escaping @Sendable () throws -> Element) async throws
+        -> Element {
+        try await store.write { try self.findOrCreate(in: $0, create) }
+    }
+}
+
+extension Query where Element: Document {
+    /// The ids of the results, in order.
+    ///
+    /// For example: `let ids = try Person.include(#Predicate { $0.age < 18 }).ids(in: ctx)`.
+    public func ids(in context: ReadContext) throws -> [Element.ID] {
+        try ids(in: context) { reader, ref in
+            try DocumentValueDecoder(reader: reader, ref: ref, parent: nil, key: nil).decodeValue(Element.ID.self)
+        }
+    }
+
+    /// The ids of the results, in order.
+    public func ids(in store: DocStore) async throws -> [Element.ID] {
+        try await store.read { try self.ids(in: $0) }
+    }
+}
+
+extension Query where Element == DocumentValue {
+    /// The ids of the results, in order: what a tool counts, confirms, and then deletes with
+    /// ``WriteContext/delete(id:from:)``.
+    public func ids(in context: ReadContext) throws -> [DocumentValue] {
+        try ids(in: context) { reader, ref in try DocumentValue(reader: reader, ref: ref) }
+    }
+
+    /// The ids of the results, in order.
+    public func ids(in store: DocStore) async throws -> [DocumentValue] {
+        try await store.read { try self.ids(in: $0) }
+    }
+}
+
+/// A query's results decoded one at a time, as a loop asks for them, inside a transaction.
+///
+/// Made by ``Query/cursor(in:)``; valid inside the closure that received the context. An error (a document that
+/// does not decode, a transaction that has ended) is thrown by the `next()` that meets it.
+public final class QueryCursor<Element: Sendable> {
+    private let context: ReadContext
+    private let kind: ElementKind<Element>
+    private let executor: Executor?
+    private var source: CandidateSource?
+    private var sortedIDs: [[UInt8]]?
+    private var position = 0
+    private var skipped = 0
+    private var produced = 0
+
+    init(executor: Executor?, kind: ElementKind<Element>, context: ReadContext) throws {
+        self.context = context
+        self.kind = kind
+        self.executor = executor
+        guard let executor else { return }
+        // In a write transaction the loop may write: a document moved ahead of a live cursor would be met again
+        // (saving each person one year older while walking by age would never end). There the matches are
+        // collected first.
+        if executor.plan.ordering == .natural && executor.plan.afterwards.isEmpty && !(context is WriteContext) {
+            source = try executor.makeSource()
+        } else {
+            sortedIDs = WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
+        }
+    }
+
+    deinit { source?.close() }
+
+    /// What the walk has taken so far.
+    public var statistics: QueryStatistics { executor?.statistics.value ?? QueryStatistics() }
+
+    /// The next result, or `nil` after the last.
+    public func next() throws -> Element? {
+        guard let executor, let (id, raw) = try nextMatch(executor) else { return nil }
+        return try id.withUnsafeBytes { try executor.decodeReturned(raw, id: $0, as: kind) }
+    }
+
+    /// The next match: its primary key and its stored bytes, valid until the transaction writes or ends.
+    private func nextMatch(_ executor: Executor) throws -> (id: [UInt8], document: UnsafeRawBufferPointer)? {
+        try context.checkValid()
+        if let ids = sortedIDs {
+            while position < ids.count {
+                position += 1
+                if let raw = try executor.fetch(id: ids[position - 1]) { return (ids[position - 1], raw) }
+            }
+            return nil
+        }
+        guard let source else { return nil }
+        if let limit = executor.plan.limit, produced >= limit { close(); return nil }
+        while let candidate = try source.next() {
+            guard try executor.matches(candidate) else { continue }
+            if skipped < executor.plan.offset { skipped += 1; continue }
+            produced += 1
+            return (Array(candidate.id), candidate.document)
+        }
+        close()
+        return nil
+    }
+
+    /// Calls `body` with each remaining result's stored bytes, undecoded, until it returns `false`: for measuring
+    /// the walk apart from decoding. The bytes are valid only during the call.
+    @_spi(Benchmarks)
+    public func forEachEncoded(_ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
+        guard let executor else { return }
+        while let (_, raw) = try nextMatch(executor) {
+            if try !body(raw) { return }
+        }
+    }
+
+    private func close() {
+        source?.close()
+        source = nil
+    }
+}
