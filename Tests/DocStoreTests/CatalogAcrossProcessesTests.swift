@@ -107,7 +107,7 @@ final class CatalogChild {
             expected[indexed] = 9
 
             #expect(try await Self.listing(store) == expected, "round \(round)")
-            #expect(try await store.read { try plain.count(in: $0) } == 5 + round, "round \(round)")
+            #expect(try await store.read { try Query<DocumentValue>(plain).count(in: $0) } == 5 + round, "round \(round)")
             let infos = try await store.collections()
             #expect(infos.first { $0.name == indexed }?.indexes.map(\.name) == ["by_group"], "round \(round)")
             let (ids, index) = try await Self.matches(indexed, "group", .string("g1"), in: store)

@@ -51,7 +51,8 @@ private struct Note: Document, Equatable {
         try await store.insert(contentsOf: (0..<50).map { Person(name: "P\($0)", age: $0 % 7) })
         let visited = try await store.write { ctx in
             var seen = 0
-            for var person in try Person.sortBy(\.age).fetchedResults(in: ctx) {
+            let people = try Person.sortBy(\.age).cursor(in: ctx)
+            while var person = try people.next() {
                 person.age += 100
                 try ctx.save(person)
                 seen += 1

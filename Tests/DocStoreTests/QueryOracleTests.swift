@@ -743,9 +743,11 @@ private func observe<T: OracleModel>(_ q: Query<T>, in ctx: ReadContext, checks:
         if checks.contains(.last) { o.last = .some(try q.last(in: ctx)?.id) }
         if checks.contains(.any) { o.any = .some(try q.any(in: ctx)?.id) }
         if checks.contains(.fetch) {
-            let sequence = try q.fetchedResults(in: ctx)
-            o.fetched = sequence.map(\.id)
-            o.fetchError = sequence.error.map { "\($0)" }
+            do {
+                o.fetched = try drained(try q.cursor(in: ctx)).map(\.id)
+            } catch {
+                o.fetchError = "\(error)"
+            }
         }
     } catch {
         o.error = "\(error)"

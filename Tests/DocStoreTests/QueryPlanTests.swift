@@ -62,7 +62,7 @@ struct QueryPlanReading: Document, Equatable {
     /// What `count` takes, read from the counting executor itself.
     static func countStatistics(_ query: Query<Person>, in store: DocStore) async throws -> (Int, QueryStatistics) {
         try await store.read { ctx in
-            let executor = try query.makeExecutor(in: ctx, forCounting: true)
+            guard let executor = try query.executor(in: ctx, counting: true) else { return (0, QueryStatistics()) }
             let count = try executor.count()
             return (count, executor.statistics.value)
         }
@@ -275,7 +275,7 @@ struct QueryPlanReading: Document, Equatable {
         #expect(explanation.statistics.entriesScanned == expected.count)
         #expect(try await query.results(in: store).map(\.id) == expected.map(\.id))
         let ranges = try await store.read { ctx -> Int in
-            guard case .index(let scan) = try query.makePlan(in: ctx).0.access else { return -1 }
+            guard case .index(let scan) = try query.plan(in: ctx).access else { return -1 }
             return scan.ranges.count
         }
         #expect(ranges == 3)

@@ -131,7 +131,7 @@ extension Person {
             #expect(try await q[4..<4].first(in: store) == nil)
             #expect(try await q[4..<4].last(in: store) == nil)
             #expect(try await q[4..<4].count(in: store) == 0)
-            let streamed = try await store.read { try Array(q[4..<4].fetchedResults(in: $0)) }
+            let streamed = try await store.read { try drained(q[4..<4].cursor(in: $0)) }
             #expect(streamed.isEmpty)
         }
         // Deleting an empty slice deletes nothing (each on a fresh store, so one failure does not hide another).
@@ -221,7 +221,7 @@ extension Person {
         let tromso = try await Person.include(#Predicate { $0.city == "Tromsø" }).any(in: store)
         #expect([6, 10].contains(Self.number(tromso) ?? -1))
         #expect(try await Person.include(#Predicate { $0.age > 100 }).any(in: store) == nil)
-        #expect(try await Person.any(in: store) != nil)
+        #expect(try await Person.query().any(in: store) != nil)
         let sortedTromso = try await Person.include(#Predicate { $0.city == "Tromsø" }).sortBy(\.name).any(in: store)
         #expect([6, 10].contains(Self.number(sortedTromso) ?? -1))
     }
@@ -311,9 +311,9 @@ extension Person {
         #expect(try await store.verify().isClean)
     }
 
-    // MARK: fetchedResults
+    // MARK: cursor
 
-    @Test func fetchedResultsDecodeOnlyWhatIsIterated() async throws {
+    @Test func aCursorDecodesOnlyWhatIsIterated() async throws {
         let (store, dir) = try await Self.tenPeople()
         defer { _ = dir }
         try await store.insert(contentsOf: (0..<1_000).map { i in
@@ -321,13 +321,13 @@ extension Person {
         })
 
         let (unsorted, unsortedStats, unsortedError) = try await store.read { ctx in
-            let fetched = try Person.query().fetchedResults(in: ctx)
+            let fetched = try Person.query().cursor(in: ctx)
             var taken: [Person] = []
-            for person in fetched {
+            while let person = try fetched.next() {
                 taken.append(person)
                 if taken.count == 3 { break }
             }
-            return (taken, fetched.statistics, fetched.error == nil)
+            return (taken, fetched.statistics, true)
         }
         #expect(Self.numbers(unsorted) == [1, 2, 3])
         #expect(unsortedStats.documentsDecoded == 3)
@@ -337,8 +337,8 @@ extension Person {
 
         // In an index's order, also streamed.
         let (byAge, byAgeStats) = try await store.read { ctx in
-            let fetched = try Person.sortBy(\.age).fetchedResults(in: ctx)
-            let taken = [fetched.next(), fetched.next(), fetched.next()].compactMap { $0 }
+            let fetched = try Person.sortBy(\.age).cursor(in: ctx)
+            let taken = [try fetched.next(), try fetched.next(), try fetched.next()].compactMap { $0 }
             return (taken, fetched.statistics)
         }
         #expect(Self.numbers(byAge) == [6, 9, 2])
@@ -346,8 +346,8 @@ extension Person {
 
         // Sorted outside an index: only the taken ones are decoded too.
         let (byName, byNameStats) = try await store.read { ctx in
-            let fetched = try Person.include(#Predicate { $0.age < 60 }).sortBy(\.name).fetchedResults(in: ctx)
-            let taken = [fetched.next(), fetched.next(), fetched.next()].compactMap { $0 }
+            let fetched = try Person.include(#Predicate { $0.age < 60 }).sortBy(\.name).cursor(in: ctx)
+            let taken = [try fetched.next(), try fetched.next(), try fetched.next()].compactMap { $0 }
             return (taken, fetched.statistics)
         }
         #expect(Self.numbers(byName) == [1, 2, 3])   // Ann, Bob, Cid
@@ -355,11 +355,9 @@ extension Person {
 
         // Iterated to the end, they are the query's results; a reversed slice too.
         let (all, slice, errorFree) = try await store.read { ctx in
-            let everything = try Person.include(#Predicate { $0.age < 60 }).fetchedResults(in: ctx)
-            let all = Array(everything)
-            let sliced = try Person.sortBy(\.age)[2..<8].reverse().fetchedResults(in: ctx)
-            let slice = Array(sliced)
-            return (all, slice, everything.error == nil && sliced.error == nil)
+            let all = try drained(try Person.include(#Predicate { $0.age < 60 }).cursor(in: ctx))
+            let slice = try drained(try Person.sortBy(\.age)[2..<8].reverse().cursor(in: ctx))
+            return (all, slice, true)
         }
         #expect(Self.numbers(all) == Array(1...10))
         #expect(Self.numbers(slice) == [4, 7, 3, 1, 5, 2])
@@ -467,7 +465,7 @@ extension Person {
             _ = try await Person.sortBy(\.age).sortBy(\.querySemanticsNameLength).explain(in: store)
         }
         await expectError(.invalidSchema, mentions: ["cannot sort"]) {
-            _ = try await store.read { try Person.sortBy(\.querySemanticsNameLength).fetchedResults(in: $0).statistics }
+            _ = try await store.read { try Person.sortBy(\.querySemanticsNameLength).cursor(in: $0).statistics }
         }
         // Nothing was changed by the failed queries.
         #expect(try await Person.query().count(in: store) == 10)

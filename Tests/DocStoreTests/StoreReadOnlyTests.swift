@@ -101,7 +101,7 @@ private func expectEveryChangeRefused(_ store: DocStore, sourceLocation: SourceL
     }
     await refused(["insert", "notes"]) {
         _ = try await store.write { try Query<DocumentValue>("notes").include(.compare("topic", .equal, .string("none")))
-            .findOrCreate(in: $0, note) }
+            .findOrCreate(in: $0) { note } }
     }
     await refused(["create index 'by_id' on 'notes'"]) {
         try await store.write { try $0.createIndex(IndexDefinition(name: "by_id", kind: .unique, fields: ["id"]),

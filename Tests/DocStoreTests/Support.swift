@@ -83,7 +83,7 @@ struct IndexEntry: Hashable, Sendable {
 extension DocStore {
     /// Every entry of index `name` of `T`'s collection, in key order.
     func entries<T: Document>(of type: T.Type, index name: String) throws -> [IndexEntry] {
-        try perform { ctx in
+        try write { ctx in
             let handle = try ctx.scope.handle(for: type)
             guard let index = handle.indexes.first(where: { $0.definition.name == name }) else { return [] }
             return try ctx.txn.withCursor(index.database) { cursor in
@@ -100,7 +100,7 @@ extension DocStore {
 
     /// Every document of `T`, in id order.
     func all<T: Document>(_ type: T.Type) throws -> [T] {
-        try perform { try $0.all(type) }
+        try read { try T.query().results(in: $0) }
     }
 }
 
@@ -128,3 +128,10 @@ func expectError(
     return caught
 }
 
+
+/// Every result left in a cursor.
+func drained<Element>(_ cursor: QueryCursor<Element>) throws -> [Element] {
+    var out: [Element] = []
+    while let element = try cursor.next() { out.append(element) }
+    return out
+}
