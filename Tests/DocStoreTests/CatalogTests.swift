@@ -380,7 +380,7 @@ private func catalogExpect(
 
         store = try await DocStore(path: path)
         await catalogExpect(.uniqueViolation, mentions: ["score", "catalog_items"]) {
-            _ = try await CatalogItemScoreUnique.query().count(in: store)
+            try await store.prepare(CatalogItemScoreUnique.self)
         }
         let info = try #require(try await store.collections().first { $0.name == "catalog_items" })
         #expect(info.indexes.first { $0.name == "score" } == IndexDefinition(name: "score", kind: .regular, fields: ["score"]))

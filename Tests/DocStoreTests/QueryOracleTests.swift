@@ -725,6 +725,12 @@ private struct Observation<T: OracleModel>: Sendable {
     var any: Int??
     var fetched: [Int]?
     var fetchError: String?
+    /// The same request decoded as `DocumentValue`s: their ids.
+    var untyped: [Int] = []
+    /// What `ids` answered.
+    var ids: [Int] = []
+    /// Whether the request decoded both ways has one plan.
+    var samePlan = true
 }
 
 private func describeIDs(_ ids: [Int]) -> String {
@@ -738,6 +744,13 @@ private func observe<T: OracleModel>(_ q: Query<T>, in ctx: ReadContext, checks:
     var o = Observation<T>()
     do {
         o.results = try q.results(in: ctx)
+        let documents = q.decoded(as: DocumentValue.self)
+        o.untyped = try documents.results(in: ctx).map { document -> Int in
+            guard case .int(let id)? = document[field: "id"] else { return Int.min }
+            return Int(id)
+        }
+        o.ids = try q.ids(in: ctx)
+        o.samePlan = try q.plan(in: ctx) == documents.plan(in: ctx)
         if checks.contains(.count) { o.count = try q.count(in: ctx) }
         if checks.contains(.first) { o.first = .some(try q.first(in: ctx)?.id) }
         if checks.contains(.last) { o.last = .some(try q.last(in: ctx)?.id) }
@@ -768,6 +781,9 @@ private func problems<T: OracleModel>(_ o: Observation<T>, expected: [OracleRow]
     } else if o.results != expected.map(T.init) {
         out.append("results: the ids match but some documents differ from those inserted")
     }
+    if o.untyped != want { out.append("decoded as DocumentValue: expected \(describeIDs(want)), got \(describeIDs(o.untyped))") }
+    if o.ids != want { out.append("ids: expected \(describeIDs(want)), got \(describeIDs(o.ids))") }
+    if !o.samePlan { out.append("plan: the request decoded as DocumentValue has another plan") }
     if let count = o.count, count != want.count { out.append("count: expected \(want.count), got \(count)") }
     if let first = o.first, first != want.first {
         out.append("first: expected \(describeID(want.first)), got \(describeID(first))")
@@ -780,7 +796,7 @@ private func problems<T: OracleModel>(_ o: Observation<T>, expected: [OracleRow]
         if any == nil && !want.isEmpty { out.append("any: nil, but there are \(want.count) results") }
     }
     if let fetched = o.fetched, fetched != want || o.fetchError != nil {
-        out.append("fetchedResults: expected \(describeIDs(want)), got \(describeIDs(fetched))"
+        out.append("cursor: expected \(describeIDs(want)), got \(describeIDs(fetched))"
             + (o.fetchError.map { ", error \($0)" } ?? ""))
     }
     return out

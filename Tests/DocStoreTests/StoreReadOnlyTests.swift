@@ -117,9 +117,13 @@ private func expectEveryChangeRefused(_ store: DocStore, sourceLocation: SourceL
     }
     await refused(["saved filter 'adults'"]) { _ = try await store.write { try $0.deleteFilter(named: "adults") } }
     await refused(["insert", "notes"]) { _ = try await store.dryRun { try $0.insert(note, into: "notes") } }
-    // Reads that would first have to make what a type declares.
-    await refused(["create collection 'gadgets'"]) { _ = try await Gadget.query().count(in: store) }
-    await refused(["build index 'by_name' of 'people'"]) { _ = try await PersonByName.query().count(in: store) }
+    // Preparing what a type declares is a change; reading without it is not (a missing collection reads as empty,
+    // a missing index is not used).
+    await refused(["create collection 'gadgets'"]) { try await store.prepare(Gadget.self) }
+    await refused(["build index 'by_name' of 'people'"]) { try await store.prepare(PersonByName.self) }
+    #expect((try? await Gadget.query().count(in: store)) == 0, sourceLocation: sourceLocation)
+    #expect((try? await PersonByName.query().count(in: store)) == 3, sourceLocation: sourceLocation)
+    #expect((try? await PersonByName.query().explain(in: store))?.index == nil, sourceLocation: sourceLocation)
     await refused(["drop collection 'notes'"]) { try store.checkWritable("drop collection 'notes'") }
 }
 

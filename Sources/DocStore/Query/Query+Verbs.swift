@@ -101,10 +101,13 @@ extension Query {
     public func explain(_ verb: QueryExplanation.Verb = .results, in context: ReadContext) throws -> QueryExplanation {
         let counting = verb == .count
         let plan = try plan(in: context, counting: counting)
-        let statistics: QueryStatistics
-        if counting, let executor = try executor(in: context, counting: true) {
-            _ = try executor.count()
-            statistics = executor.statistics.value
+        var statistics = QueryStatistics()
+        if counting {
+            if let executor = try executor(in: context, counting: true) {
+                let counted = try executor.count()
+                statistics = executor.statistics.value
+                statistics.returned = WindowStep.apply(selection.window?.afterwards ?? [], toCount: counted)
+            }
         } else {
             statistics = try run(in: context).statistics
         }
@@ -250,7 +253,7 @@ public final class QueryCursor<Element: Sendable> {
         // In a write transaction the loop may write: a document moved ahead of a live cursor would be met again
         // (saving each person one year older while walking by age would never end). There the matches are
         // collected first.
-        if executor.plan.ordering == .natural && executor.plan.afterwards.isEmpty && !(context is WriteContext) {
+        if executor.plan.ordering == .natural && executor.plan.afterwards.isEmpty && context.txn.isReadOnly {
             source = try executor.makeSource()
         } else {
             sortedIDs = WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())

@@ -46,8 +46,9 @@ public class ReadContext {
     private func stored<T: Document>(_ type: T.Type, id: T.ID) throws
         -> (UnsafeRawBufferPointer, CollectionHandle)? {
         try checkValid()
+        // The id is checked first: an id no document could have is an error, whether or not there is a collection.
+        let key = try CollectionHandle.idKey(id, collection: try scope.core.schema(type).collection)
         guard let handle = try scope.handleForReading(type) else { return nil }
-        let key = try CollectionHandle.idKey(id, collection: handle.name)
         return try txn.get(handle.documents, key).map { ($0, handle) }
     }
 

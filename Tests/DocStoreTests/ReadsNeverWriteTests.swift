@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+@testable import DocStore
+
+/// `Person`'s collection, with one more index declared than `Person` declares.
+private struct PersonWithNameIndex: Document, Equatable {
+    var id: UUID
+    var name: String
+    var age: Int
+    var city: String
+    var email: String?
+    var tags: [String]
+    static let collection = "people"
+    static let indexes: [IndexSpec<PersonWithNameIndex>] = [.index("age", \.age), .index("by_name", \.name)]
+}
+
+@Suite struct ReadsNeverWriteTests {
+    /// Every read verb, typed and untyped, on `Person`'s collection.
+    private static func readEverything(_ store: DocStore) async throws -> [Int] {
+        let typed = Person.include(#Predicate { $0.age > 20 }).sortBy(\.name)
+        let untyped = typed.decoded(as: DocumentValue.self)
+        return try await store.read { ctx in
+            [try typed.results(in: ctx).count, try typed.count(in: ctx), try typed.ids(in: ctx).count,
+             try typed.first(in: ctx) == nil ? 0 : 1, try typed.any(in: ctx) == nil ? 0 : 1,
+             try drained(try typed.cursor(in: ctx)).count, try typed.explain(in: ctx).statistics.returned,
+             try untyped.results(in: ctx).count, try untyped.ids(in: ctx).count,
+             try ctx.get(Person.self, id: UUID()) == nil ? 0 : 1,
+             try ctx.get("people", id: .string("x")) == nil ? 0 : 1]
+        }
+    }
+
+    @Test func readingAMissingCollectionAnswersEmptyAndCommitsNothing() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let before = try await store.lastCommittedTransaction()
+        #expect(try await Self.readEverything(store) == Array(repeating: 0, count: 11))
+        var observed = Person.query().observe(in: store).makeAsyncIterator()
+        #expect(try await observed.next() == [])
+        #expect(try await store.collections().isEmpty)
+        #expect(try await store.lastCommittedTransaction() == before, "a read committed a write")
+        #expect(try await store.undeclaredIndexes(of: Person.self).isEmpty)
+    }
+
+    @Test func readsDoNotBuildADeclaredIndexButPrepareAndWritesDo() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let people = (0..<40).map { Person(name: "P\($0)", age: $0) }
+        try await store.insert(contentsOf: people)
+        let before = try await store.lastCommittedTransaction()
+        let byName = PersonWithNameIndex.include(#Predicate { $0.name == "P7" })
+        let read = try await store.read { ctx in (try byName.results(in: ctx).map(\.id), try byName.explain(in: ctx)) }
+        #expect(read.0 == [people[7].id])
+        #expect(read.1.index == nil, "\(read.1)")
+        #expect(try await store.lastCommittedTransaction() == before, "a read built an index")
+        #expect(try await store.collections().first?.indexes.map(\.name).contains("by_name") == false)
+
+        try await store.prepare(PersonWithNameIndex.self)
+        let prepared = try await byName.explain(in: store)
+        #expect(prepared.index == "by_name", "\(prepared)")
+        #expect(try await byName.results(in: store).map(\.id) == [people[7].id])
+        let report = try await store.verify()
+        #expect(report.isClean, "\(report)")
+
+        // Preparing again finds everything there.
+        let again = try await store.lastCommittedTransaction()
+        try await store.prepare(PersonWithNameIndex.self)
+        #expect(try await store.lastCommittedTransaction() == again)
+    }
+
+    @Test func typedIDsAreTheTypesIDsInTheQueryOrder() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let people = (0..<30).map { Person(name: "P\(($0 * 7) % 30)", age: $0 % 5) }
+        try await store.insert(contentsOf: people)
+        for query in [Person.sortBy(\.name), Person.sortBy(\.age).reverse()[3..<17], Person.query().reverse(),
+                      Person.include(#Predicate { $0.age == 2 }), Person.sortBy(\.name)[5..<25].reverse()[2..<9]] {
+            let (ids, results) = try await store.read { ctx in (try query.ids(in: ctx), try query.results(in: ctx)) }
+            #expect(ids == results.map(\.id), "\(query)")
+            #expect(!ids.isEmpty, "\(query)")
+        }
+    }
+}
