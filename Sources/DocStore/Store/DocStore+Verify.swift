@@ -77,7 +77,8 @@ extension DocStore {
         }
     }
 
-    private static func hex(_ bytes: [UInt8]) -> String {
+    /// Bytes as hexadecimal, for messages: `0x01ff`.
+    static func hex<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
         "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 

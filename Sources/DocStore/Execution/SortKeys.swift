@@ -1,0 +1,187 @@
+import Foundation
+
+/// The sort keys of a plan's matches: each sort field's order-preserving key, then the id, in one byte string that
+/// `memcmp` orders as the query asks.
+struct SortKeys {
+    /// The sort fields' paths, laid out once for all the documents this run orders, and their directions.
+    private let sortPaths: [CompiledPath]
+    /// `sortPaths` laid out, read per document with no reference counting (`sortPaths` keeps them alive).
+    private let sortLayouts: [CompiledPath.Layout]
+    private let sortDescending: [Bool]
+    private let idDescending: Bool
+
+    init(_ sort: [SortSpec], idDescending: Bool) {
+        sortPaths = sort.map { CompiledPath($0.path) }
+        sortLayouts = sortPaths.map(\.layout)
+        sortDescending = sort.map(\.descending)
+        self.idDescending = idDescending
+    }
+
+    /// One match in a sort: its sort key (sort fields, then id, each flipped where descending) and its id.
+    struct Row {
+        var key: [UInt8]
+        var idStart: Int
+        /// The first sort field's value when it is a number a `Double` holds exactly, for a cheap comparison.
+        var number: Double? = nil
+        var id: ArraySlice<UInt8> { key[idStart...] }
+    }
+
+    /// The sort key of a document: each sort field's order-preserving key (bytes inverted for a descending
+    /// field: keys are prefix-free, so inverting reverses their order), then the id likewise.
+    ///
+    /// With a `bound` (the last row a full top-k keeps), gives `nil` as soon as the first field orders after the
+    /// bound's: such a document cannot enter the top k, and the rest of its key is not worth building. Two numbers
+    /// are compared as numbers, before any key is built; otherwise the first field's key is compared.
+    func make(_ candidate: CandidateSource.Candidate, into key: inout [UInt8],
+                 unlessAfter bound: Row? = nil) throws -> (idStart: Int, number: Double?)? {
+        let reader = BinaryReader(candidate.document)
+        let root = try reader.root()
+        var number: Double?
+        var first: ValueRef?
+        if let path = sortLayouts.first {
+            first = try path.value(in: reader, from: root)
+            number = first.flatMap { reader.exactDouble($0) }
+            if let n = number, let b = bound?.number, sortDescending[0] ? n < b : n > b { return nil }
+        }
+        key.removeAll(keepingCapacity: true)
+        var encoder = KeyEncoder()
+        encoder.swapBuffer(&key)
+        defer { encoder.swapBuffer(&key) }
+        for i in sortLayouts.indices {
+            let start = encoder.bytes.count
+            if let ref = i == 0 ? first : try sortLayouts[i].value(in: reader, from: root) {
+                try encoder.append(ref, in: reader)
+            } else {
+                encoder.append(.null)
+            }
+            if sortDescending[i] { encoder.invert(from: start) }
+            if i == 0, let bound, SortKeys.compare(encoder.bytes, bound.key) > 0 { return nil }
+        }
+        let idStart = encoder.bytes.count
+        encoder.appendRaw(candidate.id)
+        if idDescending { encoder.invert(from: idStart) }
+        return (idStart, number)
+    }
+
+    /// Byte order of two keys (what `lexicographicallyPrecedes` answers, by `memcmp`).
+    @inline(__always)
+    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        let c = compare(a, b)
+        return c != 0 ? c < 0 : a.count < b.count
+    }
+
+    /// How `a` orders against `b` over their common length only: negative, zero or positive. A positive answer
+    /// for a prefix-free field key means every key starting with `a` orders after `b`.
+    @inline(__always)
+    static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int32 {
+        a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in
+                let n = min(x.count, y.count)
+                guard n > 0, let p = x.baseAddress, let q = y.baseAddress else { return 0 }
+                return memcmp(p, q, n)
+            }
+        }
+    }
+}
+
+/// Ids gathered to be put in id order: their bytes side by side in one buffer, each with its first 16 bytes as
+/// two big-endian integers, so that most comparisons are two integer compares rather than a `memcmp` of arrays.
+struct PackedIDs {
+    private var bytes: [UInt8] = []
+    private var entries: [(high: UInt64, low: UInt64, start: Int, count: Int)] = []
+
+    mutating func append(_ id: UnsafeRawBufferPointer) {
+        var prefix: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &prefix) { p in
+            p.copyMemory(from: UnsafeRawBufferPointer(rebasing: id.prefix(16)))
+        }
+        entries.append((UInt64(bigEndian: prefix.0), UInt64(bigEndian: prefix.1), bytes.count, id.count))
+        bytes.append(contentsOf: id)
+    }
+
+    /// The ids in byte order (or its reverse), after skipping `offset` of them and up to `limit`.
+    func sorted(descending: Bool, skipping offset: Int, taking limit: Int?) -> [[UInt8]] {
+        var result: [[UInt8]] = []
+        var skipped = 0
+        let limit = limit ?? Int.max
+        guard limit > 0 else { return [] }
+        forEachInOrder(descending: descending) { id in
+            if skipped < offset { skipped += 1; return true }
+            result.append(Array(id))
+            return result.count < limit
+        }
+        return result
+    }
+
+    /// Calls `body` with each id in byte order (or its reverse) until it returns false.
+    func forEachInOrder(descending: Bool, _ body: (UnsafeRawBufferPointer) throws -> Bool) rethrows {
+        try bytes.withUnsafeBytes { all in
+            // Equal 16-byte prefixes (zero-padded) leave the rest of the bytes to decide: a longer id with the
+            // same bytes orders after.
+            func precedes(_ a: (high: UInt64, low: UInt64, start: Int, count: Int),
+                          _ b: (high: UInt64, low: UInt64, start: Int, count: Int)) -> Bool {
+                if a.high != b.high { return a.high < b.high }
+                if a.low != b.low { return a.low < b.low }
+                return UnsafeRawBufferPointer(rebasing: all[a.start..<(a.start + a.count)])
+                    .lexicographicallyPrecedes(UnsafeRawBufferPointer(rebasing: all[b.start..<(b.start + b.count)]))
+            }
+            let order = descending ? entries.sorted { precedes($1, $0) } : entries.sorted(by: precedes)
+            for entry in order {
+                guard try body(UnsafeRawBufferPointer(rebasing: all[entry.start..<(entry.start + entry.count)])) else { return }
+            }
+        }
+    }
+}
+
+/// The `capacity` smallest rows seen, kept in a max-heap: the largest kept row is at the top, so a row that does
+/// not beat it is dropped with one comparison.
+struct TopK {
+    let capacity: Int
+    private var heap: [SortKeys.Row] = []
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        heap.reserveCapacity(min(capacity, 1 << 16))
+    }
+
+    mutating func offer(_ row: SortKeys.Row) {
+        guard capacity > 0 else { return }
+        if heap.count < capacity {
+            heap.append(row)
+            siftUp(heap.count - 1)
+        } else if SortKeys.precedes(row.key, heap[0].key) {
+            heap[0] = row
+            siftDown(0)
+        }
+    }
+
+    /// The row a newcomer must precede to be kept, once the heap is full.
+    var bound: SortKeys.Row? { heap.count == capacity && capacity > 0 ? heap[0] : nil }
+
+    func sorted() -> [SortKeys.Row] { heap.sorted { SortKeys.precedes($0.key, $1.key) } }
+
+    private func greater(_ i: Int, _ j: Int) -> Bool { SortKeys.precedes(heap[j].key, heap[i].key) }
+
+    private mutating func siftUp(_ index: Int) {
+        var i = index
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard greater(i, parent) else { return }
+            heap.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private mutating func siftDown(_ index: Int) {
+        var i = index
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var largest = i
+            if l < heap.count && greater(l, largest) { largest = l }
+            if r < heap.count && greater(r, largest) { largest = r }
+            guard largest != i else { return }
+            heap.swapAt(i, largest)
+            i = largest
+        }
+    }
+}
