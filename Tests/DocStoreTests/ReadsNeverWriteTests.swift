@@ -14,6 +14,22 @@ private struct PersonWithNameIndex: Document, Equatable {
     static let indexes: [IndexSpec<PersonWithNameIndex>] = [.index("age", \.age), .index("by_name", \.name)]
 }
 
+/// A type of the `people` collection whose id is at another field.
+private struct PersonKeyedByName: Document {
+    var id: String
+    var age: Int
+    enum CodingKeys: String, CodingKey { case id = "name", age }
+    static let collection = "people"
+}
+
+/// Another type of the `people` collection.
+private struct PersonAge: Document {
+    var id: UUID
+    var age: Int
+    var double: Int { age * 2 }
+    static let collection = "people"
+}
+
 @Suite struct ReadsNeverWriteTests {
     /// Every read verb, typed and untyped, on `Person`'s collection.
     private static func readEverything(_ store: DocStore) async throws -> [Int] {
@@ -78,5 +94,33 @@ private struct PersonWithNameIndex: Document, Equatable {
             #expect(ids == results.map(\.id), "\(query)")
             #expect(!ids.isEmpty, "\(query)")
         }
+    }
+
+    @Test func aTypedReadOfACollectionKeyedElsewhereIsAnErrorNotAWrongAnswer() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        #expect(try await PersonKeyedByName.query().count(in: store) == 0)   // nothing there yet: empty
+        try await store.insert(Person(name: "Ann", age: 41))
+        await expectError(.invalidSchema, mentions: ["people", "'id'", "'name'"]) {
+            _ = try await store.get(PersonKeyedByName.self, id: "Ann")
+        }
+        await expectError(.invalidSchema, mentions: ["keys its documents by 'id'"]) {
+            _ = try await PersonKeyedByName.query().ids(in: store)
+        }
+    }
+
+    @Test func aQueryWithConditionsOnOneTypeIsNotDecodedAsAnother() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(contentsOf: (0..<10).map { Person(name: "P\($0)", age: $0) })
+        // `name.count` is not a stored field: that part is evaluated on the decoded Person.
+        let opaque = Person.include(#Predicate { $0.name.count == 2 && $0.age > 3 })
+        #expect(try await opaque.decoded(as: DocumentValue.self).count(in: store) == 6)
+        await expectError(.invalidSchema, mentions: ["Person", "PersonAge"]) {
+            _ = try await opaque.decoded(as: DocumentValue.self).decoded(as: PersonAge.self).results(in: store)
+        }
+        // Without such a part, the same request decodes as any type of the collection.
+        let plain = Person.include(#Predicate { $0.age > 3 }).decoded(as: PersonAge.self)
+        #expect(try await plain.results(in: store).map(\.age).sorted() == Array(4..<10))
     }
 }

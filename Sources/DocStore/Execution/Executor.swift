@@ -108,7 +108,7 @@ final class Executor {
     func forEachResult(_ body: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> Void) throws {
         guard plan.ordering == .natural && plan.afterwards.isEmpty else {
             // Sorted, or the window reversed: the ids in order first.
-            let ids = WindowStep.apply(plan.afterwards, to: try orderedIDs())
+            let ids = try resultIDs()
             try txn.withCursor(handle.documents) { cursor in
                 for id in ids {
                     try id.withUnsafeBytes { id in
@@ -130,6 +130,9 @@ final class Executor {
             return plan.limit.map { produced < $0 } ?? true
         }
     }
+
+    /// The ids of the results, in order: within the window, and after what was done to it.
+    func resultIDs() throws -> [[UInt8]] { WindowStep.apply(plan.afterwards, to: try orderedIDs()) }
 
     /// The ids of the matches in the plan's order, within its window (before any reversal of the output).
     func orderedIDs() throws -> [[UInt8]] {

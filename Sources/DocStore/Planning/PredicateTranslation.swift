@@ -69,7 +69,10 @@ struct PredicateTranslator<Input> {
         let part = OpaquePart(variable: variable, expression: expression)
         return .opaque(OpaqueCondition(summary: "\(summary) expression, evaluated on the decoded document",
                                        typeName: String(reflecting: Input.self), decode: decode) { document in
-            guard let input = document as? Input else { return false }
+            guard let input = document as? Input else {
+                throw DocStoreError(.invalidSchema, "a condition on \(Input.self) met a document decoded as "
+                    + "\(type(of: document))")
+            }
             return try part.expression.evaluate(PredicateBindings((part.variable, input)))
         })
     }

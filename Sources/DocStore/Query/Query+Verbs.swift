@@ -6,10 +6,11 @@ import Foundation
 extension Query {
     /// The plan of this query in a transaction, ready to run; `nil` when the collection does not exist (nothing
     /// matches). Reading never creates the collection nor builds an index.
-    func executor(in context: ReadContext, counting: Bool = false) throws -> Executor? {
+    func executor(in context: ReadContext, counting: Bool = false, writing: Bool = false) throws -> Executor? {
         try context.checkValid()
         if let problem = selection.problem { throw problem }
-        guard let handle = try kind.openForReading(context.scope, collection) else { return nil }
+        let open = writing ? kind.openForWriting : kind.openForReading
+        guard let handle = try open(context.scope, collection) else { return nil }
         let plan = try Planner(statistics: CollectionHandle.Statistics(handle: handle, txn: context.txn))
             .plan(counting ? selection.forCounting : selection)
         return Executor(plan: plan, handle: handle, txn: context.txn)
@@ -34,22 +35,16 @@ extension Query {
         return (results, executor.statistics.value)
     }
 
-    /// The primary keys of the results, in order (within the slice and what was done to it).
-    func idKeys(in context: ReadContext) throws -> [[UInt8]] {
-        guard let executor = try executor(in: context) else { return [] }
-        return WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
-    }
-
     /// The ids of the results, in order, each read from its document at the collection's id path.
     func ids<ID>(in context: ReadContext, _ decode: (BinaryReader, ValueRef) throws -> ID) throws -> [ID] {
         guard let executor = try executor(in: context) else { return [] }
         var ids: [ID] = []
-        for key in WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs()) {
+        for key in try executor.resultIDs() {
             guard let raw = try executor.fetch(id: key) else { continue }
             let reader = BinaryReader(raw)
             do {
                 guard let ref = try reader.value(atPath: executor.handle.info.idPath, from: try reader.root()) else {
-                    continue
+                    throw DocStoreError(.corruptDocument, "it has no id at '\(executor.handle.info.idPath)'")
                 }
                 ids.append(try decode(reader, ref))
             } catch {
@@ -99,19 +94,17 @@ extension Query {
     ///
     /// For example: `print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))`.
     public func explain(_ verb: QueryExplanation.Verb = .results, in context: ReadContext) throws -> QueryExplanation {
-        let counting = verb == .count
-        let plan = try plan(in: context, counting: counting)
-        var statistics = QueryStatistics()
-        if counting {
-            if let executor = try executor(in: context, counting: true) {
-                let counted = try executor.count()
-                statistics = executor.statistics.value
-                statistics.returned = WindowStep.apply(selection.window?.afterwards ?? [], toCount: counted)
-            }
-        } else {
-            statistics = try run(in: context).statistics
+        guard verb == .count else {
+            let plan = try plan(in: context)
+            return QueryExplanation(plan: plan, statistics: try run(in: context).statistics)
         }
-        return QueryExplanation(plan: plan, statistics: statistics)
+        guard let executor = try executor(in: context, counting: true) else {
+            return QueryExplanation(plan: try plan(in: context, counting: true), statistics: QueryStatistics())
+        }
+        let counted = try executor.count()
+        var statistics = executor.statistics.value
+        statistics.returned = WindowStep.apply(selection.window?.afterwards ?? [], toCount: counted)
+        return QueryExplanation(plan: executor.plan, statistics: statistics)
     }
 
     /// The results one at a time, decoded as the loop reaches them: a query in index or id order streams from the
@@ -133,10 +126,9 @@ extension Query {
     @discardableResult
     public func delete(in context: WriteContext) throws -> Int {
         try context.checkWritable("delete documents from '\(collection)'", collection: collection)
-        guard let executor = try executor(in: context) else { return 0 }
+        guard let executor = try executor(in: context, writing: true) else { return 0 }
         var deleted = 0
-        for id in WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
-        where try executor.handle.delete(id: id, in: context.txn) {
+        for id in try executor.resultIDs() where try executor.handle.delete(id: id, in: context.txn) {
             deleted += 1
         }
         return deleted
@@ -256,7 +248,7 @@ public final class QueryCursor<Element: Sendable> {
         if executor.plan.ordering == .natural && executor.plan.afterwards.isEmpty && context.txn.isReadOnly {
             source = try executor.makeSource()
         } else {
-            sortedIDs = WindowStep.apply(executor.plan.afterwards, to: try executor.orderedIDs())
+            sortedIDs = try executor.resultIDs()
         }
     }
 

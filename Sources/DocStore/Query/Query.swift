@@ -102,9 +102,15 @@ public struct Query<Element: Sendable>: Sendable {
     /// For example: `try await Query<DocumentValue>("people").include(filter).decoded(as: Person.self).results(in: store)`.
     public func decoded<T: Document>(as type: T.Type) -> Query<T> {
         var selection = selection
-        if collection != T.collection && selection.problem == nil {
+        let typeName = String(reflecting: T.self)
+        if collection != Query<T>.collection && selection.problem == nil {
             selection.problem = DocStoreError(.invalidSchema, "a query of collection '\(collection)' cannot be decoded "
-                + "as \(String(reflecting: T.self)), whose collection is '\(T.collection)'", collection: collection)
+                + "as \(typeName), whose collection is '\(Query<T>.collection)'", collection: collection)
+        }
+        if let opaque = selection.condition.firstOpaque, opaque.typeName != typeName, selection.problem == nil {
+            // Its conditions evaluated on the decoded document need the type they were written for.
+            selection.problem = DocStoreError(.invalidSchema, "a query with conditions on \(opaque.typeName) cannot be "
+                + "decoded as \(typeName): some of them are evaluated on the decoded document", collection: collection)
         }
         return Query<T>(collection: collection, selection: selection, kind: .model(T.self))
     }
@@ -142,8 +148,11 @@ extension Query where Element == DocumentValue {
 extension Query where Element: Document {
     /// A query for every document of `Element`.
     public init() {
-        self.init(collection: Element.collection, kind: .model(Element.self))
+        self.init(collection: Query.collection, kind: .model(Element.self))
     }
+
+    /// The collection of `Element`, as its schema has it (fixed once per process).
+    static var collection: String { (try? TypeRegistry.schema(Element.self))?.collection ?? Element.collection }
 
     /// Keeps only the documents for which `predicate` is true (in addition to earlier conditions).
     ///
@@ -250,6 +259,8 @@ struct ElementKind<Element: Sendable>: Sendable {
     private let decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element
     /// The collection as the catalog has it, for reading; `nil` when there is none. Never a write.
     let openForReading: @Sendable (TransactionScope, String) throws -> CollectionHandle?
+    /// The collection for a change: a type's collection is synced with what it declares first.
+    let openForWriting: @Sendable (TransactionScope, String) throws -> CollectionHandle?
     /// Inserts an element; returns it as stored.
     let insert: @Sendable (WriteContext, Element, String) throws -> Element
 
@@ -258,6 +269,7 @@ struct ElementKind<Element: Sendable>: Sendable {
             typeName: "DocumentValue",
             decodeRaw: { try DocumentValue(encoded: Array($0)) },
             openForReading: { scope, name in try scope.handle(named: name) },
+            openForWriting: { scope, name in try scope.handle(named: name) },
             insert: { context, document, collection in try context.insertAndFetch(document, into: collection) })
     }
 
@@ -266,6 +278,7 @@ struct ElementKind<Element: Sendable>: Sendable {
             typeName: String(reflecting: T.self),
             decodeRaw: { try DocumentDecoder().decode(T.self, from: $0) },
             openForReading: { scope, _ in try scope.handleForReading(T.self) },
+            openForWriting: { scope, _ in try scope.handle(for: T.self) },
             insert: { context, document, _ in try context.insert(document); return document })
     }
 

@@ -6,7 +6,7 @@ import Synchronization
 enum TypeRegistry {
     /// Per type: its schema (or why it has none), and the key paths resolved so far.
     private final class Entry: @unchecked Sendable {
-        // Read and written only under `entries`' lock.
+        // `paths` is read and written only under `entries`' lock; the rest never changes.
         let schema: Result<ResolvedSchema, DocStoreError>
         let probe: Any?
         var paths: [AnyKeyPath: FieldPath?] = [:]
@@ -19,8 +19,10 @@ enum TypeRegistry {
 
     private static let entries = Mutex<[ObjectIdentifier: Entry]>([:])
 
-    private static func entry<T: Document>(_ type: T.Type, in entries: inout [ObjectIdentifier: Entry]) -> Entry {
-        if let known = entries[ObjectIdentifier(type)] { return known }
+    /// The type's entry, made outside the lock (making it runs the type's own code: `init(from:)`, `indexes`),
+    /// which is held only to look up and to record.
+    private static func entry<T: Document>(_ type: T.Type) -> Entry {
+        if let known = entries.withLock({ $0[ObjectIdentifier(type)] }) { return known }
         let schema: Result<ResolvedSchema, DocStoreError>
         do { schema = .success(try ResolvedSchema.resolve(type)) } catch let error as DocStoreError {
             schema = .failure(error)
@@ -28,26 +30,28 @@ enum TypeRegistry {
             schema = .failure(DocStoreError(.invalidSchema, "\(String(reflecting: T.self)): \(error)"))
         }
         let made = Entry(schema: schema, probe: try? FieldPathProbe<T>())
-        entries[ObjectIdentifier(type)] = made
-        return made
+        return entries.withLock { entries in
+            if let first = entries[ObjectIdentifier(type)] { return first }   // another thread made it meanwhile
+            entries[ObjectIdentifier(type)] = made
+            return made
+        }
     }
 
     /// The type's collection, id path and indexes as field paths.
     static func schema<T: Document>(_ type: T.Type) throws -> ResolvedSchema {
-        try entries.withLock { entry(type, in: &$0).schema }.get()
+        try entry(type).schema.get()
     }
 
     /// The field path `keyPath` reads, or `nil` when it is not a stored field (a computed property, `.count`, ...).
     static func fieldPath<T: Document>(_ keyPath: AnyKeyPath, of type: T.Type) -> FieldPath? {
-        entries.withLock { entries in
-            let entry = entry(type, in: &entries)
-            if let known = entry.paths[keyPath] { return known }
-            var found: FieldPath?
-            if let probe = entry.probe as? FieldPathProbe<T>, let partial = keyPath as? PartialKeyPath<T> {
-                found = (try? probe.path(of: partial)) ?? nil
-            }
-            entry.paths.updateValue(found, forKey: keyPath)
-            return found
+        let entry = entry(type)
+        if let known = entries.withLock({ _ in entry.paths[keyPath] }) { return known }
+        // Reading the key path on the probe runs the type's code (a computed property): outside the lock.
+        var found: FieldPath?
+        if let probe = entry.probe as? FieldPathProbe<T>, let partial = keyPath as? PartialKeyPath<T> {
+            found = (try? probe.path(of: partial)) ?? nil
         }
+        entries.withLock { _ in _ = entry.paths.updateValue(found, forKey: keyPath) }
+        return found
     }
 }

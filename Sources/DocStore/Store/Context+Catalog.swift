@@ -115,7 +115,7 @@ extension DocStore {
     /// ```swift
     /// let left = try await store.dryRun { ctx in
     ///     try Query<DocumentValue>("people").include(.compare("age", .less, .int(13))).delete(in: ctx)
-    ///     return try ctx.count(in: "people")
+    ///     return try Query<DocumentValue>("people").count(in: ctx)
     /// }
     /// ```
     public func dryRun<R: Sendable>(_ body: @Sendable (WriteContext) throws -> R) throws -> R {

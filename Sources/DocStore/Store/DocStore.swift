@@ -10,7 +10,7 @@ import Foundation
 /// ```swift
 /// let store = try await DocStore(path: "people.db")          // creates or opens
 /// try await store.insert(Person(id: UUID(), name: "Ann", age: 41, city: "Oslo", email: nil, tags: ["swift"]))
-/// let total = try await store.count(Person.self)
+/// let total = try await Person.query().count(in: store)
 /// ```
 public actor DocStore {
     /// How a store is opened.
@@ -26,8 +26,8 @@ public actor DocStore {
         public var maxReaders: UInt32 = 126
         /// Opens the store for reading only (LMDB's `MDB_RDONLY`): the data file is opened without write access, so
         /// a store on a read-only file system, or in a file this process may not write, can be read. Every change
-        /// is refused with ``DocStoreError/Code/readOnly``, a read included when it would first have to create a
-        /// type's collection or build an index the type declares. The store must exist.
+        /// is refused with ``DocStoreError/Code/readOnly`` (``DocStore/prepare(_:)`` too, when something is
+        /// missing); reads never write, so every read works. The store must exist.
         ///
         /// LMDB still records readers in the lock file `PATH-lock` when it can open it for writing, so writers in
         /// other processes keep the pages being read; on a read-only file system it goes without. Where the lock
@@ -283,7 +283,7 @@ public actor DocStore {
     }
 
     /// Deletes an index and its entries. Returns whether there was one. An index the type still declares is
-    /// built again the next time the type is used.
+    /// built again by the type's next write, or by ``prepare(_:)``.
     @discardableResult
     public func dropIndex(_ name: String, from collection: String) throws -> Bool {
         try withWrite { try $0.dropIndex(name, from: collection) }

@@ -227,11 +227,7 @@ final class StoreCore {
             throw DocStoreError(.storage, "cannot create collection '\(schema.collection)'")
         }
         if info.idPath != schema.idPath {
-            guard try txn.entryCount(documents) == 0 else {
-                throw DocStoreError(.invalidSchema, "collection '\(schema.collection)' keys its documents by "
-                    + "'\(info.idPath)', but \(schema.typeName) keeps its id at '\(schema.idPath)'",
-                    collection: schema.collection)
-            }
+            guard try txn.entryCount(documents) == 0 else { throw StoreCore.idPathMismatch(info, schema) }
             info.idPath = schema.idPath
             changed = true
         }
@@ -263,6 +259,12 @@ final class StoreCore {
             try handle.build(index, in: txn)
         }
         return handle
+    }
+
+    /// The error for a type whose id is not where its collection keys its documents.
+    static func idPathMismatch(_ info: CollectionInfo, _ schema: ResolvedSchema) -> DocStoreError {
+        DocStoreError(.invalidSchema, "collection '\(schema.collection)' keys its documents by '\(info.idPath)', but "
+            + "\(schema.typeName) keeps its id at '\(schema.idPath)'", collection: schema.collection)
     }
 
     /// Removes an index from the catalog and deletes its entries.

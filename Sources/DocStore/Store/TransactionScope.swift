@@ -37,6 +37,11 @@ final class TransactionScope {
             return open
         }
         guard let handle = try handle(named: schema.collection) else { return nil }
+        if handle.info.idPath != schema.idPath {
+            // Its ids are elsewhere: a look-up by the type's id, or an id read from its documents, would be wrong.
+            guard try txn.entryCount(handle.documents) > 0 else { return nil }
+            throw StoreCore.idPathMismatch(handle.info, schema)
+        }
         declared[schema.collection] = schema
         checkers[schema.collection] = { raw in _ = try DocumentDecoder().decode(T.self, from: raw) }
         return handle
