@@ -885,30 +885,6 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
             store.changes.subscriberCount == 0 && !store.changes.isPolling
         }
     }
-
-    @Test func releasingTheStoreEndsTheObservationAndFreesTheFile() async throws {
-        let dir = TemporaryDirectory()
-        let path = dir.path("store.db")
-        var store: DocStore? = try await DocStore(path: path)
-        let notifier = try #require(store?.changes)
-        let results = ObservationRecorder(adultsByName.observe(in: try #require(store)))
-        let count = ObservationRecorder(Person.query().observeCount(in: try #require(store)))
-        let document = ObservationRecorder(try #require(store).observe(Person.self, id: UUID()))
-        #expect(try await results.next() == [])
-        #expect(try await count.next() == 0)
-        #expect(SeenPerson(try await document.next()) == .missing)
-        weak let released = store
-        store = nil
-        // Nothing else holds the store: the observers end, and the file can be opened again in this process
-        // (LMDB allows one environment per file and process, so a store kept alive would refuse).
-        #expect(try await results.waitForEnd() == nil)
-        #expect(try await count.waitForEnd() == nil)
-        #expect(try await document.waitForEnd() == nil)
-        #expect(released == nil, "an observer kept the store alive")
-        try await eventually("no subscriber and no poller") { notifier.subscriberCount == 0 && !notifier.isPolling }
-        let reopened = try await DocStore(path: path)
-        #expect(try await Person.query().count(in: reopened) == 0)
-    }
 }
 
 /// The adults' names, by name or by age: a request whose parameters are its properties.

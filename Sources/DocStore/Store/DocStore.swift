@@ -92,9 +92,6 @@ public actor DocStore {
         if isReadOnly { throw StoreCore.readOnlyRefusal(what, path: path) }
     }
 
-    /// Ends every observation when the store is released: observers do not keep it alive.
-    deinit { changes.finishAll() }
-
     /// Closes the store. Later calls throw ``DocStoreError/Code/closed``. The store also closes when released.
     ///
     /// The corresponding LMDB function is `mdb_env_close`.
