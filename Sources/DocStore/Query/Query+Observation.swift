@@ -9,7 +9,7 @@ extension Query {
     /// ```
     /// A commit that leaves the results equal (a write to another collection, or to documents the query does
     /// not return) sends nothing. A consumer slower than the commits gets the latest results, never a backlog.
-    /// The observation ends when the consuming task is cancelled or the store is closed or released; errors (a
+    /// The observation ends when the consuming task is cancelled or the store is closed; errors (a
     /// document that no longer decodes) end it with that error.
     public func observe(in store: DocStore) -> AsyncThrowingStream<[Element], Error> {
         store.observation { ctx, previous -> ([UInt8], [Element]?) in
