@@ -27,12 +27,19 @@ extension Query {
     }
 
     /// Runs the query: its results and what finding them took.
-    private func run(in context: ReadContext) throws -> (results: [Element], statistics: QueryStatistics) {
-        guard let executor = try executor(in: context) else { return ([], QueryStatistics()) }
+    /// Runs the query: its results, what finding them took, and the plan it ran (`nil`: no collection).
+    private func run(in context: ReadContext) throws
+        -> (results: [Element], statistics: QueryStatistics, plan: Plan?) {
+        guard let executor = try executor(in: context) else { return ([], QueryStatistics(), nil) }
         var results: [Element] = []
         // Only the documents returned are decoded, as the walk finds them.
         try executor.forEachResult { id, raw in results.append(try executor.decodeReturned(raw, id: id, as: kind)) }
-        return (results, executor.statistics.value)
+        return (results, executor.statistics.value, executor.plan)
+    }
+
+    /// The count of a counting executor's matches, after what was done to the slice.
+    private func finalCount(_ counted: Int) -> Int {
+        WindowStep.apply(selection.window?.afterwards ?? [], toCount: counted)
     }
 
     /// The ids of the results, in order, each read from its document at the collection's id path.
@@ -86,7 +93,7 @@ extension Query {
     /// indexes answer the whole condition; no document is decoded unless a condition needs it.
     public func count(in context: ReadContext) throws -> Int {
         guard let executor = try executor(in: context, counting: true) else { return 0 }
-        return WindowStep.apply(selection.window?.afterwards ?? [], toCount: try executor.count())
+        return finalCount(try executor.count())
     }
 
     /// How the query runs, then what running it took (`.results` runs it as ``results(in:)`` does, `.count` as
@@ -95,15 +102,15 @@ extension Query {
     /// For example: `print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))`.
     public func explain(_ verb: QueryExplanation.Verb = .results, in context: ReadContext) throws -> QueryExplanation {
         guard verb == .count else {
-            let plan = try plan(in: context)
-            return QueryExplanation(plan: plan, statistics: try run(in: context).statistics)
+            let ran = try run(in: context)
+            return QueryExplanation(plan: try ran.plan ?? plan(in: context), statistics: ran.statistics)
         }
         guard let executor = try executor(in: context, counting: true) else {
             return QueryExplanation(plan: try plan(in: context, counting: true), statistics: QueryStatistics())
         }
         let counted = try executor.count()
         var statistics = executor.statistics.value
-        statistics.returned = WindowStep.apply(selection.window?.afterwards ?? [], toCount: counted)
+        statistics.returned = finalCount(counted)
         return QueryExplanation(plan: executor.plan, statistics: statistics)
     }
 

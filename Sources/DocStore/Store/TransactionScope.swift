@@ -42,8 +42,7 @@ final class TransactionScope {
             guard try txn.entryCount(handle.documents) > 0 else { return nil }
             throw StoreCore.idPathMismatch(handle.info, schema)
         }
-        declared[schema.collection] = schema
-        checkers[schema.collection] = { raw in _ = try DocumentDecoder().decode(T.self, from: raw) }
+        remember(type, schema)
         return handle
     }
 
@@ -76,6 +75,11 @@ final class TransactionScope {
     /// Notes that `type` was checked against the catalog entry `handle` carries.
     private func record<T: Document>(_ type: T.Type, _ schema: ResolvedSchema, _ handle: CollectionHandle) {
         synced[ObjectIdentifier(type)] = handle
+        remember(type, schema)
+    }
+
+    /// Notes `type` as the Swift type of its collection, for `verify()`'s reports and decoding checks.
+    private func remember<T: Document>(_ type: T.Type, _ schema: ResolvedSchema) {
         declared[schema.collection] = schema
         checkers[schema.collection] = { raw in _ = try DocumentDecoder().decode(T.self, from: raw) }
     }
