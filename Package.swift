@@ -46,13 +46,18 @@ let package = Package(
             dependencies: ["DocStore"],
             path: "Tests/CrashWriter"
         ),
+        // What both test targets share: a trait for tests that block their thread.
+        .target(
+            name: "TestSupport",
+            path: "Tests/Support"
+        ),
         .testTarget(
             name: "DocStoreTests",
-            dependencies: ["DocStore", "DocStoreCrashWriter"]
+            dependencies: ["DocStore", "DocStoreCrashWriter", "TestSupport"]
         ),
         .testTarget(
             name: "ReplTests",
-            dependencies: ["repl", "DocStore"]
+            dependencies: ["repl", "DocStore", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

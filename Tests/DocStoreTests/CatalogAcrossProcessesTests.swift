@@ -1,6 +1,7 @@
 import DocStoreCrashWriter
 import Foundation
 import Testing
+import TestSupport
 @testable import DocStore
 
 /// The child process in its `catalog-on-cue` mode: each catalog change is sent as a line, and ``make(_:)`` returns
@@ -61,7 +62,7 @@ final class CatalogChild {
 
 /// A process that has a store open follows the catalog changes another process makes: every read below is made
 /// once, and must answer on that first try.
-@Suite struct CatalogAcrossProcessesTests {
+@Suite(.ownThreads) struct CatalogAcrossProcessesTests {
     /// Every collection with its number of documents, in one read transaction, as the shell's `.collections` reads.
     static func listing(_ store: DocStore) async throws -> [String: Int] {
         let rows = try await store.read { ctx in try ctx.collections().map { ($0.name, try Query<DocumentValue>($0.name).count(in: ctx)) } }

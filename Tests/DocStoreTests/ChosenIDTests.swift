@@ -1,11 +1,12 @@
 import DocStoreCrashWriter
 import Foundation
 import Testing
+import TestSupport
 @testable import DocStore
 
 /// Documents written without their Swift type and without an id get one from the store, in the write transaction
 /// that stores them: never one another writer has, in this process or another.
-@Suite struct ChosenIDTests {
+@Suite(.ownThreads) struct ChosenIDTests {
     @Test func aDocumentWithoutAnIDGetsTheNextIntegerOrAUUIDString() async throws {
         let (store, dir) = try await makeStore()
         _ = dir

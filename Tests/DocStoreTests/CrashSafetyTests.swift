@@ -1,9 +1,10 @@
 import DocStoreCrashWriter
 import Foundation
 import Testing
+import TestSupport
 @testable import DocStore
 
-@Suite struct CrashSafetyTests {
+@Suite(.ownThreads) struct CrashSafetyTests {
     /// The child process built beside this test binary.
     static var writerURL: URL {
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()

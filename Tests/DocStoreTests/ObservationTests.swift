@@ -2,6 +2,7 @@ import DocStoreCrashWriter
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import DocStore
 
 // Observed queries and documents: the first value at once, then one value for each commit that changes the
@@ -11,7 +12,9 @@ import Testing
 // MARK: Helpers
 
 /// How long a test waits for something that should come within a fraction of a second. A passing test never waits
-/// this long; the margin is for a machine whose cooperative threads other suites hold for seconds at a time.
+/// this long; the margin is for a loaded machine. (Tests that block their thread, waiting for a child process or a
+/// pipe, run on threads of their own: on the shared pool, two of them once stopped every observation for two
+/// minutes.)
 private let patience: Duration = .seconds(120)
 
 /// A wait that ran out: the test stops instead of hanging.
@@ -181,7 +184,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
 // MARK: Tests
 
-@Suite struct ObservationTests {
+@Suite(.ownThreads) struct ObservationTests {
     /// The child process built beside this test binary.
     static var writerURL: URL {
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
@@ -899,7 +902,7 @@ private struct AdultNames: StoreRequest {
     }
 }
 
-@Suite struct ObservedRequestTests {
+@Suite(.ownThreads) struct ObservedRequestTests {
     @Test func requestValueComesAtOnceThenOnlyWhenItChanges() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }

@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import DocStore
 
 /// Awaited answers: a query suspends until its question is answered or cancelled, each question ends exactly
 /// once, and a presenter finds questions as `pending` or on the `questions` stream.
-@Suite struct PromptTests {
+@Suite(.ownThreads) struct PromptTests {
     // MARK: Answering
 
     @Test func queryWaitsForTheAnswerAndReturnsIt() async throws {

@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import DocStore
 
 /// `observe(requests:)` sends a request's value only while that request is the current one, and moving to the next
 /// request waits for a send in progress: a replaced request's late value can never overwrite the new one's.
-@Suite struct RequestGenerationTests {
+@Suite(.ownThreads) struct RequestGenerationTests {
     @Test func movingToTheNextRequestWaitsForASendInProgress() {
         let generation = RequestGeneration()
         let first = generation.next()

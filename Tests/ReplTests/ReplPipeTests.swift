@@ -5,6 +5,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 
 // MARK: - Helpers shared with ReplTerminalTests
 
@@ -181,7 +182,7 @@ extension String {
 /// The shell reading a script from a pipe, with arguments and files: no terminal, so no line editing and no questions.
 /// The tests that run the shell as a child process. They wait for it synchronously (a pipe, a pseudo-terminal), which
 /// holds a thread of the shared pool: one at a time, so that the rest of the tests always has a thread.
-@Suite(.serialized) enum ShellSessions {}
+@Suite(.serialized, .ownThreads) enum ShellSessions {}
 
 extension ShellSessions {
 @Suite struct ReplPipeTests {
