@@ -67,6 +67,15 @@ enum BenchCommand {
                 } catch {
                     fail("\(error)")
                 }
+            case "--fuzz-codec":
+                // Not for people: scripts/bench-ci's run of the codec on corrupt documents in this optimized build.
+                guard let count = args.popFirst().flatMap(Int.init), count > 0 else { fail("--fuzz-codec needs a count") }
+                let seed = args.popFirst().flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+                do {
+                    exit(try CodecFuzz.run(count: count, seed: seed) ? 0 : 1)
+                } catch {
+                    fail("\(error)")
+                }
             case "--check": thresholdsPath = list(a).first
             case "--help", "-h": print(usage); exit(0)
             default: fail("unknown argument '\(a)'\n\(usage)")

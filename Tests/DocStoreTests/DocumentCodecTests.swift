@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import DocStore
+@_spi(Fuzzing) @testable import DocStore
 
 // MARK: - Models
 
@@ -900,7 +900,8 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
     }
 
     /// Corrupt bytes, whatever they are: every reader returns or throws, never traps. A value `DocumentValue`
-    /// accepts is consistent: written back it reads the same, and its key read in place is its key.
+    /// accepts is consistent: written back it reads the same, and its key read in place is its key. (The same
+    /// checks run in an optimized build in `bench --fuzz-codec`, from `scripts/bench-ci`.)
     @Test func corruptBytesNeverCrashAnyReader() throws {
         var random = CodecRandom(seed: 1151)
         var inputs: [[UInt8]] = []
@@ -943,25 +944,21 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
             _ = try? DocumentDecoder().decode([String: Int].self, from: bytes)
             _ = try? DocumentDecoder().decode([Shape].self, from: bytes)
             _ = try? DocumentDecoder().decode(Double.self, from: bytes)
+            let outcome = bytes.withUnsafeBytes { InPlaceReading.readEveryWay($0, paths: []) }
+            if let disagreement = outcome.disagreement { failures.add("\(keyHex(bytes)): \(disagreement)") }
             guard let value = try? DocumentValue(encoded: bytes) else { continue }
             accepted += 1
+            if !outcome.wellFormed { failures.add("\(keyHex(bytes)): DocumentValue accepts what the in-place reading does not") }
             let reread = try DocumentValue(encoded: value.encoded())
             if KeyEncoder.key(reread) != KeyEncoder.key(value) { failures.add("\(keyHex(bytes)): rewritten value differs") }
-            let inPlace = try bytes.withUnsafeBytes { raw -> [UInt8] in
-                let reader = BinaryReader(raw)
-                var e = KeyEncoder()
-                try e.append(try reader.root(), in: reader)
-                return e.bytes
-            }
-            if inPlace != KeyEncoder.key(value) { failures.add("\(keyHex(bytes)): key read in place differs") }
         }
         #expect(failures.count == 0, failures.report(seed: 1151))
         #expect(accepted > 0)
     }
 
-    /// The scan's field look-up (`CompiledPath`, over `BinaryReader.field(_:name:count:)`) against the plain walk
-    /// (`value(atPath:)`), on sound documents and on damaged ones: the same value wherever the walk finds one in a
-    /// sound document, an error wherever the walk throws, and never a value the walk would not give.
+    /// The scan's field look-up (`CompiledPath`) against the plain walk (`value(atPath:)`), on sound documents and
+    /// on damaged ones (through `InPlaceReading`): the same value or the same error at every path, and in a sound
+    /// document the value the whole document holds there.
     @Test func compiledPathsFindWhatThePlainWalkFinds() throws {
         var random = CodecRandom(seed: 1187)
         var failures = CodecFailures()
@@ -982,27 +979,10 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
                 }
             }
             let sound = (try? DocumentValue(encoded: bytes)) != nil
-            bytes.withUnsafeBytes { raw in
-                let reader = BinaryReader(raw)
-                guard let root = try? reader.root() else { return }
-                for path in paths {
-                    compared += 1
-                    let walked = Result { try reader.value(atPath: path, from: root) }
-                    let compiled = Result { try CompiledPath(path).value(in: reader, from: root) }
-                    switch (walked, compiled) {
-                    case (.success(let a), .success(let b)):
-                        if a?.tag != b?.tag || a?.start != b?.start || a?.end != b?.end {
-                            failures.add("\(path) in \(keyHex(bytes)): walk \(String(describing: a)), compiled \(String(describing: b))")
-                        }
-                    case (.failure, .success(let b)):
-                        failures.add("\(path) in \(keyHex(bytes)): the walk throws, compiled found \(String(describing: b))")
-                    case (.success(let a), .failure(let error)) where sound:
-                        failures.add("\(path) in a sound document: walk \(String(describing: a)), compiled threw \(error)")
-                    default:
-                        break   // both throw, or a damaged document the compiled look-up refuses sooner
-                    }
-                }
-            }
+            let outcome = bytes.withUnsafeBytes { InPlaceReading.readEveryWay($0, paths: paths) }
+            if let disagreement = outcome.disagreement { failures.add("\(keyHex(bytes)): \(disagreement)") }
+            if outcome.wellFormed != sound { failures.add("\(keyHex(bytes)): well formed \(outcome.wellFormed), sound \(sound)") }
+            compared += paths.count
         }
         #expect(failures.count == 0, failures.report(seed: 1187))
         #expect(compared > 10_000)

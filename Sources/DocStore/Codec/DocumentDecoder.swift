@@ -100,7 +100,9 @@ final class DocumentValueDecoder: Decoder {
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         try checkDepth()
         guard ref.tag == BinaryFormat.Tag.array else { throw mismatch([Any].self, ref, nil) }
-        return UnkeyedContainer(decoder: self, offset: reader.contentStart(ref), count: reader.count(ref))
+        let container = UnkeyedContainer(decoder: self, offset: reader.contentStart(ref), count: reader.count(ref))
+        try container.checkEnd()
+        return container
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
@@ -202,13 +204,14 @@ final class DocumentValueDecoder: Decoder {
             out.reserveCapacity(min(reader.count(r), 4096))
             var offset = reader.contentStart(r)
             while offset < r.end {
-                let element = try reader.value(at: offset)
-                guard element.tag == BinaryFormat.Tag.string, element.end <= r.end else {
+                let element = try reader.value(at: offset, within: r.end)
+                guard element.tag == BinaryFormat.Tag.string else {
                     return try T(from: DocumentValueDecoder(reader: reader, ref: r, parent: self, key: key()))
                 }
                 out.append(try reader.string(element))
                 offset = element.end
             }
+            try reader.checkCount(r, out.count)
             return unsafeBitCast(out, to: T.self)
         }
         if T.self == Data.self {
@@ -238,23 +241,8 @@ final class DocumentValueDecoder: Decoder {
         return try Array(name.utf8).withUnsafeBytes { try field($0) }
     }
 
+    /// Walks the fields from the one expected next (at `hint`) to the end, then from the first up to `hint`.
     private func field(_ name: UnsafeRawBufferPointer) throws -> ValueRef? {
-        // Fast path: the field expected next, with a one-byte name length (names under 128 bytes).
-        let hint = self.hint
-        let buffer = reader.buffer
-        if hint < ref.end, name.count < 0x80, buffer[hint] == UInt8(name.count),
-           hint + 1 + name.count < ref.end, BinaryReader.equal(buffer, hint + 1, name) {
-            let value = try reader.value(at: hint + 1 + name.count)
-            guard value.end <= ref.end else {
-                throw MalformedDocument(offset: hint, reason: "field runs past its object")
-            }
-            self.hint = value.end
-            return value
-        }
-        return try scanForField(name)
-    }
-
-    private func scanForField(_ name: UnsafeRawBufferPointer) throws -> ValueRef? {
         let start = reader.contentStart(ref)
         let hint = self.hint
         var offset = hint
@@ -266,17 +254,12 @@ final class DocumentValueDecoder: Decoder {
                 offset = start
             }
             if wrapped && offset >= hint { return nil }
-            let (n, s) = try reader.varint(at: offset)
-            try reader.need(s, n)
-            let value = try reader.value(at: s + n)
-            guard value.end <= ref.end else {
-                throw MalformedDocument(offset: offset, reason: "field runs past its object")
+            let field = try reader.field(at: offset, within: ref.end)
+            if reader.field(field, isNamed: name) {
+                self.hint = field.value.end
+                return field.value
             }
-            if n == name.count && BinaryReader.equal(reader.buffer, s, name) {
-                self.hint = value.end
-                return value
-            }
-            offset = value.end
+            offset = field.value.end
         }
     }
 
@@ -384,7 +367,22 @@ final class DocumentValueDecoder: Decoder {
 
         var codingPath: [any CodingKey] { decoder.codingPath }
         var count: Int? { total }
-        var isAtEnd: Bool { currentIndex >= total || offset >= decoder.ref.end }
+        var isAtEnd: Bool { currentIndex >= total }
+
+        /// Moves past element `r`.
+        private mutating func step(past r: ValueRef) throws {
+            offset = r.end
+            currentIndex += 1
+            try checkEnd()
+        }
+
+        /// After the last element, the array's bytes must end: its count is the number of its elements, as the
+        /// other walks require.
+        func checkEnd() throws {
+            if isAtEnd && offset != decoder.ref.end {
+                throw MalformedDocument(offset: offset, reason: "bytes after the \(total) elements of an array")
+            }
+        }
 
         private mutating func next(_ type: Any.Type) throws -> (ValueRef, IndexKey) {
             let key = IndexKey(currentIndex)
@@ -392,20 +390,17 @@ final class DocumentValueDecoder: Decoder {
                 throw DecodingError.valueNotFound(type, .init(codingPath: codingPath + [key],
                     debugDescription: "the array has only \(total) elements"))
             }
-            let r = try decoder.reader.value(at: offset)
-            guard r.end <= decoder.ref.end else {
-                throw MalformedDocument(offset: offset, reason: "element runs past its array")
-            }
-            offset = r.end
-            currentIndex += 1
+            let r = try decoder.reader.value(at: offset, within: decoder.ref.end)
+            try step(past: r)
             return (r, key)
         }
 
         mutating func decodeNil() throws -> Bool {
             guard !isAtEnd else { return false }
-            let r = try decoder.reader.value(at: offset)
-            if decoder.isNull(r) { offset = r.end; currentIndex += 1; return true }
-            return false
+            let r = try decoder.reader.value(at: offset, within: decoder.ref.end)
+            guard decoder.isNull(r) else { return false }
+            try step(past: r)
+            return true
         }
 
         mutating func decode(_ type: Bool.Type) throws -> Bool { let (r, k) = try next(type); return try decoder.bool(r, k) }

@@ -112,6 +112,8 @@ extension DocumentValue {
         case BinaryFormat.Tag.date: self = .date(Date(timeIntervalSinceReferenceDate: reader.dateInterval(ref) ?? 0))
         case BinaryFormat.Tag.uuid: self = .uuid(reader.uuid(ref))
         case BinaryFormat.Tag.array:
+            // The count fits in the container's bytes (checked when `ref` was read); the cap keeps each of many
+            // nested containers from reserving room for the whole document.
             var elements: [DocumentValue] = []
             elements.reserveCapacity(min(reader.count(ref), 1024))
             try reader.forEachElement(ref) { elements.append(try DocumentValue(reader: reader, ref: $0, depth: depth + 1)) }

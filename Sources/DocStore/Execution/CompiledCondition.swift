@@ -15,8 +15,8 @@ final class CompiledPath {
         func value(in reader: BinaryReader, from root: ValueRef) throws -> ValueRef? {
             var current = root
             for span in spans {
-                guard current.tag == BinaryFormat.Tag.object,
-                      let found = try reader.field(current, name: names + span.offset, count: span.count) else { return nil }
+                let name = UnsafeRawBufferPointer(start: names + span.offset, count: span.count)
+                guard let found = try reader.field(current, named: name) else { return nil }
                 current = found
             }
             return current

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TestSupport
-@testable import DocStore
+@testable import repl
 
 /// Awaited answers: a query suspends until its question is answered or cancelled, each question ends exactly
 /// once, and a presenter finds questions as `pending` or on the `questions` stream.

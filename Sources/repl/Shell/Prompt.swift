@@ -1,7 +1,8 @@
 import Synchronization
 
 /// A question that code asks and awaits, and that a presenter answers: a confirmation before a destructive
-/// command, a choice among matches, a value the command cannot guess.
+/// command, a choice among matches, a value the command cannot guess. The shell asks its confirmations through
+/// one (``Shell/confirmations``), and the terminal presents them at the prompt.
 ///
 /// The asking side calls ``query(with:)`` and suspends. The presenting side finds the question, as
 /// ``pending`` or from the ``questions`` stream, shows its ``Question/input`` however it likes, and calls
@@ -34,14 +35,14 @@ import Synchronization
 /// - Cancelling the task that awaits ``query(with:)`` cancels its question; a task cancelled before it asks
 ///   throws `CancellationError` without its question ever becoming pending.
 /// - When a question ends, ``pending`` is `nil` again and the next question may be asked.
-public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
+final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
     /// What ``Prompt/query(with:)`` does when a question is already waiting for an answer.
     ///
     /// For example, a shell where a new command replaces a forgotten question:
     /// ```swift
     /// let choose = Prompt<[String], Int>(conflictPolicy: .cancelPrevious)
     /// ```
-    public enum ConflictPolicy: Sendable {
+    enum ConflictPolicy: Sendable {
         /// The waiting question is cancelled (its asker throws `CancellationError`) and the new one takes its
         /// place.
         case cancelPrevious
@@ -62,11 +63,11 @@ public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
     ///     question.answer(with: true)
     /// }
     /// ```
-    public struct Question: Sendable, Identifiable {
+    struct Question: Sendable, Identifiable {
         /// The question's number, unique within its prompt and increasing in the order questions are asked.
-        public let id: Int
+        let id: Int
         /// What the asker passed to ``Prompt/query(with:)``.
-        public let input: Input
+        let input: Input
         let prompt: Prompt
 
         /// Answers the question: its asker's ``Prompt/query(with:)`` returns `answer`.
@@ -82,7 +83,7 @@ public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
         /// - Returns: `true` if this call answered the question; `false`, and nothing happens, if the question
         ///   had already been answered or cancelled.
         @discardableResult
-        public func answer(with answer: Answer) -> Bool {
+        func answer(with answer: Answer) -> Bool {
             prompt.end(id, with: .success(answer))
         }
 
@@ -95,7 +96,7 @@ public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
         /// - Returns: `true` if this call cancelled the question; `false`, and nothing happens, if the question
         ///   had already been answered or cancelled.
         @discardableResult
-        public func cancel() -> Bool {
+        func cancel() -> Bool {
             prompt.end(id, with: .failure(CancellationError()))
         }
 
@@ -110,7 +111,7 @@ public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
         ///     print(question.input)
         /// }
         /// ```
-        public var isPending: Bool {
+        var isPending: Bool {
             prompt.state.withLock { $0.waiting?.id == id }
         }
     }
@@ -130,7 +131,7 @@ public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
     }
 
     /// What happens when a question is asked while another waits.
-    public let conflictPolicy: ConflictPolicy
+    let conflictPolicy: ConflictPolicy
     let state = Mutex(State())
 
     /// Creates a prompt with no question pending.
@@ -141,7 +142,7 @@ public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
     /// let choose = Prompt<[String], Int>(conflictPolicy: .cancelPrevious) // a new question replaces the old
     /// ```
     /// - Parameter conflictPolicy: What ``query(with:)`` does when a question is already pending.
-    public init(conflictPolicy: ConflictPolicy = .refuseNew) {
+    init(conflictPolicy: ConflictPolicy = .refuseNew) {
         self.conflictPolicy = conflictPolicy
     }
 
@@ -173,7 +174,7 @@ public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
     ///   a newer question under ``ConflictPolicy/cancelPrevious``, or cancellation of the calling task,
     ///   before or while it waits). ``PromptConflictError`` under ``ConflictPolicy/refuseNew`` if another
     ///   question is pending.
-    public func query(with input: Input) async throws -> Answer {
+    func query(with input: Input) async throws -> Answer {
         try Task.checkCancellation()
         let id = state.withLock { state in
             state.lastQuestionID += 1
@@ -197,7 +198,7 @@ public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
     ///     question.answer(with: true)
     /// }
     /// ```
-    public var pending: Question? {
+    var pending: Question? {
         state.withLock { state in
             state.waiting.map { Question(id: $0.id, input: $0.input, prompt: self) }
         }
@@ -220,7 +221,7 @@ public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
     ///     }
     /// }
     /// ```
-    public var questions: AsyncStream<Question> {
+    var questions: AsyncStream<Question> {
         let (stream, continuation) = AsyncStream.makeStream(of: Question.self)
         let subscriberID = state.withLock { state in
             state.lastSubscriberID += 1
@@ -246,7 +247,7 @@ public final class Prompt<Input: Sendable, Answer: Sendable>: Sendable {
     /// ```
     /// - Returns: `true` if a question was cancelled; `false` if none was pending.
     @discardableResult
-    public func cancelPending() -> Bool {
+    func cancelPending() -> Bool {
         let continuation = state.withLock { state in
             let continuation = state.waiting?.continuation
             state.waiting = nil
@@ -316,7 +317,7 @@ extension Prompt where Input == Void {
     /// ```
     /// - Returns: The answer given with ``Question/answer(with:)``.
     /// - Throws: As ``query(with:)``: `CancellationError` or ``PromptConflictError``.
-    public func query() async throws -> Answer {
+    func query() async throws -> Answer {
         try await query(with: ())
     }
 }
@@ -334,15 +335,15 @@ extension Prompt where Input == Void {
 ///     print(error)   // A question is already waiting for an answer (question 3) ...
 /// }
 /// ```
-public struct PromptConflictError: Error, Sendable, CustomStringConvertible {
+struct PromptConflictError: Error, Sendable, CustomStringConvertible {
     /// The ``Prompt/Question/id`` of the question that is waiting.
-    public let pendingQuestionID: Int
+    let pendingQuestionID: Int
 
     init(pendingQuestionID: Int) {
         self.pendingQuestionID = pendingQuestionID
     }
 
-    public var description: String {
+    var description: String {
         "A question is already waiting for an answer (question \(pendingQuestionID)); "
             + "answer or cancel it before asking another."
     }
