@@ -104,12 +104,12 @@ private final class FaultContextBox: @unchecked Sendable {
     @Test func lmdbEnvironmentOfAnotherProgramIsNotAStore() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("other.mdb")
-        let configuration = Environment.Configuration(initialMapSize: 1 << 20, maximumMapSize: 1 << 20,
+        let configuration = LMDBEnvironment.Configuration(initialMapSize: 1 << 20, maximumMapSize: 1 << 20,
                                                       maxDatabases: 8, maxReaders: 16)
         do {
-            let env = try Environment(path: path, configuration: configuration)
+            let env = try LMDBEnvironment(path: path, configuration: configuration)
             try env.write { txn in
-                guard let db = try txn.openDatabase("other", create: true) else { throw LMDBError.notFound }
+                guard let db = try txn.openKeySpace("other", create: true) else { throw LMDBError.notFound }
                 try txn.put(db, Array("key".utf8), Array("their value".utf8))
             }
             env.close()
@@ -122,12 +122,12 @@ private final class FaultContextBox: @unchecked Sendable {
         #expect(error?.message.contains("another program") == true, "\(error?.message ?? "")")
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the other program's file must not change")
 
-        let env = try Environment(path: path, configuration: configuration)
+        let env = try LMDBEnvironment(path: path, configuration: configuration)
         defer { env.close() }
         let (value, catalogExists) = try env.read { txn -> ([UInt8]?, Bool) in
-            guard let db = try txn.openDatabase("other", create: false) else { return (nil, false) }
+            guard let db = try txn.openKeySpace("other", create: false) else { return (nil, false) }
             let value = try txn.get(db, Array("key".utf8)).map { Array($0) }
-            return (value, try txn.openDatabase(StoreCore.metaName, create: false) != nil)
+            return (value, try txn.openKeySpace(StoreCore.metaName, create: false) != nil)
         }
         #expect(value == Array("their value".utf8))
         #expect(!catalogExists, "DocStore must not add its catalog to another program's environment")
@@ -152,15 +152,15 @@ private final class FaultContextBox: @unchecked Sendable {
 
         // Nothing was lost: put the format back as this build knows it, and the document is there.
         do {
-            let env = try Environment(path: path, configuration: .init(initialMapSize: 1 << 20, maximumMapSize: 1 << 30,
+            let env = try LMDBEnvironment(path: path, configuration: .init(initialMapSize: 1 << 20, maximumMapSize: 1 << 30,
                                                                        maxDatabases: 64, maxReaders: 16))
             let format = try env.read { txn -> [UInt8]? in
-                guard let meta = try txn.openDatabase(StoreCore.metaName, create: false) else { return nil }
+                guard let meta = try txn.openKeySpace(StoreCore.metaName, create: false) else { return nil }
                 return try txn.get(meta, Array("format".utf8)).map { Array($0) }
             }
             #expect(format == [2], "opening must not rewrite the newer format")
             try env.write { txn in
-                guard let meta = try txn.openDatabase(StoreCore.metaName, create: false) else { throw LMDBError.notFound }
+                guard let meta = try txn.openKeySpace(StoreCore.metaName, create: false) else { throw LMDBError.notFound }
                 try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])
             }
             env.close()

@@ -30,12 +30,14 @@ public struct QueryStatistics: Sendable, Equatable, CustomStringConvertible {
 
 /// Every document, in id order or its reverse.
 final class FullScanSource: CandidateSource {
-    private let cursor: Cursor
+    private let txn: any StorageTransaction
+    private let cursor: any StorageCursor
     private let descending: Bool
     private var started = false
     private let statistics: StatisticsBox
 
-    init(txn: Transaction, documents: Database, descending: Bool, statistics: StatisticsBox) throws {
+    init(txn: any StorageTransaction, documents: KeySpace, descending: Bool, statistics: StatisticsBox) throws {
+        self.txn = txn
         self.cursor = try txn.openCursor(documents)
         self.descending = descending
         self.statistics = statistics
@@ -44,12 +46,12 @@ final class FullScanSource: CandidateSource {
     private var closed = false
 
     override func close() {
-        if !closed { closed = true; cursor.transaction.closeCursor(cursor) }
+        if !closed { closed = true; txn.closeCursor(cursor) }
     }
 
     override func next() throws -> Candidate? {
         guard !closed else { return nil }
-        let entry: Cursor.Entry?
+        let entry: StorageEntry?
         if started {
             entry = descending ? try cursor.previous() : try cursor.next()
         } else {
@@ -78,9 +80,9 @@ final class StatisticsBox {
 /// The entries of one index in some key ranges, each followed to its document.
 final class IndexScanSource: CandidateSource {
     private let scan: IndexScan
-    private let txn: Transaction
-    private let documents: Database
-    private let cursor: Cursor
+    private let txn: any StorageTransaction
+    private let documents: KeySpace
+    private let cursor: any StorageCursor
     private var rangeIndex = 0
     private var positioned = false
     /// Ids already produced, when the scan can meet a document twice (shared by the scans of a union).
@@ -91,7 +93,7 @@ final class IndexScanSource: CandidateSource {
 
     final class SeenIDs { var ids = Set<[UInt8]>() }
 
-    init(scan: IndexScan, index: CollectionHandle.Index, txn: Transaction, documents: Database, seen: SeenIDs?,
+    init(scan: IndexScan, index: CollectionHandle.Index, txn: any StorageTransaction, documents: KeySpace, seen: SeenIDs?,
          fetchDocuments: Bool = true, statistics: StatisticsBox) throws {
         self.scan = scan
         self.txn = txn
@@ -105,28 +107,28 @@ final class IndexScanSource: CandidateSource {
     private var hasDuplicates: Bool { !scan.index.isUnique }
 
     /// Places the cursor on the first entry of the current range, in walk order.
-    private func position(_ range: KeyRange) throws -> Cursor.Entry? {
+    private func position(_ range: KeyRange) throws -> StorageEntry? {
         if !scan.descending {
             var entry = try cursor.seek(atLeast: range.lower)
             if entry != nil && hasDuplicates && scan.descendingIDs { entry = try cursor.lastDuplicate() }
             return entry
         }
-        var entry: Cursor.Entry?
+        var entry: StorageEntry?
         if let upper = range.upper, try cursor.seek(atLeast: upper) != nil {
             entry = try cursor.previous()
         } else {
             entry = try cursor.last()
         }
         if let (key, _) = entry, hasDuplicates && !scan.descendingIDs {
-            // Seeking the key places the cursor on its first duplicate. (MDB_FIRST_DUP would too, but after
-            // MDB_LAST the cursor keeps LMDB's end-of-file flag, and MDB_NEXT_DUP then finds nothing.)
+            // Seeking the key places the cursor on its first duplicate. (`firstDuplicate` would too, but after `last`
+            // LMDB's cursor keeps its end-of-file flag, and `nextDuplicate` then finds nothing.)
             entry = try cursor.seek(atLeast: Array(key))
         }
         return entry
     }
 
     /// Steps to the next entry in walk order.
-    private func step() throws -> Cursor.Entry? {
+    private func step() throws -> StorageEntry? {
         guard hasDuplicates, scan.descending != scan.descendingIDs else {
             return scan.descending ? try cursor.previous() : try cursor.next()
         }

@@ -5,7 +5,7 @@ import Foundation
 final class Executor {
     let plan: Plan
     let handle: CollectionHandle
-    let txn: Transaction
+    let txn: any StorageTransaction
     let statistics = StatisticsBox()
     /// The scan read index entries only: documents are first read when returned.
     private(set) var scanSkippedDocuments = false
@@ -14,7 +14,7 @@ final class Executor {
     /// What each match is ordered by.
     private let sortKeys: SortKeys
 
-    init(plan: Plan, handle: CollectionHandle, txn: Transaction) {
+    init(plan: Plan, handle: CollectionHandle, txn: any StorageTransaction) {
         self.plan = plan
         self.handle = handle
         self.txn = txn

@@ -3,11 +3,11 @@ import CLMDB
 /// A position in a database, used for ordered walks and range scans.
 ///
 /// Keys and values point into the memory map and are valid until the transaction ends or writes.
-struct Cursor {
+struct LMDBCursor: StorageCursor {
     let raw: OpaquePointer
-    unowned let transaction: Transaction
+    unowned let transaction: LMDBTransaction
 
-    typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+    typealias Entry = StorageEntry
 
     @inline(__always)
     private func step(_ op: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil) throws -> Entry? {
@@ -35,10 +35,6 @@ struct Cursor {
     /// LMDB itself refuses). The corresponding LMDB operation is `MDB_SET_RANGE`.
     func seek(atLeast key: UnsafeRawBufferPointer) throws -> Entry? {
         key.isEmpty ? try first() : try step(MDB_SET_RANGE, key: key)
-    }
-
-    func seek(atLeast key: [UInt8]) throws -> Entry? {
-        try key.withUnsafeBytes { try seek(atLeast: $0) }
     }
 
     /// The value under exactly `key`, or `nil`. `MDB_SET`: a cursor already on the leaf page that holds `key`
@@ -77,7 +73,7 @@ struct Cursor {
     }
 }
 
-extension Cursor {
+extension LMDBCursor {
     /// Whether the exact pair (`key`, `value`) is in a duplicate-sorted database.
     /// The corresponding LMDB operation is `MDB_GET_BOTH`.
     func contains(key: [UInt8], value: [UInt8]) throws -> Bool {

@@ -17,7 +17,7 @@ import Synchronization
 /// LMDB still registers readers in the lock file, which it opens for writing; on a read-only file system it goes
 /// without. Where the lock file cannot be opened for another reason (a folder or lock file this process may not
 /// write), the environment is opened without locking (`MDB_NOLOCK`), provided no process has it open then.
-final class Environment {
+final class LMDBEnvironment: StorageEngine {
     struct Configuration {
         var initialMapSize: Int
         var maximumMapSize: Int
@@ -44,28 +44,34 @@ final class Environment {
 
     /// The corresponding LMDB functions are `mdb_env_create`, `mdb_env_set_maxdbs`, `mdb_env_set_maxreaders`,
     /// `mdb_env_set_mapsize`, `mdb_env_open` and `mdb_reader_check`.
-    init(path: String, configuration: Configuration) throws {
+    convenience init(path: String, configuration: Configuration) throws {
+        do { try self.init(opening: path, configuration) } catch let error as LMDBError { throw error.storageError }
+    }
+
+    private init(opening path: String, _ configuration: Configuration) throws {
         self.path = path
         self.configuration = configuration
 
         var flags = LMDBFlags.noSubdirectory | LMDBFlags.noThreadLocalStorage
         if configuration.readOnly { flags |= LMDBFlags.readOnly }
         var withoutLock = false
-        let (env, registered) = try Environment.openFiles.withLock { open -> (OpaquePointer, FileID) in
-            if let existing = Environment.fileID(of: path), open.contains(existing) {
-                throw EnvironmentOpenError.alreadyOpenInProcess
+        let (env, registered) = try LMDBEnvironment.openFiles.withLock { open -> (OpaquePointer, FileID) in
+            if let existing = LMDBEnvironment.fileID(of: path), open.contains(existing) {
+                throw StorageError.alreadyOpenInProcess
             }
             let env: OpaquePointer
             do {
-                env = try Environment.open(path, flags: flags, configuration)
+                env = try LMDBEnvironment.open(path, flags: flags, configuration)
             } catch let error as LMDBError where configuration.readOnly && (error.code == EACCES || error.code == EPERM)
                         && access(path, R_OK) == 0 {
                 // The data file can be read, so it is the lock file that cannot be opened for writing.
-                guard Environment.lockFileIsUnused(path + "-lock") else { throw LockFileUnavailableError(lmdb: error) }
-                env = try Environment.open(path, flags: flags | LMDBFlags.noLock, configuration)
+                guard LMDBEnvironment.lockFileIsUnused(path + "-lock") else {
+                    throw StorageError.lockFileUnavailable(error.message)
+                }
+                env = try LMDBEnvironment.open(path, flags: flags | LMDBFlags.noLock, configuration)
                 withoutLock = true
             }
-            guard let id = Environment.fileID(of: path) else {
+            guard let id = LMDBEnvironment.fileID(of: path) else {
                 mdb_env_close(env)
                 throw LMDBError(code: ENOENT)
             }
@@ -77,7 +83,7 @@ final class Environment {
             try lmdbCheck(mdb_reader_check(env, &dead))
         } catch {
             mdb_env_close(env)
-            _ = Environment.openFiles.withLock { $0.remove(registered) }
+            _ = LMDBEnvironment.openFiles.withLock { $0.remove(registered) }
             throw error
         }
         self.raw = env
@@ -117,11 +123,6 @@ final class Environment {
         return lock.l_type == Int16(F_UNLCK)
     }
 
-    /// Opened read-only, the lock file could not be used, and another process has the environment open.
-    struct LockFileUnavailableError: Error { var lmdb: LMDBError }
-
-    enum EnvironmentOpenError: Error { case alreadyOpenInProcess }
-
     private static func fileID(of path: String) -> FileID? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
@@ -138,15 +139,13 @@ final class Environment {
         if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
         mdb_env_close(env)
         raw = nil
-        _ = Environment.openFiles.withLock { $0.remove(fileID) }
+        _ = LMDBEnvironment.openFiles.withLock { $0.remove(fileID) }
     }
 
     private func environment() throws -> OpaquePointer {
-        guard let raw else { throw EnvironmentClosedError() }
+        guard let raw else { throw StorageError.closed }
         return raw
     }
-
-    struct EnvironmentClosedError: Error {}
 
     // MARK: Transactions
 
@@ -155,8 +154,12 @@ final class Environment {
     /// The transaction handle is kept between reads and renewed (`mdb_txn_reset`, `mdb_txn_renew`), so a read
     /// costs no allocation. A read that opened a database ends with `mdb_txn_commit` instead, whether `body`
     /// returned or threw: LMDB keeps a database handle opened in a read transaction only when that transaction
-    /// commits (a reset or an abort closes it). ``Transaction/keptDatabases`` then says the handles are kept.
-    func read<R>(_ body: (Transaction) throws -> R) throws -> R {
+    /// commits (a reset or an abort closes it). ``LMDBTransaction/keptKeySpaces`` then says the handles are kept.
+    func read<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        try translatingErrors { try reading(body) }
+    }
+
+    private func reading<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
         let env = try environment()
         var handle: OpaquePointer?
         var attempts = 0
@@ -178,12 +181,12 @@ final class Environment {
             break
         }
         guard let handle else { throw LMDBError(code: EINVAL) }
-        let txn = Transaction(raw: handle, isReadOnly: true)
+        let txn = LMDBTransaction(raw: handle, isReadOnly: true)
         defer {
             txn.invalidate()
-            if txn.opensDatabases {
+            if txn.opensKeySpaces {
                 // Frees the handle, as an abort would; a read-only commit has nothing to fail on.
-                txn.keptDatabases = mdb_txn_commit(handle) == MDB_SUCCESS
+                txn.keptKeySpaces = mdb_txn_commit(handle) == MDB_SUCCESS
             } else {
                 mdb_txn_reset(handle)
                 if cachedReader == nil { cachedReader = handle } else { mdb_txn_abort(handle) }
@@ -196,8 +199,12 @@ final class Environment {
     ///
     /// If the map is full, the transaction is aborted, the map enlarged and `body` run again: `body` must have no
     /// effects outside the transaction that would be wrong to repeat. Past the maximum map size, the error is
-    /// ``StoreFullError`` and nothing is written.
-    func write<R>(_ body: (Transaction) throws -> R) throws -> R {
+    /// ``StorageError/full(maximum:)`` and nothing is written.
+    func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        try translatingErrors { try writing(body) }
+    }
+
+    private func writing<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
         let env = try environment()
         while true {
             try growIfNearlyFull()
@@ -209,17 +216,17 @@ final class Environment {
             }
             try lmdbCheck(rc)
             guard let handle else { throw LMDBError(code: EINVAL) }
-            let txn = Transaction(raw: handle, isReadOnly: false)
+            let txn = LMDBTransaction(raw: handle, isReadOnly: false)
             let result: R
             do {
                 result = try body(txn)
                 if txn.metMapFull { throw LMDBError.mapFull }
-                if let interrupted = txn.interruptedChange { throw InterruptedChangeError(underlying: interrupted) }
+                if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
                 txn.invalidate()
                 let rc = mdb_txn_commit(handle)
                 if rc == MDB_MAP_FULL { try grow(); continue }
                 try lmdbCheck(rc)
-                txn.keptDatabases = true
+                txn.keptKeySpaces = true
                 return result
             } catch {
                 if txn.isValid { txn.invalidate(); mdb_txn_abort(handle) }
@@ -236,6 +243,10 @@ final class Environment {
 
     /// The size of the map in bytes, and how much of it is in use.
     func usage() throws -> (used: Int, mapSize: Int) {
+        try translatingErrors { try pagesInUse() }
+    }
+
+    private func pagesInUse() throws -> (used: Int, mapSize: Int) {
         let env = try environment()
         var info = MDB_envinfo()
         try lmdbCheck(mdb_env_info(env, &info))
@@ -246,14 +257,16 @@ final class Environment {
 
     /// The id of the last committed write transaction, by any process: it changes with every commit.
     func lastCommittedTransaction() throws -> Int {
-        let env = try environment()
-        var info = MDB_envinfo()
-        try lmdbCheck(mdb_env_info(env, &info))
-        return info.me_last_txnid
+        try translatingErrors {
+            let env = try environment()
+            var info = MDB_envinfo()
+            try lmdbCheck(mdb_env_info(env, &info))
+            return info.me_last_txnid
+        }
     }
 
     private func growIfNearlyFull() throws {
-        let (used, size) = try usage()
+        let (used, size) = try pagesInUse()
         if used > size / 10 * 8 && size < configuration.maximumMapSize {
             try setMapSize(min(configuration.maximumMapSize, size * 2))
         }
@@ -265,9 +278,9 @@ final class Environment {
             var dead: Int32 = 0
             try lmdbCheck(mdb_reader_check(env, &dead))
         }
-        let (_, size) = try usage()
+        let (_, size) = try pagesInUse()
         guard size < configuration.maximumMapSize else {
-            throw StoreFullError(mapSize: size, maximum: configuration.maximumMapSize)
+            throw StorageError.full(maximum: configuration.maximumMapSize)
         }
         try setMapSize(min(configuration.maximumMapSize, size * 2))
     }
@@ -286,8 +299,8 @@ final class Environment {
         try lmdbCheck(mdb_env_set_mapsize(env, 0))
     }
 
-    struct StoreFullError: Error { var mapSize: Int; var maximum: Int }
-
-    /// A change failed halfway and its transaction was aborted rather than committed.
-    struct InterruptedChangeError: Error { var underlying: any Error }
+    /// Runs `body`, turning LMDB's codes into ``StorageError``s: nothing above this folder sees an ``LMDBError``.
+    private func translatingErrors<R>(_ body: () throws -> R) throws -> R {
+        do { return try body() } catch let error as LMDBError { throw error.storageError }
+    }
 }

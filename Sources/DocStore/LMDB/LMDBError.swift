@@ -1,40 +1,44 @@
 import CLMDB
+import Glibc
 
-/// An error reported by LMDB itself, with LMDB's own code and text.
-///
-/// DocStore wraps these in ``DocStoreError`` where it can say more (which collection, which index),
-/// and keeps the original as the underlying error.
-///
-/// For example:
-/// ```swift
-/// do { try await store.insert(person) }
-/// catch let error as DocStoreError where error.underlying is LMDBError { print(error) }
-/// ```
-public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
+/// An error reported by LMDB itself, with LMDB's own code and text. It never leaves this folder: the environment
+/// turns it into a ``StorageError`` (``storageError``).
+struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The return code: an `MDB_*` code (negative) or an `errno` value (positive).
-    public let code: Int32
+    let code: Int32
 
-    public init(code: Int32) { self.code = code }
+    init(code: Int32) { self.code = code }
 
-    public static let keyExists = LMDBError(code: MDB_KEYEXIST)
-    public static let notFound = LMDBError(code: MDB_NOTFOUND)
-    public static let corrupted = LMDBError(code: MDB_CORRUPTED)
-    public static let panic = LMDBError(code: MDB_PANIC)
-    public static let versionMismatch = LMDBError(code: MDB_VERSION_MISMATCH)
-    public static let invalid = LMDBError(code: MDB_INVALID)
-    public static let mapFull = LMDBError(code: MDB_MAP_FULL)
-    public static let databasesFull = LMDBError(code: MDB_DBS_FULL)
-    public static let readersFull = LMDBError(code: MDB_READERS_FULL)
-    public static let transactionFull = LMDBError(code: MDB_TXN_FULL)
-    public static let mapResized = LMDBError(code: MDB_MAP_RESIZED)
-    public static let incompatible = LMDBError(code: MDB_INCOMPATIBLE)
-    public static let badTransaction = LMDBError(code: MDB_BAD_TXN)
-    public static let badValueSize = LMDBError(code: MDB_BAD_VALSIZE)
+    static let keyExists = LMDBError(code: MDB_KEYEXIST)
+    static let notFound = LMDBError(code: MDB_NOTFOUND)
+    static let corrupted = LMDBError(code: MDB_CORRUPTED)
+    static let panic = LMDBError(code: MDB_PANIC)
+    static let versionMismatch = LMDBError(code: MDB_VERSION_MISMATCH)
+    static let invalid = LMDBError(code: MDB_INVALID)
+    static let mapFull = LMDBError(code: MDB_MAP_FULL)
+    static let databasesFull = LMDBError(code: MDB_DBS_FULL)
+    static let readersFull = LMDBError(code: MDB_READERS_FULL)
+    static let transactionFull = LMDBError(code: MDB_TXN_FULL)
+    static let mapResized = LMDBError(code: MDB_MAP_RESIZED)
+    static let incompatible = LMDBError(code: MDB_INCOMPATIBLE)
+    static let badTransaction = LMDBError(code: MDB_BAD_TXN)
+    static let badValueSize = LMDBError(code: MDB_BAD_VALSIZE)
 
     /// LMDB's text for the code (`mdb_strerror`), which covers `errno` values too.
-    public var message: String { String(cString: mdb_strerror(code)) }
+    var message: String { String(cString: mdb_strerror(code)) }
 
-    public var description: String { "LMDB error \(code): \(message)" }
+    var description: String { "LMDB error \(code): \(message)" }
+}
+
+extension LMDBError {
+    /// The storage interface's kind of this error.
+    var storageError: StorageError {
+        switch code {
+        case MDB_INVALID, MDB_VERSION_MISMATCH, MDB_INCOMPATIBLE: .notAStore("it is not an LMDB file (\(message))")
+        case EACCES, EPERM, EROFS: .permissionDenied(message)
+        default: .failed("LMDB failed: \(message)")
+        }
+    }
 }
 
 /// The one place where LMDB return codes become Swift errors.

@@ -1,16 +1,12 @@
 import CLMDB
 import Glibc
 
-/// A handle on a named LMDB database (`MDB_dbi`).
-struct Database: Hashable, Sendable {
-    let dbi: MDB_dbi
-}
-
-/// An LMDB transaction, valid only inside the `read` or `write` closure that received it.
+/// An LMDB transaction, valid only inside the `read` or `write` closure that received it. A ``KeySpace`` is an LMDB
+/// named database; its number is the `MDB_dbi`.
 ///
 /// Values returned by ``get(_:_:)`` and by cursors point into the memory map: they are valid until the
 /// transaction ends or the next write in it, and are copied out (or decoded) before either.
-final class Transaction {
+final class LMDBTransaction: StorageTransaction {
     let raw: OpaquePointer
     let isReadOnly: Bool
     private(set) var isValid = true
@@ -33,9 +29,9 @@ final class Transaction {
     private(set) var interruptedChange: (any Error)?
 
     /// Set when a read-only transaction opened a database: LMDB keeps the handle only if the transaction commits.
-    private(set) var opensDatabases = false
+    private(set) var opensKeySpaces = false
     /// Set by the environment once the transaction has committed: database handles opened in it stay open.
-    var keptDatabases = false
+    var keptKeySpaces = false
 
     /// Cursors that outlive one call (lazy results), closed when the transaction ends.
     private var openCursors: [OpaquePointer] = []
@@ -52,8 +48,8 @@ final class Transaction {
 
     /// Closes a cursor from ``openCursor(_:)`` before the transaction ends (nothing, if it has ended: the cursor
     /// was closed then).
-    func closeCursor(_ cursor: Cursor) {
-        guard isValid, let i = openCursors.firstIndex(of: cursor.raw) else { return }
+    func closeCursor(_ cursor: any StorageCursor) {
+        guard isValid, let cursor = cursor as? LMDBCursor, let i = openCursors.firstIndex(of: cursor.raw) else { return }
         mdb_cursor_close(cursor.raw)
         openCursors.remove(at: i)
     }
@@ -62,12 +58,12 @@ final class Transaction {
     /// each use.
     ///
     /// The corresponding LMDB function is `mdb_cursor_open`.
-    func openCursor(_ db: Database) throws -> Cursor {
+    func openCursor(_ db: KeySpace) throws -> any StorageCursor {
         var cursor: OpaquePointer?
-        try check(mdb_cursor_open(raw, db.dbi, &cursor))
+        try check(mdb_cursor_open(raw, db.number, &cursor))
         guard let cursor else { throw LMDBError(code: EINVAL) }
         openCursors.append(cursor)
-        return Cursor(raw: cursor, transaction: self)
+        return LMDBCursor(raw: cursor, transaction: self)
     }
 
     /// Runs a change made of several calls; if one fails after others succeeded, the transaction is marked so that
@@ -98,8 +94,8 @@ final class Transaction {
     /// that sets ``opensDatabases``, so that the environment commits it.
     ///
     /// The corresponding LMDB function is `mdb_dbi_open`.
-    func openDatabase(_ name: String?, create: Bool, duplicateSort: Bool = false) throws -> Database? {
-        if isReadOnly { opensDatabases = true }
+    func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool) throws -> KeySpace? {
+        if isReadOnly { opensKeySpaces = true }
         var flags: UInt32 = 0
         if create { flags |= LMDBFlags.create }
         if duplicateSort { flags |= LMDBFlags.duplicateSort }
@@ -107,22 +103,22 @@ final class Transaction {
         let rc = mdb_dbi_open(raw, name, flags, &dbi)
         if rc == MDB_NOTFOUND { return nil }
         try check(rc)
-        return Database(dbi: dbi)
+        return KeySpace(number: dbi)
     }
 
     /// Removes every entry of a database, keeping the database (`delete: false`), or deletes it too.
     ///
     /// The corresponding LMDB function is `mdb_drop`.
-    func drop(_ db: Database, delete: Bool) throws {
-        try check(mdb_drop(raw, db.dbi, delete ? 1 : 0))
+    func drop(_ db: KeySpace, delete: Bool) throws {
+        try check(mdb_drop(raw, db.number, delete ? 1 : 0))
     }
 
     /// The number of entries (duplicates included) in a database, in O(1).
     ///
     /// The corresponding LMDB function is `mdb_stat`.
-    func entryCount(_ db: Database) throws -> Int {
+    func entryCount(_ db: KeySpace) throws -> Int {
         var stat = MDB_stat()
-        try check(mdb_stat(raw, db.dbi, &stat))
+        try check(mdb_stat(raw, db.number, &stat))
         return stat.ms_entries
     }
 
@@ -131,17 +127,13 @@ final class Transaction {
     /// The value stored under `key`, or `nil`.
     ///
     /// The corresponding LMDB function is `mdb_get`.
-    func get(_ db: Database, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+    func get(_ db: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
-        let rc = mdb_get(raw, db.dbi, &k, &v)
+        let rc = mdb_get(raw, db.number, &k, &v)
         if rc == MDB_NOTFOUND { return nil }
         try check(rc)
         return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
-    }
-
-    func get(_ db: Database, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
-        try key.withUnsafeBytes { try get(db, $0) }
     }
 
     /// Stores `value` under `key`. Returns `false`, writing nothing, when `noOverwrite` is set and the key exists
@@ -149,44 +141,34 @@ final class Transaction {
     ///
     /// The corresponding LMDB function is `mdb_put`.
     @discardableResult
-    func put(_ db: Database, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
-             noOverwrite: Bool = false, noDuplicate: Bool = false) throws -> Bool {
+    func put(_ db: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
+             noOverwrite: Bool, noDuplicate: Bool) throws -> Bool {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
         var flags: UInt32 = 0
         if noOverwrite { flags |= LMDBFlags.noOverwrite }
         if noDuplicate { flags |= LMDBFlags.noDuplicateData }
-        let rc = mdb_put(raw, db.dbi, &k, &v, flags)
+        let rc = mdb_put(raw, db.number, &k, &v, flags)
         if rc == MDB_KEYEXIST && (noOverwrite || noDuplicate) { return false }
         try check(rc)
         return true
-    }
-
-    @discardableResult
-    func put(_ db: Database, _ key: [UInt8], _ value: [UInt8],
-             noOverwrite: Bool = false, noDuplicate: Bool = false) throws -> Bool {
-        try key.withUnsafeBytes { k in
-            try value.withUnsafeBytes { v in
-                try put(db, k, v, noOverwrite: noOverwrite, noDuplicate: noDuplicate)
-            }
-        }
     }
 
     /// Deletes `key` (with `value`, only that duplicate). Returns `false` when there was nothing to delete.
     ///
     /// The corresponding LMDB function is `mdb_del`.
     @discardableResult
-    func delete(_ db: Database, _ key: [UInt8], value: [UInt8]? = nil) throws -> Bool {
+    func delete(_ db: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool {
         try key.withUnsafeBytes { kb in
             var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
             let rc: Int32
             if let value {
                 rc = value.withUnsafeBytes { vb in
                     var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
-                    return mdb_del(raw, db.dbi, &k, &v)
+                    return mdb_del(raw, db.number, &k, &v)
                 }
             } else {
-                rc = mdb_del(raw, db.dbi, &k, nil)
+                rc = mdb_del(raw, db.number, &k, nil)
             }
             if rc == MDB_NOTFOUND { return false }
             try check(rc)
@@ -197,11 +179,11 @@ final class Transaction {
     /// Opens a cursor on a database; it is closed when `body` returns.
     ///
     /// The corresponding LMDB functions are `mdb_cursor_open` and `mdb_cursor_close`.
-    func withCursor<R>(_ db: Database, _ body: (Cursor) throws -> R) throws -> R {
+    func withCursor<R>(_ db: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R {
         var cursor: OpaquePointer?
-        try check(mdb_cursor_open(raw, db.dbi, &cursor))
+        try check(mdb_cursor_open(raw, db.number, &cursor))
         guard let cursor else { throw LMDBError(code: EINVAL) }
         defer { mdb_cursor_close(cursor) }
-        return try body(Cursor(raw: cursor, transaction: self))
+        return try body(LMDBCursor(raw: cursor, transaction: self))
     }
 }

@@ -11,7 +11,7 @@ extension CollectionHandle {
     /// The planner's view of this collection in one transaction.
     struct Statistics: CollectionStatistics {
         let handle: CollectionHandle
-        let txn: Transaction
+        let txn: any StorageTransaction
 
         var collection: String { handle.name }
         var indexes: [IndexDefinition] { handle.indexes.map(\.definition) }

@@ -6,12 +6,12 @@ import Foundation
 final class CollectionHandle {
     struct Index {
         let definition: IndexDefinition
-        let database: Database
+        let database: KeySpace
         var isUnique: Bool { definition.kind == .unique }
     }
 
     let info: CollectionInfo
-    let documents: Database
+    let documents: KeySpace
     let indexes: [Index]
     /// The latest catalog generation at which ``info`` was found to be the collection's catalog entry; `nil` until
     /// the store keeps the handle. At another generation the entry is read again, and the handle serves on if it is
@@ -19,7 +19,7 @@ final class CollectionHandle {
     /// is read through the same handles.
     var checkedGeneration: UInt64?
 
-    init(info: CollectionInfo, documents: Database, indexes: [Index]) {
+    init(info: CollectionInfo, documents: KeySpace, indexes: [Index]) {
         self.info = info
         self.documents = documents
         self.indexes = indexes
@@ -68,7 +68,7 @@ final class CollectionHandle {
     ///
     /// `hint` is the integer chosen after the last one this transaction gave: it is taken, after one look-up, when
     /// no id of the collection is a number as great, so that an import of many documents decodes no document.
-    func newID(in txn: Transaction, hint: Int64?) throws -> DocumentValue {
+    func newID(in txn: any StorageTransaction, hint: Int64?) throws -> DocumentValue {
         try txn.withCursor(documents) { cursor -> DocumentValue in
             if let hint {
                 let entry = try cursor.seek(atLeast: KeyEncoder.key(.int(hint)))
@@ -105,7 +105,7 @@ final class CollectionHandle {
 
     /// Writes an encoded document and its index entries. Throws, leaving the transaction to be aborted, on a
     /// duplicate id (insert) or a unique conflict.
-    func write(_ bytes: [UInt8], mode: WriteMode, in txn: Transaction) throws {
+    func write(_ bytes: [UInt8], mode: WriteMode, in txn: any StorageTransaction) throws {
         try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
             let root = try reader.root()
@@ -155,7 +155,7 @@ final class CollectionHandle {
     }
 
     /// Removes one entry of document `id`; a unique entry only if this document holds it.
-    func removeEntry(_ key: [UInt8], id: [UInt8], from index: Index, in txn: Transaction) throws {
+    func removeEntry(_ key: [UInt8], id: [UInt8], from index: Index, in txn: any StorageTransaction) throws {
         if index.isUnique {
             if let holder = try txn.get(index.database, key), holder.elementsEqual(id) {
                 try txn.delete(index.database, key)
@@ -167,7 +167,7 @@ final class CollectionHandle {
 
     /// Removes every entry that points at document `id`, by walking each index: for a document whose bytes are
     /// damaged, whose entries cannot be computed.
-    func removeAllEntries(of id: [UInt8], in txn: Transaction) throws {
+    func removeAllEntries(of id: [UInt8], in txn: any StorageTransaction) throws {
         for index in indexes {
             var doomed: [[UInt8]] = []
             try txn.withCursor(index.database) { cursor in
@@ -182,7 +182,7 @@ final class CollectionHandle {
     }
 
     /// Adds one index entry; for a unique index, fails when another document holds the key.
-    func addEntry(_ key: [UInt8], id: [UInt8], to index: Index, in txn: Transaction,
+    func addEntry(_ key: [UInt8], id: [UInt8], to index: Index, in txn: any StorageTransaction,
                   describe: () -> String) throws {
         if index.isUnique {
             if try !txn.put(index.database, key, id, noOverwrite: true) {
@@ -201,7 +201,7 @@ final class CollectionHandle {
     /// Deletes the document with primary key `id` and its index entries; `false` when there is none.
     /// A document whose bytes are damaged is deleted too, its entries found by walking the indexes.
     @discardableResult
-    func delete(id: [UInt8], in txn: Transaction) throws -> Bool {
+    func delete(id: [UInt8], in txn: any StorageTransaction) throws -> Bool {
         guard let old = try txn.get(documents, id).map({ Array($0) }) else { return false }
         try txn.changingAtomically {
             if let keys = try entries(ofStored: old) {
@@ -220,7 +220,7 @@ final class CollectionHandle {
     ///
     /// The cursor walks the documents database while entries go into the index database; writes to one named
     /// database leave another's pages and cursors alone, and each document is copied before its entries are added.
-    func build(_ index: Index, in txn: Transaction) throws {
+    func build(_ index: Index, in txn: any StorageTransaction) throws {
         try txn.withCursor(documents) { cursor in
             var entry = try cursor.first()
             while let (rawID, rawDocument) = entry {

@@ -12,7 +12,7 @@ public class ReadContext {
 
     func invalidate() { isValid = false }
 
-    var txn: Transaction { scope.txn }
+    var txn: any StorageTransaction { scope.txn }
 
     func checkValid() throws {
         guard isValid, scope.txn.isValid else {

@@ -82,7 +82,7 @@ extension DocStore {
         "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
-    private func verifyDocuments(of handle: CollectionHandle, in txn: Transaction,
+    private func verifyDocuments(of handle: CollectionHandle, in txn: any StorageTransaction,
                                  into report: inout VerificationReport) throws {
         let checker = core.typeCheckers[handle.name]
         try txn.withCursor(handle.documents) { cursor in
@@ -135,7 +135,7 @@ extension DocStore {
         }
     }
 
-    private func verifyEntries(of index: CollectionHandle.Index, in handle: CollectionHandle, txn: Transaction,
+    private func verifyEntries(of index: CollectionHandle.Index, in handle: CollectionHandle, txn: any StorageTransaction,
                                into report: inout VerificationReport) throws {
         try txn.withCursor(index.database) { cursor in
             var entry = try cursor.first()

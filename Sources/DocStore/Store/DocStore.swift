@@ -207,22 +207,25 @@ public actor DocStore {
             return try body()
         } catch let error as DocStoreError {
             throw error
-        } catch let error as Environment.StoreFullError {
-            throw DocStoreError(.storeFull, "the store at \(path) is full: the write needs more than its maximum "
-                + "size of \(error.maximum >> 20) MiB (DocStore.Options.maximumMapSize); nothing was written")
-        } catch let error as LMDBError where isReadOnly && error.code == EACCES {
-            // LMDB's answer to a change in a read-only environment or transaction, should one get that far.
-            throw DocStoreError(.readOnly, "cannot change the store at \(path): it was opened read-only",
-                                underlying: error)
-        } catch let error as LMDBError {
-            throw DocStoreError(.storage, "LMDB failed on \(path): \(error.message)", underlying: error)
         } catch let error as MalformedDocument {
             throw DocStoreError(.corruptDocument, "a stored document in \(path) is damaged: \(error)")
-        } catch is Environment.EnvironmentClosedError {
-            throw DocStoreError(.closed, "the store at \(path) is closed")
-        } catch let error as Environment.InterruptedChangeError {
-            throw DocStoreError(.storage, "a change failed halfway (\(error.underlying)), so the whole transaction was "
-                + "rolled back: nothing was written", underlying: DocStoreError(.storage, "\(error.underlying)"))
+        } catch let error as StorageError {
+            switch error {
+            case .full(let maximum):
+                throw DocStoreError(.storeFull, "the store at \(path) is full: the write needs more than its maximum "
+                    + "size of \(maximum >> 20) MiB (DocStore.Options.maximumMapSize); nothing was written")
+            case .permissionDenied where isReadOnly:
+                // The storage's answer to a change in a read-only store, should one get that far.
+                throw DocStoreError(.readOnly, "cannot change the store at \(path): it was opened read-only",
+                                    underlying: error)
+            case .closed:
+                throw DocStoreError(.closed, "the store at \(path) is closed")
+            case .interruptedChange(let cause):
+                throw DocStoreError(.storage, "a change failed halfway (\(cause)), so the whole transaction was "
+                    + "rolled back: nothing was written", underlying: DocStoreError(.storage, "\(cause)"))
+            default:
+                throw DocStoreError(.storage, "\(error) on \(path)", underlying: error)
+            }
         }
     }
 

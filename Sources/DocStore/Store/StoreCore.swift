@@ -8,7 +8,8 @@ final class StoreCore {
     static let metaName = "__docstore__"
     static let separator: Character = "\u{1F}"
 
-    let env: Environment
+    /// The storage: LMDB, opened in ``openEnvironment(path:options:)``, the one place that names it.
+    let env: any StorageEngine
     let path: String
     /// Opened with ``DocStore/Options/readOnly``: every change is refused.
     let isReadOnly: Bool
@@ -22,7 +23,7 @@ final class StoreCore {
     var typeCheckers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
     /// Per collection, the schema of the Swift type last used with it, for reports.
     var declared: [String: ResolvedSchema] = [:]
-    private(set) var meta = Database(dbi: 0)
+    private(set) var meta = KeySpace(number: 0)
 
     init(path: String, options: DocStore.Options) throws {
         self.path = path
@@ -40,7 +41,7 @@ final class StoreCore {
         }
     }
 
-    private static func openEnvironment(path: String, options: DocStore.Options) throws -> Environment {
+    private static func openEnvironment(path: String, options: DocStore.Options) throws -> any StorageEngine {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw DocStoreError(.cannotOpen, "cannot open a store at \(path): it is a directory; give the path of a file")
@@ -59,36 +60,36 @@ final class StoreCore {
             }
         }
         do {
-            return try Environment(path: path, configuration: .init(
+            return try LMDBEnvironment(path: path, configuration: .init(
                 initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
                 maxDatabases: options.maxDatabases, maxReaders: options.maxReaders, readOnly: options.readOnly))
-        } catch let error as LMDBError {
-            switch error.code {
-            case LMDBError.invalid.code, LMDBError.versionMismatch.code, LMDBError.incompatible.code:
-                // The data file is not LMDB, so no process can be using the lock file LMDB just made beside it.
+        } catch let error as StorageError {
+            switch error {
+            case .notAStore(let why):
+                // The data file is not the engine's, so no process can be using the lock file just made beside it.
                 if !lockExisted { try? FileManager.default.removeItem(atPath: lockPath) }
-                throw DocStoreError(.notAStore, "\(path) is not a DocStore store: it is not an LMDB file "
-                    + "(\(error.message))", underlying: error)
+                throw DocStoreError(.notAStore, "\(path) is not a DocStore store: \(why)", underlying: error)
+            case .lockFileUnavailable(let why):
+                throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: its lock file \(lockPath) "
+                    + "cannot be opened for writing (\(why)), and another process has the store open; "
+                    + "reading it without the lock file is safe only while no process writes it", underlying: error)
+            case .alreadyOpenInProcess:
+                throw DocStoreError(.alreadyOpen, "\(path) is already open in this process; share that DocStore "
+                    + "instead of opening it twice (LMDB allows one environment per file and process)")
             default:
                 let how = options.readOnly ? " read-only" : ""
-                let denied = !options.readOnly && [EACCES, EPERM, EROFS].contains(error.code)
-                throw DocStoreError(.cannotOpen, "cannot open a store at \(path)\(how): \(error.message)"
+                var denied = false
+                if case .permissionDenied = error, !options.readOnly { denied = true }
+                throw DocStoreError(.cannotOpen, "cannot open a store at \(path)\(how): \(error)"
                     + (denied ? "; to read it without changing it, open it read-only (DocStore.Options.readOnly)" : ""),
                     underlying: error)
             }
-        } catch let error as Environment.LockFileUnavailableError {
-            throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: its lock file \(lockPath) "
-                + "cannot be opened for writing (\(error.lmdb.message)), and another process has the store open; "
-                + "reading it without the lock file is safe only while no process writes it", underlying: error.lmdb)
-        } catch is Environment.EnvironmentOpenError {
-            throw DocStoreError(.alreadyOpen, "\(path) is already open in this process; share that DocStore "
-                + "instead of opening it twice (LMDB allows one environment per file and process)")
         }
     }
 
     /// Checks that the file is a DocStore store of a known format, or makes it one if it is new.
-    private func prepareCatalog(in txn: Transaction) throws {
-        if let meta = try txn.openDatabase(StoreCore.metaName, create: false) {
+    private func prepareCatalog(in txn: any StorageTransaction) throws {
+        if let meta = try txn.openKeySpace(StoreCore.metaName, create: false) {
             self.meta = meta
             guard let format = try txn.get(meta, Array("format".utf8)), format.count == 1 else {
                 throw DocStoreError(.notAStore, "\(path) is not a DocStore store: its catalog has no format version")
@@ -102,7 +103,7 @@ final class StoreCore {
                 throw DocStoreError(.readOnly, "cannot make \(path) a DocStore store: it has no DocStore catalog yet, "
                     + "and the store was opened read-only")
             }
-            guard let main = try txn.openDatabase(nil, create: false) else {
+            guard let main = try txn.openKeySpace(nil, create: false) else {
                 throw DocStoreError(.notAStore, "\(path) has no main database")
             }
             let names: [String] = try txn.withCursor(main) { cursor in
@@ -119,7 +120,7 @@ final class StoreCore {
                     + "store: it holds \(names.map { "'\($0)'" }.joined(separator: ", ")) and no DocStore catalog; "
                     + "nothing was changed")
             }
-            guard let meta = try txn.openDatabase(StoreCore.metaName, create: true) else {
+            guard let meta = try txn.openKeySpace(StoreCore.metaName, create: true) else {
                 throw DocStoreError(.storage, "cannot create the catalog in \(path)")
             }
             self.meta = meta
@@ -130,13 +131,13 @@ final class StoreCore {
 
     static func bytes(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
 
-    func readGeneration(in txn: Transaction) throws -> UInt64 {
+    func readGeneration(in txn: any StorageTransaction) throws -> UInt64 {
         guard let raw = try txn.get(meta, Array("generation".utf8)), raw.count == 8 else { return 0 }
         return UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
     }
 
     @discardableResult
-    func bumpGeneration(in txn: Transaction) throws -> UInt64 {
+    func bumpGeneration(in txn: any StorageTransaction) throws -> UInt64 {
         let next = try readGeneration(in: txn) &+ 1
         try txn.put(meta, Array("generation".utf8), StoreCore.bytes(next))
         return next
@@ -152,7 +153,7 @@ final class StoreCore {
         "idx" + String(separator) + collection + String(separator) + index.name + String(separator) + index.kind.rawValue
     }
 
-    func readInfo(_ collection: String, in txn: Transaction) throws -> CollectionInfo? {
+    func readInfo(_ collection: String, in txn: any StorageTransaction) throws -> CollectionInfo? {
         guard let raw = try txn.get(meta, StoreCore.catalogKey(collection)) else { return nil }
         do {
             return try DocumentDecoder().decode(CollectionInfo.self, from: raw)
@@ -164,7 +165,7 @@ final class StoreCore {
 
     /// Records a collection in the catalog. A new collection may not take a saved filter's name: both are used
     /// by name in queries, and the filter would hide it.
-    func writeInfo(_ info: CollectionInfo, in txn: Transaction) throws {
+    func writeInfo(_ info: CollectionInfo, in txn: any StorageTransaction) throws {
         let key = StoreCore.catalogKey(info.name)
         if try txn.get(meta, key) == nil, try txn.get(meta, StoreCore.filterKey(info.name)) != nil {
             throw DocStoreError(.alreadyExists, "cannot create collection '\(info.name)': a saved filter has that name; "
@@ -174,7 +175,7 @@ final class StoreCore {
     }
 
     /// Every collection in the catalog.
-    func allInfos(in txn: Transaction) throws -> [CollectionInfo] {
+    func allInfos(in txn: any StorageTransaction) throws -> [CollectionInfo] {
         let prefix = StoreCore.catalogKey("")
         var names: [String] = []
         try txn.withCursor(meta) { cursor in
@@ -197,14 +198,14 @@ final class StoreCore {
     // MARK: Opening collections
 
     /// Opens the databases of a collection as the catalog describes it.
-    func openHandle(_ info: CollectionInfo, in txn: Transaction) throws -> CollectionHandle {
-        guard let documents = try txn.openDatabase(StoreCore.documentsName(info.name), create: !txn.isReadOnly) else {
+    func openHandle(_ info: CollectionInfo, in txn: any StorageTransaction) throws -> CollectionHandle {
+        guard let documents = try txn.openKeySpace(StoreCore.documentsName(info.name), create: !txn.isReadOnly) else {
             throw DocStoreError(.corruptDocument, "collection '\(info.name)' is in the catalog but its documents "
                 + "are missing", collection: info.name)
         }
         var indexes: [CollectionHandle.Index] = []
         for definition in info.indexes {
-            guard let db = try txn.openDatabase(StoreCore.indexName(info.name, definition), create: !txn.isReadOnly,
+            guard let db = try txn.openKeySpace(StoreCore.indexName(info.name, definition), create: !txn.isReadOnly,
                                                 duplicateSort: definition.kind != .unique) else {
                 throw DocStoreError(.corruptDocument, "index '\(definition.name)' of '\(info.name)' is in the catalog "
                     + "but its entries are missing", collection: info.name, index: definition.name)
@@ -217,13 +218,13 @@ final class StoreCore {
     /// Brings the catalog in line with a Swift type's schema, inside a write transaction: creates the collection,
     /// builds indexes that are declared but missing, rebuilds those whose definition changed, and keeps (and
     /// reports) those no longer declared. Returns the open collection.
-    func sync(_ schema: ResolvedSchema, in txn: Transaction) throws -> CollectionHandle {
+    func sync(_ schema: ResolvedSchema, in txn: any StorageTransaction) throws -> CollectionHandle {
         try StoreCore.validateName(schema.collection, what: "collection")
         for index in schema.indexes { try StoreCore.validateName(index.name, what: "index") }
         let existing = try readInfo(schema.collection, in: txn)
         var info = existing ?? CollectionInfo(name: schema.collection, idPath: schema.idPath, indexes: [])
         var changed = existing == nil
-        guard let documents = try txn.openDatabase(StoreCore.documentsName(schema.collection), create: true) else {
+        guard let documents = try txn.openKeySpace(StoreCore.documentsName(schema.collection), create: true) else {
             throw DocStoreError(.storage, "cannot create collection '\(schema.collection)'")
         }
         if info.idPath != schema.idPath {
@@ -236,7 +237,7 @@ final class StoreCore {
             if let i = info.indexes.firstIndex(where: { $0.name == declared.name }) {
                 let current = info.indexes[i]
                 if !current.hasSameShape(as: declared) {
-                    if let old = try txn.openDatabase(StoreCore.indexName(info.name, current), create: false,
+                    if let old = try txn.openKeySpace(StoreCore.indexName(info.name, current), create: false,
                                                       duplicateSort: current.kind != .unique) {
                         try txn.drop(old, delete: true)
                     }
@@ -268,11 +269,11 @@ final class StoreCore {
     }
 
     /// Removes an index from the catalog and deletes its entries.
-    func dropIndex(_ name: String, from collection: String, in txn: Transaction) throws -> Bool {
+    func dropIndex(_ name: String, from collection: String, in txn: any StorageTransaction) throws -> Bool {
         guard var info = try readInfo(collection, in: txn),
               let i = info.indexes.firstIndex(where: { $0.name == name }) else { return false }
         let definition = info.indexes.remove(at: i)
-        if let db = try txn.openDatabase(StoreCore.indexName(collection, definition), create: false,
+        if let db = try txn.openKeySpace(StoreCore.indexName(collection, definition), create: false,
                                          duplicateSort: definition.kind != .unique) {
             try txn.drop(db, delete: true)
         }

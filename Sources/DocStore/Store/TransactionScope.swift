@@ -11,7 +11,7 @@
 /// and declared indexes are made by its first write, or by ``DocStore/prepare(_:)``.
 final class TransactionScope {
     let core: StoreCore
-    let txn: Transaction
+    let txn: any StorageTransaction
     /// The catalog's generation when the transaction began.
     let startGeneration: UInt64
     /// Collections opened (or made, or changed) in this transaction.
@@ -23,7 +23,7 @@ final class TransactionScope {
     private(set) var touchedCatalog = false
     private var dropped: Set<String> = []
 
-    init(core: StoreCore, txn: Transaction) throws {
+    init(core: StoreCore, txn: any StorageTransaction) throws {
         self.core = core
         self.txn = txn
         self.startGeneration = try core.readGeneration(in: txn)
@@ -91,7 +91,7 @@ final class TransactionScope {
         if let stored = try core.readInfo(name, in: txn) { return try opened(stored) }
         guard create else { return nil }
         guard !txn.isReadOnly else { throw core.readOnlyRefusal("create collection '\(name)'", collection: name) }
-        touchedCatalog = true   // a handle opened here is closed by LMDB if the transaction aborts
+        touchedCatalog = true   // a key space opened here is closed if the transaction aborts
         let handle = try core.openHandle(try createCollection(name), in: txn)
         handles[name] = handle
         return handle
@@ -127,7 +127,7 @@ final class TransactionScope {
     }
 
     func dropIndex(_ name: String, from collection: String) throws -> Bool {
-        touchedCatalog = true   // first: mdb_drop closes the handle even if the transaction then aborts
+        touchedCatalog = true   // first: a dropped key space is closed even if the transaction then aborts
         let removed = try core.dropIndex(name, from: collection, in: txn)
         if removed {
             handles[collection] = nil
@@ -166,14 +166,14 @@ final class TransactionScope {
     /// Deletes a collection: its documents, its indexes and its catalog entry. Returns whether there was one.
     func dropCollection(_ collection: String) throws -> Bool {
         guard let info = try core.readInfo(collection, in: txn) else { return false }
-        touchedCatalog = true   // first: mdb_drop closes handles even if the transaction then aborts
+        touchedCatalog = true   // first: dropped key spaces are closed even if the transaction then aborts
         for definition in info.indexes {
-            if let db = try txn.openDatabase(StoreCore.indexName(collection, definition), create: false,
+            if let db = try txn.openKeySpace(StoreCore.indexName(collection, definition), create: false,
                                              duplicateSort: definition.kind != .unique) {
                 try txn.drop(db, delete: true)
             }
         }
-        if let documents = try txn.openDatabase(StoreCore.documentsName(collection), create: false) {
+        if let documents = try txn.openKeySpace(StoreCore.documentsName(collection), create: false) {
             try txn.drop(documents, delete: true)
         }
         _ = try txn.delete(core.meta, StoreCore.catalogKey(collection))
@@ -197,7 +197,7 @@ final class TransactionScope {
     /// After a read transaction, whether its body returned or threw: the collections it opened become the store's,
     /// once LMDB has kept their databases.
     func readEnded() {
-        guard !txn.opensDatabases || txn.keptDatabases else { return }
+        guard !txn.opensKeySpaces || txn.keptKeySpaces else { return }
         publish(checkedAt: startGeneration)
     }
 

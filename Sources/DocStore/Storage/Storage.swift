@@ -1,0 +1,159 @@
+/// The storage a store runs on, as every layer above it sees it: named spaces of ordered keys and values,
+/// transactions, cursors and counts. LMDB implements it (the `LMDB` folder, the only code that calls LMDB); no
+/// type of that implementation is named above this interface, except where a store opens its file.
+///
+/// Keys are compared as bytes. A space may be *duplicate-sorted*: a key then holds several values, kept in byte
+/// order (index entries are stored so, one value per document id).
+
+/// A handle on one space of keys, as the engine numbers it. Valid in the store that opened it.
+struct KeySpace: Hashable, Sendable {
+    let number: UInt32
+}
+
+/// A key and its value. Both point into storage the engine owns: valid until the transaction ends or next writes,
+/// and copied out (or decoded) before either.
+typealias StorageEntry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+
+/// The engine: one file, opened once per process, and its transactions.
+protocol StorageEngine: AnyObject {
+    /// Runs `body` in a read transaction that sees the last committed state.
+    func read<R>(_ body: (any StorageTransaction) throws -> R) throws -> R
+    /// Runs `body` in a write transaction, committed when it returns and rolled back when it throws. `body` may run
+    /// more than once (when the file must grow): it must have no effect outside the transaction.
+    func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R
+    /// Bytes in use and the size the file may use now.
+    func usage() throws -> (used: Int, mapSize: Int)
+    /// The id of the last committed write, by any process: it changes with every commit.
+    func lastCommittedTransaction() throws -> Int
+    /// Whether the file is read without its lock file: writers in other processes do not see this reader.
+    var isWithoutLockFile: Bool { get }
+    /// Closes the file; later calls throw ``StorageError/closed``.
+    func close()
+}
+
+/// A transaction, valid only inside the `read` or `write` closure that received it.
+protocol StorageTransaction: AnyObject {
+    var isReadOnly: Bool { get }
+    /// False once the transaction has ended.
+    var isValid: Bool { get }
+    /// For a read, the id of the last commit it sees.
+    var id: Int { get }
+    /// Whether this transaction opened key spaces, and whether they stay open after it (they do once it commits).
+    var opensKeySpaces: Bool { get }
+    var keptKeySpaces: Bool { get }
+
+    /// Opens a named key space, creating it when `create` is true; `nil` when it does not exist. A space opened or
+    /// dropped in a transaction that does not commit is closed with it: its handle must not be used again.
+    func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool) throws -> KeySpace?
+    /// Removes every entry of a space, keeping the space (`delete: false`), or deletes it too.
+    func drop(_ space: KeySpace, delete: Bool) throws
+    /// The number of entries (duplicates included), in O(1).
+    func entryCount(_ space: KeySpace) throws -> Int
+
+    /// The value stored under `key`, or `nil`.
+    func get(_ space: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer?
+    /// Stores `value` under `key`. Returns `false`, writing nothing, when `noOverwrite` is set and the key exists
+    /// (or, in a duplicate-sorted space with `noDuplicate`, the pair exists).
+    @discardableResult
+    func put(_ space: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
+             noOverwrite: Bool, noDuplicate: Bool) throws -> Bool
+    /// Deletes `key` (with `value`, only that duplicate). Returns `false` when there was nothing to delete.
+    @discardableResult
+    func delete(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool
+
+    /// Opens a cursor, closed when `body` returns.
+    func withCursor<R>(_ space: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R
+    /// Opens a cursor that stays open until the transaction ends or ``closeCursor(_:)``; check ``isValid`` before
+    /// each use.
+    func openCursor(_ space: KeySpace) throws -> any StorageCursor
+    /// Closes a cursor from ``openCursor(_:)`` early (nothing, if the transaction has ended).
+    func closeCursor(_ cursor: any StorageCursor)
+
+    /// Runs a change made of several calls; if one fails after others succeeded, the transaction cannot commit,
+    /// whatever the caller does with the error.
+    func changingAtomically(_ body: () throws -> Void) throws
+}
+
+extension StorageTransaction {
+    func openKeySpace(_ name: String?, create: Bool) throws -> KeySpace? {
+        try openKeySpace(name, create: create, duplicateSort: false)
+    }
+
+    func get(_ space: KeySpace, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        try key.withUnsafeBytes { try get(space, $0) }
+    }
+
+    @discardableResult
+    func put(_ space: KeySpace, _ key: [UInt8], _ value: [UInt8],
+             noOverwrite: Bool = false, noDuplicate: Bool = false) throws -> Bool {
+        try key.withUnsafeBytes { k in
+            try value.withUnsafeBytes { v in try put(space, k, v, noOverwrite: noOverwrite, noDuplicate: noDuplicate) }
+        }
+    }
+
+    @discardableResult
+    func delete(_ space: KeySpace, _ key: [UInt8]) throws -> Bool { try delete(space, key, value: nil) }
+}
+
+/// A position in a key space, for ordered walks and range scans. Each move returns the entry it lands on, or `nil`
+/// past either end.
+protocol StorageCursor {
+    func first() throws -> StorageEntry?
+    func last() throws -> StorageEntry?
+    /// The next entry, duplicates included.
+    func next() throws -> StorageEntry?
+    func previous() throws -> StorageEntry?
+    /// The first entry whose key is greater than or equal to `key` (the first of all for an empty key).
+    func seek(atLeast key: UnsafeRawBufferPointer) throws -> StorageEntry?
+    /// The value under exactly `key`, or `nil`; cheaper than a transaction's `get` for look-ups in key order.
+    func value(forKey key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer?
+    /// The first entry of the next key, skipping the current key's other values.
+    func nextKey() throws -> StorageEntry?
+    /// The last entry of the previous key.
+    func previousKey() throws -> StorageEntry?
+    func firstDuplicate() throws -> StorageEntry?
+    func lastDuplicate() throws -> StorageEntry?
+    /// The next value of the current key, or `nil` after its last.
+    func nextDuplicate() throws -> StorageEntry?
+    func previousDuplicate() throws -> StorageEntry?
+    /// How many values the current key holds.
+    func duplicateCount() throws -> Int
+    /// Whether the exact pair (`key`, `value`) is in a duplicate-sorted space.
+    func contains(key: [UInt8], value: [UInt8]) throws -> Bool
+}
+
+extension StorageCursor {
+    func seek(atLeast key: [UInt8]) throws -> StorageEntry? {
+        try key.withUnsafeBytes { try seek(atLeast: $0) }
+    }
+}
+
+/// Why storage refused, in terms the store explains to its user.
+enum StorageError: Error, CustomStringConvertible {
+    /// The write needs more room than the file may take (`maximum` bytes); nothing was written.
+    case full(maximum: Int)
+    /// The engine was closed.
+    case closed
+    /// A change made of several calls failed after its first, so the transaction was rolled back.
+    case interruptedChange(any Error)
+    /// The file is not one of this engine's.
+    case notAStore(String)
+    /// The file or its folder may not be changed by this process (or the store was opened read-only).
+    case permissionDenied(String)
+    /// Opened read-only, the lock file cannot be opened and another process has the file open.
+    case lockFileUnavailable(String)
+    /// The file is already open in this process.
+    case alreadyOpenInProcess
+    /// Anything else, in the engine's words.
+    case failed(String)
+
+    var description: String {
+        switch self {
+        case .full(let maximum): "the file would grow past its maximum of \(maximum >> 20) MiB"
+        case .closed: "the store is closed"
+        case .interruptedChange(let error): "a change failed halfway: \(error)"
+        case .notAStore(let why), .permissionDenied(let why), .lockFileUnavailable(let why), .failed(let why): why
+        case .alreadyOpenInProcess: "the file is already open in this process"
+        }
+    }
+}
