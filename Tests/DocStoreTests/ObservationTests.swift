@@ -602,7 +602,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         #expect(child.status == 0, "the child writer failed: \(child.complaint)")
         #expect(child.printed.split(separator: "\n").filter { $0.hasPrefix("inserted ") }.count == inserts)
 
-        try await counts.waitUntil(within: .seconds(10), "the count \(inserts) after the child exited") {
+        try await counts.waitUntil("the count \(inserts) after the child exited") {
             $0.last == inserts
         }
         let timed = counts.timedValues

@@ -254,3 +254,56 @@ extension KeyEncoder {
         return e.bytes
     }
 }
+
+// MARK: Reading a key back
+
+extension KeyEncoder {
+    /// The value a one-part key was made from, when the key gives it back exactly: a UUID, a date, a string of ASCII
+    /// characters, and with `numbers`, a number within ±2^53 other than zero (an integral one as `.int`: the key does not say
+    /// whether it was an integer or a `Double`). `nil` for any other key; the value is then read from its document.
+    ///
+    /// A string with other characters is not given back: its key holds its canonical (NFC) form, which may differ
+    /// from the stored bytes.
+    static func exactValue(ofKey key: [UInt8], numbers: Bool) -> DocumentValue? {
+        guard let kind = key.first else { return nil }
+        switch kind {
+        case Kind.uuid where key.count == 17:
+            var uuid = UUID().uuid
+            withUnsafeMutableBytes(of: &uuid) { $0.copyBytes(from: key[1...]) }
+            return .uuid(UUID(uuid: uuid))
+        case Kind.date where key.count == 9:
+            let interval = orderedDouble(key[1..<9])
+            return interval == -.infinity ? nil : .date(Date(timeIntervalSinceReferenceDate: interval))   // -inf: NaN?
+        case Kind.number where numbers && key.count == 10 && key[9] == Exactness.exact:
+            let d = orderedDouble(key[1..<9])
+            // Zero may have been -0.0, which has the same key.
+            guard d != 0, abs(d) <= 9_007_199_254_740_992 else { return nil }
+            return d.rounded() == d ? .int(Int64(d)) : .double(d)
+        case Kind.string where key.count >= 3 && key[key.count - 2] == 0x00 && key[key.count - 1] == 0x01:
+            var utf8: [UInt8] = []
+            utf8.reserveCapacity(key.count - 3)
+            var i = 1
+            while i < key.count - 2 {
+                let b = key[i]
+                guard b < 0x80 else { return nil }
+                if b == 0 {
+                    guard key[i + 1] == 0xFF else { return nil }
+                    i += 1
+                }
+                utf8.append(b)
+                i += 1
+            }
+            return .string(String(decoding: utf8, as: UTF8.self))
+        default:
+            return nil
+        }
+    }
+
+    /// The `Double` whose ordered bytes these are (the inverse of `appendOrdered`).
+    private static func orderedDouble(_ bytes: ArraySlice<UInt8>) -> Double {
+        var bits: UInt64 = 0
+        for b in bytes { bits = bits << 8 | UInt64(b) }
+        bits = bits & (1 << 63) != 0 ? bits & ~(1 << 63) : ~bits
+        return Double(bitPattern: bits)
+    }
+}

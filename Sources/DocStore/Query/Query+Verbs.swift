@@ -42,11 +42,18 @@ extension Query {
         WindowStep.apply(selection.window?.afterwards ?? [], toCount: counted)
     }
 
-    /// The ids of the results, in order, each read from its document at the collection's id path.
-    func ids<ID>(in context: ReadContext, _ decode: (BinaryReader, ValueRef) throws -> ID) throws -> [ID] {
+    /// The ids of the results, in order: given back by their primary keys where a key holds its value exactly
+    /// (`fromKey`; a number only with `numbers`, as a key does not say whether it was an integer or a `Double`), and
+    /// otherwise read from each document at the collection's id path (`decode`).
+    func ids<ID>(in context: ReadContext, numbers: Bool, fromKey: (DocumentValue) -> ID?,
+                 _ decode: (BinaryReader, ValueRef) throws -> ID) throws -> [ID] {
         guard let executor = try executor(in: context) else { return [] }
         var ids: [ID] = []
         for key in try executor.resultIDs() {
+            if let value = KeyEncoder.exactValue(ofKey: key, numbers: numbers), let id = fromKey(value) {
+                ids.append(id)
+                continue
+            }
             guard let raw = try executor.fetch(id: key) else { continue }
             let reader = BinaryReader(raw)
             do {
@@ -206,7 +213,8 @@ extension Query where Element: Document {
     ///
     /// For example: `let ids = try Person.include(#Predicate { $0.age < 18 }).ids(in: ctx)`.
     public func ids(in context: ReadContext) throws -> [Element.ID] {
-        try ids(in: context) { reader, ref in
+        try ids(in: context, numbers: true, fromKey: { value in try? DocumentDecoder().decode(Element.ID.self, from: value.encoded()) }) {
+            reader, ref in
             try DocumentValueDecoder(reader: reader, ref: ref, parent: nil, key: nil).decodeValue(Element.ID.self)
         }
     }
@@ -221,7 +229,7 @@ extension Query where Element == DocumentValue {
     /// The ids of the results, in order: what a tool counts, confirms, and then deletes with
     /// ``WriteContext/delete(id:from:)``.
     public func ids(in context: ReadContext) throws -> [DocumentValue] {
-        try ids(in: context) { reader, ref in try DocumentValue(reader: reader, ref: ref) }
+        try ids(in: context, numbers: false, fromKey: { $0 }) { reader, ref in try DocumentValue(reader: reader, ref: ref) }
     }
 
     /// The ids of the results, in order.
