@@ -213,10 +213,24 @@ extension Query where Element: Document {
     ///
     /// For example: `let ids = try Person.include(#Predicate { $0.age < 18 }).ids(in: ctx)`.
     public func ids(in context: ReadContext) throws -> [Element.ID] {
-        try ids(in: context, numbers: true, fromKey: { value in try? DocumentDecoder().decode(Element.ID.self, from: value.encoded()) }) {
-            reader, ref in
+        try ids(in: context, numbers: true, fromKey: Self.id(from:)) { reader, ref in
             try DocumentValueDecoder(reader: reader, ref: ref, parent: nil, key: nil).decodeValue(Element.ID.self)
         }
+    }
+
+    /// An id as the value its key gives back: the common id types directly, others through their `Decodable`.
+    private static func id(from value: DocumentValue) -> Element.ID? {
+        switch value {
+        case .int(let i):
+            if let id = i as? Element.ID { return id }
+            if let id = Int(i) as? Element.ID { return id }
+        case .uuid(let u): if let id = u as? Element.ID { return id }
+        case .string(let s): if let id = s as? Element.ID { return id }
+        case .date(let d): if let id = d as? Element.ID { return id }
+        case .double(let d): if let id = d as? Element.ID { return id }
+        default: break
+        }
+        return try? DocumentDecoder().decode(Element.ID.self, from: value.encoded())
     }
 
     /// The ids of the results, in order.
