@@ -101,33 +101,57 @@ final class Executor {
         }
     }
 
-    /// Calls `body` with each result's id and bytes, in order and within the window and its later steps.
+    /// The results one at a time, in order and within the window and its later steps.
     ///
     /// In the access order (no sort), documents are handed on as the scan finds them: one look-up each. Sorted
-    /// results are ordered by their keys first and then read by id. `body` must not write to the transaction.
-    func forEachResult(_ body: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> Void) throws {
-        guard plan.ordering == .natural && plan.afterwards.isEmpty else {
-            // Sorted, or the window reversed: the ids in order first.
-            let ids = try resultIDs()
-            try txn.withCursor(handle.documents) { cursor in
-                for id in ids {
-                    try id.withUnsafeBytes { id in
-                        guard let raw = try cursor.value(forKey: id) else { return }
-                        if scanSkippedDocuments { statistics.value.documentsRead += 1 }
-                        try body(id, raw)
-                    }
-                }
+    /// results, and with `collectFirst` all of them, are ordered by their ids first and then read one by one: a
+    /// loop that writes between two results cannot then move a document ahead of the walk and meet it again.
+    final class Walk {
+        private let executor: Executor
+        private var source: CandidateSource?
+        private var ids: [[UInt8]] = []
+        private var position = 0
+        private var skipped = 0
+        private var produced = 0
+
+        init(_ executor: Executor, collectFirst: Bool) throws {
+            self.executor = executor
+            let plan = executor.plan
+            if plan.ordering == .natural && plan.afterwards.isEmpty && !collectFirst {
+                if plan.limit != 0 { source = try executor.makeSource() }
+            } else {
+                ids = try executor.resultIDs()
             }
-            return
         }
-        if plan.limit == 0 { return }
-        var skipped = 0
-        var produced = 0
-        try forEachMatch { candidate in
-            if skipped < plan.offset { skipped += 1; return true }
-            produced += 1
-            try body(candidate.id, candidate.document)
-            return plan.limit.map { produced < $0 } ?? true
+
+        deinit { close() }
+
+        /// Calls `body` with the next result's id and stored bytes (valid during the call) and returns what it
+        /// returns; `nil` after the last result.
+        func next<R>(_ body: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> R) throws -> R? {
+            let plan = executor.plan
+            if let source {
+                if let limit = plan.limit, produced >= limit { close(); return nil }
+                while let candidate = try source.next() {
+                    guard try executor.matches(candidate) else { continue }
+                    if skipped < plan.offset { skipped += 1; continue }
+                    produced += 1
+                    return try body(candidate.id, candidate.document)
+                }
+                close()
+                return nil
+            }
+            while position < ids.count {
+                position += 1
+                guard let raw = try executor.fetch(id: ids[position - 1]) else { continue }   // verify() reports it
+                return try ids[position - 1].withUnsafeBytes { try body($0, raw) }
+            }
+            return nil
+        }
+
+        func close() {
+            source?.close()
+            source = nil
         }
     }
 

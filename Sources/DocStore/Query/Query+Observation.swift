@@ -16,10 +16,11 @@ extension Query {
             guard let executor = try self.executor(in: ctx) else { return ([], []) }
             var fingerprint: [UInt8] = []
             var documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)] = []
-            try executor.forEachResult { id, raw in
+            let walk = try Executor.Walk(executor, collectFirst: false)
+            while try walk.next({ (id, raw) -> Void in
                 Fingerprint.append(raw, to: &fingerprint)
                 documents.append((Array(id), raw))
-            }
+            }) != nil {}
             if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
             return (fingerprint, try documents.map { document in
                 try document.id.withUnsafeBytes { try executor.decodeReturned(document.bytes, id: $0, as: self.kind) }

@@ -33,7 +33,8 @@ extension Query {
         guard let executor = try executor(in: context) else { return ([], QueryStatistics(), nil) }
         var results: [Element] = []
         // Only the documents returned are decoded, as the walk finds them.
-        try executor.forEachResult { id, raw in results.append(try executor.decodeReturned(raw, id: id, as: kind)) }
+        let walk = try Executor.Walk(executor, collectFirst: false)
+        while let result = try walk.next({ try executor.decodeReturned($1, id: $0, as: kind) }) { results.append(result) }
         return (results, executor.statistics.value, executor.plan)
     }
 
@@ -260,72 +261,33 @@ public final class QueryCursor<Element: Sendable> {
     private let context: ReadContext
     private let kind: ElementKind<Element>
     private let executor: Executor?
-    private var source: CandidateSource?
-    private var sortedIDs: [[UInt8]]?
-    private var position = 0
-    private var skipped = 0
-    private var produced = 0
+    private let walk: Executor.Walk?
 
     init(executor: Executor?, kind: ElementKind<Element>, context: ReadContext) throws {
         self.context = context
         self.kind = kind
         self.executor = executor
-        guard let executor else { return }
         // In a write transaction the loop may write: a document moved ahead of a live cursor would be met again
         // (saving each person one year older while walking by age would never end). There the matches are
         // collected first.
-        if executor.plan.ordering == .natural && executor.plan.afterwards.isEmpty && context.txn.isReadOnly {
-            source = try executor.makeSource()
-        } else {
-            sortedIDs = try executor.resultIDs()
-        }
+        walk = try executor.map { try Executor.Walk($0, collectFirst: !context.txn.isReadOnly) }
     }
-
-    deinit { source?.close() }
 
     /// What the walk has taken so far.
     public var statistics: QueryStatistics { executor?.statistics.value ?? QueryStatistics() }
 
     /// The next result, or `nil` after the last.
     public func next() throws -> Element? {
-        guard let executor, let (id, raw) = try nextMatch(executor) else { return nil }
-        return try id.withUnsafeBytes { try executor.decodeReturned(raw, id: $0, as: kind) }
-    }
-
-    /// The next match: its primary key and its stored bytes, valid until the transaction writes or ends.
-    private func nextMatch(_ executor: Executor) throws -> (id: [UInt8], document: UnsafeRawBufferPointer)? {
         try context.checkValid()
-        if let ids = sortedIDs {
-            while position < ids.count {
-                position += 1
-                if let raw = try executor.fetch(id: ids[position - 1]) { return (ids[position - 1], raw) }
-            }
-            return nil
-        }
-        guard let source else { return nil }
-        if let limit = executor.plan.limit, produced >= limit { close(); return nil }
-        while let candidate = try source.next() {
-            guard try executor.matches(candidate) else { continue }
-            if skipped < executor.plan.offset { skipped += 1; continue }
-            produced += 1
-            return (Array(candidate.id), candidate.document)
-        }
-        close()
-        return nil
+        guard let executor, let walk else { return nil }
+        return try walk.next { try executor.decodeReturned($1, id: $0, as: kind) }
     }
 
     /// Calls `body` with each remaining result's stored bytes, undecoded, until it returns `false`: for measuring
     /// the walk apart from decoding. The bytes are valid only during the call.
     @_spi(Benchmarks)
     public func forEachEncoded(_ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
-        guard let executor else { return }
-        while let (_, raw) = try nextMatch(executor) {
-            if try !body(raw) { return }
-        }
-    }
-
-    private func close() {
-        source?.close()
-        source = nil
+        try context.checkValid()
+        while let more = try walk?.next({ try body($1) }), more {}
     }
 }
