@@ -137,8 +137,6 @@ final class ProbeRecorder {
         return value
     }
 
-    static func isBool(_ value: Any) -> Bool { boolValue(value) != nil }
-
     static func boolValue(_ value: Any) -> Bool? {
         let unwrapped = unwrap(value)
         if let b = unwrapped as? Bool { return b }
