@@ -2,7 +2,6 @@ import DocStoreCrashWriter
 import Foundation
 import Synchronization
 import Testing
-import TestSupport
 @testable import DocStore
 
 // Observed queries and documents: the first value at once, then one value for each commit that changes the
@@ -184,7 +183,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
 // MARK: Tests
 
-@Suite(.ownThreads) struct ObservationTests {
+@Suite struct ObservationTests {
     /// The child process built beside this test binary.
     static var writerURL: URL {
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
@@ -902,7 +901,7 @@ private struct AdultNames: StoreRequest {
     }
 }
 
-@Suite(.ownThreads) struct ObservedRequestTests {
+@Suite struct ObservedRequestTests {
     @Test func requestValueComesAtOnceThenOnlyWhenItChanges() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
