@@ -110,6 +110,8 @@ final class Executor {
         private let executor: Executor
         private var source: CandidateSource?
         private var ids: [[UInt8]] = []
+        /// Reads the documents of `ids`: one cursor for the walk, not a descent from the root per document.
+        private var documents: (any StorageCursor)?
         private var position = 0
         private var skipped = 0
         private var produced = 0
@@ -121,6 +123,7 @@ final class Executor {
                 if plan.limit != 0 { source = try executor.makeSource() }
             } else {
                 ids = try executor.resultIDs()
+                if !ids.isEmpty { documents = try executor.txn.openCursor(executor.handle.documents) }
             }
         }
 
@@ -141,17 +144,25 @@ final class Executor {
                 close()
                 return nil
             }
+            guard let documents else { return nil }
             while position < ids.count {
                 position += 1
-                guard let raw = try executor.fetch(id: ids[position - 1]) else { continue }   // verify() reports it
-                return try ids[position - 1].withUnsafeBytes { try body($0, raw) }
+                let found = try ids[position - 1].withUnsafeBytes { id -> R? in
+                    guard let raw = try documents.value(forKey: id) else { return nil }   // verify() reports it
+                    if executor.scanSkippedDocuments { executor.statistics.value.documentsRead += 1 }
+                    return try body(id, raw)
+                }
+                if let found { return found }
             }
+            close()
             return nil
         }
 
         func close() {
             source?.close()
             source = nil
+            if let documents { executor.txn.closeCursor(documents) }
+            documents = nil
         }
     }
 
