@@ -183,6 +183,8 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
 // MARK: Tests
 
+// Observers hold the store only while they read: a test keeps its store alive while it observes.
+
 @Suite struct ObservationTests {
     /// The child process built beside this test binary.
     static var writerURL: URL {
@@ -214,7 +216,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func resultsComeAtOnceThenOncePerCommitThatChangesThemAndNeverForCommitsThatLeaveThemEqual() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         var ann = Person(name: "Ann", age: 30)
         var cid = Person(name: "Cid", age: 10)
         try await store.insert(contentsOf: [ann, cid])
@@ -294,7 +296,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func countComesAtOnceThenOnlyWhenItChanges() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let adults = Person.include(#Predicate { $0.age >= 18 })
         let recorder = ObservationRecorder(adults.observeCount(in: store))
         defer { recorder.cancel() }
@@ -329,7 +331,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func untypedQueryResultsAndCountFollowTypedAndUntypedWrites() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let ann = Person(name: "Ann", age: 30)
         try await store.insert(ann)
 
@@ -385,7 +387,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func untypedQueryOnACollectionThatDoesNotExistYetStartsEmptyAndSeesItCreated() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let pets = Query<DocumentValue>("pets").sortBy("name")
         let results = ObservationRecorder(pets.observe(in: store))
         let counts = ObservationRecorder(pets.observeCount(in: store))
@@ -409,7 +411,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func documentIsMissingThenExistingThenUpdatedThenGoneAndIgnoresOtherDocuments() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let other = Person(name: "Other", age: 50)
         try await store.insert(other)
         var ann = Person(name: "Ann", age: 30)
@@ -460,7 +462,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func documentThatExistsIsExistingAtFirst() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let ann = Person(name: "Ann", age: 30)
         try await store.insert(ann)
         let recorder = ObservationRecorder(store.observe(Person.self, id: ann.id))
@@ -474,7 +476,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func documentThatNoLongerDecodesEndsTheTypedObservationWithDecodingFailed() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let ann = Person(name: "Ann", age: 30)
         try await store.insert(ann)
         let recorder = ObservationRecorder(adultsByName.observe(in: store))
@@ -507,7 +509,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func observingAClosedStoreEndsWithClosed() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         await store.close()
         let recorder = ObservationRecorder(adultsByName.observe(in: store))
         let error = try await recorder.waitForEnd()
@@ -522,7 +524,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func slowConsumerGetsTheLatestAnswerNotABacklog() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let oldest = Person.sortBy(\.age, order: .reverse)[0..<3]
         let counts = ObservationRecorder(Person.query().observeCount(in: store), pause: .milliseconds(50))
         let tops = ObservationRecorder(oldest.observe(in: store), pause: .milliseconds(50))
@@ -567,7 +569,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func consumerThatDoesNotReadFindsOnlyTheLatestAnswerWaiting() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let stream = Person.query().observeCount(in: store)
         for i in 0..<500 {
             try await store.insert(Person(name: "p\(i)", age: i))
@@ -590,7 +592,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         #expect(FileManager.default.isExecutableFile(atPath: Self.writerURL.path),
                 "the child writer is missing at \(Self.writerURL.path)")
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let counts = ObservationRecorder(Person.query().observeCount(in: store))
         defer { counts.cancel() }
         #expect(try await counts.next() == 0)
@@ -620,7 +622,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func eachCommitOfAnotherProcessIsNoticedWhileThatProcessStillRuns() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let counts = ObservationRecorder(Person.query().observeCount(in: store))
         defer { counts.cancel() }
         #expect(try await counts.next() == 0)
@@ -654,7 +656,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func untypedObservationSeesACollectionAnotherProcessCreates() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         // This process never opens `people`: the child creates it.
         let everyone = Query<DocumentValue>("people").sortBy("name")
         let counts = ObservationRecorder(everyone.observeCount(in: store))
@@ -681,7 +683,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func writesThatRollBackSendNothing() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let recorder = ObservationRecorder(adultsByName.observe(in: store))
         defer { recorder.cancel() }
         #expect(try await recorder.next() == [])
@@ -706,7 +708,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func catalogChangesThatLeaveTheResultsEqualSendNothing() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let ann = Person(name: "Ann", age: 30, city: "Bergen")
         try await store.insert(ann)
         let typed = ObservationRecorder(adultsByName.observe(in: store))
@@ -733,7 +735,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func droppingTheObservedCollectionEmptiesTheUntypedResults() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         try await store.write { try $0.insert(pet("Rex"), into: "pets") }
         let recorder = ObservationRecorder(Query<DocumentValue>("pets").observe(in: store))
         defer { recorder.cancel() }
@@ -775,7 +777,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func observationsDroppedUnreadOrCancelledAtOnceHoldNothing() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let notifier = store.changes
         _ = adultsByName.observe(in: store)
         _ = store.observe(Person.self, id: UUID())
@@ -805,7 +807,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func cancellingWhileCommitsPourInReleasesEverything() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let notifier = store.changes
         let lastTen = Person.sortBy(\.name, order: .reverse)[0..<10]
         let results = (0..<3).map { _ in ObservationRecorder(lastTen.observe(in: store)) }
@@ -834,7 +836,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func eachObserverHoldsItsOwnSubscriptionAndThePollerRunsWhileAnyIsLeft() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let notifier = store.changes
         let first = ObservationRecorder(Person.query().observeCount(in: store))
         let ann = Person(name: "Ann", age: 30)
@@ -869,11 +871,17 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
     @Test func closingTheStoreEndsTheObservation() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         let results = ObservationRecorder(adultsByName.observe(in: store))
         let document = ObservationRecorder(store.observe(Person.self, id: UUID()))
+        // The requests stay open: the stream is waiting for the next one when the store closes.
+        let (requests, next) = AsyncStream.makeStream(of: AdultNames.self)
+        defer { next.finish() }
+        let followed = ObservationRecorder(store.observe(requests: requests))
+        next.yield(AdultNames())
         #expect(try await results.next() == [])
         #expect(SeenPerson(try await document.next()) == .missing)
+        #expect(try await followed.next() == [])
 
         await store.close()
         // Closing while the observer waits finishes its stream; a read that was under way would meet the closed
@@ -883,9 +891,68 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         let documentError = try await document.waitForEnd()
         #expect(documentError == nil || (documentError as? DocStoreError)?.code == .closed,
                 "\(String(describing: documentError))")
+        let followedError = try await followed.waitForEnd()
+        #expect(followedError == nil || (followedError as? DocStoreError)?.code == .closed,
+                "\(String(describing: followedError))")
         try await eventually("no subscriber and no poller") {
             store.changes.subscriberCount == 0 && !store.changes.isPolling
         }
+    }
+
+    @Test func releasingTheStoreEndsTheObservationAndFreesTheFile() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        // The only strong reference to the store.
+        var store: DocStore? = try await DocStore(path: path)
+        let notifier = try #require(store?.changes)
+        let results = ObservationRecorder(adultsByName.observe(in: try #require(store)))
+        let count = ObservationRecorder(Person.query().observeCount(in: try #require(store)))
+        let document = ObservationRecorder(try #require(store).observe(Person.self, id: UUID()))
+        // The requests stay open: the stream is waiting for the next one when the store goes.
+        let (requests, next) = AsyncStream.makeStream(of: AdultNames.self)
+        defer { next.finish() }
+        let followed = ObservationRecorder(try #require(store).observe(requests: requests))
+        next.yield(AdultNames())
+        #expect(try await results.next() == [])
+        #expect(try await count.next() == 0)
+        #expect(SeenPerson(try await document.next()) == .missing)
+        #expect(try await followed.next() == [])
+        #expect(notifier.subscriberCount == 4 && notifier.isPolling)
+
+        weak let released = store
+        store = nil
+        // Nothing else holds the store: every observer ends without an error, and the file can be opened again in
+        // this process (LMDB allows one environment per file and process, so a store kept alive would refuse).
+        #expect(try await results.waitForEnd() == nil)
+        #expect(try await count.waitForEnd() == nil)
+        #expect(try await document.waitForEnd() == nil)
+        #expect(try await followed.waitForEnd() == nil)
+        #expect(released == nil, "an observer kept the store alive")
+        try await eventually("no subscriber and no poller") { notifier.subscriberCount == 0 && !notifier.isPolling }
+        let reopened = try await DocStore(path: path)
+        try await reopened.insert(Person(name: "Ann", age: 30))
+        #expect(try await Person.query().count(in: reopened) == 1)
+    }
+
+    @Test func aStoreReleasedElsewhereClosesItsFileBeforeItsObservationsEnd() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        var store: DocStore? = try await DocStore(path: path)
+        let count = ObservationRecorder(Person.query().observeCount(in: try #require(store)))
+        #expect(try await count.next() == 0)
+        // The last reference goes in another task, as when an observer's read or the poller held the store last.
+        let (go, release) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task { [store] in
+            for await _ in go { break }
+            _ = store
+        }
+        store = nil
+        release.yield()
+        #expect(try await count.waitForEnd() == nil)
+        // The observation has ended: the file is free already.
+        let reopened = try await DocStore(path: path)
+        #expect(try await Person.query().count(in: reopened) == 0)
+        await holder.value
     }
 }
 
@@ -904,7 +971,7 @@ private struct AdultNames: StoreRequest {
 @Suite struct ObservedRequestTests {
     @Test func requestValueComesAtOnceThenOnlyWhenItChanges() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         try await store.insert(Person(name: "Bo", age: 40))
         let recorder = ObservationRecorder(store.observe(AdultNames()))
         #expect(try await recorder.next() == ["Bo"])
@@ -916,7 +983,7 @@ private struct AdultNames: StoreRequest {
 
     @Test func swappingTheRequestSendsTheNewValueOnceAndNeverTheOldOnesAgain() async throws {
         let (store, dir) = try await makeStore()
-        defer { _ = dir }
+        defer { withExtendedLifetime((store, dir)) {} }
         try await store.insert(contentsOf: [Person(name: "Bo", age: 40), Person(name: "Ann", age: 30),
                                             Person(name: "Cy", age: 12)])
         let (requests, next) = AsyncStream.makeStream(of: AdultNames.self)
@@ -934,5 +1001,28 @@ private struct AdultNames: StoreRequest {
         #expect(try await recorder.next() == ["Di", "Cy", "Ann", "Bo"])
         try await recorder.expectNothingNew()
         next.finish()
+    }
+
+    @Test(arguments: [false, true])
+    func cancellingTheConsumerEndsTheRequestsObservation(requestsEnded: Bool) async throws {
+        let (store, dir) = try await makeStore()
+        defer { withExtendedLifetime((store, dir)) {} }
+        let notifier = store.changes
+        let (requests, next) = AsyncStream.makeStream(of: AdultNames.self)
+        defer { next.finish() }
+        let recorder = ObservationRecorder(store.observe(requests: requests))
+        next.yield(AdultNames())
+        #expect(try await recorder.next() == [])
+        // Whether the requests are still open or have ended (the last one is then followed), the consumer stopping
+        // ends the observation of the request it follows.
+        if requestsEnded { next.finish() }
+        #expect(notifier.subscriberCount == 1)
+
+        recorder.cancel()
+        #expect(try await recorder.waitForEnd() == nil)
+        try await eventually("no subscriber and no poller; now \(notifier.subscriberCount) "
+                             + "subscribers, polling: \(notifier.isPolling)") {
+            notifier.subscriberCount == 0 && !notifier.isPolling
+        }
     }
 }

@@ -9,8 +9,8 @@ extension Query {
     /// ```
     /// A commit that leaves the results equal (a write to another collection, or to documents the query does
     /// not return) sends nothing. A consumer slower than the commits gets the latest results, never a backlog.
-    /// The observation ends when the consuming task is cancelled or the store is closed; errors (a
-    /// document that no longer decodes) end it with that error.
+    /// The observation ends when the consuming task is cancelled or the store is closed or released (it holds the
+    /// store only while it reads); errors (a document that no longer decodes) end it with that error.
     public func observe(in store: DocStore) -> AsyncThrowingStream<[Element], Error> {
         store.observation { ctx, previous -> ([UInt8], [Element]?) in
             guard let executor = try self.executor(in: ctx) else { return ([], []) }
@@ -28,7 +28,8 @@ extension Query {
         }
     }
 
-    /// The number of results now, then again after each commit that changes it.
+    /// The number of results now, then again after each commit that changes it. It ends as the results'
+    /// observation does.
     ///
     /// For example: `for try await n in Person.query().observeCount(in: store) { print(n) }`.
     public func observeCount(in store: DocStore) -> AsyncThrowingStream<Int, Error> {

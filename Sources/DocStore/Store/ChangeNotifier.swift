@@ -26,7 +26,16 @@ final class ChangeNotifier: Sendable {
             let id = state.nextID
             state.nextID += 1
             state.subscribers[id] = continuation
-            if state.poller == nil { state.poller = Task { [weak self] in await self?.poll(store) } }
+            if state.poller == nil {
+                // Holds neither the store nor the notifier between polls: releasing the store ends it.
+                state.poller = Task { [weak self, weak store] in
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: ChangeNotifier.pollInterval)
+                        guard !Task.isCancelled, let notifier = self, let alive = store else { return }
+                        await notifier.poll(alive)
+                    }
+                }
+            }
             return id
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
@@ -75,7 +84,7 @@ final class ChangeNotifier: Sendable {
     /// Whether the poller for other processes' commits is running. For tests.
     var isPolling: Bool { state.withLock { $0.poller != nil } }
 
-    /// Finishes every observer's stream: the store closed.
+    /// Finishes every observer's stream: the store closed or was released.
     func finishAll() {
         let subscribers = state.withLock { state -> [AsyncStream<Void>.Continuation] in
             defer { state.subscribers = [:] }
@@ -84,15 +93,13 @@ final class ChangeNotifier: Sendable {
         for s in subscribers { s.finish() }
     }
 
+    /// Looks once for a commit of another process, and signals every observer when there was one.
     private func poll(_ store: DocStore) async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: ChangeNotifier.pollInterval)
-            guard !Task.isCancelled, let id = try? await store.lastCommittedTransaction() else { continue }
-            let moved = state.withLock { state -> Bool in
-                defer { state.lastSeen = id }
-                return state.lastSeen != nil && state.lastSeen != id
-            }
-            if moved { notify() }
+        guard let id = try? await store.lastCommittedTransaction() else { return }
+        let moved = state.withLock { state -> Bool in
+            defer { state.lastSeen = id }
+            return state.lastSeen != nil && state.lastSeen != id
         }
+        if moved { notify() }
     }
 }

@@ -21,7 +21,8 @@ extension DocStore {
         return try core.env.lastCommittedTransaction()
     }
 
-    /// Follows a document: its state at once, then again after each commit that changes it.
+    /// Follows a document: its state at once, then again after each commit that changes it. It ends when the
+    /// consuming task is cancelled or the store closes or is released.
     ///
     /// For example:
     /// ```swift
@@ -50,25 +51,29 @@ extension DocStore {
     /// making the value when the fingerprint equals the previous one: it returns `nil` then).
     ///
     /// The stream holds at most one value: a slow consumer gets the latest one, never a backlog. It ends when the
-    /// consuming task is cancelled or the store closes, and carries `compute`'s errors.
+    /// consuming task is cancelled or the store closes or is released (an observer holds the store only while it
+    /// reads), and carries `compute`'s errors.
     nonisolated func observation<Value: Sendable>(
         _ compute: @escaping @Sendable (ReadContext, _ previous: (fingerprint: [UInt8], value: Value)?) throws
             -> ([UInt8], Value?)
     ) -> AsyncThrowingStream<Value, Error> {
         let (stream, continuation) = AsyncThrowingStream<Value, Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let task = Task { [changes] in
-            // Subscribed before the first read: a commit after that read is always signalled.
-            let (subscriber, signals) = changes.subscribe(self)
+        // Subscribed before the first read: a commit after that read is always signalled.
+        let (subscriber, signals) = changes.subscribe(self)
+        let task = Task { [changes, weak self] in
             var previous: (fingerprint: [UInt8], value: Value)?
             do {
                 var iterator = signals.makeAsyncIterator()
                 repeat {
                     try Task.checkCancellation()
                     let last = previous
-                    let (fingerprint, value, snapshot) = try await self.read { ctx in
+                    // The store is held for the read only. Once it is released, the signals end when its file
+                    // has been closed.
+                    guard let read = try await self?.read({ ctx in
                         let (f, v) = try compute(ctx, last)
                         return (f, v, ctx.txn.id)
-                    }
+                    }) else { continue }
+                    let (fingerprint, value, snapshot) = read
                     changes.observed(snapshot: snapshot, by: subscriber)
                     if let value, previous == nil || fingerprint != previous?.fingerprint {
                         previous = (fingerprint, value)

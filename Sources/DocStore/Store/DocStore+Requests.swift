@@ -25,7 +25,8 @@ public protocol StoreRequest: Equatable, Sendable {
 
 extension DocStore {
     /// The request's value now, then again after each commit that changes it (by this process or another); a
-    /// commit that leaves it equal sends nothing. Values coalesce to the latest for a slow consumer.
+    /// commit that leaves it equal sends nothing. Values coalesce to the latest for a slow consumer. It ends when the
+    /// consuming task is cancelled or the store closes or is released.
     public nonisolated func observe<R: StoreRequest>(_ request: R) -> AsyncThrowingStream<R.Value, Error> {
         observation { ctx, previous -> ([UInt8], R.Value?) in
             let value = try request.fetch(ctx)
@@ -39,7 +40,9 @@ extension DocStore {
 
     /// Follows the latest of a sequence of requests: each request that differs from the one before starts a new
     /// observation, whose first value comes at once; an equal request changes nothing. Values of a request that has
-    /// been replaced are never sent.
+    /// been replaced are never sent. It ends when the consuming task is cancelled, or when the store closes or is
+    /// released while a request is followed: the store is held only to start each request's observation, not while
+    /// waiting for the next request.
     ///
     /// For example, a view model whose ordering changes:
     /// ```swift
@@ -52,29 +55,35 @@ extension DocStore {
         -> AsyncThrowingStream<R.Value, Error> where S.Element == R {
         let (stream, continuation) = AsyncThrowingStream<R.Value, Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let generation = RequestGeneration()
-        let task = Task {
+        let task = Task { [weak self] in
             var current: R?
             var inner: Task<Void, Never>?
             defer { inner?.cancel() }
             do {
                 for try await request in requests {
                     guard request != current else { continue }
+                    // The store is held only to start the observation: released, it ends the stream.
+                    guard !Task.isCancelled, let values = self?.observe(request) else { break }
                     current = request
-                    inner?.cancel()
+                    // The next request is current before the previous one's observation stops: the end of that
+                    // observation does not end the stream.
                     let mine = generation.next()
-                    let values = self.observe(request)
+                    inner?.cancel()
                     inner = Task {
                         do {
                             for try await value in values {
                                 generation.ifCurrent(mine) { continuation.yield(value) }
                             }
+                            // The current request's observation ended by itself: the store closed or was released.
+                            generation.ifCurrent(mine) { continuation.finish() }
                         } catch {
                             generation.ifCurrent(mine) { continuation.finish(throwing: error) }
                         }
                     }
                 }
                 // The requests ended: the last one is followed until the consumer stops.
-                await inner?.value
+                let last = inner
+                await withTaskCancellationHandler { await last?.value } onCancel: { last?.cancel() }
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)

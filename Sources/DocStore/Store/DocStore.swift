@@ -58,8 +58,9 @@ public actor DocStore {
     public nonisolated let isWithoutLockFile: Bool
     let core: StoreCore
     private(set) var isClosed = false
-    /// Signals observers after commits, this process's and others'.
-    nonisolated let changes = ChangeNotifier()
+    /// Signals observers after commits, this process's and others'. Observers hold the store only while they read:
+    /// when it is released, its core closes the file and then ends every observation.
+    nonisolated let changes: ChangeNotifier
 
     /// Opens the store at `path`, creating it when the file does not exist.
     ///
@@ -77,7 +78,9 @@ public actor DocStore {
     public init(path: String, options: Options = Options()) async throws {
         self.path = path
         self.isReadOnly = options.readOnly
-        self.core = try StoreCore(path: path, options: options)
+        let changes = ChangeNotifier()
+        self.changes = changes
+        self.core = try StoreCore(path: path, options: options, changes: changes)
         self.isWithoutLockFile = core.env.isWithoutLockFile
     }
 

@@ -24,9 +24,12 @@ final class StoreCore {
     /// Per collection, the schema of the Swift type last used with it, for reports.
     var declared: [String: ResolvedSchema] = [:]
     private(set) var meta = KeySpace(number: 0)
+    /// The store's observers, ended when the core goes.
+    let changes: ChangeNotifier
 
-    init(path: String, options: DocStore.Options) throws {
+    init(path: String, options: DocStore.Options, changes: ChangeNotifier) throws {
         self.path = path
+        self.changes = changes
         self.isReadOnly = options.readOnly
         self.env = try StoreCore.openEnvironment(path: path, options: options)
         do {
@@ -39,6 +42,13 @@ final class StoreCore {
             env.close()
             throw error
         }
+    }
+
+    /// The store was released (nothing else holds its core): closes the file, then ends every observation, so that
+    /// an observer that sees its observation end can open the file again.
+    deinit {
+        env.close()
+        changes.finishAll()
     }
 
     private static func openEnvironment(path: String, options: DocStore.Options) throws -> any StorageEngine {
