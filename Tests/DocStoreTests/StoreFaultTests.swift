@@ -109,7 +109,7 @@ private final class FaultContextBox: @unchecked Sendable {
         do {
             let env = try LMDBEnvironment(path: path, configuration: configuration)
             try env.write { txn in
-                guard let db = try txn.openKeySpace("other", create: true) else { throw LMDBError.notFound }
+                guard let db = try txn.openKeySpace("other", create: true) else { throw StorageError.failed("no key space") }
                 try txn.put(db, Array("key".utf8), Array("their value".utf8))
             }
             env.close()
@@ -160,7 +160,7 @@ private final class FaultContextBox: @unchecked Sendable {
             }
             #expect(format == [2], "opening must not rewrite the newer format")
             try env.write { txn in
-                guard let meta = try txn.openKeySpace(StoreCore.metaName, create: false) else { throw LMDBError.notFound }
+                guard let meta = try txn.openKeySpace(StoreCore.metaName, create: false) else { throw StorageError.failed("no key space") }
                 try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])
             }
             env.close()

@@ -54,12 +54,9 @@ final class CompiledPath {
     }
 }
 
-/// A residual condition prepared once for a run over many documents.
-///
-/// ``ConditionEvaluator`` walks the ``Condition`` enum, copying each case's payload (its path and value) per
-/// document; a compiled condition is a tree of objects holding their paths laid out as bytes, so checking a
-/// document costs the look-ups and the comparisons alone. The answers are ``ConditionEvaluator``'s: the
-/// comparisons are the same functions.
+/// A residual condition prepared once for a run over many documents: a tree of objects holding their paths laid
+/// out as bytes and their constants ready, so that checking a document costs the look-ups and the comparisons
+/// alone. The comparisons are ``ValueComparison``'s.
 class CompiledCondition {
     /// What a node is given about the document being checked.
     struct Document {
@@ -73,14 +70,16 @@ class CompiledCondition {
     static func make(_ condition: Condition, keys: ComparisonKeys) -> CompiledCondition {
         switch condition {
         case .compare(let path, let op, let value):
-            let general = Compare(CompiledPath(path), op, value, keys)
+            let general = Compare(path, keys, op, value)
             return NumberCompare(general) ?? general
         case .contains(let path, let value):
-            return Contains(CompiledPath(path), value, keys)
+            return Contains(path, keys, value)
         case .oneOf(let path, let values):
-            return OneOf(CompiledPath(path), values, keys)
-        case .startsWith, .containsText:
-            return Fallback(condition, keys)
+            return OneOf(path, keys, values)
+        case .startsWith(let path, let prefix):
+            return StartsWith(path, keys, prefix)
+        case .containsText(let path, let text):
+            return ContainsText(path, keys, text)
         case .and(let cs):
             return cs.count == 1 ? make(cs[0], keys: keys) : And(cs.map { make($0, keys: keys) })
         case .or(let cs):
@@ -96,32 +95,45 @@ class CompiledCondition {
 
     func check(_ document: Document) throws -> Bool { fatalError("subclasses check documents") }
 
-    private final class Compare: CompiledCondition {
+    /// A test of the value at one path, for subclasses to finish with their constant.
+    private class AtPath<Operand>: CompiledCondition {
         /// Owns the memory `layout` points to.
         let path: CompiledPath
         /// `path` laid out, read per document with no reference counting.
         let layout: CompiledPath.Layout
-        let op: Condition.Comparison
-        let value: DocumentValue
         let keys: ComparisonKeys
+        let constant: Operand
 
-        init(_ path: CompiledPath, _ op: Condition.Comparison, _ value: DocumentValue, _ keys: ComparisonKeys) {
-            self.path = path
-            self.layout = path.layout
-            self.op = op
-            self.value = value
+        init(_ path: FieldPath, _ keys: ComparisonKeys, _ constant: Operand) {
+            self.path = CompiledPath(path)
+            self.layout = self.path.layout
             self.keys = keys
+            self.constant = constant
+        }
+
+        /// The value at the path in `document`, or `nil` when it is missing.
+        @inline(__always)
+        func value(in document: Document) throws -> ValueRef? {
+            try layout.value(in: document.reader, from: document.root)
+        }
+    }
+
+    private final class Compare: AtPath<DocumentValue> {
+        let op: Condition.Comparison
+
+        init(_ path: FieldPath, _ keys: ComparisonKeys, _ op: Condition.Comparison, _ value: DocumentValue) {
+            self.op = op
+            super.init(path, keys, value)
         }
 
         override func check(_ document: Document) throws -> Bool {
-            let ref = try layout.value(in: document.reader, from: document.root)
-            return try ConditionEvaluator.compare(ref, in: document.reader, op, value, keys: keys)
+            try ValueComparison.compare(try value(in: document), in: document.reader, op, constant, keys: keys)
         }
     }
 
     /// A comparison with a number, the commonest residual (`score > 99`): a document's integer or double is
     /// compared in place, with no enum to inspect per document; anything else goes to the general comparison,
-    /// so the answers stay ``ConditionEvaluator``'s.
+    /// so the answers stay the same.
     private final class NumberCompare: CompiledCondition {
         let general: Compare
         /// `general`'s path laid out (`general` keeps it alive), read per document with no reference counting.
@@ -133,9 +145,9 @@ class CompiledCondition {
         let double: Double
 
         init?(_ general: Compare) {
-            guard let d = general.value.exactDouble else { return nil }
+            guard let d = general.constant.exactDouble else { return nil }
             double = d
-            if case .int(let i) = general.value { integer = i } else { integer = nil }
+            if case .int(let i) = general.constant { integer = i } else { integer = nil }
             self.general = general
             self.layout = general.layout
             self.op = general.op
@@ -143,80 +155,53 @@ class CompiledCondition {
 
         override func check(_ document: Document) throws -> Bool {
             let reader = document.reader
-            guard let ref = try layout.value(in: reader, from: document.root) else {
-                return try ConditionEvaluator.compare(nil, in: reader, op, general.value, keys: general.keys)
-            }
+            guard let ref = try layout.value(in: reader, from: document.root) else { return try general.check(document) }
             let order: Int
             if let j = integer, let i = reader.integer(ref) {
                 order = i < j ? -1 : (i == j ? 0 : 1)   // exact, at any size
             } else if let d = reader.exactDouble(ref) {
                 order = d < double ? -1 : (d == double ? 0 : 1)
             } else {
-                return try ConditionEvaluator.compare(ref, in: reader, op, general.value, keys: general.keys)
+                return try ValueComparison.compare(ref, in: reader, op, general.constant, keys: general.keys)
             }
             return op.holds(order)
         }
     }
 
-    private final class Contains: CompiledCondition {
-        /// Owns the memory `layout` points to.
-        let path: CompiledPath
-        /// `path` laid out, read per document with no reference counting.
-        let layout: CompiledPath.Layout
-        let value: DocumentValue
-        let keys: ComparisonKeys
-
-        init(_ path: CompiledPath, _ value: DocumentValue, _ keys: ComparisonKeys) {
-            self.path = path
-            self.layout = path.layout
-            self.value = value
-            self.keys = keys
-        }
-
+    private final class Contains: AtPath<DocumentValue> {
         override func check(_ document: Document) throws -> Bool {
-            let reader = document.reader
-            guard let ref = try layout.value(in: reader, from: document.root) else { return false }
-            return try ConditionEvaluator.arrayContains(ref, in: reader, value, keys: keys)
+            guard let ref = try value(in: document) else { return false }
+            return try ValueComparison.arrayContains(ref, in: document.reader, constant, keys: keys)
         }
     }
 
-    private final class OneOf: CompiledCondition {
-        /// Owns the memory `layout` points to.
-        let path: CompiledPath
-        /// `path` laid out, read per document with no reference counting.
-        let layout: CompiledPath.Layout
-        let values: [DocumentValue]
-        let keys: ComparisonKeys
-
-        init(_ path: CompiledPath, _ values: [DocumentValue], _ keys: ComparisonKeys) {
-            self.path = path
-            self.layout = path.layout
-            self.values = values
-            self.keys = keys
-        }
-
+    private final class OneOf: AtPath<[DocumentValue]> {
         override func check(_ document: Document) throws -> Bool {
-            let ref = try layout.value(in: document.reader, from: document.root)
-            for value in values where try ConditionEvaluator.compare(ref, in: document.reader, .equal, value, keys: keys) {
+            let ref = try value(in: document)
+            for value in constant where try ValueComparison.compare(ref, in: document.reader, .equal, value, keys: keys) {
                 return true
             }
             return false
         }
     }
 
-    /// Text conditions, which cost a string's characters anyway: checked by ``ConditionEvaluator`` itself.
-    private final class Fallback: CompiledCondition {
-        let condition: Condition
-        let keys: ComparisonKeys
-
-        init(_ condition: Condition, _ keys: ComparisonKeys) {
-            self.condition = condition
-            self.keys = keys
-        }
-
+    private final class StartsWith: AtPath<String> {
         override func check(_ document: Document) throws -> Bool {
-            try ConditionEvaluator(reader: document.reader, root: document.root, keys: keys, decoded: document.decoded)
-                .evaluate(condition)
+            guard let bytes = try ValueComparison.string(try value(in: document), in: document.reader) else { return false }
+            if constant.utf8.allSatisfy({ $0 < 0x80 }) && bytes.allSatisfy({ $0 < 0x80 }) {
+                guard bytes.starts(with: constant.utf8) else { return false }
+                // "\r\n" is one character: a prefix ending in "\r" does not begin "\r\n...".
+                let n = constant.utf8.count
+                return !(constant.utf8.last == 0x0D && bytes.count > n && bytes[n] == 0x0A)
+            }
+            return String(decoding: bytes, as: UTF8.self).starts(with: constant)
+        }
+    }
+
+    private final class ContainsText: AtPath<String> {
+        override func check(_ document: Document) throws -> Bool {
+            guard let bytes = try ValueComparison.string(try value(in: document), in: document.reader) else { return false }
+            return String(decoding: bytes, as: UTF8.self).contains(constant)
         }
     }
 

@@ -9,20 +9,8 @@ struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
 
     init(code: Int32) { self.code = code }
 
-    static let keyExists = LMDBError(code: MDB_KEYEXIST)
-    static let notFound = LMDBError(code: MDB_NOTFOUND)
-    static let corrupted = LMDBError(code: MDB_CORRUPTED)
-    static let panic = LMDBError(code: MDB_PANIC)
-    static let versionMismatch = LMDBError(code: MDB_VERSION_MISMATCH)
-    static let invalid = LMDBError(code: MDB_INVALID)
+    /// The map is full: the one code the environment acts on (it grows the map and tries again).
     static let mapFull = LMDBError(code: MDB_MAP_FULL)
-    static let databasesFull = LMDBError(code: MDB_DBS_FULL)
-    static let readersFull = LMDBError(code: MDB_READERS_FULL)
-    static let transactionFull = LMDBError(code: MDB_TXN_FULL)
-    static let mapResized = LMDBError(code: MDB_MAP_RESIZED)
-    static let incompatible = LMDBError(code: MDB_INCOMPATIBLE)
-    static let badTransaction = LMDBError(code: MDB_BAD_TXN)
-    static let badValueSize = LMDBError(code: MDB_BAD_VALSIZE)
 
     /// LMDB's text for the code (`mdb_strerror`), which covers `errno` values too.
     var message: String { String(cString: mdb_strerror(code)) }

@@ -25,62 +25,17 @@ final class ComparisonKeys {
     }
 }
 
-/// Evaluates a ``Condition`` on one encoded document, reading only the fields it names.
+/// How a condition compares a document's value with a constant.
 ///
 /// Comparisons follow Swift's semantics for the values a `Codable` model stores: numbers compare by value across
 /// integer and floating-point encodings, strings as Swift compares them (canonical equivalence), NaN equals
 /// nothing, and a missing field is `nil`. An ordering comparison involving `nil`, or values of different kinds
 /// (a string and a number), is false.
-struct ConditionEvaluator {
-    let reader: BinaryReader
-    let root: ValueRef
-    /// The query's constants as keys, and a buffer for the document's side: kept across documents.
-    let keys: ComparisonKeys
-    /// Decodes the document for opaque parts, at most once per document.
-    let decoded: () throws -> Any
-
-    func evaluate(_ condition: Condition) throws -> Bool {
-        switch condition {
-        case .compare(let path, let op, let value):
-            let ref = try reader.value(atPath: path, from: root)
-            return try ConditionEvaluator.compare(ref, in: reader, op, value, keys: keys)
-        case .contains(let path, let value):
-            guard let ref = try reader.value(atPath: path, from: root) else { return false }
-            return try ConditionEvaluator.arrayContains(ref, in: reader, value, keys: keys)
-        case .oneOf(let path, let values):
-            let ref = try reader.value(atPath: path, from: root)
-            for value in values where try ConditionEvaluator.compare(ref, in: reader, .equal, value, keys: keys) { return true }
-            return false
-        case .startsWith(let path, let prefix):
-            guard let ref = try reader.value(atPath: path, from: root), ref.tag == BinaryFormat.Tag.string else {
-                return false
-            }
-            let bytes = try reader.payloadBytes(ref)
-            if prefix.utf8.allSatisfy({ $0 < 0x80 }) && bytes.allSatisfy({ $0 < 0x80 }) {
-                guard bytes.starts(with: prefix.utf8) else { return false }
-                // "\r\n" is one character: a prefix ending in "\r" does not begin "\r\n...".
-                let n = prefix.utf8.count
-                return !(prefix.utf8.last == 0x0D && bytes.count > n && bytes[n] == 0x0A)
-            }
-            return String(decoding: bytes, as: UTF8.self).starts(with: prefix)
-        case .containsText(let path, let text):
-            guard let ref = try reader.value(atPath: path, from: root), ref.tag == BinaryFormat.Tag.string else {
-                return false
-            }
-            return String(decoding: try reader.payloadBytes(ref), as: UTF8.self).contains(text)
-        case .and(let cs):
-            for c in cs where try !evaluate(c) { return false }
-            return true
-        case .or(let cs):
-            for c in cs where try evaluate(c) { return true }
-            return false
-        case .not(let c):
-            return try !evaluate(c)
-        case .constant(let b):
-            return b
-        case .opaque(let o):
-            return try o.evaluate(try decoded())
-        }
+enum ValueComparison {
+    /// The bytes of the string at `ref`, or `nil` when it is missing or not a string.
+    static func string(_ ref: ValueRef?, in reader: BinaryReader) throws -> UnsafeRawBufferPointer? {
+        guard let ref, ref.tag == BinaryFormat.Tag.string else { return nil }
+        return try reader.payloadBytes(ref)
     }
 
     /// Whether the array at `ref` has an element equal to `value`. A value that is not an array counts as one
@@ -89,11 +44,11 @@ struct ConditionEvaluator {
                               keys: ComparisonKeys) throws -> Bool {
         guard ref.tag != BinaryFormat.Tag.null else { return false }
         guard ref.tag == BinaryFormat.Tag.array else {
-            return try ConditionEvaluator.compare(ref, in: reader, .equal, value, keys: keys)
+            return try compare(ref, in: reader, .equal, value, keys: keys)
         }
         var found = false
         try reader.forEachElement(ref) { element in
-            if !found, try ConditionEvaluator.compare(element, in: reader, .equal, value, keys: keys) { found = true }
+            if !found, try compare(element, in: reader, .equal, value, keys: keys) { found = true }
         }
         return found
     }
