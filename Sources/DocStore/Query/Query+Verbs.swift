@@ -26,7 +26,6 @@ extension Query {
                     limit: selection.window?.range.count, afterwards: selection.window?.afterwards ?? [])
     }
 
-    /// Runs the query: its results and what finding them took.
     /// Runs the query: its results, what finding them took, and the plan it ran (`nil`: no collection).
     private func run(in context: ReadContext) throws
         -> (results: [Element], statistics: QueryStatistics, plan: Plan?) {
