@@ -15,6 +15,34 @@ private struct ByDate: Document { var id: Date; var n: Int; static let collectio
 @Suite struct IDsFromKeysTests {
     private static let strings = ["", "a", "Zürich", "e\u{301}", "\u{0}x", "x\u{0}", "ASCII only", "日本", "\u{7F}"]
 
+    /// An id of a common type is keyed without encoding it: the key must be the encoded id's, byte for byte, or a
+    /// document saved under one key would be looked for under another.
+    @Test func anIDKeyedDirectlyHasTheKeyOfTheEncodedID() throws {
+        func encodedKey<ID: Encodable>(_ id: ID) throws -> [UInt8] {
+            let bytes = try DocumentEncoder().encode(id)
+            return try bytes.withUnsafeBytes { raw in
+                let reader = BinaryReader(raw)
+                var key = KeyEncoder()
+                try key.append(try reader.root(), in: reader)
+                return key.bytes
+            }
+        }
+        var rng = SeededGenerator(seed: 11)
+        for _ in 0..<1_000 {
+            let i = Int.random(in: .min ... .max, using: &rng) >> Int.random(in: 0...63, using: &rng)
+            #expect(try CollectionHandle.idKey(i, collection: "c") == encodedKey(i), "Int \(i)")
+            #expect(try CollectionHandle.idKey(Int64(i), collection: "c") == encodedKey(Int64(i)), "Int64 \(i)")
+            let u = UUID()
+            #expect(try CollectionHandle.idKey(u, collection: "c") == encodedKey(u), "UUID \(u)")
+        }
+        for s in Self.strings + ["a\r\nb", "Å", "A\u{30A}", String(repeating: "x", count: 300)] {
+            #expect(try CollectionHandle.idKey(s, collection: "c") == encodedKey(s), "String \(s.debugDescription)")
+        }
+        // A string too long for a key is refused.
+        let long = String(repeating: "y", count: IndexKeys.maximumKeySize + 1)
+        #expect(throws: DocStoreError.self) { try CollectionHandle.idKey(long, collection: "c") }
+    }
+
     /// Random values of every kind a key is made of: each is given back exactly or not at all, and what is given
     /// back has the same key.
     @Test func aKeyGivesBackItsValueExactlyOrNotAtAll() {

@@ -299,6 +299,15 @@ extension KeyEncoder {
         }
     }
 
+    /// The integer a one-part number key was made from, when it holds one within ±2^53: for a field known to hold
+    /// integers, where zero is given back too (-0.0 and 0 share a key, and are the same integer).
+    static func exactInteger(ofKey key: [UInt8]) -> Int64? {
+        guard key.count == 10, key[0] == Kind.number, key[9] == Exactness.exact else { return nil }
+        let d = orderedDouble(key[1..<9])
+        guard abs(d) <= 9_007_199_254_740_992, d.rounded() == d else { return nil }
+        return Int64(d)
+    }
+
     /// The `Double` whose ordered bytes these are (the inverse of `appendOrdered`).
     private static func orderedDouble(_ bytes: ArraySlice<UInt8>) -> Double {
         var bits: UInt64 = 0

@@ -108,23 +108,35 @@ final class Executor {
     /// loop that writes between two results cannot then move a document ahead of the walk and meet it again.
     final class Walk {
         private let executor: Executor
-        private var source: CandidateSource?
-        private var ids: [[UInt8]] = []
+        // Everything the per-result path reads is a constant of the walk: nothing is copied or checked for
+        // exclusive access per result (a copy of the plan per result cost a third of a raw walk).
+        private let limit: Int?
+        private let offset: Int
+        private let countsReads: Bool
+        private let source: CandidateSource?
+        private let ids: [[UInt8]]
         /// Reads the documents of `ids`: one cursor for the walk, not a descent from the root per document.
-        private var documents: (any StorageCursor)?
+        private let documents: (any StorageCursor)?
         private var position = 0
         private var skipped = 0
         private var produced = 0
+        private var closed = false
 
         init(_ executor: Executor, collectFirst: Bool) throws {
             self.executor = executor
             let plan = executor.plan
+            limit = plan.limit
+            offset = plan.offset
             if plan.ordering == .natural && plan.afterwards.isEmpty && !collectFirst {
-                if plan.limit != 0 { source = try executor.makeSource() }
+                source = plan.limit == 0 ? nil : try executor.makeSource()
+                ids = []
+                documents = nil
             } else {
+                source = nil
                 ids = try executor.resultIDs()
-                if !ids.isEmpty { documents = try executor.txn.openCursor(executor.handle.documents) }
+                documents = ids.isEmpty ? nil : try executor.txn.openCursor(executor.handle.documents)
             }
+            countsReads = executor.scanSkippedDocuments
         }
 
         deinit { close() }
@@ -132,12 +144,12 @@ final class Executor {
         /// Calls `body` with the next result's id and stored bytes (valid during the call) and returns what it
         /// returns; `nil` after the last result.
         func next<R>(_ body: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> R) throws -> R? {
-            let plan = executor.plan
+            guard !closed else { return nil }
             if let source {
-                if let limit = plan.limit, produced >= limit { close(); return nil }
+                if let limit, produced >= limit { close(); return nil }
                 while let candidate = try source.next() {
                     guard try executor.matches(candidate) else { continue }
-                    if skipped < plan.offset { skipped += 1; continue }
+                    if skipped < offset { skipped += 1; continue }
                     produced += 1
                     return try body(candidate.id, candidate.document)
                 }
@@ -149,7 +161,7 @@ final class Executor {
                 position += 1
                 let found = try ids[position - 1].withUnsafeBytes { id -> R? in
                     guard let raw = try documents.value(forKey: id) else { return nil }   // verify() reports it
-                    if executor.scanSkippedDocuments { executor.statistics.value.documentsRead += 1 }
+                    if countsReads { executor.statistics.value.documentsRead += 1 }
                     return try body(id, raw)
                 }
                 if let found { return found }
@@ -159,10 +171,10 @@ final class Executor {
         }
 
         func close() {
+            guard !closed else { return }
+            closed = true
             source?.close()
-            source = nil
             if let documents { executor.txn.closeCursor(documents) }
-            documents = nil
         }
     }
 

@@ -44,7 +44,7 @@ final class Residual {
             statistics.value.documentsDecoded += 1
             let value: Any
             do { value = try decodeForCondition.decode(candidate.document) } catch {
-                throw DecodingFailure.named(error, type: decodeForCondition.typeName, collection: handle.name) {
+                throw DecodingFailure.named(error, type: decodeForCondition.typeName(), collection: handle.name) {
                     CollectionHandle.describeID(Array(candidate.id), in: Array(candidate.document),
                                                 idPath: handle.info.idPath)
                 }

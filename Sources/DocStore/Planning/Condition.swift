@@ -157,16 +157,19 @@ extension DocumentValue {
 /// runs the condition needs to know nothing of the query's type.
 final class OpaqueCondition: Sendable {
     let summary: String
-    /// The document's type, for messages.
-    let typeName: String
+    /// The document's type (the one `decode` makes).
+    let type: ObjectIdentifier
+    /// The document's type, for messages; made only when a message needs it.
+    let typeName: @Sendable () -> String
     /// Decodes a stored document into the query's type.
     let decode: @Sendable (UnsafeRawBufferPointer) throws -> Any
     /// Evaluates on the decoded document (passed as `Any`, of the query's type).
     let evaluate: @Sendable (Any) throws -> Bool
 
-    init(summary: String, typeName: String, decode: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Any,
+    init(summary: String, type: ObjectIdentifier, typeName: @escaping @Sendable () -> String, decode: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Any,
          evaluate: @escaping @Sendable (Any) throws -> Bool) {
         self.summary = summary
+        self.type = type
         self.typeName = typeName
         self.decode = decode
         self.evaluate = evaluate

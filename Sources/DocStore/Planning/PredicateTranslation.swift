@@ -68,7 +68,8 @@ struct PredicateTranslator<Input> {
         let summary = name.prefix(while: { $0 != "<" })
         let part = OpaquePart(variable: variable, expression: expression)
         return .opaque(OpaqueCondition(summary: "\(summary) expression, evaluated on the decoded document",
-                                       typeName: String(reflecting: Input.self), decode: decode) { document in
+                                       type: ObjectIdentifier(Input.self),
+                                       typeName: { String(reflecting: Input.self) }, decode: decode) { document in
             guard let input = document as? Input else {
                 throw DocStoreError(.invalidSchema, "a condition on \(Input.self) met a document decoded as "
                     + "\(type(of: document))")

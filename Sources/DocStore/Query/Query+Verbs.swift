@@ -43,13 +43,16 @@ extension Query {
     }
 
     /// The ids of the results, in order: given back by their primary keys where a key holds its value exactly
-    /// (`fromKey`; a number only with `numbers`, as a key does not say whether it was an integer or a `Double`), and
-    /// otherwise read from each document at the collection's id path (`decode`).
-    func ids<ID>(in context: ReadContext, numbers: Bool, fromKey: (DocumentValue) -> ID?,
-                 _ decode: (BinaryReader, ValueRef) throws -> ID) throws -> [ID] {
+    /// (`allFromKeys` when every key does, else `fromKey`; a number only with `numbers`, as a key does not say
+    /// whether it was an integer or a `Double`), and otherwise read from each document at the collection's id path
+    /// (`decode`).
+    func ids<ID>(in context: ReadContext, numbers: Bool, allFromKeys: ([[UInt8]]) -> [ID]?,
+                 fromKey: (DocumentValue) -> ID?, _ decode: (BinaryReader, ValueRef) throws -> ID) throws -> [ID] {
         guard let executor = try executor(in: context) else { return [] }
+        let keys = try executor.resultIDs()
+        if let all = allFromKeys(keys) { return all }
         var ids: [ID] = []
-        for key in try executor.resultIDs() {
+        for key in keys {
             if let value = KeyEncoder.exactValue(ofKey: key, numbers: numbers), let id = fromKey(value) {
                 ids.append(id)
                 continue
@@ -62,7 +65,7 @@ extension Query {
                 }
                 ids.append(try decode(reader, ref))
             } catch {
-                throw DecodingFailure.named(error, type: kind.typeName, collection: collection) {
+                throw DecodingFailure.named(error, type: kind.typeName(), collection: collection) {
                     CollectionHandle.describeID(key, in: Array(raw), idPath: executor.handle.info.idPath)
                 }
             }
@@ -213,8 +216,30 @@ extension Query where Element: Document {
     ///
     /// For example: `let ids = try Person.include(#Predicate { $0.age < 18 }).ids(in: ctx)`.
     public func ids(in context: ReadContext) throws -> [Element.ID] {
-        try ids(in: context, numbers: true, fromKey: Self.id(from:)) { reader, ref in
+        try ids(in: context, numbers: true, allFromKeys: Self.ids(fromKeys:), fromKey: Self.id(from:)) { reader, ref in
             try DocumentValueDecoder(reader: reader, ref: ref, parent: nil, key: nil).decodeValue(Element.ID.self)
+        }
+    }
+
+    /// The ids the keys give back when every key holds its id exactly and the id type is a common one, converted
+    /// with no cast per id (a generic conversion per id costs more than reading the key); `nil` otherwise.
+    private static func ids(fromKeys keys: [[UInt8]]) -> [Element.ID]? {
+        func all<T>(_ convert: ([UInt8]) -> T?) -> [Element.ID]? {
+            var ids: [T] = []
+            ids.reserveCapacity(keys.count)
+            for key in keys {
+                guard let id = convert(key) else { return nil }
+                ids.append(id)
+            }
+            return unsafeBitCast(ids, to: [Element.ID].self)   // T is Element.ID, as checked below
+        }
+        func exact(_ key: [UInt8]) -> DocumentValue? { KeyEncoder.exactValue(ofKey: key, numbers: false) }
+        switch Element.ID.self {
+        case is Int.Type: return all { KeyEncoder.exactInteger(ofKey: $0).flatMap(Int.init(exactly:)) }
+        case is Int64.Type: return all(KeyEncoder.exactInteger(ofKey:))
+        case is UUID.Type: return all { if case .uuid(let u)? = exact($0) { u } else { nil } }
+        case is String.Type: return all { if case .string(let s)? = exact($0) { s } else { nil } }
+        default: return nil
         }
     }
 
@@ -243,7 +268,15 @@ extension Query where Element == DocumentValue {
     /// The ids of the results, in order: what a tool counts, confirms, and then deletes with
     /// ``WriteContext/delete(id:from:)``.
     public func ids(in context: ReadContext) throws -> [DocumentValue] {
-        try ids(in: context, numbers: false, fromKey: { $0 }) { reader, ref in try DocumentValue(reader: reader, ref: ref) }
+        try ids(in: context, numbers: false, allFromKeys: { keys in
+            var ids: [DocumentValue] = []
+            ids.reserveCapacity(keys.count)
+            for key in keys {
+                guard let id = KeyEncoder.exactValue(ofKey: key, numbers: false) else { return nil }
+                ids.append(id)
+            }
+            return ids
+        }, fromKey: { $0 }) { reader, ref in try DocumentValue(reader: reader, ref: ref) }
     }
 
     /// The ids of the results, in order.

@@ -107,9 +107,9 @@ public struct Query<Element: Sendable>: Sendable {
             selection.problem = DocStoreError(.invalidSchema, "a query of collection '\(collection)' cannot be decoded "
                 + "as \(typeName), whose collection is '\(Query<T>.collection)'", collection: collection)
         }
-        if let opaque = selection.condition.firstOpaque, opaque.typeName != typeName, selection.problem == nil {
+        if let opaque = selection.condition.firstOpaque, opaque.type != ObjectIdentifier(T.self), selection.problem == nil {
             // Its conditions evaluated on the decoded document need the type they were written for.
-            selection.problem = DocStoreError(.invalidSchema, "a query with conditions on \(opaque.typeName) cannot be "
+            selection.problem = DocStoreError(.invalidSchema, "a query with conditions on \(opaque.typeName()) cannot be "
                 + "decoded as \(typeName): some of them are evaluated on the decoded document", collection: collection)
         }
         return Query<T>(collection: collection, selection: selection, kind: .model(T.self))
@@ -254,8 +254,8 @@ struct Selection: Sendable, Equatable {
 /// What a query's elements are: a ``Document`` type, or ``DocumentValue``s. How they are decoded, how the
 /// collection is opened for them, and how one is inserted (for `findOrCreate`).
 struct ElementKind<Element: Sendable>: Sendable {
-    /// The type, for messages.
-    let typeName: String
+    /// The type, for messages; made only when a message needs it (it costs more than building a query).
+    let typeName: @Sendable () -> String
     private let decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element
     /// The collection as the catalog has it, for reading; `nil` when there is none. Never a write.
     let openForReading: @Sendable (TransactionScope, String) throws -> CollectionHandle?
@@ -266,7 +266,7 @@ struct ElementKind<Element: Sendable>: Sendable {
 
     static var documentValue: ElementKind<DocumentValue> {
         ElementKind<DocumentValue>(
-            typeName: "DocumentValue",
+            typeName: { "DocumentValue" },
             decodeRaw: { try DocumentValue(encoded: Array($0)) },
             openForReading: { scope, name in try scope.handle(named: name) },
             openForWriting: { scope, name in try scope.handle(named: name) },
@@ -275,7 +275,7 @@ struct ElementKind<Element: Sendable>: Sendable {
 
     static func model<T: Document>(_ type: T.Type) -> ElementKind<T> {
         ElementKind<T>(
-            typeName: String(reflecting: T.self),
+            typeName: { String(reflecting: T.self) },
             decodeRaw: { try DocumentDecoder().decode(T.self, from: $0) },
             openForReading: { scope, _ in try scope.handleForReading(T.self) },
             openForWriting: { scope, _ in try scope.handle(for: T.self) },
@@ -285,7 +285,7 @@ struct ElementKind<Element: Sendable>: Sendable {
     /// Decodes a stored document; a failure names the collection, the document and the field.
     func decode(_ raw: UnsafeRawBufferPointer, collection: String, id: () -> String) throws -> Element {
         do { return try decodeRaw(raw) } catch {
-            throw DecodingFailure.named(error, type: typeName, collection: collection, id: id)
+            throw DecodingFailure.named(error, type: typeName(), collection: collection, id: id)
         }
     }
 }

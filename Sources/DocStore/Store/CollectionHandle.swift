@@ -30,27 +30,35 @@ final class CollectionHandle {
     // MARK: Ids
 
     /// The primary key of an id value.
-    static func idKey<ID: Encodable>(_ id: ID, collection: String) throws -> [UInt8] {
+    static func idKey<ID: Encodable>(_ id: ID, collection: @autoclosure () -> String) throws -> [UInt8] {
+        // The commonest id types straight to their key (the encoded id's key, byte for byte), with no encoding.
+        switch id {
+        case let i as Int: return KeyEncoder.key(.int(Int64(i)))
+        case let i as Int64: return KeyEncoder.key(.int(i))
+        case let u as UUID: return KeyEncoder.key(.uuid(u))
+        case let s as String: return try checkedIDKey(KeyEncoder.key(.string(s)), collection: collection())
+        default: break
+        }
         let bytes: [UInt8]
         do { bytes = try DocumentEncoder().encode(id) } catch {
-            throw DocStoreError(.encodingFailed, "cannot encode id \(id) of collection '\(collection)': \(error)",
-                                collection: collection)
+            throw DocStoreError(.encodingFailed, "cannot encode id \(id) of collection '\(collection())': \(error)",
+                                collection: collection())
         }
         return try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
-            return try checkedIDKey(try reader.root(), in: reader, collection: collection)
+            var key = KeyEncoder()
+            try key.append(try reader.root(), in: reader)
+            return try checkedIDKey(key.bytes, collection: collection())
         }
     }
 
-    /// The key of the id value at `ref`, refused when LMDB could not store it.
-    private static func checkedIDKey(_ ref: ValueRef, in reader: BinaryReader, collection: String) throws -> [UInt8] {
-        var key = KeyEncoder()
-        try key.append(ref, in: reader)
-        guard key.bytes.count <= IndexKeys.maximumKeySize else {
-            throw DocStoreError(.valueTooLarge, "an id of collection '\(collection)' is \(key.bytes.count) bytes "
+    /// An id's key, refused when LMDB could not store it.
+    private static func checkedIDKey(_ key: [UInt8], collection: String) throws -> [UInt8] {
+        guard key.count <= IndexKeys.maximumKeySize else {
+            throw DocStoreError(.valueTooLarge, "an id of collection '\(collection)' is \(key.count) bytes "
                 + "encoded; ids are limited to \(IndexKeys.maximumKeySize)", collection: collection)
         }
-        return key.bytes
+        return key
     }
 
     /// The primary key of the document whose root is `root`.
@@ -59,7 +67,9 @@ final class CollectionHandle {
             throw DocStoreError(.invalidSchema, "a document of collection '\(name)' has no id at '\(info.idPath)'",
                                 collection: name)
         }
-        return try CollectionHandle.checkedIDKey(ref, in: reader, collection: name)
+        var key = KeyEncoder()
+        try key.append(ref, in: reader)
+        return try CollectionHandle.checkedIDKey(key.bytes, collection: name)
     }
 
     /// An id for a new document that has none: the next integer after the greatest number among the ids (1 when

@@ -47,7 +47,7 @@ public class ReadContext {
         -> (UnsafeRawBufferPointer, CollectionHandle)? {
         try checkValid()
         // The id is checked first: an id no document could have is an error, whether or not there is a collection.
-        let key = try CollectionHandle.idKey(id, collection: try scope.core.schema(type).collection)
+        let key = try CollectionHandle.idKey(id, collection: (try? scope.core.schema(type).collection) ?? "\(type)")
         guard let handle = try scope.handleForReading(type) else { return nil }
         return try txn.get(handle.documents, key).map { ($0, handle) }
     }
