@@ -199,20 +199,6 @@ struct ProbeDecoder: Decoder {
         func decodeNil(forKey key: Key) throws -> Bool { false }
         private func p(_ key: Key) -> [String] { path + [key.stringValue] }
 
-        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { recorder.nextBool(p(key)) }
-        func decode(_ type: String.Type, forKey key: Key) throws -> String { recorder.nextString(p(key)) }
-        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { Double(recorder.nextInteger(p(key))) }
-        func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(recorder.nextInteger(p(key))) }
-        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { Int(recorder.nextInteger(p(key))) }
-        func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { Int8(truncatingIfNeeded: recorder.nextInteger(p(key))) }
-        func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { Int16(truncatingIfNeeded: recorder.nextInteger(p(key))) }
-        func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { Int32(truncatingIfNeeded: recorder.nextInteger(p(key))) }
-        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { recorder.nextInteger(p(key)) }
-        func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { UInt(truncatingIfNeeded: recorder.nextInteger(p(key))) }
-        func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { UInt8(truncatingIfNeeded: recorder.nextInteger(p(key))) }
-        func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { UInt16(truncatingIfNeeded: recorder.nextInteger(p(key))) }
-        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { UInt32(truncatingIfNeeded: recorder.nextInteger(p(key))) }
-        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { UInt64(truncatingIfNeeded: recorder.nextInteger(p(key))) }
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
             try ProbeDecoder.value(type, recorder: recorder, path: p(key))
         }
