@@ -93,6 +93,19 @@ extension StorageTransaction {
 
     @discardableResult
     func delete(_ space: KeySpace, _ key: [UInt8]) throws -> Bool { try delete(space, key, value: nil) }
+
+    /// Calls `body` with each entry of `space` whose key starts with `prefix` (every entry, for an empty prefix),
+    /// in key order, duplicates included.
+    func forEachEntry(in space: KeySpace, prefix: [UInt8] = [],
+                      _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) throws {
+        try withCursor(space) { cursor in
+            var entry = try cursor.seek(atLeast: prefix)
+            while let (key, value) = entry, key.starts(with: prefix) {
+                try body(key, value)
+                entry = try cursor.next()
+            }
+        }
+    }
 }
 
 /// A position in a key space, for ordered walks and range scans. Each move returns the entry it lands on, or `nil`

@@ -180,12 +180,8 @@ final class CollectionHandle {
     func removeAllEntries(of id: [UInt8], in txn: any StorageTransaction) throws {
         for index in indexes {
             var doomed: [[UInt8]] = []
-            try txn.withCursor(index.database) { cursor in
-                var entry = try cursor.first()
-                while let (key, value) = entry {
-                    if value.elementsEqual(id) { doomed.append(Array(key)) }
-                    entry = try cursor.next()
-                }
+            try txn.forEachEntry(in: index.database) { key, value in
+                if value.elementsEqual(id) { doomed.append(Array(key)) }
             }
             for key in doomed { try removeEntry(key, id: id, from: index, in: txn) }
         }
@@ -231,20 +227,16 @@ final class CollectionHandle {
     /// The cursor walks the documents database while entries go into the index database; writes to one named
     /// database leave another's pages and cursors alone, and each document is copied before its entries are added.
     func build(_ index: Index, in txn: any StorageTransaction) throws {
-        try txn.withCursor(documents) { cursor in
-            var entry = try cursor.first()
-            while let (rawID, rawDocument) = entry {
-                let id = Array(rawID)
-                try Array(rawDocument).withUnsafeBytes { raw in
-                    let reader = BinaryReader(raw)
-                    let root = try reader.root()
-                    for key in try checkedKeys(for: index, reader: reader, root: root) {
-                        try addEntry(key, id: id, to: index, in: txn) {
-                            IndexKeys.describe(index.definition, reader: reader, root: root)
-                        }
+        try txn.forEachEntry(in: documents) { rawID, rawDocument in
+            let id = Array(rawID)
+            try Array(rawDocument).withUnsafeBytes { raw in
+                let reader = BinaryReader(raw)
+                let root = try reader.root()
+                for key in try checkedKeys(for: index, reader: reader, root: root) {
+                    try addEntry(key, id: id, to: index, in: txn) {
+                        IndexKeys.describe(index.definition, reader: reader, root: root)
                     }
                 }
-                entry = try cursor.next()
             }
         }
     }

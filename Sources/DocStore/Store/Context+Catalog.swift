@@ -32,16 +32,12 @@ extension ReadContext {
         try checkValid()
         let prefix = StoreCore.filterKey("")
         var out: [SavedFilter] = []
-        try txn.withCursor(scope.core.meta) { cursor in
-            var entry = try cursor.seek(atLeast: prefix)
-            while let (key, value) = entry, key.starts(with: prefix) {
-                do {
-                    out.append(try DocumentDecoder().decode(SavedFilter.self, from: value))
-                } catch {
-                    let name = String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
-                    throw DocStoreError(.corruptDocument, "the saved filter '\(name)' in the catalog is damaged: \(error)")
-                }
-                entry = try cursor.next()
+        try txn.forEachEntry(in: scope.core.meta, prefix: prefix) { key, value in
+            do {
+                out.append(try DocumentDecoder().decode(SavedFilter.self, from: value))
+            } catch {
+                let name = String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
+                throw DocStoreError(.corruptDocument, "the saved filter '\(name)' in the catalog is damaged: \(error)")
             }
         }
         return out

@@ -85,81 +85,73 @@ extension DocStore {
     private func verifyDocuments(of handle: CollectionHandle, in txn: any StorageTransaction,
                                  into report: inout VerificationReport) throws {
         let checker = core.typeCheckers[handle.name]
-        try txn.withCursor(handle.documents) { cursor in
-            var entry = try cursor.first()
-            while let (rawKey, rawValue) = entry {
-                report.documentsChecked += 1
-                let id = Array(rawKey)
-                let bytes = Array(rawValue)
-                func problem(_ kind: VerificationReport.Problem.Kind, index: String? = nil, _ detail: String) {
-                    report.problems.append(.init(kind: kind, collection: handle.name, index: index,
-                        document: CollectionHandle.describeID(id, in: bytes, idPath: handle.info.idPath), detail: detail))
-                }
-                do {
-                    try bytes.withUnsafeBytes { raw in
-                        let reader = BinaryReader(raw)
-                        let root = try reader.root()
-                        _ = try DocumentValue(reader: reader, ref: root)
-                        for index in handle.indexes {
-                            for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {
-                                let present: Bool
-                                if index.isUnique {
-                                    present = try txn.get(index.database, key).map { Array($0) == id } ?? false
-                                } else {
-                                    present = try txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
-                                }
-                                if !present {
-                                    problem(.documentWithoutEntry, index: index.definition.name,
-                                            "no entry for \(IndexKeys.describe(index.definition, reader: reader, root: root))")
-                                }
+        try txn.forEachEntry(in: handle.documents) { rawKey, rawValue in
+            report.documentsChecked += 1
+            let id = Array(rawKey)
+            let bytes = Array(rawValue)
+            func problem(_ kind: VerificationReport.Problem.Kind, index: String? = nil, _ detail: String) {
+                report.problems.append(.init(kind: kind, collection: handle.name, index: index,
+                    document: CollectionHandle.describeID(id, in: bytes, idPath: handle.info.idPath), detail: detail))
+            }
+            do {
+                try bytes.withUnsafeBytes { raw in
+                    let reader = BinaryReader(raw)
+                    let root = try reader.root()
+                    _ = try DocumentValue(reader: reader, ref: root)
+                    for index in handle.indexes {
+                        for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {
+                            let present: Bool
+                            if index.isUnique {
+                                present = try txn.get(index.database, key).map { Array($0) == id } ?? false
+                            } else {
+                                present = try txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
+                            }
+                            if !present {
+                                problem(.documentWithoutEntry, index: index.definition.name,
+                                        "no entry for \(IndexKeys.describe(index.definition, reader: reader, root: root))")
                             }
                         }
                     }
-                } catch let error as MalformedDocument {
-                    problem(.corruptDocument, "\(error)")
                 }
-                if let checker {
-                    do {
-                        try bytes.withUnsafeBytes { try checker($0) }
-                    } catch let error as DecodingError {
-                        let (field, reason) = DecodingFailure.describe(error)
-                        problem(.undecodableDocument, "field '\(field)': \(reason)")
-                    } catch is MalformedDocument {
-                        // reported above
-                    } catch let error as DocStoreError where error.code == .corruptDocument {
-                        // reported above
-                    }
+            } catch let error as MalformedDocument {
+                problem(.corruptDocument, "\(error)")
+            }
+            if let checker {
+                do {
+                    try bytes.withUnsafeBytes { try checker($0) }
+                } catch let error as DecodingError {
+                    let (field, reason) = DecodingFailure.describe(error)
+                    problem(.undecodableDocument, "field '\(field)': \(reason)")
+                } catch is MalformedDocument {
+                    // reported above
+                } catch let error as DocStoreError where error.code == .corruptDocument {
+                    // reported above
                 }
-                entry = try cursor.next()
             }
         }
     }
 
     private func verifyEntries(of index: CollectionHandle.Index, in handle: CollectionHandle, txn: any StorageTransaction,
                                into report: inout VerificationReport) throws {
-        try txn.withCursor(index.database) { cursor in
-            var entry = try cursor.first()
-            while let (rawKey, rawValue) = entry {
-                report.entriesChecked += 1
-                let key = Array(rawKey)
-                let id = Array(rawValue)
-                if let document = try txn.get(handle.documents, id).map({ Array($0) }) {
-                    let produced = (try? document.withUnsafeBytes { raw -> [[UInt8]] in
-                        let reader = BinaryReader(raw)
-                        return try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root())
-                    }) ?? []
-                    if !produced.contains(key) {
-                        report.problems.append(.init(kind: .staleEntry, collection: handle.name,
-                            index: index.definition.name,
-                            document: CollectionHandle.describeID(id, in: document, idPath: handle.info.idPath),
-                            detail: "entry \(DocStore.hex(key)) does not match the document's values"))
-                    }
-                } else {
-                    report.problems.append(.init(kind: .entryWithoutDocument, collection: handle.name,
-                        index: index.definition.name, document: DocStore.hex(id),
-                        detail: "entry \(DocStore.hex(key))"))
+        try txn.forEachEntry(in: index.database) { rawKey, rawValue in
+            report.entriesChecked += 1
+            let key = Array(rawKey)
+            let id = Array(rawValue)
+            if let document = try txn.get(handle.documents, id).map({ Array($0) }) {
+                let produced = (try? document.withUnsafeBytes { raw -> [[UInt8]] in
+                    let reader = BinaryReader(raw)
+                    return try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root())
+                }) ?? []
+                if !produced.contains(key) {
+                    report.problems.append(.init(kind: .staleEntry, collection: handle.name,
+                        index: index.definition.name,
+                        document: CollectionHandle.describeID(id, in: document, idPath: handle.info.idPath),
+                        detail: "entry \(DocStore.hex(key)) does not match the document's values"))
                 }
-                entry = try cursor.next()
+            } else {
+                report.problems.append(.init(kind: .entryWithoutDocument, collection: handle.name,
+                    index: index.definition.name, document: DocStore.hex(id),
+                    detail: "entry \(DocStore.hex(key))"))
             }
         }
     }

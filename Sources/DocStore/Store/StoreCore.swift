@@ -188,12 +188,8 @@ final class StoreCore {
     func allInfos(in txn: any StorageTransaction) throws -> [CollectionInfo] {
         let prefix = StoreCore.catalogKey("")
         var names: [String] = []
-        try txn.withCursor(meta) { cursor in
-            var entry = try cursor.seek(atLeast: prefix)
-            while let (key, _) = entry, key.starts(with: prefix) {
-                names.append(String(decoding: key.dropFirst(prefix.count), as: UTF8.self))
-                entry = try cursor.next()
-            }
+        try txn.forEachEntry(in: meta, prefix: prefix) { key, _ in
+            names.append(String(decoding: key.dropFirst(prefix.count), as: UTF8.self))
         }
         return try names.compactMap { try readInfo($0, in: txn) }
     }
