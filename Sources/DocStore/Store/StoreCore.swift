@@ -146,11 +146,8 @@ final class StoreCore {
         return UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
     }
 
-    @discardableResult
-    func bumpGeneration(in txn: any StorageTransaction) throws -> UInt64 {
-        let next = try readGeneration(in: txn) &+ 1
-        try txn.put(meta, Array("generation".utf8), StoreCore.bytes(next))
-        return next
+    func bumpGeneration(in txn: any StorageTransaction) throws {
+        try txn.put(meta, Array("generation".utf8), StoreCore.bytes(try readGeneration(in: txn) &+ 1))
     }
 
     // MARK: Catalog entries
@@ -173,8 +170,8 @@ final class StoreCore {
         }
     }
 
-    /// Records a collection in the catalog. A new collection may not take a saved filter's name: both are used
-    /// by name in queries, and the filter would hide it.
+    /// Records a collection in the catalog, and moves the catalog's generation. A new collection may not take a
+    /// saved filter's name: both are used by name in queries, and the filter would hide it.
     func writeInfo(_ info: CollectionInfo, in txn: any StorageTransaction) throws {
         let key = StoreCore.catalogKey(info.name)
         if try txn.get(meta, key) == nil, try txn.get(meta, StoreCore.filterKey(info.name)) != nil {
@@ -182,6 +179,7 @@ final class StoreCore {
                 + "delete the filter or choose another name", collection: info.name)
         }
         try txn.put(meta, key, try DocumentEncoder().encode(info))
+        try bumpGeneration(in: txn)
     }
 
     /// Every collection in the catalog.
@@ -257,10 +255,7 @@ final class StoreCore {
                 changed = true
             }
         }
-        if changed {
-            try writeInfo(info, in: txn)
-            _ = try bumpGeneration(in: txn)
-        }
+        if changed { try writeInfo(info, in: txn) }
         let handle = try openHandle(info, in: txn)
         for index in handle.indexes where toBuild.contains(index.definition) {
             try handle.build(index, in: txn)
@@ -284,7 +279,6 @@ final class StoreCore {
             try txn.drop(db, delete: true)
         }
         try writeInfo(info, in: txn)
-        _ = try bumpGeneration(in: txn)
         return true
     }
 

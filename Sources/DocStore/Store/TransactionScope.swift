@@ -109,7 +109,6 @@ final class TransactionScope {
         try StoreCore.validateName(name, what: "collection")
         let info = CollectionInfo(name: name, idPath: "id", indexes: [])
         try core.writeInfo(info, in: txn)
-        try core.bumpGeneration(in: txn)
         return info
     }
 
@@ -157,7 +156,6 @@ final class TransactionScope {
         var info = existing.info
         info.indexes.append(definition)
         try core.writeInfo(info, in: txn)
-        try core.bumpGeneration(in: txn)
         let reopened = try core.openHandle(info, in: txn)
         for index in reopened.indexes where index.definition == definition { try reopened.build(index, in: txn) }
         handles[collection] = reopened
