@@ -160,6 +160,14 @@ final class StoreCore {
         "idx" + String(separator) + collection + String(separator) + index.name + String(separator) + index.kind.rawValue
     }
 
+    /// Deletes an index's database, with its entries, if it exists.
+    static func dropIndexSpace(_ collection: String, _ index: IndexDefinition, in txn: any StorageTransaction) throws {
+        if let space = try txn.openKeySpace(indexName(collection, index), create: false,
+                                            duplicateSort: index.kind != .unique) {
+            try txn.drop(space, delete: true)
+        }
+    }
+
     func readInfo(_ collection: String, in txn: any StorageTransaction) throws -> CollectionInfo? {
         guard let raw = try txn.get(meta, StoreCore.catalogKey(collection)) else { return nil }
         do {
@@ -241,10 +249,7 @@ final class StoreCore {
             if let i = info.indexes.firstIndex(where: { $0.name == declared.name }) {
                 let current = info.indexes[i]
                 if !current.hasSameShape(as: declared) {
-                    if let old = try txn.openKeySpace(StoreCore.indexName(info.name, current), create: false,
-                                                      duplicateSort: current.kind != .unique) {
-                        try txn.drop(old, delete: true)
-                    }
+                    try StoreCore.dropIndexSpace(info.name, current, in: txn)
                     info.indexes[i] = declared
                     toBuild.append(declared)
                     changed = true
@@ -274,10 +279,7 @@ final class StoreCore {
         guard var info = try readInfo(collection, in: txn),
               let i = info.indexes.firstIndex(where: { $0.name == name }) else { return false }
         let definition = info.indexes.remove(at: i)
-        if let db = try txn.openKeySpace(StoreCore.indexName(collection, definition), create: false,
-                                         duplicateSort: definition.kind != .unique) {
-            try txn.drop(db, delete: true)
-        }
+        try StoreCore.dropIndexSpace(collection, definition, in: txn)
         try writeInfo(info, in: txn)
         return true
     }

@@ -165,12 +165,7 @@ final class TransactionScope {
     func dropCollection(_ collection: String) throws -> Bool {
         guard let info = try core.readInfo(collection, in: txn) else { return false }
         touchedCatalog = true   // first: dropped key spaces are closed even if the transaction then aborts
-        for definition in info.indexes {
-            if let db = try txn.openKeySpace(StoreCore.indexName(collection, definition), create: false,
-                                             duplicateSort: definition.kind != .unique) {
-                try txn.drop(db, delete: true)
-            }
-        }
+        for definition in info.indexes { try StoreCore.dropIndexSpace(collection, definition, in: txn) }
         if let documents = try txn.openKeySpace(StoreCore.documentsName(collection), create: false) {
             try txn.drop(documents, delete: true)
         }
