@@ -92,11 +92,7 @@ struct BinaryWriter {
 
     mutating func string(_ v: String) {
         byte(BinaryFormat.Tag.string)
-        var s = v
-        s.withUTF8 { utf8 in
-            varint(utf8.count)
-            bytes.append(contentsOf: utf8)
-        }
+        name(v)
     }
 
     mutating func data(_ v: some Collection<UInt8>) {
@@ -112,7 +108,7 @@ struct BinaryWriter {
         withUnsafeBytes(of: v.uuid) { bytes.append(contentsOf: $0) }
     }
 
-    /// A field name inside an object.
+    /// A field name inside an object: its length and UTF-8 bytes, as a string's after its tag.
     mutating func name(_ v: String) {
         var s = v
         s.withUTF8 { utf8 in
