@@ -156,43 +156,41 @@ final class LMDBEnvironment: StorageEngine {
     /// returned or threw: LMDB keeps a database handle opened in a read transaction only when that transaction
     /// commits (a reset or an abort closes it). ``LMDBTransaction/keptKeySpaces`` then says the handles are kept.
     func read<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
-        try translatingErrors { try reading(body) }
-    }
-
-    private func reading<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
-        let env = try environment()
-        var handle: OpaquePointer?
-        var attempts = 0
-        while true {
-            attempts += 1
-            var rc: Int32
-            if let cached = cachedReader {
-                cachedReader = nil
-                rc = mdb_txn_renew(cached)
-                if rc == MDB_SUCCESS { handle = cached } else { mdb_txn_abort(cached) }
-            } else {
-                rc = mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle)
+        try translatingErrors {
+            let env = try environment()
+            var handle: OpaquePointer?
+            var attempts = 0
+            while true {
+                attempts += 1
+                var rc: Int32
+                if let cached = cachedReader {
+                    cachedReader = nil
+                    rc = mdb_txn_renew(cached)
+                    if rc == MDB_SUCCESS { handle = cached } else { mdb_txn_abort(cached) }
+                } else {
+                    rc = mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle)
+                }
+                if rc == MDB_MAP_RESIZED && attempts < 4 {
+                    try setMapSize(0)   // another process grew the map: adopt its size
+                    continue
+                }
+                try lmdbCheck(rc)
+                break
             }
-            if rc == MDB_MAP_RESIZED && attempts < 4 {
-                try adoptMapSizeFromOtherProcess()
-                continue
+            guard let handle else { throw LMDBError(code: EINVAL) }
+            let txn = LMDBTransaction(raw: handle, isReadOnly: true)
+            defer {
+                txn.invalidate()
+                if txn.opensKeySpaces {
+                    // Frees the handle, as an abort would; a read-only commit has nothing to fail on.
+                    txn.keptKeySpaces = mdb_txn_commit(handle) == MDB_SUCCESS
+                } else {
+                    mdb_txn_reset(handle)
+                    if cachedReader == nil { cachedReader = handle } else { mdb_txn_abort(handle) }
+                }
             }
-            try lmdbCheck(rc)
-            break
+            return try body(txn)
         }
-        guard let handle else { throw LMDBError(code: EINVAL) }
-        let txn = LMDBTransaction(raw: handle, isReadOnly: true)
-        defer {
-            txn.invalidate()
-            if txn.opensKeySpaces {
-                // Frees the handle, as an abort would; a read-only commit has nothing to fail on.
-                txn.keptKeySpaces = mdb_txn_commit(handle) == MDB_SUCCESS
-            } else {
-                mdb_txn_reset(handle)
-                if cachedReader == nil { cachedReader = handle } else { mdb_txn_abort(handle) }
-            }
-        }
-        return try body(txn)
     }
 
     /// Runs `body` in a write transaction, committed when it returns and aborted when it throws.
@@ -201,40 +199,38 @@ final class LMDBEnvironment: StorageEngine {
     /// effects outside the transaction that would be wrong to repeat. Past the maximum map size, the error is
     /// ``StorageError/full(maximum:)`` and nothing is written.
     func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
-        try translatingErrors { try writing(body) }
-    }
-
-    private func writing<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
-        let env = try environment()
-        while true {
-            try growIfNearlyFull()
-            var handle: OpaquePointer?
-            let rc = mdb_txn_begin(env, nil, 0, &handle)
-            if rc == MDB_MAP_RESIZED {
-                try adoptMapSizeFromOtherProcess()
-                continue
-            }
-            try lmdbCheck(rc)
-            guard let handle else { throw LMDBError(code: EINVAL) }
-            let txn = LMDBTransaction(raw: handle, isReadOnly: false)
-            let result: R
-            do {
-                result = try body(txn)
-                if txn.metMapFull { throw LMDBError.mapFull }
-                if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
-                txn.invalidate()
-                let rc = mdb_txn_commit(handle)
-                if rc == MDB_MAP_FULL { try grow(); continue }
-                try lmdbCheck(rc)
-                txn.keptKeySpaces = true
-                return result
-            } catch {
-                if txn.isValid { txn.invalidate(); mdb_txn_abort(handle) }
-                if txn.metMapFull || (error as? LMDBError) == .mapFull {
-                    try grow()
+        try translatingErrors {
+            let env = try environment()
+            while true {
+                try growIfNearlyFull()
+                var handle: OpaquePointer?
+                let rc = mdb_txn_begin(env, nil, 0, &handle)
+                if rc == MDB_MAP_RESIZED {
+                    try setMapSize(0)
                     continue
                 }
-                throw error
+                try lmdbCheck(rc)
+                guard let handle else { throw LMDBError(code: EINVAL) }
+                let txn = LMDBTransaction(raw: handle, isReadOnly: false)
+                let result: R
+                do {
+                    result = try body(txn)
+                    if txn.metMapFull { throw LMDBError.mapFull }
+                    if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
+                    txn.invalidate()
+                    let rc = mdb_txn_commit(handle)
+                    if rc == MDB_MAP_FULL { try grow(); continue }
+                    try lmdbCheck(rc)
+                    txn.keptKeySpaces = true
+                    return result
+                } catch {
+                    if txn.isValid { txn.invalidate(); mdb_txn_abort(handle) }
+                    if txn.metMapFull || (error as? LMDBError) == .mapFull {
+                        try grow()
+                        continue
+                    }
+                    throw error
+                }
             }
         }
     }
@@ -243,16 +239,14 @@ final class LMDBEnvironment: StorageEngine {
 
     /// The size of the map in bytes, and how much of it is in use.
     func usage() throws -> (used: Int, mapSize: Int) {
-        try translatingErrors { try pagesInUse() }
-    }
-
-    private func pagesInUse() throws -> (used: Int, mapSize: Int) {
-        let env = try environment()
-        var info = MDB_envinfo()
-        try lmdbCheck(mdb_env_info(env, &info))
-        var stat = MDB_stat()
-        try lmdbCheck(mdb_env_stat(env, &stat))
-        return ((info.me_last_pgno + 1) * Int(stat.ms_psize), info.me_mapsize)
+        try translatingErrors {
+            let env = try environment()
+            var info = MDB_envinfo()
+            try lmdbCheck(mdb_env_info(env, &info))
+            var stat = MDB_stat()
+            try lmdbCheck(mdb_env_stat(env, &stat))
+            return ((info.me_last_pgno + 1) * Int(stat.ms_psize), info.me_mapsize)
+        }
     }
 
     /// The id of the last committed write transaction, by any process: it changes with every commit.
@@ -266,7 +260,7 @@ final class LMDBEnvironment: StorageEngine {
     }
 
     private func growIfNearlyFull() throws {
-        let (used, size) = try pagesInUse()
+        let (used, size) = try usage()
         if used > size / 10 * 8 && size < configuration.maximumMapSize {
             try setMapSize(min(configuration.maximumMapSize, size * 2))
         }
@@ -278,25 +272,19 @@ final class LMDBEnvironment: StorageEngine {
             var dead: Int32 = 0
             try lmdbCheck(mdb_reader_check(env, &dead))
         }
-        let (_, size) = try pagesInUse()
+        let (_, size) = try usage()
         guard size < configuration.maximumMapSize else {
             throw StorageError.full(maximum: configuration.maximumMapSize)
         }
         try setMapSize(min(configuration.maximumMapSize, size * 2))
     }
 
-    /// Called with no transaction of this process active, as LMDB requires.
+    /// Called with no transaction of this process active, as LMDB requires. A size of 0 adopts the size another
+    /// process grew the map to.
     private func setMapSize(_ size: Int) throws {
         let env = try environment()
         if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
         try lmdbCheck(mdb_env_set_mapsize(env, size))
-    }
-
-    /// Another process grew the map: adopt its size (`mdb_env_set_mapsize` with 0).
-    private func adoptMapSizeFromOtherProcess() throws {
-        let env = try environment()
-        if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
-        try lmdbCheck(mdb_env_set_mapsize(env, 0))
     }
 
     /// Runs `body`, turning LMDB's codes into ``StorageError``s: nothing above this folder sees an ``LMDBError``.
