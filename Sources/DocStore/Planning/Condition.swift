@@ -85,28 +85,8 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
     /// A condition simplified a little: nested `&&`/`||` flattened, constants folded, double negation removed.
     var simplified: Condition {
         switch self {
-        case .and(let cs):
-            var out: [Condition] = []
-            for c in cs.map(\.simplified) {
-                switch c {
-                case .constant(true): continue
-                case .constant(false): return .constant(false)
-                case .and(let inner): out += inner
-                default: out.append(c)
-                }
-            }
-            return out.count == 1 ? out[0] : (out.isEmpty ? .constant(true) : .and(out))
-        case .or(let cs):
-            var out: [Condition] = []
-            for c in cs.map(\.simplified) {
-                switch c {
-                case .constant(false): continue
-                case .constant(true): return .constant(true)
-                case .or(let inner): out += inner
-                default: out.append(c)
-                }
-            }
-            return out.count == 1 ? out[0] : (out.isEmpty ? .constant(false) : .or(out))
+        case .and(let cs): return Condition.joining(cs.map(\.simplified), and: true)
+        case .or(let cs): return Condition.joining(cs.map(\.simplified), and: false)
         case .not(let c):
             switch c.simplified {
             case .not(let inner): return inner
@@ -116,6 +96,22 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
         default:
             return self
         }
+    }
+
+    /// `&&` (`isAnd`) or `||` of simplified parts: those of the same kind flattened, the constant that changes
+    /// nothing dropped, and the one that decides the result returned alone.
+    private static func joining(_ parts: [Condition], and isAnd: Bool) -> Condition {
+        var out: [Condition] = []
+        for c in parts {
+            switch c {
+            case .constant(isAnd): continue
+            case .constant: return c
+            case .and(let inner) where isAnd: out += inner
+            case .or(let inner) where !isAnd: out += inner
+            default: out.append(c)
+            }
+        }
+        return out.count == 1 ? out[0] : (out.isEmpty ? .constant(isAnd) : isAnd ? .and(out) : .or(out))
     }
 }
 
