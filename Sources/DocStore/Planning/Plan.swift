@@ -96,6 +96,21 @@ struct Plan: Sendable, Equatable {
     var needed: Int? { limit.map { offset + $0 } }
 }
 
+extension Plan {
+    /// The plan for `selection` (its filter simplified) before indexes are weighed: a full scan, or with `nothing`,
+    /// that access reading no document (none can match, or there is no collection).
+    init(_ selection: Selection, collection: String, documentCount: Int, nothing: Access? = nil) {
+        let filter = selection.condition.simplified
+        let sorted = nothing == nil && !selection.sort.isEmpty
+        self.init(collection: collection, documentCount: documentCount, filter: filter,
+                  access: nothing ?? .fullScan(descending: selection.idDescending),
+                  residual: nothing == nil ? filter : .constant(true), sort: selection.sort,
+                  idDescending: selection.idDescending, ordering: sorted ? .sorted : .natural,
+                  offset: selection.window?.range.lowerBound ?? 0, limit: selection.window?.range.count,
+                  afterwards: selection.window?.afterwards ?? [])
+    }
+}
+
 /// An access the planner weighed, described for `explain`.
 enum ConsideredAccess: Sendable, Equatable, CustomStringConvertible {
     case fullScan(documents: Int)

@@ -14,26 +14,12 @@ struct Planner<Statistics: CollectionStatistics> {
 
     /// The plan of what `selection` asks of the collection.
     func plan(_ selection: Selection) throws -> Plan {
-        try plan(filter: selection.condition, sort: selection.sort, idDescending: selection.idDescending,
-                 offset: selection.window?.range.lowerBound ?? 0, limit: selection.window?.range.count,
-                 afterwards: selection.window?.afterwards ?? [])
-    }
-
-    private func plan(filter: Condition, sort: [SortSpec], idDescending: Bool, offset: Int, limit: Int?,
-                      afterwards: [WindowStep]) throws -> Plan {
         let documents = try statistics.documentCount()
-        let filter = filter.simplified
-        var plan = Plan(collection: statistics.collection, documentCount: documents, filter: filter,
-                        access: .fullScan(descending: idDescending), residual: filter, sort: sort,
-                        idDescending: idDescending, ordering: sort.isEmpty ? .natural : .sorted,
-                        offset: offset, limit: limit, afterwards: afterwards)
-        if case .constant(false) = filter {
-            plan.access = .none
-            plan.residual = .constant(true)
-            plan.ordering = .natural
-            return plan
+        var plan = Plan(selection, collection: statistics.collection, documentCount: documents)
+        if case .constant(false) = plan.filter {
+            return Plan(selection, collection: plan.collection, documentCount: documents, nothing: Plan.Access.none)
         }
-        let conjuncts = filter.conjuncts
+        let conjuncts = plan.filter.conjuncts
         var best: (cost: Double, apply: (inout Plan) -> Void)
         best = (Double(documents), { _ in })
         var considered: [ConsideredAccess] = []
@@ -69,11 +55,9 @@ struct Planner<Statistics: CollectionStatistics> {
             }
         }
         // A scan whose order is the wanted order.
-        if !sort.isEmpty {
+        if !plan.sort.isEmpty {
             for index in statistics.indexes {
-                guard var scan = orderingScan(on: index, conjuncts: conjuncts, sort: sort, idDescending: idDescending) else {
-                    continue
-                }
+                guard var scan = orderingScan(on: index, conjuncts: conjuncts, for: plan) else { continue }
                 try estimate(&scan)
                 // The share of this scan's entries that match: the narrowest candidate's size over this scan's
                 // (1 when this scan is itself the narrowest, its ranges having applied the filter).
@@ -253,10 +237,10 @@ struct Planner<Statistics: CollectionStatistics> {
                          answered: found.answered, chosenFrom: found.chosenFrom)
     }
 
-    /// A scan of `index` in the order `sort` asks for: the index's fields after those fixed by equality must be
+    /// A scan of `index` in the order `plan` asks for: the index's fields after those fixed by equality must be
     /// exactly the sort fields, in one direction, so that ties left are ties of the whole key, in id order.
-    private func orderingScan(on index: IndexDefinition, conjuncts: [Condition], sort: [SortSpec],
-                              idDescending: Bool) -> IndexScan? {
+    private func orderingScan(on index: IndexDefinition, conjuncts: [Condition], for plan: Plan) -> IndexScan? {
+        let sort = plan.sort
         guard index.kind != .multi, let direction = sort.first?.descending,
               sort.allSatisfy({ $0.descending == direction }),
               !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
@@ -276,7 +260,7 @@ struct Planner<Statistics: CollectionStatistics> {
             ranges = [Planner.boundedRange(after: prefix, lower: lower, upper: upper, kindOf: value)]
             answered += [lower, upper].compactMap { $0 }
         }
-        return IndexScan(index: index, ranges: ranges, descending: direction, descendingIDs: idDescending,
+        return IndexScan(index: index, ranges: ranges, descending: direction, descendingIDs: plan.idDescending,
                          answered: answered, chosenFrom: answered, orderedBy: sort)
     }
 

@@ -19,11 +19,8 @@ extension Query {
     /// The plan of this query, as `explain` shows it: for a missing collection, one that reads nothing.
     func plan(in context: ReadContext, counting: Bool = false) throws -> Plan {
         if let executor = try executor(in: context, counting: counting) { return executor.plan }
-        let selection = counting ? selection.forCounting : selection
-        return Plan(collection: collection, documentCount: 0, filter: selection.condition.simplified, access: .noCollection,
-                    residual: .constant(true), sort: selection.sort, idDescending: selection.idDescending,
-                    ordering: .natural, offset: selection.window?.range.lowerBound ?? 0,
-                    limit: selection.window?.range.count, afterwards: selection.window?.afterwards ?? [])
+        return Plan(counting ? selection.forCounting : selection, collection: collection, documentCount: 0,
+                    nothing: .noCollection)
     }
 
     /// Runs the query: its results, what finding them took, and the plan it ran (`nil`: no collection).
