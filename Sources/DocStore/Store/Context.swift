@@ -47,7 +47,7 @@ public class ReadContext {
         -> (UnsafeRawBufferPointer, CollectionHandle)? {
         try checkValid()
         // The id is checked first: an id no document could have is an error, whether or not there is a collection.
-        let key = try CollectionHandle.idKey(id, collection: (try? scope.core.schema(type).collection) ?? "\(type)")
+        let key = try CollectionHandle.idKey(id, collection: (try? TypeRegistry.schema(type).collection) ?? "\(type)")
         guard let handle = try scope.handleForReading(type) else { return nil }
         return try txn.get(handle.documents, key).map { ($0, handle) }
     }
@@ -86,7 +86,7 @@ public final class WriteContext: ReadContext {
     }
 
     /// The collection of a Swift type, for messages.
-    func collection<T: Document>(of type: T.Type) throws -> String { try scope.core.schema(type).collection }
+    func collection<T: Document>(of type: T.Type) throws -> String { try TypeRegistry.schema(type).collection }
 
     /// Inserts a new document and its index entries.
     ///

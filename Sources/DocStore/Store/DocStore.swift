@@ -280,7 +280,7 @@ public actor DocStore {
     /// The indexes the store keeps for `T`'s collection that `T` no longer declares. They are maintained until
     /// ``dropIndex(_:from:)`` removes them.
     public func undeclaredIndexes<T: Document>(of type: T.Type) throws -> [IndexDefinition] {
-        let schema = try core.schema(type)
+        let schema = try TypeRegistry.schema(type)
         guard let info = try withRead({ try $0.scope.handleForReading(type)?.info }) else { return [] }
         return StoreCore.undeclared(in: info, by: schema)
     }

@@ -322,6 +322,4 @@ final class StoreCore {
         handles = [:]
         synced = [:]
     }
-
-    func schema<T: Document>(_ type: T.Type) throws -> ResolvedSchema { try TypeRegistry.schema(type) }
 }

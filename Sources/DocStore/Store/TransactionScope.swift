@@ -32,7 +32,7 @@ final class TransactionScope {
     /// The collection of a Swift type as the catalog has it, for reading: `nil` when there is none yet. Indexes the
     /// type declares that the catalog lacks are simply not used.
     func handleForReading<T: Document>(_ type: T.Type) throws -> CollectionHandle? {
-        let schema = try core.schema(type)
+        let schema = try TypeRegistry.schema(type)
         if let open = try current(schema.collection), (synced[ObjectIdentifier(type)] ?? core.synced[ObjectIdentifier(type)]) === open {
             return open
         }
@@ -49,7 +49,7 @@ final class TransactionScope {
     /// The open collection of a Swift type, its schema synced with the catalog: for a write, which creates the
     /// collection and builds the indexes the type declares when they are missing.
     func handle<T: Document>(for type: T.Type) throws -> CollectionHandle {
-        let schema = try core.schema(type)
+        let schema = try TypeRegistry.schema(type)
         let typeID = ObjectIdentifier(type)
         let open = try current(schema.collection)
         if let open, (synced[typeID] ?? core.synced[typeID]) === open { return open }
