@@ -253,6 +253,13 @@ extension KeyEncoder {
         e.append(value)
         return e.bytes
     }
+
+    /// The key of a single value, read where it lies.
+    static func key(_ ref: ValueRef, in reader: BinaryReader) throws -> [UInt8] {
+        var e = KeyEncoder()
+        try e.append(ref, in: reader)
+        return e.bytes
+    }
 }
 
 // MARK: Reading a key back

@@ -46,9 +46,7 @@ final class CollectionHandle {
         }
         return try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
-            var key = KeyEncoder()
-            try key.append(try reader.root(), in: reader)
-            return try checkedIDKey(key.bytes, collection: collection())
+            return try checkedIDKey(KeyEncoder.key(try reader.root(), in: reader), collection: collection())
         }
     }
 
@@ -67,9 +65,7 @@ final class CollectionHandle {
             throw DocStoreError(.invalidSchema, "a document of collection '\(name)' has no id at '\(info.idPath)'",
                                 collection: name)
         }
-        var key = KeyEncoder()
-        try key.append(ref, in: reader)
-        return try CollectionHandle.checkedIDKey(key.bytes, collection: name)
+        return try CollectionHandle.checkedIDKey(KeyEncoder.key(ref, in: reader), collection: name)
     }
 
     /// An id for a new document that has none: the next integer after the greatest number among the ids (1 when

@@ -22,17 +22,12 @@ enum IndexKeys {
         case .multi:
             guard let path = definition.fields.first,
                   let ref = try reader.value(atPath: path, from: root), ref.tag != BinaryFormat.Tag.null else { return [] }
-            if ref.tag != BinaryFormat.Tag.array {
-                var encoder = KeyEncoder()
-                try encoder.append(ref, in: reader)
-                return [encoder.bytes]
-            }
+            if ref.tag != BinaryFormat.Tag.array { return [try KeyEncoder.key(ref, in: reader)] }
             var keys: [[UInt8]] = []
             var seen = Set<[UInt8]>()
             try reader.forEachElement(ref) { element in
-                var encoder = KeyEncoder()
-                try encoder.append(element, in: reader)
-                if seen.insert(encoder.bytes).inserted { keys.append(encoder.bytes) }
+                let key = try KeyEncoder.key(element, in: reader)
+                if seen.insert(key).inserted { keys.append(key) }
             }
             return keys
         }
