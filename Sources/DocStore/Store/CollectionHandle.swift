@@ -121,7 +121,7 @@ final class CollectionHandle {
                 throw DocStoreError(.duplicateID, "collection '\(name)' already has a document with id "
                     + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
             }
-            let newKeys = try entries(reader: reader, root: root)
+            let newKeys = try indexes.map { try checkedKeys(for: $0, reader: reader, root: root) }
             var oldKeys: [[[UInt8]]] = Array(repeating: [], count: indexes.count)
             var oldIsDamaged = false   // a damaged document may still be replaced
             if let old {
@@ -249,11 +249,6 @@ final class CollectionHandle {
                 collection: name, index: index.definition.name)
         }
         return keys
-    }
-
-    /// Every index's keys for a document being written, in the order of ``indexes``.
-    private func entries(reader: BinaryReader, root: ValueRef) throws -> [[[UInt8]]] {
-        try indexes.map { try checkedKeys(for: $0, reader: reader, root: root) }
     }
 
     /// Every index's keys for a stored document, or `nil` when its bytes are damaged (its entries can then only be
