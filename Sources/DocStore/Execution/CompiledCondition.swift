@@ -80,6 +80,8 @@ class CompiledCondition {
             return StartsWith(path, keys, prefix)
         case .containsText(let path, let text):
             return ContainsText(path, keys, text)
+        case .test(let a, let op, let b):
+            return Test(CompiledExpression.make(a, keys: keys), op, CompiledExpression.make(b, keys: keys), keys)
         case .and(let cs):
             return cs.count == 1 ? make(cs[0], keys: keys) : And(cs.map { make($0, keys: keys) })
         case .or(let cs):
@@ -94,6 +96,22 @@ class CompiledCondition {
     }
 
     func check(_ document: Document) throws -> Bool { fatalError("subclasses check documents") }
+
+    /// Compiles a query's whole condition: where a computed value stops the evaluation (``NoMatch``: an overflow,
+    /// `nil!`), the document does not match, whatever the condition around it.
+    static func whole(_ condition: Condition, keys: ComparisonKeys) -> CompiledCondition {
+        let compiled = make(condition, keys: keys)
+        return condition.computes ? StopsAsNoMatch(compiled) : compiled
+    }
+
+    private final class StopsAsNoMatch: CompiledCondition {
+        let part: CompiledCondition
+        init(_ part: CompiledCondition) { self.part = part }
+
+        override func check(_ document: Document) throws -> Bool {
+            do { return try part.check(document) } catch is NoMatch { return false }
+        }
+    }
 
     /// A test of the value at one path, for subclasses to finish with their constant.
     private class AtPath<Operand>: CompiledCondition {
@@ -202,6 +220,33 @@ class CompiledCondition {
         override func check(_ document: Document) throws -> Bool {
             guard let bytes = try ValueComparison.string(try value(in: document), in: document.reader) else { return false }
             return String(decoding: bytes, as: UTF8.self).contains(constant)
+        }
+    }
+
+    /// Two computed values compared.
+    private final class Test: CompiledCondition {
+        let a: CompiledExpression
+        let op: Condition.Comparison
+        let b: CompiledExpression
+        let keys: ComparisonKeys
+
+        init(_ a: CompiledExpression, _ op: Condition.Comparison, _ b: CompiledExpression, _ keys: ComparisonKeys) {
+            self.a = a
+            self.op = op
+            self.b = b
+            self.keys = keys
+        }
+
+        override func check(_ document: Document) throws -> Bool {
+            let reader = document.reader
+            switch (try a.value(document), try b.value(document)) {
+            case (.stored(let x), .computed(let v)): return try ValueComparison.compare(x, in: reader, op, v, keys: keys)
+            case (.computed(let v), .stored(let x)):
+                return try ValueComparison.compare(x, in: reader, op.swapped, v, keys: keys)
+            case (.stored(let x), .stored(let y)):
+                return try ValueComparison.compare(x, in: reader, op, try DocumentValue(reader: reader, ref: y), keys: keys)
+            case (.computed(let u), .computed(let v)): return ValueComparison.compare(values: u, op, v)
+            }
         }
     }
 

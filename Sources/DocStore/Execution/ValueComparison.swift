@@ -32,6 +32,33 @@ final class ComparisonKeys {
 /// nothing, and a missing field is `nil`. An ordering comparison involving `nil`, or values of different kinds
 /// (a string and a number), is false.
 enum ValueComparison {
+    /// `a op b` for two values computed from a document, with the same answers as the comparison of a stored value.
+    static func compare(values a: DocumentValue, _ op: Condition.Comparison, _ b: DocumentValue) -> Bool {
+        switch (a, b) {
+        case (.int(let i), .int(let j)): return op.holds(i < j ? -1 : (i == j ? 0 : 1))
+        case (.bool(let x), .bool(let y)): return op.holds(x == y ? 0 : (x ? 1 : -1))
+        default: break
+        }
+        if let x = a.exactDouble, let y = b.exactDouble { return op.holds(x < y ? -1 : (x == y ? 0 : 1)) }
+        let bytes = a.encoded()
+        return (try? bytes.withUnsafeBytes { raw -> Bool in
+            let reader = BinaryReader(raw)
+            return try compare(try reader.root(), in: reader, op, b, keys: ComparisonKeys())
+        }) ?? false
+    }
+
+    /// The number of characters of a string's UTF-8 bytes, as `String.count` gives it.
+    static func characterCount(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var lineBreaks = 0   // "\r\n" is one character
+        var previous: UInt8 = 0
+        for byte in bytes {
+            guard byte < 0x80 else { return String(decoding: bytes, as: UTF8.self).count }
+            if byte == 0x0A && previous == 0x0D { lineBreaks += 1 }
+            previous = byte
+        }
+        return bytes.count - lineBreaks
+    }
+
     /// The bytes of the string at `ref`, or `nil` when it is missing or not a string.
     static func string(_ ref: ValueRef?, in reader: BinaryReader) throws -> UnsafeRawBufferPointer? {
         guard let ref, ref.tag == BinaryFormat.Tag.string else { return nil }

@@ -31,6 +31,8 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
     case startsWith(FieldPath, String)
     /// The string at `field` contains the text (by characters, as `String.contains`).
     case containsText(FieldPath, String)
+    /// Two computed values compared (`$0.a ?? 0 > 5`, `$0.arrDelay > $0.depDelay`), as Swift compares them.
+    case test(ValueExpression, Comparison, ValueExpression)
     case and([Condition])
     case or([Condition])
     case not(Condition)
@@ -45,6 +47,7 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
         case .oneOf(let f, let vs): return "[\(vs.map(\.literal).joined(separator: ", "))].contains(\(f))"
         case .startsWith(let f, let p): return "\(f).starts(with: \(DocumentValue.string(p).json()))"
         case .containsText(let f, let t): return "\(f).contains(\(DocumentValue.string(t).json()))"
+        case .test(let a, let op, let b): return "\(a) \(op.rawValue) \(b)"
         case .and(let cs): return cs.isEmpty ? "true" : cs.map { $0.parenthesized(in: "&&") }.joined(separator: " && ")
         case .or(let cs): return cs.isEmpty ? "false" : cs.map { $0.parenthesized(in: "||") }.joined(separator: " || ")
         case .not(let c): return "!" + c.parenthesized(in: "!")
@@ -58,7 +61,7 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
         case .and where context != "&&", .or where context != "||": return "(\(description))"
         case .and(let cs) where cs.count > 1 && context == "!", .or(let cs) where cs.count > 1 && context == "!":
             return "(\(description))"
-        case .compare where context == "!": return "(\(description))"
+        case .compare where context == "!", .test where context == "!": return "(\(description))"
         default: return description
         }
     }
@@ -67,6 +70,7 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
     var needsDecoding: Bool {
         switch self {
         case .opaque: return true
+        case .test(let a, _, let b): return a.needsDecoding || b.needsDecoding
         case .and(let cs), .or(let cs): return cs.contains { $0.needsDecoding }
         case .not(let c): return c.needsDecoding
         default: return false
@@ -126,6 +130,7 @@ extension Condition {
             return f1 == f2 && v1.count == v2.count && zip(v1, v2).allSatisfy { Condition.same($0, $1) }
         case let (.startsWith(f1, p1), .startsWith(f2, p2)), let (.containsText(f1, p1), .containsText(f2, p2)):
             return f1 == f2 && p1 == p2
+        case let (.test(a1, o1, b1), .test(a2, o2, b2)): return a1 == a2 && o1 == o2 && b1 == b2
         case let (.and(c1), .and(c2)), let (.or(c1), .or(c2)): return c1 == c2
         case let (.not(c1), .not(c2)): return c1 == c2
         case let (.constant(b1), .constant(b2)): return b1 == b2

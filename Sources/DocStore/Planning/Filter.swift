@@ -67,17 +67,7 @@ public struct Filter: Sendable, Equatable, CustomStringConvertible {
     /// The fields the filter reads, each once, in the order they first appear.
     public var fields: [FieldPath] {
         var out: [FieldPath] = []
-        func visit(_ c: Condition) {
-            switch c {
-            case .compare(let f, _, _), .contains(let f, _), .oneOf(let f, _), .startsWith(let f, _),
-                 .containsText(let f, _):
-                if !out.contains(f) { out.append(f) }
-            case .and(let cs), .or(let cs): cs.forEach(visit)
-            case .not(let c): visit(c)
-            case .constant, .opaque: break
-            }
-        }
-        visit(condition)
+        for field in condition.fields where !out.contains(field) { out.append(field) }
         return out
     }
 }

@@ -9,6 +9,8 @@ enum TranslatedExpression {
     /// A constant.
     case value(DocumentValue)
     case condition(Condition)
+    /// A value computed from fields (`$0.a ?? 0`, `$0.a * 2`, `$0.name.count`).
+    case expression(ValueExpression)
     case untranslatable
 }
 
@@ -23,6 +25,8 @@ protocol TranslatablePredicateExpression {
 struct PredicateTranslator<Input> {
     let variable: PredicateExpressions.Variable<Input>
     let fieldPath: (AnyKeyPath) -> FieldPath?
+    /// The variables of closures inside the predicate (`flatMap { $0 > 5 }`), and what each stands for.
+    var bound: [PredicateExpressions.VariableID: ValueExpression] = [:]
     /// Decodes a stored document as `Input`, for the parts evaluated on the decoded document.
     let decode: @Sendable (UnsafeRawBufferPointer) throws -> Any
 
@@ -51,9 +55,37 @@ struct PredicateTranslator<Input> {
         (child as? any TranslatablePredicateExpression)?.translate(self) ?? .untranslatable
     }
 
+    /// The translator with `variable` standing for `value`, for the body of a closure.
+    func binding<V>(_ variable: PredicateExpressions.Variable<V>, to value: ValueExpression) -> PredicateTranslator {
+        var inner = self
+        inner.bound[variable.key] = value
+        return inner
+    }
+
+    /// A child's value as an expression; `nil` when it has none DocStore can compute.
+    func expression(_ child: Any) -> ValueExpression? {
+        switch translate(child) {
+        case .keyPath(let kp): return fieldPath(kp).map(ValueExpression.field)
+        case .value(let v): return .constant(v)
+        case .expression(let e): return e
+        case .condition(let c): return c.needsDecoding ? nil : .truth(c)
+        case .root, .untranslatable: return nil
+        }
+    }
+
+    /// An expression from two children, or `.untranslatable`.
+    func combining(_ lhs: Any, _ rhs: Any, _ make: (ValueExpression, ValueExpression) -> ValueExpression)
+        -> TranslatedExpression {
+        guard let a = expression(lhs), let b = expression(rhs) else { return .untranslatable }
+        return .expression(make(a, b))
+    }
+
     private func asCondition(_ translated: TranslatedExpression) -> Condition? {
         switch translated {
         case .condition(let c): return c
+        case .expression(let e):
+            // A `Bool` value used as a condition: `$0.flag ?? false`, `cond ? $0.a : $0.b`.
+            return e.needsDecoding ? nil : Condition.comparing(e, .equal, .constant(.bool(true)))
         case .keyPath(let kp):
             // A Bool field used as a condition: `$0.active`.
             guard let path = fieldPath(kp) else { return nil }
@@ -84,24 +116,10 @@ struct PredicateTranslator<Input> {
         let expression: any PredicateExpression<Bool>
     }
 
-    /// `field op value` from two operands in either order; `nil` when they are not a field and a constant.
+    /// `lhs op rhs`: a field with a constant where it is one, else a test of two computed values.
     func comparison(_ lhs: Any, _ op: Condition.Comparison, _ rhs: Any) -> TranslatedExpression {
-        switch (translate(lhs), translate(rhs)) {
-        case (.keyPath(let kp), .value(let v)):
-            guard let path = fieldPath(kp) else { return .untranslatable }
-            return .condition(PredicateTranslator.compare(path, op, v))
-        case (.value(let v), .keyPath(let kp)):
-            guard let path = fieldPath(kp) else { return .untranslatable }
-            return .condition(PredicateTranslator.compare(path, op.swapped, v))
-        default:
-            return .untranslatable
-        }
-    }
-
-    /// A comparison with NaN is decided without looking: NaN equals nothing and orders with nothing.
-    static func compare(_ path: FieldPath, _ op: Condition.Comparison, _ value: DocumentValue) -> Condition {
-        if case .double(let d) = value, d.isNaN { return .constant(op == .notEqual) }
-        return .compare(path, op, value)
+        guard let a = expression(lhs), let b = expression(rhs) else { return .untranslatable }
+        return .condition(Condition.comparing(a, op, b))
     }
 }
 
@@ -127,16 +145,27 @@ extension DocumentValue {
 
 extension PredicateExpressions.Variable: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        key == translator.variable.key ? .root : .untranslatable
+        if key == translator.variable.key { return .root }
+        return translator.bound[key].map { .expression($0) } ?? .untranslatable
     }
 }
 
 extension PredicateExpressions.KeyPath: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        let base: ValueExpression
         switch translator.translate(root) {
         case .root: return .keyPath(keyPath)
-        case .keyPath(let base): return base.appending(path: keyPath).map { .keyPath($0) } ?? .untranslatable
+        case .keyPath(let kp):
+            guard CountingKeyPath(keyPath) != nil else { return kp.appending(path: keyPath).map { .keyPath($0) } ?? .untranslatable }
+            guard let path = translator.fieldPath(kp) else { return .untranslatable }
+            base = .field(path)
+        case .expression(let e): base = e   // a closure's variable: `$0.count` inside `flatMap`
         default: return .untranslatable
+        }
+        switch CountingKeyPath(keyPath) {
+        case .count?: return .expression(.count(base))
+        case .isEmpty?: return .condition(Condition.comparing(.count(base), .equal, .constant(.int(0))))
+        case nil: return .untranslatable
         }
     }
 }
@@ -222,4 +251,138 @@ extension PredicateExpressions.SequenceStartsWith: TranslatablePredicateExpressi
             return .untranslatable
         }
     }
+}
+
+extension PredicateExpressions.NilCoalesce: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        translator.combining(lhs, rhs) { .coalesce($0, $1) }
+    }
+}
+
+extension PredicateExpressions.Arithmetic: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        let op: ValueExpression.Operator
+        switch self.op {
+        case .add: op = .add
+        case .subtract: op = .subtract
+        case .multiply: op = .multiply
+        @unknown default: return .untranslatable
+        }
+        return translator.combining(lhs, rhs) { .arithmetic(op, $0, $1) }
+    }
+}
+
+extension PredicateExpressions.IntDivision: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        translator.combining(lhs, rhs) { .arithmetic(.divide, $0, $1) }
+    }
+}
+
+extension PredicateExpressions.IntRemainder: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        translator.combining(lhs, rhs) { .arithmetic(.remainder, $0, $1) }
+    }
+}
+
+extension PredicateExpressions.FloatDivision: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        translator.combining(lhs, rhs) { .arithmetic(.divide, $0, $1) }
+    }
+}
+
+extension PredicateExpressions.UnaryMinus: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        translator.expression(wrapped).map { .expression(.negate($0)) } ?? .untranslatable
+    }
+}
+
+extension PredicateExpressions.ForcedUnwrap: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        translator.expression(inner).map { .expression(.unwrap($0)) } ?? .untranslatable
+    }
+}
+
+extension PredicateExpressions.Conditional: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        let condition = translator.condition(ofChild: test)
+        guard !condition.needsDecoding else { return .untranslatable }
+        return translator.combining(trueBranch, falseBranch) { .choice(condition, $0, $1) }
+    }
+}
+
+extension PredicateExpressions.OptionalFlatMap: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        // `w.flatMap { body }`: nil where `w` is nil, else the body with its variable standing for `w`.
+        guard let w = translator.expression(wrapped),
+              let body = translator.binding(variable, to: w).expression(transform) else { return .untranslatable }
+        return .expression(.choice(Condition.comparing(w, .equal, .constant(.null)), .constant(.null), body))
+    }
+}
+
+extension PredicateExpressions.RangeExpressionContains: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        guard let bounds = range as? any RangeBoundsExpression, let (lower, upper) = bounds.bounds(translator),
+              let x = translator.expression(element) else { return .untranslatable }
+        let below: Condition.Comparison = bounds.isClosed ? .lessOrEqual : .less
+        return .condition(.and([Condition.comparing(x, .greaterOrEqual, lower), Condition.comparing(x, below, upper)]))
+    }
+}
+
+/// `a...b` and `a..<b` in a predicate, read as their two bounds.
+protocol RangeBoundsExpression {
+    var isClosed: Bool { get }
+    func bounds<Input>(_ translator: PredicateTranslator<Input>) -> (ValueExpression, ValueExpression)?
+}
+
+extension PredicateExpressions.ClosedRange: RangeBoundsExpression {
+    var isClosed: Bool { true }
+    func bounds<Input>(_ translator: PredicateTranslator<Input>) -> (ValueExpression, ValueExpression)? {
+        guard let a = translator.expression(lower), let b = translator.expression(upper) else { return nil }
+        return (a, b)
+    }
+}
+
+extension PredicateExpressions.Range: RangeBoundsExpression {
+    var isClosed: Bool { false }
+    func bounds<Input>(_ translator: PredicateTranslator<Input>) -> (ValueExpression, ValueExpression)? {
+        guard let a = translator.expression(lower), let b = translator.expression(upper) else { return nil }
+        return (a, b)
+    }
+}
+
+extension PredicateExpressions.CollectionContainsCollection: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        // `$0.name.contains("nn")`: a string field and a constant string.
+        guard case .field(let path)? = translator.expression(base),
+              case .constant(.string(let text))? = translator.expression(other) else { return .untranslatable }
+        return .condition(.containsText(path, text))
+    }
+}
+
+/// `\.count` and `\.isEmpty` of a string or an array.
+enum CountingKeyPath {
+    case count, isEmpty
+
+    init?(_ keyPath: AnyKeyPath) {
+        guard let root = type(of: keyPath).rootType as? any CountedValue.Type else { return nil }
+        if keyPath == root.countKeyPath { self = .count } else if keyPath == root.isEmptyKeyPath { self = .isEmpty } else {
+            return nil
+        }
+    }
+}
+
+/// A type whose `count` and `isEmpty` a predicate may read on a stored value.
+protocol CountedValue {
+    static var countKeyPath: AnyKeyPath { get }
+    static var isEmptyKeyPath: AnyKeyPath { get }
+}
+
+extension String: CountedValue {
+    static var countKeyPath: AnyKeyPath { \String.count }
+    static var isEmptyKeyPath: AnyKeyPath { \String.isEmpty }
+}
+
+extension Array: CountedValue {
+    static var countKeyPath: AnyKeyPath { \Array.count }
+    static var isEmptyKeyPath: AnyKeyPath { \Array.isEmpty }
 }

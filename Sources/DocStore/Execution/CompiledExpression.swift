@@ -1,0 +1,191 @@
+import Foundation
+
+/// A value met while evaluating an expression on a document: a part of the stored bytes, or a value computed from
+/// them (`.computed(.null)` for nil or a missing field).
+enum Operand {
+    case stored(ValueRef)
+    case computed(DocumentValue)
+
+    var isNull: Bool {
+        switch self {
+        case .stored(let ref): return ref.tag == BinaryFormat.Tag.null
+        case .computed(let value): return value == .null
+        }
+    }
+}
+
+/// Thrown where Swift would trap or Foundation throw (an overflow, an integer division by zero, `nil!`): the
+/// document does not match. ``Residual`` turns it into a non-match; it never leaves a query.
+struct NoMatch: Error {}
+
+/// A ``ValueExpression`` prepared once for a run over many documents, as ``CompiledCondition`` prepares conditions.
+class CompiledExpression {
+    func value(_ document: CompiledCondition.Document) throws -> Operand { fatalError("subclasses compute values") }
+
+    static func make(_ expression: ValueExpression, keys: ComparisonKeys) -> CompiledExpression {
+        switch expression {
+        case .field(let path): return Field(CompiledPath(path))
+        case .constant(let value): return Constant(value)
+        case .arithmetic(let op, let a, let b): return Arithmetic(op, make(a, keys: keys), make(b, keys: keys))
+        case .negate(let a): return Arithmetic(.subtract, Constant(.int(0)), make(a, keys: keys), negating: true)
+        case .coalesce(let a, let b): return Coalesce(make(a, keys: keys), make(b, keys: keys))
+        case .count(let a): return Count(make(a, keys: keys))
+        case .choice(let c, let a, let b):
+            return Choice(CompiledCondition.make(c, keys: keys), make(a, keys: keys), make(b, keys: keys))
+        case .truth(let c): return Truth(CompiledCondition.make(c, keys: keys))
+        case .unwrap(let a): return Unwrap(make(a, keys: keys))
+        }
+    }
+
+    private final class Field: CompiledExpression {
+        /// Owns the memory `layout` points to.
+        let path: CompiledPath
+        let layout: CompiledPath.Layout
+        init(_ path: CompiledPath) { self.path = path; layout = path.layout }
+
+        override func value(_ document: CompiledCondition.Document) throws -> Operand {
+            try layout.value(in: document.reader, from: document.root).map(Operand.stored) ?? .computed(.null)
+        }
+    }
+
+    private final class Constant: CompiledExpression {
+        let constant: Operand
+        init(_ value: DocumentValue) { constant = .computed(value) }
+        override func value(_ document: CompiledCondition.Document) throws -> Operand { constant }
+    }
+
+    /// A number as arithmetic reads it: an integer stays one; any other number is a `Double`.
+    fileprivate enum Number {
+        case int(Int64), double(Double)
+
+        var double: Double {
+            switch self {
+            case .int(let i): return Double(i)
+            case .double(let d): return d
+            }
+        }
+    }
+
+    fileprivate static func number(_ operand: Operand, in reader: BinaryReader) -> Number? {
+        switch operand {
+        case .stored(let ref):
+            if let i = reader.integer(ref) { return .int(i) }
+            return reader.double(ref).map(Number.double)
+        case .computed(.int(let i)): return .int(i)
+        case .computed(.uint(let u)): return Int64(exactly: u).map(Number.int) ?? .double(Double(u))
+        case .computed(.double(let d)): return .double(d)
+        case .computed: return nil
+        }
+    }
+
+    private final class Arithmetic: CompiledExpression {
+        let op: ValueExpression.Operator
+        let a: CompiledExpression
+        let b: CompiledExpression
+        /// `0 - x` for `-x`: a double's sign flips even for zero (`-0.0`), as Swift's `-` does.
+        let negating: Bool
+
+        init(_ op: ValueExpression.Operator, _ a: CompiledExpression, _ b: CompiledExpression, negating: Bool = false) {
+            self.op = op
+            self.a = a
+            self.b = b
+            self.negating = negating
+        }
+
+        override func value(_ document: CompiledCondition.Document) throws -> Operand {
+            let reader = document.reader
+            guard let x = CompiledExpression.number(try a.value(document), in: reader),
+                  let y = CompiledExpression.number(try b.value(document), in: reader) else { return .computed(.null) }
+            switch (x, y) {
+            case (.int(let i), .int(let j)):
+                let (result, overflow): (Int64, Bool)
+                switch op {
+                case .add: (result, overflow) = i.addingReportingOverflow(j)
+                case .subtract: (result, overflow) = i.subtractingReportingOverflow(j)
+                case .multiply: (result, overflow) = i.multipliedReportingOverflow(by: j)
+                case .divide:
+                    guard j != 0 else { throw NoMatch() }
+                    (result, overflow) = i.dividedReportingOverflow(by: j)
+                case .remainder:
+                    guard j != 0 else { throw NoMatch() }
+                    (result, overflow) = i.remainderReportingOverflow(dividingBy: j)
+                }
+                if overflow { throw NoMatch() }
+                return .computed(.int(result))
+            default:
+                let (p, q) = (x.double, y.double)
+                if negating { return .computed(.double(-q)) }
+                switch op {
+                case .add: return .computed(.double(p + q))
+                case .subtract: return .computed(.double(p - q))
+                case .multiply: return .computed(.double(p * q))
+                case .divide: return .computed(.double(p / q))
+                case .remainder: return .computed(.double(p.truncatingRemainder(dividingBy: q)))
+                }
+            }
+        }
+    }
+
+    private final class Coalesce: CompiledExpression {
+        let a: CompiledExpression
+        let b: CompiledExpression
+        init(_ a: CompiledExpression, _ b: CompiledExpression) { self.a = a; self.b = b }
+
+        override func value(_ document: CompiledCondition.Document) throws -> Operand {
+            let value = try a.value(document)
+            return value.isNull ? try b.value(document) : value
+        }
+    }
+
+    private final class Count: CompiledExpression {
+        let a: CompiledExpression
+        init(_ a: CompiledExpression) { self.a = a }
+
+        override func value(_ document: CompiledCondition.Document) throws -> Operand {
+            switch try a.value(document) {
+            case .stored(let ref) where ref.tag == BinaryFormat.Tag.array:
+                return .computed(.int(Int64(document.reader.count(ref))))
+            case .stored(let ref) where ref.tag == BinaryFormat.Tag.string:
+                return .computed(.int(Int64(ValueComparison.characterCount(try document.reader.payloadBytes(ref)))))
+            case .computed(.string(let s)): return .computed(.int(Int64(s.count)))
+            case .computed(.array(let elements)): return .computed(.int(Int64(elements.count)))
+            default: return .computed(.null)
+            }
+        }
+    }
+
+    private final class Choice: CompiledExpression {
+        let test: CompiledCondition
+        let a: CompiledExpression
+        let b: CompiledExpression
+        init(_ test: CompiledCondition, _ a: CompiledExpression, _ b: CompiledExpression) {
+            self.test = test
+            self.a = a
+            self.b = b
+        }
+
+        override func value(_ document: CompiledCondition.Document) throws -> Operand {
+            try test.check(document) ? try a.value(document) : try b.value(document)
+        }
+    }
+
+    private final class Truth: CompiledExpression {
+        let condition: CompiledCondition
+        init(_ condition: CompiledCondition) { self.condition = condition }
+
+        override func value(_ document: CompiledCondition.Document) throws -> Operand {
+            .computed(.bool(try condition.check(document)))
+        }
+    }
+
+    private final class Unwrap: CompiledExpression {
+        let a: CompiledExpression
+        init(_ a: CompiledExpression) { self.a = a }
+
+        override func value(_ document: CompiledCondition.Document) throws -> Operand {
+            let value = try a.value(document)
+            if value.isNull { throw NoMatch() }
+            return value
+        }
+    }
+}
