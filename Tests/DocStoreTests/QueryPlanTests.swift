@@ -362,8 +362,8 @@ struct QueryPlanReading: Document, Equatable {
         let (store, dir, people) = try await Self.populatedStore()
         defer { _ = dir }
 
-        let long = Person.include(#Predicate { $0.age == 30 && $0.name.count > 3 })
-        let expected = Self.byID(people.filter { $0.age == 30 && $0.name.count > 3 })
+        let long = Person.include(#Predicate { $0.age == 30 && $0.nameLength > 3 })
+        let expected = Self.byID(people.filter { $0.age == 30 && $0.nameLength > 3 })
         #expect(!expected.isEmpty)
         let explanation = try await long.explain(in: store)
         #expect(explanation.index == "age")
@@ -373,7 +373,7 @@ struct QueryPlanReading: Document, Equatable {
         #expect(try await long.results(in: store).map(\.id) == expected.map(\.id))
 
         let startsWithA = Person.include(#Predicate {
-            $0.tags.contains("swift") && $0.email.flatMap { $0.starts(with: "a") } == true
+            $0.tags.contains("swift") && $0.hasAnEmailStartingWithA
         })
         let expectedA = Self.byID(people.filter { $0.tags.contains("swift") && $0.email?.starts(with: "a") == true })
         #expect(!expectedA.isEmpty)
@@ -385,18 +385,18 @@ struct QueryPlanReading: Document, Equatable {
         #expect(try await startsWithA.count(in: store) == expectedA.count)
 
         // Alone, it is a full scan, still correct; and excluded, it is negated correctly.
-        let alone = Person.include(#Predicate { $0.name.count > 3 })
+        let alone = Person.include(#Predicate { $0.nameLength > 3 })
         let alonePlan = try await alone.explain(in: store)
         #expect(alonePlan.index == nil)
         #expect(alonePlan.decodesForFilter)
         #expect(try await alone.results(in: store).map(\.id)
-            == Self.byID(people.filter { $0.name.count > 3 }).map(\.id))
-        let excluded = Person.include(#Predicate { $0.age < 10 }).exclude(#Predicate { $0.name.count > 3 })
+            == Self.byID(people.filter { $0.nameLength > 3 }).map(\.id))
+        let excluded = Person.include(#Predicate { $0.age < 10 }).exclude(#Predicate { $0.nameLength > 3 })
         let excludedPlan = try await excluded.explain(in: store)
         #expect(excludedPlan.index == "age")
         #expect(excludedPlan.decodesForFilter)
         #expect(try await excluded.results(in: store).map(\.id)
-            == Self.byID(people.filter { $0.age < 10 && !($0.name.count > 3) }).map(\.id))
+            == Self.byID(people.filter { $0.age < 10 && !($0.nameLength > 3) }).map(\.id))
     }
 
     // MARK: Filters that are always false
@@ -438,9 +438,9 @@ struct QueryPlanReading: Document, Equatable {
     @Test func explainTextNamesIndexBoundsResidualOrderSliceAndWhatRunningTook() async throws {
         let (store, dir, people) = try await Self.populatedStore()
         defer { _ = dir }
-        let query = Person.include(#Predicate { $0.age >= 20 && $0.age < 40 && $0.name.count > 3 })
+        let query = Person.include(#Predicate { $0.age >= 20 && $0.age < 40 && $0.nameLength > 3 })
             .sortBy(\.age)[5..<15]
-        let expected = Self.byAge(people.filter { $0.age >= 20 && $0.age < 40 && $0.name.count > 3 })
+        let expected = Self.byAge(people.filter { $0.age >= 20 && $0.age < 40 && $0.nameLength > 3 })
         let explanation = try await query.explain(in: store)
         let text = explanation.description
         #expect(text == explanation.lines.joined(separator: "\n"))

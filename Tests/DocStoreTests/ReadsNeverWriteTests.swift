@@ -114,7 +114,7 @@ private struct PersonAge: Document {
         defer { _ = dir }
         try await store.insert(contentsOf: (0..<10).map { Person(name: "P\($0)", age: $0) })
         // `name.count` is not a stored field: that part is evaluated on the decoded Person.
-        let opaque = Person.include(#Predicate { $0.name.count == 2 && $0.age > 3 })
+        let opaque = Person.include(#Predicate { $0.nameLength == 2 && $0.age > 3 })
         #expect(try await opaque.decoded(as: DocumentValue.self).count(in: store) == 6)
         await expectError(.invalidSchema, mentions: ["Person", "PersonAge"]) {
             _ = try await opaque.decoded(as: DocumentValue.self).decoded(as: PersonAge.self).results(in: store)

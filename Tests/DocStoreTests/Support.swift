@@ -51,6 +51,12 @@ struct Person: Document, Equatable {
 
 /// A person whose stored `age` is text: a valid document of the `people` collection that does not decode as
 /// ``Person``.
+extension Person {
+    /// A computed property: the user's own code, which a predicate can only run on the decoded model.
+    var nameLength: Int { name.count }
+    var hasAnEmailStartingWithA: Bool { email?.first == "a" }
+}
+
 struct PersonWithTextAge: Document {
     var id: UUID
     var name: String

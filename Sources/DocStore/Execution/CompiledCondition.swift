@@ -219,7 +219,8 @@ class CompiledCondition {
     private final class ContainsText: AtPath<String> {
         override func check(_ document: Document) throws -> Bool {
             guard let bytes = try ValueComparison.string(try value(in: document), in: document.reader) else { return false }
-            return String(decoding: bytes, as: UTF8.self).contains(constant)
+            // Every string contains the empty one, as a collection contains an empty subsequence.
+            return constant.isEmpty || String(decoding: bytes, as: UTF8.self).contains(constant)
         }
     }
 

@@ -29,7 +29,7 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
     case oneOf(FieldPath, [DocumentValue])
     /// The string at `field` starts with the prefix (by characters, as `String.starts(with:)`).
     case startsWith(FieldPath, String)
-    /// The string at `field` contains the text (by characters, as `String.contains`).
+    /// The string at `field` contains the text, by characters (every string contains the empty text).
     case containsText(FieldPath, String)
     /// Two computed values compared (`$0.a ?? 0 > 5`, `$0.arrDelay > $0.depDelay`), as Swift compares them.
     case test(ValueExpression, Comparison, ValueExpression)

@@ -73,6 +73,18 @@ struct PredicateTranslator<Input> {
         }
     }
 
+    /// A child that reads a field, directly or forced (`$0.name`, `$0.nickname!`), and what it asks of the field:
+    /// `a!` stops the evaluation where `a` is nil (the document does not match), as Foundation's throw does.
+    func field(_ child: Any, _ condition: (FieldPath) -> Condition) -> TranslatedExpression {
+        switch expression(child) {
+        case .field(let path)?: return .condition(condition(path))
+        case .unwrap(.field(let path))?:
+            let present = Condition.test(.unwrap(.field(path)), .notEqual, .constant(.null))
+            return .condition(.and([present, condition(path)]))
+        default: return .untranslatable
+        }
+    }
+
     /// An expression from two children, or `.untranslatable`.
     func combining(_ lhs: Any, _ rhs: Any, _ make: (ValueExpression, ValueExpression) -> ValueExpression)
         -> TranslatedExpression {
@@ -243,13 +255,8 @@ extension PredicateExpressions.SequenceContains: TranslatablePredicateExpression
 
 extension PredicateExpressions.SequenceStartsWith: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        switch (translator.translate(base), translator.translate(prefix)) {
-        case (.keyPath(let kp), .value(.string(let p))):
-            guard let path = translator.fieldPath(kp) else { return .untranslatable }
-            return .condition(.startsWith(path, p))
-        default:
-            return .untranslatable
-        }
+        guard case .value(.string(let p)) = translator.translate(prefix) else { return .untranslatable }
+        return translator.field(base) { .startsWith($0, p) }
     }
 }
 
@@ -353,9 +360,8 @@ extension PredicateExpressions.Range: RangeBoundsExpression {
 extension PredicateExpressions.CollectionContainsCollection: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
         // `$0.name.contains("nn")`: a string field and a constant string.
-        guard case .field(let path)? = translator.expression(base),
-              case .constant(.string(let text))? = translator.expression(other) else { return .untranslatable }
-        return .condition(.containsText(path, text))
+        guard case .value(.string(let text)) = translator.translate(other) else { return .untranslatable }
+        return translator.field(base) { .containsText($0, text) }
     }
 }
 

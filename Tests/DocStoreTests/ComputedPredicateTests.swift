@@ -1,0 +1,199 @@
+import Foundation
+import Testing
+@testable import DocStore
+
+// Predicates written the way Swift developers write them over optionals and numbers (`??`, `?.`, `flatMap`, `!`,
+// the ternary, arithmetic, ranges, counts) are evaluated on the stored bytes, and give Foundation's answers:
+// random documents and constants, each predicate run on a collection with indexes and on one without, and compared
+// with `Predicate.evaluate` on the same models (a throw, as for `nil!`, counts as no match).
+
+// MARK: Models
+
+private struct FlightRow: Sendable {
+    var id: Int
+    var depDelay: Int?
+    var arrDelay: Int?
+    var distance: Int
+    var hour: Int
+    var airTime: Double?
+    var score: Double
+    var dest: String
+    var tailnum: String?
+    var tags: [String]
+}
+
+private protocol FlightModel: Document, Equatable where ID == Int {
+    var id: Int { get }
+    var depDelay: Int? { get }
+    var arrDelay: Int? { get }
+    var distance: Int { get }
+    var hour: Int { get }
+    var airTime: Double? { get }
+    var score: Double { get }
+    var dest: String { get }
+    var tailnum: String? { get }
+    var tags: [String] { get }
+    init(_ row: FlightRow)
+}
+
+private struct IndexedFlight: FlightModel {
+    var id: Int
+    var depDelay: Int?
+    var arrDelay: Int?
+    var distance: Int
+    var hour: Int
+    var airTime: Double?
+    var score: Double
+    var dest: String
+    var tailnum: String?
+    var tags: [String]
+    static let collection = "flights_indexed"
+    static let indexes: [IndexSpec<IndexedFlight>] = [
+        .index("depDelay", \.depDelay), .index("distance", \.distance), .index("dest", \.dest),
+        .index("tailnum", \.tailnum), .multi("tags", \.tags), .index("hour", \.hour),
+    ]
+    init(_ r: FlightRow) {
+        (id, depDelay, arrDelay, distance, hour, airTime, score, dest, tailnum, tags) =
+            (r.id, r.depDelay, r.arrDelay, r.distance, r.hour, r.airTime, r.score, r.dest, r.tailnum, r.tags)
+    }
+}
+
+private struct PlainFlight: FlightModel {
+    var id: Int
+    var depDelay: Int?
+    var arrDelay: Int?
+    var distance: Int
+    var hour: Int
+    var airTime: Double?
+    var score: Double
+    var dest: String
+    var tailnum: String?
+    var tags: [String]
+    static let collection = "flights_plain"
+    init(_ r: FlightRow) {
+        (id, depDelay, arrDelay, distance, hour, airTime, score, dest, tailnum, tags) =
+            (r.id, r.depDelay, r.arrDelay, r.distance, r.hour, r.airTime, r.score, r.dest, r.tailnum, r.tags)
+    }
+}
+
+/// The constants of one round of predicates.
+private struct Constants {
+    var a: Int, b: Int, x: Int, h: Int, n: Int, m: Int
+    var d: Double
+    var s: String, p: String
+
+    init(using rng: inout SeededGenerator) {
+        a = Int.random(in: -30...60, using: &rng)
+        b = a + Int.random(in: 0...400, using: &rng)
+        x = Int.random(in: -20...80, using: &rng)
+        h = Int.random(in: 0...23, using: &rng)
+        n = Int.random(in: 0...4, using: &rng)
+        m = Int.random(in: 1...9, using: &rng)
+        d = Double(Int.random(in: 0...400, using: &rng)) / 2
+        s = ["A", "B", "X", "", "AB", "é", "e\u{301}"].randomElement(using: &rng)!
+        p = ["N1", "N", "", "N2", "n"].randomElement(using: &rng)!
+    }
+}
+
+/// Every form, written as a developer writes it.
+private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(String, Predicate<F>)] {
+    let (a, b, x, h, n, m, d, s, p) = (c.a, c.b, c.x, c.h, c.n, c.m, c.d, c.s, c.p)
+    let negativeH = -h
+    return [
+        ("coalesce", #Predicate<F> { ($0.depDelay ?? 0) > x }),
+        ("coalesce <=", #Predicate<F> { ($0.depDelay ?? 0) <= x }),
+        ("coalesce !=", #Predicate<F> { ($0.depDelay ?? 0) != x }),
+        ("coalesce ==", #Predicate<F> { ($0.depDelay ?? 7) == x }),
+        ("optional range", #Predicate<F> { $0.depDelay != nil && ($0.depDelay ?? 0) >= a && ($0.depDelay ?? 0) <= a + 5 }),
+        ("closed range", #Predicate<F> { (a...b).contains($0.distance) }),
+        ("half-open range", #Predicate<F> { (a..<b).contains($0.distance) }),
+        ("two fields", #Predicate<F> { ($0.arrDelay ?? 0) > ($0.depDelay ?? 0) + x }),
+        ("two fields, plain", #Predicate<F> { $0.distance > $0.hour * 100 }),
+        ("ternary", #Predicate<F> { $0.depDelay == nil ? $0.hour < h : $0.depDelay! > x }),
+        ("flatMap ?? false", #Predicate<F> { $0.arrDelay.flatMap { $0 > x } ?? false }),
+        ("flatMap == true", #Predicate<F> { $0.airTime.flatMap { $0 > d } == true }),
+        ("string contains", #Predicate<F> { $0.dest.contains(s) }),
+        ("arithmetic", #Predicate<F> { $0.distance * 2 > x * 10 }),
+        ("subtraction", #Predicate<F> { $0.distance - $0.hour >= b }),
+        ("force unwrap", #Predicate<F> { $0.tailnum != nil && $0.tailnum!.starts(with: p) }),
+        ("force unwrap, negated", #Predicate<F> { !($0.depDelay! > x) }),
+        ("force unwrap, negated prefix", #Predicate<F> { !$0.tailnum!.starts(with: p) }),
+        ("force unwrap, negated contains", #Predicate<F> { !$0.tailnum!.contains(s) }),
+        ("force unwrap after ||", #Predicate<F> { $0.depDelay == nil || $0.depDelay! > x }),
+        ("modulo with an index", #Predicate<F> { $0.distance % m == 0 && $0.dest == s }),
+        ("integer division", #Predicate<F> { $0.distance / m == a }),
+        ("optional count", #Predicate<F> { ($0.tailnum?.count ?? 0) > n }),
+        ("array count", #Predicate<F> { $0.tags.count > n }),
+        ("array isEmpty", #Predicate<F> { $0.tags.isEmpty }),
+        ("string isEmpty", #Predicate<F> { !$0.dest.isEmpty && $0.hour > h }),
+        ("unary minus", #Predicate<F> { -$0.hour < negativeH }),
+        ("double division", #Predicate<F> { $0.score / 2.0 > d }),
+        ("double arithmetic", #Predicate<F> { ($0.airTime ?? 0.5) * 2 + 1 < d }),
+        ("nested ternary", #Predicate<F> { ($0.hour > h ? $0.distance : -$0.distance) > a }),
+    ]
+}
+
+@Suite struct ComputedPredicateTests {
+    private static func rows(count: Int, using rng: inout SeededGenerator) -> [FlightRow] {
+        let dests = ["AB", "BX", "XA", "", "é", "e\u{301}x", "ABX"]
+        let tails = ["N1", "N12", "N2", "n1", "", "M3"]
+        return (1...count).map { id in
+            FlightRow(id: id,
+                      depDelay: Bool.random(using: &rng) ? nil : Int.random(in: -30...90, using: &rng),
+                      arrDelay: Int.random(in: 0..<4, using: &rng) == 0 ? nil : Int.random(in: -40...100, using: &rng),
+                      distance: Int.random(in: 0...500, using: &rng),
+                      hour: Int.random(in: 0...23, using: &rng),
+                      airTime: Bool.random(using: &rng) ? nil : Double(Int.random(in: 0...800, using: &rng)) / 4,
+                      score: Double(Int.random(in: -100...900, using: &rng)) / 2,
+                      dest: dests.randomElement(using: &rng)!,
+                      tailnum: Bool.random(using: &rng) ? nil : tails.randomElement(using: &rng)!,
+                      tags: (0..<Int.random(in: 0...4, using: &rng)).map { _ in ["a", "b", "c"].randomElement(using: &rng)! })
+        }
+    }
+
+    private func check<F: FlightModel>(_ type: F.Type, rows: [FlightRow], constants: [Constants], store: DocStore) async throws {
+        let models = rows.map(F.init)
+        try await store.insert(contentsOf: models)
+        for c in constants {
+            for (name, predicate) in predicates(F.self, c) {
+                let expected = models.filter { (try? predicate.evaluate($0)) ?? false }.map(\.id)
+                let query = F.include(predicate)
+                #expect(try await query.ids(in: store) == expected, "\(F.self) \(name) with \(c)")
+                #expect(try await query.count(in: store) == expected.count, "\(F.self) count \(name) with \(c)")
+            }
+        }
+    }
+
+    @Test(arguments: [1, 2, 3])
+    func computedPredicatesAnswerAsFoundationDoes(seed: UInt64) async throws {
+        var rng = SeededGenerator(seed: seed)
+        let rows = Self.rows(count: 300, using: &rng)
+        let constants = (0..<6).map { _ in Constants(using: &rng) }
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await check(IndexedFlight.self, rows: rows, constants: constants, store: store)
+        try await check(PlainFlight.self, rows: rows, constants: constants, store: store)
+    }
+
+    /// None of the forms above is left to Foundation on the decoded document.
+    @Test func noFormIsEvaluatedOnTheDecodedDocument() {
+        var rng = SeededGenerator(seed: 9)
+        for (name, predicate) in predicates(IndexedFlight.self, Constants(using: &rng)) {
+            let condition = Query<IndexedFlight>.condition(predicate)
+            #expect(!condition.needsDecoding, "\(name) is opaque: \(condition)")
+        }
+    }
+
+    /// `(x ?? c) op k` is read as a condition on `x`, which an index on `x` answers.
+    @Test func aCoalescedFieldUsesItsIndex() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        var rng = SeededGenerator(seed: 4)
+        try await store.insert(contentsOf: Self.rows(count: 200, using: &rng).map(IndexedFlight.init))
+        let x = 50
+        let coalesced = try await IndexedFlight.include(#Predicate { ($0.depDelay ?? 0) > x }).explain(in: store)
+        #expect(coalesced.index == "depDelay", "\(coalesced)")
+        let ranged = try await IndexedFlight.include(#Predicate { (10...20).contains($0.distance) }).explain(in: store)
+        #expect(ranged.index == "distance", "\(ranged)")
+    }
+}
