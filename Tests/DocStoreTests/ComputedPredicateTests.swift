@@ -195,5 +195,13 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         #expect(coalesced.index == "depDelay", "\(coalesced)")
         let ranged = try await IndexedFlight.include(#Predicate { (10...20).contains($0.distance) }).explain(in: store)
         #expect(ranged.index == "distance", "\(ranged)")
+        let a = 10
+        let optionalRange = try await IndexedFlight.include(#Predicate {
+            $0.depDelay != nil && ($0.depDelay ?? 0) >= a && ($0.depDelay ?? 0) <= a + 5
+        }).explain(in: store)
+        #expect(optionalRange.index == "depDelay", "\(optionalRange)")
+        let flatMapped = try await IndexedFlight.include(#Predicate { $0.depDelay.flatMap { $0 > x } ?? false }).explain(in: store)
+        #expect(flatMapped.index == "depDelay", "\(flatMapped)")
+        for explanation in [coalesced, ranged, optionalRange, flatMapped] { #expect(!explanation.decodesForFilter) }
     }
 }

@@ -27,7 +27,7 @@ class CompiledExpression {
         case .field(let path): return Field(CompiledPath(path))
         case .constant(let value): return Constant(value)
         case .arithmetic(let op, let a, let b): return Arithmetic(op, make(a, keys: keys), make(b, keys: keys))
-        case .negate(let a): return Arithmetic(.subtract, Constant(.int(0)), make(a, keys: keys), negating: true)
+        case .negate(let a): return Negate(make(a, keys: keys))
         case .coalesce(let a, let b): return Coalesce(make(a, keys: keys), make(b, keys: keys))
         case .count(let a): return Count(make(a, keys: keys))
         case .choice(let c, let a, let b):
@@ -54,27 +54,12 @@ class CompiledExpression {
         override func value(_ document: CompiledCondition.Document) throws -> Operand { constant }
     }
 
-    /// A number as arithmetic reads it: an integer stays one; any other number is a `Double`.
-    fileprivate enum Number {
-        case int(Int64), double(Double)
-
-        var double: Double {
-            switch self {
-            case .int(let i): return Double(i)
-            case .double(let d): return d
-            }
-        }
-    }
-
-    fileprivate static func number(_ operand: Operand, in reader: BinaryReader) -> Number? {
+    private static func number(_ operand: Operand, in reader: BinaryReader) -> ValueExpression.Number? {
         switch operand {
         case .stored(let ref):
             if let i = reader.integer(ref) { return .int(i) }
-            return reader.double(ref).map(Number.double)
-        case .computed(.int(let i)): return .int(i)
-        case .computed(.uint(let u)): return Int64(exactly: u).map(Number.int) ?? .double(Double(u))
-        case .computed(.double(let d)): return .double(d)
-        case .computed: return nil
+            return reader.double(ref).map(ValueExpression.Number.double)
+        case .computed(let value): return ValueExpression.Number(value)
         }
     }
 
@@ -82,47 +67,30 @@ class CompiledExpression {
         let op: ValueExpression.Operator
         let a: CompiledExpression
         let b: CompiledExpression
-        /// `0 - x` for `-x`: a double's sign flips even for zero (`-0.0`), as Swift's `-` does.
-        let negating: Bool
 
-        init(_ op: ValueExpression.Operator, _ a: CompiledExpression, _ b: CompiledExpression, negating: Bool = false) {
+        init(_ op: ValueExpression.Operator, _ a: CompiledExpression, _ b: CompiledExpression) {
             self.op = op
             self.a = a
             self.b = b
-            self.negating = negating
         }
 
         override func value(_ document: CompiledCondition.Document) throws -> Operand {
             let reader = document.reader
             guard let x = CompiledExpression.number(try a.value(document), in: reader),
                   let y = CompiledExpression.number(try b.value(document), in: reader) else { return .computed(.null) }
-            switch (x, y) {
-            case (.int(let i), .int(let j)):
-                let (result, overflow): (Int64, Bool)
-                switch op {
-                case .add: (result, overflow) = i.addingReportingOverflow(j)
-                case .subtract: (result, overflow) = i.subtractingReportingOverflow(j)
-                case .multiply: (result, overflow) = i.multipliedReportingOverflow(by: j)
-                case .divide:
-                    guard j != 0 else { throw NoMatch() }
-                    (result, overflow) = i.dividedReportingOverflow(by: j)
-                case .remainder:
-                    guard j != 0 else { throw NoMatch() }
-                    (result, overflow) = i.remainderReportingOverflow(dividingBy: j)
-                }
-                if overflow { throw NoMatch() }
-                return .computed(.int(result))
-            default:
-                let (p, q) = (x.double, y.double)
-                if negating { return .computed(.double(-q)) }
-                switch op {
-                case .add: return .computed(.double(p + q))
-                case .subtract: return .computed(.double(p - q))
-                case .multiply: return .computed(.double(p * q))
-                case .divide: return .computed(.double(p / q))
-                case .remainder: return .computed(.double(p.truncatingRemainder(dividingBy: q)))
-                }
-            }
+            guard let result = x.applying(op, y) else { throw NoMatch() }
+            return .computed(result.value)
+        }
+    }
+
+    private final class Negate: CompiledExpression {
+        let a: CompiledExpression
+        init(_ a: CompiledExpression) { self.a = a }
+
+        override func value(_ document: CompiledCondition.Document) throws -> Operand {
+            guard let x = CompiledExpression.number(try a.value(document), in: document.reader) else { return .computed(.null) }
+            guard let result = x.negated else { throw NoMatch() }
+            return .computed(result.value)
         }
     }
 

@@ -89,7 +89,7 @@ struct PredicateTranslator<Input> {
     func combining(_ lhs: Any, _ rhs: Any, _ make: (ValueExpression, ValueExpression) -> ValueExpression)
         -> TranslatedExpression {
         guard let a = expression(lhs), let b = expression(rhs) else { return .untranslatable }
-        return .expression(make(a, b))
+        return .expression(make(a, b).folded)
     }
 
     private func asCondition(_ translated: TranslatedExpression) -> Condition? {
@@ -299,7 +299,7 @@ extension PredicateExpressions.FloatDivision: TranslatablePredicateExpression {
 
 extension PredicateExpressions.UnaryMinus: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        translator.expression(wrapped).map { .expression(.negate($0)) } ?? .untranslatable
+        translator.expression(wrapped).map { .expression(ValueExpression.negate($0).folded) } ?? .untranslatable
     }
 }
 

@@ -41,6 +41,80 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// A number as arithmetic reads it: an integer stays one; any other number is a `Double`.
+    enum Number {
+        case int(Int64), double(Double)
+
+        init?(_ value: DocumentValue) {
+            switch value {
+            case .int(let i): self = .int(i)
+            case .uint(let u): self = Int64(exactly: u).map(Number.int) ?? .double(Double(u))
+            case .double(let d): self = .double(d)
+            default: return nil
+            }
+        }
+
+        var value: DocumentValue {
+            switch self {
+            case .int(let i): return .int(i)
+            case .double(let d): return .double(d)
+            }
+        }
+
+        var double: Double {
+            switch self {
+            case .int(let i): return Double(i)
+            case .double(let d): return d
+            }
+        }
+
+        /// `self op other` as Swift computes it (two integers as `Int`, else as `Double`); `nil` where Swift traps:
+        /// an overflow, an integer division by zero.
+        func applying(_ op: Operator, _ other: Number) -> Number? {
+            guard case .int(let i) = self, case .int(let j) = other else {
+                let (p, q) = (double, other.double)
+                switch op {
+                case .add: return .double(p + q)
+                case .subtract: return .double(p - q)
+                case .multiply: return .double(p * q)
+                case .divide: return .double(p / q)
+                case .remainder: return .double(p.truncatingRemainder(dividingBy: q))
+                }
+            }
+            let (result, overflow): (Int64, Bool)
+            switch op {
+            case .add: (result, overflow) = i.addingReportingOverflow(j)
+            case .subtract: (result, overflow) = i.subtractingReportingOverflow(j)
+            case .multiply: (result, overflow) = i.multipliedReportingOverflow(by: j)
+            case .divide, .remainder:
+                guard j != 0 else { return nil }
+                (result, overflow) = op == .divide ? i.dividedReportingOverflow(by: j) : i.remainderReportingOverflow(dividingBy: j)
+            }
+            return overflow ? nil : .int(result)
+        }
+
+        /// `-self`; `nil` for the one integer whose negation overflows.
+        var negated: Number? {
+            switch self {
+            case .int(let i): return i == .min ? nil : .int(-i)
+            case .double(let d): return .double(-d)
+            }
+        }
+    }
+
+    /// The expression with its constant arithmetic done (`a + 5` is a constant), so that the planner sees it.
+    var folded: ValueExpression {
+        switch self {
+        case .arithmetic(let op, .constant(let a), .constant(let b)):
+            guard let x = Number(a), let y = Number(b), let r = x.applying(op, y) else { return self }
+            return .constant(r.value)
+        case .negate(.constant(let a)):
+            return Number(a)?.negated.map { .constant($0.value) } ?? self
+        default:
+            return self
+        }
+    }
+
     /// True when some part needs the decoded document.
     var needsDecoding: Bool {
         switch self {
@@ -109,6 +183,11 @@ extension Condition {
             return Condition.or([.compare(f, .equal, .null), onValue]).simplified
         case (.constant, .coalesce):
             return comparing(b, op.swapped, a)
+        // `w.flatMap { c } == true` and `w.flatMap { c } ?? false`: `w` is not nil, and `c`.
+        case (.choice(let isNil, .constant(.null), .truth(let c)), .constant(.bool(true))) where op == .equal,
+             (.coalesce(.choice(let isNil, .constant(.null), .truth(let c)), .constant(.bool(false))), .constant(.bool(true)))
+             where op == .equal:
+            return Condition.and([.not(isNil), c]).simplified
         default:
             return .test(a, op, b)
         }
