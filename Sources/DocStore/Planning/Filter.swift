@@ -71,3 +71,52 @@ public struct Filter: Sendable, Equatable, CustomStringConvertible {
         return out
     }
 }
+
+extension Filter {
+    /// A value a filter computes from a document: a field, a literal, and arithmetic, `??`, counts and choices over
+    /// them, with the semantics a `#Predicate` gives them, compared with `Filter.compare(_:_:_:)`.
+    ///
+    /// For example, `(depDelay ?? 0) > arrDelay * 2`:
+    /// ```swift
+    /// let late: Filter = .compare(.field("depDelay") ?? .literal(.int(0)), .greater, .field("arrDelay") * .literal(.int(2)))
+    /// ```
+    public struct Value: Sendable, Equatable, CustomStringConvertible {
+        let expression: ValueExpression
+
+        public static func field(_ path: FieldPath) -> Value { Value(expression: .field(path)) }
+        public static func literal(_ value: DocumentValue) -> Value { Value(expression: .constant(value)) }
+
+        /// Integers add, subtract, multiply and divide as `Int` does (an overflow or a division by zero: no
+        /// match), any other numbers as `Double`; a value that is not a number gives `nil`.
+        public static func + (a: Value, b: Value) -> Value { a.combined(.add, b) }
+        public static func - (a: Value, b: Value) -> Value { a.combined(.subtract, b) }
+        public static func * (a: Value, b: Value) -> Value { a.combined(.multiply, b) }
+        public static func / (a: Value, b: Value) -> Value { a.combined(.divide, b) }
+        public static func % (a: Value, b: Value) -> Value { a.combined(.remainder, b) }
+        public static prefix func - (a: Value) -> Value { Value(expression: ValueExpression.negate(a.expression).folded) }
+
+        /// `a ?? b`: `b` where `a` is `nil` or missing.
+        public static func ?? (a: Value, b: Value) -> Value { Value(expression: .coalesce(a.expression, b.expression)) }
+
+        /// The characters of a string or the elements of an array; `nil` for anything else.
+        public var count: Value { Value(expression: .count(expression)) }
+
+        /// `condition ? a : b`.
+        public static func choice(_ condition: Filter, _ a: Value, _ b: Value) -> Value {
+            Value(expression: .choice(condition.condition, a.expression, b.expression))
+        }
+
+        /// The value as the shell writes it.
+        public var description: String { expression.description }
+
+        private func combined(_ op: ValueExpression.Operator, _ other: Value) -> Value {
+            Value(expression: ValueExpression.arithmetic(op, expression, other.expression).folded)
+        }
+    }
+
+    /// `a op b` for two computed values, as Swift compares them (nil equals only nil and orders with nothing).
+    /// For example: `.compare(.field("arrDelay"), .greater, .field("depDelay"))`.
+    public static func compare(_ a: Value, _ op: Comparison, _ b: Value) -> Filter {
+        Filter(Condition.comparing(a.expression, Condition.Comparison(rawValue: op.rawValue) ?? .equal, b.expression))
+    }
+}
