@@ -307,3 +307,41 @@ enum LoweringFixture {
         #expect(error.message.hasPrefix("'name' holds strings"))
     }
 }
+
+/// The shell reads the computed forms a `#Predicate` can hold, with Swift's precedence, and refuses those that make
+/// no sense for the values the fields hold.
+@Suite struct ComputedConditionTests {
+    @Test func computedFormsParseWithSwiftsPrecedence() throws {
+        #expect(try ParseFixture.sketch("age ?? 0 > 10") == "(age ?? 0) > 10")
+        #expect(try ParseFixture.sketch("age * 2 + 1 > score") == "((age * 2) + 1) > score")
+        #expect(try ParseFixture.sketch("age - 1 - 2 >= 3") == "((age - 1) - 2) >= 3")
+        #expect(try ParseFixture.sketch("nick ?? name ?? \"x\" == \"Bo\"") == "(nick ?? (name ?? \"x\")) == \"Bo\"")
+        #expect(try ParseFixture.sketch("(age ?? 0) > 10 && active") == "((age ?? 0) > 10 && active?)")
+        #expect(try ParseFixture.sketch("(age > 3 || active)") == "(age > 3 || active?)")
+        #expect(try ParseFixture.sketch("-age < -3") == "-age < -3")
+        #expect(try ParseFixture.sketch("nick?.count ?? 0 > 2") == "(nick?.count ?? 0) > 2")
+        #expect(try ParseFixture.sketch("age > score") == "age > score")
+        #expect(try ParseFixture.sketch("age > 3 ? active : age < 2") == "(age > 3 ? active? : age < 2)")
+        // The simple forms keep their nodes.
+        #expect(try ParseFixture.sketch("18 <= age") == "age >= 18")
+        #expect(try ParseFixture.sketch("age > -5") == "age > -5")
+    }
+
+    @Test func computedFormsLowerToTheLibrarysFilters() throws {
+        #expect(try LoweringFixture.described("age ?? 0 > 10") == "age != null && age > 10")
+        #expect(try LoweringFixture.described("age ?? 20 > 10") == "age == null || (age != null && age > 10)")
+        #expect(try LoweringFixture.described("age * 2 > 10") == "(age * 2) > 10")
+        #expect(try LoweringFixture.described("age > 2 * 5") == "age > 10")
+        #expect(try LoweringFixture.described("tags.count > 1") == "tags.count > 1")
+        #expect(try LoweringFixture.described("age > 3 ? active : age < 2")
+            == "(age > 3 && active == true) || (!(age > 3) && age < 2)")
+    }
+
+    @Test func computedFormsThatMakeNoSenseAreRefused() throws {
+        #expect(try LoweringFixture.meaningError("name * 2 > 3")?.message.contains("not numbers") == true)
+        #expect(try LoweringFixture.meaningError("age + \"x\" > 3")?.message.contains("works on numbers") == true)
+        #expect(try LoweringFixture.meaningError("age?.count > 3")?.message.contains("not strings or arrays") == true)
+        #expect(try LoweringFixture.meaningError("age ?? nil > 3") == nil)
+        #expect(try LoweringFixture.meaningError("age + 1 > nil")?.message.contains("no order") == true)
+    }
+}

@@ -96,7 +96,12 @@ extension Filter {
         public static prefix func - (a: Value) -> Value { Value(expression: ValueExpression.negate(a.expression).folded) }
 
         /// `a ?? b`: `b` where `a` is `nil` or missing.
-        public static func ?? (a: Value, b: Value) -> Value { Value(expression: .coalesce(a.expression, b.expression)) }
+        public static func ?? (a: Value, b: Value) -> Value { coalescing(a, b) }
+
+        /// `a ?? b`, by name.
+        public static func coalescing(_ a: Value, _ b: Value) -> Value {
+            Value(expression: .coalesce(a.expression, b.expression))
+        }
 
         /// The characters of a string or the elements of an array; `nil` for anything else.
         public var count: Value { Value(expression: .count(expression)) }

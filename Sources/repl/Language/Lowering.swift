@@ -44,6 +44,7 @@ struct Lowering {
         case .not(let a): return .not(try filter(a))
         case .constant(let b): return .constant(b)
         case .compare(let path, let op, let literal):
+            if countedField(path) != nil { return try filter(.compareValues(.path(path), op, .literal(literal))) }
             let kinds = known(path)
             if op != .equal && op != .notEqual {
                 if case .null = literal.value {
@@ -123,6 +124,81 @@ struct Lowering {
                                    length: literal.length)
             }
             return .hasPrefix(path.path, prefix)
+        case .compareValues(let a, let op, let b):
+            if op != .equal && op != .notEqual {
+                for case .literal(let literal) in [a, b] where [.null, .bool].contains(ValueKind(literal.value)) {
+                    throw MeaningError(message: "\(literal.value == .null ? "nil" : "true and false") has no order: "
+                        + "compare with == or !=", location: literal.location, length: literal.length)
+                }
+            }
+            return .compare(try value(a), op, try value(b))
+        case .choice(let test, let a, let b):
+            let condition = try filter(test)
+            return .or([.and([condition, try filter(a)]), .and([.not(condition), try filter(b)])])
+        }
+    }
+
+    /// A computed value, its fields checked against the kinds they hold.
+    mutating func value(_ node: ValueNode) throws(MeaningError) -> Filter.Value {
+        switch node {
+        case .path(let path):
+            if let counted = countedField(path) { return .field(counted).count }
+            _ = known(path)
+            return .field(path.path)
+        case .literal(let literal):
+            return .literal(literal.value)
+        case .arithmetic(let op, let a, let b, _):
+            try requireNumbers(a, op)
+            try requireNumbers(b, op)
+            let (x, y) = (try value(a), try value(b))
+            switch op {
+            case "+": return x + y
+            case "-": return x - y
+            case "*": return x * y
+            case "/": return x / y
+            default: return x % y
+            }
+        case .negate(let a, _):
+            try requireNumbers(a, "-")
+            return -(try value(a))
+        case .coalesce(let a, let b):
+            return Filter.Value.coalescing(try value(a), try value(b))
+        case .count(let a, _):
+            if case .path(let path) = a {
+                let kinds = known(path)
+                if !kinds.isEmpty && kinds.isDisjoint(with: [.string, .array]) && stats.sampled == stats.total {
+                    throw MeaningError(message: "'\(path.path.written)' holds \(describe(kinds)), not strings or arrays: "
+                        + "count counts characters or elements", location: path.location, length: path.length)
+                }
+            }
+            return try value(a).count
+        }
+    }
+
+    /// The field whose count `path` asks for: `tags.count` counts a string or array field, unless a field is named
+    /// `count`.
+    private func countedField(_ path: PathReference) -> FieldPath? {
+        let components = path.path.components
+        guard components.count > 1, components.last == "count", stats[path.path] == nil else { return nil }
+        let base = FieldPath(components: Array(components.dropLast()))
+        guard let field = stats[base], !field.kinds.isDisjoint(with: [.string, .array]) else { return nil }
+        return base
+    }
+
+    /// Refuses arithmetic on a literal, or a field, that holds no numbers.
+    private mutating func requireNumbers(_ node: ValueNode, _ op: String) throws(MeaningError) {
+        switch node {
+        case .literal(let literal) where ValueKind(literal.value) != .number:
+            throw MeaningError(message: "'\(op)' works on numbers, not \(ValueKind(literal.value).plural)",
+                               location: literal.location, length: literal.length)
+        case .path(let path):
+            let kinds = known(path)
+            if !kinds.isEmpty && !kinds.contains(.number) && stats.sampled == stats.total {
+                throw MeaningError(message: "'\(path.path.written)' holds \(describe(kinds)), not numbers: '\(op)' works "
+                    + "on numbers", location: path.location, length: path.length)
+            }
+        default:
+            break
         }
     }
 

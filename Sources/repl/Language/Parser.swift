@@ -294,7 +294,16 @@ struct Parser {
             _ = advance()
             items.append(try parseAnd(depth: depth))
         }
-        return items.count == 1 ? items[0] : .or(items)
+        let node = items.count == 1 ? items[0] : .or(items)
+        // `test ? a : b`, below `||` as in Swift.
+        guard current.symbol == "?" else { return node }
+        guard depth < Parser.maximumNesting else {
+            throw error("the condition nests '?' more than \(Parser.maximumNesting) deep")
+        }
+        _ = advance()
+        let a = try parseOr(depth: depth + 1)
+        _ = try expect(":", "between the two branches of '?'")
+        return .choice(node, a, try parseOr(depth: depth + 1))
     }
 
     private mutating func parseAnd(depth: Int) throws(ParseError) -> PredicateNode {
@@ -314,7 +323,12 @@ struct Parser {
             _ = advance()
         }
         var node: PredicateNode
-        if current.symbol == "(" {
+        let start = position
+        // `(depDelay ?? 0) > 10` opens with a value: read as a comparison first, else again as a condition.
+        if current.symbol == "(", let comparison = try? parseComparison(depth: depth) {
+            node = comparison
+        } else if tokens[start].symbol == "(" {
+            position = start
             guard depth < Parser.maximumNesting else {
                 throw error("the condition nests parentheses more than \(Parser.maximumNesting) deep")
             }
@@ -322,7 +336,7 @@ struct Parser {
             node = try parseOr(depth: depth + 1)
             _ = try expect(")", "to close '('")
         } else {
-            node = try parseComparison()
+            node = try parseComparison(depth: depth)
         }
         if negations > 0 { node = .not(node) }
         if negations > 1 && negations % 2 == 0 { node = .not(node) }
@@ -332,7 +346,7 @@ struct Parser {
     private static let comparisons: [String: Filter.Comparison] = [
         "==": .equal, "!=": .notEqual, "<": .less, "<=": .lessOrEqual, ">": .greater, ">=": .greaterOrEqual]
 
-    private mutating func parseComparison() throws(ParseError) -> PredicateNode {
+    private mutating func parseComparison(depth: Int) throws(ParseError) -> PredicateNode {
         // `[a, b].contains(path)`
         if current.symbol == "[" {
             let list = try parseLiteral()
@@ -354,17 +368,25 @@ struct Parser {
                 return .constant(word == "true")
             }
         }
+        // Values nest on their own count: a comparison deep in a condition may still hold `(a + b) * c`.
+        let left = try parseValueExpression(depth: 0)
         // A literal on the left: `18 <= age` is `age >= 18`.
-        if startsLiteral {
-            let value = try parseLiteral()
+        if case .literal(let value) = left {
             guard let symbol = current.symbol, let op = Parser.comparisons[symbol] else {
                 throw error("expected a comparison after \(value.value.json()), found \(current.shown)")
             }
             _ = advance()
-            let path = try parsePath()
-            return .compare(path, Parser.swapped(op), value)
+            let right = try parseRightValue()
+            if case .path(let path) = right { return .compare(path, Parser.swapped(op), value) }
+            return .compareValues(left, op, right)
         }
-        let path = try parsePath()
+        guard case .path(let path) = left else {
+            guard let symbol = current.symbol, let op = Parser.comparisons[symbol] else {
+                throw error("expected a comparison (==, !=, <, <=, >, >=) after the value, found \(current.shown)")
+            }
+            _ = advance()
+            return .compareValues(left, op, try parseRightValue())
+        }
         if current.symbol == "." {
             // A method on the field.
             _ = advance()
@@ -411,18 +433,87 @@ struct Parser {
             return .inRange(path, lower: lower, upper: upper, closed: op == "...")
         }
         guard let symbol = current.symbol, let op = Parser.comparisons[symbol] else {
-            if current.kind == .end || current.symbol == ")" || current.symbol == "&&" || current.symbol == "||" {
+            if current.kind == .end || [")", "&&", "||", "?", ":"].contains(current.symbol ?? "") {
                 return .isTrue(path)
             }
             throw error("expected a comparison (==, !=, <, <=, >, >=), in, or a method after \(path.path), found "
                 + current.shown)
         }
         _ = advance()
-        if !startsLiteral && current.identifier != nil {
-            throw error("a field is compared with a value, not with another field (\(current.shown))")
+        let right = try parseRightValue()
+        if case .literal(let value) = right { return .compare(path, op, value) }
+        return .compareValues(left, op, right)
+    }
+
+    // MARK: Values
+
+    /// The value after a comparison; where none starts, the error says a value was expected.
+    private mutating func parseRightValue() throws(ParseError) -> ValueNode {
+        if current.identifier == nil && !startsLiteral { _ = try parseLiteral() }
+        return try parseValueExpression(depth: 0)
+    }
+
+    /// A value: `a ?? b` (right to left, below arithmetic, as in Swift), `+ -`, `* / %`, `-a`, `a?.count`, a
+    /// field, a literal, `(value)`.
+    private mutating func parseValueExpression(depth: Int) throws(ParseError) -> ValueNode {
+        guard depth < Parser.maximumNesting else {
+            throw error("the value nests more than \(Parser.maximumNesting) deep")
         }
-        let value = try parseLiteral()
-        return .compare(path, op, value)
+        let left = try parseSum(depth: depth)
+        guard current.symbol == "??" else { return left }
+        _ = advance()
+        return .coalesce(left, try parseValueExpression(depth: depth + 1))
+    }
+
+    private mutating func parseSum(depth: Int) throws(ParseError) -> ValueNode {
+        var node = try parseProduct(depth: depth)
+        while let op = current.symbol, op == "+" || op == "-" {
+            let token = advance()
+            node = .arithmetic(op, node, try parseProduct(depth: depth), token.location)
+        }
+        return node
+    }
+
+    private mutating func parseProduct(depth: Int) throws(ParseError) -> ValueNode {
+        var node = try parseValueOperand(depth: depth)
+        while let op = current.symbol, op == "*" || op == "/" || op == "%" {
+            let token = advance()
+            node = .arithmetic(op, node, try parseValueOperand(depth: depth), token.location)
+        }
+        return node
+    }
+
+    private mutating func parseValueOperand(depth: Int) throws(ParseError) -> ValueNode {
+        var node: ValueNode
+        let next = tokens[min(position + 1, tokens.count - 1)]
+        if current.symbol == "-", next.identifier != nil || next.symbol == "(", !Parser.isNumberWord(next.kind) {
+            // `-hour`; `-5` is a literal.
+            let token = advance()
+            guard depth < Parser.maximumNesting else { throw error("the value nests too deeply") }
+            return .negate(try parseValueOperand(depth: depth + 1), token.location)
+        }
+        if current.symbol == "(" {
+            _ = advance()
+            node = try parseValueExpression(depth: depth + 1)
+            _ = try expect(")", "to close '('")
+        } else if startsLiteral {
+            node = .literal(try parseLiteral())
+        } else {
+            node = .path(try parsePath())
+        }
+        while current.symbol == "?.", tokens[position + 1].word == "count" {
+            let token = advance()
+            _ = advance()
+            node = .count(node, token.location)
+        }
+        return node
+    }
+
+    private static func isNumberWord(_ kind: Token.Kind) -> Bool {
+        switch kind {
+        case .integer, .largeInteger, .number, .identifier("inf"): return true
+        default: return false
+        }
     }
 
     private static func swapped(_ op: Filter.Comparison) -> Filter.Comparison {

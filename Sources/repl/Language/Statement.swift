@@ -80,6 +80,23 @@ indirect enum PredicateNode: Equatable, Sendable {
     case oneOf(PathReference, [Literal])
     /// `path.hasPrefix("x")`, `path.starts(with: "x")`.
     case hasPrefix(PathReference, Literal)
+    /// Two values compared where one is computed or both are fields: `depDelay ?? 0 > 10`, `arrDelay > depDelay`.
+    case compareValues(ValueNode, Filter.Comparison, ValueNode)
+    /// `test ? a : b`.
+    case choice(PredicateNode, PredicateNode, PredicateNode)
+}
+
+/// A value computed in a condition, as written: `depDelay ?? 0`, `distance * 2`, `tailnum?.count`, `-hour`.
+indirect enum ValueNode: Equatable, Sendable {
+    case path(PathReference)
+    case literal(Literal)
+    /// `a op b` for `+ - * / %`, with the operator's token.
+    case arithmetic(String, ValueNode, ValueNode, SourceLocation)
+    case negate(ValueNode, SourceLocation)
+    /// `a ?? b`.
+    case coalesce(ValueNode, ValueNode)
+    /// `a?.count`.
+    case count(ValueNode, SourceLocation)
 }
 
 extension FieldPath {

@@ -96,8 +96,9 @@ struct Lexer {
         index + ahead < characters.count ? characters[index + ahead] : nil
     }
 
-    private static let symbols = ["..<", "...", "==", "!=", "<=", ">=", "&&", "||",
-                                  ".", ",", "(", ")", "[", "]", "{", "}", ":", "<", ">", "!", "\\", "-", "+"]
+    private static let symbols = ["..<", "...", "==", "!=", "<=", ">=", "&&", "||", "??", "?.",
+                                  ".", ",", "(", ")", "[", "]", "{", "}", ":", "<", ">", "!", "\\", "-", "+",
+                                  "*", "/", "%", "?"]
 
     mutating func next() throws(ParseError) -> Token {
         // Blanks and comments: `--` as in SQL shells and `//` as in Swift, to the end of the line.
