@@ -133,6 +133,12 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         ("double division", #Predicate<F> { $0.score / 2.0 > d }),
         ("double arithmetic", #Predicate<F> { ($0.airTime ?? 0.5) * 2 + 1 < d }),
         ("nested ternary", #Predicate<F> { ($0.hour > h ? $0.distance : -$0.distance) > a }),
+        ("contains(where:)", #Predicate<F> { $0.tags.contains { $0 == "b" } }),
+        ("contains(where:) ordered", #Predicate<F> { $0.tags.contains { $0 > "a" } && $0.hour > h }),
+        ("contains(where:) prefix", #Predicate<F> { $0.tags.contains { $0.starts(with: "c") } }),
+        ("allSatisfy", #Predicate<F> { $0.tags.allSatisfy { $0 != "c" } }),
+        ("allSatisfy count", #Predicate<F> { $0.tags.allSatisfy { $0.count == 1 && $0 < "c" } }),
+        ("not contains(where:)", #Predicate<F> { !$0.tags.contains { $0 == "a" || $0 == "b" } }),
     ]
 }
 
@@ -185,6 +191,20 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
             let condition = Query<IndexedFlight>.condition(predicate)
             #expect(!condition.needsDecoding, "\(name) is opaque: \(condition)")
         }
+    }
+
+    /// A closure over an array's elements that reads the document too is left to Foundation, and still answers
+    /// right.
+    @Test func aClosureOverElementsThatReadsTheDocumentIsEvaluatedOnTheDecodedDocument() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        var rng = SeededGenerator(seed: 5)
+        let models = Self.rows(count: 200, using: &rng).map(PlainFlight.init)
+        try await store.insert(contentsOf: models)
+        let predicate = #Predicate<PlainFlight> { flight in flight.tags.contains { $0.count < flight.hour } }
+        #expect(Query<PlainFlight>.condition(predicate).needsDecoding)
+        let expected = models.filter { (try? predicate.evaluate($0)) ?? false }.map(\.id)
+        #expect(try await PlainFlight.include(predicate).ids(in: store) == expected)
     }
 
     /// `(x ?? c) op k` is read as a condition on `x`, which an index on `x` answers.

@@ -80,6 +80,10 @@ class CompiledCondition {
             return StartsWith(path, keys, prefix)
         case .containsText(let path, let text):
             return ContainsText(path, keys, text)
+        case .anyElement(let path, let c):
+            return Elements(CompiledPath(path), make(c, keys: keys), every: false)
+        case .everyElement(let path, let c):
+            return Elements(CompiledPath(path), make(c, keys: keys), every: true)
         case .test(let a, let op, let b):
             return Test(CompiledExpression.make(a, keys: keys), op, CompiledExpression.make(b, keys: keys), keys)
         case .and(let cs):
@@ -221,6 +225,38 @@ class CompiledCondition {
             guard let bytes = try ValueComparison.string(try value(in: document), in: document.reader) else { return false }
             // Every string contains the empty one, as a collection contains an empty subsequence.
             return constant.isEmpty || String(decoding: bytes, as: UTF8.self).contains(constant)
+        }
+    }
+
+    /// Some (or every) element of an array satisfies a condition checked with the element as its root.
+    private final class Elements: CompiledCondition {
+        /// Owns the memory `layout` points to.
+        let path: CompiledPath
+        let layout: CompiledPath.Layout
+        let part: CompiledCondition
+        /// `allSatisfy` rather than `contains(where:)`.
+        let every: Bool
+
+        init(_ path: CompiledPath, _ part: CompiledCondition, every: Bool) {
+            self.path = path
+            self.layout = path.layout
+            self.part = part
+            self.every = every
+        }
+
+        override func check(_ document: Document) throws -> Bool {
+            let reader = document.reader
+            guard let array = try layout.value(in: reader, from: document.root), array.tag == BinaryFormat.Tag.array else {
+                return every   // no elements
+            }
+            var answer = every
+            try reader.forEachElement(array) { element in
+                // Decided at the first element that differs: the rest is not checked, as Swift stops there.
+                guard answer == every else { return }
+                let inner = Document(reader: reader, root: element, decoded: document.decoded)
+                if try part.check(inner) != every { answer = !every }
+            }
+            return answer
         }
     }
 

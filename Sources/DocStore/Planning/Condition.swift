@@ -31,6 +31,11 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
     case startsWith(FieldPath, String)
     /// The string at `field` contains the text, by characters (every string contains the empty text).
     case containsText(FieldPath, String)
+    /// Some element of the array at `field` satisfies the condition, whose paths start at the element (`$0`):
+    /// `contains(where:)`. An empty, missing or `nil` array has none.
+    case anyElement(FieldPath, Condition)
+    /// Every element satisfies it: `allSatisfy`. An empty, missing or `nil` array does.
+    case everyElement(FieldPath, Condition)
     /// Two computed values compared (`$0.a ?? 0 > 5`, `$0.arrDelay > $0.depDelay`), as Swift compares them.
     case test(ValueExpression, Comparison, ValueExpression)
     case and([Condition])
@@ -48,6 +53,8 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
         case .startsWith(let f, let p): return "\(f).starts(with: \(DocumentValue.string(p).json()))"
         case .containsText(let f, let t): return "\(f).contains(\(DocumentValue.string(t).json()))"
         case .test(let a, let op, let b): return "\(a) \(op.rawValue) \(b)"
+        case .anyElement(let f, let c): return "\(f).contains { \(c) }"
+        case .everyElement(let f, let c): return "\(f).allSatisfy { \(c) }"
         case .and(let cs): return cs.isEmpty ? "true" : cs.map { $0.parenthesized(in: "&&") }.joined(separator: " && ")
         case .or(let cs): return cs.isEmpty ? "false" : cs.map { $0.parenthesized(in: "||") }.joined(separator: " || ")
         case .not(let c): return "!" + c.parenthesized(in: "!")
@@ -131,6 +138,8 @@ extension Condition {
         case let (.startsWith(f1, p1), .startsWith(f2, p2)), let (.containsText(f1, p1), .containsText(f2, p2)):
             return f1 == f2 && p1 == p2
         case let (.test(a1, o1, b1), .test(a2, o2, b2)): return a1 == a2 && o1 == o2 && b1 == b2
+        case let (.anyElement(f1, c1), .anyElement(f2, c2)), let (.everyElement(f1, c1), .everyElement(f2, c2)):
+            return f1 == f2 && c1 == c2
         case let (.and(c1), .and(c2)), let (.or(c1), .or(c2)): return c1 == c2
         case let (.not(c1), .not(c2)): return c1 == c2
         case let (.constant(b1), .constant(b2)): return b1 == b2

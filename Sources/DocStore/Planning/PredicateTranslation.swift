@@ -27,6 +27,9 @@ struct PredicateTranslator<Input> {
     let fieldPath: (AnyKeyPath) -> FieldPath?
     /// The variables of closures inside the predicate (`flatMap { $0 > 5 }`), and what each stands for.
     var bound: [PredicateExpressions.VariableID: ValueExpression] = [:]
+    /// False inside a closure over an array's elements, whose paths start at the element: the document is out of
+    /// reach there.
+    var documentInReach = true
     /// Decodes a stored document as `Input`, for the parts evaluated on the decoded document.
     let decode: @Sendable (UnsafeRawBufferPointer) throws -> Any
 
@@ -60,6 +63,24 @@ struct PredicateTranslator<Input> {
         var inner = self
         inner.bound[variable.key] = value
         return inner
+    }
+
+    /// The translator for the body of a closure over an array's elements (`contains { $0 > 5 }`): `variable` is
+    /// the element, and nothing else is in reach.
+    func element<V>(_ variable: PredicateExpressions.Variable<V>) -> PredicateTranslator {
+        var inner = self
+        inner.bound = [variable.key: .field(FieldPath(components: []))]
+        inner.documentInReach = false
+        return inner
+    }
+
+    /// `sequence` with a condition on its elements, from a closure's `test`; `.untranslatable` when either part
+    /// cannot be read on the stored bytes.
+    func elements<V>(of sequence: Any, _ variable: PredicateExpressions.Variable<V>, _ test: Any,
+                     _ make: (FieldPath, Condition) -> Condition) -> TranslatedExpression {
+        guard case .field(let path)? = expression(sequence) else { return .untranslatable }
+        let condition = element(variable).condition(ofChild: test)
+        return condition.needsDecoding ? .untranslatable : .condition(make(path, condition))
     }
 
     /// A child's value as an expression; `nil` when it has none DocStore can compute.
@@ -157,7 +178,7 @@ extension DocumentValue {
 
 extension PredicateExpressions.Variable: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        if key == translator.variable.key { return .root }
+        if key == translator.variable.key { return translator.documentInReach ? .root : .untranslatable }
         return translator.bound[key].map { .expression($0) } ?? .untranslatable
     }
 }
@@ -391,4 +412,16 @@ extension String: CountedValue {
 extension Array: CountedValue {
     static var countKeyPath: AnyKeyPath { \Array.count }
     static var isEmptyKeyPath: AnyKeyPath { \Array.isEmpty }
+}
+
+extension PredicateExpressions.SequenceContainsWhere: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        translator.elements(of: sequence, variable, test) { .anyElement($0, $1) }
+    }
+}
+
+extension PredicateExpressions.SequenceAllSatisfy: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        translator.elements(of: sequence, variable, test) { .everyElement($0, $1) }
+    }
 }

@@ -29,7 +29,7 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case .field(let f): return f.description
+        case .field(let f): return f.components.isEmpty ? "$0" : f.description   // `$0`: an array's element
         case .constant(let v): return v.literal
         case .arithmetic(let op, let a, let b): return "(\(a) \(op.rawValue) \(b))"
         case .negate(let a): return "-\(a)"
@@ -144,6 +144,7 @@ extension Condition {
     var computes: Bool {
         switch self {
         case .test: return true
+        case .anyElement(_, let c), .everyElement(_, let c): return c.computes
         case .and(let cs), .or(let cs): return cs.contains { $0.computes }
         case .not(let c): return c.computes
         default: return false
@@ -156,6 +157,7 @@ extension Condition {
         case .compare(let f, _, _), .contains(let f, _), .oneOf(let f, _), .startsWith(let f, _), .containsText(let f, _):
             return [f]
         case .test(let a, _, let b): return a.fields + b.fields
+        case .anyElement(let f, _), .everyElement(let f, _): return [f]
         case .and(let cs), .or(let cs): return cs.flatMap(\.fields)
         case .not(let c): return c.fields
         case .constant, .opaque: return []
