@@ -133,6 +133,7 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         ("double division", #Predicate<F> { $0.score / 2.0 > d }),
         ("double arithmetic", #Predicate<F> { ($0.airTime ?? 0.5) * 2 + 1 < d }),
         ("nested ternary", #Predicate<F> { ($0.hour > h ? $0.distance : -$0.distance) > a }),
+        ("constant ternary", #Predicate<F> { a > x ? $0.hour < h : $0.distance > b }),
         ("contains(where:)", #Predicate<F> { $0.tags.contains { $0 == "b" } }),
         ("contains(where:) ordered", #Predicate<F> { $0.tags.contains { $0 > "a" } && $0.hour > h }),
         ("contains(where:) prefix", #Predicate<F> { $0.tags.contains { $0.starts(with: "c") } }),
@@ -225,6 +226,9 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         #expect(optionalRange.index == "depDelay", "\(optionalRange)")
         let flatMapped = try await IndexedFlight.include(#Predicate { $0.depDelay.flatMap { $0 > x } ?? false }).explain(in: store)
         #expect(flatMapped.index == "depDelay", "\(flatMapped)")
-        for explanation in [coalesced, ranged, optionalRange, flatMapped] { #expect(!explanation.decodesForFilter) }
+        let y = 3
+        let chosen = try await IndexedFlight.include(#Predicate { y > 2 ? $0.distance == 7 : $0.hour == 1 }).explain(in: store)
+        #expect(chosen.index == "distance", "\(chosen)")
+        for explanation in [coalesced, ranged, optionalRange, flatMapped, chosen] { #expect(!explanation.decodesForFilter) }
     }
 }

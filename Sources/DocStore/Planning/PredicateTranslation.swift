@@ -333,6 +333,8 @@ extension PredicateExpressions.ForcedUnwrap: TranslatablePredicateExpression {
 extension PredicateExpressions.Conditional: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
         let condition = translator.condition(ofChild: test)
+        // A test that does not depend on the document picks its branch now.
+        if case .constant(let b) = condition { return translator.translate(b ? trueBranch : falseBranch) }
         guard !condition.needsDecoding else { return .untranslatable }
         return translator.combining(trueBranch, falseBranch) { .choice(condition, $0, $1) }
     }
