@@ -104,6 +104,7 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         ("coalesce <=", #Predicate<F> { ($0.depDelay ?? 0) <= x }),
         ("coalesce !=", #Predicate<F> { ($0.depDelay ?? 0) != x }),
         ("coalesce ==", #Predicate<F> { ($0.depDelay ?? 7) == x }),
+        ("coalesce != its default", #Predicate<F> { ($0.depDelay ?? x) != x }),
         ("optional range", #Predicate<F> { $0.depDelay != nil && ($0.depDelay ?? 0) >= a && ($0.depDelay ?? 0) <= a + 5 }),
         ("closed range", #Predicate<F> { (a...b).contains($0.distance) }),
         ("half-open range", #Predicate<F> { (a..<b).contains($0.distance) }),

@@ -180,15 +180,21 @@ extension Condition {
             // Nothing in the document: decided now, with the same comparison the documents get.
             return .constant(ValueComparison.compare(values: x, op, y))
         case (.coalesce(.field(let f), .constant(let c)), .constant(let k)) where c != .null && k != .null:
-            let onValue = Condition.and([.compare(f, .notEqual, .null), Condition.comparing(f, op, k)])
+            // Only `!=` holds for nil; every other comparison with a value already says "not nil".
+            let onValue = op == .notEqual
+                ? Condition.and([.compare(f, .notEqual, .null), Condition.comparing(f, op, k)]) : Condition.comparing(f, op, k)
             guard ValueComparison.compare(values: c, op, k) else { return onValue.simplified }
-            return Condition.or([.compare(f, .equal, .null), onValue]).simplified
+            // With `x == nil` or'd in, the other side meets only values: no guard needed.
+            return Condition.or([.compare(f, .equal, .null), Condition.comparing(f, op, k)]).simplified
         case (.constant, .coalesce):
             return comparing(b, op.swapped, a)
         // `w.flatMap { c } == true` and `w.flatMap { c } ?? false`: `w` is not nil, and `c`.
         case (.choice(let isNil, .constant(.null), .truth(let c)), .constant(.bool(true))) where op == .equal,
              (.coalesce(.choice(let isNil, .constant(.null), .truth(let c)), .constant(.bool(false))), .constant(.bool(true)))
              where op == .equal:
+            if case .compare(let f, .equal, .null) = isNil, case .compare(f, let op, let k) = c, op != .notEqual, k != .null {
+                return c   // a comparison with a value already says "not nil"
+            }
             return Condition.and([.not(isNil), c]).simplified
         default:
             return .test(a, op, b)
