@@ -127,9 +127,8 @@ struct Harness {
     static func work(_ scenario: Scenario, produced: Int, count: Int) -> Int {
         switch scenario {
         case .insert: return count
-        case .unindexedFilter, .sortUnindexedLimit: return count        // every document is looked at
         case .findOrCreateHit, .findOrCreateMiss: return 1
-        default: return max(produced, 0)
+        default: return scenario.scansEverything ? count : max(produced, 0)
         }
     }
 }

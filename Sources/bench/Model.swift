@@ -19,6 +19,7 @@ struct BenchPerson: Codable, Sendable, Equatable {
     var tags: [String]     // 1 to 3 of 50 tags
     var createdAt: Date
     var address: Address
+    var bonus: Int?        // nil for ~40%, else -50...200, drawn after every other field
 }
 
 /// SplitMix64: small, fast, and the same on every machine.
@@ -45,7 +46,7 @@ enum People {
         var random = SeededGenerator(seed: seed)
         let first = ["Ann", "Bo", "Cai", "Dag", "Eva", "Finn", "Gro", "Hans", "Ida", "Jill", "Kari", "Lars"]
         let last = ["Berg", "Dahl", "Hansen", "Larsen", "Moe", "Nilsen", "Olsen", "Strand"]
-        return (1...max(1, count)).prefix(count).map { i in
+        var people: [BenchPerson] = (1...max(1, count)).prefix(count).map { i in
             let cityIndex = Int.random(in: 0..<cityCount, using: &random)
             var tags: [String] = []
             for _ in 0..<Int.random(in: 1...3, using: &random) {
@@ -63,5 +64,10 @@ enum People {
                 address: .init(street: "Street \(Int.random(in: 1...500, using: &random))", city: city(cityIndex),
                                zip: String(format: "%04d", Int.random(in: 0..<10_000, using: &random))))
         }
+        // Drawn after every person's other fields, so that those keep the values they had before bonus existed.
+        for i in people.indices where Int.random(in: 0..<5, using: &random) >= 2 {
+            people[i].bonus = Int.random(in: -50...200, using: &random)
+        }
+        return people
     }
 }

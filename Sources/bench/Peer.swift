@@ -1,6 +1,6 @@
 /// What a scenario asks for.
 enum Scenario: String, CaseIterable, Sendable {
-    case insert                 // batches of 10,000 in one transaction each, 3 indexes
+    case insert                 // batches of 10,000 in one transaction each, 4 indexes and the unique email
     case getByID                // 1,000 random ids, one read each
     case equality               // city == "city7": ~0.1%
     case range1                 // age == 42 expressed as 42 <= age < 43: ~1%
@@ -15,12 +15,30 @@ enum Scenario: String, CaseIterable, Sendable {
     case countByIndex           // count of age < 10
     case findOrCreateHit        // email == an existing one
     case findOrCreateMiss       // email == a new one: inserts
+    // Predicates over optionals and numbers, each beside SQL's equivalent. bonus is nil for ~40%, else -50...200.
+    case coalesce               // (bonus ?? 0) > 150, onto the bonus index: ~12%
+    case optionalRange          // bonus != nil && 100 <= (bonus ?? 0) <= 105, onto the bonus index: ~1.4%
+    case flatMap                // bonus.flatMap { $0 > 190 } ?? false, onto the bonus index: ~2.4%
+    case twoFields              // (bonus ?? 0) > age + 100: a scan, ~12%
+    case arithmetic             // age * 2 > 190: a scan, ~4%
+    case ternary                // bonus == nil ? age < 2 : bonus! > 195: a scan, ~2%
+    case stringContains         // name.contains("ar"), case-sensitive: a scan, ~27%
+    case arrayCount             // tags.count > 2: a scan, ~31%
 
     /// Whether the scenario reads documents (and so has the three forms).
     var returnsDocuments: Bool {
         switch self {
         case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss: return false
         default: return true
+        }
+    }
+
+    /// The scenarios whose condition no peer's index answers: every document is looked at.
+    var scansEverything: Bool {
+        switch self {
+        case .unindexedFilter, .sortUnindexedLimit, .twoFields, .arithmetic, .ternary, .stringContains, .arrayCount:
+            return true
+        default: return false
         }
     }
 }
@@ -36,8 +54,8 @@ enum Form: String, CaseIterable, Sendable {
 protocol Peer: AnyObject {
     /// "DocStore", "GRDB", "SQLite C", "raw LMDB".
     var name: String { get }
-    /// Creates a fresh store in `directory` with the three indexes (age; city, age; tags one entry per element,
-    /// or its equivalent) and the unique email index, and inserts `people` in batches of 10,000.
+    /// Creates a fresh store in `directory` with the four indexes (age; city, age; tags one entry per element,
+    /// or its equivalent; bonus) and the unique email index, and inserts `people` in batches of 10,000.
     func load(_ people: [BenchPerson], in directory: String) async throws
     /// Whether the peer can run the scenario in the form (a peer that does not decode has no `.decoded`).
     func supports(_ scenario: Scenario, _ form: Form) -> Bool

@@ -13,6 +13,7 @@ struct StoredPerson: Document, Equatable {
     var tags: [String]
     var createdAt: Date
     var address: BenchPerson.Address
+    var bonus: Int?
 
     static let collection = "people"
     static let indexes: [IndexSpec<StoredPerson>] = [
@@ -20,11 +21,12 @@ struct StoredPerson: Document, Equatable {
         .index("city_age", \.city, \.age),
         .multi("tags", \.tags),
         .unique("email", \.email),
+        .index("bonus", \.bonus),
     ]
 
     init(_ p: BenchPerson) {
-        (id, name, email, age, city, score, active, tags, createdAt, address)
-            = (p.id, p.name, p.email, p.age, p.city, p.score, p.active, p.tags, p.createdAt, p.address)
+        (id, name, email, age, city, score, active, tags, createdAt, address, bonus)
+            = (p.id, p.name, p.email, p.age, p.city, p.score, p.active, p.tags, p.createdAt, p.address, p.bonus)
     }
 }
 
@@ -64,6 +66,17 @@ final class DocStorePeer: Peer {
         case .sortUnindexedLimit: return StoredPerson.sortBy(\.score, order: .reverse)[0..<100]
         case .fullSort10: return StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).sortBy(\.score)
         case .countByIndex: return StoredPerson.include(#Predicate { $0.age < 10 })
+        case .coalesce: return StoredPerson.include(#Predicate { ($0.bonus ?? 0) > 150 })
+        case .optionalRange:
+            return StoredPerson.include(#Predicate {
+                $0.bonus != nil && ($0.bonus ?? 0) >= 100 && ($0.bonus ?? 0) <= 105
+            })
+        case .flatMap: return StoredPerson.include(#Predicate { $0.bonus.flatMap { $0 > 190 } ?? false })
+        case .twoFields: return StoredPerson.include(#Predicate { ($0.bonus ?? 0) > $0.age + 100 })
+        case .arithmetic: return StoredPerson.include(#Predicate { $0.age * 2 > 190 })
+        case .ternary: return StoredPerson.include(#Predicate { $0.bonus == nil ? $0.age < 2 : $0.bonus! > 195 })
+        case .stringContains: return StoredPerson.include(#Predicate { $0.name.contains("ar") })
+        case .arrayCount: return StoredPerson.include(#Predicate { $0.tags.count > 2 })
         default: return nil
         }
     }

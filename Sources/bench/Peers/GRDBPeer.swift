@@ -19,16 +19,17 @@ struct GRDBPerson: Codable, FetchableRecord, PersistableRecord {
     var addressCity: String
     var zip: String
     var tags: [String]
+    var bonus: Int?
 
     init(_ p: BenchPerson) {
-        (id, name, email, age, city, score, active, createdAt, street, addressCity, zip, tags)
+        (id, name, email, age, city, score, active, createdAt, street, addressCity, zip, tags, bonus)
             = (p.id, p.name, p.email, p.age, p.city, p.score, p.active, p.createdAt, p.address.street,
-               p.address.city, p.address.zip, p.tags)
+               p.address.city, p.address.zip, p.tags, p.bonus)
     }
 
     var person: BenchPerson {
         BenchPerson(id: id, name: name, email: email, age: age, city: city, score: score, active: active, tags: tags,
-                    createdAt: createdAt, address: .init(street: street, city: addressCity, zip: zip))
+                    createdAt: createdAt, address: .init(street: street, city: addressCity, zip: zip), bonus: bonus)
     }
 
     // Dates as seconds since 1970 in a REAL column: exact for every date, and what the C peer stores.
@@ -76,9 +77,11 @@ final class GRDBPeer: Peer {
                 t.column("addressCity", .text).notNull()
                 t.column("zip", .text).notNull()
                 t.column("tags", .jsonText).notNull()
+                t.column("bonus", .integer)
             }
             try db.create(index: "person_on_age", on: "person", columns: ["age"])
             try db.create(index: "person_on_city_age", on: "person", columns: ["city", "age"])
+            try db.create(index: "person_on_bonus", on: "person", columns: ["bonus"])
             try db.create(table: "personTag") { t in
                 t.column("personId", .integer).notNull()
                 t.column("tag", .text).notNull()

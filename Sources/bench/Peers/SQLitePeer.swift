@@ -5,12 +5,13 @@ import Foundation
 /// written out by `findOrCreateMiss`, and each scenario's statement.
 ///
 /// The tables: `person` has a real column for every field (the address flattened into `street`, `addressCity` and
-/// `zip`; `createdAt` as seconds since 1970; `tags` also as JSON text, so that a row alone makes a whole
-/// `BenchPerson`), and `personTag` has one row per tag, for the `tags contains` scenario. Indexes: `age`;
-/// `(city, age)`; the unique `email`; `personTag (tag, personId)`.
+/// `zip`; `createdAt` as seconds since 1970; `bonus` nullable; `tags` also as JSON text, so that a row alone makes a
+/// whole `BenchPerson`, and what `tags.count` counts with `json_array_length`), and `personTag` has one row per tag,
+/// for the `tags contains` scenario. Indexes: `age`; `(city, age)`; `bonus`; the unique `email`;
+/// `personTag (tag, personId)`.
 enum PersonTable {
     /// The columns of `person` in table order, as every full-row statement selects them.
-    static let columns = "id, name, email, age, city, score, active, createdAt, street, addressCity, zip, tags"
+    static let columns = "id, name, email, age, city, score, active, createdAt, street, addressCity, zip, tags, bonus"
 
     /// The per-connection pragmas. Memory mapping larger than any database the bench makes (SQLite caps it at
     /// its compile-time limit), and a 256 MiB page cache.
@@ -23,7 +24,7 @@ enum PersonTable {
         "PRAGMA synchronous = FULL",
     ]
 
-    static let insertPerson = "INSERT INTO person (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    static let insertPerson = "INSERT INTO person (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     static let insertTag = "INSERT INTO personTag (personId, tag) VALUES (?, ?)"
     static let count = "SELECT COUNT(*) FROM person WHERE age < 10"
     static let byEmail = "SELECT \(columns) FROM person WHERE email = ?"
@@ -49,6 +50,18 @@ enum PersonTable {
         case .sortIndexedLimit: tail = "ORDER BY age, id LIMIT 100"
         case .sortUnindexedLimit: tail = "ORDER BY score DESC, id LIMIT 100"
         case .fullSort10: tail = "WHERE age >= 20 AND age < 30 ORDER BY score, id"
+        case .coalesce: tail = "WHERE COALESCE(bonus, 0) > 150"
+        case .optionalRange:
+            tail = "WHERE bonus IS NOT NULL AND COALESCE(bonus, 0) >= 100 AND COALESCE(bonus, 0) <= 105"
+        case .flatMap: tail = "WHERE bonus > 190"
+        case .twoFields: tail = "WHERE COALESCE(bonus, 0) > age + 100"
+        case .arithmetic: tail = "WHERE age * 2 > 190"
+        case .ternary: tail = "WHERE CASE WHEN bonus IS NULL THEN age < 2 ELSE bonus > 195 END"
+        case .stringContains: tail = "WHERE instr(name, 'ar') > 0"   // case-sensitive, as Swift's contains
+        case .arrayCount:
+            // The row's own JSON array: twice as fast as grouping the tag table's rows by person, and a count
+            // correlated per person would walk the whole tag table for each.
+            tail = "WHERE json_array_length(tags) > 2"
         case .insert, .getByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss: return nil
         }
         return ("SELECT \(form == .ids ? "id" : columns) FROM person \(tail)", argument)
@@ -57,7 +70,8 @@ enum PersonTable {
     /// The person `findOrCreateMiss` creates, the same as the other peers create.
     static func newcomer(id: Int64, email: String) -> BenchPerson {
         BenchPerson(id: id, name: "New", email: email, age: 33, city: "city1", score: 1, active: true, tags: [],
-                    createdAt: Date(timeIntervalSince1970: 0), address: .init(street: "", city: "city1", zip: ""))
+                    createdAt: Date(timeIntervalSince1970: 0), address: .init(street: "", city: "city1", zip: ""),
+                    bonus: nil)
     }
 
     /// The sizes of the database file and its WAL and shared-memory files, those that exist.
@@ -93,10 +107,12 @@ final class SQLitePeer: Peer {
             street TEXT NOT NULL,
             addressCity TEXT NOT NULL,
             zip TEXT NOT NULL,
-            tags TEXT NOT NULL
+            tags TEXT NOT NULL,
+            bonus INTEGER
         );
         CREATE INDEX person_on_age ON person (age);
         CREATE INDEX person_on_city_age ON person (city, age);
+        CREATE INDEX person_on_bonus ON person (bonus);
         CREATE TABLE personTag (
             personId INTEGER NOT NULL,
             tag TEXT NOT NULL
@@ -154,6 +170,15 @@ final class SQLitePeer: Peer {
         try check(sqlite3_bind_double(statement, index, value), sql)
     }
 
+    /// Binds `value`, or NULL when there is none.
+    private func bind(_ statement: OpaquePointer, _ index: Int32, _ value: Int64?, _ sql: String) throws {
+        guard let value else {
+            try check(sqlite3_bind_null(statement, index), sql)
+            return
+        }
+        try bind(statement, index, value, sql)
+    }
+
     /// Steps `statement` to its end, handing each row to `row`, then resets it; returns the number of rows.
     @discardableResult
     private func step(_ statement: OpaquePointer, _ sql: String, _ row: (OpaquePointer) -> Void = { _ in }) throws
@@ -207,6 +232,7 @@ final class SQLitePeer: Peer {
         try bind(s, 11, p.address.zip, sql)
         // The tags hold no character that JSON escapes: `["tag1","tag2"]`, as GRDB's JSON encoder writes them.
         try bind(s, 12, "[" + p.tags.map { "\"\($0)\"" }.joined(separator: ",") + "]", sql)
+        try bind(s, 13, p.bonus.map(Int64.init), sql)
         try step(s, sql)
         let tagSQL = PersonTable.insertTag
         let t = try statement(tagSQL)
