@@ -221,10 +221,20 @@ class CompiledCondition {
     }
 
     private final class ContainsText: AtPath<String> {
+        /// The text is ASCII with no line-break byte.
+        private lazy var plainASCII = constant.utf8.allSatisfy { $0 < 0x80 && $0 != 0x0A && $0 != 0x0D }
+
         override func check(_ document: Document) throws -> Bool {
             guard let bytes = try ValueComparison.string(try value(in: document), in: document.reader) else { return false }
             // Every string contains the empty one, as a collection contains an empty subsequence.
-            return constant.isEmpty || String(decoding: bytes, as: UTF8.self).contains(constant)
+            if constant.isEmpty { return true }
+            // ASCII text without line breaks in ASCII bytes: a byte match is a match of whole characters ("\r\n",
+            // the one ASCII character of two bytes, cannot be cut by text that has neither byte).
+            if plainASCII, bytes.allSatisfy({ $0 < 0x80 }) {
+                var text = constant
+                return text.withUTF8 { ValueComparison.occurs(UnsafeRawBufferPointer($0), in: bytes) }
+            }
+            return ValueComparison.containsCharacters(String(decoding: bytes, as: UTF8.self), constant)
         }
     }
 

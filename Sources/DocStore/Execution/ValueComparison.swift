@@ -59,6 +59,34 @@ enum ValueComparison {
         return bytes.count - lineBreaks
     }
 
+    /// Whether `text` occurs in `string` as a run of whole characters, as a collection of characters contains
+    /// another (what a `#Predicate`'s `contains` evaluates): "\n" is not in "a\r\nb", whose "\r\n" is one character.
+    static func containsCharacters(_ string: String, _ text: String) -> Bool {
+        let characters = Array(string), wanted = Array(text)
+        guard wanted.count <= characters.count else { return false }
+        for start in 0...(characters.count - wanted.count)
+        where characters[start..<(start + wanted.count)].elementsEqual(wanted) {
+            return true
+        }
+        return false
+    }
+
+    /// Whether `needle` (not empty) occurs in `haystack`, byte for byte.
+    static func occurs(_ needle: UnsafeRawBufferPointer, in haystack: UnsafeRawBufferPointer) -> Bool {
+        guard let n = needle.baseAddress, let h = haystack.baseAddress, needle.count <= haystack.count else {
+            return false
+        }
+        let first = Int32(needle[0])
+        var start = 0
+        let last = haystack.count - needle.count
+        while start <= last, let found = memchr(h + start, first, last - start + 1) {
+            let at = h.distance(to: UnsafeRawPointer(found))
+            if memcmp(h + at, n, needle.count) == 0 { return true }
+            start = at + 1
+        }
+        return false
+    }
+
     /// The bytes of the string at `ref`, or `nil` when it is missing or not a string.
     static func string(_ ref: ValueRef?, in reader: BinaryReader) throws -> UnsafeRawBufferPointer? {
         guard let ref, ref.tag == BinaryFormat.Tag.string else { return nil }

@@ -122,7 +122,43 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
             default: out.append(c)
             }
         }
+        if isAnd { out = withoutImpliedNilTests(out) }
         return out.count == 1 ? out[0] : (out.isEmpty ? .constant(isAnd) : isAnd ? .and(out) : .or(out))
+    }
+
+    /// Conjuncts without the nil tests the others answer. Where one compares `x` with a value (`x > 5`, so `x` is
+    /// not nil), `x != nil` is dropped; where any says `x` is not nil, `x == nil || c` is `c`; a conjunct said twice
+    /// is kept once. What `(x ?? 0) <= 5` becomes (`x == nil || x <= 5`) then meets `x >= 1` as one range.
+    private static func withoutImpliedNilTests(_ conjuncts: [Condition]) -> [Condition] {
+        var valued: Set<FieldPath> = []
+        var present: Set<FieldPath> = []
+        for c in conjuncts {
+            switch c {
+            case .compare(let f, .notEqual, .null): present.insert(f)
+            case .compare(let f, let op, let v) where v != .null && op != .notEqual: valued.insert(f)   // nil != 5
+            case .oneOf(let f, let vs) where !vs.contains(.null): valued.insert(f)
+            case .startsWith(let f, _), .containsText(let f, _): valued.insert(f)
+            default: break
+            }
+        }
+        present.formUnion(valued)
+        guard !present.isEmpty else { return conjuncts }
+        var out: [Condition] = []
+        for c in conjuncts {
+            var kept = c
+            switch c {
+            case .compare(let f, .notEqual, .null) where valued.contains(f): continue
+            case .or(let disjuncts):
+                let rest = disjuncts.filter {
+                    guard case .compare(let f, .equal, .null) = $0 else { return true }
+                    return !present.contains(f)
+                }
+                if rest.count < disjuncts.count { kept = joining(rest, and: false) }
+            default: break
+            }
+            if !out.contains(kept) { out.append(kept) }
+        }
+        return out
     }
 }
 
