@@ -99,7 +99,14 @@ private struct Constants {
 private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(String, Predicate<F>)] {
     let (a, b, x, h, n, m, d, s, p) = (c.a, c.b, c.x, c.h, c.n, c.m, c.d, c.s, c.p)
     let negativeH = -h
+    let (yes, no, pz, nz) = (true, false, 0.0, -0.0)
     return [
+        // A part that stops the evaluation (`nil!`) before a constant decides: the constant does not hide it.
+        ("stop before a deciding constant", #Predicate<F> { $0.depDelay! > x || yes }),
+        ("stop before false, negated", #Predicate<F> { !($0.depDelay! > x && no) }),
+        // Nil tests inside `!` guard a part that stops the evaluation.
+        ("guarded stop, negated", #Predicate<F> { !($0.depDelay != nil && $0.arrDelay! > 0 && ($0.depDelay ?? 0) > 5) }),
+        ("-0.0 is not 0.0 when dividing", #Predicate<F> { $0.hour > 0 && $0.score / pz > 0 && $0.score / nz > 0 }),
         ("coalesce", #Predicate<F> { ($0.depDelay ?? 0) > x }),
         ("coalesce <=", #Predicate<F> { ($0.depDelay ?? 0) <= x }),
         ("coalesce !=", #Predicate<F> { ($0.depDelay ?? 0) != x }),

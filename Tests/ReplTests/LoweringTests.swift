@@ -339,6 +339,13 @@ enum LoweringFixture {
             == "(age > 3 && active == true) || (!(age > 3) && age < 2)")
     }
 
+    @Test func longChainsOfOperatorsAreRefusedNotCrashed() throws {
+        let sum = "people.include(" + String(repeating: "age + ", count: 3_000) + "age > 5).count()"
+        #expect(ParseFixture.failure(sum)?.message.contains("nests more than") == true)
+        let counts = "people.include(name" + String(repeating: "?.count", count: 5_000) + " > 5).count()"
+        #expect(ParseFixture.failure(counts)?.message.contains("nests more than") == true)
+    }
+
     @Test func computedFormsThatMakeNoSenseAreRefused() throws {
         #expect(try LoweringFixture.meaningError("name * 2 > 3")?.message.contains("not numbers") == true)
         #expect(try LoweringFixture.meaningError("age + \"x\" > 3")?.message.contains("works on numbers") == true)

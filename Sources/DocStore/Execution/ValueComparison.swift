@@ -13,7 +13,8 @@ final class ComparisonKeys {
         } else {
             other = KeyEncoder.key(value)
             // A value holding NaN is not equal to itself: it would never be found again, only pile up.
-            if value == value { constants[value] = other }
+            // Only a query's few constants are kept: a document's value compared with another's is not.
+            if value == value && constants.count < 64 { constants[value] = other }
         }
         scratch.removeAll(keepingCapacity: true)
         var encoder = KeyEncoder()

@@ -116,13 +116,17 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
         for c in parts {
             switch c {
             case .constant(isAnd): continue
-            case .constant: return c
+            case .constant:
+                // A part before it may stop the evaluation (`nil!`) before the constant decides: kept, in order.
+                guard out.contains(where: \.computes) else { return c }
+                return isAnd ? .and(out + [c]) : .or(out + [c])
             case .and(let inner) where isAnd: out += inner
             case .or(let inner) where !isAnd: out += inner
             default: out.append(c)
             }
         }
-        if isAnd { out = withoutImpliedNilTests(out) }
+        // Dropping a nil test could let a part that stops the evaluation run where it did not.
+        if isAnd && !out.contains(where: \.computes) { out = withoutImpliedNilTests(out) }
         return out.count == 1 ? out[0] : (out.isEmpty ? .constant(isAnd) : isAnd ? .and(out) : .or(out))
     }
 

@@ -289,6 +289,7 @@ extension PredicateExpressions.NilCoalesce: TranslatablePredicateExpression {
 
 extension PredicateExpressions.Arithmetic: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        guard isIntOrDouble(LHS.Output.self) else { return .untranslatable }
         let op: ValueExpression.Operator
         switch self.op {
         case .add: op = .add
@@ -302,25 +303,29 @@ extension PredicateExpressions.Arithmetic: TranslatablePredicateExpression {
 
 extension PredicateExpressions.IntDivision: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        translator.combining(lhs, rhs) { .arithmetic(.divide, $0, $1) }
+        guard isIntOrDouble(LHS.Output.self) else { return .untranslatable }
+        return translator.combining(lhs, rhs) { .arithmetic(.divide, $0, $1) }
     }
 }
 
 extension PredicateExpressions.IntRemainder: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        translator.combining(lhs, rhs) { .arithmetic(.remainder, $0, $1) }
+        guard isIntOrDouble(LHS.Output.self) else { return .untranslatable }
+        return translator.combining(lhs, rhs) { .arithmetic(.remainder, $0, $1) }
     }
 }
 
 extension PredicateExpressions.FloatDivision: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        translator.combining(lhs, rhs) { .arithmetic(.divide, $0, $1) }
+        guard isIntOrDouble(LHS.Output.self) else { return .untranslatable }
+        return translator.combining(lhs, rhs) { .arithmetic(.divide, $0, $1) }
     }
 }
 
 extension PredicateExpressions.UnaryMinus: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        translator.expression(wrapped).map { .expression(ValueExpression.negate($0).folded) } ?? .untranslatable
+        guard isIntOrDouble(Wrapped.Output.self) else { return .untranslatable }
+        return translator.expression(wrapped).map { .expression(ValueExpression.negate($0).folded) } ?? .untranslatable
     }
 }
 
@@ -427,3 +432,8 @@ extension PredicateExpressions.SequenceAllSatisfy: TranslatablePredicateExpressi
         translator.elements(of: sequence, variable, test) { .everyElement($0, $1) }
     }
 }
+
+/// Whether arithmetic on `type` is computed here as Swift computes it: `Int` (64 bits, overflow stops) and
+/// `Double`. Other numeric types (`Float`, `Int32`, `UInt`, `Decimal`) overflow or round differently, and stay with
+/// Foundation on the decoded document.
+private func isIntOrDouble(_ type: Any.Type) -> Bool { type == Int.self || type == Double.self }

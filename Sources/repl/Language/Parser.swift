@@ -467,7 +467,10 @@ struct Parser {
 
     private mutating func parseSum(depth: Int) throws(ParseError) -> ValueNode {
         var node = try parseProduct(depth: depth)
+        var terms = 0   // each operator nests the tree one deeper: counted as nesting is
         while let op = current.symbol, op == "+" || op == "-" {
+            terms += 1
+            try checkNesting(depth + terms)
             let token = advance()
             node = .arithmetic(op, node, try parseProduct(depth: depth), token.location)
         }
@@ -476,7 +479,10 @@ struct Parser {
 
     private mutating func parseProduct(depth: Int) throws(ParseError) -> ValueNode {
         var node = try parseValueOperand(depth: depth)
+        var terms = 0
         while let op = current.symbol, op == "*" || op == "/" || op == "%" {
+            terms += 1
+            try checkNesting(depth + terms)
             let token = advance()
             node = .arithmetic(op, node, try parseValueOperand(depth: depth), token.location)
         }
@@ -501,12 +507,22 @@ struct Parser {
         } else {
             node = .path(try parsePath())
         }
+        var counts = 0
         while current.symbol == "?.", tokens[position + 1].word == "count" {
+            counts += 1
+            try checkNesting(depth + counts)
             let token = advance()
             _ = advance()
             node = .count(node, token.location)
         }
         return node
+    }
+
+    /// Refuses a value nested deeper than conditions may be: each operator of a chain nests its tree one level.
+    private func checkNesting(_ depth: Int) throws(ParseError) {
+        guard depth < Parser.maximumNesting else {
+            throw error("the value nests more than \(Parser.maximumNesting) deep")
+        }
     }
 
     private static func isNumberWord(_ kind: Token.Kind) -> Bool {
