@@ -106,6 +106,16 @@ struct PredicateTranslator<Input> {
         }
     }
 
+    /// `lhs op rhs` on numbers of `type`: computed here only for `Int` (64 bits, an overflow stops) and `Double`.
+    /// Other numeric types (`Float`, `Int32`, `UInt`, `Decimal`) overflow or round differently, and stay with
+    /// Foundation on the decoded document.
+    func arithmetic(_ op: ValueExpression.Operator, _ lhs: Any, _ rhs: Any, on type: Any.Type) -> TranslatedExpression {
+        guard PredicateTranslator.isIntOrDouble(type) else { return .untranslatable }
+        return combining(lhs, rhs) { .arithmetic(op, $0, $1) }
+    }
+
+    static func isIntOrDouble(_ type: Any.Type) -> Bool { type == Int.self || type == Double.self }
+
     /// An expression from two children, or `.untranslatable`.
     func combining(_ lhs: Any, _ rhs: Any, _ make: (ValueExpression, ValueExpression) -> ValueExpression)
         -> TranslatedExpression {
@@ -189,7 +199,9 @@ extension PredicateExpressions.KeyPath: TranslatablePredicateExpression {
         switch translator.translate(root) {
         case .root: return .keyPath(keyPath)
         case .keyPath(let kp):
-            guard CountingKeyPath(keyPath) != nil else { return kp.appending(path: keyPath).map { .keyPath($0) } ?? .untranslatable }
+            guard CountingKeyPath(keyPath) != nil else {
+                return kp.appending(path: keyPath).map { .keyPath($0) } ?? .untranslatable
+            }
             guard let path = translator.fieldPath(kp) else { return .untranslatable }
             base = .field(path)
         case .expression(let e): base = e   // a closure's variable: `$0.count` inside `flatMap`
@@ -289,7 +301,6 @@ extension PredicateExpressions.NilCoalesce: TranslatablePredicateExpression {
 
 extension PredicateExpressions.Arithmetic: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        guard isIntOrDouble(LHS.Output.self) else { return .untranslatable }
         let op: ValueExpression.Operator
         switch self.op {
         case .add: op = .add
@@ -297,34 +308,31 @@ extension PredicateExpressions.Arithmetic: TranslatablePredicateExpression {
         case .multiply: op = .multiply
         @unknown default: return .untranslatable
         }
-        return translator.combining(lhs, rhs) { .arithmetic(op, $0, $1) }
+        return translator.arithmetic(op, lhs, rhs, on: LHS.Output.self)
     }
 }
 
 extension PredicateExpressions.IntDivision: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        guard isIntOrDouble(LHS.Output.self) else { return .untranslatable }
-        return translator.combining(lhs, rhs) { .arithmetic(.divide, $0, $1) }
+        translator.arithmetic(.divide, lhs, rhs, on: LHS.Output.self)
     }
 }
 
 extension PredicateExpressions.IntRemainder: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        guard isIntOrDouble(LHS.Output.self) else { return .untranslatable }
-        return translator.combining(lhs, rhs) { .arithmetic(.remainder, $0, $1) }
+        translator.arithmetic(.remainder, lhs, rhs, on: LHS.Output.self)
     }
 }
 
 extension PredicateExpressions.FloatDivision: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        guard isIntOrDouble(LHS.Output.self) else { return .untranslatable }
-        return translator.combining(lhs, rhs) { .arithmetic(.divide, $0, $1) }
+        translator.arithmetic(.divide, lhs, rhs, on: LHS.Output.self)
     }
 }
 
 extension PredicateExpressions.UnaryMinus: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        guard isIntOrDouble(Wrapped.Output.self) else { return .untranslatable }
+        guard PredicateTranslator<Input>.isIntOrDouble(Wrapped.Output.self) else { return .untranslatable }
         return translator.expression(wrapped).map { .expression(ValueExpression.negate($0).folded) } ?? .untranslatable
     }
 }
@@ -432,8 +440,3 @@ extension PredicateExpressions.SequenceAllSatisfy: TranslatablePredicateExpressi
         translator.elements(of: sequence, variable, test) { .everyElement($0, $1) }
     }
 }
-
-/// Whether arithmetic on `type` is computed here as Swift computes it: `Int` (64 bits, overflow stops) and
-/// `Double`. Other numeric types (`Float`, `Int32`, `UInt`, `Decimal`) overflow or round differently, and stay with
-/// Foundation on the decoded document.
-private func isIntOrDouble(_ type: Any.Type) -> Bool { type == Int.self || type == Double.self }

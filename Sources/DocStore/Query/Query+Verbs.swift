@@ -39,6 +39,17 @@ extension Query {
         WindowStep.apply(selection.window?.afterwards ?? [], toCount: counted)
     }
 
+    /// Every key converted to its id, in one concrete pass; `nil` as soon as one key does not hold its id exactly.
+    static func exactIDs<T>(_ keys: [[UInt8]], _ convert: ([UInt8]) -> T?) -> [T]? {
+        var ids: [T] = []
+        ids.reserveCapacity(keys.count)
+        for key in keys {
+            guard let id = convert(key) else { return nil }
+            ids.append(id)
+        }
+        return ids
+    }
+
     /// The ids of the results, in order: given back by their primary keys where a key holds its value exactly
     /// (`allFromKeys` when every key does, else `fromKey`; a number only with `numbers`, as a key does not say
     /// whether it was an integer or a `Double`), and otherwise read from each document at the collection's id path
@@ -222,13 +233,8 @@ extension Query where Element: Document {
     /// with no cast per id (a generic conversion per id costs more than reading the key); `nil` otherwise.
     private static func ids(fromKeys keys: [[UInt8]]) -> [Element.ID]? {
         func all<T>(_ convert: ([UInt8]) -> T?) -> [Element.ID]? {
-            var ids: [T] = []
-            ids.reserveCapacity(keys.count)
-            for key in keys {
-                guard let id = convert(key) else { return nil }
-                ids.append(id)
-            }
-            return unsafeBitCast(ids, to: [Element.ID].self)   // T is Element.ID, as checked below
+            // T is Element.ID, as checked below.
+            exactIDs(keys, convert).map { unsafeBitCast($0, to: [Element.ID].self) }
         }
         func exact(_ key: [UInt8]) -> DocumentValue? { KeyEncoder.exactValue(ofKey: key, numbers: false) }
         switch Element.ID.self {
@@ -265,15 +271,10 @@ extension Query where Element == DocumentValue {
     /// The ids of the results, in order: what a tool counts, confirms, and then deletes with
     /// ``WriteContext/delete(id:from:)``.
     public func ids(in context: ReadContext) throws -> [DocumentValue] {
-        try ids(in: context, numbers: false, allFromKeys: { keys in
-            var ids: [DocumentValue] = []
-            ids.reserveCapacity(keys.count)
-            for key in keys {
-                guard let id = KeyEncoder.exactValue(ofKey: key, numbers: false) else { return nil }
-                ids.append(id)
-            }
-            return ids
-        }, fromKey: { $0 }) { reader, ref in try DocumentValue(reader: reader, ref: ref) }
+        let exact = { (key: [UInt8]) in KeyEncoder.exactValue(ofKey: key, numbers: false) }
+        return try ids(in: context, numbers: false, allFromKeys: { Self.exactIDs($0, exact) }, fromKey: { $0 }) { reader, ref in
+            try DocumentValue(reader: reader, ref: ref)
+        }
     }
 
     /// The ids of the results, in order.

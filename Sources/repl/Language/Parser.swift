@@ -459,32 +459,25 @@ struct Parser {
         guard depth < Parser.maximumNesting else {
             throw error("the value nests more than \(Parser.maximumNesting) deep")
         }
-        let left = try parseSum(depth: depth)
+        let left = try parseArithmetic(depth: depth)
         guard current.symbol == "??" else { return left }
         _ = advance()
         return .coalesce(left, try parseValueExpression(depth: depth + 1))
     }
 
-    private mutating func parseSum(depth: Int) throws(ParseError) -> ValueNode {
-        var node = try parseProduct(depth: depth)
-        var terms = 0   // each operator nests the tree one deeper: counted as nesting is
-        while let op = current.symbol, op == "+" || op == "-" {
-            terms += 1
-            try checkNesting(depth + terms)
-            let token = advance()
-            node = .arithmetic(op, node, try parseProduct(depth: depth), token.location)
-        }
-        return node
-    }
+    /// The arithmetic operators by precedence, lowest first: `+ -`, then `* / %`.
+    private static let arithmeticLevels: [Set<String>] = [["+", "-"], ["*", "/", "%"]]
 
-    private mutating func parseProduct(depth: Int) throws(ParseError) -> ValueNode {
-        var node = try parseValueOperand(depth: depth)
-        var terms = 0
-        while let op = current.symbol, op == "*" || op == "/" || op == "%" {
+    /// Operands joined by the operators of `level` and above, left to right.
+    private mutating func parseArithmetic(level: Int = 0, depth: Int) throws(ParseError) -> ValueNode {
+        guard level < Parser.arithmeticLevels.count else { return try parseValueOperand(depth: depth) }
+        var node = try parseArithmetic(level: level + 1, depth: depth)
+        var terms = 0   // each operator nests the tree one deeper: counted as nesting is
+        while let op = current.symbol, Parser.arithmeticLevels[level].contains(op) {
             terms += 1
             try checkNesting(depth + terms)
             let token = advance()
-            node = .arithmetic(op, node, try parseValueOperand(depth: depth), token.location)
+            node = .arithmetic(op, node, try parseArithmetic(level: level + 1, depth: depth), token.location)
         }
         return node
     }
@@ -495,7 +488,7 @@ struct Parser {
         if current.symbol == "-", next.identifier != nil || next.symbol == "(", !Parser.isNumberWord(next.kind) {
             // `-hour`; `-5` is a literal.
             let token = advance()
-            guard depth < Parser.maximumNesting else { throw error("the value nests too deeply") }
+            try checkNesting(depth)
             return .negate(try parseValueOperand(depth: depth + 1), token.location)
         }
         if current.symbol == "(" {
