@@ -115,6 +115,7 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         ("optional range", #Predicate<F> { $0.depDelay != nil && ($0.depDelay ?? 0) >= a && ($0.depDelay ?? 0) <= a + 5 }),
         ("closed range", #Predicate<F> { (a...b).contains($0.distance) }),
         ("half-open range", #Predicate<F> { (a..<b).contains($0.distance) }),
+        ("range in a negation", #Predicate<F> { !(a..<b).contains($0.distance) && $0.hour > 3 }),
         ("two fields", #Predicate<F> { ($0.arrDelay ?? 0) > ($0.depDelay ?? 0) + x }),
         ("two fields, plain", #Predicate<F> { $0.distance > $0.hour * 100 }),
         ("ternary", #Predicate<F> { $0.depDelay == nil ? $0.hour < h : $0.depDelay! > x }),
@@ -139,6 +140,7 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         ("string isEmpty", #Predicate<F> { !$0.dest.isEmpty && $0.hour > h }),
         ("unary minus", #Predicate<F> { -$0.hour < negativeH }),
         ("double division", #Predicate<F> { $0.score / 2.0 > d }),
+        ("two doubles divided", #Predicate<F> { $0.airTime != nil && $0.score / $0.airTime! > 1 }),
         ("double arithmetic", #Predicate<F> { ($0.airTime ?? 0.5) * 2 + 1 < d }),
         ("nested ternary", #Predicate<F> { ($0.hour > h ? $0.distance : -$0.distance) > a }),
         ("constant ternary", #Predicate<F> { a > x ? $0.hour < h : $0.distance > b }),
@@ -169,15 +171,29 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         }
     }
 
-    private func check<F: FlightModel>(_ type: F.Type, rows: [FlightRow], constants: [Constants], store: DocStore) async throws {
+    private func check<F: FlightModel>(_ type: F.Type, rows: [FlightRow], constants: [Constants], store: DocStore,
+                                       wholeDoublesAsIntegers: Bool = false) async throws {
         let models = rows.map(F.init)
-        try await store.insert(contentsOf: models)
+        if wholeDoublesAsIntegers {
+            // As a document written without its Swift type may hold them: `Double` fields read back from integers.
+            try await store.prepare(F.self)
+            try await store.write { tx in
+                for row in rows { try tx.insert(Self.document(row), into: F.collection) }
+            }
+            #expect(try await Query<F>().results(in: store) == models)
+        } else {
+            try await store.insert(contentsOf: models)
+        }
         for c in constants {
             for (name, predicate) in predicates(F.self, c) {
                 let expected = models.filter { (try? predicate.evaluate($0)) ?? false }.map(\.id)
                 let query = F.include(predicate)
                 #expect(try await query.ids(in: store) == expected, "\(F.self) \(name) with \(c)")
                 #expect(try await query.count(in: store) == expected.count, "\(F.self) count \(name) with \(c)")
+                // `exclude` keeps what the predicate does not match, including where it throws (`nil!`).
+                let kept = Set(expected)
+                #expect(try await F.exclude(predicate).ids(in: store) == models.map(\.id).filter { !kept.contains($0) },
+                        "\(F.self) exclude \(name) with \(c)")
             }
         }
     }
@@ -191,6 +207,29 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         defer { _ = dir }
         try await check(IndexedFlight.self, rows: rows, constants: constants, store: store)
         try await check(PlainFlight.self, rows: rows, constants: constants, store: store)
+    }
+
+    private static func document(_ r: FlightRow) -> DocumentValue {
+        func number(_ d: Double) -> DocumentValue { d.rounded() == d && abs(d) < 1e15 ? .int(Int64(d)) : .double(d) }
+        func optional<T>(_ v: T?, _ f: (T) -> DocumentValue) -> DocumentValue { v.map(f) ?? .null }
+        return .object([
+            ("id", .int(Int64(r.id))), ("depDelay", optional(r.depDelay) { .int(Int64($0)) }),
+            ("arrDelay", optional(r.arrDelay) { .int(Int64($0)) }), ("distance", .int(Int64(r.distance))),
+            ("hour", .int(Int64(r.hour))), ("airTime", optional(r.airTime, number)), ("score", number(r.score)),
+            ("dest", .string(r.dest)), ("tailnum", optional(r.tailnum) { .string($0) }),
+            ("tags", .array(r.tags.map { .string($0) })),
+        ])
+    }
+
+    /// A `Double` field whose documents hold integers computes as Swift computes with the decoded `Double`
+    /// (`3 / 2` is 1.5).
+    @Test func wholeDoublesStoredAsIntegersComputeAsDoubles() async throws {
+        var rng = SeededGenerator(seed: 7)
+        let rows = Self.rows(count: 300, using: &rng)
+        let constants = (0..<6).map { _ in Constants(using: &rng) }
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await check(PlainFlight.self, rows: rows, constants: constants, store: store, wholeDoublesAsIntegers: true)
     }
 
     /// The byte search under `String.contains`'s ASCII path, against a plain search.
@@ -227,6 +266,27 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         #expect(Query<PlainFlight>.condition(predicate).needsDecoding)
         let expected = models.filter { (try? predicate.evaluate($0)) ?? false }.map(\.id)
         #expect(try await PlainFlight.include(predicate).ids(in: store) == expected)
+    }
+
+    /// A range whose lower bound is above its upper one holds nothing (Foundation's own evaluation stops the process
+    /// there, as Swift does making such a range): no document matches it, and none is excluded by it.
+    @Test func aReversedRangeHoldsNothing() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        var rng = SeededGenerator(seed: 6)
+        let models = Self.rows(count: 200, using: &rng).map(IndexedFlight.init)
+        try await store.insert(contentsOf: models)
+        let (a, b, x) = (40, 10, 30)
+        let reversed = [
+            #Predicate<IndexedFlight> { (a...b).contains($0.distance) },
+            #Predicate<IndexedFlight> { (a..<b).contains($0.distance) },
+            #Predicate<IndexedFlight> { (a...b).contains($0.hour) },
+            #Predicate<IndexedFlight> { ($0.distance...$0.hour).contains(x) && $0.distance > $0.hour },
+        ]
+        for predicate in reversed {
+            #expect(try await IndexedFlight.include(predicate).count(in: store) == 0)
+            #expect(try await IndexedFlight.exclude(predicate).count(in: store) == models.count)
+        }
     }
 
     /// `(x ?? c) op k` is read as a condition on `x`, which an index on `x` answers.

@@ -327,6 +327,21 @@ enum LoweringFixture {
         #expect(try ParseFixture.sketch("age > -5") == "age > -5")
     }
 
+    /// A mistake after a parenthesised value is placed where the value reading stopped, not at the value's start,
+    /// and an open parenthesis at the end of a line asks for the next one.
+    @Test func aMistakeAfterAParenthesisedValueIsPlacedWhereItIs() throws {
+        let text = "people.include((depDelay ?? 0) > )"
+        let error = try #require(ParseFixture.failure(text))
+        #expect(error.location.column == text.count, "\(error)")
+        #expect(!error.isIncomplete)
+        let unfinished = try #require(ParseFixture.failure("people.include((depDelay ?? 0) >"))
+        #expect(unfinished.isIncomplete, "\(unfinished)")
+        // A parenthesised condition still reads as one, and its own mistakes are placed in it.
+        let condition = "people.include((age > 3 || active) && name ==)"
+        let inCondition = try #require(ParseFixture.failure(condition))
+        #expect(inCondition.location.column == condition.count, "\(inCondition)")
+    }
+
     @Test func computedFormsLowerToTheLibrarysFilters() throws {
         #expect(try LoweringFixture.described("age ?? 0 > 10") == "age > 10")
         #expect(try LoweringFixture.described("age ?? 20 > 10") == "age == null || age > 10")

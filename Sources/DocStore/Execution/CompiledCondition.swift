@@ -96,19 +96,14 @@ class CompiledCondition {
             return Constant(b)
         case .opaque(let o):
             return Opaque(o)
+        case .falseOnStop(let c):
+            return FalseOnStop(make(c, keys: keys))
         }
     }
 
     func check(_ document: Document) throws -> Bool { fatalError("subclasses check documents") }
 
-    /// Compiles a query's whole condition: where a computed value stops the evaluation (``NoMatch``: an overflow,
-    /// `nil!`), the document does not match, whatever the condition around it.
-    static func whole(_ condition: Condition, keys: ComparisonKeys) -> CompiledCondition {
-        let compiled = make(condition, keys: keys)
-        return condition.computes ? StopsAsNoMatch(compiled) : compiled
-    }
-
-    private final class StopsAsNoMatch: CompiledCondition {
+    private final class FalseOnStop: CompiledCondition {
         let part: CompiledCondition
         init(_ part: CompiledCondition) { self.part = part }
 

@@ -15,7 +15,7 @@ enum Operand {
 }
 
 /// Thrown where Swift would trap or Foundation throw (an overflow, an integer division by zero, `nil!`): the
-/// document does not match. ``Residual`` turns it into a non-match; it never leaves a query.
+/// document does not match. ``Condition/falseOnStop(_:)`` turns it into a non-match; it never leaves a query.
 struct NoMatch: Error {}
 
 /// A ``ValueExpression`` prepared once for a run over many documents, as ``CompiledCondition`` prepares conditions.
@@ -34,6 +34,7 @@ class CompiledExpression {
             return Choice(CompiledCondition.make(c, keys: keys), make(a, keys: keys), make(b, keys: keys))
         case .truth(let c): return Truth(CompiledCondition.make(c, keys: keys))
         case .unwrap(let a): return Unwrap(make(a, keys: keys))
+        case .asDouble(let a): return AsDouble(make(a, keys: keys))
         }
     }
 
@@ -58,6 +59,7 @@ class CompiledExpression {
         switch operand {
         case .stored(let ref):
             if let i = reader.integer(ref) { return .int(i) }
+            if let u = reader.unsigned(ref) { return ValueExpression.Number(.uint(u)) }
             return reader.double(ref).map(ValueExpression.Number.double)
         case .computed(let value): return ValueExpression.Number(value)
         }
@@ -154,6 +156,16 @@ class CompiledExpression {
             let value = try a.value(document)
             if value.isNull { throw NoMatch() }
             return value
+        }
+    }
+
+    private final class AsDouble: CompiledExpression {
+        let a: CompiledExpression
+        init(_ a: CompiledExpression) { self.a = a }
+
+        override func value(_ document: CompiledCondition.Document) throws -> Operand {
+            guard let x = CompiledExpression.number(try a.value(document), in: document.reader) else { return .computed(.null) }
+            return .computed(.double(x.double))
         }
     }
 }

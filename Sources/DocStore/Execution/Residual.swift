@@ -16,7 +16,7 @@ final class Residual {
     init(_ condition: Condition, handle: CollectionHandle, statistics: StatisticsBox) {
         self.handle = handle
         self.statistics = statistics
-        compiled = CompiledCondition.whole(condition, keys: ComparisonKeys())
+        compiled = CompiledCondition.make(condition, keys: ComparisonKeys())
         needsDecoding = condition.needsDecoding
         if case .constant(let b) = condition { constant = b } else { constant = nil }
         decodeForCondition = condition.firstOpaque

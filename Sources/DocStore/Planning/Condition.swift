@@ -6,20 +6,7 @@ import Foundation
 /// reading only the fields it names. A part of a `#Predicate` it cannot express is kept ``opaque(_:)`` and
 /// evaluated on the decoded document, with Foundation's own evaluation.
 indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
-    enum Comparison: String, Sendable {
-        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
-
-        /// The same comparison with its operands swapped: `5 < x` is `x > 5`.
-        var swapped: Comparison {
-            switch self {
-            case .equal, .notEqual: return self
-            case .less: return .greater
-            case .lessOrEqual: return .greaterOrEqual
-            case .greater: return .less
-            case .greaterOrEqual: return .lessOrEqual
-            }
-        }
-    }
+    typealias Comparison = ComparisonOperator
 
     /// `field op value`. A missing field is null.
     case compare(FieldPath, Comparison, DocumentValue)
@@ -42,6 +29,10 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
     case or([Condition])
     case not(Condition)
     case constant(Bool)
+    /// The condition, or false where evaluating it stops (an overflow, `nil!`): the bound of one `include` or
+    /// `exclude`, as a `#Predicate` that throws matches nothing, whatever the conditions around it. Made by
+    /// ``settled``, never around a condition that cannot stop.
+    case falseOnStop(Condition)
     /// A part of a predicate evaluated on the decoded document.
     case opaque(OpaqueCondition)
 
@@ -60,6 +51,7 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
         case .not(let c): return "!" + c.parenthesized(in: "!")
         case .constant(let b): return b ? "true" : "false"
         case .opaque(let o): return "{\(o.summary)}"
+        case .falseOnStop(let c): return c.description
         }
     }
 
@@ -69,6 +61,7 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
         case .and(let cs) where cs.count > 1 && context == "!", .or(let cs) where cs.count > 1 && context == "!":
             return "(\(description))"
         case .compare where context == "!", .test where context == "!": return "(\(description))"
+        case .falseOnStop(let c): return c.parenthesized(in: context)
         default: return description
         }
     }
@@ -79,7 +72,7 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
         case .opaque: return true
         case .test(let a, _, let b): return a.needsDecoding || b.needsDecoding
         case .and(let cs), .or(let cs): return cs.contains { $0.needsDecoding }
-        case .not(let c): return c.needsDecoding
+        case .not(let c), .falseOnStop(let c): return c.needsDecoding
         default: return false
         }
     }
@@ -90,6 +83,18 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
         case .and(let cs): return cs.flatMap(\.conjuncts)
         case .constant(true): return []
         default: return [self]
+        }
+    }
+
+    /// The condition as one `include` or `exclude` holds it: where evaluating a part stops, the part is false.
+    /// A conjunction's parts are settled one by one (`a && b` is false where either stops), so that the planner
+    /// still sees those that cannot stop.
+    var settled: Condition {
+        guard computes else { return self }
+        switch self {
+        case .and(let cs): return .and(cs.map(\.settled))
+        case .falseOnStop: return self
+        default: return .falseOnStop(self)
         }
     }
 
@@ -104,6 +109,8 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
             case .constant(let b): return .constant(!b)
             case let s: return .not(s)
             }
+        case .falseOnStop(let c):
+            return c.simplified.settled
         default:
             return self
         }
@@ -181,7 +188,7 @@ extension Condition {
         case let (.anyElement(f1, c1), .anyElement(f2, c2)), let (.everyElement(f1, c1), .everyElement(f2, c2)):
             return f1 == f2 && c1 == c2
         case let (.and(c1), .and(c2)), let (.or(c1), .or(c2)): return c1 == c2
-        case let (.not(c1), .not(c2)): return c1 == c2
+        case let (.not(c1), .not(c2)), let (.falseOnStop(c1), .falseOnStop(c2)): return c1 == c2
         case let (.constant(b1), .constant(b2)): return b1 == b2
         case let (.opaque(o1), .opaque(o2)): return o1 === o2
         default: return false
@@ -232,7 +239,7 @@ extension Condition {
         switch self {
         case .opaque(let o): return o
         case .and(let cs), .or(let cs): return cs.lazy.compactMap(\.firstOpaque).first
-        case .not(let c): return c.firstOpaque
+        case .not(let c), .falseOnStop(let c): return c.firstOpaque
         default: return nil
         }
     }

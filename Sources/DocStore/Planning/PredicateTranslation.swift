@@ -111,7 +111,11 @@ struct PredicateTranslator<Input> {
     /// Foundation on the decoded document.
     func arithmetic(_ op: ValueExpression.Operator, _ lhs: Any, _ rhs: Any, on type: Any.Type) -> TranslatedExpression {
         guard PredicateTranslator.isIntOrDouble(type) else { return .untranslatable }
-        return combining(lhs, rhs) { .arithmetic(op, $0, $1) }
+        // A `Double` field may hold an integer, written without its type: Swift would compute with its `Double`.
+        let isDouble = type == Double.self
+        return combining(lhs, rhs) {
+            isDouble ? .arithmetic(op, .asDoubleUnlessConstant($0), .asDoubleUnlessConstant($1)) : .arithmetic(op, $0, $1)
+        }
     }
 
     static func isIntOrDouble(_ type: Any.Type) -> Bool { type == Int.self || type == Double.self }
@@ -333,7 +337,8 @@ extension PredicateExpressions.FloatDivision: TranslatablePredicateExpression {
 extension PredicateExpressions.UnaryMinus: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
         guard PredicateTranslator<Input>.isIntOrDouble(Wrapped.Output.self) else { return .untranslatable }
-        return translator.expression(wrapped).map { .expression(ValueExpression.negate($0).folded) } ?? .untranslatable
+        guard let a = translator.expression(wrapped) else { return .untranslatable }
+        return .expression(ValueExpression.negate(Wrapped.Output.self == Double.self ? .asDoubleUnlessConstant(a) : a).folded)
     }
 }
 

@@ -26,6 +26,9 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
     case truth(Condition)
     /// `a!`: the value, which must not be nil (or the document does not match).
     case unwrap(ValueExpression)
+    /// A number as a `Double`: the operand of a `Double` field's arithmetic, whose document may hold an integer
+    /// (written without its Swift type), which Swift would divide as a `Double`.
+    case asDouble(ValueExpression)
 
     var description: String {
         switch self {
@@ -38,6 +41,32 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         case .choice(let c, let a, let b): return "(\(c) ? \(a) : \(b))"
         case .truth(let c): return "(\(c))"
         case .unwrap(let a): return "\(a)!"
+        case .asDouble(let a): return "Double(\(a))"
+        }
+    }
+
+    /// The same expression: constants alike to the bit (`x / -0.0` is not `x / 0.0`), conditions as ``Condition``
+    /// compares them.
+    static func == (a: ValueExpression, b: ValueExpression) -> Bool {
+        switch (a, b) {
+        case let (.field(f1), .field(f2)): return f1 == f2
+        case let (.constant(v1), .constant(v2)): return identical(v1, v2)
+        case let (.arithmetic(o1, a1, b1), .arithmetic(o2, a2, b2)): return o1 == o2 && a1 == a2 && b1 == b2
+        case let (.coalesce(a1, b1), .coalesce(a2, b2)): return a1 == a2 && b1 == b2
+        case let (.negate(a1), .negate(a2)), let (.count(a1), .count(a2)), let (.unwrap(a1), .unwrap(a2)),
+             let (.asDouble(a1), .asDouble(a2)):
+            return a1 == a2
+        case let (.choice(c1, a1, b1), .choice(c2, a2, b2)): return c1 == c2 && a1 == a2 && b1 == b2
+        case let (.truth(c1), .truth(c2)): return c1 == c2
+        default: return false
+        }
+    }
+
+    private static func identical(_ a: DocumentValue, _ b: DocumentValue) -> Bool {
+        switch (a, b) {
+        case let (.double(x), .double(y)): return x.bitPattern == y.bitPattern
+        case let (.array(x), .array(y)): return x.count == y.count && zip(x, y).allSatisfy { identical($0, $1) }
+        default: return a == b
         }
     }
 
@@ -115,12 +144,18 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The expression as a `Double`; a constant is already the `Double` its predicate wrote.
+    static func asDoubleUnlessConstant(_ e: ValueExpression) -> ValueExpression {
+        if case .constant = e { return e }
+        return .asDouble(e)
+    }
+
     /// True when some part needs the decoded document.
     var needsDecoding: Bool {
         switch self {
         case .field, .constant: return false
         case .arithmetic(_, let a, let b), .coalesce(let a, let b): return a.needsDecoding || b.needsDecoding
-        case .negate(let a), .count(let a), .unwrap(let a): return a.needsDecoding
+        case .negate(let a), .count(let a), .unwrap(let a), .asDouble(let a): return a.needsDecoding
         case .choice(let c, let a, let b): return c.needsDecoding || a.needsDecoding || b.needsDecoding
         case .truth(let c): return c.needsDecoding
         }
@@ -132,7 +167,7 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         case .field(let f): return [f]
         case .constant: return []
         case .arithmetic(_, let a, let b), .coalesce(let a, let b): return a.fields + b.fields
-        case .negate(let a), .count(let a), .unwrap(let a): return a.fields
+        case .negate(let a), .count(let a), .unwrap(let a), .asDouble(let a): return a.fields
         case .choice(let c, let a, let b): return c.fields + a.fields + b.fields
         case .truth(let c): return c.fields
         }
@@ -140,10 +175,11 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension Condition {
-    /// Whether some part computes a value (a ``test(_:_:_:)``), whose evaluation may stop.
+    /// Whether some part computes a value (a ``test(_:_:_:)``) whose evaluation may stop, and is not settled.
     var computes: Bool {
         switch self {
         case .test: return true
+        case .falseOnStop: return false
         case .anyElement(_, let c), .everyElement(_, let c): return c.computes
         case .and(let cs), .or(let cs): return cs.contains { $0.computes }
         case .not(let c): return c.computes
@@ -159,7 +195,7 @@ extension Condition {
         case .test(let a, _, let b): return a.fields + b.fields
         case .anyElement(let f, _), .everyElement(let f, _): return [f]
         case .and(let cs), .or(let cs): return cs.flatMap(\.fields)
-        case .not(let c): return c.fields
+        case .not(let c), .falseOnStop(let c): return c.fields
         case .constant, .opaque: return []
         }
     }

@@ -57,10 +57,10 @@ public struct Query<Element: Sendable>: Sendable {
     /// Keeps only the documents `filter` holds for (in addition to earlier conditions).
     ///
     /// For example: `Query<DocumentValue>("people").include(.compare("age", .greaterOrEqual, .int(18)))`.
-    public func include(_ filter: Filter) -> Query { with { $0.conditions.append(filter.condition) } }
+    public func include(_ filter: Filter) -> Query { with { $0.conditions.append(filter.condition.settled) } }
 
     /// Leaves out the documents `filter` holds for.
-    public func exclude(_ filter: Filter) -> Query { with { $0.conditions.append(.not(filter.condition)) } }
+    public func exclude(_ filter: Filter) -> Query { with { $0.conditions.append(.not(filter.condition.settled)) } }
 
     /// Orders by the field at `path`, within the ties of earlier `sortBy`s.
     ///
@@ -158,14 +158,14 @@ extension Query where Element: Document {
     ///
     /// For example: `Person.query().include(#Predicate { $0.age >= 18 && $0.tags.contains("swift") })`.
     public func include(_ predicate: Predicate<Element>) -> Query {
-        with { $0.conditions.append(Query.condition(predicate)) }
+        with { $0.conditions.append(Query.condition(predicate).settled) }
     }
 
     /// Leaves out the documents for which `predicate` is true.
     ///
     /// For example: `Person.query().exclude(#Predicate { $0.city == "Oslo" })`.
     public func exclude(_ predicate: Predicate<Element>) -> Query {
-        with { $0.conditions.append(.not(Query.condition(predicate))) }
+        with { $0.conditions.append(.not(Query.condition(predicate).settled)) }
     }
 
     /// Orders by a field, within the ties of earlier `sortBy`s.

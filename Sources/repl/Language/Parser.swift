@@ -325,16 +325,23 @@ struct Parser {
         var node: PredicateNode
         let start = position
         // `(depDelay ?? 0) > 10` opens with a value: read as a comparison first, else again as a condition.
-        if current.symbol == "(", let comparison = try? parseComparison(depth: depth) {
-            node = comparison
-        } else if tokens[start].symbol == "(" {
-            position = start
-            guard depth < Parser.maximumNesting else {
-                throw error("the condition nests parentheses more than \(Parser.maximumNesting) deep")
+        if current.symbol == "(" {
+            do throws(ParseError) {
+                node = try parseComparison(depth: depth)
+            } catch let asValue {
+                position = start
+                do throws(ParseError) {
+                    guard depth < Parser.maximumNesting else {
+                        throw error("the condition nests parentheses more than \(Parser.maximumNesting) deep")
+                    }
+                    _ = advance()
+                    node = try parseOr(depth: depth + 1)
+                    _ = try expect(")", "to close '('")
+                } catch let asCondition {
+                    // The reading that went further names the mistake (and whether more lines may finish it).
+                    throw asValue.location.offset > asCondition.location.offset ? asValue : asCondition
+                }
             }
-            _ = advance()
-            node = try parseOr(depth: depth + 1)
-            _ = try expect(")", "to close '('")
         } else {
             node = try parseComparison(depth: depth)
         }

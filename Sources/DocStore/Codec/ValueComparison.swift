@@ -34,7 +34,7 @@ final class ComparisonKeys {
 /// (a string and a number), is false.
 enum ValueComparison {
     /// `a op b` for two values computed from a document, with the same answers as the comparison of a stored value.
-    static func compare(values a: DocumentValue, _ op: Condition.Comparison, _ b: DocumentValue) -> Bool {
+    static func compare(values a: DocumentValue, _ op: ComparisonOperator, _ b: DocumentValue) -> Bool {
         switch (a, b) {
         case (.int(let i), .int(let j)): return op.holds(i < j ? -1 : (i == j ? 0 : 1))
         case (.bool(let x), .bool(let y)): return op.holds(x == y ? 0 : (x ? 1 : -1))
@@ -142,7 +142,7 @@ enum ValueComparison {
     }
 
     /// `ref op value`, where a nil `ref` is a missing field.
-    static func compare(_ ref: ValueRef?, in reader: BinaryReader, _ op: Condition.Comparison,
+    static func compare(_ ref: ValueRef?, in reader: BinaryReader, _ op: ComparisonOperator,
                         _ value: DocumentValue, keys: ComparisonKeys) throws -> Bool {
         var left = kind(ref?.tag)
         if left == .number, let ref, let d = reader.double(ref), d.isNaN { left = .nan }
@@ -201,7 +201,21 @@ extension DocumentValue {
     }
 }
 
-extension Condition.Comparison {
+/// A comparison of two values, as the conditions and the comparisons of stored values use it.
+enum ComparisonOperator: String, Sendable {
+    case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+
+    /// The same comparison with its operands swapped: `5 < x` is `x > 5`.
+    var swapped: ComparisonOperator {
+        switch self {
+        case .equal, .notEqual: return self
+        case .less: return .greater
+        case .lessOrEqual: return .greaterOrEqual
+        case .greater: return .less
+        case .greaterOrEqual: return .lessOrEqual
+        }
+    }
+
     /// Whether the comparison holds for two values whose order is `order` (negative, zero or positive).
     @inline(__always)
     func holds(_ order: Int) -> Bool {
