@@ -232,6 +232,26 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         try await check(PlainFlight.self, rows: rows, constants: constants, store: store, wholeDoublesAsIntegers: true)
     }
 
+    /// An unsigned integer above `Int64.max` (stored without a Swift type) is a number in arithmetic, computed as a
+    /// `Double` as the shell's other numbers beyond `Int` are.
+    @Test func anUnsignedAboveInt64MaxIsANumberInArithmetic() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.write { tx in
+            for (id, n) in [(1, DocumentValue.uint(.max)), (2, .int(5)), (3, .double(2.5)), (4, .string("x"))] {
+                try tx.insert(.object([("id", .int(Int64(id))), ("n", n)]), into: "numbers")
+            }
+        }
+        func ids(_ filter: Filter) async throws -> [Int64] {
+            try await Query<DocumentValue>("numbers").include(filter).results(in: store).compactMap {
+                if case .int(let id)? = $0[field: "id"] { return id } else { return nil }
+            }
+        }
+        #expect(try await ids(.compare(.field("n") - .literal(.int(1)), .greater, .literal(.double(1e19)))) == [1])
+        #expect(try await ids(.compare(.field("n") / .literal(.int(2)), .greaterOrEqual, .literal(.int(2)))) == [1, 2])
+        #expect(try await ids(.compare(-.field("n"), .less, .literal(.int(0)))) == [1, 2, 3])
+    }
+
     /// The byte search under `String.contains`'s ASCII path, against a plain search.
     @Test func byteSearchFindsWhatAPlainSearchFinds() {
         var rng = SeededGenerator(seed: 12)
