@@ -114,7 +114,7 @@ enum CodecFuzz {
             switch Int.random(in: 0..<6, using: &random) {
             case 0: bytes[at] = UInt8.random(in: 0...255, using: &random)
             case 1: bytes[at] ^= 1 << UInt8.random(in: 0..<8, using: &random)
-            case 2: bytes[at] = [0x00, 0xFF, 0x7F, 0x80, 0x0D, 0x0E, 0x0F].randomElement(using: &random)!
+            case 2: bytes[at] = [0x00, 0xFF, 0x7F, 0x80, 0x0D, 0x0E].randomElement(using: &random)!
             case 3: bytes.insert(UInt8.random(in: 0...255, using: &random), at: at)
             case 4: bytes.remove(at: at)
             default:

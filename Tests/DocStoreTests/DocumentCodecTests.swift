@@ -493,40 +493,13 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
 
     // MARK: Round trips
 
-    /// Documents are written as version 2 (objects with field tables), and version 1 (what earlier stores hold)
-    /// reads as the same values and models.
-    @Test func documentsAreWrittenAsVersionTwoAndVersionOneStillReads() throws {
+    @Test func everyDocumentStartsWithFormatVersionOne() throws {
         var random = CodecRandom(seed: 1001)
-        for _ in 0..<200 {
-            let value = random.documentValue(depth: 3)
-            let current = value.encoded(), old = value.encoded(fieldTables: false)
-            #expect(current.first == 2 && old.first == 1)
-            #expect(try DocumentValue(encoded: old).encoded() == current)
-            #expect(try DocumentValue(encoded: current).encoded(fieldTables: false) == old)
-        }
         for _ in 0..<50 {
-            let model = random.everything()
-            let current = try DocumentEncoder().encode(model)
-            #expect(current.first == 2)
-            let old = try DocumentValue(encoded: current).encoded(fieldTables: false)
-            #expect(try DocumentDecoder().decode(Everything.self, from: old) == model)
-            #expect(try DocumentDecoder().decode(Everything.self, from: current) == model)
+            #expect(try DocumentEncoder().encode(random.everything()).first == 1)
+            #expect(random.documentValue(depth: 2).encoded().first == 1)
         }
-        #expect(try DocumentEncoder().encode(42).first == 2)
-    }
-
-    /// An object names each field once where it has a field table: one that names a field twice is written
-    /// without a table (and still reads), and a table object naming a field twice is refused as damaged.
-    @Test func anObjectThatNamesAFieldTwiceHasNoTable() throws {
-        let twice = DocumentValue.object([("a", .int(1)), ("b", .int(2)), ("a", .int(3))])
-        let bytes = twice.encoded()
-        #expect(bytes[1] == BinaryFormat.Tag.object)
-        #expect(try DocumentValue(encoded: bytes) == twice)
-        var forged = DocumentValue.object([("a", .int(1)), ("b", .int(2)), ("c", .int(3))]).encoded()
-        #expect(forged[1] == BinaryFormat.Tag.objectWithTable)
-        let c = try #require(forged.lastIndex(of: UInt8(ascii: "c")))
-        forged[c] = UInt8(ascii: "a")
-        #expect(throws: DocStoreError.self) { _ = try DocumentValue(encoded: forged) }
+        #expect(try DocumentEncoder().encode(42).first == 1)
     }
 
     @Test func randomRichModelsRoundTrip() throws {
@@ -1045,7 +1018,7 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
     @Test func unknownVersionByteThrows() throws {
         var random = CodecRandom(seed: 1171)
         let bytes = try DocumentEncoder().encode(random.everything())
-        for version in UInt8.min...UInt8.max where version != 1 && version != 2 {
+        for version in UInt8.min...UInt8.max where version != 1 {
             var changed = bytes
             changed[0] = version
             #expect(throws: DocStoreError.self, "version \(version)") { _ = try DocumentDecoder().decode(Everything.self, from: changed) }

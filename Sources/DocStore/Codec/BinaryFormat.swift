@@ -1,6 +1,6 @@
 import Foundation
 
-/// DocStore's document format, version 2.
+/// DocStore's document format, version 1.
 ///
 /// A document is a version byte followed by one value. Each value is a tag byte and a payload:
 ///
@@ -17,20 +17,13 @@ import Foundation
 /// | 0x0C | UUID | 16 bytes |
 /// | 0x0D | array | UInt32 byte length, UInt32 count, values |
 /// | 0x0E | object | UInt32 byte length, UInt32 count, then (varint name length, name, value) per field |
-/// | 0x0F | object with a field table | as 0x0E, with a UInt16 per field between the header and the fields |
 ///
 /// Arrays and objects carry their byte length, so a reader skips a field it does not need in O(1), and
 /// finds a field by path without decoding the rest of the document. Their count must agree with the values their
 /// bytes hold; a count too large for the bytes (more elements than bytes, more fields than pairs of bytes) is
 /// refused as soon as the container is read. ``BinaryReader`` reads the format.
-///
-/// The field table (version 2) holds where each field starts, counted from the start of the payload (the byte
-/// after the tag), in the order of the fields: a reader that expects a field at a position (the documents of a
-/// collection mostly share their shape) finds it without stepping over those before it. An object whose payload
-/// would pass 65,535 bytes is written without a table (0x0E). Version 1 has no tables; both versions are read.
 enum BinaryFormat {
-    /// The version written; documents of every version from 1 to this one are read.
-    static let version: UInt8 = 2
+    static let version: UInt8 = 1
     /// How deep arrays and objects may nest. Deeper documents are refused as malformed rather than risk the stack.
     static let maximumDepth = 256
 
@@ -50,34 +43,10 @@ enum BinaryFormat {
         static let uuid: UInt8 = 0x0C
         static let array: UInt8 = 0x0D
         static let object: UInt8 = 0x0E
-        static let objectWithTable: UInt8 = 0x0F
-
-        /// Whether the tag is an object's, with or without a field table.
-        @inline(__always) static func isObject(_ tag: UInt8) -> Bool { tag == object || tag == objectWithTable }
     }
 
     /// Size of an array or object header after its tag: byte length and count.
     static let containerHeaderSize = 8
-
-    /// Whether two of an object's field names are the same bytes; `names` gives each field's name. An object with
-    /// a field table has none: a look-up that finds its name where the table says has found the only one.
-    static func repeatsAName(_ count: Int, _ names: (Int) -> UnsafeRawBufferPointer) -> Bool {
-        guard count > 1 else { return false }
-        if count > 32 {
-            var seen = Set<[UInt8]>()
-            return (0..<count).contains { !seen.insert(Array(names($0))).inserted }
-        }
-        return withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: count) { seen in
-            for i in 0..<count {
-                let a = names(i)
-                for j in 0..<i where seen[j].count == a.count {
-                    if a.isEmpty || memcmp(a.baseAddress!, seen[j].baseAddress!, a.count) == 0 { return true }
-                }
-                seen[i] = a
-            }
-            return false
-        }
-    }
 }
 
 /// Why a sequence of bytes is not a valid document.
@@ -90,18 +59,8 @@ struct MalformedDocument: Error, CustomStringConvertible {
 /// Appends values in the binary format to a byte buffer.
 struct BinaryWriter {
     var bytes: [UInt8] = []
-    /// Where each field of the open objects starts, innermost object last.
-    private var fieldStarts: [Int] = []
-    /// For each open object, innermost last: its header's offset and its first entry in `fieldStarts`.
-    private var openObjects: [(header: Int, firstField: Int)] = []
 
-    /// Whether objects get field tables (version 2); without them, the values are as version 1 wrote them.
-    let fieldTables: Bool
-
-    init(capacity: Int = 128, fieldTables: Bool = true) {
-        bytes.reserveCapacity(capacity)
-        self.fieldTables = fieldTables
-    }
+    init(capacity: Int = 128) { bytes.reserveCapacity(capacity) }
 
     @inline(__always) mutating func byte(_ b: UInt8) { bytes.append(b) }
 
@@ -133,7 +92,7 @@ struct BinaryWriter {
 
     mutating func string(_ v: String) {
         byte(BinaryFormat.Tag.string)
-        counted(v)
+        name(v)
     }
 
     mutating func data(_ v: some Collection<UInt8>) {
@@ -149,15 +108,8 @@ struct BinaryWriter {
         withUnsafeBytes(of: v.uuid) { bytes.append(contentsOf: $0) }
     }
 
-    /// A field name inside an object: its length and UTF-8 bytes, as a string's after its tag. It starts a field
-    /// of the innermost open object.
+    /// A field name inside an object: its length and UTF-8 bytes, as a string's after its tag.
     mutating func name(_ v: String) {
-        if fieldTables { fieldStarts.append(bytes.count) }
-        counted(v)
-    }
-
-    /// A string's length and UTF-8 bytes.
-    private mutating func counted(_ v: String) {
         var s = v
         s.withUTF8 { utf8 in
             varint(utf8.count)
@@ -166,22 +118,14 @@ struct BinaryWriter {
     }
 
     /// Writes a container's tag and a header to be patched by ``closeContainer(at:count:)``; returns the header's offset.
-    /// An object is opened with a field table, and written without one when it closes too large for it.
     mutating func openContainer(tag: UInt8) -> Int {
-        let isObject = fieldTables && BinaryFormat.Tag.isObject(tag)
-        byte(isObject ? BinaryFormat.Tag.objectWithTable : tag)
+        byte(tag)
         let at = bytes.count
         bytes.append(contentsOf: [0, 0, 0, 0, 0, 0, 0, 0])
-        if isObject { openObjects.append((at, fieldStarts.count)) }
         return at
     }
 
     mutating func closeContainer(at header: Int, count: Int) {
-        if let object = openObjects.last, object.header == header {
-            openObjects.removeLast()
-            insertFieldTable(header: header, count: count, starts: fieldStarts[object.firstField...])
-            fieldStarts.removeSubrange(object.firstField...)
-        }
         let length = UInt32(truncatingIfNeeded: bytes.count - header - BinaryFormat.containerHeaderSize)
         let n = UInt32(truncatingIfNeeded: count)
         bytes.withUnsafeMutableBytes { raw in
@@ -189,30 +133,5 @@ struct BinaryWriter {
             raw.storeBytes(of: n.littleEndian, toByteOffset: header + 4, as: UInt32.self)
         }
     }
-
-    /// Puts the table of an object's fields between its header and its fields, or marks it an object without a
-    /// table when its payload would pass what a table entry can count.
-    private mutating func insertFieldTable(header: Int, count: Int, starts: ArraySlice<Int>) {
-        let fields = header + BinaryFormat.containerHeaderSize
-        let payload = bytes.count - header + 2 * count
-        let unique = bytes.withUnsafeBytes { raw in
-            !BinaryFormat.repeatsAName(starts.count) { i in
-                // A name written here: its length's varint, then its bytes.
-                let reader = BinaryReader(raw)
-                let (n, s) = (try? reader.length(at: starts[starts.startIndex + i], within: raw.count)) ?? (0, 0)
-                return UnsafeRawBufferPointer(rebasing: raw[s..<(s + n)])
-            }
-        }
-        guard starts.count == count, payload <= Int(UInt16.max), unique else {
-            bytes[header - 1] = BinaryFormat.Tag.object
-            return
-        }
-        var table = [UInt8](repeating: 0, count: 2 * count)
-        for (i, start) in starts.enumerated() {
-            let offset = UInt16(start - header + 2 * count)
-            table[2 * i] = UInt8(truncatingIfNeeded: offset)
-            table[2 * i + 1] = UInt8(truncatingIfNeeded: offset >> 8)
-        }
-        bytes.insert(contentsOf: table, at: fields)
-    }
 }
+

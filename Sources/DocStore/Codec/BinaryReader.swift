@@ -43,7 +43,7 @@ struct BinaryReader {
     func root() throws -> ValueRef {
         guard buffer.count >= 2 else { throw MalformedDocument(offset: 0, reason: "too short to be a document") }
         let version = buffer[0]
-        guard version >= 1 && version <= BinaryFormat.version else {
+        guard version == BinaryFormat.version else {
             throw MalformedDocument(offset: 0, reason: "unknown format version \(version)")
         }
         let ref = try value(at: 1, within: buffer.count)
@@ -83,14 +83,12 @@ struct BinaryReader {
         case BinaryFormat.Tag.string, BinaryFormat.Tag.bytes:
             let (n, s) = try length(at: p, within: limit)
             end = s + n
-        case BinaryFormat.Tag.array, BinaryFormat.Tag.object, BinaryFormat.Tag.objectWithTable:
+        case BinaryFormat.Tag.array, BinaryFormat.Tag.object:
             guard limit - p >= BinaryFormat.containerHeaderSize else { throw BinaryReader.runsPast(at: offset, limit) }
             let length = Int(base.loadUnaligned(fromByteOffset: p, as: UInt32.self).littleEndian)
             let count = Int(base.loadUnaligned(fromByteOffset: p + 4, as: UInt32.self).littleEndian)
             end = p + BinaryFormat.containerHeaderSize + length
-            // An element takes a byte, a field two, and a field with a table entry four.
-            let most = tag == BinaryFormat.Tag.array ? length : (tag == BinaryFormat.Tag.object ? length / 2 : length / 4)
-            guard count <= most else {
+            guard count <= (tag == BinaryFormat.Tag.array ? length : length / 2) else {
                 throw BinaryReader.countCannotFit(at: offset, count: count, length: length)
             }
         default:
@@ -227,20 +225,8 @@ struct BinaryReader {
     /// The number of elements or fields of an array or object.
     func count(_ ref: ValueRef) -> Int { Int(load(UInt32.self, at: ref.start + 4)) }
 
-    /// Offset of the first element or field of a container (past an object's field table).
-    @inline(__always)
-    func contentStart(_ ref: ValueRef) -> Int {
-        ref.start + BinaryFormat.containerHeaderSize + (ref.tag == BinaryFormat.Tag.objectWithTable ? 2 * count(ref) : 0)
-    }
-
-    /// Where field `index` of an object with a field table starts, as its table says (within the object: the
-    /// caller reads it with ``field(at:within:)``, which checks it); `nil` for an object without a table or an
-    /// index past its count.
-    @inline(__always)
-    func tableEntry(_ object: ValueRef, _ index: Int) -> Int? {
-        guard object.tag == BinaryFormat.Tag.objectWithTable, index >= 0, index < count(object) else { return nil }
-        return object.start + Int(load(UInt16.self, at: object.start + BinaryFormat.containerHeaderSize + 2 * index))
-    }
+    /// Offset of the first element or field of a container.
+    func contentStart(_ ref: ValueRef) -> Int { ref.start + BinaryFormat.containerHeaderSize }
 
     /// Calls `body` with each element of an array.
     ///
@@ -266,23 +252,12 @@ struct BinaryReader {
         var offset = contentStart(object)
         var seen = 0
         while offset < object.end {
-            if object.tag == BinaryFormat.Tag.objectWithTable && tableEntry(object, seen) != offset {
-                throw MalformedDocument(offset: offset, reason: "field \(seen) is not where the object's table says")
-            }
             let field = try field(at: offset, within: object.end)
             try body(UnsafeRawBufferPointer(rebasing: buffer[field.nameStart..<(field.nameStart + field.nameCount)]), field.value)
             offset = field.value.end
             seen += 1
         }
         try checkCount(object, seen)
-        if object.tag == BinaryFormat.Tag.objectWithTable && BinaryFormat.repeatsAName(seen, { i in
-            // Every entry was checked above: each starts a field whose name lies in the object.
-            let start = tableEntry(object, i)!
-            let (n, s) = (try? length(at: start, within: object.end)) ?? (0, start)
-            return UnsafeRawBufferPointer(rebasing: buffer[s..<(s + n)])
-        }) {
-            throw MalformedDocument(offset: object.start - 1, reason: "an object with a field table names a field twice")
-        }
     }
 
     /// Refuses a container whose values, walked to its end, are not as many as its header says.
@@ -293,38 +268,13 @@ struct BinaryReader {
         }
     }
 
-    /// The value of field `name` in `object`, looked for first at position `expected` of its field table (where
-    /// the documents of one shape keep it), then field by field; `expected` is set to where it was found, for the
-    /// next document.
-    @inline(__always)
-    func field(_ object: ValueRef, named name: UnsafeRawBufferPointer, expected: inout Int) throws -> ValueRef? {
-        if let start = tableEntry(object, expected) {
-            let field = try field(at: start, within: object.end)
-            if self.field(field, isNamed: name) { return field.value }
-        }
-        guard BinaryFormat.Tag.isObject(object.tag) else { return nil }
-        let end = object.end
-        var offset = contentStart(object)
-        var index = 0
-        while offset < end {
-            let field = try field(at: offset, within: end)
-            if self.field(field, isNamed: name) {
-                expected = index
-                return field.value
-            }
-            offset = field.value.end
-            index += 1
-        }
-        return nil
-    }
-
     /// The value of field `name` in `object`, or `nil` when there is none (or `object` is not an object).
     ///
     /// Each field is stepped over by ``field(at:within:)``, and names are compared only when their lengths agree:
     /// the look-up a scan over many documents makes per field of its condition.
     @inline(__always)
     func field(_ object: ValueRef, named name: UnsafeRawBufferPointer) throws -> ValueRef? {
-        guard BinaryFormat.Tag.isObject(object.tag) else { return nil }
+        guard object.tag == BinaryFormat.Tag.object else { return nil }
         let end = object.end
         var offset = contentStart(object)
         while offset < end {

@@ -92,7 +92,7 @@ final class DocumentValueDecoder: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         try checkDepth()
-        guard BinaryFormat.Tag.isObject(ref.tag) else { throw mismatch([String: Any].self, ref, nil) }
+        guard ref.tag == BinaryFormat.Tag.object else { throw mismatch([String: Any].self, ref, nil) }
         hint = reader.contentStart(ref)
         return KeyedDecodingContainer(KeyedContainer<Key>(decoder: self))
     }
@@ -124,7 +124,7 @@ final class DocumentValueDecoder: Decoder {
         case BinaryFormat.Tag.date: return "a date"
         case BinaryFormat.Tag.uuid: return "a UUID"
         case BinaryFormat.Tag.array: return "an array"
-        case BinaryFormat.Tag.object, BinaryFormat.Tag.objectWithTable: return "an object"
+        case BinaryFormat.Tag.object: return "an object"
         default: return "an unknown value"
         }
     }

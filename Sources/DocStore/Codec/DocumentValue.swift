@@ -118,7 +118,7 @@ extension DocumentValue {
             elements.reserveCapacity(min(reader.count(ref), 1024))
             try reader.forEachElement(ref) { elements.append(try DocumentValue(reader: reader, ref: $0, depth: depth + 1)) }
             self = .array(elements)
-        case BinaryFormat.Tag.object, BinaryFormat.Tag.objectWithTable:
+        case BinaryFormat.Tag.object:
             var fields: [Field] = []
             fields.reserveCapacity(min(reader.count(ref), 1024))
             try reader.forEachField(ref) { name, value in
@@ -131,12 +131,9 @@ extension DocumentValue {
     }
 
     /// The value as a document in the binary format, version byte included.
-    public func encoded() -> [UInt8] { encoded(fieldTables: true) }
-
-    /// The value as a document of this version (with field tables), or of version 1 (without).
-    func encoded(fieldTables: Bool) -> [UInt8] {
-        var writer = BinaryWriter(fieldTables: fieldTables)
-        writer.byte(fieldTables ? BinaryFormat.version : 1)
+    public func encoded() -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.byte(BinaryFormat.version)
         write(to: &writer)
         return writer.bytes
     }

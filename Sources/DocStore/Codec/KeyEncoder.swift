@@ -105,7 +105,7 @@ public struct KeyEncoder: Sendable {
             bytes.append(Kind.array)
             try reader.forEachElement(ref) { try append($0, in: reader, depth: depth + 1) }
             bytes.append(Kind.end)
-        case BinaryFormat.Tag.object, BinaryFormat.Tag.objectWithTable:
+        case BinaryFormat.Tag.object:
             bytes.append(Kind.object)
             try reader.forEachField(ref) { name, value in
                 appendString(String(decoding: name, as: UTF8.self))

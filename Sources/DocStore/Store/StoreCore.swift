@@ -4,10 +4,7 @@ import Foundation
 ///
 /// Owned by the actor and used only on it, inside synchronous transactions.
 final class StoreCore {
-    /// The store's format: 1 held documents of version 1; 2 holds documents of versions 1 and 2 (objects with
-    /// field tables). A store of format 1 becomes format 2 when it is opened for writing: its documents stay as they
-    /// are, and those written from then on are of version 2, which a build reading format 1 cannot read.
-    static let formatVersion: UInt8 = 2
+    static let formatVersion: UInt8 = 1
     static let metaName = "__docstore__"
     static let separator: Character = "\u{1F}"
 
@@ -110,9 +107,6 @@ final class StoreCore {
             guard format[0] <= StoreCore.formatVersion else {
                 throw DocStoreError(.formatTooNew, "\(path) was written in DocStore format \(format[0]); this build "
                     + "reads format \(StoreCore.formatVersion) and older: open it with a newer DocStore")
-            }
-            if format[0] < StoreCore.formatVersion && !isReadOnly {
-                try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])
             }
         } else {
             if isReadOnly {
