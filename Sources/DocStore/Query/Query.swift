@@ -57,10 +57,10 @@ public struct Query<Element: Sendable>: Sendable {
     /// Keeps only the documents `filter` holds for (in addition to earlier conditions).
     ///
     /// For example: `Query<DocumentValue>("people").include(.compare("age", .greaterOrEqual, .int(18)))`.
-    public func include(_ filter: Filter) -> Query { with { $0.conditions.append(filter.condition.settled) } }
+    public func include(_ filter: Filter) -> Query { with { $0.add(filter.condition) } }
 
     /// Leaves out the documents `filter` holds for.
-    public func exclude(_ filter: Filter) -> Query { with { $0.conditions.append(.not(filter.condition.settled)) } }
+    public func exclude(_ filter: Filter) -> Query { with { $0.add(filter.condition, excluded: true) } }
 
     /// Orders by the field at `path`, within the ties of earlier `sortBy`s.
     ///
@@ -158,14 +158,14 @@ extension Query where Element: Document {
     ///
     /// For example: `Person.query().include(#Predicate { $0.age >= 18 && $0.tags.contains("swift") })`.
     public func include(_ predicate: Predicate<Element>) -> Query {
-        with { $0.conditions.append(Query.condition(predicate).settled) }
+        with { $0.add(Query.condition(predicate)) }
     }
 
     /// Leaves out the documents for which `predicate` is true.
     ///
     /// For example: `Person.query().exclude(#Predicate { $0.city == "Oslo" })`.
     public func exclude(_ predicate: Predicate<Element>) -> Query {
-        with { $0.conditions.append(.not(Query.condition(predicate).settled)) }
+        with { $0.add(Query.condition(predicate), excluded: true) }
     }
 
     /// Orders by a field, within the ties of earlier `sortBy`s.
@@ -235,6 +235,13 @@ struct Selection: Sendable, Equatable {
     var problem: DocStoreError?
 
     var condition: Condition { .and(conditions) }
+
+    /// Adds the condition of one `include` (with `excluded`, one `exclude`), its own bound for a part that stops
+    /// (``Condition/settled``): `exclude` keeps the documents its condition does not match, including those where
+    /// evaluating it stops.
+    mutating func add(_ condition: Condition, excluded: Bool = false) {
+        conditions.append(excluded ? .not(condition.settled) : condition.settled)
+    }
 
     /// The same selection for counting: the order does not matter, nor what is done to the slice afterwards.
     var forCounting: Selection {
