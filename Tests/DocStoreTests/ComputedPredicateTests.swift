@@ -150,6 +150,10 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         ("allSatisfy", #Predicate<F> { $0.tags.allSatisfy { $0 != "c" } }),
         ("allSatisfy count", #Predicate<F> { $0.tags.allSatisfy { $0.count == 1 && $0 < "c" } }),
         ("not contains(where:)", #Predicate<F> { !$0.tags.contains { $0 == "a" || $0 == "b" } }),
+        ("filter count", #Predicate<F> { $0.tags.filter { $0 != "a" }.count >= n }),
+        ("filter count of two", #Predicate<F> { $0.tags.filter { $0 == "b" || $0.starts(with: "c") }.count == 2 }),
+        ("filter isEmpty", #Predicate<F> { $0.tags.filter { $0 > "a" }.isEmpty && $0.hour < h }),
+        ("filter count in arithmetic", #Predicate<F> { $0.tags.filter { $0 < "c" }.count * 10 > $0.hour }),
     ]
 }
 

@@ -30,6 +30,7 @@ class CompiledExpression {
         case .negate(let a): return Negate(make(a, keys: keys))
         case .coalesce(let a, let b): return Coalesce(make(a, keys: keys), make(b, keys: keys))
         case .count(let a): return Count(make(a, keys: keys))
+        case .countWhere(let path, let c): return CountWhere(CompiledPath(path), CompiledCondition.make(c, keys: keys))
         case .choice(let c, let a, let b):
             return Choice(CompiledCondition.make(c, keys: keys), make(a, keys: keys), make(b, keys: keys))
         case .truth(let c): return Truth(CompiledCondition.make(c, keys: keys))
@@ -121,6 +122,29 @@ class CompiledExpression {
             case .computed(.array(let elements)): return .computed(.int(Int64(elements.count)))
             default: return .computed(.null)
             }
+        }
+    }
+
+    /// The elements of an array that meet a condition, counted; nil where the path holds no array.
+    private final class CountWhere: CompiledExpression {
+        /// Owns the memory `layout` points to.
+        let path: CompiledPath
+        let layout: CompiledPath.Layout
+        let part: CompiledCondition
+        init(_ path: CompiledPath, _ part: CompiledCondition) { self.path = path; layout = path.layout; self.part = part }
+
+        override func value(_ document: CompiledCondition.Document) throws -> Operand {
+            let reader = document.reader
+            guard let array = try layout.value(in: reader, from: document.root), array.tag == BinaryFormat.Tag.array else {
+                return .computed(.null)
+            }
+            var count: Int64 = 0
+            try reader.forEachElement(array) { element in
+                if try part.check(CompiledCondition.Document(reader: reader, root: element, decoded: document.decoded)) {
+                    count += 1
+                }
+            }
+            return .computed(.int(count))
         }
     }
 

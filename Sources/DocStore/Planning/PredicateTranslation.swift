@@ -11,6 +11,9 @@ enum TranslatedExpression {
     case condition(Condition)
     /// A value computed from fields (`$0.a ?? 0`, `$0.a * 2`, `$0.name.count`).
     case expression(ValueExpression)
+    /// The elements of an array field that meet a condition (`$0.tags.filter { $0 > "b" }`), read only by what
+    /// counts them.
+    case filtered(FieldPath, Condition)
     case untranslatable
 }
 
@@ -74,13 +77,13 @@ struct PredicateTranslator<Input> {
         return inner
     }
 
-    /// `sequence` with a condition on its elements, from a closure's `test`; `.untranslatable` when either part
-    /// cannot be read on the stored bytes.
-    func elements<V>(of sequence: Any, _ variable: PredicateExpressions.Variable<V>, _ test: Any,
-                     _ make: (FieldPath, Condition) -> Condition) -> TranslatedExpression {
-        guard case .field(let path)? = expression(sequence) else { return .untranslatable }
+    /// The array field `sequence` reads and the condition a closure's `test` puts on its elements; `nil` when
+    /// either part cannot be read on the stored bytes.
+    func elements<V>(of sequence: Any, _ variable: PredicateExpressions.Variable<V>, _ test: Any)
+        -> (FieldPath, Condition)? {
+        guard case .field(let path)? = expression(sequence) else { return nil }
         let condition = element(variable).condition(ofChild: test)
-        return condition.needsDecoding ? .untranslatable : .condition(make(path, condition))
+        return condition.needsDecoding ? nil : (path, condition)
     }
 
     /// A child's value as an expression; `nil` when it has none DocStore can compute.
@@ -90,7 +93,7 @@ struct PredicateTranslator<Input> {
         case .value(let v): return .constant(v)
         case .expression(let e): return e
         case .condition(let c): return c.needsDecoding ? nil : .truth(c)
-        case .root, .untranslatable: return nil
+        case .root, .filtered, .untranslatable: return nil
         }
     }
 
@@ -209,6 +212,14 @@ extension PredicateExpressions.KeyPath: TranslatablePredicateExpression {
             guard let path = translator.fieldPath(kp) else { return .untranslatable }
             base = .field(path)
         case .expression(let e): base = e   // a closure's variable: `$0.count` inside `flatMap`
+        case .filtered(let path, let c):
+            // `$0.tags.filter { ... }.count`: the matching elements counted, none kept.
+            let counted = ValueExpression.countWhere(path, c)
+            switch CountingKeyPath(keyPath) {
+            case .count?: return .expression(counted)
+            case .isEmpty?: return .condition(Condition.comparing(counted, .equal, .constant(.int(0))))
+            case nil: return .untranslatable
+            }
         default: return .untranslatable
         }
         switch CountingKeyPath(keyPath) {
@@ -436,12 +447,18 @@ extension Array: CountedValue {
 
 extension PredicateExpressions.SequenceContainsWhere: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        translator.elements(of: sequence, variable, test) { .anyElement($0, $1) }
+        translator.elements(of: sequence, variable, test).map { .condition(.anyElement($0, $1)) } ?? .untranslatable
+    }
+}
+
+extension PredicateExpressions.Filter: TranslatablePredicateExpression {
+    func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        translator.elements(of: sequence, variable, filter).map { .filtered($0, $1) } ?? .untranslatable
     }
 }
 
 extension PredicateExpressions.SequenceAllSatisfy: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        translator.elements(of: sequence, variable, test) { .everyElement($0, $1) }
+        translator.elements(of: sequence, variable, test).map { .condition(.everyElement($0, $1)) } ?? .untranslatable
     }
 }

@@ -20,6 +20,9 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
     case coalesce(ValueExpression, ValueExpression)
     /// The characters of a string or the elements of an array; nil for nil.
     case count(ValueExpression)
+    /// The elements of the array at a path that meet a condition, counted (`tags.filter { $0 > "b" }.count`); nil
+    /// where the path holds no array. The condition reads the element, as ``Condition/anyElement(_:_:)``'s does.
+    case countWhere(FieldPath, Condition)
     /// `condition ? a : b`.
     case choice(Condition, ValueExpression, ValueExpression)
     /// A condition's truth, as a `Bool` value.
@@ -38,6 +41,7 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         case .negate(let a): return "-\(a)"
         case .coalesce(let a, let b): return "(\(a) ?? \(b))"
         case .count(let a): return "\(a).count"
+        case .countWhere(let f, let c): return "\(f).filter { \(c) }.count"
         case .choice(let c, let a, let b): return "(\(c) ? \(a) : \(b))"
         case .truth(let c): return "(\(c))"
         case .unwrap(let a): return "\(a)!"
@@ -58,6 +62,7 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
             return a1 == a2
         case let (.choice(c1, a1, b1), .choice(c2, a2, b2)): return c1 == c2 && a1 == a2 && b1 == b2
         case let (.truth(c1), .truth(c2)): return c1 == c2
+        case let (.countWhere(f1, c1), .countWhere(f2, c2)): return f1 == f2 && c1 == c2
         default: return false
         }
     }
@@ -157,7 +162,7 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         case .arithmetic(_, let a, let b), .coalesce(let a, let b): return a.needsDecoding || b.needsDecoding
         case .negate(let a), .count(let a), .unwrap(let a), .asDouble(let a): return a.needsDecoding
         case .choice(let c, let a, let b): return c.needsDecoding || a.needsDecoding || b.needsDecoding
-        case .truth(let c): return c.needsDecoding
+        case .truth(let c), .countWhere(_, let c): return c.needsDecoding
         }
     }
 
@@ -170,6 +175,7 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         case .negate(let a), .count(let a), .unwrap(let a), .asDouble(let a): return a.fields
         case .choice(let c, let a, let b): return c.fields + a.fields + b.fields
         case .truth(let c): return c.fields
+        case .countWhere(let f, _): return [f]
         }
     }
 }
