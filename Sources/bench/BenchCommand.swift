@@ -4,7 +4,7 @@ import Foundation
 /// `swift run -c release bench [--docs N,N] [--scenario S,S] [--peer P,P] [--runs N] [--json FILE] [--chart FILE.svg]`
 enum BenchCommand {
     static let usage = """
-        usage: bench [--docs 10000,100000,1000000] [--scenario NAME,...] [--peer docstore,grdb,sqlite,lmdb]
+        usage: bench [--docs 10000,100000,1000000] [--scenario NAME,...] [--peer docstore,grdb,sqlite,lmdb,docstore1]
                      [--runs 5] [--json FILE] [--chart FILE.svg] [--check THRESHOLDS] [--quiet]
         scenarios: \(Scenario.allCases.map(\.rawValue).joined(separator: ", "))
                    codec (the codec alone), streaming (memory of a lazy walk); all of them unless --scenario names some

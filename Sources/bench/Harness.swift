@@ -65,6 +65,7 @@ struct Harness {
     static func makePeer(_ name: String) -> (any Peer)? {
         switch name.lowercased() {
         case "docstore": return DocStorePeer()
+        case "docstore1": return DocStorePeer(scanThreads: 1)
         case "grdb": return GRDBPeer()
         case "sqlite", "sqlite c", "sqlitec": return SQLitePeer()
         case "lmdb", "raw lmdb", "rawlmdb": return LMDBPeer()

@@ -36,7 +36,7 @@ enum Report {
     /// A markdown table per document count.
     static func table(_ all: [Measurement]) -> String {
         var out = ""
-        let peers = ["DocStore", "GRDB", "SQLite C", "raw LMDB"].filter { p in all.contains { $0.peer == p } }
+        let peers = ["DocStore", "DocStore, 1 thread", "GRDB", "SQLite C", "raw LMDB"].filter { p in all.contains { $0.peer == p } }
         for count in Set(all.map(\.documents)).sorted() {
             out += "\n### \(count) documents\n\n"
             out += "| scenario | form | " + peers.map { "\($0) (median, docs/s)" }.joined(separator: " | ")

@@ -174,6 +174,24 @@ final class IndexScanSource: CandidateSource {
     }
 }
 
+/// Candidates found beforehand, handed on in order: the matches of a scan split among threads
+/// (``Executor/splitMatches()``). Their bytes stay valid for the transaction: readers of one commit read the same
+/// pages of the map, which LMDB keeps while any of them is open.
+final class GatheredSource: CandidateSource {
+    private let candidates: [Candidate]
+    private var position = 0
+
+    init(_ candidates: [Candidate]) { self.candidates = candidates }
+
+    override func next() throws -> Candidate? {
+        guard position < candidates.count else { return nil }
+        position += 1
+        return candidates[position - 1]
+    }
+
+    override func close() { position = candidates.count }
+}
+
 /// The union of several scans, each document once.
 final class UnionSource: CandidateSource {
     private var sources: [IndexScanSource]

@@ -13,11 +13,14 @@ final class Executor {
     private let residual: Residual
     /// What each match is ordered by.
     private let sortKeys: SortKeys
+    /// How far a full scan with a condition is split among threads.
+    private let scan: ParallelScan.Settings
 
-    init(plan: Plan, handle: CollectionHandle, txn: any StorageTransaction) {
+    init(plan: Plan, handle: CollectionHandle, txn: any StorageTransaction, scan: ParallelScan.Settings = .off) {
         self.plan = plan
         self.handle = handle
         self.txn = txn
+        self.scan = scan
         residual = Residual(plan.residual, handle: handle, statistics: statistics)
         sortKeys = SortKeys(plan.sort, idDescending: plan.idDescending)
     }
@@ -77,6 +80,32 @@ final class Executor {
         }
     }
 
+    /// The matches of a full scan with a condition, found on several threads (``ParallelScan``): each range of ids
+    /// gathered by `add` into a part of its own made by `start`, the parts in id order. `nil` when this run is
+    /// not split (another access, too few documents, one thread), and the caller scans alone.
+    ///
+    /// `add` runs on several threads at once: it may change only the part it is given.
+    func matchesInParts<Part>(start: @escaping () -> Part,
+                              add: @escaping (inout Part, CandidateSource.Candidate) throws -> Void) throws
+        -> [Part]? {
+        guard scan.threads > 1, case .fullScan = plan.access else { return nil }
+        return try ParallelScan(txn: txn, documents: handle.documents, settings: scan).run(
+            residual: { [plan, handle] in Residual(plan.residual, handle: handle, statistics: $0) },
+            statistics: statistics, start: start, add: add)
+    }
+
+    /// All the matches of a full scan split among threads, in the access order, as a source whose candidates need
+    /// no further check; `nil` when the run is not split, has a limit (a walk that stops early should not read
+    /// every document first), or nothing to check (the documents are then handed on as fast as they are found).
+    func splitMatches() throws -> GatheredSource? {
+        guard plan.limit == nil, !residual.isTrivial, case .fullScan(let descending) = plan.access,
+              let parts = try matchesInParts(start: { [CandidateSource.Candidate]() }, add: { $0.append($1) }) else {
+            return nil
+        }
+        let found = Array(parts.joined())
+        return GatheredSource(descending ? found.reversed() : found)
+    }
+
     /// Calls `body` with every matching candidate, in id order rather than the access order. An index scan first
     /// gathers its ids alone, sorts them, and then reads the documents through one cursor: neighbouring ids share
     /// leaf pages, which LMDB searches without descending from the root. For runs that keep every match anyway
@@ -114,6 +143,8 @@ final class Executor {
         private let offset: Int
         private let countsReads: Bool
         private let source: CandidateSource?
+        /// Whether `source`'s candidates are matches already (a split scan's).
+        private let checked: Bool
         private let ids: [[UInt8]]
         /// Reads the documents of `ids`: one cursor for the walk, not a descent from the root per document.
         private let documents: (any StorageCursor)?
@@ -122,17 +153,22 @@ final class Executor {
         private var produced = 0
         private var closed = false
 
-        init(_ executor: Executor, collectFirst: Bool) throws {
+        /// With `whole`, the caller takes every result (the walk is not left early): a full scan may then be
+        /// split among threads, its matches gathered before the first is handed on.
+        init(_ executor: Executor, collectFirst: Bool, whole: Bool = false) throws {
             self.executor = executor
             let plan = executor.plan
             limit = plan.limit
             offset = plan.offset
             if plan.ordering == .natural && plan.afterwards.isEmpty && !collectFirst {
-                source = plan.limit == 0 ? nil : try executor.makeSource()
+                let gathered = whole ? try executor.splitMatches() : nil
+                source = plan.limit == 0 ? nil : try gathered ?? executor.makeSource()
+                checked = gathered != nil
                 ids = []
                 documents = nil
             } else {
                 source = nil
+                checked = false
                 ids = try executor.resultIDs()
                 documents = ids.isEmpty ? nil : try executor.txn.openCursor(executor.handle.documents)
             }
@@ -148,7 +184,7 @@ final class Executor {
             if let source {
                 if let limit, produced >= limit { close(); return nil }
                 while let candidate = try source.next() {
-                    guard try executor.matches(candidate) else { continue }
+                    guard try checked || executor.matches(candidate) else { continue }
                     if skipped < offset { skipped += 1; continue }
                     produced += 1
                     return try body(candidate.id, candidate.document)
@@ -185,6 +221,11 @@ final class Executor {
     func orderedIDs() throws -> [[UInt8]] {
         switch plan.ordering {
         case .natural:
+            if let gathered = try splitMatches() {
+                var ids: [[UInt8]] = []
+                while let candidate = try gathered.next() { ids.append(Array(candidate.id)) }
+                return Array(ids.dropFirst(plan.offset))
+            }
             var ids: [[UInt8]] = []
             var skipped = 0
             if plan.limit == 0 { return [] }
@@ -199,29 +240,46 @@ final class Executor {
             var scratch: [UInt8] = []
             if let needed = plan.needed {
                 var heap = TopK(capacity: needed)
-                try forEachMatch { candidate in
+                let offer = { [sortKeys] (heap: inout TopK, scratch: inout [UInt8], candidate: CandidateSource.Candidate) in
                     if let made = try sortKeys.make(candidate, into: &scratch, unlessAfter: heap.bound) {
                         heap.offer(SortKeys.Row(key: scratch, idStart: made.idStart, number: made.number))
                     }
-                    return true
+                }
+                if let parts = try matchesInParts(start: { (TopK(capacity: needed), [UInt8]()) },
+                                                  add: { try offer(&$0.0, &$0.1, $1) }) {
+                    for part in parts { for row in part.0.sorted() { heap.offer(row) } }
+                } else {
+                    try forEachMatch { candidate in
+                        try offer(&heap, &scratch, candidate)
+                        return true
+                    }
                 }
                 rows = heap.sorted()
             } else if plan.sort.isEmpty {
                 // Id order only: the ids alone are sorted, packed (documents are read once, when returned).
                 var ids = PackedIDs()
                 let add = { (candidate: CandidateSource.Candidate) -> Bool in ids.append(candidate.id); return true }
-                if residual.isTrivial {
+                if !residual.isTrivial, let parts = try matchesInParts(start: { PackedIDs() }, add: { $0.append($1.id) }) {
+                    for part in parts { ids.append(contentsOf: part) }
+                } else if residual.isTrivial {
                     try forEachMatch(needsDocument: false, add)
                 } else {
                     try forEachMatchInIDOrder(add)
                 }
                 return ids.sorted(descending: plan.idDescending, skipping: plan.offset, taking: plan.limit)
             } else {
-                rows = []
-                try forEachMatchInIDOrder { candidate in
-                    guard let made = try sortKeys.make(candidate, into: &scratch) else { return true }
-                    rows.append(SortKeys.Row(key: scratch, idStart: made.idStart))
-                    return true
+                let row = { [sortKeys] (scratch: inout [UInt8], candidate: CandidateSource.Candidate) -> SortKeys.Row? in
+                    try sortKeys.make(candidate, into: &scratch).map { SortKeys.Row(key: scratch, idStart: $0.idStart) }
+                }
+                if let parts = try matchesInParts(start: { ([SortKeys.Row](), [UInt8]()) },
+                                                  add: { part, candidate in try row(&part.1, candidate).map { part.0.append($0) } }) {
+                    rows = parts.flatMap(\.0)
+                } else {
+                    rows = []
+                    try forEachMatchInIDOrder { candidate in
+                        try row(&scratch, candidate).map { rows.append($0) }
+                        return true
+                    }
                 }
                 rows.sort { SortKeys.precedes($0.key, $1.key) }
             }
@@ -246,6 +304,8 @@ final class Executor {
                 defer { source.close() }
                 while try source.next() != nil { total += 1 }
             }
+        } else if let parts = try matchesInParts(start: { 0 }, add: { count, _ in count += 1 }) {
+            total = parts.reduce(0, +)
         } else {
             try forEachMatch { _ in total += 1; return true }
         }

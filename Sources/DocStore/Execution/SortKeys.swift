@@ -99,6 +99,13 @@ struct PackedIDs {
         bytes.append(contentsOf: id)
     }
 
+    /// Adds the ids of `other` after these.
+    mutating func append(contentsOf other: PackedIDs) {
+        let shift = bytes.count
+        bytes.append(contentsOf: other.bytes)
+        entries.append(contentsOf: other.entries.lazy.map { ($0.high, $0.low, $0.start + shift, $0.count) })
+    }
+
     /// The ids in byte order (or its reverse), after skipping `offset` of them and up to `limit`.
     func sorted(descending: Bool, skipping offset: Int, taking limit: Int?) -> [[UInt8]] {
         var result: [[UInt8]] = []

@@ -77,6 +77,30 @@ final class LMDBTransaction: StorageTransaction {
         }
     }
 
+    /// A read transaction begun now on the same environment, kept only if it sees the same commit as this one.
+    ///
+    /// The corresponding LMDB functions are `mdb_txn_env`, `mdb_txn_begin` and `mdb_txn_id`.
+    func twin() -> (any StorageTransaction)? {
+        guard isReadOnly, isValid, !opensKeySpaces, let env = mdb_txn_env(raw) else { return nil }
+        var handle: OpaquePointer?
+        // The environment has `MDB_NOTLS`: the new reader is not tied to this thread, nor to this one's slot.
+        guard mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle) == MDB_SUCCESS, let handle else { return nil }
+        guard mdb_txn_id(handle) == mdb_txn_id(raw) else {
+            mdb_txn_abort(handle)
+            return nil
+        }
+        return LMDBTransaction(raw: handle, isReadOnly: true)
+    }
+
+    /// Ends a transaction from ``twin()``: its cursors are closed, and it is aborted.
+    ///
+    /// The corresponding LMDB function is `mdb_txn_abort`.
+    func end() {
+        guard isValid else { return }
+        invalidate()
+        mdb_txn_abort(raw)
+    }
+
     /// Checks a return code from a call made in this transaction.
     @inline(__always)
     func check(_ rc: Int32) throws(LMDBError) {

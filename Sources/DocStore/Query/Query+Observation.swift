@@ -16,7 +16,7 @@ extension Query {
             guard let executor = try self.executor(in: ctx) else { return ([], []) }
             var fingerprint: [UInt8] = []
             var documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)] = []
-            let walk = try Executor.Walk(executor, collectFirst: false)
+            let walk = try Executor.Walk(executor, collectFirst: false, whole: true)
             while try walk.next({ (id, raw) -> Void in
                 Fingerprint.append(raw, to: &fingerprint)
                 documents.append((Array(id), raw))

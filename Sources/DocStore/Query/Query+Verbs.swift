@@ -13,7 +13,7 @@ extension Query {
         guard let handle = try open(context.scope, collection) else { return nil }
         let plan = try Planner(statistics: CollectionHandle.Statistics(handle: handle, txn: context.txn))
             .plan(counting ? selection.forCounting : selection)
-        return Executor(plan: plan, handle: handle, txn: context.txn)
+        return Executor(plan: plan, handle: handle, txn: context.txn, scan: context.scope.core.scan)
     }
 
     /// The plan of this query, as `explain` shows it: for a missing collection, one that reads nothing.
@@ -29,7 +29,7 @@ extension Query {
         guard let executor = try executor(in: context) else { return ([], QueryStatistics(), nil) }
         var results: [Element] = []
         // Only the documents returned are decoded, as the walk finds them.
-        let walk = try Executor.Walk(executor, collectFirst: false)
+        let walk = try Executor.Walk(executor, collectFirst: false, whole: true)
         while let result = try walk.next({ try executor.decodeReturned($1, id: $0, as: kind) }) { results.append(result) }
         return (results, executor.statistics.value, executor.plan)
     }
@@ -145,6 +145,15 @@ extension Query {
     /// The cursor is valid inside the closure that received `context`.
     public func cursor(in context: ReadContext) throws -> QueryCursor<Element> {
         try QueryCursor(executor: try executor(in: context), kind: kind, context: context)
+    }
+
+    /// Calls `body` with each result's stored bytes, undecoded, as `results(in:)` finds them, until it
+    /// returns `false`: for measuring a query apart from decoding. The bytes are valid only during the call.
+    @_spi(Benchmarks)
+    public func forEachEncoded(in context: ReadContext, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
+        guard let executor = try executor(in: context) else { return }
+        let walk = try Executor.Walk(executor, collectFirst: !context.txn.isReadOnly, whole: true)
+        while let more = try walk.next({ try body($1) }), more {}
     }
 
     /// Deletes the results (within the slice, if sliced) and their index entries. Returns how many.
@@ -311,13 +320,5 @@ public final class QueryCursor<Element: Sendable> {
         try context.checkValid()
         guard let executor, let walk else { return nil }
         return try walk.next { try executor.decodeReturned($1, id: $0, as: kind) }
-    }
-
-    /// Calls `body` with each remaining result's stored bytes, undecoded, until it returns `false`: for measuring
-    /// the walk apart from decoding. The bytes are valid only during the call.
-    @_spi(Benchmarks)
-    public func forEachEncoded(_ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
-        try context.checkValid()
-        while let more = try walk?.next({ try body($1) }), more {}
     }
 }

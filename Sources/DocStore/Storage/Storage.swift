@@ -72,6 +72,14 @@ protocol StorageTransaction: AnyObject {
     /// Runs a change made of several calls; if one fails after others succeeded, the transaction cannot commit,
     /// whatever the caller does with the error.
     func changingAtomically(_ body: () throws -> Void) throws
+
+    /// A second read-only transaction that sees exactly what this one sees, for another thread to read beside it
+    /// (each transaction is used by one thread at a time); `nil` when there can be none: this one writes, opened a
+    /// key space the other could not use, or a commit came in between. The caller ends it with ``end()`` before
+    /// this one ends.
+    func twin() -> (any StorageTransaction)?
+    /// Ends a transaction from ``twin()``.
+    func end()
 }
 
 extension StorageTransaction {

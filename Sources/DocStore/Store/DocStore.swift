@@ -44,6 +44,13 @@ public actor DocStore {
         ///
         /// The corresponding LMDB flags are `MDB_RDONLY` and, where the lock file cannot be used, `MDB_NOLOCK`.
         public var readOnly = false
+        /// The most threads one query's full scan uses to check its condition: the documents' ids are cut into
+        /// ranges, read at once by as many LMDB readers, each seeing the same commit, and the matches put back in
+        /// order. A scan of fewer than 16,384 documents a thread stays on one. The default is the number of cores,
+        /// up to 4; `1` keeps every scan on the calling thread.
+        public var scanThreads = min(ProcessInfo.processInfo.activeProcessorCount, 4)
+        /// The fewest documents a scan gives a thread; lowered by tests to split small collections.
+        var documentsPerScanThread = 16_384
 
         public init() {}
     }

@@ -13,6 +13,8 @@ final class StoreCore {
     let path: String
     /// Opened with ``DocStore/Options/readOnly``: every change is refused.
     let isReadOnly: Bool
+    /// How far full scans are split among threads (``DocStore/Options/scanThreads``).
+    let scan: ParallelScan.Settings
     /// Open collections. Each serves while the collection's catalog entry is the one it was opened with; see
     /// ``CollectionHandle/checkedGeneration``.
     var handles: [String: CollectionHandle] = [:]
@@ -31,6 +33,8 @@ final class StoreCore {
         self.path = path
         self.changes = changes
         self.isReadOnly = options.readOnly
+        self.scan = ParallelScan.Settings(threads: max(1, options.scanThreads),
+                                          documentsPerThread: options.documentsPerScanThread)
         self.env = try StoreCore.openEnvironment(path: path, options: options)
         do {
             if options.readOnly {

@@ -32,14 +32,22 @@ struct StoredPerson: Document, Equatable {
 
 /// DocStore through its public API: `Query`s with `#Predicate`, run inside the store's actor.
 final class DocStorePeer: Peer {
-    let name = "DocStore"
+    let name: String
     private var store: DocStore?
     private var path = ""
+    /// ``DocStore/Options/scanThreads``; `nil` for the default.
+    private let scanThreads: Int?
+
+    init(scanThreads: Int? = nil) {
+        self.scanThreads = scanThreads
+        name = scanThreads.map { "DocStore, \($0) thread\($0 == 1 ? "" : "s")" } ?? "DocStore"
+    }
 
     func load(_ people: [BenchPerson], in directory: String) async throws {
         path = directory + "/docstore.db"
         var options = DocStore.Options()
         options.initialMapSize = 1 << 30
+        if let scanThreads { options.scanThreads = scanThreads }
         let store = try await DocStore(path: path, options: options)
         self.store = store
         for start in stride(from: 0, to: people.count, by: 10_000) {
@@ -116,7 +124,7 @@ final class DocStorePeer: Peer {
                 return try await store.read { ctx in
                     var n = 0
                     var touched = 0
-                    try q.cursor(in: ctx).forEachEncoded { raw in
+                    try q.forEachEncoded(in: ctx) { raw in
                         n += 1
                         touched &+= Int(raw.last ?? 0)
                         return true

@@ -1,0 +1,165 @@
+import Foundation
+import Synchronization
+
+/// A full scan with a condition, split among threads: the documents' keys are cut into ranges, each thread reads
+/// the ranges it takes next in a read transaction of its own that sees the same commit as the query's, and each
+/// range's matches are gathered apart, so that putting the ranges side by side gives what one thread would have
+/// found, in the same order.
+///
+/// LMDB lets readers run at once without locks; what one document costs is mostly reading its pages from memory,
+/// so a second thread on a second core nearly halves a long scan.
+struct ParallelScan {
+    /// How far a store splits its scans.
+    struct Settings: Sendable {
+        /// The most threads a scan uses (``DocStore/Options/scanThreads``); 1 turns splitting off.
+        var threads: Int
+        /// The fewest documents a thread is given: below this, starting it costs more than it saves.
+        var documentsPerThread = 16_384
+
+        static let off = Settings(threads: 1)
+    }
+
+    /// Ranges per thread: a thread that finishes early takes the next range, so that uneven ranges even out.
+    static let rangesPerThread = 8
+
+    let txn: any StorageTransaction
+    let documents: KeySpace
+    let settings: Settings
+
+    /// Runs `add` on each candidate of the scan that `matches` takes, each range's candidates into a part of its
+    /// own made by `start`; the parts in key order, or `nil` when the scan is not worth splitting or cannot be
+    /// (a write transaction, no second reader).
+    ///
+    /// `matches` and `add` run on several threads at once: they must not share anything they change. Each thread
+    /// gets its own `Residual` from `residual` and its own statistics, added to `statistics` at the end.
+    func run<Part>(residual: (StatisticsBox) -> Residual, statistics: StatisticsBox, start: @escaping () -> Part,
+                   add: @escaping (inout Part, CandidateSource.Candidate) throws -> Void) throws -> [Part]? {
+        let count = try txn.entryCount(documents)
+        let threads = min(settings.threads, count / max(settings.documentsPerThread, 1))
+        guard threads > 1 else { return nil }
+        guard let (first, last) = try txn.withCursor(documents, { cursor -> ([UInt8], [UInt8])? in
+            guard let first = try cursor.first(), let last = try cursor.last() else { return nil }
+            return (Array(first.key), Array(last.key))
+        }) else { return nil }
+        let cuts = ParallelScan.cuts(from: first, to: last, parts: threads * ParallelScan.rangesPerThread)
+        guard !cuts.isEmpty else { return nil }
+        var transactions = [txn]
+        for _ in 1..<threads {
+            guard let twin = txn.twin() else { break }
+            transactions.append(twin)
+        }
+        defer { for twin in transactions.dropFirst() { twin.end() } }
+        guard transactions.count > 1 else { return nil }
+
+        let ranges = cuts.count + 1
+        let parts = UnsafeMutableBufferPointer<Part?>.allocate(capacity: ranges)
+        parts.initialize(repeating: nil)
+        defer { parts.deinitialize(); parts.deallocate() }
+        let boxes = transactions.map { _ in StatisticsBox() }
+        let residuals = boxes.map(residual)
+        let nextRange = Atomic<Int>(0)
+        let stop = Atomic<Bool>(false)
+        let failure = Mutex<(any Error)?>(nil)
+
+        /// One thread's work: ranges until none is left or another thread failed.
+        func work(_ worker: Int) {
+            let txn = transactions[worker]
+            let (box, residual) = (boxes[worker], residuals[worker])
+            do {
+                try txn.withCursor(documents) { cursor in
+                    while !stop.load(ordering: .relaxed) {
+                        let range = nextRange.add(1, ordering: .relaxed).oldValue
+                        guard range < ranges else { return }
+                        let lower = range == 0 ? nil : cuts[range - 1]
+                        let upper = range == cuts.count ? nil : cuts[range]
+                        var part = start()
+                        var entry = try lower.map { try cursor.seek(atLeast: $0) } ?? cursor.first()
+                        while let (key, document) = entry {
+                            if let upper, !ParallelScan.precedes(key, upper) { break }
+                            box.value.entriesScanned += 1
+                            box.value.documentsRead += 1
+                            if box.value.entriesScanned & 4095 == 0 {
+                                // Only the query's own thread is in its task: it sees a cancellation, and tells.
+                                if worker == 0 { try box.checkCancellation() }
+                                if stop.load(ordering: .relaxed) { return }
+                            }
+                            if try residual.matches((key, document)) { try add(&part, (key, document)) }
+                            entry = try cursor.next()
+                        }
+                        parts[range] = part
+                    }
+                }
+            } catch {
+                failure.withLock { if $0 == nil { $0 = error } }
+                stop.store(true, ordering: .relaxed)
+            }
+        }
+
+        // The helpers are joined before this returns, and let go of the work then: nothing they touch is used
+        // after the call, nor kept by them.
+        let job = Job(work)
+        let finished = DispatchSemaphore(value: 0)
+        for worker in 1..<transactions.count {
+            let thread = Thread { job.run(worker); finished.signal() }
+            thread.name = "DocStore scan"
+            thread.start()
+        }
+        work(0)
+        for _ in 1..<transactions.count { finished.wait() }
+        job.release()
+        if let error = failure.withLock({ $0 }) { throw error }
+        for box in boxes {
+            statistics.value.entriesScanned += box.value.entriesScanned
+            statistics.value.documentsRead += box.value.documentsRead
+            statistics.value.documentsDecoded += box.value.documentsDecoded
+        }
+        return parts.map { $0! }
+    }
+
+    /// Keys between `first` and `last` that cut the range into `parts` ranges of about equal width, increasing,
+    /// each above `first`: the eight bytes after their common prefix read as a number, and that number's range cut
+    /// evenly. Empty when there is no room between them.
+    static func cuts(from first: [UInt8], to last: [UInt8], parts: Int) -> [[UInt8]] {
+        let common = zip(first, last).prefix { $0 == $1 }.count
+        func number(_ key: [UInt8]) -> UInt64 {
+            (0..<8).reduce(0) { $0 << 8 | UInt64(common + $1 < key.count ? key[common + $1] : 0) }
+        }
+        let (low, high) = (number(first), number(last))
+        guard high > low else { return [] }
+        var cuts: [[UInt8]] = []
+        for i in 1..<max(parts, 1) {
+            let step = (high - low).multipliedFullWidth(by: UInt64(i))
+            let offset = UInt64(parts).dividingFullWidth((step.high, step.low)).quotient
+            let value = low + offset
+            var key = Array(first[..<common])
+            for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+            if precedes(cuts.last ?? first, key) { cuts.append(key) }
+        }
+        return cuts
+    }
+
+    /// Byte order, as LMDB orders keys.
+    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.withUnsafeBytes { precedes($0, b) }
+    }
+
+    /// Byte order, as LMDB orders keys: `memcmp`, then the shorter first.
+    @inline(__always)
+    static func precedes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
+        b.withUnsafeBytes { b in
+            let n = min(a.count, b.count)
+            let c = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
+            return c != 0 ? c < 0 : a.count < b.count
+        }
+    }
+}
+
+/// One thread's share of a split scan, handed to helper threads: the work is safe to run on several threads at
+/// once (each touches only what its number gives it), which the compiler cannot see; ``release()`` drops it once
+/// every helper is done, so that a thread object that lives on keeps nothing of the scan.
+private final class Job: @unchecked Sendable {
+    private var work: ((Int) -> Void)?
+    init(_ work: @escaping (Int) -> Void) { self.work = work }
+    func run(_ worker: Int) { work?(worker) }
+    func release() { work = nil }
+}
