@@ -29,6 +29,15 @@ private struct Tagged: Document, Equatable {
         return try await makeStore(options: options)
     }
 
+    /// A store splitting its scans between two threads, holding 2,000 readings.
+    private static func loaded(seed: UInt64) async throws -> (DocStore, TemporaryDirectory, [Reading]) {
+        var rng = SeededGenerator(seed: seed)
+        let models = readings(2_000, using: &rng)
+        let (store, dir) = try await store(threads: 2)
+        try await store.insert(contentsOf: models)
+        return (store, dir, models)
+    }
+
     private static func readings(_ count: Int, using rng: inout SeededGenerator) -> [Reading] {
         // Ids spread unevenly (dense, then sparse, negatives too), so that the ranges cut by value are uneven.
         var ids = Set<Int>()
@@ -89,11 +98,8 @@ private struct Tagged: Document, Equatable {
 
     /// Every document is read once, whichever thread reads it.
     @Test func aSplitScanCountsEachDocumentOnce() async throws {
-        var rng = SeededGenerator(seed: 11)
-        let models = Self.readings(2_000, using: &rng)
-        let (store, dir) = try await Self.store(threads: 2)
+        let (store, dir, models) = try await Self.loaded(seed: 11)
         defer { _ = dir }
-        try await store.insert(contentsOf: models)
         for verb in [QueryExplanation.Verb.results, .count] {
             let explanation = try await Reading.include(#Predicate { $0.value > 0 }).explain(verb, in: store)
             #expect(explanation.statistics.entriesScanned == models.count, "\(explanation)")
@@ -146,11 +152,8 @@ private struct Tagged: Document, Equatable {
 
     /// A damaged document in any range stops the scan with an error naming it; the process goes on.
     @Test func aDamagedDocumentStopsASplitScanWithAClearError() async throws {
-        var rng = SeededGenerator(seed: 5)
-        let models = Self.readings(2_000, using: &rng)
-        let (store, dir) = try await Self.store(threads: 2)
+        let (store, dir, models) = try await Self.loaded(seed: 5)
         defer { _ = dir }
-        try await store.insert(contentsOf: models)
         let damaged = models.map(\.id).sorted()[1_700]   // in a range the helper thread is likely to read
         try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Reading.self)
