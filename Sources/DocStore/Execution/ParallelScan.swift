@@ -26,13 +26,15 @@ struct ParallelScan {
     let documents: KeySpace
     let settings: Settings
 
-    /// Runs `add` on each candidate of the scan that `matches` takes, each range's candidates into a part of its
-    /// own made by `start`; the parts in key order, or `nil` when the scan is not worth splitting or cannot be
-    /// (a write transaction, no second reader).
+    /// Runs `add` on each document of the collection that its thread's residual condition matches, each range's
+    /// matches into a part of its own made by `start`; the parts in key order, or `nil` when the scan is not worth
+    /// splitting or cannot be (a write transaction, no second reader).
     ///
-    /// `matches` and `add` run on several threads at once: they must not share anything they change. Each thread
-    /// gets its own `Residual` from `residual` and its own statistics, added to `statistics` at the end.
-    func run<Part>(residual: (StatisticsBox) -> Residual, statistics: StatisticsBox, start: @escaping () -> Part,
+    /// `start` and `add` run on several threads at once: they must not share anything they change. Each thread
+    /// gets its own `Residual` from `residual` and its own statistics, added to `statistics` at the end. The
+    /// candidates' bytes stay valid after the call, for as long as `txn`: every reader of one commit reads the same
+    /// pages of the map, which LMDB does not reuse while one of them is open.
+    func run<Part>(residual: @escaping (StatisticsBox) -> Residual, statistics: StatisticsBox, start: @escaping () -> Part,
                    add: @escaping (inout Part, CandidateSource.Candidate) throws -> Void) throws -> [Part]? {
         let count = try txn.entryCount(documents)
         let threads = min(settings.threads, count / max(settings.documentsPerThread, 1))
@@ -55,8 +57,9 @@ struct ParallelScan {
         let parts = UnsafeMutableBufferPointer<Part?>.allocate(capacity: ranges)
         parts.initialize(repeating: nil)
         defer { parts.deinitialize(); parts.deallocate() }
-        let boxes = transactions.map { _ in StatisticsBox() }
-        let residuals = boxes.map(residual)
+        let counted = UnsafeMutableBufferPointer<QueryStatistics>.allocate(capacity: transactions.count)
+        counted.initialize(repeating: QueryStatistics())
+        defer { counted.deinitialize(); counted.deallocate() }
         let nextRange = Atomic<Int>(0)
         let stop = Atomic<Bool>(false)
         let failure = Mutex<(any Error)?>(nil)
@@ -64,7 +67,11 @@ struct ParallelScan {
         /// One thread's work: ranges until none is left or another thread failed.
         func work(_ worker: Int) {
             let txn = transactions[worker]
-            let (box, residual) = (boxes[worker], residuals[worker])
+            // Made on the thread that uses them, from its own memory: nothing a thread writes per document shares
+            // a cache line with another thread's.
+            let box = StatisticsBox()
+            let residual = residual(box)
+            defer { counted[worker] = box.value }
             do {
                 try txn.withCursor(documents) { cursor in
                     while !stop.load(ordering: .relaxed) {
@@ -108,10 +115,10 @@ struct ParallelScan {
         for _ in 1..<transactions.count { finished.wait() }
         job.release()
         if let error = failure.withLock({ $0 }) { throw error }
-        for box in boxes {
-            statistics.value.entriesScanned += box.value.entriesScanned
-            statistics.value.documentsRead += box.value.documentsRead
-            statistics.value.documentsDecoded += box.value.documentsDecoded
+        for part in counted {
+            statistics.value.entriesScanned += part.entriesScanned
+            statistics.value.documentsRead += part.documentsRead
+            statistics.value.documentsDecoded += part.documentsDecoded
         }
         return parts.map { $0! }
     }
