@@ -99,6 +99,7 @@ private struct Constants {
 private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(String, Predicate<F>)] {
     let (a, b, x, h, n, m, d, s, p) = (c.a, c.b, c.x, c.h, c.n, c.m, c.d, c.s, c.p)
     let negativeH = -h
+    let negativeM = -m
     let (yes, no, pz, nz) = (true, false, 0.0, -0.0)
     return [
         // A part that stops the evaluation (`nil!`) before a constant decides: the constant does not hide it.
@@ -150,6 +151,16 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         ("allSatisfy", #Predicate<F> { $0.tags.allSatisfy { $0 != "c" } }),
         ("allSatisfy count", #Predicate<F> { $0.tags.allSatisfy { $0.count == 1 && $0 < "c" } }),
         ("not contains(where:)", #Predicate<F> { !$0.tags.contains { $0 == "a" || $0 == "b" } }),
+        // Arithmetic on an Int field with constants, read as a range of the field (an index serves it).
+        ("add, bounded", #Predicate<F> { $0.distance + a > b }),
+        ("subtract, bounded", #Predicate<F> { $0.distance - a <= b && $0.hour >= h }),
+        ("multiply, bounded", #Predicate<F> { $0.distance * m >= b }),
+        ("multiply by a negative", #Predicate<F> { $0.hour * negativeM > negativeH * m - x }),
+        ("multiply, equal", #Predicate<F> { $0.distance * m == b }),
+        ("multiply, not equal", #Predicate<F> { $0.distance * m != b && $0.hour > h }),
+        ("unwrapped add", #Predicate<F> { $0.depDelay! + a < x }),
+        ("constant first", #Predicate<F> { b < m * $0.distance }),
+        ("bounded, negated", #Predicate<F> { !($0.distance * m < b) }),
         ("filter count", #Predicate<F> { $0.tags.filter { $0 != "a" }.count >= n }),
         ("filter count of two", #Predicate<F> { $0.tags.filter { $0 == "b" || $0.starts(with: "c") }.count == 2 }),
         ("filter isEmpty", #Predicate<F> { $0.tags.filter { $0 > "a" }.isEmpty && $0.hour < h }),
@@ -339,5 +350,53 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
             // The index answers the whole condition: nothing is left to check on the documents.
             #expect(explanation.plan.residual == .constant(true), "\(explanation)")
         }
+    }
+}
+
+/// `x + a op k` and `x * a op k` on an `Int` field are ranges of the field: an index serves them, and a value
+/// whose arithmetic would overflow (where Swift traps) is left out, as it is when computed.
+@Suite struct IntegerBoundsTests {
+    private struct Counter: Document, Equatable {
+        var id: Int
+        var n: Int
+        static let collection = "counters"
+        static let indexes: [IndexSpec<Counter>] = [.index("n", \.n)]
+    }
+
+    @Test func arithmeticOnAnIndexedIntFieldUsesItsIndex() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(contentsOf: (1...300).map { Counter(id: $0, n: $0 - 150) })
+        let (a, k) = (7, 40)
+        for predicate in [#Predicate<Counter> { $0.n * 2 > k }, #Predicate<Counter> { $0.n + a <= k },
+                          #Predicate<Counter> { $0.n - a == k }, #Predicate<Counter> { k < 3 * $0.n }] {
+            let explanation = try await Counter.include(predicate).explain(in: store)
+            #expect(explanation.index == "n", "\(explanation)")
+            #expect(explanation.plan.residual == .constant(true), "\(explanation)")
+        }
+    }
+
+    /// Near the ends of Int, the range leaves out what would overflow; `exclude` keeps it, as for `nil!`.
+    @Test func aValueWhoseArithmeticOverflowsIsLeftOut() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let values = [Int.min, Int.min + 1, Int.min / 2 - 1, Int.min / 2, -3, 0, 3, Int.max / 2, Int.max / 2 + 1,
+                      Int.max - 5, Int.max - 4, Int.max]
+        try await store.insert(contentsOf: values.enumerated().map { Counter(id: $0.offset + 1, n: $0.element) })
+        func ids(_ predicate: Predicate<Counter>) async throws -> [Int] {
+            try await Counter.include(predicate).results(in: store).map(\.n)
+        }
+        let (five, zero, two, minusTwo) = (5, 0, 2, -2)
+        // What Swift computes, with an overflow as no match.
+        func expected(_ f: (Int) -> (Int, Bool), _ holds: (Int) -> Bool) -> [Int] {
+            values.filter { let (r, o) = f($0); return !o && holds(r) }
+        }
+        #expect(try await ids(#Predicate { $0.n + five > zero }) == expected({ $0.addingReportingOverflow(5) }, { $0 > 0 }))
+        #expect(try await ids(#Predicate { $0.n - five < zero }) == expected({ $0.subtractingReportingOverflow(5) }, { $0 < 0 }))
+        #expect(try await ids(#Predicate { $0.n * two >= zero }) == expected({ $0.multipliedReportingOverflow(by: 2) }, { $0 >= 0 }))
+        #expect(try await ids(#Predicate { $0.n * minusTwo <= zero }) == expected({ $0.multipliedReportingOverflow(by: -2) }, { $0 <= 0 }))
+        #expect(try await ids(#Predicate { $0.n * two != zero }) == expected({ $0.multipliedReportingOverflow(by: 2) }, { $0 != 0 }))
+        let excluded = try await Counter.exclude(#Predicate { $0.n + five > zero }).results(in: store).map(\.n)
+        #expect(excluded == values.filter { let (r, o) = $0.addingReportingOverflow(5); return o || r <= 0 })
     }
 }

@@ -115,6 +115,8 @@ struct ParallelScan {
         for _ in 1..<transactions.count { finished.wait() }
         job.release()
         if let error = failure.withLock({ $0 }) { throw error }
+        // The helpers may have read nearly everything: the query's own thread checks once more for its task.
+        try Task.checkCancellation()
         for part in counted {
             statistics.value.entriesScanned += part.entriesScanned
             statistics.value.documentsRead += part.documentsRead

@@ -81,8 +81,29 @@ struct Planner<Statistics: CollectionStatistics> {
 
     /// The conjuncts left to check once `answered` ones are guaranteed by the scan.
     static func residual(_ conjuncts: [Condition], removing answered: [Condition]) -> Condition {
-        let rest = conjuncts.filter { c in !answered.contains(c) }
+        let rest = conjuncts.filter { c in !answered.contains(c) && !answered.contains { implies($0, c) } }
         return Condition.and(rest).simplified
+    }
+
+    /// Whether every value the comparison `a` lets through (as an index range answers it) meets the comparison
+    /// `c` on the same field: `x == 7` or `x > 20` already say `x >= 0`.
+    static func implies(_ a: Condition, _ c: Condition) -> Bool {
+        guard case .compare(let f, let opA, let v) = a, case .compare(f, let opC, let w) = c, v != .null, w != .null,
+              KeyEncoder.kindRange(of: v) == KeyEncoder.kindRange(of: w), opC != .equal, opC != .notEqual else {
+            return false
+        }
+        switch opA {
+        case .equal: return ValueComparison.compare(values: v, opC, w)
+        case .greater, .greaterOrEqual:
+            guard opC == .greater || opC == .greaterOrEqual else { return false }
+            return ValueComparison.compare(values: v, .greater, w)
+                || (ValueComparison.compare(values: v, .equal, w) && (opA == .greater || opC == .greaterOrEqual))
+        case .less, .lessOrEqual:
+            guard opC == .less || opC == .lessOrEqual else { return false }
+            return ValueComparison.compare(values: v, .less, w)
+                || (ValueComparison.compare(values: v, .equal, w) && (opA == .less || opC == .lessOrEqual))
+        case .notEqual: return false
+        }
     }
 
     // MARK: Ranges

@@ -39,7 +39,9 @@ struct PredicateTranslator<Input> {
     static func condition(for predicate: Predicate<Input>, fieldPath: @escaping (AnyKeyPath) -> FieldPath?,
                           decode: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Any) -> Condition {
         let translator = PredicateTranslator(variable: predicate.variable, fieldPath: fieldPath, decode: decode)
-        return translator.condition(of: predicate.expression).simplified
+        let condition = translator.condition(of: predicate.expression).simplified
+        guard case .and(let parts) = condition else { return IntegerBounds.bounding(condition) }
+        return Condition.and(parts.map(IntegerBounds.bounding)).simplified
     }
 
     /// The condition an expression of type `Bool` stands for.
@@ -170,6 +172,93 @@ struct PredicateTranslator<Input> {
     func comparison(_ lhs: Any, _ op: Condition.Comparison, _ rhs: Any) -> TranslatedExpression {
         guard let a = expression(lhs), let b = expression(rhs) else { return .untranslatable }
         return .condition(Condition.comparing(a, op, b))
+    }
+}
+
+/// `x + a op k`, `x - a op k` and `x * a op k` on an `Int` field, with integer constants, as the range of `x` they
+/// hold for, so that an index on `x` serves them: `$0.age * 2 > 190` is `age > 95`, and `age <= Int.max / 2`, where
+/// Swift would trap and the document does not match.
+///
+/// Only for a part of the predicate's top-level `&&`: there a part that stops the evaluation (an overflow) and one
+/// that is false both leave the document out. Under `!` or `||` they differ, and the arithmetic stays as it is.
+/// The translator makes such arithmetic only for `Int` (a `Double` field's operands are marked ``ValueExpression/asDouble(_:)``),
+/// whose stored values are integers: for them the range is exact.
+enum IntegerBounds {
+    static func bounding(_ condition: Condition) -> Condition {
+        guard case .test(let lhs, let op, let rhs) = condition else { return condition }
+        let found: (ValueExpression.Operator, ValueExpression, Int64, Condition.Comparison, Int64)?
+        switch (lhs, rhs) {
+        case (.arithmetic(let aop, let x, .constant(.int(let a))), .constant(.int(let k))): found = (aop, x, a, op, k)
+        case (.constant(.int(let k)), .arithmetic(let aop, let x, .constant(.int(let a)))): found = (aop, x, a, op.swapped, k)
+        case (.arithmetic(let aop, .constant(.int(let a)), let x), .constant(.int(let k))) where aop == .add || aop == .multiply:
+            found = (aop, x, a, op, k)
+        case (.constant(.int(let k)), .arithmetic(let aop, .constant(.int(let a)), let x)) where aop == .add || aop == .multiply:
+            found = (aop, x, a, op.swapped, k)
+        default: found = nil
+        }
+        guard let (aop, x, a, op, k) = found else { return condition }
+        let path: FieldPath
+        var parts: [Condition] = []
+        switch x {
+        case .field(let f): path = f
+        case .unwrap(.field(let f)):
+            path = f
+            parts.append(.compare(f, .notEqual, .null))   // `nil!` stops
+        default: return condition
+        }
+        guard let (limits, comparison) = bounds(aop, a, op, k) else { return condition }
+        parts += limits.map { Condition.comparing(path, $0.0, .int($0.1)) }
+        // No comparison: no integer meets it (`x * 2 == 7`), or every one does (`x * 2 != 7`).
+        parts.append(comparison.map { Condition.comparing(path, $0.0, .int($0.1)) } ?? .constant(op == .notEqual))
+        return Condition.and(parts).simplified
+    }
+
+    /// The limits within which `x aop a` does not overflow, and the comparison on `x` that `x aop a op k` is
+    /// there; `nil` where this cannot say (a constant that would overflow, a multiplication by 0 or -1, a
+    /// remainder or a division).
+    static func bounds(_ aop: ValueExpression.Operator, _ a: Int64, _ op: Condition.Comparison, _ k: Int64)
+        -> (limits: [(Condition.Comparison, Int64)], comparison: (Condition.Comparison, Int64)?)? {
+        switch aop {
+        case .subtract:
+            guard a != .min else { return nil }
+            return bounds(.add, -a, op, k)
+        case .add:
+            let (target, overflow) = k.subtractingReportingOverflow(a)
+            guard !overflow else { return nil }
+            // `x + a` stays within Int when `x <= max - a` (a > 0) or `x >= min - a` (a < 0).
+            let limit: [(Condition.Comparison, Int64)] = a > 0 ? [(.lessOrEqual, .max - a)] : a < 0 ? [(.greaterOrEqual, .min - a)] : []
+            return (limit, compared(op, numerator: target, denominator: 1))
+        case .multiply:
+            guard a != 0, a != -1 else { return nil }
+            // `x * a` stays within Int between these (truncating division rounds toward zero, which is the ceiling
+            // of a negative quotient and the floor of a positive one).
+            let limit: [(Condition.Comparison, Int64)] = a > 0
+                ? [(.greaterOrEqual, Int64.min / a), (.lessOrEqual, Int64.max / a)]
+                : [(.greaterOrEqual, Int64.max / a), (.lessOrEqual, Int64.min / a)]
+            // Dividing by a negative `a` turns the comparison around.
+            return (limit, compared(a > 0 ? op : op.swapped, numerator: k, denominator: a))
+        case .divide, .remainder:
+            return nil
+        }
+    }
+
+    /// `x op k / d` for integers `x`, as a comparison with an integer; `nil` when no integer meets it (or every
+    /// one, for `!=`): `x == 7 / 2`.
+    private static func compared(_ op: Condition.Comparison, numerator k: Int64, denominator d: Int64)
+        -> (Condition.Comparison, Int64)? {
+        let (q, r) = (k / d, k % d)   // d is neither 0 nor -1
+        let exact = r == 0
+        // The quotient's floor and ceiling: truncation went toward zero.
+        let negative = (k < 0) != (d < 0)
+        let floor = exact || !negative ? q : q - 1
+        let ceiling = exact || negative ? q : q + 1
+        switch op {
+        case .greater: return (.greater, floor)
+        case .greaterOrEqual: return (.greaterOrEqual, ceiling)
+        case .less: return (.less, ceiling)
+        case .lessOrEqual: return (.lessOrEqual, floor)
+        case .equal, .notEqual: return exact ? (op, q) : nil
+        }
     }
 }
 
