@@ -99,16 +99,28 @@ struct PredicateTranslator<Input> {
         }
     }
 
-    /// A child that reads a field, directly or forced (`$0.name`, `$0.nickname!`), and what it asks of the field:
-    /// `a!` stops the evaluation where `a` is nil (the document does not match), as Foundation's throw does.
-    func field(_ child: Any, _ condition: (FieldPath) -> Condition) -> TranslatedExpression {
-        switch expression(child) {
-        case .field(let path)?: return .condition(condition(path))
-        case .unwrap(.field(let path))?:
-            let present = Condition.test(.unwrap(.field(path)), .notEqual, .constant(.null))
-            return .condition(.and([present, condition(path)]))
-        default: return .untranslatable
+    /// A test of a string child (`starts(with:)`, `contains`), put on each field its value may come from: a field,
+    /// forced (`$0.nickname!` stops where it is nil, as Foundation's throw does), or chosen by `??` or the ternary
+    /// (`($0.a ?? "x").starts(with: p)` is `a != nil && a.starts(with: p) || a == nil && "x".starts(with: p)`); on a
+    /// constant, `onConstant` answers.
+    func text(_ child: Any, _ condition: (FieldPath) -> Condition, onConstant: (String) -> Bool) -> TranslatedExpression {
+        func pushed(_ e: ValueExpression) -> Condition? {
+            switch e {
+            case .field(let path): return condition(path)
+            case .constant(.string(let s)): return .constant(onConstant(s))
+            case .unwrap(let inner):
+                return pushed(inner).map { .and([.test(e, .notEqual, .constant(.null)), $0]) }
+            case .coalesce(let a, let b):
+                guard let first = pushed(a), let second = pushed(b) else { return nil }
+                let isNil = Condition.comparing(a, .equal, .constant(.null))
+                return .or([.and([.not(isNil), first]), .and([isNil, second])])
+            case .choice(let test, let a, let b):
+                guard let first = pushed(a), let second = pushed(b) else { return nil }
+                return .or([.and([test, first]), .and([.not(test), second])])
+            default: return nil
+            }
         }
+        return expression(child).flatMap(pushed).map { .condition($0.simplified) } ?? .untranslatable
     }
 
     /// `lhs op rhs` on numbers of `type`: computed here only for `Int` (64 bits, an overflow stops) and `Double`.
@@ -158,7 +170,10 @@ struct PredicateTranslator<Input> {
                 throw DocStoreError(.invalidSchema, "a condition on \(Input.self) met a document decoded as "
                     + "\(type(of: document))")
             }
-            return try part.expression.evaluate(PredicateBindings((part.variable, input)))
+            // Foundation's throw (`nil!`) stops the evaluation: the part is settled as one that computes.
+            do { return try part.expression.evaluate(PredicateBindings((part.variable, input))) } catch {
+                throw NoMatch()
+            }
         })
     }
 
@@ -393,7 +408,7 @@ extension PredicateExpressions.SequenceContains: TranslatablePredicateExpression
 extension PredicateExpressions.SequenceStartsWith: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
         guard case .value(.string(let p)) = translator.translate(prefix) else { return .untranslatable }
-        return translator.field(base) { .startsWith($0, p) }
+        return translator.text(base, { .startsWith($0, p) }, onConstant: { $0.starts(with: p) })
     }
 }
 
@@ -502,7 +517,8 @@ extension PredicateExpressions.CollectionContainsCollection: TranslatablePredica
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
         // `$0.name.contains("nn")`: a string field and a constant string.
         guard case .value(.string(let text)) = translator.translate(other) else { return .untranslatable }
-        return translator.field(base) { .containsText($0, text) }
+        return translator.text(base, { .containsText($0, text) },
+                               onConstant: { ValueComparison.containsCharacters($0, text) })
     }
 }
 

@@ -181,10 +181,11 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension Condition {
-    /// Whether some part computes a value (a ``test(_:_:_:)``) whose evaluation may stop, and is not settled.
+    /// Whether some part computes a value (a ``test(_:_:_:)``, or an opaque part) whose evaluation may stop, and is
+    /// not settled.
     var computes: Bool {
         switch self {
-        case .test: return true
+        case .test, .opaque: return true   // an opaque part stops where Foundation throws
         case .falseOnStop: return false
         case .anyElement(_, let c), .everyElement(_, let c): return c.computes
         case .and(let cs), .or(let cs): return cs.contains { $0.computes }
