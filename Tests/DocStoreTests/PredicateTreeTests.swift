@@ -33,6 +33,22 @@ private struct PlainTree: TreeModel {
     static let collection = "trees_plain"
 }
 
+/// Stored without its Swift type: nil fields missing, whole doubles written as integers.
+private struct UntypedTree: TreeModel {
+    var id: Int, a: Int?, b: Int, d: Double?, e: Double, s: String, t: String?, tags: [String]
+    static let collection = "trees_untyped"
+
+    var document: DocumentValue {
+        func number(_ x: Double) -> DocumentValue { x.rounded() == x ? .int(Int64(x)) : .double(x) }
+        var fields: [(String, DocumentValue)] = [("id", .int(Int64(id))), ("b", .int(Int64(b))), ("e", number(e)),
+                                                 ("s", .string(s)), ("tags", .array(tags.map { .string($0) }))]
+        if let a { fields.append(("a", .int(Int64(a)))) }
+        if let d { fields.append(("d", number(d))) }
+        if let t { fields.append(("t", .string(t))) }
+        return .object(fields)
+    }
+}
+
 /// An expression with the Swift it stands for, to name a failing predicate.
 private struct Built<Output> {
     let expression: any StandardPredicateExpression<Output>
@@ -206,7 +222,7 @@ private struct TreeBuilder<M: TreeModel> {
         case 5: return textSearch(string(depth - 1))
         case 6: return inRange(int(depth - 1))
         case 7: return flatMapped()
-        case 8: return elements()
+        case 8: return pick(3) == 0 ? membership() : elements()
         case 9, 10:
             let (x, y) = (bool(depth - 1), bool(depth - 1))
             let and = pick(2) == 0
@@ -307,6 +323,32 @@ private struct TreeBuilder<M: TreeModel> {
         return Built(expression: equalsTrue(inner.expression), text: "(\(inner.text) == true)")
     }
 
+    /// `$0.tags.contains(k)`, `$0.tags.isEmpty`, or `[k, l].contains($0.b)`.
+    private mutating func membership() -> Built<Bool> {
+        let k = text()
+        switch pick(3) {
+        case 0:
+            let tags = field(\.tags, "tags")
+            func make<A: StandardPredicateExpression<[String]>>(_ a: A) -> any StandardPredicateExpression<Bool> {
+                PredicateExpressions.SequenceContains(sequence: a, element: PredicateExpressions.Value(k))
+            }
+            return Built(expression: make(tags.expression), text: "$0.tags.contains(\"\(k)\")")
+        case 1:
+            let tags = field(\.tags, "tags")
+            func make<A: StandardPredicateExpression<[String]>>(_ a: A) -> any StandardPredicateExpression<Bool> {
+                PredicateExpressions.KeyPath(root: a, keyPath: \[String].isEmpty)
+            }
+            return Built(expression: make(tags.expression), text: "$0.tags.isEmpty")
+        default:
+            let values = [small(), small()]
+            let b = field(\.b, "b")
+            func make<A: StandardPredicateExpression<Int>>(_ a: A) -> any StandardPredicateExpression<Bool> {
+                PredicateExpressions.SequenceContains(sequence: PredicateExpressions.Value(values), element: a)
+            }
+            return Built(expression: make(b.expression), text: "\(values).contains($0.b)")
+        }
+    }
+
     /// A closure over `tags`: `contains(where:)`, `allSatisfy`, or `filter { }.count` compared.
     private mutating func elements() -> Built<Bool> {
         let k = text()
@@ -356,7 +398,14 @@ private struct TreeBuilder<M: TreeModel> {
 
     private func check<M: TreeModel>(_ type: M.Type, seed: UInt64, predicates count: Int, store: DocStore) async throws {
         let models = Self.models(M.self, count: 250, seed: seed)
-        try await store.insert(contentsOf: models)
+        if let untyped = models as? [UntypedTree] {
+            try await store.write { tx in
+                for model in untyped { try tx.insert(model.document, into: UntypedTree.collection) }
+            }
+            #expect(try await M.query().results(in: store) == models, "stored without a type, read back as \(M.self)")
+        } else {
+            try await store.insert(contentsOf: models)
+        }
         var rng = SeededGenerator(seed: seed &+ 1)
         for round in 0..<count {
             var text = ""
@@ -383,5 +432,6 @@ private struct TreeBuilder<M: TreeModel> {
         defer { _ = dir }
         try await check(IndexedTree.self, seed: seed, predicates: 250, store: store)
         try await check(PlainTree.self, seed: seed, predicates: 250, store: store)
+        try await check(UntypedTree.self, seed: seed, predicates: 250, store: store)
     }
 }
