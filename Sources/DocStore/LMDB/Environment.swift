@@ -193,6 +193,11 @@ final class LMDBEnvironment: StorageEngine {
         }
     }
 
+    /// Reads the file with ``LMDBFileCheck``, as `txn` (held open meanwhile) or a later commit has it.
+    func checkStructure(holding txn: any StorageTransaction) -> (damage: [StorageDamage], pages: Int) {
+        LMDBFileCheck.check(path: path, snapshot: txn.id)
+    }
+
     /// Runs `body` in a write transaction, committed when it returns and aborted when it throws.
     ///
     /// If the map is full, the transaction is aborted, the map enlarged and `body` run again: `body` must have no

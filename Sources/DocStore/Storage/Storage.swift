@@ -29,6 +29,22 @@ protocol StorageEngine: AnyObject {
     var isWithoutLockFile: Bool { get }
     /// Closes the file; later calls throw ``StorageError/closed``.
     func close()
+
+    /// Checks the file's structure without trusting it (every page number and offset checked before use), as
+    /// `txn`'s commit, or a later one, has it; the damage found, and the pages read.
+    func checkStructure(holding txn: any StorageTransaction) -> (damage: [StorageDamage], pages: Int)
+}
+
+/// Damage the storage engine's own check of the file found: where (a page, a key space) and what.
+struct StorageDamage: Sendable, Equatable, CustomStringConvertible {
+    var page: Int?
+    /// The key space (a named database, "main", "free list"), or "" for the file as a whole.
+    var space: String
+    var message: String
+
+    var description: String {
+        (page.map { "page \($0)" } ?? "the file") + (space.isEmpty ? "" : " (\(space))") + ": \(message)"
+    }
 }
 
 /// A transaction, valid only inside the `read` or `write` closure that received it.

@@ -18,6 +18,9 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
             case corruptDocument = "corrupt document"
             /// A document that is valid but does not decode as the collection's Swift type.
             case undecodableDocument = "undecodable document"
+            /// A page of the file that is not what the storage's structure needs (a page number past the end, a
+            /// loop, a node outside its page, counts that disagree): found before anything is read through LMDB.
+            case damagedFile = "damaged file"
         }
         public let kind: Kind
         public let collection: String
@@ -27,7 +30,8 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
         public let detail: String
 
         public var description: String {
-            "\(kind.rawValue): collection '\(collection)'" + (index.map { ", index '\($0)'" } ?? "")
+            if kind == .damagedFile { return "\(kind.rawValue): " + (collection.isEmpty ? "" : "collection '\(collection)', ") + detail }
+            return "\(kind.rawValue): collection '\(collection)'" + (index.map { ", index '\($0)'" } ?? "")
                 + ", document \(document)" + (detail.isEmpty ? "" : ": \(detail)")
         }
     }
@@ -38,12 +42,14 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
     public internal(set) var collectionsChecked = 0
     public internal(set) var documentsChecked = 0
     public internal(set) var entriesChecked = 0
+    /// Pages of the file read by the structural check.
+    public internal(set) var pagesChecked = 0
 
     /// No problem found.
     public var isClean: Bool { problems.isEmpty }
 
     public var description: String {
-        var lines = ["verified \(collectionsChecked) collections, \(documentsChecked) documents, "
+        var lines = ["verified \(pagesChecked) pages, \(collectionsChecked) collections, \(documentsChecked) documents, "
             + "\(entriesChecked) index entries: " + (isClean ? "no problems" : "\(problems.count) problems")]
         lines += problems.map { "  \($0)" }
         lines += notices.map { "  note: \($0)" }
@@ -56,10 +62,25 @@ extension DocStore {
     /// store), has every index entry its values produce, and every index entry belongs to a document that
     /// produces it.
     ///
+    /// First it reads the file's structure without trusting it (every page number, offset and length checked before
+    /// use): a damaged file is reported, with the page and what is wrong, and nothing more is read, so that
+    /// `verify()` never goes through a damaged page into LMDB.
+    ///
     /// It reads the whole store in one read transaction; writers are not blocked.
     public func verify() throws -> VerificationReport {
-        try withRead { context in
-            var report = VerificationReport()
+        try checkOpen()
+        let structure = try mapErrors { try core.env.read { core.env.checkStructure(holding: $0) } }
+        var report = VerificationReport()
+        report.pagesChecked = structure.pages
+        guard structure.damage.isEmpty else {
+            report.problems = structure.damage.map { damage in
+                VerificationReport.Problem(kind: .damagedFile, collection: StoreCore.collectionName(ofKeySpace: damage.space) ?? "", index: nil,
+                      document: "", detail: damage.description)
+            }
+            return report
+        }
+        return try withRead { [report] context in
+            var report = report
             for name in try context.collections().map(\.name) {
                 guard let handle = try context.scope.handle(named: name) else { continue }
                 report.collectionsChecked += 1

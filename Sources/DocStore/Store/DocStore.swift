@@ -207,12 +207,12 @@ public actor DocStore {
     /// The scope of the latest run of a transaction's closure, which the map's growth may run more than once.
     private final class Attempt { var scope: TransactionScope? }
 
-    private func checkOpen() throws {
+    func checkOpen() throws {
         if isClosed { throw DocStoreError(.closed, "the store at \(path) is closed") }
     }
 
     /// Turns errors from the layers below into ``DocStoreError``s that say what happened to this store.
-    private func mapErrors<R>(_ body: () throws -> R) throws -> R {
+    func mapErrors<R>(_ body: () throws -> R) throws -> R {
         do {
             return try body()
         } catch let error as DocStoreError {

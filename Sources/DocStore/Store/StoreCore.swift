@@ -158,6 +158,13 @@ final class StoreCore {
 
     static func catalogKey(_ collection: String) -> [UInt8] { Array(("collection" + String(separator) + collection).utf8) }
     static func documentsName(_ collection: String) -> String { "doc" + String(separator) + collection }
+
+    /// The collection a key space belongs to (its documents or one of its indexes); `nil` for any other.
+    static func collectionName(ofKeySpace name: String) -> String? {
+        let parts = name.split(separator: separator, omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts[0] == "doc" || parts[0] == "idx" else { return nil }
+        return String(parts[1])
+    }
     /// The index's database. Its kind is part of the name: a kind changed (by this process or another) means a
     /// database of another name, never a handle still open with the old kind's flags.
     static func indexName(_ collection: String, _ index: IndexDefinition) -> String {

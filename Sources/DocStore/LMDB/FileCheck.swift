@@ -1,0 +1,449 @@
+import Foundation
+
+/// A check of an LMDB file's structure, read from the file itself with every page number, offset and length checked
+/// before use: both meta pages, every page reachable from the free list's and the main database's roots, the named
+/// databases under the main one, their branch and leaf nodes, the sub-pages and sub-databases of duplicate values,
+/// overflow pages, and the free list's page numbers. LMDB trusts each of these where it reads them; a damaged one
+/// can send it outside the map. This check cannot: at worst it reports what it cannot make sense of.
+///
+/// The layout read is LMDB 0.9's on a 64-bit machine (`mdb.c`): 16-byte page headers, 8-byte node headers, 48-byte
+/// database records.
+struct LMDBFileCheck {
+    let bytes: UnsafeRawBufferPointer
+    private(set) var problems: [StorageDamage] = []
+    private(set) var pagesChecked = 0
+    /// Each database's root page, by name ("main", "free list", then the named ones).
+    private(set) var roots: [String: UInt64] = [:]
+    private(set) var pageSize = 4096
+    private var pageCount = 0
+    /// Pages found in use (1) or free (2), by page number.
+    private var state: [UInt8] = []
+
+    private static let headerSize = 16, nodeHeaderSize = 8, recordSize = 48
+    private static let magic: UInt32 = 0xBEEF_C0DE
+    private static let noPage = UInt64.max
+    private enum PageFlag {
+        static let branch: UInt16 = 0x01, leaf: UInt16 = 0x02, overflow: UInt16 = 0x04, meta: UInt16 = 0x08
+        static let leaf2: UInt16 = 0x20, subpage: UInt16 = 0x40
+    }
+    private enum NodeFlag {
+        static let bigData: UInt16 = 0x01, subData: UInt16 = 0x02, dupData: UInt16 = 0x04
+    }
+    private enum DatabaseFlag {
+        static let reverseKey: UInt16 = 0x02, dupSort: UInt16 = 0x04, integerKey: UInt16 = 0x08, dupFixed: UInt16 = 0x10
+        static let integerDup: UInt16 = 0x20, reverseDup: UInt16 = 0x40
+    }
+
+    /// A database record (`MDB_db`).
+    private struct Record {
+        var pad: UInt32, flags: UInt16, depth: UInt16
+        var branchPages: UInt64, leafPages: UInt64, overflowPages: UInt64, entries: UInt64, root: UInt64
+    }
+
+    private struct Meta {
+        var page: Int
+        var free: Record, main: Record
+        var lastPage: UInt64
+        var txnid: UInt64
+    }
+
+    /// Checks the file at `path` as the commit `snapshot` (or a later one) has it; the caller holds a read
+    /// transaction of that commit, so that no page reachable from it or from a later commit is reused meanwhile.
+    static func check(path: String, snapshot: Int) -> (damage: [StorageDamage], pages: Int) {
+        let check = run(path: path, snapshot: snapshot)
+        return (check.problems, check.pagesChecked)
+    }
+
+    /// The whole check of the file at `path`, its findings kept (its bytes are not).
+    static func run(path: String, snapshot: Int = 0) -> LMDBFileCheck.Findings {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else {
+            return Findings(problems: [StorageDamage(page: nil, space: "", message: "the file '\(path)' cannot be read")],
+                            pagesChecked: 0, roots: [:], pageSize: 0)
+        }
+        return data.withUnsafeBytes { raw in
+            var check = LMDBFileCheck(bytes: raw)
+            check.run(snapshot: UInt64(max(snapshot, 0)))
+            return Findings(problems: check.problems, pagesChecked: check.pagesChecked, roots: check.roots,
+                            pageSize: check.pageSize)
+        }
+    }
+
+    struct Findings {
+        var problems: [StorageDamage]
+        var pagesChecked: Int
+        var roots: [String: UInt64]
+        var pageSize: Int
+    }
+
+    // MARK: Reading
+
+    private func u16(_ offset: Int) -> UInt16? {
+        guard offset >= 0, offset + 2 <= bytes.count else { return nil }
+        return UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+    }
+
+    private func u32(_ offset: Int) -> UInt32? {
+        guard offset >= 0, offset + 4 <= bytes.count else { return nil }
+        return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+
+    private func u64(_ offset: Int) -> UInt64? {
+        guard offset >= 0, offset + 8 <= bytes.count else { return nil }
+        return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+
+    private func record(at offset: Int) -> Record? {
+        guard let pad = u32(offset), let flags = u16(offset + 4), let depth = u16(offset + 6),
+              let branch = u64(offset + 8), let leaf = u64(offset + 16), let overflow = u64(offset + 24),
+              let entries = u64(offset + 32), let root = u64(offset + 40) else { return nil }
+        return Record(pad: pad, flags: flags, depth: depth, branchPages: branch, leafPages: leaf,
+                      overflowPages: overflow, entries: entries, root: root)
+    }
+
+    private mutating func damage(_ page: UInt64?, _ space: String, _ message: String) {
+        // A badly damaged file could yield a problem per node: the first ones say enough.
+        guard problems.count < 100 else { return }
+        problems.append(StorageDamage(page: page.map { Int(truncatingIfNeeded: $0) }, space: space, message: message))
+    }
+
+    // MARK: Meta pages
+
+    private mutating func run(snapshot: UInt64) {
+        // Hostile input stays inside these bytes: every read below is bounds-checked.
+        guard bytes.count >= 2 * 512, u32(16) == LMDBFileCheck.magic || u32(4096 + 16) == LMDBFileCheck.magic else {
+            damage(0, "", "no LMDB meta page at the start of the file (\(bytes.count) bytes)")
+            return
+        }
+        // The page size is in the first meta page's free-list record; a damaged one is looked for in the second.
+        var metas: [Meta] = []
+        for size in [Int(u32(40) ?? 0), 4096] where size >= 512 && size <= 65536 && size & (size - 1) == 0 {
+            pageSize = size
+            metas = (0...1).compactMap { meta(at: $0) }
+            if !metas.isEmpty { break }
+        }
+        guard let newest = metas.filter({ $0.txnid >= snapshot }).min(by: { $0.txnid < $1.txnid })
+                ?? metas.max(by: { $0.txnid < $1.txnid }) else {
+            damage(0, "", "neither meta page is valid")
+            return
+        }
+        pageCount = Int(newest.lastPage) + 1
+        state = [UInt8](repeating: 0, count: pageCount)
+        state[0] = 1
+        if pageCount > 1 { state[1] = 1 }
+        walk(newest.free, space: "free list", isFreeList: true)
+        walk(newest.main, space: "main", isMain: true)
+    }
+
+    /// The meta page `index`, if it is one: a damaged one is reported.
+    private mutating func meta(at index: Int) -> Meta? {
+        let base = index * pageSize
+        let space = "meta page \(index)"
+        guard let flags = u16(base + 10), let magic = u32(base + 16), let version = u32(base + 20) else {
+            damage(UInt64(index), space, "past the end of the file")
+            return nil
+        }
+        guard flags & PageFlag.meta != 0, magic == LMDBFileCheck.magic, version == 1 else {
+            damage(UInt64(index), space, "not a meta page (flags \(flags), magic \(String(magic, radix: 16)), version \(version))")
+            return nil
+        }
+        guard let free = record(at: base + 40), let main = record(at: base + 88), let last = u64(base + 136),
+              let txnid = u64(base + 144) else {
+            damage(UInt64(index), space, "cut short")
+            return nil
+        }
+        let filePages = UInt64(bytes.count / pageSize)
+        guard last >= 1, last < filePages else {
+            damage(UInt64(index), space, "its last page \(last) lies past the end of the file (\(filePages) pages)")
+            return nil
+        }
+        return Meta(page: index, free: free, main: main, lastPage: last, txnid: txnid)
+    }
+
+    // MARK: Trees
+
+    /// What walking one database found, to compare with its record.
+    private struct Tally {
+        var branch: UInt64 = 0, leaf: UInt64 = 0, overflow: UInt64 = 0, entries: UInt64 = 0
+    }
+
+    private mutating func walk(_ record: Record, space: String, isMain: Bool = false, isFreeList: Bool = false) {
+        if record.root == LMDBFileCheck.noPage {
+            if record.entries != 0 || record.depth != 0 {
+                damage(nil, space, "no root page, yet \(record.entries) entries and depth \(record.depth)")
+            }
+            return
+        }
+        guard record.depth >= 1, record.depth <= 64 else {
+            damage(record.root, space, "depth \(record.depth) is impossible")
+            return
+        }
+        roots[space] = record.root
+        var tally = Tally()
+        visit(record.root, level: 1, record: record, space: space, isMain: isMain, isFreeList: isFreeList, tally: &tally)
+        guard problems.isEmpty else { return }   // counts after damage say nothing more
+        if tally.branch != record.branchPages || tally.leaf != record.leafPages || tally.overflow != record.overflowPages
+            || tally.entries != record.entries {
+            damage(record.root, space, "its record says \(record.branchPages) branch, \(record.leafPages) leaf and "
+                + "\(record.overflowPages) overflow pages and \(record.entries) entries; the tree has \(tally.branch), "
+                + "\(tally.leaf), \(tally.overflow) and \(tally.entries)")
+        }
+    }
+
+    /// Claims `count` pages from `page` for this walk; false (reported) when one is past the end or met before.
+    private mutating func claim(_ page: UInt64, count: UInt64 = 1, space: String, free: Bool = false) -> Bool {
+        guard page < UInt64(pageCount), count >= 1, count <= UInt64(pageCount) - page else {
+            damage(page, space, "page \(page)\(count > 1 ? " (and \(count - 1) after it)" : "") lies past the last page "
+                + "\(pageCount - 1)")
+            return false
+        }
+        for p in Int(page)..<Int(page + count) {
+            if state[p] != 0 {
+                damage(UInt64(p), space, free || state[p] == 2 ? "page \(p) is both free and in use"
+                    : "page \(p) is reached twice (a loop, or a page shared by two places)")
+                return false
+            }
+            state[p] = free ? 2 : 1
+        }
+        return true
+    }
+
+    private mutating func visit(_ page: UInt64, level: Int, record: Record, space: String, isMain: Bool,
+                                isFreeList: Bool, tally: inout Tally) {
+        guard claim(page, space: space) else { return }
+        pagesChecked += 1
+        let base = Int(page) * pageSize
+        guard let number = u64(base), let flags = u16(base + 10) else {
+            damage(page, space, "past the end of the file")
+            return
+        }
+        guard number == page else {
+            damage(page, space, "page \(page) says it is page \(number)")
+            return
+        }
+        let isLeaf = flags & PageFlag.leaf != 0
+        guard flags & (PageFlag.branch | PageFlag.leaf) != 0, flags & (PageFlag.overflow | PageFlag.meta) == 0,
+              isLeaf == (level == Int(record.depth)) else {
+            damage(page, space, "flags \(String(flags, radix: 16)) at level \(level) of \(record.depth): expected a "
+                + (level == Int(record.depth) ? "leaf" : "branch") + " page")
+            return
+        }
+        if isLeaf { tally.leaf += 1 } else { tally.branch += 1 }
+        if flags & PageFlag.leaf2 != 0 {
+            // Fixed-size duplicates (`MDB_DUPFIXED`): keys side by side, no nodes.
+            guard isLeaf, record.flags & DatabaseFlag.dupFixed != 0, let lower = u16(base + 12).map(Int.init),
+                  let width = u16(base + 8).map(Int.init), width > 0, lower >= LMDBFileCheck.headerSize,
+                  LMDBFileCheck.headerSize + (lower - LMDBFileCheck.headerSize) / 2 * width <= pageSize else {
+                damage(page, space, "a page of fixed-size keys where a tree's page is expected")
+                return
+            }
+            tally.entries += UInt64((lower - LMDBFileCheck.headerSize) / 2)
+            return
+        }
+        let nodes = self.nodes(inPageAt: base, length: pageSize, page: page, space: space)
+        guard let nodes else { return }
+        var previous: UnsafeRawBufferPointer?
+        let ordered = record.flags & (DatabaseFlag.reverseKey | DatabaseFlag.integerKey) == 0
+        for (i, node) in nodes.enumerated() {
+            guard let key = self.key(of: node, within: base + pageSize, page: page, space: space) else { return }
+            // A branch page's first key is empty: everything before the second goes left.
+            if ordered, !(i == 0 && !isLeaf) {
+                if let previous, !LMDBFileCheck.precedes(previous, key) {
+                    damage(page, space, "keys out of order at node \(i)")
+                    return
+                }
+                previous = key
+            }
+            guard let lo = u16(node), let hi = u16(node + 2), let nodeFlags = u16(node + 4) else { return }
+            if !isLeaf {
+                let child = UInt64(lo) | UInt64(hi) << 16 | UInt64(nodeFlags) << 32
+                visit(child, level: level + 1, record: record, space: space, isMain: isMain, isFreeList: isFreeList,
+                      tally: &tally)
+                if problems.count >= 100 { return }
+                continue
+            }
+            let size = Int(UInt32(lo) | UInt32(hi) << 16)
+            let dataStart = node + LMDBFileCheck.nodeHeaderSize + key.count
+            leaf(nodeFlags, key: key, data: dataStart, size: size, pageEnd: base + pageSize, page: page, record: record,
+                 space: space, isMain: isMain, isFreeList: isFreeList, tally: &tally)
+            if problems.count >= 100 { return }
+        }
+    }
+
+    /// The offsets of a page's nodes (page-relative offsets checked to lie within it, after the pointers); `nil`,
+    /// reported, when its bounds make no sense.
+    private mutating func nodes(inPageAt base: Int, length: Int, page: UInt64, space: String) -> [Int]? {
+        guard let lower = u16(base + 12).map(Int.init), let upper = u16(base + 14).map(Int.init) else {
+            damage(page, space, "cut short")
+            return nil
+        }
+        guard lower >= LMDBFileCheck.headerSize, lower <= upper, upper <= length, (lower - LMDBFileCheck.headerSize) % 2 == 0 else {
+            damage(page, space, "free-space bounds \(lower)..\(upper) do not fit a page of \(length) bytes")
+            return nil
+        }
+        let count = (lower - LMDBFileCheck.headerSize) / 2
+        var offsets: [Int] = []
+        offsets.reserveCapacity(count)
+        for i in 0..<count {
+            guard let offset = u16(base + LMDBFileCheck.headerSize + 2 * i).map(Int.init),
+                  offset >= upper, offset + LMDBFileCheck.nodeHeaderSize <= length else {
+                damage(page, space, "node \(i) lies outside the page's node area")
+                return nil
+            }
+            offsets.append(base + offset)
+        }
+        if count == 0 { damage(page, space, "an empty page in a tree") }
+        return count == 0 ? nil : offsets
+    }
+
+    private mutating func key(of node: Int, within end: Int, page: UInt64, space: String) -> UnsafeRawBufferPointer? {
+        guard let size = u16(node + 6).map(Int.init), node + LMDBFileCheck.nodeHeaderSize + size <= end else {
+            damage(page, space, "a key runs past the end of its page")
+            return nil
+        }
+        let start = node + LMDBFileCheck.nodeHeaderSize
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<(start + size)])
+    }
+
+    private mutating func leaf(_ flags: UInt16, key: UnsafeRawBufferPointer, data: Int, size: Int, pageEnd: Int,
+                               page: UInt64, record: Record, space: String, isMain: Bool, isFreeList: Bool,
+                               tally: inout Tally) {
+        if flags & NodeFlag.bigData != 0 {
+            guard data + 8 <= pageEnd, let first = u64(data) else {
+                damage(page, space, "an overflow reference runs past the end of its page")
+                return
+            }
+            guard claimOverflow(first, size: size, space: space, tally: &tally) else { return }
+            tally.entries += 1
+            if isFreeList { freePages(listAt: Int(first) * pageSize + LMDBFileCheck.headerSize, size: size, space: space) }
+            return
+        }
+        guard data + size <= pageEnd else {
+            damage(page, space, "a value of \(size) bytes runs past the end of its page")
+            return
+        }
+        if flags & NodeFlag.subData != 0 {
+            guard size == LMDBFileCheck.recordSize, let child = self.record(at: data) else {
+                damage(page, space, "a database record of \(size) bytes")
+                return
+            }
+            if flags & NodeFlag.dupData != 0 {
+                // The duplicates of one key, in a tree of their own: they count as this database's entries.
+                var dups = Tally()
+                // The duplicates are the sub-tree's keys, in the duplicates' order.
+                var dupFlags: UInt16 = record.flags & DatabaseFlag.dupFixed
+                if record.flags & DatabaseFlag.integerDup != 0 { dupFlags |= DatabaseFlag.integerKey }
+                if record.flags & DatabaseFlag.reverseDup != 0 { dupFlags |= DatabaseFlag.reverseKey }
+                let dupRecord = Record(pad: child.pad, flags: dupFlags, depth: child.depth,
+                                       branchPages: child.branchPages, leafPages: child.leafPages,
+                                       overflowPages: child.overflowPages, entries: child.entries, root: child.root)
+                visitDuplicates(dupRecord, space: space, tally: &dups)
+                tally.entries += dups.entries   // their pages are counted in their own record, not the database's
+            } else if isMain {
+                tally.entries += 1
+                walk(child, space: String(decoding: key, as: UTF8.self))
+            } else {
+                damage(page, space, "a database record outside the main database")
+            }
+            return
+        }
+        if flags & NodeFlag.dupData != 0 {
+            tally.entries += duplicates(inSubpageAt: data, size: size, page: page, space: space)
+            return
+        }
+        tally.entries += 1
+        if isFreeList { freePages(listAt: data, size: size, space: space) }
+    }
+
+    private mutating func visitDuplicates(_ record: Record, space: String, tally: inout Tally) {
+        guard record.root != LMDBFileCheck.noPage, record.depth >= 1, record.depth <= 64 else {
+            damage(nil, space, "a key's duplicates have no tree (depth \(record.depth))")
+            return
+        }
+        var found = Tally()
+        visit(record.root, level: 1, record: record, space: space, isMain: false, isFreeList: false, tally: &found)
+        if problems.isEmpty && (found.entries != record.entries || found.leaf != record.leafPages
+            || found.branch != record.branchPages) {
+            damage(record.root, space, "a key's duplicates number \(found.entries) in \(found.branch) branch and "
+                + "\(found.leaf) leaf pages; their record says \(record.entries) in \(record.branchPages) and \(record.leafPages)")
+        }
+        tally = found
+    }
+
+    /// The duplicates of one key kept inside its node (a sub-page): their number, 0 when damaged (reported).
+    private mutating func duplicates(inSubpageAt start: Int, size: Int, page: UInt64, space: String) -> UInt64 {
+        guard size >= LMDBFileCheck.headerSize, let flags = u16(start + 10), flags & PageFlag.subpage != 0 else {
+            damage(page, space, "a key's duplicates are not a sub-page")
+            return 0
+        }
+        if flags & PageFlag.leaf2 != 0 {
+            guard let lower = u16(start + 12).map(Int.init), lower >= LMDBFileCheck.headerSize, lower <= size,
+                  let width = u16(start + 8).map(Int.init), width > 0 else {
+                damage(page, space, "a sub-page of fixed-size duplicates with impossible bounds")
+                return 0
+            }
+            let count = (lower - LMDBFileCheck.headerSize) / width
+            guard LMDBFileCheck.headerSize + count * width <= size else {
+                damage(page, space, "fixed-size duplicates run past their sub-page")
+                return 0
+            }
+            return UInt64(count)
+        }
+        guard let nodes = self.nodes(inPageAt: start, length: size, page: page, space: space) else { return 0 }
+        var previous: UnsafeRawBufferPointer?
+        for node in nodes {
+            guard let value = key(of: node, within: start + size, page: page, space: space) else { return 0 }
+            if let previous, !LMDBFileCheck.precedes(previous, value) {
+                damage(page, space, "a key's duplicates are out of order")
+                return 0
+            }
+            previous = value
+        }
+        return UInt64(nodes.count)
+    }
+
+    private mutating func claimOverflow(_ first: UInt64, size: Int, space: String, tally: inout Tally) -> Bool {
+        guard first < UInt64(pageCount) else {
+            damage(first, space, "an overflow page \(first) lies past the last page \(pageCount - 1)")
+            return false
+        }
+        let base = Int(first) * pageSize
+        guard let number = u64(base), number == first, let flags = u16(base + 10), flags & PageFlag.overflow != 0,
+              let count = u32(base + 12), count >= 1 else {
+            damage(first, space, "not an overflow page")
+            return false
+        }
+        guard claim(first, count: UInt64(count), space: space) else { return false }
+        pagesChecked += Int(count)
+        guard size <= Int(count) * pageSize - LMDBFileCheck.headerSize else {
+            damage(first, space, "a value of \(size) bytes in \(count) overflow pages")
+            return false
+        }
+        tally.overflow += UInt64(count)
+        return true
+    }
+
+    /// The page numbers of one free-list entry: a count, then as many page numbers.
+    private mutating func freePages(listAt start: Int, size: Int, space: String) {
+        guard size >= 8, let count = u64(start), count <= UInt64((size - 8) / 8) else {
+            damage(nil, space, "a free-list entry of \(size) bytes with an impossible count")
+            return
+        }
+        for i in 0..<Int(count) {
+            guard let page = u64(start + 8 + 8 * i) else { return }
+            guard page < UInt64(pageCount) else {
+                damage(page, space, "free page \(page) lies past the last page \(pageCount - 1)")
+                return
+            }
+            // A page freed by a commit can be in use again later, after the readers that kept it are gone; only
+            // pages of the tree walked so far (the free list's own) must not be listed.
+            if state[Int(page)] == 0 { state[Int(page)] = 2 }
+        }
+    }
+
+    /// Byte order, shorter first on a tie: LMDB's default order.
+    private static func precedes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        let n = min(a.count, b.count)
+        let c = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
+        return c != 0 ? c < 0 : a.count < b.count
+    }
+}
