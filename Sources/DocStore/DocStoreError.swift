@@ -16,7 +16,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         enum Kind: String, Sendable {
             case uniqueViolation, duplicateID, storeFull, notAStore, formatTooNew, cannotOpen, alreadyOpen
             case decodingFailed, encodingFailed, corruptDocument, invalidSchema, valueTooLarge
-            case transactionExpired, closed, storage, alreadyExists, readOnly
+            case transactionExpired, closed, storage, alreadyExists, readOnly, damagedFile
         }
         let kind: Kind
         public var description: String { kind.rawValue }
@@ -56,6 +56,9 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         /// The store was opened with ``DocStore/Options/readOnly`` and the call would change it; the message says
         /// what was refused. Nothing was written.
         public static let readOnly = Code(kind: .readOnly)
+        /// The file's structure is damaged (found by ``DocStore/Options/checkFile`` when opening): the message
+        /// names the page and what is wrong. Nothing was read through the damaged page.
+        public static let damagedFile = Code(kind: .damagedFile)
     }
 
     public let code: Code
@@ -94,6 +97,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
     public static let closed = Code.closed
     public static let storage = Code.storage
     public static let readOnly = Code.readOnly
+    public static let damagedFile = Code.damagedFile
 }
 
 extension DocStoreError.Code {

@@ -17,6 +17,8 @@ enum DocStoreShell {
           --bail          stop at the first error
           --yes           answer yes to confirmations (needed for deletes without a terminal)
           --readonly      open the store read-only: queries work, every change is refused
+          --no-check      open an existing store without first checking its file's structure (the check reads
+                          every page once, and refuses a damaged file instead of crashing on it later)
           --help          this text
         """
 
@@ -24,7 +26,7 @@ enum DocStoreShell {
         var path: String?
         var statements: [String] = []
         var commands: [String] = []
-        var demo = false, batch = false, bail = false, yes = false, readOnly = false
+        var demo = false, batch = false, bail = false, yes = false, readOnly = false, checkFiles = true
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
@@ -33,6 +35,8 @@ enum DocStoreShell {
             case "--bail", "-bail": bail = true
             case "--yes", "-yes", "-y": yes = true
             case "--readonly", "-readonly": readOnly = true
+            case "--check", "-check": checkFiles = true
+            case "--no-check", "-no-check": checkFiles = false
             case "--help", "-help", "-h":
                 Console.write(1, usage + "\n")
                 exit(0)
@@ -46,7 +50,7 @@ enum DocStoreShell {
         }
         let interactive = isatty(0) == 1 && !batch && statements.isEmpty
         let console = Console(interactive: interactive)
-        let shell = Shell(console: console, assumeYes: yes, readOnly: readOnly)
+        let shell = Shell(console: console, assumeYes: yes, readOnly: readOnly, checkFiles: checkFiles)
         shell.bail = bail
         if demo {
             do {

@@ -62,8 +62,8 @@ import Testing
         #expect(try !damaged { $0.replaceSubrange(root..<(root + size), with: Data(count: size)) }.isEmpty)
         // The file cut short of the pages in use.
         #expect(try !damaged { $0.removeSubrange((pages / 2 * size)...) }.isEmpty)
-        // Both meta pages damaged.
-        #expect(try !damaged { $0[16] ^= 0xFF; $0[size + 16] ^= 0xFF }.isEmpty)
+        // Both meta pages damaged (their version; without the magic number the file is foreign, which LMDB refuses).
+        #expect(try !damaged { $0[20] ^= 0xFF; $0[size + 20] ^= 0xFF }.isEmpty)
         // A child page number pointing past the end, and one pointing back up (a loop), in a branch page.
         let branch = try #require(Self.branchPage(in: clean, pageSize: size, from: findings.roots.values.sorted()))
         let node = Int(clean[branch + 16]) | Int(clean[branch + 17]) << 8
@@ -73,6 +73,29 @@ import Testing
             $0[branch + node] = UInt8(truncatingIfNeeded: page); $0[branch + node + 1] = UInt8(truncatingIfNeeded: page >> 8)
             $0[branch + node + 2] = UInt8(truncatingIfNeeded: page >> 16); $0[branch + node + 3] = UInt8(truncatingIfNeeded: page >> 24)
         }.isEmpty, "a loop")
+    }
+
+    /// With `checkFile`, a damaged file is refused on opening, naming the page and the collection; a clean one opens.
+    @Test func openingWithTheCheckRefusesADamagedFile() async throws {
+        let (path, dir) = try await Self.storeFile()
+        defer { _ = dir }
+        var options = DocStore.Options()
+        options.checkFile = true
+        do {
+            let store = try await DocStore(path: path, options: options)
+            #expect(try await Person.query().count(in: store) == 2_600)
+            await store.close()
+        }
+        let findings = LMDBFileCheck.run(path: path)
+        let documents = try #require(findings.roots.first { $0.key.hasPrefix("doc") }?.value)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes[Int(documents) * findings.pageSize + 16] = 0xFF   // a node offset outside the page
+        bytes[Int(documents) * findings.pageSize + 17] = 0xFF
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let error = await expectError(.damagedFile, mentions: ["page \(documents)", "collection 'people'"]) {
+            _ = try await DocStore(path: path, options: options)
+        }
+        #expect(error?.message.contains("checkFile") == true, "\(error?.message ?? "")")
     }
 
     /// The offset of a branch page among the roots, if one is.

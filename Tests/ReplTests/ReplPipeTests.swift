@@ -539,6 +539,24 @@ extension ShellSessions {
         #expect(help.stdout.contains("--readonly"), "\(help)")
     }
 
+    /// The shell checks an existing file's structure before opening it: a damaged one is refused with the page,
+    /// and the process ends normally; `--no-check` is listed in the help.
+    @Test func aDamagedFileIsRefusedBeforeItIsRead() throws {
+        let sandbox = try ShellSandbox()
+        let made = try sandbox.run([sandbox.storePath, #"people.insert([{"name": "Ann"}, {"name": "Bo"}, {"name": "Cy"}])"#])
+        #expect(made.status == 0, "\(made)")
+        #expect(try sandbox.count("people.count()") == 3)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath))
+        // Every page after the two meta pages: their headers say they are other pages.
+        let pageSize = 4096
+        for page in 2..<(bytes.count / pageSize) { bytes[page * pageSize] ^= 0x55 }
+        try bytes.write(to: URL(fileURLWithPath: sandbox.storePath))
+        let result = try sandbox.run([sandbox.storePath, "people.count()"])
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("is damaged: page"), "\(result)")
+        #expect(try sandbox.run(["--help"]).stdout.contains("--no-check"))
+    }
+
     @Test func objectLiteralOverSeveralLinesIsOneStatement() throws {
         let sandbox = try ShellSandbox()
         let result = try sandbox.run([sandbox.storePath], input: """

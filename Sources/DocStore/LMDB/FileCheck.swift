@@ -110,8 +110,9 @@ struct LMDBFileCheck {
 
     private mutating func run(snapshot: UInt64) {
         // Hostile input stays inside these bytes: every read below is bounds-checked.
+        // A file with no LMDB magic number is not damaged but foreign: LMDB refuses it itself, and the store says
+        // it is not one.
         guard bytes.count >= 2 * 512, u32(16) == LMDBFileCheck.magic || u32(4096 + 16) == LMDBFileCheck.magic else {
-            damage(0, "", "no LMDB meta page at the start of the file (\(bytes.count) bytes)")
             return
         }
         // The page size is in the first meta page's free-list record; a damaged one is looked for in the second.

@@ -74,8 +74,8 @@ extension DocStore {
         report.pagesChecked = structure.pages
         guard structure.damage.isEmpty else {
             report.problems = structure.damage.map { damage in
-                VerificationReport.Problem(kind: .damagedFile, collection: StoreCore.collectionName(ofKeySpace: damage.space) ?? "", index: nil,
-                      document: "", detail: damage.description)
+                VerificationReport.Problem(kind: .damagedFile, collection: StoreCore.collectionName(ofKeySpace: damage.space) ?? "",
+                                           index: nil, document: "", detail: StoreCore.describe(damage))
             }
             return report
         }

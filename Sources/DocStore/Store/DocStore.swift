@@ -49,6 +49,12 @@ public actor DocStore {
         /// order. A scan of fewer than 16,384 documents a thread stays on one. The default is the number of cores,
         /// up to 4; `1` keeps every scan on the calling thread.
         public var scanThreads = min(ProcessInfo.processInfo.activeProcessorCount, 4)
+        /// Reads the file's structure before opening it, without trusting it (every page number and offset checked
+        /// before use), and refuses a damaged file with ``DocStoreError/Code/damagedFile`` naming the page, rather
+        /// than letting LMDB read through a damaged page later, which can stop the process. Off by default: it reads
+        /// every page in use once. Turn it on for a file that comes from elsewhere; ``DocStore/verify()`` always
+        /// runs the same check first.
+        public var checkFile = false
         /// The fewest documents a scan gives a thread; lowered by tests to split small collections.
         var documentsPerScanThread = 16_384
 

@@ -73,6 +73,16 @@ final class StoreCore {
                     + "there is no store in it to read (a store opened read-only is never created)")
             }
         }
+        if options.checkFile, let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int,
+           size > 0 {
+            // Before LMDB reads a page: a damaged file is refused here rather than crashing the process later.
+            let damage = LMDBFileCheck.check(path: path, snapshot: 0).damage
+            if let first = damage.first {
+                throw DocStoreError(.damagedFile, "\(path) is damaged: " + StoreCore.describe(first)
+                    + (damage.count > 1 ? " (and \(damage.count - 1) more problems)" : "")
+                    + "; the structural check (DocStore.Options.checkFile) refused to open it")
+            }
+        }
         do {
             return try LMDBEnvironment(path: path, configuration: .init(
                 initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
@@ -158,6 +168,13 @@ final class StoreCore {
 
     static func catalogKey(_ collection: String) -> [UInt8] { Array(("collection" + String(separator) + collection).utf8) }
     static func documentsName(_ collection: String) -> String { "doc" + String(separator) + collection }
+
+    /// Damage found in the file, in the store's words: the collection whose key space it is in.
+    static func describe(_ damage: StorageDamage) -> String {
+        let place = collectionName(ofKeySpace: damage.space).map { "collection '\($0)'" }
+            ?? (damage.space == metaName ? "the catalog" : damage.space)
+        return (damage.page.map { "page \($0)" } ?? "the file") + (place.isEmpty ? "" : " (\(place))") + ": \(damage.message)"
+    }
 
     /// The collection a key space belongs to (its documents or one of its indexes); `nil` for any other.
     static func collectionName(ofKeySpace name: String) -> String? {

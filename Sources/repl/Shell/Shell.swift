@@ -10,6 +10,9 @@ final class Shell {
     let assumeYes: Bool
     /// Open stores read-only (`--readonly`): every change is refused before anything else is done or asked.
     let readOnly: Bool
+    /// Whether a store that exists already is checked (``DocStore/Options/checkFile``) before it is opened: the
+    /// shell is how people open files they were sent.
+    let checkFiles: Bool
     private(set) var store: DocStore?
     var renderer = Renderer(mode: .table)
     var timer = false
@@ -34,10 +37,11 @@ final class Shell {
     /// Names for completion, refreshed after each statement.
     private(set) var completionWords: [String] = []
 
-    init(console: Console, assumeYes: Bool, readOnly: Bool = false) {
+    init(console: Console, assumeYes: Bool, readOnly: Bool = false, checkFiles: Bool = true) {
         self.console = console
         self.assumeYes = assumeYes
         self.readOnly = readOnly
+        self.checkFiles = checkFiles
     }
 
     // MARK: The store
@@ -49,6 +53,7 @@ final class Shell {
         if let store, store.path == path { return }
         var options = DocStore.Options()
         options.readOnly = readOnly
+        options.checkFile = checkFiles && FileManager.default.fileExists(atPath: path)
         let opened = try await DocStore(path: path, options: options)
         if opened.isWithoutLockFile {
             console.error("warning: \(path) is open without its lock file (\(path)-lock cannot be written here): if "
