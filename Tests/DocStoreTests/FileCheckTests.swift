@@ -1,5 +1,7 @@
+import DocStoreCrashWriter
 import Foundation
 import Testing
+import TestSupport
 @testable import DocStore
 
 // The structural check reads a store's file without trusting it: a real store is clean, each kind of damage to a
@@ -96,6 +98,31 @@ import Testing
             _ = try await DocStore(path: path, options: options)
         }
         #expect(error?.message.contains("checkFile") == true, "\(error?.message ?? "")")
+    }
+
+    /// A store that another process writes all the while opens with the check, over and over: pages the writer
+    /// reuses during a check are not taken for damage.
+    @Test(.ownThreads) func aStoreWrittenByAnotherProcessOpensWithTheCheck() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("busy.db")
+        let writer = Process()
+        writer.executableURL = CrashSafetyTests.writerURL
+        writer.arguments = ["insert-people", path, "3000", "0"]
+        writer.standardOutput = FileHandle.nullDevice
+        writer.standardError = FileHandle.nullDevice
+        try writer.run()
+        defer { if writer.isRunning { kill(writer.processIdentifier, SIGKILL) }; writer.waitUntilExit() }
+        var options = DocStore.Options()
+        options.checkFile = true
+        var opened = 0
+        while writer.isRunning || opened == 0 {
+            guard FileManager.default.fileExists(atPath: path) else { usleep(5_000); continue }
+            let store = try await DocStore(path: path, options: options)
+            #expect(try await store.verify().isClean)
+            await store.close()
+            opened += 1
+        }
+        #expect(opened >= 3, "opened \(opened) times while the other process wrote")
     }
 
     /// The offset of a branch page among the roots, if one is.

@@ -15,6 +15,7 @@ struct LMDBFileCheck {
     /// Each database's root page, by name ("main", "free list", then the named ones).
     private(set) var roots: [String: UInt64] = [:]
     private(set) var pageSize = 4096
+    private(set) var newestCommit: UInt64?
     private var pageCount = 0
     /// Pages found in use (1) or free (2), by page number.
     private var state: [UInt8] = []
@@ -49,22 +50,33 @@ struct LMDBFileCheck {
 
     /// Checks the file at `path` as the commit `snapshot` (or a later one) has it; the caller holds a read
     /// transaction of that commit, so that no page reachable from it or from a later commit is reused meanwhile.
+    ///
+    /// With `snapshot` 0 no transaction is held (a file being opened): a writer in another process may reuse pages
+    /// while they are read. Damage found while the newest commit moved is therefore looked for again, and not
+    /// reported if the file never stood still.
     static func check(path: String, snapshot: Int) -> (damage: [StorageDamage], pages: Int) {
-        let check = run(path: path, snapshot: snapshot)
+        var check = run(path: path, snapshot: snapshot)
+        guard snapshot == 0 else { return (check.problems, check.pagesChecked) }
+        for _ in 0..<3 where !check.problems.isEmpty && check.newestCommit != run(path: path, metaOnly: true).newestCommit {
+            check = run(path: path, snapshot: snapshot)
+        }
+        if !check.problems.isEmpty && check.newestCommit != run(path: path, metaOnly: true).newestCommit {
+            return ([], check.pagesChecked)   // written throughout: nothing can be said
+        }
         return (check.problems, check.pagesChecked)
     }
 
     /// The whole check of the file at `path`, its findings kept (its bytes are not).
-    static func run(path: String, snapshot: Int = 0) -> LMDBFileCheck.Findings {
+    static func run(path: String, snapshot: Int = 0, metaOnly: Bool = false) -> LMDBFileCheck.Findings {
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else {
             return Findings(problems: [StorageDamage(page: nil, space: "", message: "the file '\(path)' cannot be read")],
-                            pagesChecked: 0, roots: [:], pageSize: 0)
+                            pagesChecked: 0, roots: [:], pageSize: 0, newestCommit: nil)
         }
         return data.withUnsafeBytes { raw in
             var check = LMDBFileCheck(bytes: raw)
-            check.run(snapshot: UInt64(max(snapshot, 0)))
+            check.run(snapshot: UInt64(max(snapshot, 0)), metaOnly: metaOnly)
             return Findings(problems: check.problems, pagesChecked: check.pagesChecked, roots: check.roots,
-                            pageSize: check.pageSize)
+                            pageSize: check.pageSize, newestCommit: check.newestCommit)
         }
     }
 
@@ -73,6 +85,8 @@ struct LMDBFileCheck {
         var pagesChecked: Int
         var roots: [String: UInt64]
         var pageSize: Int
+        /// The newest commit a valid meta page records.
+        var newestCommit: UInt64?
     }
 
     // MARK: Reading
@@ -108,7 +122,7 @@ struct LMDBFileCheck {
 
     // MARK: Meta pages
 
-    private mutating func run(snapshot: UInt64) {
+    private mutating func run(snapshot: UInt64, metaOnly: Bool) {
         // Hostile input stays inside these bytes: every read below is bounds-checked.
         // A file with no LMDB magic number is not damaged but foreign: LMDB refuses it itself, and the store says
         // it is not one.
@@ -122,6 +136,8 @@ struct LMDBFileCheck {
             metas = (0...1).compactMap { meta(at: $0) }
             if !metas.isEmpty { break }
         }
+        newestCommit = metas.map(\.txnid).max()
+        guard !metaOnly else { return }
         guard let newest = metas.filter({ $0.txnid >= snapshot }).min(by: { $0.txnid < $1.txnid })
                 ?? metas.max(by: { $0.txnid < $1.txnid }) else {
             damage(0, "", "neither meta page is valid")
