@@ -426,9 +426,15 @@ private struct TreeBuilder<M: TreeModel> {
         }
     }
 
+    /// The second seed runs on a store that splits its full scans between threads from a few dozen documents on.
     @Test(arguments: [21, 22])
     func randomPredicateTreesAnswerAsFoundationDoes(seed: UInt64) async throws {
-        let (store, dir) = try await makeStore()
+        var options = DocStore.Options()
+        if seed % 2 == 0 {
+            options.scanThreads = 3
+            options.documentsPerScanThread = 40
+        }
+        let (store, dir) = try await makeStore(options: options)
         defer { _ = dir }
         try await check(IndexedTree.self, seed: seed, predicates: 250, store: store)
         try await check(PlainTree.self, seed: seed, predicates: 250, store: store)
