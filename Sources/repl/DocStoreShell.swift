@@ -63,8 +63,17 @@ enum DocStoreShell {
                 fail("cannot create the demo store: \(error)")
             }
         }
-        if let path {
-            do { try await shell.open(path: path) } catch { fail("\(error)") }
+        if let path, (commands + statements).first?.hasPrefix(".recover") == true {
+            shell.unopenedPath = path   // a damaged file is read by the recovery alone
+        } else if let path {
+            do {
+                try await shell.open(path: path)
+            } catch let error as DocStoreError where error.code == .damagedFile {
+                fail("\(error)\n(docstore \(path) .recover NEW copies every document that can still be read into a new "
+                    + "store)")
+            } catch {
+                fail("\(error)")
+            }
         } else if interactive {
             console.note("No store is open: .open PATH opens one, or run docstore --demo.")
         }

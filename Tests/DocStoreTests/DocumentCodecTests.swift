@@ -493,13 +493,19 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
 
     // MARK: Round trips
 
-    @Test func everyDocumentStartsWithFormatVersionOne() throws {
+    /// The version byte first, the checksum of everything before it last.
+    @Test func everyDocumentStartsWithTheFormatVersionAndEndsWithItsChecksum() throws {
+        func sealed(_ bytes: [UInt8]) -> Bool {
+            let body = bytes.dropLast(BinaryFormat.checksumSize)
+            let stored = bytes.suffix(BinaryFormat.checksumSize).reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            return bytes.first == BinaryFormat.version && Array(body).withUnsafeBytes { CRC32C.checksum($0) } == stored
+        }
         var random = CodecRandom(seed: 1001)
         for _ in 0..<50 {
-            #expect(try DocumentEncoder().encode(random.everything()).first == 1)
-            #expect(random.documentValue(depth: 2).encoded().first == 1)
+            #expect(sealed(try DocumentEncoder().encode(random.everything())))
+            #expect(sealed(random.documentValue(depth: 2).encoded()))
         }
-        #expect(try DocumentEncoder().encode(42).first == 1)
+        #expect(sealed(try DocumentEncoder().encode(42)))
     }
 
     @Test func randomRichModelsRoundTrip() throws {
@@ -1018,7 +1024,7 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
     @Test func unknownVersionByteThrows() throws {
         var random = CodecRandom(seed: 1171)
         let bytes = try DocumentEncoder().encode(random.everything())
-        for version in UInt8.min...UInt8.max where version != 1 {
+        for version in UInt8.min...UInt8.max where version != BinaryFormat.version {
             var changed = bytes
             changed[0] = version
             #expect(throws: DocStoreError.self, "version \(version)") { _ = try DocumentDecoder().decode(Everything.self, from: changed) }

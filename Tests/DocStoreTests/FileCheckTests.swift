@@ -8,21 +8,21 @@ import TestSupport
 // page that is in use is reported with its page, and no damage at all (random bytes, swapped, zeroed or truncated
 // pages) can make it crash.
 
-@Suite struct FileCheckTests {
+@Suite(.ownThreads) struct FileCheckTests {
     /// A closed store with several levels of pages, duplicate index keys in sub-databases, documents on overflow
     /// pages, and a free list.
-    private static func storeFile() async throws -> (path: String, dir: TemporaryDirectory) {
+    static func storeFile(people count: Int = 3_000) async throws -> (path: String, dir: TemporaryDirectory) {
         let (store, dir) = try await makeStore()
         var people: [Person] = []
-        for i in 0..<3_000 {
+        for i in 0..<count {
             people.append(Person(name: "P\(i)", age: i % 7, city: ["Oslo", "Bergen"][i % 2], email: "p\(i)@x.org",
                                  tags: i % 500 == 0 ? (0..<800).map { "tag\($0)-\(i)" } : ["t\(i % 13)"]))
         }
         try await store.insert(contentsOf: people)
-        for person in people.prefix(400) { try await store.delete(Person.self, id: person.id) }
+        for person in people.prefix(count / 8) { try await store.delete(Person.self, id: person.id) }
         let report = try await store.verify()
         #expect(report.isClean, "\(report)")
-        #expect(report.pagesChecked > 100, "\(report)")
+        #expect(report.pagesChecked > count / 30, "\(report)")
         await store.close()
         return (dir.path("store.db"), dir)
     }
@@ -75,6 +75,56 @@ import TestSupport
             $0[branch + node] = UInt8(truncatingIfNeeded: page); $0[branch + node + 1] = UInt8(truncatingIfNeeded: page >> 8)
             $0[branch + node + 2] = UInt8(truncatingIfNeeded: page >> 16); $0[branch + node + 3] = UInt8(truncatingIfNeeded: page >> 24)
         }.isEmpty, "a loop")
+        // A leaf page that also says it is a branch (LMDB would descend into it).
+        let leaf = Self.firstLeaf(in: clean, pageSize: size, from: Int(documents))
+        #expect(try !damaged { $0[leaf + 10] |= 0x01 }.isEmpty, "a page both branch and leaf")
+        // A document's node saying it holds duplicates, in a database that has none: named as such, before anything
+        // reads the document as duplicates.
+        let first = Int(clean[leaf + 16]) | Int(clean[leaf + 17]) << 8
+        let duplicates = try damaged { $0[leaf + first + 4] = 0x04 }
+        #expect(duplicates.map(\.description).contains { $0.contains("flags 4") }, "\(duplicates)")
+    }
+
+    /// The check before opening looks at the newest commit, the one LMDB opens: damage to a page that only the
+    /// newest commit uses is found.
+    @Test func theCheckBeforeOpeningReadsTheNewestCommit() async throws {
+        let (path, dir) = try await Self.storeFile(people: 300)
+        defer { _ = dir }
+        let store = try await DocStore(path: path)
+        try await store.insert(Person(name: "Late", age: 1, city: "Oslo", email: "late@x.org", tags: []))
+        await store.close()
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let size = LMDBFileCheck.run(path: path).pageSize
+        // Each meta page: its commit at byte 144 and the main database's root at byte 128 (LMDB's layout).
+        func field(_ page: Int, _ offset: Int) -> Int {
+            (0..<8).reduce(0) { $0 | Int(bytes[page * size + offset + $1]) << (8 * $1) }
+        }
+        let newest = field(0, 144) > field(1, 144) ? 0 : 1
+        let root = field(newest, 128), older = field(1 - newest, 128)
+        try #require(root != older)
+        bytes.replaceSubrange(root * size..<(root + 1) * size, with: Data(count: size))
+        try bytes.write(to: URL(fileURLWithPath: path))
+        #expect(!LMDBFileCheck.run(path: path).problems.isEmpty)
+        var options = DocStore.Options()
+        options.checkFile = true
+        _ = await expectError(.damagedFile, mentions: ["page \(root)"]) {
+            _ = try await DocStore(path: path, options: options)
+        }
+        // Without the check, LMDB's own complaint on reading the page is an error that says the file is damaged.
+        _ = await expectError(.damagedFile, mentions: ["damaged", "checkFile"]) {
+            _ = try await DocStore(path: path)
+        }
+    }
+
+    /// The first leaf page under the branch or leaf page `page`.
+    static func firstLeaf(in data: Data, pageSize: Int, from page: Int) -> Int {
+        var offset = page * pageSize
+        while data[offset + 10] & 0x01 != 0 {   // a branch: follow its first child
+            let node = offset + (Int(data[offset + 16]) | Int(data[offset + 17]) << 8)
+            let child = (0..<6).reduce(0) { $0 | Int(data[node + $1]) << (8 * $1) }
+            offset = child * pageSize
+        }
+        return offset
     }
 
     /// With `checkFile`, a damaged file is refused on opening, naming the page and the collection; a clean one opens.
@@ -85,7 +135,7 @@ import TestSupport
         options.checkFile = true
         do {
             let store = try await DocStore(path: path, options: options)
-            #expect(try await Person.query().count(in: store) == 2_600)
+            #expect(try await Person.query().count(in: store) == 3_000 - 3_000 / 8)
             await store.close()
         }
         let findings = LMDBFileCheck.run(path: path)
@@ -102,7 +152,7 @@ import TestSupport
 
     /// A store that another process writes all the while opens with the check, over and over: pages the writer
     /// reuses during a check are not taken for damage.
-    @Test(.ownThreads) func aStoreWrittenByAnotherProcessOpensWithTheCheck() async throws {
+    @Test func aStoreWrittenByAnotherProcessOpensWithTheCheck() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("busy.db")
         let writer = Process()
@@ -118,11 +168,75 @@ import TestSupport
         while writer.isRunning || opened == 0 {
             guard FileManager.default.fileExists(atPath: path) else { usleep(5_000); continue }
             let store = try await DocStore(path: path, options: options)
-            #expect(try await store.verify().isClean)
+            let report = try await store.verify()
+            #expect(report.isClean, "\(report)")
             await store.close()
             opened += 1
         }
         #expect(opened >= 3, "opened \(opened) times while the other process wrote")
+    }
+
+    /// Random damage to a store's file, opened with the check: each file is refused with an error, or opens and
+    /// answers (or fails with an error) through counts, queries and `verify()`; none stops the process.
+    @Test func aDamagedStoreOpenedWithTheCheckNeverCrashes() async throws {
+        let (path, dir) = try await Self.storeFile(people: 600)
+        defer { _ = dir }
+        let clean = try Data(contentsOf: URL(fileURLWithPath: path))
+        let size = LMDBFileCheck.run(path: path).pageSize
+        var rng = SeededGenerator(seed: 77)
+        var options = DocStore.Options()
+        options.checkFile = true
+        var (refused, answered) = (0, 0)
+        let cases = Self.cases(60)
+        for round in 0..<cases {
+            let copy = Self.damaged(clean, pageSize: size, from: 2, using: &rng)
+            let damagedPath = dir.path("opened-\(round).db")
+            try copy.write(to: URL(fileURLWithPath: damagedPath))
+            do {
+                let store = try await DocStore(path: damagedPath, options: options)
+                _ = try? await Person.query().count(in: store)
+                _ = try? await Person.include(#Predicate { $0.age > 3 && $0.city == "Oslo" }).results(in: store)
+                _ = try? await Person.query().sortBy(\.name)[0..<20].results(in: store)
+                _ = try? await store.verify()
+                await store.close()
+                answered += 1
+            } catch let error as DocStoreError {
+                #expect(!error.message.isEmpty)
+                refused += 1
+            } catch {
+                Issue.record("round \(round): \(error)")
+            }
+        }
+        #expect(refused + answered == cases)
+        #expect(refused > 0, "no damaged file was refused")
+    }
+
+    /// `count` cases, or as many as `DOCSTORE_FUZZ_CASES` asks for (a longer run than the suite's).
+    static func cases(_ count: Int) -> Int {
+        ProcessInfo.processInfo.environment["DOCSTORE_FUZZ_CASES"].flatMap { Int($0) } ?? count
+    }
+
+    /// A copy of a store's file with one page damaged, a page from `firstPage` on: random bytes, another page
+    /// copied over it, zeroed, the file cut short there, or its header (page number, flags, bounds) changed.
+    static func damaged(_ clean: Data, pageSize size: Int, from firstPage: Int, using rng: inout SeededGenerator) -> Data {
+        var copy = clean
+        let pages = clean.count / size
+        let page = Int.random(in: firstPage..<pages, using: &rng)
+        let range = page * size..<(page + 1) * size
+        switch Int.random(in: 0..<5, using: &rng) {
+        case 0:
+            for _ in 0..<Int.random(in: 1...32, using: &rng) {
+                copy[page * size + Int.random(in: 0..<size, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+            }
+        case 1:
+            let other = Int.random(in: 0..<pages, using: &rng)
+            copy.replaceSubrange(range, with: clean[(other * size)..<((other + 1) * size)])
+        case 2: copy.replaceSubrange(range, with: Data(count: size))
+        case 3: copy.removeSubrange((page * size + Int.random(in: 0..<size, using: &rng))...)
+        default:
+            for offset in 0..<16 where Bool.random(using: &rng) { copy[page * size + offset] = UInt8.random(in: 0...255, using: &rng) }
+        }
+        return copy
     }
 
     /// The offset of a branch page among the roots, if one is.
@@ -137,27 +251,11 @@ import TestSupport
         defer { _ = dir }
         let clean = try Data(contentsOf: URL(fileURLWithPath: path))
         let size = LMDBFileCheck.run(path: path).pageSize
-        let pages = clean.count / size
         var rng = SeededGenerator(seed: 42)
         var reported = 0
-        let cases = 300
+        let cases = Self.cases(300)
         for _ in 0..<cases {
-            var copy = clean
-            let page = Int.random(in: 0..<pages, using: &rng)
-            switch Int.random(in: 0..<5, using: &rng) {
-            case 0:
-                for _ in 0..<Int.random(in: 1...32, using: &rng) {
-                    copy[page * size + Int.random(in: 0..<size, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
-                }
-            case 1:
-                let other = Int.random(in: 0..<pages, using: &rng)
-                copy.replaceSubrange(page * size..<(page + 1) * size, with: clean[(other * size)..<((other + 1) * size)])
-            case 2: copy.replaceSubrange(page * size..<(page + 1) * size, with: Data(count: size))
-            case 3: copy.removeSubrange((page * size + Int.random(in: 0..<size, using: &rng))...)
-            default:
-                // The header: page number, flags, bounds.
-                for offset in 0..<16 where Bool.random(using: &rng) { copy[page * size + offset] = UInt8.random(in: 0...255, using: &rng) }
-            }
+            let copy = Self.damaged(clean, pageSize: size, from: 0, using: &rng)
             let damagedPath = dir.path("fuzz.db")
             try copy.write(to: URL(fileURLWithPath: damagedPath))
             if !LMDBFileCheck.run(path: damagedPath).problems.isEmpty { reported += 1 }

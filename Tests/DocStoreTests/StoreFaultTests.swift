@@ -141,11 +141,11 @@ private final class FaultContextBox: @unchecked Sendable {
             let store = try await DocStore(path: path)
             try await store.insert(ann)
             try await store.write { ctx in
-                _ = try ctx.txn.put(ctx.scope.core.meta, Array("format".utf8), [2])
+                _ = try ctx.txn.put(ctx.scope.core.meta, Array("format".utf8), [StoreCore.formatVersion + 1])
             }
             await store.close()
         }
-        await expectError(.formatTooNew, mentions: [path, "format 2"]) {
+        await expectError(.formatTooNew, mentions: [path, "format \(StoreCore.formatVersion + 1)"]) {
             _ = try await DocStore(path: path)
         }
         #expect(FileManager.default.fileExists(atPath: path), "the store file must still be there")
@@ -158,7 +158,7 @@ private final class FaultContextBox: @unchecked Sendable {
                 guard let meta = try txn.openKeySpace(StoreCore.metaName, create: false) else { return nil }
                 return try txn.get(meta, Array("format".utf8)).map { Array($0) }
             }
-            #expect(format == [2], "opening must not rewrite the newer format")
+            #expect(format == [StoreCore.formatVersion + 1], "opening must not rewrite the newer format")
             try env.write { txn in
                 guard let meta = try txn.openKeySpace(StoreCore.metaName, create: false) else { throw StorageError.failed("no key space") }
                 try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])

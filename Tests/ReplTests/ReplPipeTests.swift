@@ -557,6 +557,44 @@ extension ShellSessions {
         #expect(try sandbox.run(["--help"]).stdout.contains("--no-check"))
     }
 
+    /// `docstore FILE .recover NEW` reads a file the shell refuses to open, and copies what can be read.
+    @Test func aDamagedFileIsRecoveredIntoANewStore() throws {
+        let sandbox = try ShellSandbox()
+        let people = (0..<300).map { #"{"name": "Person-\#($0)", "age": \#($0 % 50)}"# }.joined(separator: ", ")
+        let made = try sandbox.run([sandbox.storePath, "people.insert([\(people)])", ".createIndex age people age",
+                                    ".save old people.include(age > 40)"])
+        #expect(made.status == 0, "\(made)")
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath))
+        // The leaf pages that hold Person-150's document, zeroed.
+        let pageSize = 4096
+        var zeroed = 0
+        for page in 2..<(bytes.count / pageSize) where bytes[page * pageSize + 10] == 0x02 {
+            let range = (page * pageSize)..<((page + 1) * pageSize)
+            if bytes.range(of: Data("Person-150".utf8), in: range) != nil {
+                bytes.replaceSubrange(range, with: Data(count: pageSize))
+                zeroed += 1
+            }
+        }
+        #expect(zeroed >= 1)
+        try bytes.write(to: URL(fileURLWithPath: sandbox.storePath))
+        let refused = try sandbox.run([sandbox.storePath, "people.count()"])
+        #expect(refused.status == 1 && refused.stderr.contains(".recover NEW"), "\(refused)")
+
+        let newPath = sandbox.path("recovered.db")
+        let result = try sandbox.run([sandbox.storePath, ".recover \(newPath)"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("collection 'people':") && result.stdout.contains("on unreadable pages and lost")
+                && result.stdout.contains("indexes rebuilt: age") && result.stdout.contains("verifies clean"), "\(result)")
+        let counted = try sandbox.run([newPath, "people.count()"])
+        let count = try #require(Int(counted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(counted)")
+        #expect(count > 0 && count < 300, "\(count)")
+        let verified = try sandbox.run([newPath, ".verify", "old.count()"])
+        #expect(verified.status == 0 && verified.stdout.contains("no problems"), "\(verified)")
+        // Into a file that exists: refused, and nothing changed.
+        let again = try sandbox.run([sandbox.storePath, ".recover \(newPath)"])
+        #expect(again.status == 1 && again.stderr.contains("exists"), "\(again)")
+    }
+
     @Test func objectLiteralOverSeveralLinesIsOneStatement() throws {
         let sandbox = try ShellSandbox()
         let result = try sandbox.run([sandbox.storePath], input: """

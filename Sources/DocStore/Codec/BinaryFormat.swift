@@ -1,8 +1,10 @@
 import Foundation
 
-/// DocStore's document format, version 1.
+/// DocStore's document format, version 2.
 ///
-/// A document is a version byte followed by one value. Each value is a tag byte and a payload:
+/// A document is a version byte, one value, and a checksum: the CRC-32C (``CRC32C``) of the version byte and the
+/// value, 4 bytes little-endian. Version 1 is the same without the checksum; documents of version 1 are still read,
+/// and are written again in version 2 when they change. Each value is a tag byte and a payload:
 ///
 /// | tag | value | payload |
 /// | --- | --- | --- |
@@ -23,7 +25,11 @@ import Foundation
 /// bytes hold; a count too large for the bytes (more elements than bytes, more fields than pairs of bytes) is
 /// refused as soon as the container is read. ``BinaryReader`` reads the format.
 enum BinaryFormat {
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
+    /// The version without a checksum, which is still read.
+    static let uncheckedVersion: UInt8 = 1
+    /// The size of the checksum that ends a document of ``version``.
+    static let checksumSize = 4
     /// How deep arrays and objects may nest. Deeper documents are refused as malformed rather than risk the stack.
     static let maximumDepth = 256
 
@@ -72,6 +78,11 @@ struct BinaryWriter {
         var v = UInt64(value)
         while v >= 0x80 { bytes.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
         bytes.append(UInt8(v))
+    }
+
+    /// Ends a document (begun with ``BinaryFormat/version``) with the checksum of everything written so far.
+    mutating func seal() {
+        littleEndian(bytes.withUnsafeBytes { CRC32C.checksum($0) })
     }
 
     mutating func null() { byte(BinaryFormat.Tag.null) }

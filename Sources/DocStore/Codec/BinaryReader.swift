@@ -39,18 +39,50 @@ struct BinaryReader {
 
     init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
 
-    /// The document's root value, after checking the version byte.
+    /// The document's root value, after checking the version byte (not the checksum: ``checkChecksum()``).
     func root() throws -> ValueRef {
-        guard buffer.count >= 2 else { throw MalformedDocument(offset: 0, reason: "too short to be a document") }
-        let version = buffer[0]
-        guard version == BinaryFormat.version else {
-            throw MalformedDocument(offset: 0, reason: "unknown format version \(version)")
-        }
-        let ref = try value(at: 1, within: buffer.count)
-        guard ref.end == buffer.count else {
-            throw MalformedDocument(offset: ref.end, reason: "\(buffer.count - ref.end) bytes after the document")
+        let end = try valueEnd()
+        let ref = try value(at: 1, within: end)
+        guard ref.end == end else {
+            throw MalformedDocument(offset: ref.end, reason: "\(end - ref.end) bytes after the document")
         }
         return ref
+    }
+
+    /// Where the document's value must end: before its checksum, or at the end of a document without one.
+    private func valueEnd() throws -> Int {
+        guard buffer.count >= 2 else { throw MalformedDocument(offset: 0, reason: "too short to be a document") }
+        switch buffer[0] {
+        case BinaryFormat.version:
+            guard buffer.count >= 2 + BinaryFormat.checksumSize else {
+                throw MalformedDocument(offset: 0, reason: "too short to be a document")
+            }
+            return buffer.count - BinaryFormat.checksumSize
+        case BinaryFormat.uncheckedVersion: return buffer.count
+        case let version: throw MalformedDocument(offset: 0, reason: "unknown format version \(version)")
+        }
+    }
+
+    /// Checks that the document's bytes are those its checksum was computed from; a document of the version
+    /// without a checksum passes. Returns whether there was a checksum.
+    ///
+    /// - Throws: ``MalformedDocument`` when they are not: the document changed after it was written.
+    @discardableResult
+    func checkChecksum() throws -> Bool {
+        let end = try valueEnd()
+        guard end < buffer.count else { return false }
+        let stored = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: end, as: UInt32.self))
+        let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[..<end]))
+        guard stored == computed else {
+            throw MalformedDocument(offset: end, reason: "its checksum is \(hex(stored)) but its bytes give "
+                + "\(hex(computed)): they changed after it was written")
+        }
+        return true
+    }
+
+    private func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 8 - digits.count) + digits
     }
 
     // MARK: Stepping over values

@@ -18,6 +18,7 @@ public struct DocumentEncoder: Sendable {
         let state = EncodingState()
         state.writer.byte(BinaryFormat.version)
         try state.encodeValue(value, parent: nil, key: nil)
+        state.writer.seal()
         return state.writer.bytes
     }
 }

@@ -135,6 +135,7 @@ extension DocumentValue {
         var writer = BinaryWriter()
         writer.byte(BinaryFormat.version)
         write(to: &writer)
+        writer.seal()
         return writer.bytes
     }
 

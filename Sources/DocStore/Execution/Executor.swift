@@ -60,7 +60,7 @@ final class Executor {
                                  as kind: ElementKind<Element>) throws -> Element {
         statistics.value.documentsDecoded += 1
         statistics.value.returned += 1
-        return try kind.decode(raw, collection: handle.name) {
+        return try kind.decode(raw, from: handle) {
             CollectionHandle.describeID(Array(id), in: Array(raw), idPath: handle.info.idPath)
         }
     }

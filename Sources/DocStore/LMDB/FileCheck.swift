@@ -129,17 +129,13 @@ struct LMDBFileCheck {
         guard bytes.count >= 2 * 512, u32(16) == LMDBFileCheck.magic || u32(4096 + 16) == LMDBFileCheck.magic else {
             return
         }
-        // The page size is in the first meta page's free-list record; a damaged one is looked for in the second.
-        var metas: [Meta] = []
-        for size in [Int(u32(40) ?? 0), 4096] where size >= 512 && size <= 65536 && size & (size - 1) == 0 {
-            pageSize = size
-            metas = (0...1).compactMap { meta(at: $0) }
-            if !metas.isEmpty { break }
-        }
+        let metas = readMetas()
         newestCommit = metas.map(\.txnid).max()
         guard !metaOnly else { return }
-        guard let newest = metas.filter({ $0.txnid >= snapshot }).min(by: { $0.txnid < $1.txnid })
-                ?? metas.max(by: { $0.txnid < $1.txnid }) else {
+        // The commit a reader at `snapshot` sees (the oldest valid one not before it), else the newest: what LMDB
+        // opens.
+        let seen = snapshot == 0 ? nil : metas.filter({ $0.txnid >= snapshot }).min(by: { $0.txnid < $1.txnid })
+        guard let newest = seen ?? metas.max(by: { $0.txnid < $1.txnid }) else {
             damage(0, "", "neither meta page is valid")
             return
         }
@@ -149,6 +145,18 @@ struct LMDBFileCheck {
         if pageCount > 1 { state[1] = 1 }
         walk(newest.free, space: "free list", isFreeList: true)
         walk(newest.main, space: "main", isMain: true)
+    }
+
+    /// The valid meta pages. The page size is in the first one's free-list record; a damaged one is looked for in
+    /// the second.
+    private mutating func readMetas() -> [Meta] {
+        var metas: [Meta] = []
+        for size in [Int(u32(40) ?? 0), 4096] where size >= 512 && size <= 65536 && size & (size - 1) == 0 {
+            pageSize = size
+            metas = (0...1).compactMap { meta(at: $0) }
+            if !metas.isEmpty { break }
+        }
+        return metas
     }
 
     /// The meta page `index`, if it is one: a damaged one is reported.
@@ -237,9 +245,10 @@ struct LMDBFileCheck {
             damage(page, space, "page \(page) says it is page \(number)")
             return
         }
-        let isLeaf = flags & PageFlag.leaf != 0
-        guard flags & (PageFlag.branch | PageFlag.leaf) != 0, flags & (PageFlag.overflow | PageFlag.meta) == 0,
-              isLeaf == (level == Int(record.depth)) else {
+        // Exactly one kind: LMDB descends while a page says branch, so a page saying both is read as a branch.
+        let kind = flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage)
+        let isLeaf = kind == PageFlag.leaf
+        guard kind == PageFlag.branch || isLeaf, isLeaf == (level == Int(record.depth)) else {
             damage(page, space, "flags \(String(flags, radix: 16)) at level \(level) of \(record.depth): expected a "
                 + (level == Int(record.depth) ? "leaf" : "branch") + " page")
             return
@@ -324,6 +333,22 @@ struct LMDBFileCheck {
     private mutating func leaf(_ flags: UInt16, key: UnsafeRawBufferPointer, data: Int, size: Int, pageEnd: Int,
                                page: UInt64, record: Record, space: String, isMain: Bool, isFreeList: Bool,
                                tally: inout Tally) {
+        // LMDB follows these flags without asking whether the database allows them (a key's duplicates in a
+        // database without them are read through a cursor that does not exist).
+        let isDupSort = record.flags & DatabaseFlag.dupSort != 0
+        let allowed: Bool
+        switch flags {
+        case 0: allowed = true
+        case NodeFlag.bigData: allowed = !isDupSort
+        case NodeFlag.subData: allowed = isMain
+        case NodeFlag.dupData, NodeFlag.dupData | NodeFlag.subData: allowed = isDupSort
+        default: allowed = false
+        }
+        guard allowed else {
+            damage(page, space, "a node with flags \(String(flags, radix: 16)), which a "
+                + (isDupSort ? "database of duplicates" : isMain ? "main database" : "database") + " cannot hold")
+            return
+        }
         if flags & NodeFlag.bigData != 0 {
             guard data + 8 <= pageEnd, let first = u64(data) else {
                 damage(page, space, "an overflow reference runs past the end of its page")
@@ -349,6 +374,11 @@ struct LMDBFileCheck {
                 // The duplicates are the sub-tree's keys, in the duplicates' order.
                 var dupFlags: UInt16 = record.flags & DatabaseFlag.dupFixed
                 if record.flags & DatabaseFlag.integerDup != 0 { dupFlags |= DatabaseFlag.integerKey }
+                let written = record.flags & DatabaseFlag.dupFixed == 0 ? 0 : dupFlags
+                guard child.flags == written else {   // what LMDB writes, and reads the sub-tree by
+                    damage(page, space, "a key's duplicates have a record with flags \(String(child.flags, radix: 16))")
+                    return
+                }
                 if record.flags & DatabaseFlag.reverseDup != 0 { dupFlags |= DatabaseFlag.reverseKey }
                 let dupRecord = Record(pad: child.pad, flags: dupFlags, depth: child.depth,
                                        branchPages: child.branchPages, leafPages: child.leafPages,
@@ -388,7 +418,9 @@ struct LMDBFileCheck {
 
     /// The duplicates of one key kept inside its node (a sub-page): their number, 0 when damaged (reported).
     private mutating func duplicates(inSubpageAt start: Int, size: Int, page: UInt64, space: String) -> UInt64 {
-        guard size >= LMDBFileCheck.headerSize, let flags = u16(start + 10), flags & PageFlag.subpage != 0 else {
+        guard size >= LMDBFileCheck.headerSize, let flags = u16(start + 10),
+              flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage)
+                == PageFlag.leaf | PageFlag.subpage else {
             damage(page, space, "a key's duplicates are not a sub-page")
             return 0
         }
@@ -398,7 +430,7 @@ struct LMDBFileCheck {
                 damage(page, space, "a sub-page of fixed-size duplicates with impossible bounds")
                 return 0
             }
-            let count = (lower - LMDBFileCheck.headerSize) / width
+            let count = (lower - LMDBFileCheck.headerSize) / 2
             guard LMDBFileCheck.headerSize + count * width <= size else {
                 damage(page, space, "fixed-size duplicates run past their sub-page")
                 return 0
@@ -462,5 +494,117 @@ struct LMDBFileCheck {
         let n = min(a.count, b.count)
         let c = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
         return c != 0 ? c < 0 : a.count < b.count
+    }
+}
+
+// MARK: - Salvage
+
+extension LMDBFileCheck {
+    /// What can still be read of a file: the entries of the named databases asked for, read past every damaged
+    /// page, and the damage met on the way.
+    struct Salvage {
+        /// Each database's entries (key, value) in the order found: those of a damaged page are missing.
+        var databases: [String: [(key: [UInt8], value: [UInt8])]] = [:]
+        /// The number of entries each database's record says it has.
+        var recordedEntries: [String: UInt64] = [:]
+        var damage: [StorageDamage] = []
+    }
+
+    /// Reads the named databases of the file at `path` that `wanted` accepts, without trusting anything: a page that
+    /// is not what it should be is skipped (with what hangs from it) and reported, and the rest is read. The newest
+    /// commit is read, or the one before when the newest has no readable main database. `nil` when the file cannot be
+    /// read or is not an LMDB file.
+    static func salvage(path: String, databases wanted: (String) -> Bool) -> Salvage? {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
+        return data.withUnsafeBytes { raw -> Salvage? in
+            var reader = LMDBFileCheck(bytes: raw)
+            guard raw.count >= 2 * 512, reader.u32(16) == magic || reader.u32(4096 + 16) == magic else { return nil }
+            return reader.salvage(wanted)
+        }
+    }
+
+    private mutating func salvage(_ wanted: (String) -> Bool) -> Salvage {
+        var result = Salvage()
+        let metas = readMetas().sorted { $0.txnid > $1.txnid }
+        pageCount = bytes.count / pageSize
+        for meta in metas {
+            state = [UInt8](repeating: 0, count: pageCount)
+            var named: [(name: String, record: Record)] = []
+            collect(meta.main.root, level: 1, space: "main") { reader, flags, key, data, size, _ in
+                if flags == NodeFlag.subData, size == LMDBFileCheck.recordSize, let record = reader.record(at: data) {
+                    named.append((String(decoding: key, as: UTF8.self), record))
+                }
+            }
+            if named.isEmpty && meta.txnid != metas.last?.txnid { continue }
+            for (name, record) in named where wanted(name) {
+                result.recordedEntries[name] = record.entries
+                var entries: [(key: [UInt8], value: [UInt8])] = []
+                collect(record.root, level: 1, space: name) { reader, flags, key, data, size, pageEnd in
+                    switch flags {
+                    case 0 where data + size <= pageEnd:
+                        entries.append((Array(key), Array(UnsafeRawBufferPointer(rebasing: reader.bytes[data..<(data + size)]))))
+                    case NodeFlag.bigData where data + 8 <= pageEnd:
+                        if let first = reader.u64(data), let value = reader.overflowValue(first, size: size, space: name) {
+                            entries.append((Array(key), value))
+                        }
+                    default:
+                        reader.damage(nil, name, "an entry with flags \(String(flags, radix: 16)) that cannot be read")
+                    }
+                }
+                result.databases[name] = entries
+            }
+            break
+        }
+        result.damage = problems
+        return result
+    }
+
+    /// Calls `body` with each leaf node under `page` (its flags, key, where its value starts, its size, and the
+    /// end of its page), skipping any page that is not what a tree's page must be.
+    private mutating func collect(_ page: UInt64, level: Int, space: String,
+                                  _ body: (inout LMDBFileCheck, UInt16, UnsafeRawBufferPointer, Int, Int, Int) -> Void) {
+        guard page != LMDBFileCheck.noPage else { return }
+        guard level <= 64 else {
+            damage(page, space, "a tree deeper than 64 levels")
+            return
+        }
+        guard claim(page, space: space) else { return }
+        let base = Int(page) * pageSize
+        guard let number = u64(base), let flags = u16(base + 10) else {
+            damage(page, space, "past the end of the file")
+            return
+        }
+        let kind = flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage)
+        guard number == page, kind == PageFlag.branch || kind == PageFlag.leaf, flags & PageFlag.leaf2 == 0 else {
+            damage(page, space, "not a page of this tree (it says it is page \(number), flags \(String(flags, radix: 16)))")
+            return
+        }
+        guard let nodes = nodes(inPageAt: base, length: pageSize, page: page, space: space) else { return }
+        for node in nodes {
+            guard let key = key(of: node, within: base + pageSize, page: page, space: space),
+                  let lo = u16(node), let hi = u16(node + 2), let nodeFlags = u16(node + 4) else { continue }
+            if kind == PageFlag.branch {
+                let child = UInt64(lo) | UInt64(hi) << 16 | UInt64(nodeFlags) << 32
+                collect(child, level: level + 1, space: space, body)
+            } else {
+                body(&self, nodeFlags, key, node + LMDBFileCheck.nodeHeaderSize + key.count,
+                     Int(UInt32(lo) | UInt32(hi) << 16), base + pageSize)
+            }
+        }
+    }
+
+    /// The value of `size` bytes kept on the overflow pages from `first`, if they are overflow pages that hold it.
+    private mutating func overflowValue(_ first: UInt64, size: Int, space: String) -> [UInt8]? {
+        let base = Int(first) * pageSize
+        guard first < UInt64(pageCount), let number = u64(base), number == first, let flags = u16(base + 10),
+              flags & PageFlag.overflow != 0, let count = u32(base + 12), count >= 1,
+              size <= Int(count) * pageSize - LMDBFileCheck.headerSize,
+              base + LMDBFileCheck.headerSize + size <= bytes.count else {
+            damage(first, space, "a value's overflow page \(first) is not one")
+            return nil
+        }
+        guard claim(first, count: UInt64(count), space: space) else { return nil }
+        let start = base + LMDBFileCheck.headerSize
+        return Array(UnsafeRawBufferPointer(rebasing: bytes[start..<(start + size)]))
     }
 }

@@ -24,6 +24,7 @@ extension LMDBError {
         switch code {
         case MDB_INVALID, MDB_VERSION_MISMATCH, MDB_INCOMPATIBLE: .notAStore("it is not an LMDB file (\(message))")
         case EACCES, EPERM, EROFS: .permissionDenied(message)
+        case MDB_CORRUPTED, MDB_PAGE_NOTFOUND: .damaged("LMDB met a page it cannot read (\(message))")
         default: .failed("LMDB failed: \(message)")
         }
     }

@@ -289,10 +289,14 @@ struct ElementKind<Element: Sendable>: Sendable {
             insert: { context, document, _ in try context.insert(document); return document })
     }
 
-    /// Decodes a stored document; a failure names the collection, the document and the field.
-    func decode(_ raw: UnsafeRawBufferPointer, collection: String, id: () -> String) throws -> Element {
-        do { return try decodeRaw(raw) } catch {
-            throw DecodingFailure.named(error, type: typeName(), collection: collection, id: id)
+    /// Decodes a stored document of `handle`'s collection (checking its checksum first if the store asks for it); a
+    /// failure names the collection, the document and the field.
+    func decode(_ raw: UnsafeRawBufferPointer, from handle: CollectionHandle, id: () -> String) throws -> Element {
+        do {
+            if handle.checksChecksums { try BinaryReader(raw).checkChecksum() }
+            return try decodeRaw(raw)
+        } catch {
+            throw DecodingFailure.named(error, type: typeName(), collection: handle.name, id: id)
         }
     }
 }

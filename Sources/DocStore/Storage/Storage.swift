@@ -181,6 +181,8 @@ enum StorageError: Error, CustomStringConvertible {
     case lockFileUnavailable(String)
     /// The file is already open in this process.
     case alreadyOpenInProcess
+    /// The engine met a page of the file that is not what it should be.
+    case damaged(String)
     /// Anything else, in the engine's words.
     case failed(String)
 
@@ -189,7 +191,8 @@ enum StorageError: Error, CustomStringConvertible {
         case .full(let maximum): "the file would grow past its maximum of \(maximum >> 20) MiB"
         case .closed: "the store is closed"
         case .interruptedChange(let error): "a change failed halfway: \(error)"
-        case .notAStore(let why), .permissionDenied(let why), .lockFileUnavailable(let why), .failed(let why): why
+        case .notAStore(let why), .permissionDenied(let why), .lockFileUnavailable(let why), .damaged(let why),
+             .failed(let why): why
         case .alreadyOpenInProcess: "the file is already open in this process"
         }
     }

@@ -18,11 +18,14 @@ final class CollectionHandle {
     /// unchanged: its databases are opened by name, so a collection another process dropped and made again alike
     /// is read through the same handles.
     var checkedGeneration: UInt64?
+    /// Whether a document is checked against its checksum before it is decoded (``DocStore/Options/checkChecksums``).
+    let checksChecksums: Bool
 
-    init(info: CollectionInfo, documents: KeySpace, indexes: [Index]) {
+    init(info: CollectionInfo, documents: KeySpace, indexes: [Index], checksChecksums: Bool) {
         self.info = info
         self.documents = documents
         self.indexes = indexes
+        self.checksChecksums = checksChecksums
     }
 
     var name: String { info.name }

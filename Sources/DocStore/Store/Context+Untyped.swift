@@ -14,7 +14,7 @@ extension ReadContext {
         try checkValid()
         guard let handle = try scope.handle(named: collection),
               let raw = try txn.get(handle.documents, KeyEncoder.key(id)) else { return nil }
-        return try ElementKind<DocumentValue>.documentValue.decode(raw, collection: collection) { id.json() }
+        return try ElementKind<DocumentValue>.documentValue.decode(raw, from: handle) { id.json() }
     }
 }
 

@@ -55,7 +55,7 @@ public class ReadContext {
     /// Decodes a stored document, turning a failure into an error that names the collection, id and field.
     func decode<T: Document>(_ type: T.Type, from raw: UnsafeRawBufferPointer, handle: CollectionHandle,
                              id: () -> String) throws -> T {
-        try ElementKind<T>.model(type).decode(raw, collection: handle.name, id: id)
+        try ElementKind<T>.model(type).decode(raw, from: handle, id: id)
     }
 }
 

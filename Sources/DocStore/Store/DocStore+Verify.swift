@@ -58,9 +58,10 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
 }
 
 extension DocStore {
-    /// Checks every collection: each document is valid (and decodes as its Swift type, for types used with this
-    /// store), has every index entry its values produce, and every index entry belongs to a document that
-    /// produces it.
+    /// Checks every collection: each document is valid, has the checksum it was written with (so that a changed
+    /// byte inside a value is found), decodes as its Swift type (for types used with this store), and has every
+    /// index entry its values produce; and every index entry belongs to a document that produces it (index entries
+    /// have no checksum of their own: this comparison with the documents is their check).
     ///
     /// First it reads the file's structure without trusting it (every page number, offset and length checked before
     /// use): a damaged file is reported, with the page and what is wrong, and nothing more is read, so that
@@ -106,6 +107,13 @@ extension DocStore {
     private func verifyDocuments(of handle: CollectionHandle, in txn: any StorageTransaction,
                                  into report: inout VerificationReport) throws {
         let checker = core.typeCheckers[handle.name]
+        var unchecked = 0
+        defer {
+            if unchecked > 0 {
+                report.notices.append("collection '\(handle.name)' has \(unchecked) documents written before documents "
+                    + "had checksums: only their structure was checked (each gets one when it is saved again)")
+            }
+        }
         try txn.forEachEntry(in: handle.documents) { rawKey, rawValue in
             report.documentsChecked += 1
             let id = Array(rawKey)
@@ -118,6 +126,7 @@ extension DocStore {
                 try bytes.withUnsafeBytes { raw in
                     let reader = BinaryReader(raw)
                     let root = try reader.root()
+                    if try !reader.checkChecksum() { unchecked += 1 }
                     _ = try DocumentValue(reader: reader, ref: root)
                     for index in handle.indexes {
                         for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {

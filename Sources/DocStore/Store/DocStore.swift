@@ -55,6 +55,11 @@ public actor DocStore {
         /// every page in use once. Turn it on for a file that comes from elsewhere; ``DocStore/verify()`` always
         /// runs the same check first.
         public var checkFile = false
+        /// Checks each document against the checksum it was written with before decoding it for a read (a query's
+        /// results, `get`), so that a changed byte inside a value is an error naming the document instead of a wrong
+        /// answer. Off by default: it reads every returned document's bytes once more. ``DocStore/verify()`` always
+        /// checks every document's checksum.
+        public var checkChecksums = false
         /// The fewest documents a scan gives a thread; lowered by tests to split small collections.
         var documentsPerScanThread = 16_384
 
@@ -236,6 +241,8 @@ public actor DocStore {
                                     underlying: error)
             case .closed:
                 throw DocStoreError(.closed, "the store at \(path) is closed")
+            case .damaged(let why):
+                throw StoreCore.damagedFile(path, why)
             case .interruptedChange(let cause):
                 throw DocStoreError(.storage, "a change failed halfway (\(cause)), so the whole transaction was "
                     + "rolled back: nothing was written", underlying: DocStoreError(.storage, "\(cause)"))

@@ -4,7 +4,8 @@ import Foundation
 ///
 /// Owned by the actor and used only on it, inside synchronous transactions.
 final class StoreCore {
-    static let formatVersion: UInt8 = 1
+    /// 2: documents end with a checksum (format 1 stores open, and are marked 2 when opened for writing).
+    static let formatVersion: UInt8 = 2
     static let metaName = "__docstore__"
     static let separator: Character = "\u{1F}"
 
@@ -15,6 +16,8 @@ final class StoreCore {
     let isReadOnly: Bool
     /// How far full scans are split among threads (``DocStore/Options/scanThreads``).
     let scan: ParallelScan.Settings
+    /// ``DocStore/Options/checkChecksums``.
+    let checksChecksums: Bool
     /// Open collections. Each serves while the collection's catalog entry is the one it was opened with; see
     /// ``CollectionHandle/checkedGeneration``.
     var handles: [String: CollectionHandle] = [:]
@@ -33,6 +36,7 @@ final class StoreCore {
         self.path = path
         self.changes = changes
         self.isReadOnly = options.readOnly
+        self.checksChecksums = options.checkChecksums
         self.scan = ParallelScan.Settings(threads: max(1, options.scanThreads),
                                           documentsPerThread: options.documentsPerScanThread)
         self.env = try StoreCore.openEnvironment(path: path, options: options)
@@ -44,8 +48,19 @@ final class StoreCore {
             }
         } catch {
             env.close()
-            throw error
+            switch error {
+            case StorageError.damaged(let why): throw StoreCore.damagedFile(path, why)
+            case let error as StorageError:
+                throw DocStoreError(.cannotOpen, "cannot open a store at \(path): \(error)", underlying: error)
+            default: throw error
+            }
         }
+    }
+
+    /// The error for a file the storage found damaged while reading it without the structural check.
+    static func damagedFile(_ path: String, _ why: String) -> DocStoreError {
+        DocStoreError(.damagedFile, "\(path) is damaged: \(why); DocStore.verify() (or `docstore --check`) names the "
+            + "damaged pages, and DocStore.Options.checkFile refuses such a file before it is read")
     }
 
     /// The store was released (nothing else holds its core): closes the file, then ends every observation, so that
@@ -121,6 +136,10 @@ final class StoreCore {
             guard format[0] <= StoreCore.formatVersion else {
                 throw DocStoreError(.formatTooNew, "\(path) was written in DocStore format \(format[0]); this build "
                     + "reads format \(StoreCore.formatVersion) and older: open it with a newer DocStore")
+            }
+            // Format 2 documents end with a checksum: a store that will hold some says so to older builds.
+            if format[0] < StoreCore.formatVersion, !isReadOnly {
+                try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])
             }
         } else {
             if isReadOnly {
@@ -252,7 +271,7 @@ final class StoreCore {
             }
             indexes.append(.init(definition: definition, database: db))
         }
-        return CollectionHandle(info: info, documents: documents, indexes: indexes)
+        return CollectionHandle(info: info, documents: documents, indexes: indexes, checksChecksums: checksChecksums)
     }
 
     /// Brings the catalog in line with a Swift type's schema, inside a write transaction: creates the collection,

@@ -34,7 +34,9 @@ extension Shell {
         ("unsave", ".unsave NAME", "forget a saved filter"),
         ("status", ".status", "the transaction and its pending changes"),
         ("watch", ".watch QUERY", "show a query's results (or count()) again after each commit, until Ctrl-C"),
-        ("verify", ".verify", "check every document and index entry"),
+        ("verify", ".verify", "check the file's structure, every document (and its checksum) and index entry"),
+        ("recover", ".recover NEW", "copy every document that can still be read, with the catalog, into a new store "
+            + "at NEW, and say what was lost (for a damaged file: docstore FILE .recover NEW)"),
         ("stats", ".stats", "the store's size and each collection's counts"),
         ("exit", ".exit [CODE]", "leave the shell (also .quit, or Ctrl-D)"),
     ]
@@ -143,6 +145,16 @@ extension Shell {
         case "status": status()
         case "verify":
             console.result(try await requireStore().verify().description + "\n")
+        case "recover":
+            try need(1, ".recover NEW")
+            guard let source = store?.path ?? unopenedPath else { throw ShellError("no store is open: use .open PATH") }
+            if pending.isOpen && !pending.isEmpty {
+                console.note("The pending changes are not in the file, and are not recovered.")
+            }
+            let report = try await DocStore.recover(from: source, to: args[0])
+            console.result(report.description + "\n")
+            console.note(report.lostNothing ? "Recovered \(source) into \(args[0]); nothing was lost."
+                : "Recovered what could be read of \(source) into \(args[0]).")
         case "stats": try await stats()
         case "exit", "quit":
             if let code = args.first {

@@ -14,6 +14,9 @@ final class Shell {
     /// shell is how people open files they were sent.
     let checkFiles: Bool
     private(set) var store: DocStore?
+    /// The store named on the command line but left unopened, because the first statement is `.recover`: a
+    /// damaged file is read by the recovery alone.
+    var unopenedPath: String?
     var renderer = Renderer(mode: .table)
     var timer = false
     /// Time spent waiting for answers to confirmations, which `.timer` leaves out.
