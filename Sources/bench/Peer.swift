@@ -24,11 +24,14 @@ enum Scenario: String, CaseIterable, Sendable {
     case ternary                // bonus == nil ? age < 2 : bonus! > 195: a scan, ~2%
     case stringContains         // name.contains("ar"), case-sensitive: a scan, ~27%
     case arrayCount             // tags.count > 2: a scan, ~31%
+    // Checking a store.
+    case fileCheck              // the file's structure, every page in use: SQLite's PRAGMA quick_check
+    case verify                 // structure, every document and index entry: SQLite's PRAGMA integrity_check
 
     /// Whether the scenario reads documents (and so has the three forms).
     var returnsDocuments: Bool {
         switch self {
-        case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss: return false
+        case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return false
         default: return true
         }
     }

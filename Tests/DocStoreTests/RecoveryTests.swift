@@ -98,6 +98,28 @@ import TestSupport
         #expect(report.description.contains("\(onPage) on unreadable pages"), "\(report)")
     }
 
+    /// A damaged branch page cuts its leaves off the tree: they are found by reading every page that no tree reaches
+    /// and the free list does not hold, and every document comes back.
+    @Test func leavesBelowADamagedBranchComeBack() async throws {
+        let (path, dir) = try await FileCheckTests.storeFile(people: 2_000)
+        defer { _ = dir }
+        let originals = try await Self.originals(at: path)
+        let findings = LMDBFileCheck.run(path: path)
+        let size = findings.pageSize
+        let root = Int(try #require(findings.roots.first { $0.key.hasPrefix("doc") }?.value))
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        try #require(bytes[root * size + 10] & 0x01 != 0, "the documents' root is a branch page")
+        bytes.replaceSubrange(root * size..<(root + 1) * size, with: Data(count: size))
+        let damaged = dir.path("damaged.db")
+        try bytes.write(to: URL(fileURLWithPath: damaged))
+
+        let report = try await Self.recoverAndCheck(damaged, into: dir.path("new.db"), originals: originals)
+        let people = try #require(report.collections.first { $0.name == "people" })
+        #expect(people.recovered == originals.count, "\(report)")
+        #expect(people.unreachable == 0 && people.damaged == 0, "\(report)")
+        #expect(people.notes.contains { $0.contains("cut off") }, "\(report)")
+    }
+
     /// Random damage of every kind: recovery never stops the process, copies only documents that are the
     /// originals, and leaves a store that verifies clean.
     @Test func randomDamageRecoversOnlySoundDocuments() async throws {
@@ -115,7 +137,9 @@ import TestSupport
             try copy.write(to: URL(fileURLWithPath: damaged))
             let report = try await Self.recoverAndCheck(damaged, into: dir.path("new-\(round).db"), originals: originals)
             recoveredTotal += report.collections.first { $0.name == "people" }?.recovered ?? 0
+            for path in [damaged, dir.path("new-\(round).db")] { FileCheckTests.remove(path) }
         }
+        FileCheckTests.summarize("recovered \(recoveredTotal) of \(cases * originals.count) documents from \(cases) damaged files")
         #expect(recoveredTotal > cases * originals.count / 2, "most documents come back: \(recoveredTotal)")
     }
 

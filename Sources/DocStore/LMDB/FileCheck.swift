@@ -72,7 +72,12 @@ struct LMDBFileCheck {
             return Findings(problems: [StorageDamage(page: nil, space: "", message: "the file '\(path)' cannot be read")],
                             pagesChecked: 0, roots: [:], pageSize: 0, newestCommit: nil)
         }
-        return data.withUnsafeBytes { raw in
+        return run(data: data, snapshot: snapshot, metaOnly: metaOnly)
+    }
+
+    /// The whole check of a file's bytes.
+    static func run(data: Data, snapshot: Int = 0, metaOnly: Bool = false) -> LMDBFileCheck.Findings {
+        data.withUnsafeBytes { raw in
             var check = LMDBFileCheck(bytes: raw)
             check.run(snapshot: UInt64(max(snapshot, 0)), metaOnly: metaOnly)
             return Findings(problems: check.problems, pagesChecked: check.pagesChecked, roots: check.roots,
@@ -508,6 +513,10 @@ extension LMDBFileCheck {
         /// The number of entries each database's record says it has.
         var recordedEntries: [String: UInt64] = [:]
         var damage: [StorageDamage] = []
+        /// The entries of leaf pages that no tree reaches and the free list does not hold: pages cut off from their
+        /// database by a damaged page above them (which database, the caller works out from what they hold).
+        /// Empty when the free list could not be read, since stale pages could not then be told from these.
+        var orphans: [(key: [UInt8], value: [UInt8])] = []
     }
 
     /// Reads the named databases of the file at `path` that `wanted` accepts, without trusting anything: a page that
@@ -553,10 +562,52 @@ extension LMDBFileCheck {
                 }
                 result.databases[name] = entries
             }
-            break
+            result.damage = problems
+            result.orphans = orphanEntries(freeList: meta.free, lastPage: meta.lastPage)
+            return result
         }
         result.damage = problems
         return result
+    }
+
+    /// The entries of the leaf pages up to `lastPage` that the walks so far did not reach and that the free list
+    /// does not hold; nothing if the free list is damaged.
+    private mutating func orphanEntries(freeList: Record, lastPage: UInt64) -> [(key: [UInt8], value: [UInt8])] {
+        let before = problems.count
+        var free: [UInt64] = []
+        collect(freeList.root, level: 1, space: "free list") { reader, flags, _, data, size, pageEnd in
+            var list: [UInt8]?
+            if flags == 0, data + size <= pageEnd {
+                list = Array(UnsafeRawBufferPointer(rebasing: reader.bytes[data..<(data + size)]))
+            } else if flags == NodeFlag.bigData, data + 8 <= pageEnd, let first = reader.u64(data) {
+                list = reader.overflowValue(first, size: size, space: "free list")
+            }
+            guard let list, list.count >= 8 else { return }
+            list.withUnsafeBytes { raw in
+                let count = Int(min(UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)), UInt64(list.count / 8 - 1)))
+                for i in 0..<count { free.append(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8 + 8 * i, as: UInt64.self))) }
+            }
+        }
+        guard problems.count == before, before < 100 else { return [] }
+        for page in free where page < UInt64(pageCount) { state[Int(page)] = 2 }
+        var entries: [(key: [UInt8], value: [UInt8])] = []
+        let end = min(pageCount, Int(min(lastPage, UInt64(pageCount))) + 1)
+        for page in 2..<max(end, 2) where state[page] == 0 {
+            let base = page * pageSize
+            guard u64(base) == UInt64(page), let flags = u16(base + 10),
+                  flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage | PageFlag.leaf2)
+                    == PageFlag.leaf else { continue }
+            collect(UInt64(page), level: 1, space: "page \(page), reached by no tree") { reader, flags, key, data, size, pageEnd in
+                if flags == 0, data + size <= pageEnd {
+                    entries.append((Array(key), Array(UnsafeRawBufferPointer(rebasing: reader.bytes[data..<(data + size)]))))
+                } else if flags == NodeFlag.bigData, data + 8 <= pageEnd, let first = reader.u64(data),
+                          let value = reader.overflowValue(first, size: size, space: "") {
+                    entries.append((Array(key), value))
+                }
+            }
+        }
+        problems.removeSubrange(min(before, problems.count)...)   // what is not a tree's page is not damage
+        return entries
     }
 
     /// Calls `body` with each leaf node under `page` (its flags, key, where its value starts, its size, and the

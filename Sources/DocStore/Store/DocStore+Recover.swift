@@ -115,6 +115,8 @@ extension DocStore {
     /// Copies the collections `names` of `salvage` into this new store: catalog entries, documents, then indexes.
     private func copy(names: [String], infos: [String: CollectionInfo], filters: [SavedFilter],
                       from salvage: LMDBFileCheck.Salvage, into report: inout RecoveryReport) throws {
+        let orphans = DocStore.attribute(salvage.orphans, among: names, infos: infos, salvage: salvage,
+                                         into: &report)
         for name in names {
             guard (try? StoreCore.validateName(name, what: "collection")) != nil else {
                 report.damage.append("a collection named \(name.debugDescription), which cannot be a name, was skipped")
@@ -127,8 +129,15 @@ extension DocStore {
                     + "indexes (if it had any) are not made again")
             }
             let space = StoreCore.documentsName(name)
-            let entries = salvage.databases[space] ?? []
+            var entries = salvage.databases[space] ?? []
             if salvage.databases[space] == nil { collection.notes.append("its documents could not be found") }
+            let found = entries.count
+            if let extra = orphans[name], !extra.isEmpty {
+                let known = Set(entries.map(\.key))
+                let added = extra.filter { !known.contains($0.key) }
+                entries += added
+                collection.notes.append("\(added.count) documents found on pages cut off from the collection's tree")
+            }
             var documents: [DocumentValue] = []
             for (_, value) in entries {
                 do {
@@ -138,9 +147,8 @@ extension DocStore {
                     collection.damaged += 1
                 }
             }
-            if let recorded = salvage.recordedEntries[space], recorded >= UInt64(entries.count),
-               salvage.databases[space] != nil {
-                collection.unreachable = Int(recorded) - entries.count
+            if let recorded = salvage.recordedEntries[space], recorded >= UInt64(found), salvage.databases[space] != nil {
+                collection.unreachable = max(0, Int(recorded) - entries.count)
             }
             // The collection as it was (its ids where they were), then its documents in batches.
             try write { ctx in
@@ -179,5 +187,37 @@ extension DocStore {
         for filter in filters where (try? write({ try $0.saveFilter(filter) })) != nil {
             report.savedFilters += 1
         }
+    }
+
+    /// The entries of pages no tree reaches that are sound documents of one collection: of one whose tree lost
+    /// documents, and whose id (at that collection's id path) is the entry's key. Entries that fit none, or several,
+    /// are counted in the report's damage.
+    private static func attribute(_ orphans: [(key: [UInt8], value: [UInt8])], among names: [String],
+                                  infos: [String: CollectionInfo], salvage: LMDBFileCheck.Salvage,
+                                  into report: inout RecoveryReport) -> [String: [(key: [UInt8], value: [UInt8])]] {
+        let losing = names.filter { name in
+            let space = StoreCore.documentsName(name)
+            return (salvage.recordedEntries[space] ?? 0) > UInt64(salvage.databases[space]?.count ?? 0)
+        }
+        var byCollection: [String: [(key: [UInt8], value: [UInt8])]] = [:]
+        var unplaced = 0
+        for orphan in orphans {
+            // A sound document (index entries, catalog entries and the like are not), keyed by its own id.
+            let owners = orphan.value.withUnsafeBytes { raw -> [String]? in
+                let reader = BinaryReader(raw)
+                guard (try? reader.checkChecksum()) != nil, let root = try? reader.root() else { return nil }
+                return losing.filter { name in
+                    guard let id = try? reader.value(atPath: infos[name]?.idPath ?? "id", from: root) else { return false }
+                    return (try? KeyEncoder.key(id, in: reader)) == orphan.key
+                }
+            }
+            guard let owners else { continue }
+            if owners.count == 1 { byCollection[owners[0], default: []].append(orphan) } else { unplaced += 1 }
+        }
+        if unplaced > 0 {
+            report.damage.append("\(unplaced) documents on pages no tree reaches could not be placed in one collection "
+                + "that lost documents, and were left out")
+        }
+        return byCollection
     }
 }

@@ -58,6 +58,21 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
 }
 
 extension DocStore {
+    /// Reads the structure of the store file at `path` without opening it and without trusting it (as
+    /// ``Options/checkFile`` does before opening): every page in use, with each page number, offset and length
+    /// checked before use. The report holds ``VerificationReport/Problem/Kind-swift.enum/damagedFile`` problems and
+    /// the pages read; documents and index entries are for ``verify()``.
+    ///
+    /// A file that another process writes meanwhile is looked at again when damage is seen while it changed, and
+    /// reported clean if it never stood still.
+    public static func checkFile(at path: String) -> VerificationReport {
+        let (damage, pages) = LMDBFileCheck.check(path: path, snapshot: 0)
+        var report = VerificationReport()
+        report.pagesChecked = pages
+        report.problems = damage.map(VerificationReport.Problem.init(damage:))
+        return report
+    }
+
     /// Checks every collection: each document is valid, has the checksum it was written with (so that a changed
     /// byte inside a value is found), decodes as its Swift type (for types used with this store), and has every
     /// index entry its values produce; and every index entry belongs to a document that produces it (index entries
@@ -74,10 +89,7 @@ extension DocStore {
         var report = VerificationReport()
         report.pagesChecked = structure.pages
         guard structure.damage.isEmpty else {
-            report.problems = structure.damage.map { damage in
-                VerificationReport.Problem(kind: .damagedFile, collection: StoreCore.collectionName(ofKeySpace: damage.space) ?? "",
-                                           index: nil, document: "", detail: StoreCore.describe(damage))
-            }
+            report.problems = structure.damage.map(VerificationReport.Problem.init(damage:))
             return report
         }
         return try withRead { [report] context in
@@ -184,5 +196,13 @@ extension DocStore {
                     detail: "entry \(DocStore.hex(key))"))
             }
         }
+    }
+}
+
+extension VerificationReport.Problem {
+    /// Damage the structural check found, named by collection where its key space is one's.
+    init(damage: StorageDamage) {
+        self.init(kind: .damagedFile, collection: StoreCore.collectionName(ofKeySpace: damage.space) ?? "", index: nil,
+                  document: "", detail: StoreCore.describe(damage))
     }
 }

@@ -103,6 +103,14 @@ final class DocStorePeer: Peer {
             }
         case .countByIndex:
             return try await Self.query(scenario, p)!.count(in: store)
+        case .fileCheck:
+            let report = DocStore.checkFile(at: path)
+            guard report.isClean else { throw BenchFailure(description: "the store's file check failed: \(report)") }
+            return p.documentCount
+        case .verify:
+            let report = try await store.verify()
+            guard report.isClean else { throw BenchFailure(description: "verify() failed: \(report)") }
+            return report.documentsChecked
         case .findOrCreateHit, .findOrCreateMiss:
             let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
             let id = p.newID

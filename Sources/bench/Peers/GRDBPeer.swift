@@ -157,6 +157,11 @@ final class GRDBPeer: Peer {
                 for id in ids { rows += try Self.visit(statement, [id], form, &touched) }
                 return (rows, touched)
             }
+        case .fileCheck, .verify:
+            let sql = scenario == .fileCheck ? "PRAGMA quick_check" : "PRAGMA integrity_check"
+            let answer = try await pool.read { db in try String.fetchOne(db, sql: sql) }
+            guard answer == "ok" else { throw BenchFailure(description: "\(sql): \(answer ?? "nothing")") }
+            return p.documentCount
         case .countByIndex:
             return try await pool.read { db in
                 try Int.fetchOne(db.cachedStatement(sql: PersonTable.count)) ?? 0

@@ -85,6 +85,8 @@ final class LMDBPeer: Peer {
 
     func supports(_ scenario: Scenario, _ form: Form) -> Bool {
         switch scenario {
+        case .fileCheck, .verify:
+            return false   // checking is the engine's work
         case .indexedResidual, .sortUnindexedLimit, .fullSort10, .findOrCreateHit, .findOrCreateMiss:
             return false   // they need fields read from the documents, or a sort: the engine's work
         case .coalesce, .optionalRange, .flatMap, .twoFields, .arithmetic, .ternary, .stringContains, .arrayCount:

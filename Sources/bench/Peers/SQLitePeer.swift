@@ -62,7 +62,7 @@ enum PersonTable {
             // The row's own JSON array: twice as fast as grouping the tag table's rows by person, and a count
             // correlated per person would walk the whole tag table for each.
             tail = "WHERE json_array_length(tags) > 2"
-        case .insert, .getByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss: return nil
+        case .insert, .getByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return nil
         }
         return ("SELECT \(form == .ids ? "id" : columns) FROM person \(tail)", argument)
     }
@@ -293,6 +293,12 @@ final class SQLitePeer: Peer {
                 }
                 return found
             }
+        case .fileCheck, .verify:
+            let sql = scenario == .fileCheck ? "PRAGMA quick_check" : "PRAGMA integrity_check"
+            var answer = ""
+            try step(try statement(sql), sql) { answer = String(cString: sqlite3_column_text($0, 0)) }
+            guard answer == "ok" else { throw BenchFailure(description: "\(sql): \(answer)") }
+            return p.documentCount
         case .countByIndex:
             let sql = PersonTable.count
             var count = 0
