@@ -154,6 +154,40 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         #expect(report.documentsChecked == 2)
     }
 
+    /// An entry whose key changed: the index holds as many entries as the documents produce, one of them wrong.
+    /// Both the missing entry and the stale one are reported (the count alone would hide them).
+    @Test(arguments: ["age", "city_age", "email", "tags"])
+    func anEntryWithAChangedKeyIsMissingAndStale(indexName: String) async throws {
+        let (store, dir) = try await makeStore()
+        _ = dir
+        let people = verifyStandardPeople()
+        try await store.insert(contentsOf: [people.ann, people.bob, people.cat])
+        let ann = people.ann
+        var changed = ann
+        changed.age = 77
+        changed.city = "Tromsø"
+        changed.email = "stale@example.com"
+        changed.tags = ann.tags.isEmpty ? [] : ["stale"] + ann.tags.dropFirst()
+        try await store.write { [changed] ctx in
+            let handle = try ctx.scope.handle(for: Person.self)
+            let index = try VerifyDamage.index(handle, indexName)
+            let id = try VerifyDamage.personID(ann.id)
+            let real = try VerifyDamage.keys(of: ann, for: index), wrong = try VerifyDamage.keys(of: changed, for: index)
+            guard let gone = real.first(where: { !wrong.contains($0) }), let added = wrong.first(where: { !real.contains($0) }) else {
+                throw VerifyDamage.SetupFailed(description: "no key to change")
+            }
+            let entries = try ctx.txn.entryCount(index.database)
+            _ = try ctx.txn.delete(index.database, gone, value: index.isUnique ? nil : id)
+            try ctx.txn.put(index.database, added, id)
+            guard try ctx.txn.entryCount(index.database) == entries else {
+                throw VerifyDamage.SetupFailed(description: "the entry count changed")
+            }
+        }
+        let report = try await store.verify()
+        #expect(Set(report.problems.map(\.kind)) == [.documentWithoutEntry, .staleEntry], "\(report)")
+        #expect(report.problems.allSatisfy { $0.index == indexName && $0.document.contains(ann.id.uuidString) }, "\(report)")
+    }
+
     @Test(arguments: ["age", "city_age", "email", "tags"])
     func entryTheDocumentDoesNotProduceIsStaleEntry(indexName: String) async throws {
         let (store, dir) = try await makeStore()

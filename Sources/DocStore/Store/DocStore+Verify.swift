@@ -97,9 +97,16 @@ extension DocStore {
             for name in try context.collections().map(\.name) {
                 guard let handle = try context.scope.handle(named: name) else { continue }
                 report.collectionsChecked += 1
-                try verifyDocuments(of: handle, in: context.txn, into: &report)
-                for index in handle.indexes {
-                    try verifyEntries(of: index, in: handle, txn: context.txn, into: &report)
+                let produced = try verifyDocuments(of: handle, in: context.txn, into: &report)
+                for (i, index) in handle.indexes.enumerated() {
+                    // Every entry the documents produce is there; as many as there are entries means there is no
+                    // other. Otherwise each entry is looked at, to name the ones no document produces.
+                    let entries = try context.txn.entryCount(index.database)
+                    if let count = produced[i], count == entries {
+                        report.entriesChecked += entries
+                    } else {
+                        try verifyEntries(of: index, in: handle, txn: context.txn, into: &report)
+                    }
                 }
                 let extras = core.declared[name].map { StoreCore.undeclared(in: handle.info, by: $0) } ?? []
                 for extra in extras {
@@ -116,9 +123,12 @@ extension DocStore {
         "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
+    /// Checks each document, and that each of its index entries is there. Returns, per index, how many entries the
+    /// documents produce, or `nil` when one is missing or a document could not be read.
     private func verifyDocuments(of handle: CollectionHandle, in txn: any StorageTransaction,
-                                 into report: inout VerificationReport) throws {
+                                 into report: inout VerificationReport) throws -> [Int?] {
         let checker = core.typeCheckers[handle.name]
+        var produced: [Int?] = Array(repeating: 0, count: handle.indexes.count)
         var unchecked = 0
         defer {
             if unchecked > 0 {
@@ -140,8 +150,10 @@ extension DocStore {
                     let root = try reader.root()
                     if try !reader.checkChecksum() { unchecked += 1 }
                     _ = try DocumentValue(reader: reader, ref: root)
-                    for index in handle.indexes {
-                        for key in try IndexKeys.keys(for: index.definition, reader: reader, root: root) {
+                    for (i, index) in handle.indexes.enumerated() {
+                        let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
+                        produced[i] = produced[i].map { $0 + keys.count }
+                        for key in keys {
                             let present: Bool
                             if index.isUnique {
                                 present = try txn.get(index.database, key).map { Array($0) == id } ?? false
@@ -149,6 +161,7 @@ extension DocStore {
                                 present = try txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
                             }
                             if !present {
+                                produced[i] = nil
                                 problem(.documentWithoutEntry, index: index.definition.name,
                                         "no entry for \(IndexKeys.describe(index.definition, reader: reader, root: root))")
                             }
@@ -157,6 +170,7 @@ extension DocStore {
                 }
             } catch let error as MalformedDocument {
                 problem(.corruptDocument, "\(error)")
+                produced = produced.map { _ in nil }   // its entries cannot be known
             }
             if let checker {
                 do {
@@ -171,19 +185,23 @@ extension DocStore {
                 }
             }
         }
+        return produced
     }
 
     private func verifyEntries(of index: CollectionHandle.Index, in handle: CollectionHandle, txn: any StorageTransaction,
                                into report: inout VerificationReport) throws {
+        // A document's keys, worked out once however many entries it has (an array of 800 tags has 800).
+        var keysOf: [[UInt8]: Set<[UInt8]>] = [:]
         try txn.forEachEntry(in: index.database) { rawKey, rawValue in
             report.entriesChecked += 1
             let key = Array(rawKey)
             let id = Array(rawValue)
             if let document = try txn.get(handle.documents, id).map({ Array($0) }) {
-                let produced = (try? document.withUnsafeBytes { raw -> [[UInt8]] in
+                let produced = keysOf[id] ?? Set((try? document.withUnsafeBytes { raw -> [[UInt8]] in
                     let reader = BinaryReader(raw)
                     return try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root())
-                }) ?? []
+                }) ?? [])
+                keysOf[id] = produced
                 if !produced.contains(key) {
                     report.problems.append(.init(kind: .staleEntry, collection: handle.name,
                         index: index.definition.name,
