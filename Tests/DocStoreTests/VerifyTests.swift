@@ -30,6 +30,16 @@ private enum VerifyDamage {
         try keys(of: try DocumentEncoder().encode(person), for: index)
     }
 
+    /// `person` with every indexed value changed: another age, city, email and the tags given.
+    static func elsewhere(_ person: Person, tags: [String]) -> Person {
+        var changed = person
+        changed.age = 77
+        changed.city = "Tromsø"
+        changed.email = "stale@example.com"
+        changed.tags = tags
+        return changed
+    }
+
     static func personID(_ id: UUID) throws -> [UInt8] {
         try CollectionHandle.idKey(id, collection: Person.collection)
     }
@@ -163,11 +173,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         let people = verifyStandardPeople()
         try await store.insert(contentsOf: [people.ann, people.bob, people.cat])
         let ann = people.ann
-        var changed = ann
-        changed.age = 77
-        changed.city = "Tromsø"
-        changed.email = "stale@example.com"
-        changed.tags = ann.tags.isEmpty ? [] : ["stale"] + ann.tags.dropFirst()
+        let changed = VerifyDamage.elsewhere(ann, tags: ["stale"] + ann.tags.dropFirst())
         try await store.write { [changed] ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             let index = try VerifyDamage.index(handle, indexName)
@@ -195,11 +201,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         let people = verifyStandardPeople()
         try await store.insert(contentsOf: [people.ann, people.bob, people.cat])
         let ann = people.ann
-        var changed = ann
-        changed.age = 77
-        changed.city = "Tromsø"
-        changed.email = "stale@example.com"
-        changed.tags = ["stale"]
+        let changed = VerifyDamage.elsewhere(ann, tags: ["stale"])
         let stale = changed
         try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
