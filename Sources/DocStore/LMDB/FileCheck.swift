@@ -445,6 +445,12 @@ struct LMDBFileCheck {
         guard let nodes = self.nodes(inPageAt: start, length: size, page: page, space: space) else { return 0 }
         var previous: UnsafeRawBufferPointer?
         for node in nodes {
+            // A duplicate is a key alone: LMDB reads any flag on it as it would on a database's node (duplicates of a
+            // duplicate, through a cursor that does not exist).
+            guard u16(node + 4) == 0 else {
+                damage(page, space, "a key's duplicate with flags \(String(u16(node + 4) ?? 0, radix: 16))")
+                return 0
+            }
             guard let value = key(of: node, within: start + size, page: page, space: space) else { return 0 }
             if let previous, !LMDBFileCheck.precedes(previous, value) {
                 damage(page, space, "a key's duplicates are out of order")
