@@ -580,22 +580,19 @@ extension LMDBFileCheck {
     /// does not hold; nothing if the free list is damaged.
     private mutating func orphanEntries(freeList: Record, lastPage: UInt64) -> [(key: [UInt8], value: [UInt8])] {
         let before = problems.count
-        var free: [UInt64] = []
+        // The free list's pages, then the pages it lists, marked as not to be read.
         collect(freeList.root, level: 1, space: "free list") { reader, flags, _, data, size, pageEnd in
-            var list: [UInt8]?
             if flags == 0, data + size <= pageEnd {
-                list = Array(UnsafeRawBufferPointer(rebasing: reader.bytes[data..<(data + size)]))
+                reader.freePages(listAt: data, size: size, space: "free list")
             } else if flags == NodeFlag.bigData, data + 8 <= pageEnd, let first = reader.u64(data) {
-                list = reader.overflowValue(first, size: size, space: "free list")
-            }
-            guard let list, list.count >= 8 else { return }
-            list.withUnsafeBytes { raw in
-                let count = Int(min(UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)), UInt64(list.count / 8 - 1)))
-                for i in 0..<count { free.append(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8 + 8 * i, as: UInt64.self))) }
+                var tally = Tally()
+                if reader.claimOverflow(first, size: size, space: "free list", tally: &tally) {
+                    reader.freePages(listAt: Int(first) * reader.pageSize + LMDBFileCheck.headerSize, size: size,
+                                     space: "free list")
+                }
             }
         }
         guard problems.count == before, before < 100 else { return [] }
-        for page in free where page < UInt64(pageCount) { state[Int(page)] = 2 }
         var entries: [(key: [UInt8], value: [UInt8])] = []
         let end = min(pageCount, Int(min(lastPage, UInt64(pageCount))) + 1)
         for page in 2..<max(end, 2) where state[page] == 0 {
@@ -652,16 +649,9 @@ extension LMDBFileCheck {
 
     /// The value of `size` bytes kept on the overflow pages from `first`, if they are overflow pages that hold it.
     private mutating func overflowValue(_ first: UInt64, size: Int, space: String) -> [UInt8]? {
-        let base = Int(first) * pageSize
-        guard first < UInt64(pageCount), let number = u64(base), number == first, let flags = u16(base + 10),
-              flags & PageFlag.overflow != 0, let count = u32(base + 12), count >= 1,
-              size <= Int(count) * pageSize - LMDBFileCheck.headerSize,
-              base + LMDBFileCheck.headerSize + size <= bytes.count else {
-            damage(first, space, "a value's overflow page \(first) is not one")
-            return nil
-        }
-        guard claim(first, count: UInt64(count), space: space) else { return nil }
-        let start = base + LMDBFileCheck.headerSize
+        var tally = Tally()
+        guard claimOverflow(first, size: size, space: space, tally: &tally) else { return nil }
+        let start = Int(first) * pageSize + LMDBFileCheck.headerSize
         return Array(UnsafeRawBufferPointer(rebasing: bytes[start..<(start + size)]))
     }
 }
