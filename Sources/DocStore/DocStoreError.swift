@@ -16,7 +16,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         enum Kind: String, Sendable {
             case uniqueViolation, duplicateID, storeFull, notAStore, formatTooNew, cannotOpen, alreadyOpen
             case decodingFailed, encodingFailed, corruptDocument, invalidSchema, valueTooLarge
-            case transactionExpired, closed, storage, alreadyExists, readOnly, damagedFile
+            case transactionExpired, closed, storage, alreadyExists, readOnly, damagedFile, overflow, invalidUpdate
         }
         let kind: Kind
         public var description: String { kind.rawValue }
@@ -59,6 +59,11 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         /// The file's structure is damaged (found by ``DocStore/Options/checkFile`` when opening): the message
         /// names the page and what is wrong. Nothing was read through the damaged page.
         public static let damagedFile = Code(kind: .damagedFile)
+        /// An integer result does not fit in 64 bits (a `sum`, or an `increment` of an update); nothing was changed.
+        public static let overflow = Code(kind: .overflow)
+        /// An update cannot be applied to a document as it is (an increment of a string, a push onto a value that
+        /// is not an array, a change of the id); the message names the document and field. Nothing was changed.
+        public static let invalidUpdate = Code(kind: .invalidUpdate)
     }
 
     public let code: Code

@@ -316,7 +316,7 @@ extension KeyEncoder {
     }
 
     /// The `Double` whose ordered bytes these are (the inverse of `appendOrdered`).
-    private static func orderedDouble(_ bytes: ArraySlice<UInt8>) -> Double {
+    static func orderedDouble(_ bytes: ArraySlice<UInt8>) -> Double {
         var bits: UInt64 = 0
         for b in bytes { bits = bits << 8 | UInt64(b) }
         bits = bits & (1 << 63) != 0 ? bits & ~(1 << 63) : ~bits

@@ -32,12 +32,19 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
     /// Whether some condition needs the decoded document.
     public let decodesForFilter: Bool
 
-    init(plan: Plan, statistics: QueryStatistics) {
+    /// With `aggregate`, how an aggregate of the matches is computed (the order of the matches does not matter
+    /// then); with `keysOf`, the index whose keys alone answer it, in place of the plan's access.
+    init(plan: Plan, statistics: QueryStatistics, aggregate: String? = nil, keysOf keyIndex: IndexDefinition? = nil) {
         self.plan = plan
         self.statistics = statistics
         var lines = ["query on \(plan.collection) (\(plan.documentCount) documents)"]
         lines.append("  filter:   \(plan.filter)")
         switch plan.access {
+        case _ where keyIndex != nil && plan.access == .fullScan(descending: false):
+            let keyIndex = keyIndex!
+            lines.append("  access:   the keys of index \(keyIndex.name) (\(keyIndex.kind.rawValue) on "
+                + "\(keyIndex.fields.map(\.description).joined(separator: ", "))), not the documents")
+            index = keyIndex.name
         case .noCollection:
             lines.append("  access:   none: there is no such collection, so no document")
             index = nil
@@ -73,6 +80,8 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
         let order = plan.sort.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }
             + ["id \(plan.idDescending ? "descending" : "ascending")"]
         switch plan.ordering {
+        case _ where aggregate != nil && plan.limit == nil:
+            break   // an aggregate of every match: their order does not matter
         case .natural:
             if case .fullScan = plan.access {
                 lines.append("  order:    \(order.joined(separator: ", then ")); as stored, no sort")
@@ -99,6 +108,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
                 }
             }.joined(separator: ", "))
         }
+        if let aggregate { lines.append("  aggregate: \(aggregate)") }
         lines.append("  ran:      \(statistics)")
         self.lines = lines
         if case .index = plan.access, plan.ordering == .natural { orderFromIndex = true } else { orderFromIndex = false }

@@ -1,0 +1,481 @@
+import Foundation
+
+/// What an aggregate computes over the documents of a query, or over each group's.
+///
+/// Values are read from the encoded documents; nothing is decoded. `nil` and missing values are skipped, as SQL
+/// skips `NULL`; `sum` and `average` skip values that are not numbers as well.
+public enum Aggregate: Sendable, Hashable, CustomStringConvertible {
+    /// The number of documents.
+    case count
+    /// The sum of the field's numbers; 0 when there are none. Whole numbers (integers of any width, and `Double`s
+    /// without a fraction) add exactly, as 64-bit integers: a sum that does not fit is an error, not a wrap. Once a
+    /// number with a fraction comes in, the sum is a `Double`.
+    case sum(FieldPath)
+    /// The mean of the field's numbers, as a `Double`; `nil` when there are none.
+    case average(FieldPath)
+    /// The least value, in the order of index keys (numbers of every width by their value, `nil` skipped).
+    case min(FieldPath)
+    /// The greatest value, in the order of index keys.
+    case max(FieldPath)
+
+    /// The field the aggregate reads, if any.
+    public var path: FieldPath? {
+        switch self {
+        case .count: return nil
+        case .sum(let p), .average(let p), .min(let p), .max(let p): return p
+        }
+    }
+
+    /// Whether this is `max`.
+    var isMax: Bool { if case .max = self { true } else { false } }
+
+    /// As the shell writes it: `count()`, `sum(score)`.
+    public var description: String {
+        switch self {
+        case .count: return "count()"
+        case .sum(let p): return "sum(\(p))"
+        case .average(let p): return "average(\(p))"
+        case .min(let p): return "min(\(p))"
+        case .max(let p): return "max(\(p))"
+        }
+    }
+}
+
+/// One group's key and aggregate, as execution produces them: `key` orders the groups (the key bytes of the
+/// group's values, one part per field), `values` are the group's field values as stored (those of the first
+/// document met), and `result` the aggregate.
+struct GroupRow: Sendable, Equatable {
+    var key: [UInt8]
+    var values: [DocumentValue]
+    var result: DocumentValue
+}
+
+/// How an aggregate was (or will be) computed, for `explain`.
+enum AggregateAccess: Sendable, Equatable {
+    /// From the keys of an index and their entry counts: no document read, except one per distinct key whose
+    /// value the key does not give back exactly.
+    case indexKeys(IndexDefinition, firstOnly: Bool)
+    /// Over the query's matches, reading the named fields from each.
+    case matches(reading: [FieldPath])
+}
+
+/// The running state of one aggregate over one group.
+struct Accumulator {
+    var documents = 0
+    /// Numbers seen (for `average`).
+    var numbers = 0
+    var wholeSum: Int128 = 0
+    var fractionSum = 0.0
+    var sawFraction = false
+    /// The best value so far for `min`/`max`: its key, its value, and the value as a `Double` when a number.
+    var best: (key: [UInt8], value: DocumentValue, number: Double?)?
+
+    /// Adds one number: `whole` when it is a whole number within `Int64`'s range (counted `times` times).
+    @inline(__always)
+    mutating func addNumber(whole: Int128?, _ double: Double, times: Int = 1) {
+        numbers += times
+        if let whole {
+            wholeSum += whole * Int128(times)
+        } else {
+            sawFraction = true
+            fractionSum += double * Double(times)
+        }
+    }
+
+    /// A number read from a document, as `addNumber` takes it; `nil` for anything else.
+    @inline(__always)
+    static func number(_ ref: ValueRef, in reader: BinaryReader) -> (whole: Int128?, double: Double)? {
+        if let i = reader.integer(ref) { return (Int128(i), Double(i)) }
+        if let d = reader.double(ref) { return (Accumulator.whole(d), d) }
+        if let u = reader.unsigned(ref) { return (Int128(u), Double(u)) }
+        return nil
+    }
+
+    /// A `Double` as a whole number, when it has no fraction and fits `Int64`.
+    @inline(__always)
+    static func whole(_ d: Double) -> Int128? {
+        d.rounded() == d && abs(d) < 9.2e18 ? Int128(d) : nil
+    }
+
+    /// Offers a value to `min` (or with `greatest`, `max`): kept when it orders before (after) the best so far.
+    mutating func offer(_ ref: ValueRef, in reader: BinaryReader, greatest: Bool) throws {
+        let number = reader.exactDouble(ref)
+        if let best {
+            if let n = number, let b = best.number {
+                guard greatest ? n > b : n < b else { return }
+            } else {
+                let key = try KeyEncoder.key(ref, in: reader)
+                guard greatest ? best.key.lexicographicallyPrecedes(key) : key.lexicographicallyPrecedes(best.key) else {
+                    return
+                }
+                self.best = (key, try DocumentValue(reader: reader, ref: ref), number)
+                return
+            }
+        }
+        best = (try KeyEncoder.key(ref, in: reader), try DocumentValue(reader: reader, ref: ref), number)
+    }
+
+    /// Offers a value whose key is known (from an index).
+    mutating func offer(key: [UInt8], value: () throws -> DocumentValue, greatest: Bool) rethrows {
+        if let best, greatest ? !best.key.lexicographicallyPrecedes(key) : !key.lexicographicallyPrecedes(best.key) {
+            return
+        }
+        best = (key, try value(), nil)
+    }
+
+    /// Adds another part's state (a later range of the same scan).
+    mutating func merge(_ other: Accumulator, _ aggregate: Aggregate) {
+        documents += other.documents
+        numbers += other.numbers
+        wholeSum += other.wholeSum
+        fractionSum += other.fractionSum
+        sawFraction = sawFraction || other.sawFraction
+        if let theirs = other.best {
+            switch aggregate {
+            case .min: if best == nil || theirs.key.lexicographicallyPrecedes(best!.key) { best = theirs }
+            case .max: if best == nil || best!.key.lexicographicallyPrecedes(theirs.key) { best = theirs }
+            default: break
+            }
+        }
+    }
+
+    /// The aggregate's value.
+    func result(_ aggregate: Aggregate, collection: String) throws -> DocumentValue {
+        switch aggregate {
+        case .count:
+            return .int(Int64(documents))
+        case .sum(let path):
+            if sawFraction { return .double(Double(wholeSum) + fractionSum) }
+            guard let sum = Int64(exactly: wholeSum) else {
+                throw DocStoreError(.overflow, "the sum of '\(path)' in collection '\(collection)' is \(wholeSum), "
+                    + "which does not fit in a 64-bit integer", collection: collection)
+            }
+            return .int(sum)
+        case .average:
+            guard numbers > 0 else { return .null }
+            return .double((Double(wholeSum) + fractionSum) / Double(numbers))
+        case .min, .max:
+            return best?.value ?? .null
+        }
+    }
+}
+
+/// Aggregates computed over documents one at a time: each document's group key (the key bytes of its group fields)
+/// finds its group in a hash table, whose groups are put in key order at the end.
+final class GroupScan {
+    private let groupPaths: [CompiledPath]
+    private let groupLayouts: [CompiledPath.Layout]
+    private let valuePath: CompiledPath?
+    private let valueLayout: CompiledPath.Layout?
+    let aggregate: Aggregate
+
+    init(groupBy: [FieldPath], aggregate: Aggregate) {
+        groupPaths = groupBy.map(CompiledPath.init)
+        groupLayouts = groupPaths.map(\.layout)
+        valuePath = aggregate.path.map(CompiledPath.init)
+        valueLayout = valuePath?.layout
+        self.aggregate = aggregate
+    }
+
+    /// The groups of one part of a scan.
+    struct Part {
+        var groups: [[UInt8]: (values: [DocumentValue], state: Accumulator)] = [:]
+        var scratch: [UInt8] = []
+    }
+
+    /// Adds one document to its group.
+    func add(_ document: UnsafeRawBufferPointer, to part: inout Part) throws {
+        let reader = BinaryReader(document)
+        let root = try reader.root()
+        var encoder = KeyEncoder()
+        part.scratch.removeAll(keepingCapacity: true)
+        encoder.swapBuffer(&part.scratch)
+        for layout in groupLayouts {
+            if let ref = try layout.value(in: reader, from: root), ref.tag != BinaryFormat.Tag.null {
+                try encoder.append(ref, in: reader)
+            } else {
+                encoder.append(.null)
+            }
+        }
+        encoder.swapBuffer(&part.scratch)
+        if let i = part.groups.index(forKey: part.scratch) {
+            try add(reader, root, to: &part.groups.values[i].state)
+        } else {
+            var state = Accumulator()
+            try add(reader, root, to: &state)
+            let values = try groupLayouts.map { layout in
+                try layout.value(in: reader, from: root).map { try DocumentValue(reader: reader, ref: $0) } ?? .null
+            }
+            part.groups[part.scratch] = (values, state)
+        }
+    }
+
+    @inline(__always)
+    private func add(_ reader: BinaryReader, _ root: ValueRef, to state: inout Accumulator) throws {
+        state.documents += 1
+        guard let valueLayout, let ref = try valueLayout.value(in: reader, from: root),
+              ref.tag != BinaryFormat.Tag.null else { return }
+        switch aggregate {
+        case .count: break
+        case .sum, .average:
+            if let (whole, double) = Accumulator.number(ref, in: reader) { state.addNumber(whole: whole, double) }
+        case .min: try state.offer(ref, in: reader, greatest: false)
+        case .max: try state.offer(ref, in: reader, greatest: true)
+        }
+    }
+
+    /// The parts' groups together, in key order: the values of a group are those of the earliest part.
+    func rows(_ parts: [Part], collection: String) throws -> [GroupRow] {
+        var all = parts.first?.groups ?? [:]
+        for part in parts.dropFirst() {
+            for (key, group) in part.groups {
+                if let i = all.index(forKey: key) {
+                    all.values[i].state.merge(group.state, aggregate)
+                } else {
+                    all[key] = group
+                }
+            }
+        }
+        return try all.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map {
+            GroupRow(key: $0.key, values: $0.value.values, result: try $0.value.state.result(aggregate, collection: collection))
+        }
+    }
+}
+
+extension Executor {
+    /// The groups of the query's matches (one group of all of them when `groupBy` is empty), each with its
+    /// aggregate, in key order; and how they were found.
+    ///
+    /// With `ordered`, the matches are the query's results in order and within its slice (an aggregate of a
+    /// slice); otherwise in whatever order is cheapest, and an index that holds the group fields (and the
+    /// aggregate's field after them) may answer from its keys alone.
+    func aggregate(groupBy: [FieldPath], _ aggregate: Aggregate, ordered: Bool,
+                   dropNilGroup: Bool = false) throws -> (rows: [GroupRow], access: AggregateAccess) {
+        if !ordered, let (index, ranges, firstOnly) = indexForAggregate(groupBy: groupBy, aggregate) {
+            let rows = try aggregateFromKeys(of: index, ranges: ranges, groupBy: groupBy, aggregate,
+                                             firstOnly: firstOnly, dropNilGroup: dropNilGroup)
+            return (rows, .indexKeys(index, firstOnly: firstOnly))
+        }
+        let scan = GroupScan(groupBy: groupBy, aggregate: aggregate)
+        var parts: [GroupScan.Part]
+        if ordered {
+            var part = GroupScan.Part()
+            let walk = try Executor.Walk(self, collectFirst: false, whole: true)
+            while try walk.next({ _, document in try scan.add(document, to: &part) }) != nil {}
+            parts = [part]
+        } else if let split = try matchesInParts(start: { GroupScan.Part() }, add: { try scan.add($1.document, to: &$0) }) {
+            parts = split
+        } else {
+            var part = GroupScan.Part()
+            try forEachMatch { try scan.add($0.document, to: &part); return true }
+            parts = [part]
+        }
+        var rows = try scan.rows(parts, collection: handle.name)
+        if dropNilGroup { rows.removeAll { $0.key == [KeyEncoder.Kind.null] } }
+        if groupBy.isEmpty && rows.isEmpty {
+            rows = [GroupRow(key: [], values: [], result: try Accumulator().result(aggregate, collection: handle.name))]
+        }
+        statistics.value.returned = rows.count
+        return (rows, .matches(reading: groupBy + (aggregate.path.map { [$0] } ?? [])))
+    }
+
+    /// The index whose keys answer an aggregate, and the key ranges to walk: the plan reads every document or
+    /// scans that index alone with nothing left to check; the index is a regular one (every document has an entry)
+    /// whose fields begin with the group fields, followed by the aggregate's field if it reads one.
+    /// `firstOnly`: a `min` or `max` of everything, which the first key in the walk's direction answers.
+    private func indexForAggregate(groupBy: [FieldPath], _ aggregate: Aggregate)
+        -> (IndexDefinition, [KeyRange], firstOnly: Bool)? {
+        guard case .constant(true) = plan.residual, plan.offset == 0, plan.limit == nil else { return nil }
+        let wanted = groupBy + (aggregate.path.map { [$0] } ?? [])
+        func fits(_ index: IndexDefinition) -> Bool {
+            index.kind == .regular && index.fields.count >= wanted.count && Array(index.fields.prefix(wanted.count)) == wanted
+        }
+        var firstOnly = false
+        if groupBy.isEmpty { switch aggregate { case .min, .max: firstOnly = true; default: break } }
+        switch plan.access {
+        case .fullScan:
+            // The shortest index that fits: fewer bytes per key.
+            guard let index = handle.indexes.map(\.definition).filter(fits).min(by: { $0.fields.count < $1.fields.count }) else {
+                return nil
+            }
+            return (index, [KeyRange(lower: [], upper: nil)], firstOnly)
+        case .index(let scan) where fits(scan.index):
+            // Ranges of distinct equality values, or one bounded range: disjoint, walked in key order.
+            let ranges = scan.ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) }
+            return (scan.index, ranges, firstOnly)
+        default:
+            return nil
+        }
+    }
+
+    /// Walks the distinct keys of an index in `ranges`, each counted as many times as it has entries
+    /// (`mdb_cursor_count`), its first parts the group and the next one the aggregate's value.
+    private func aggregateFromKeys(of definition: IndexDefinition, ranges: [KeyRange], groupBy: [FieldPath],
+                                   _ aggregate: Aggregate, firstOnly: Bool, dropNilGroup: Bool) throws -> [GroupRow] {
+        let index = try handle.index(definition)
+        let groupParts = groupBy.count
+        var rows: [GroupRow] = []
+        var current: (key: [UInt8], values: [DocumentValue], state: Accumulator)?
+        let descending = firstOnly && aggregate.isMax
+
+        func finish() throws {
+            guard let group = current else { return }
+            current = nil
+            if dropNilGroup && group.key == [KeyEncoder.Kind.null] { return }
+            rows.append(GroupRow(key: group.key, values: group.values,
+                                 result: try group.state.result(aggregate, collection: handle.name)))
+        }
+
+        try txn.withCursor(index.database) { cursor in
+            for range in descending ? ranges.reversed() : ranges {
+                var entry: StorageEntry?
+                if descending {
+                    if let upper = range.upper {
+                        entry = try cursor.seek(atLeast: upper) != nil ? try cursor.previousKey() : try cursor.last()
+                    } else {
+                        entry = try cursor.last()
+                    }
+                } else {
+                    entry = try cursor.seek(atLeast: range.lower)
+                }
+                while let (key, id) = entry, range.contains(key) {
+                    statistics.value.entriesScanned += 1
+                    try statistics.checkCancellation()
+                    let parts = KeyEncoder.parts(of: key, count: groupParts + (aggregate.path == nil ? 0 : 1))
+                    guard parts.count == groupParts + (aggregate.path == nil ? 0 : 1) else {
+                        throw DocStoreError(.corruptDocument, "index '\(definition.name)' of collection "
+                            + "'\(handle.name)' holds a key that is not made of its fields' values", collection: handle.name,
+                            index: definition.name)
+                    }
+                    let groupEnd = groupParts == 0 ? 0 : parts[groupParts - 1].upperBound
+                    let groupKey = Array(key[0..<groupEnd])
+                    if current?.key != groupKey {
+                        try finish()
+                        let values = try groupValues(key, parts.prefix(groupParts), groupBy, id: id)
+                        current = (groupKey, values, Accumulator())
+                    }
+                    let n = try cursor.duplicateCount()
+                    current!.state.documents += n
+                    if let valuePart = parts.last, aggregate.path != nil {
+                        let part = UnsafeRawBufferPointer(rebasing: key[valuePart])
+                        switch aggregate {
+                        case .count: break
+                        case .sum, .average:
+                            if let (whole, double) = KeyEncoder.number(ofPart: part) {
+                                current!.state.addNumber(whole: whole, double, times: n)
+                            }
+                        case .min, .max:
+                            guard part.first != KeyEncoder.Kind.null else { break }
+                            try current!.state.offer(key: Array(part), value: {
+                                try partValue(part, path: aggregate.path!, id: id)
+                            }, greatest: aggregate.isMax)
+                            if firstOnly { return }
+                        }
+                    }
+                    entry = descending ? try cursor.previousKey() : try cursor.nextKey()
+                }
+            }
+        }
+        if current == nil && groupBy.isEmpty { current = ([], [], Accumulator()) }
+        try finish()
+        statistics.value.returned = rows.count
+        return rows
+
+        /// The group's values: from the key where it gives them back exactly, else from the document `id`.
+        func groupValues(_ key: UnsafeRawBufferPointer, _ parts: ArraySlice<Range<Int>>, _ paths: [FieldPath],
+                         id: UnsafeRawBufferPointer) throws -> [DocumentValue] {
+            try zip(parts, paths).map { part, path in
+                try partValue(UnsafeRawBufferPointer(rebasing: key[part]), path: path, id: id)
+            }
+        }
+
+        func partValue(_ part: UnsafeRawBufferPointer, path: FieldPath, id: UnsafeRawBufferPointer) throws -> DocumentValue {
+            if let value = KeyEncoder.exactValue(ofPart: part) { return value }
+            guard let raw = try txn.get(handle.documents, id) else {
+                throw DocStoreError(.corruptDocument, "index '\(definition.name)' of collection '\(handle.name)' has an "
+                    + "entry for a missing document (verify() reports it)", collection: handle.name, index: definition.name)
+            }
+            statistics.value.documentsRead += 1
+            let reader = BinaryReader(raw)
+            return try reader.value(atPath: path, from: try reader.root()).map { try DocumentValue(reader: reader, ref: $0) } ?? .null
+        }
+    }
+}
+
+extension KeyEncoder {
+    /// The byte ranges of the first `count` parts of a key (fewer if the key is shorter or malformed).
+    static func parts(of key: UnsafeRawBufferPointer, count: Int) -> [Range<Int>] {
+        var parts: [Range<Int>] = []
+        var offset = 0
+        while parts.count < count, let end = partEnd(key, from: offset) {
+            parts.append(offset..<end)
+            offset = end
+        }
+        return parts
+    }
+
+    /// Where the key part that starts at `offset` ends; `nil` when none starts there.
+    static func partEnd(_ key: UnsafeRawBufferPointer, from offset: Int) -> Int? {
+        guard offset < key.count else { return nil }
+        let end: Int
+        switch key[offset] {
+        case Kind.null, Kind.false, Kind.true, Kind.nan: end = offset + 1
+        case Kind.number:
+            guard offset + 10 <= key.count else { return nil }
+            end = key[offset + 9] == Exactness.exact ? offset + 10 : offset + 18
+        case Kind.date: end = offset + 9
+        case Kind.uuid: end = offset + 17
+        case Kind.string, Kind.bytes:
+            var i = offset + 1
+            while i + 1 < key.count {
+                if key[i] == 0 {
+                    if key[i + 1] == 0x01 { return i + 2 }
+                    i += 2
+                } else {
+                    i += 1
+                }
+            }
+            return nil
+        case Kind.array, Kind.object:
+            var i = offset + 1
+            while i < key.count, key[i] != Kind.end {
+                // An object's field is its name (a string part), then its value.
+                guard let next = partEnd(key, from: i) else { return nil }
+                i = next
+            }
+            end = i + 1
+        default: return nil
+        }
+        return end <= key.count ? end : nil
+    }
+
+    /// The value a key part gives back exactly: `nil`, a Boolean, an ASCII string, a date or a UUID. Numbers are
+    /// not given back (the key does not say whether one was an integer or a `Double`), nor other strings (the key
+    /// holds their canonical form).
+    static func exactValue(ofPart part: UnsafeRawBufferPointer) -> DocumentValue? {
+        switch part.first {
+        case Kind.null: return .null
+        case Kind.false: return .bool(false)
+        case Kind.true: return .bool(true)
+        case Kind.number: return nil
+        default: return exactValue(ofKey: Array(part), numbers: false)
+        }
+    }
+
+    /// The number a key part holds, as ``Accumulator/addNumber(whole:_:times:)`` takes it; `nil` for a part that
+    /// is not a number. NaN is a number (it makes a sum NaN, as adding it does).
+    static func number(ofPart part: UnsafeRawBufferPointer) -> (whole: Int128?, double: Double)? {
+        switch part.first {
+        case Kind.nan: return (nil, .nan)
+        case Kind.number where part.count >= 10:
+            let d = orderedDouble(Array(part[1..<9])[...])
+            guard part[9] != Exactness.exact, part.count >= 18 else { return (Accumulator.whole(d), d) }
+            // An integer beyond 2^53: the nearest Double, and how far the integer lies from it.
+            var bits: UInt64 = 0
+            for b in part[10..<18] { bits = bits << 8 | UInt64(b) }
+            let difference = Int64(bitPattern: bits ^ (1 << 63))
+            return (Int128(d) + Int128(difference), d)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,317 @@
+import Foundation
+
+/// One change an update makes to a document, without its Swift type.
+public enum FieldChange: Sendable, Hashable, CustomStringConvertible {
+    /// Sets the field, making the objects on its way where they are missing.
+    case set(FieldPath, DocumentValue)
+    /// Removes the field (nothing, if it is missing).
+    case unset(FieldPath)
+    /// Adds a number to the field's number; a missing or `nil` field becomes the number. Integers add exactly (an
+    /// overflow is an error); with a `Double` on either side the result is a `Double`.
+    case increment(FieldPath, DocumentValue)
+    /// Appends a value to the field's array; a missing or `nil` field becomes an array of the value.
+    case push(FieldPath, DocumentValue)
+    /// Removes every element equal to the value (as index keys compare: `3` equals `3.0`) from the field's array.
+    case pull(FieldPath, DocumentValue)
+
+    public var path: FieldPath {
+        switch self {
+        case .set(let p, _), .unset(let p), .increment(let p, _), .push(let p, _), .pull(let p, _): return p
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .set(let p, let v): return "set \(p) = \(v.json())"
+        case .unset(let p): return "unset \(p)"
+        case .increment(let p, let v): return "increment \(p) by \(v.json())"
+        case .push(let p, let v): return "push \(v.json()) onto \(p)"
+        case .pull(let p, let v): return "pull \(v.json()) from \(p)"
+        }
+    }
+
+    /// The changes of the dictionary form, in a fixed order: sets, unsets, increments, pushes, pulls, each by path.
+    static func list(set: [FieldPath: DocumentValue], unset: [FieldPath], increment: [FieldPath: DocumentValue],
+                     push: [FieldPath: DocumentValue], pull: [FieldPath: DocumentValue]) -> [FieldChange] {
+        func sorted(_ d: [FieldPath: DocumentValue]) -> [(FieldPath, DocumentValue)] {
+            d.sorted { $0.key.description < $1.key.description }.map { ($0.key, $0.value) }
+        }
+        return sorted(set).map { .set($0, $1) } + unset.map { .unset($0) } + sorted(increment).map { .increment($0, $1) }
+            + sorted(push).map { .push($0, $1) } + sorted(pull).map { .pull($0, $1) }
+    }
+}
+
+extension DocumentValue {
+    /// This document with `changes` applied in order; an error names the change that cannot apply and why.
+    func applying(_ changes: [FieldChange]) throws(UpdateRefusal) -> DocumentValue {
+        var document = self
+        for change in changes {
+            let path = change.path
+            let current = document[path: path]
+            switch change {
+            case .set(_, let value):
+                document = document.setting(value, at: path)
+                guard document[path: path] == value else {
+                    throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "a field on its way is not an object")
+                }
+            case .unset:
+                document = document.removing(at: path)
+            case .increment(_, let amount):
+                let sum: DocumentValue
+                switch (current ?? .null, amount) {
+                case (.null, .int), (.null, .uint), (.null, .double): sum = amount
+                case (let a, let b):
+                    guard let s = DocumentValue.adding(a, b) else {
+                        if case .int = a, case .int = b {
+                            throw UpdateRefusal(code: .overflow, change: change, reason: "the sum does not fit in a 64-bit integer")
+                        }
+                        if case .uint = a {
+                            throw UpdateRefusal(code: .overflow, change: change, reason: "the sum does not fit in a 64-bit integer")
+                        }
+                        let what = DocumentValue.isNumber(b) ? "the field holds \(a.kindName), not a number"
+                                                            : "\(b.json()) is not a number"
+                        throw UpdateRefusal(code: .invalidUpdate, change: change, reason: what)
+                    }
+                    sum = s
+                }
+                document = document.setting(sum, at: path)
+                guard document[path: path] == sum else {
+                    throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "a field on its way is not an object")
+                }
+            case .push(_, let value):
+                switch current ?? .null {
+                case .null: document = document.setting(.array([value]), at: path)
+                case .array(let elements): document = document.setting(.array(elements + [value]), at: path)
+                case let other:
+                    throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "the field holds \(other.kindName), not an array")
+                }
+                guard document[path: path] != nil else {
+                    throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "a field on its way is not an object")
+                }
+            case .pull(_, let value):
+                switch current ?? .null {
+                case .null: break
+                case .array(let elements):
+                    let key = KeyEncoder.key(value)
+                    document = document.setting(.array(elements.filter { KeyEncoder.key($0) != key }), at: path)
+                case let other:
+                    throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "the field holds \(other.kindName), not an array")
+                }
+            }
+        }
+        return document
+    }
+
+    /// This object without the field at `path` (unchanged when it is missing).
+    func removing(at path: FieldPath) -> DocumentValue {
+        removing(at: path.components[...])
+    }
+
+    private func removing(at path: ArraySlice<String>) -> DocumentValue {
+        guard let name = path.first, case .object(var fields) = self,
+              let i = fields.firstIndex(where: { $0.name == name }) else { return self }
+        if path.count == 1 {
+            fields.remove(at: i)
+        } else {
+            fields[i].value = fields[i].value.removing(at: path.dropFirst())
+        }
+        return .object(fields)
+    }
+
+    static func isNumber(_ v: DocumentValue) -> Bool {
+        switch v {
+        case .int, .uint, .double: return true
+        default: return false
+        }
+    }
+
+    /// `a + b` for two numbers: exact for integers (`nil` on overflow), a `Double` when either is one; `nil` when
+    /// either is not a number.
+    static func adding(_ a: DocumentValue, _ b: DocumentValue) -> DocumentValue? {
+        func integer(_ v: DocumentValue) -> Int128? {
+            switch v {
+            case .int(let i): return Int128(i)
+            case .uint(let u): return Int128(u)
+            default: return nil
+            }
+        }
+        func double(_ v: DocumentValue) -> Double? {
+            switch v {
+            case .int(let i): return Double(i)
+            case .uint(let u): return Double(u)
+            case .double(let d): return d
+            default: return nil
+            }
+        }
+        if let x = integer(a), let y = integer(b) {
+            let s = x + y
+            if let i = Int64(exactly: s) { return .int(i) }
+            if let u = UInt64(exactly: s) { return .uint(u) }
+            return nil
+        }
+        guard let x = double(a), let y = double(b) else { return nil }
+        return .double(x + y)
+    }
+
+    /// What kind of value this is, for messages: "a string", "an array".
+    var kindName: String {
+        switch self {
+        case .null: return "nil"
+        case .bool: return "a Boolean"
+        case .int, .uint, .double: return "a number"
+        case .string: return "a string"
+        case .bytes: return "bytes"
+        case .date: return "a date"
+        case .uuid: return "a UUID"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+}
+
+/// Why a change cannot apply to a document, before the document is named.
+struct UpdateRefusal: Error {
+    var code: DocStoreError.Code
+    var change: FieldChange
+    var reason: String
+}
+
+extension CollectionHandle {
+    /// Replaces document `id` with what `change` makes of its bytes (`nil`: leave it as it is), keeping every index
+    /// right; `false` when there is no such document. The new document must keep its id.
+    func update(id: [UInt8], in txn: any StorageTransaction,
+                _ change: (UnsafeRawBufferPointer) throws -> [UInt8]?) throws -> Bool {
+        guard let raw = try txn.get(documents, id) else { return false }
+        guard let bytes = try change(raw) else { return true }
+        let newID = try bytes.withUnsafeBytes { raw in
+            let reader = BinaryReader(raw)
+            return try idKey(reader: reader, root: try reader.root())
+        }
+        guard newID == id else {
+            throw DocStoreError(.invalidUpdate, "an update may not change a document's id: document "
+                + "\(CollectionHandle.describeID(id, in: nil, idPath: info.idPath)) of collection '\(name)' would get id "
+                + "\(CollectionHandle.describeID(newID, in: bytes, idPath: info.idPath))", collection: name)
+        }
+        try write(bytes, mode: .save, in: txn)
+        return true
+    }
+
+    /// Applies field changes to document `id`; `false` when there is none.
+    func update(id: [UInt8], changes: [FieldChange], in txn: any StorageTransaction) throws -> Bool {
+        try update(id: id, in: txn) { raw in try changed(raw, id: id, changes) }
+    }
+
+    /// A stored document with `changes` applied, encoded; `nil` when they change nothing.
+    private func changed(_ raw: UnsafeRawBufferPointer, id: [UInt8], _ changes: [FieldChange]) throws -> [UInt8]? {
+        let old = try DocumentValue(encoded: Array(raw))
+        let new: DocumentValue
+        do { new = try old.applying(changes) } catch {
+            let document = old[path: info.idPath]?.json() ?? DocStore.hex(id)
+            throw DocStoreError(error.code, "cannot \(error.change) in document \(document) of collection '\(name)': "
+                + "\(error.reason)", collection: name)
+        }
+        return new == old ? nil : new.encoded()
+    }
+}
+
+extension Query {
+    /// Applies `changes` to every result (within the slice, when sliced), with their index entries, and returns
+    /// how many documents matched. A change that cannot apply to one of them (an increment of a string), a unique
+    /// conflict, or a change of the id throws, and the transaction cannot commit: all or none.
+    ///
+    /// For example: `try Query<DocumentValue>("people").include(filter).update(in: ctx, [.set("city", .string("Bergen"))])`.
+    @discardableResult
+    public func update(in context: WriteContext, _ changes: [FieldChange]) throws -> Int {
+        try updateEach(in: context) { handle, id in try handle.update(id: id, changes: changes, in: context.txn) }
+    }
+
+    /// Sets, unsets, increments, pushes onto and pulls from fields of every result, in that order; returns how many
+    /// documents matched. See ``FieldChange``.
+    ///
+    /// For example: `try q.update(in: ctx, set: ["city": .string("Bergen")], increment: ["age": .int(1)])`.
+    @discardableResult
+    public func update(in context: WriteContext, set: [FieldPath: DocumentValue] = [:], unset: [FieldPath] = [],
+                       increment: [FieldPath: DocumentValue] = [:], push: [FieldPath: DocumentValue] = [:],
+                       pull: [FieldPath: DocumentValue] = [:]) throws -> Int {
+        try update(in: context, FieldChange.list(set: set, unset: unset, increment: increment, push: push, pull: pull))
+    }
+
+    /// Runs `change` on every result's id in one all-or-none change of the transaction; returns how many matched.
+    func updateEach(in context: WriteContext, _ change: (CollectionHandle, [UInt8]) throws -> Bool) throws -> Int {
+        try context.checkWritable("update documents of '\(collection)'", collection: collection)
+        guard let executor = try executor(in: context, writing: true) else { return 0 }
+        let ids = try executor.resultIDs()
+        var matched = 0
+        try context.txn.changingAtomically {
+            for id in ids where try change(executor.handle, id) { matched += 1 }
+        }
+        return matched
+    }
+
+    /// Applies `changes` to every result in one write transaction; returns how many matched.
+    @discardableResult
+    public func update(in store: DocStore, _ changes: [FieldChange]) async throws -> Int {
+        try await store.write { try self.update(in: $0, changes) }
+    }
+
+    /// Sets, unsets, increments, pushes onto and pulls from fields of every result in one write transaction.
+    ///
+    /// For example:
+    /// `try await people.include(filter).update(in: store, set: ["city": .string("Bergen")], increment: ["age": .int(1)])`.
+    @discardableResult
+    public func update(in store: DocStore, set: [FieldPath: DocumentValue] = [:], unset: [FieldPath] = [],
+                       increment: [FieldPath: DocumentValue] = [:], push: [FieldPath: DocumentValue] = [:],
+                       pull: [FieldPath: DocumentValue] = [:]) async throws -> Int {
+        let changes = FieldChange.list(set: set, unset: unset, increment: increment, push: push, pull: pull)
+        return try await store.write { try self.update(in: $0, changes) }
+    }
+}
+
+extension Query where Element: Document {
+    /// Decodes every result, lets `change` modify it, and saves it with its index entries; returns how many
+    /// documents matched. `change` may not change the id. A document that no longer decodes, a unique conflict or
+    /// an error `change` throws stops the update, and the transaction cannot commit: all or none.
+    ///
+    /// For example: `try Person.include(#Predicate { $0.city == "Oslo" }).update(in: ctx) { $0.city = "Bergen" }`.
+    @discardableResult
+    public func update(in context: WriteContext, _ change: (inout Element) throws -> Void) throws -> Int {
+        try updateEach(in: context) { handle, id in
+            try handle.update(id: id, in: context.txn) { raw in try changed(raw, handle: handle, id: id, change) }
+        }
+    }
+
+    /// A stored document decoded, changed by `change`, and encoded again.
+    private func changed(_ raw: UnsafeRawBufferPointer, handle: CollectionHandle, id: [UInt8],
+                         _ change: (inout Element) throws -> Void) throws -> [UInt8]? {
+        var element = try kind.decode(raw, from: handle) {
+            CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
+        }
+        try change(&element)
+        do { return try DocumentEncoder().encode(element) } catch {
+            throw DocStoreError(.encodingFailed, "cannot encode a \(String(reflecting: Element.self)) for "
+                + "collection '\(handle.name)': \(error)", collection: handle.name)
+        }
+    }
+
+    /// Decodes, modifies and saves every result in one write transaction; returns how many matched.
+    ///
+    /// For example:
+    /// `let moved = try await Person.include(#Predicate { $0.city == "Oslo" }).update(in: store) { $0.city = "Bergen" }`.
+    @discardableResult
+    public func update(in store: DocStore, _ change: @escaping @Sendable (inout Element) throws -> Void) async throws -> Int {
+        try await store.write { try self.update(in: $0, change) }
+    }
+}
+
+extension WriteContext {
+    /// Applies `changes` to the document of `collection` whose id is `id`, with its index entries; `false` when
+    /// there is none. What a tool runs on the documents it counted and confirmed.
+    @discardableResult
+    public func update(_ collection: String, id: DocumentValue, _ changes: [FieldChange]) throws -> Bool {
+        try checkWritable("update a document of '\(collection)'", collection: collection)
+        guard let handle = try scope.handle(named: collection) else { return false }
+        var found = false
+        try txn.changingAtomically { found = try handle.update(id: KeyEncoder.key(id), changes: changes, in: txn) }
+        return found
+    }
+}
