@@ -27,11 +27,22 @@ enum Scenario: String, CaseIterable, Sendable {
     // Checking a store.
     case fileCheck              // the file's structure, every page in use: SQLite's PRAGMA quick_check
     case verify                 // structure, every document and index entry: SQLite's PRAGMA integrity_check
+    // Aggregates, groups and updates, beside SQL's GROUP BY, DISTINCT, MAX, AVG and UPDATE.
+    case groupByIndexedCount    // groupBy(city).count(): 1,000 groups, on the city index
+    case groupByUnindexedSum    // groupBy(name).sum(score): 96 groups, a scan
+    case distinctIndexed        // distinct(city): 1,000 values, on the city index
+    case maxIndexed             // max(age), on the age index
+    case averageRange10         // average(age) of 20 <= age < 30 (~10%), on the age index
+    case averageScoreRange10    // average(score) of 20 <= age < 30: the documents read through the age index
+    case update1Percent         // age == 42 (~1%): set address.zip, one transaction
 
     /// Whether the scenario reads documents (and so has the three forms).
     var returnsDocuments: Bool {
         switch self {
         case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return false
+        case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
+             .averageScoreRange10, .update1Percent:
+            return false
         default: return true
         }
     }
@@ -39,7 +50,8 @@ enum Scenario: String, CaseIterable, Sendable {
     /// The scenarios whose condition no peer's index answers: every document is looked at.
     var scansEverything: Bool {
         switch self {
-        case .unindexedFilter, .sortUnindexedLimit, .twoFields, .arithmetic, .ternary, .stringContains, .arrayCount:
+        case .unindexedFilter, .sortUnindexedLimit, .twoFields, .arithmetic, .ternary, .stringContains, .arrayCount,
+             .groupByUnindexedSum:
             return true
         default: return false
         }
@@ -57,8 +69,8 @@ enum Form: String, CaseIterable, Sendable {
 protocol Peer: AnyObject {
     /// "DocStore", "GRDB", "SQLite C", "raw LMDB".
     var name: String { get }
-    /// Creates a fresh store in `directory` with the four indexes (age; city, age; tags one entry per element,
-    /// or its equivalent; bonus) and the unique email index, and inserts `people` in batches of 10,000.
+    /// Creates a fresh store in `directory` with the five indexes (age; city; city, age; tags one entry per
+    /// element, or its equivalent; bonus) and the unique email index, and inserts `people` in batches of 10,000.
     func load(_ people: [BenchPerson], in directory: String) async throws
     /// Whether the peer can run the scenario in the form (a peer that does not decode has no `.decoded`).
     func supports(_ scenario: Scenario, _ form: Form) -> Bool
@@ -90,4 +102,6 @@ struct Parameters: Sendable {
     var existingEmail: String { "person\(max(1, documentCount / 2))@example.com" }
     var newEmail: String { "new\(missSerial)@example.com" }
     var newID: Int64 { Int64(documentCount) + 1_000_000 + Int64(missSerial) }
+    /// The zip `update1Percent` sets: new each run, so that every run changes every matched document.
+    var newZip: String { "z\(missSerial)" }
 }

@@ -266,8 +266,9 @@ extension Executor {
         } else if let split = try matchesInParts(start: { GroupScan.Part() }, add: { try scan.add($1.document, to: &$0) }) {
             parts = split
         } else {
+            // Every match is read: through an index, in id order, where neighbours share pages.
             var part = GroupScan.Part()
-            try forEachMatch { try scan.add($0.document, to: &part); return true }
+            try forEachMatchInIDOrder { try scan.add($0.document, to: &part); return true }
             parts = [part]
         }
         var rows = try scan.rows(parts, collection: handle.name)
@@ -341,23 +342,23 @@ extension Executor {
                 while let (key, id) = entry, range.contains(key) {
                     statistics.value.entriesScanned += 1
                     try statistics.checkCancellation()
-                    let parts = KeyEncoder.parts(of: key, count: groupParts + (aggregate.path == nil ? 0 : 1))
-                    guard parts.count == groupParts + (aggregate.path == nil ? 0 : 1) else {
-                        throw DocStoreError(.corruptDocument, "index '\(definition.name)' of collection "
-                            + "'\(handle.name)' holds a key that is not made of its fields' values", collection: handle.name,
-                            index: definition.name)
+                    // The group is the key's first parts, the aggregate's value the next one.
+                    var groupEnd = 0
+                    for _ in 0..<groupParts {
+                        guard let end = KeyEncoder.partEnd(key, from: groupEnd) else { throw malformed() }
+                        groupEnd = end
                     }
-                    let groupEnd = groupParts == 0 ? 0 : parts[groupParts - 1].upperBound
-                    let groupKey = Array(key[0..<groupEnd])
-                    if current?.key != groupKey {
+                    let groupKey = UnsafeRawBufferPointer(rebasing: key[0..<groupEnd])
+                    if current.map({ !groupKey.elementsEqual($0.key) }) ?? true {
                         try finish()
-                        let values = try groupValues(key, parts.prefix(groupParts), groupBy, id: id)
-                        current = (groupKey, values, Accumulator())
+                        let values = try groupValues(key, groupBy, id: id)
+                        current = (Array(groupKey), values, Accumulator())
                     }
                     let n = try cursor.duplicateCount()
                     current!.state.documents += n
-                    if let valuePart = parts.last, aggregate.path != nil {
-                        let part = UnsafeRawBufferPointer(rebasing: key[valuePart])
+                    if aggregate.path != nil {
+                        guard let valueEnd = KeyEncoder.partEnd(key, from: groupEnd) else { throw malformed() }
+                        let part = UnsafeRawBufferPointer(rebasing: key[groupEnd..<valueEnd])
                         switch aggregate {
                         case .count: break
                         case .sum, .average:
@@ -381,11 +382,19 @@ extension Executor {
         statistics.value.returned = rows.count
         return rows
 
+        func malformed() -> DocStoreError {
+            DocStoreError(.corruptDocument, "index '\(definition.name)' of collection '\(handle.name)' holds a key that "
+                + "is not made of its fields' values (verify() reports it)", collection: handle.name, index: definition.name)
+        }
+
         /// The group's values: from the key where it gives them back exactly, else from the document `id`.
-        func groupValues(_ key: UnsafeRawBufferPointer, _ parts: ArraySlice<Range<Int>>, _ paths: [FieldPath],
-                         id: UnsafeRawBufferPointer) throws -> [DocumentValue] {
-            try zip(parts, paths).map { part, path in
-                try partValue(UnsafeRawBufferPointer(rebasing: key[part]), path: path, id: id)
+        func groupValues(_ key: UnsafeRawBufferPointer, _ paths: [FieldPath], id: UnsafeRawBufferPointer) throws
+            -> [DocumentValue] {
+            var start = 0
+            return try paths.map { path in
+                guard let end = KeyEncoder.partEnd(key, from: start) else { throw malformed() }
+                defer { start = end }
+                return try partValue(UnsafeRawBufferPointer(rebasing: key[start..<end]), path: path, id: id)
             }
         }
 
@@ -403,17 +412,6 @@ extension Executor {
 }
 
 extension KeyEncoder {
-    /// The byte ranges of the first `count` parts of a key (fewer if the key is shorter or malformed).
-    static func parts(of key: UnsafeRawBufferPointer, count: Int) -> [Range<Int>] {
-        var parts: [Range<Int>] = []
-        var offset = 0
-        while parts.count < count, let end = partEnd(key, from: offset) {
-            parts.append(offset..<end)
-            offset = end
-        }
-        return parts
-    }
-
     /// Where the key part that starts at `offset` ends; `nil` when none starts there.
     static func partEnd(_ key: UnsafeRawBufferPointer, from offset: Int) -> Int? {
         guard offset < key.count else { return nil }
@@ -458,6 +456,13 @@ extension KeyEncoder {
         case Kind.false: return .bool(false)
         case Kind.true: return .bool(true)
         case Kind.number: return nil
+        case Kind.string where part.count >= 3:
+            // An ASCII string without a zero byte, the common group key, read in place.
+            let text = UnsafeRawBufferPointer(rebasing: part[1..<(part.count - 2)])
+            if part[part.count - 2] == 0, part[part.count - 1] == 1, text.allSatisfy({ $0 != 0 && $0 < 0x80 }) {
+                return .string(String(decoding: text, as: UTF8.self))
+            }
+            return exactValue(ofKey: Array(part), numbers: false)
         default: return exactValue(ofKey: Array(part), numbers: false)
         }
     }

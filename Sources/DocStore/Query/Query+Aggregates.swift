@@ -122,7 +122,20 @@ extension DocumentValue {
 
     /// The value decoded as `T` (a number of another width, a date, any `Decodable`).
     func decoded<T: Decodable>(as type: T.Type) throws -> T {
-        if let value = self as? T { return value }
+        if T.self == DocumentValue.self { return unsafeBitCast(self, to: T.self) }
+        // The common scalars directly: a group's key or an aggregate per group is converted once per group.
+        switch self {
+        case .string(let s): if let v = s as? T { return v }
+        case .int(let i):
+            if let v = Int(exactly: i) as? T { return v }
+            if let v = i as? T { return v }
+            if let v = Double(exactly: i) as? T { return v }
+        case .double(let d): if let v = d as? T { return v }
+        case .bool(let b): if let v = b as? T { return v }
+        case .date(let d): if let v = d as? T { return v }
+        case .uuid(let u): if let v = u as? T { return v }
+        default: break
+        }
         return try DocumentDecoder().decode(T.self, from: encoded())
     }
 }

@@ -182,7 +182,8 @@ extension CollectionHandle {
     func update(id: [UInt8], in txn: any StorageTransaction,
                 _ change: (UnsafeRawBufferPointer) throws -> [UInt8]?) throws -> Bool {
         guard let raw = try txn.get(documents, id) else { return false }
-        guard let bytes = try change(raw) else { return true }
+        let stored = Array(raw)
+        guard let bytes = try stored.withUnsafeBytes({ try change($0) }) else { return true }
         let newID = try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
             return try idKey(reader: reader, root: try reader.root())
@@ -192,7 +193,7 @@ extension CollectionHandle {
                 + "\(CollectionHandle.describeID(id, in: nil, idPath: info.idPath)) of collection '\(name)' would get id "
                 + "\(CollectionHandle.describeID(newID, in: bytes, idPath: info.idPath))", collection: name)
         }
-        try write(bytes, mode: .save, in: txn)
+        try write(bytes, mode: .save, in: txn, stored: stored)
         return true
     }
 

@@ -113,13 +113,14 @@ final class CollectionHandle {
     enum WriteMode { case insert, save }
 
     /// Writes an encoded document and its index entries. Throws, leaving the transaction to be aborted, on a
-    /// duplicate id (insert) or a unique conflict.
-    func write(_ bytes: [UInt8], mode: WriteMode, in txn: any StorageTransaction) throws {
+    /// duplicate id (insert) or a unique conflict. `stored`, when given, is the document's present bytes (read by
+    /// the caller already), else they are read here.
+    func write(_ bytes: [UInt8], mode: WriteMode, in txn: any StorageTransaction, stored: [UInt8]? = nil) throws {
         try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
             let root = try reader.root()
             let id = try idKey(reader: reader, root: root)
-            let old: [UInt8]? = try txn.get(documents, id).map { Array($0) }
+            let old: [UInt8]? = try stored ?? txn.get(documents, id).map { Array($0) }
             if old != nil && mode == .insert {
                 throw DocStoreError(.duplicateID, "collection '\(name)' already has a document with id "
                     + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
@@ -130,11 +131,27 @@ final class CollectionHandle {
             if let old {
                 if let keys = try entries(ofStored: old) { oldKeys = keys } else { oldIsDamaged = true }
             }
-            let oldSets = oldKeys.map(Set.init)
-            let newSets = newKeys.map(Set.init)
+            // Per index, the keys to remove and to add: none where they are the same (a field the change left
+            // alone); a linear look-up for the one key of a regular or unique index, sets for many.
+            var removed: [[[UInt8]]] = []
+            var added: [[[UInt8]]] = []
+            for i in indexes.indices {
+                let (before, after) = (oldKeys[i], newKeys[i])
+                if before == after {
+                    removed.append([])
+                    added.append([])
+                } else if before.count <= 4 && after.count <= 4 {
+                    removed.append(before.filter { !after.contains($0) })
+                    added.append(after.filter { !before.contains($0) })
+                } else {
+                    let (beforeSet, afterSet) = (Set(before), Set(after))
+                    removed.append(before.filter { !afterSet.contains($0) })
+                    added.append(after.filter { !beforeSet.contains($0) })
+                }
+            }
             // Every check before any change, so that a refused write leaves nothing behind.
             for (i, index) in indexes.enumerated() where index.isUnique {
-                for key in newKeys[i] where !oldSets[i].contains(key) {
+                for key in added[i] {
                     if let holder = try txn.get(index.database, key), !holder.elementsEqual(id) {
                         throw DocStoreError(.uniqueViolation, "unique index '\(index.definition.name)' of collection "
                             + "'\(name)' already has \(IndexKeys.describe(index.definition, reader: reader, root: root)) "
@@ -147,13 +164,11 @@ final class CollectionHandle {
                     try removeAllEntries(of: id, in: txn)
                 }
                 for (i, index) in indexes.enumerated() {
-                    for key in oldKeys[i] where !newSets[i].contains(key) {
-                        try removeEntry(key, id: id, from: index, in: txn)
-                    }
+                    for key in removed[i] { try removeEntry(key, id: id, from: index, in: txn) }
                 }
                 try txn.put(documents, id, bytes)
                 for (i, index) in indexes.enumerated() {
-                    for key in newKeys[i] where !oldSets[i].contains(key) {
+                    for key in added[i] {
                         try addEntry(key, id: id, to: index, in: txn) {
                             IndexKeys.describe(index.definition, reader: reader, root: root)
                         }

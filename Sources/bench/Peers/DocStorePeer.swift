@@ -18,6 +18,7 @@ struct StoredPerson: Document, Equatable {
     static let collection = "people"
     static let indexes: [IndexSpec<StoredPerson>] = [
         .index("age", \.age),
+        .index("city", \.city),
         .index("city_age", \.city, \.age),
         .multi("tags", \.tags),
         .unique("email", \.email),
@@ -111,6 +112,23 @@ final class DocStorePeer: Peer {
             let report = try await store.verify()
             guard report.isClean else { throw BenchFailure(description: "verify() failed: \(report)") }
             return report.documentsChecked
+        case .groupByIndexedCount:
+            return try await StoredPerson.query().groupBy(\.city).count().results(in: store).count
+        case .groupByUnindexedSum:
+            return try await StoredPerson.query().groupBy(\.name).sum(\.score).results(in: store).count
+        case .distinctIndexed:
+            return try await StoredPerson.query().distinct(\.city, in: store).count
+        case .maxIndexed:
+            return try await StoredPerson.query().max(\.age, in: store) ?? -1
+        case .averageRange10:
+            let mean = try await StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).average(\.age, in: store)
+            return Int(((mean ?? -1) * 100).rounded())
+        case .averageScoreRange10:
+            let mean = try await StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).average(\.score, in: store)
+            return Int(((mean ?? -1) * 100).rounded())
+        case .update1Percent:
+            let zip = p.newZip
+            return try await StoredPerson.include(#Predicate { $0.age == 42 }).update(in: store) { $0.address.zip = zip }
         case .findOrCreateHit, .findOrCreateMiss:
             let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
             let id = p.newID

@@ -80,6 +80,7 @@ final class GRDBPeer: Peer {
                 t.column("bonus", .integer)
             }
             try db.create(index: "person_on_age", on: "person", columns: ["age"])
+            try db.create(index: "person_on_city", on: "person", columns: ["city"])
             try db.create(index: "person_on_city_age", on: "person", columns: ["city", "age"])
             try db.create(index: "person_on_bonus", on: "person", columns: ["bonus"])
             try db.create(table: "personTag") { t in
@@ -166,6 +167,19 @@ final class GRDBPeer: Peer {
             return try await pool.read { db in
                 try Int.fetchOne(db.cachedStatement(sql: PersonTable.count)) ?? 0
             }
+        case .update1Percent:
+            let zip = p.newZip
+            return try await pool.write { db in
+                try GRDBPerson.filter(Column("age") == 42).updateAll(db, Column("zip").set(to: zip))
+            }
+        case _ where PersonTable.aggregate(scenario) != nil:
+            let sql = PersonTable.aggregate(scenario)!
+            let (groups, value) = try await pool.read { db -> (Int, Double) in
+                let rows = try Row.fetchAll(db.cachedStatement(sql: sql))
+                let last: DatabaseValue = rows.last.map { $0[$0.count - 1] } ?? .null
+                return (rows.count, Double.fromDatabaseValue(last) ?? 0)
+            }
+            return PersonTable.produced(scenario, rows: groups, value: value)
         case .findOrCreateHit, .findOrCreateMiss:
             let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
             let id = p.newID

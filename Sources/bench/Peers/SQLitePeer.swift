@@ -28,6 +28,30 @@ enum PersonTable {
     static let insertTag = "INSERT INTO personTag (personId, tag) VALUES (?, ?)"
     static let count = "SELECT COUNT(*) FROM person WHERE age < 10"
     static let byEmail = "SELECT \(columns) FROM person WHERE email = ?"
+    static let update1Percent = "UPDATE person SET zip = ? WHERE age = 42"
+
+    /// The statement of an aggregate scenario, whose rows are the groups (or the one value); nil for the others.
+    static func aggregate(_ scenario: Scenario) -> String? {
+        switch scenario {
+        case .groupByIndexedCount: return "SELECT city, COUNT(*) FROM person GROUP BY city"
+        case .groupByUnindexedSum: return "SELECT name, SUM(score) FROM person GROUP BY name"
+        case .distinctIndexed: return "SELECT DISTINCT city FROM person"
+        case .maxIndexed: return "SELECT MAX(age) FROM person"
+        case .averageRange10: return "SELECT AVG(age) FROM person WHERE age >= 20 AND age < 30"
+        case .averageScoreRange10: return "SELECT AVG(score) FROM person WHERE age >= 20 AND age < 30"
+        default: return nil
+        }
+    }
+
+    /// What an aggregate scenario produces from its rows: the number of groups, or the one value (a mean times 100,
+    /// rounded), the same for every peer.
+    static func produced(_ scenario: Scenario, rows: Int, value: Double) -> Int {
+        switch scenario {
+        case .maxIndexed: return Int(value)
+        case .averageRange10, .averageScoreRange10: return Int((value * 100).rounded())
+        default: return rows
+        }
+    }
 
     /// The point read of `getByID`, selecting what `form` needs.
     static func byID(_ form: Form) -> String {
@@ -63,6 +87,9 @@ enum PersonTable {
             // correlated per person would walk the whole tag table for each.
             tail = "WHERE json_array_length(tags) > 2"
         case .insert, .getByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return nil
+        case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
+             .averageScoreRange10, .update1Percent:
+            return nil
         }
         return ("SELECT \(form == .ids ? "id" : columns) FROM person \(tail)", argument)
     }
@@ -111,6 +138,7 @@ final class SQLitePeer: Peer {
             bonus INTEGER
         );
         CREATE INDEX person_on_age ON person (age);
+        CREATE INDEX person_on_city ON person (city);
         CREATE INDEX person_on_city_age ON person (city, age);
         CREATE INDEX person_on_bonus ON person (bonus);
         CREATE TABLE personTag (
@@ -304,6 +332,22 @@ final class SQLitePeer: Peer {
             var count = 0
             try step(try statement(sql), sql) { count = Int(sqlite3_column_int64($0, 0)) }
             return count
+        case .update1Percent:
+            let sql = PersonTable.update1Percent
+            let s = try statement(sql)
+            return try transaction("BEGIN IMMEDIATE") {
+                try bind(s, 1, p.newZip, sql)
+                try step(s, sql)
+                return Int(sqlite3_changes(db))
+            }
+        case _ where PersonTable.aggregate(scenario) != nil:
+            let sql = PersonTable.aggregate(scenario)!
+            var value = 0.0
+            let rows = try step(try statement(sql), sql) { row in
+                touched &+= Self.touchColumns(row)
+                value = sqlite3_column_double(row, Int32(sqlite3_column_count(row) - 1))
+            }
+            return PersonTable.produced(scenario, rows: rows, value: value)
         case .findOrCreateHit, .findOrCreateMiss:
             let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
             let sql = PersonTable.byEmail
