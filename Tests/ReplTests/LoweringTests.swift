@@ -239,6 +239,41 @@ enum LoweringFixture {
         #expect(filter.description == "age == \"18\" && name.contains(3)")
     }
 
+    // MARK: Aggregates
+
+    /// The warnings `people.<aggregate>` gives.
+    private func aggregateWarnings(_ written: String, stats: FieldStats = LoweringFixture.people) throws -> [Warning] {
+        guard case .aggregate(let call)? = try ParseFixture.steps("people.\(written)").first else {
+            Issue.record("not an aggregate: \(written)")
+            return []
+        }
+        var lowering = Lowering(collection: "people", stats: stats)
+        lowering.aggregated(call)
+        return lowering.warnings
+    }
+
+    @Test func anAggregateOfAFieldNoDocumentHasIsAWarningNotAnError() throws {
+        let warnings = try aggregateWarnings("sum(scor)")
+        #expect(warnings.map(\.message) == ["no document of 'people' has a field 'scor'; it is nil everywhere"])
+        #expect(warnings.first?.suggestion == "'score'")
+        #expect(warnings.first?.location.column == 12)
+    }
+
+    @Test func aSumOrAverageOfAFieldWithoutNumbersWarns() throws {
+        #expect(try aggregateWarnings("sum(name)").map(\.message)
+            == ["'name' holds strings, not numbers: sum reads numbers and skips every other value"])
+        #expect(try aggregateWarnings("average(active)").first?.message.hasPrefix("'active' holds true/false values") == true)
+        var sampled = LoweringFixture.people
+        sampled.total = 50_000
+        #expect(try aggregateWarnings("sum(name)", stats: sampled).first?.message.contains("(in the 2 documents looked at)")
+            == true)
+        // Numbers among other values, min and max of anything: no warning.
+        #expect(try aggregateWarnings("sum(score)").isEmpty)
+        #expect(try aggregateWarnings("average(age)").isEmpty)
+        #expect(try aggregateWarnings("min(name)").isEmpty)
+        #expect(try aggregateWarnings("max(tags)").isEmpty)
+    }
+
     @Test func knownReportsTheKindsWithoutNil() throws {
         var lowering = Lowering(collection: "people", stats: LoweringFixture.people)
         let email = PathReference(path: "email", location: .init(offset: 0, line: 1, column: 1), length: 5)

@@ -31,7 +31,9 @@ enum ParserFuzzInput {
         let words = ["people", "include", "exclude", "sortBy", "reverse", "first", "last", "any", "count", "results",
                      "explain", "delete", "findOrCreate", "insert", "save", "contains", "hasPrefix", "starts", "with",
                      "order", "forward", "in", "true", "false", "nil", "null", "inf", "nan", "date", "age", "name",
-                     "tags", "address", "city", "$0", "begin", "commit", "rollback", "x", "_a1"]
+                     "tags", "address", "city", "$0", "begin", "commit", "rollback", "x", "_a1", "sum", "average", "min",
+                     "max", "distinct", "groupBy", "select", "update", "set", "unset", "inc", "push", "pull", "key",
+                     "value"]
         let symbols = [".", ".", ".", ",", "(", "(", ")", ")", "[", "]", "{", "}", ":", "<", ">", "!", "\\", "-", "+",
                        "==", "!=", "<=", ">=", "&&", "||", "..<", "...", "..", "=", "&", "|", "'", "\"", "\"", "\\u",
                        "\\u{", "\\uD83D", "\\uDE00", "\\q", "e", "E", "--", "//", ";", "@", "#", "$", "`", "?"]
@@ -70,6 +72,15 @@ enum ParserFuzzInput {
         "people.include(true).exclude(false)",
         "people.include()",
         "people.include(active == true && !deleted)",
+        "people.include(age > 3).sum(score)",
+        "people.include(city == \"Oslo\").average(age).explain()",
+        "people.sortBy(age)[0..<10].max(\\.age)",
+        "people.distinct(address.city)",
+        "people.groupBy(city, active).count().sortBy(value, .reverse)[0..<3].results()",
+        "people.groupBy(city).min(age).sortBy(.key, order: .reverse).first",
+        "people.include(age > 90).select(name, address.city).first",
+        "people.include(age > 3).update(set: {\"a\": 1, \"b.c\": [1]}, unset: [\"x\", y], inc: {n: 1.5}, "
+            + "push: {\"tags\": \"t\"}, pull: {\"tags\": nil})",
     ]
 
     static func soup(_ random: inout ParserFuzzRandom) -> String {
@@ -178,6 +189,16 @@ enum ParserFuzzInput {
             case .findOrCreate(let literal), .insert(let literal), .save(let literal):
                 place(literal.location, literal.length, "literal")
                 _ = literal.value.json()
+            case .aggregate(let call), .groupBy(_, let call):
+                if let path = call.path { place(path.location, path.length, "aggregate path") }
+                lowering.aggregated(call)
+                if case .groupBy(let paths, _) = step {
+                    for path in paths { place(path.location, path.length, "group path") }
+                }
+            case .distinct(let path):
+                place(path.location, path.length, "distinct path")
+            case .select(let paths):
+                for path in paths { place(path.location, path.length, "selected path") }
             default:
                 break
             }

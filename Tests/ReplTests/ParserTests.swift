@@ -715,7 +715,7 @@ extension ParserTests {
 
         @Test func stepAfterTerminalStepIsRefused() throws {
             let error = try failure("people.count().sortBy(x)")
-            #expect(error.message == "nothing can follow count(), which runs the query")
+            #expect(error.message == "nothing but explain() can follow count(), which runs the query")
             #expect(error.location.column == 15)
             let slice = try failure("people.first[0..<2]")
             #expect(slice.message == "nothing can follow first, which runs the query")

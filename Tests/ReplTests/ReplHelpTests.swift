@@ -21,7 +21,8 @@ extension ShellSessions {
     @Test func helpOnEachStepGivesItsUsageWhatItDoesAndAnExample() throws {
         let sandbox = try ShellSandbox()
         let steps = ["include", "exclude", "sortBy", "reverse", "first", "last", "any", "count", "results", "explain",
-                     "findOrCreate", "delete", "save", "insert"]
+                     "findOrCreate", "delete", "save", "insert", "sum", "average", "min", "max", "distinct", "groupBy",
+                     "select", "update"]
         for step in steps {
             let result = try sandbox.run([sandbox.storePath, ".help \(step)"])
             #expect(result.status == 0, "\(step): \(result)")

@@ -575,6 +575,20 @@ extension Query {
                        key: { $0 }, value: { $0 }).explain(in: context)
     }
 
+    /// How the distinct values of a field are found, then what finding them took.
+    ///
+    /// For example: `print(try Person.query().explain(distinct: "city", in: ctx))`.
+    public func explain(distinct path: FieldPath, in context: ReadContext) throws -> QueryExplanation {
+        try GroupQuery(description: "\(self).distinct(\(path))",
+                       run: { try self.aggregateRun(groupBy: [path], .count, dropNilGroup: true, in: $0) },
+                       key: { $0 }, value: { $0 }).explain(in: context)
+    }
+
+    /// How the distinct values of a field are found, then what finding them took.
+    public func explain(distinct path: FieldPath, in store: DocStore) async throws -> QueryExplanation {
+        try await store.read { try self.explain(distinct: path, in: $0) }
+    }
+
     /// How an aggregate of the matches is computed, then what computing it took.
     public func explain(aggregate: Aggregate, in store: DocStore) async throws -> QueryExplanation {
         try await store.read { try self.explain(aggregate: aggregate, in: $0) }

@@ -202,6 +202,18 @@ struct Lowering {
         }
     }
 
+    /// Checks the field an aggregate reads, without refusing it (missing values are skipped): a field no document has
+    /// gets a warning, and so does a sum or average of a field that holds no numbers.
+    mutating func aggregated(_ call: AggregateCall) {
+        guard let path = call.path else { return }
+        let kinds = known(path)
+        guard call.function == .sum || call.function == .average, !kinds.isEmpty, !kinds.contains(.number) else { return }
+        warnings.append(Warning(message: "'\(path.path.written)' holds \(describe(kinds)), not numbers"
+            + (stats.sampled < stats.total ? " (in the \(stats.sampled) documents looked at)" : "")
+            + ": \(call.function.rawValue) reads numbers and skips every other value",
+            location: path.location, length: path.length))
+    }
+
     /// The kinds the field holds, nil left out; a field no document has gets a warning (and no check).
     mutating func known(_ path: PathReference) -> Set<ValueKind> {
         guard let field = stats[path.path] else {

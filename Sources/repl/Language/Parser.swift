@@ -6,7 +6,10 @@ import Foundation
 struct Parser {
     /// The words that may follow a query's name, for messages, suggestions and completion.
     static let stepWords = ["include", "exclude", "sortBy", "reverse", "first", "last", "any", "count", "results",
-                            "explain", "delete", "findOrCreate", "insert", "save"]
+                            "explain", "delete", "findOrCreate", "insert", "save", "sum", "average", "min", "max",
+                            "distinct", "groupBy", "select", "update"]
+    /// The labels of `update(...)`; `increment:` is `inc:` as the library spells it.
+    static let updateLabels = ["set", "unset", "inc", "increment", "push", "pull"]
     static let statementWords = ["begin", "commit", "rollback"]
 
     private let text: String
@@ -152,17 +155,18 @@ struct Parser {
             _ = advance(); _ = advance(); _ = advance()
             _ = try expect(")", "after 'query(': it takes nothing")
         }
+        var stage = Stage.documents
         while current.kind != .end {
-            if let last = steps.last, last.isTerminal {
-                throw error("nothing can follow \(Parser.name(of: last)), which runs the query")
-            }
+            if let last = steps.last, stage != .documents { try checkFollows(last, in: stage) }
             if current.symbol == "[" {
                 steps.append(try parseSlice())
                 continue
             }
             guard current.symbol == "." else { break }
             _ = advance()
-            steps.append(try parseStep())
+            let step = try parseStep(in: stage)
+            steps.append(step)
+            stage = stage.after(step)
         }
         let scalars = Array(text.unicodeScalars)
         let endOffset = current.kind == .end ? scalars.count : current.location.offset
@@ -184,7 +188,85 @@ struct Parser {
         case .findOrCreate: return "findOrCreate(...)"
         case .insert: return "insert(...)"
         case .save: return "save(...)"
+        case .aggregate(let call): return call.written
+        case .distinct(let path): return "distinct(\(path.path.written))"
+        case .groupBy(let paths, let call):
+            return "groupBy(\(paths.map(\.path.written).joined(separator: ", "))).\(call.written)"
+        case .select: return "select(...)"
+        case .update: return "update(...)"
         default: return "this step"
+        }
+    }
+
+    /// What the steps so far make of the documents, which decides the steps that may follow.
+    private enum Stage: Equatable {
+        /// The documents, refined: any step may follow.
+        case documents
+        /// Groups with their aggregate: sortBy(key|value), [a..<b], then results(), first, count() or explain().
+        case groups
+        /// Some fields of each result: results() or first.
+        case projection
+        /// One value computed from the matches: explain() alone may follow.
+        case value
+        /// The query has run: nothing follows.
+        case done
+
+        /// The words of the steps that may follow.
+        var next: [String] {
+            switch self {
+            case .documents: return Parser.stepWords
+            case .groups: return ["sortBy", "results", "first", "count", "explain"]
+            case .projection: return ["results", "first"]
+            case .value: return ["explain"]
+            case .done: return []
+            }
+        }
+
+        func after(_ step: Step) -> Stage {
+            switch (self, step) {
+            case (.documents, _) where !step.isTerminal: return .documents
+            case (.documents, .count), (.documents, .aggregate), (.documents, .distinct): return .value
+            case (.documents, .groupBy): return .groups
+            case (.documents, .select): return .projection
+            case (.groups, .sortGroups), (.groups, .slice): return .groups
+            default: return .done
+            }
+        }
+    }
+
+    /// Refuses what cannot follow `last` (a step that made groups, a projection or a value, or ran the query).
+    private func checkFollows(_ last: Step, in stage: Stage) throws(ParseError) {
+        let next = current.symbol == "." ? tokens[position + 1] : current
+        if current.symbol == "[" && stage == .groups { return }
+        if current.symbol == ".", let word = next.word, stage.next.contains(word) { return }
+        let name = Parser.name(of: last)
+        let word = current.symbol == "." ? next.word ?? "" : ""
+        let suggestion = Suggest.closest(word, in: stage.next).map { "'\($0)'" }
+        // A step that refines the documents goes before what is made of them.
+        let maker = stage == .projection ? "select(...)" : "groupBy(...)"
+        let refining = current.symbol == "[" ? "a slice"
+            : ["include", "exclude", "sortBy", "reverse"].contains(word) ? "\(word)(...)" : nil
+        switch stage {
+        case .groups:
+            let goOn = "groups go on with sortBy(value[, .reverse]) or sortBy(key[, .reverse]), [a..<b], then "
+                + "results(), first, count() or explain()"
+            if word == "reverse" {
+                throw error("\(goOn): sortBy(key, .reverse) puts the groups last first", at: next)
+            }
+            if let refining {
+                throw error("\(refining) refines the documents, so it comes before \(maker); \(goOn)", at: next)
+            }
+            throw error("\(goOn), not \(next.shown)", at: next, suggestion: suggestion)
+        case .projection:
+            let only = "only results() or first can follow select(...), which keeps some fields of each result"
+            if let refining {
+                throw error("\(refining) refines the documents, so it comes before \(maker); \(only)", at: next)
+            }
+            throw error("\(only); not \(next.shown)", at: next, suggestion: suggestion)
+        case .value:
+            throw error("nothing but explain() can follow \(name), which runs the query")
+        default:
+            throw error("nothing can follow \(name), which runs the query")
         }
     }
 
@@ -218,7 +300,7 @@ struct Parser {
         return .slice(lower..<end)
     }
 
-    private mutating func parseStep() throws(ParseError) -> Step {
+    private mutating func parseStep(in stage: Stage) throws(ParseError) -> Step {
         let token = current
         if token.word == "query" {
             throw error("query() starts a query: it comes right after the collection's name, as in people.query()"
@@ -240,24 +322,26 @@ struct Parser {
             let node = current.symbol == ")" ? .constant(true) : try parseOr()
             _ = try expect(")", "to close \(word)(")
             return word == "include" ? .include(node) : .exclude(node)
+        case "sortBy" where stage == .groups:
+            _ = try expect("(", "after sortBy")
+            if current.symbol == "." { _ = advance() }   // `.value`, as the library writes it
+            let by: GroupOrder
+            switch current.word {
+            case "key": by = .key
+            case "value": by = .value
+            default:
+                throw error("groups are sorted by key (the values grouped by) or value (the aggregate), as in "
+                    + "sortBy(value, .reverse); not \(current.shown)",
+                    suggestion: Suggest.closest(current.identifier ?? "", in: ["key", "value"]).map { "'\($0)'" })
+            }
+            _ = advance()
+            let order = try parseSortOrder()
+            _ = try expect(")", "to close sortBy(")
+            return .sortGroups(by, order)
         case "sortBy":
             _ = try expect("(", "after sortBy")
             let path = try parsePath(allowKeyPath: true)
-            var order = SortOrder.forward
-            if current.symbol == "," {
-                _ = advance()
-                if current.word == "order" && tokens[position + 1].symbol == ":" { _ = advance(); _ = advance() }
-                _ = try expect(".", "before the order (.forward or .reverse)")
-                switch current.word {
-                case "reverse": order = .reverse
-                case "forward": order = .forward
-                default:
-                    throw error("the order is .forward or .reverse, not \(current.shown)",
-                                suggestion: Suggest.closest(current.identifier ?? "", in: ["forward", "reverse"])
-                                    .map { "'.\($0)'" })
-                }
-                _ = advance()
-            }
+            let order = try parseSortOrder()
             _ = try expect(")", "to close sortBy(")
             return .sortBy(path, order)
         case "reverse": try emptyCall(); return .reverse
@@ -277,10 +361,196 @@ struct Parser {
             case "insert": return .insert(value)
             default: return .save(value)
             }
+        case "sum", "average", "min", "max":
+            return .aggregate(try parseAggregate(AggregateCall.Function(rawValue: word)!))
+        case "distinct":
+            return .distinct(try parseField(of: word))
+        case "groupBy":
+            let paths = try parseFields(of: word)
+            let functions = AggregateCall.Function.allCases.map(\.rawValue)
+            guard current.symbol == ".", let name = tokens[position + 1].word,
+                  let function = AggregateCall.Function(rawValue: name) else {
+                let at = current.symbol == "." ? tokens[position + 1] : current
+                throw error("groupBy(...) is followed by the aggregate of each group: count(), sum(FIELD), "
+                    + "average(FIELD), min(FIELD) or max(FIELD); found \(at.shown)", at: at,
+                    suggestion: Suggest.closest(at.identifier ?? "", in: functions).map { "'\($0)'" })
+            }
+            _ = advance(); _ = advance()
+            return .groupBy(paths, try parseAggregate(function))
+        case "select":
+            return .select(try parseFields(of: word))
+        case "update":
+            return try parseUpdate(at: token)
         default:
             throw error("unknown step '\(word)'; a query goes on with \(Parser.stepWords.joined(separator: ", "))",
                         at: token, suggestion: Suggest.closest(word, in: Parser.stepWords).map { "'\($0)'" })
         }
+    }
+
+    /// `, .reverse` or `, order: .forward` after what a sortBy orders by; `.forward` when there is none.
+    private mutating func parseSortOrder() throws(ParseError) -> SortOrder {
+        guard current.symbol == "," else { return .forward }
+        _ = advance()
+        if current.word == "order" && tokens[position + 1].symbol == ":" { _ = advance(); _ = advance() }
+        _ = try expect(".", "before the order (.forward or .reverse)")
+        let order: SortOrder
+        switch current.word {
+        case "reverse": order = .reverse
+        case "forward": order = .forward
+        default:
+            throw error("the order is .forward or .reverse, not \(current.shown)",
+                        suggestion: Suggest.closest(current.identifier ?? "", in: ["forward", "reverse"])
+                            .map { "'.\($0)'" })
+        }
+        _ = advance()
+        return order
+    }
+
+    /// `(field)` after an aggregate's name; `count` takes nothing (its parentheses optional, as for the step).
+    private mutating func parseAggregate(_ function: AggregateCall.Function) throws(ParseError) -> AggregateCall {
+        guard function != .count else {
+            if current.symbol == "(" {
+                _ = advance()
+                _ = try expect(")", "after 'count(': it takes nothing")
+            }
+            return AggregateCall(function: .count)
+        }
+        return AggregateCall(function: function, path: try parseField(of: function.rawValue))
+    }
+
+    /// `(field)` after `sum`, `distinct`...: the one field it reads.
+    private mutating func parseField(of name: String) throws(ParseError) -> PathReference {
+        _ = try expect("(", "after \(name), as in \(name)(age)")
+        if current.symbol == ")" { throw error("\(name) takes the field it reads, as in \(name)(age)") }
+        let path = try parsePath(allowKeyPath: true)
+        _ = try expect(")", "to close \(name)(: it takes one field")
+        return path
+    }
+
+    /// `(a, b.c, ...)`: the fields of groupBy or select, one at least.
+    private mutating func parseFields(of name: String) throws(ParseError) -> [PathReference] {
+        _ = try expect("(", "after \(name), as in \(name)(city)")
+        if current.symbol == ")" { throw error("\(name) takes one field or more, as in \(name)(city)") }
+        var paths = [try parsePath(allowKeyPath: true)]
+        while current.symbol == "," {
+            _ = advance()
+            paths.append(try parsePath(allowKeyPath: true))
+        }
+        _ = try expect(")", "or ',' and another field in \(name)(")
+        return paths
+    }
+
+    /// `update(set: {...}, unset: [...], inc: {...}, push: {...}, pull: {...})`: the labels in any order, each
+    /// once; the changes in the library's order (sets, unsets, increments, pushes, pulls), each in the order written.
+    private mutating func parseUpdate(at word: Token) throws(ParseError) -> Step {
+        let example = #"update(set: {"city": "Bergen"}, inc: {"age": 1})"#
+        _ = try expect("(", "after update, as in \(example)")
+        if current.symbol == ")" { throw error("update takes the changes to make, as in \(example)") }
+        var changes: [String: [FieldChange]] = [:]
+        while true {
+            let labelToken = current
+            guard let label = current.word, tokens[position + 1].symbol == ":" else {
+                throw error("update takes labelled changes (set:, unset:, inc:, push:, pull:), as in \(example); "
+                    + "found \(current.shown)")
+            }
+            guard Parser.updateLabels.contains(label) else {
+                throw error("unknown label '\(label):' of update; it takes set:, unset:, inc: (or increment:), push: "
+                    + "and pull:", at: labelToken,
+                    suggestion: Suggest.closest(label, in: Parser.updateLabels).map { "'\($0):'" })
+            }
+            let kind = label == "increment" ? "inc" : label
+            guard changes[kind] == nil else {
+                throw error("\(label): is given twice in this update; put all its fields in one "
+                    + (kind == "unset" ? "[...]" : "{...}"), at: labelToken)
+            }
+            _ = advance(); _ = advance()
+            if kind == "unset" {
+                changes[kind] = try parseFieldList(label).map { .unset($0) }
+            } else {
+                var list: [FieldChange] = []
+                for (path, literal) in try parseFieldValues(label) {
+                    switch kind {
+                    case "set": list.append(.set(path, literal.value))
+                    case "inc":
+                        switch literal.value {
+                        case .int, .uint, .double: list.append(.increment(path, literal.value))
+                        default:
+                            throw ParseError(message: "\(label): adds numbers to fields, and \(literal.value.literalText) "
+                                + "is not a number", location: literal.location, length: literal.length)
+                        }
+                    case "push": list.append(.push(path, literal.value))
+                    default: list.append(.pull(path, literal.value))
+                    }
+                }
+                changes[kind] = list
+            }
+            guard current.symbol == "," else { break }
+            _ = advance()
+            if current.symbol == ")" { break }
+        }
+        _ = try expect(")", "or ',' and another label to close update(")
+        let all = ["set", "unset", "inc", "push", "pull"].flatMap { changes[$0] ?? [] }
+        guard !all.isEmpty else { throw error("this update changes nothing: its lists of changes are empty", at: word) }
+        return .update(all)
+    }
+
+    /// `{"field": value, ...}` after a label of update: each field once, named by a string or written as a path.
+    private mutating func parseFieldValues(_ label: String) throws(ParseError) -> [(FieldPath, Literal)] {
+        guard current.symbol == "{" else {
+            throw error("\(label): takes an object of fields and values, as in \(label): {\"score\": 1}; found "
+                + current.shown)
+        }
+        _ = advance()
+        var entries: [(FieldPath, Literal)] = []
+        while current.symbol != "}" {
+            let keyToken = current
+            let path = try parseFieldName(in: "\(label): {...}")
+            if entries.contains(where: { $0.0 == path }) {
+                throw error("the field \"\(path.written)\" appears twice in \(label):", at: keyToken)
+            }
+            _ = try expect(":", "after the field name")
+            entries.append((path, try parseLiteral()))
+            guard current.symbol == "," else { break }
+            _ = advance()
+        }
+        _ = try expect("}", "or ',' in the object of \(label):")
+        return entries
+    }
+
+    /// `["field", ...]` after `unset:`: the fields to remove, named by strings or written as paths.
+    private mutating func parseFieldList(_ label: String) throws(ParseError) -> [FieldPath] {
+        guard current.symbol == "[" else {
+            throw error("\(label): takes a list of field names, as in \(label): [\"email\"]; found \(current.shown)")
+        }
+        _ = advance()
+        var paths: [FieldPath] = []
+        while current.symbol != "]" {
+            paths.append(try parseFieldName(in: "\(label): [...]"))
+            guard current.symbol == "," else { break }
+            _ = advance()
+        }
+        _ = try expect("]", "or ',' in the list of \(label):")
+        return paths
+    }
+
+    /// A field named in a change: a string (dots nest, a name in backticks is one name) or a path as in a condition.
+    private mutating func parseFieldName(in what: String) throws(ParseError) -> FieldPath {
+        if case .string(let name) = current.kind {
+            _ = advance()
+            return Parser.path(named: name)
+        }
+        guard current.identifier != nil, !startsLiteral else {
+            throw error("expected the name of a field in \(what), as a string (\"email\") or a name (email); found "
+                + current.shown)
+        }
+        return try parsePath().path
+    }
+
+    /// The field a name stands for, as a column's name or a key of update: dots nest (`address.city`), a name in
+    /// backticks is one name (`` `U.S. price` ``), anything else is a name as it is (`Body Mass (g)`).
+    static func path(named name: String) -> FieldPath {
+        guard name.contains("`"), let paths = try? Parser.fieldPaths(name), paths.count == 1 else { return FieldPath(name) }
+        return paths[0]
     }
 
     // MARK: Predicates

@@ -50,14 +50,53 @@ enum Step: Equatable, Sendable {
     case findOrCreate(Literal)
     case insert(Literal)
     case save(Literal)
+    /// `sum(score)`, `average(age)`, `min(age)`, `max(age)`: one value computed from the matches.
+    case aggregate(AggregateCall)
+    /// `distinct(city)`: the field's values, each once.
+    case distinct(PathReference)
+    /// `groupBy(city, active).count()`: the matches grouped by the fields' values, with an aggregate per group.
+    case groupBy([PathReference], AggregateCall)
+    /// `sortBy(value, .reverse)` after `groupBy(...)`: the groups ordered by their key or their aggregate.
+    case sortGroups(GroupOrder, SortOrder)
+    /// `select(name, age)`: the results with only these fields.
+    case select([PathReference])
+    /// `update(set: {...}, unset: [...], inc: {...}, push: {...}, pull: {...})`, in the order the library
+    /// applies them: sets, unsets, increments, pushes, pulls, each in the order written.
+    case update([FieldChange])
 
-    /// Whether the step runs the query (nothing may follow it).
+    /// Whether the step does more than refine the documents (which, and in what order): it runs the query, or makes
+    /// something else of it (a value, groups, a projection). A saved filter holds no such step.
     var isTerminal: Bool {
         switch self {
         case .include, .exclude, .sortBy, .reverse, .slice: return false
         default: return true
         }
     }
+}
+
+/// An aggregate as written: `count()`, `sum(score)`, `average(age)`, `min(age)`, `max(age)`.
+struct AggregateCall: Equatable, Sendable {
+    enum Function: String, CaseIterable, Sendable {
+        case count, sum, average, min, max
+    }
+
+    var function: Function
+    /// The field it reads; `nil` for `count()`.
+    var path: PathReference?
+
+    var aggregate: Aggregate {
+        guard let path = path?.path else { return .count }
+        switch function {
+        case .count: return .count
+        case .sum: return .sum(path)
+        case .average: return .average(path)
+        case .min: return .min(path)
+        case .max: return .max(path)
+        }
+    }
+
+    /// As the language writes it, which names its column: `count()`, `sum(score)`.
+    var written: String { "\(function.rawValue)(\(path?.path.written ?? ""))" }
 }
 
 /// A condition as written in `include(...)` / `exclude(...)`.

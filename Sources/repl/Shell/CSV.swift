@@ -189,10 +189,7 @@ enum CSV {
 
     /// The field a column's name stands for: dots nest (`address.city`), a name in backticks is one name
     /// (`` `U.S. price` ``), anything else is a name as it is (`Body Mass (g)`).
-    static func path(ofColumn name: String) -> FieldPath {
-        guard name.contains("`"), let paths = try? Parser.fieldPaths(name), paths.count == 1 else { return FieldPath(name) }
-        return paths[0]
-    }
+    static func path(ofColumn name: String) -> FieldPath { Parser.path(named: name) }
 
     /// A document's fields as columns, named as a header names them: a name that holds a dot or a backtick in
     /// backticks, so that `.import` reads it back as one name.

@@ -86,8 +86,9 @@ final class Console {
 struct Pager {
     /// Whether long results stop after a page (`.pager on|off`); only ever at a terminal.
     var isOn = true
-    /// The documents of the last result not shown yet, with how many came before them and how many there are.
-    var rest: (documents: ArraySlice<DocumentValue>, shown: Int, total: Int)?
+    /// The documents (or other rows, counted as `noun`s) of the last result not shown yet, with how many came
+    /// before them and how many there are.
+    var rest: (documents: ArraySlice<DocumentValue>, shown: Int, total: Int, noun: String)?
 }
 
 /// A shell error: a message for the person at the terminal.

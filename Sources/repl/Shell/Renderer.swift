@@ -36,29 +36,42 @@ struct Renderer {
         try Rendering(documents, renderer: self, fitting: columns)
     }
 
-    /// All of `documents` as one text, for small results (`.watch`); with the count under a table.
-    func render(_ documents: [DocumentValue], fitting columns: Int? = nil) throws -> String {
-        if documents.isEmpty { return emptyText }
+    /// All of `documents` as one text, for small results (`.watch`); under a table, how many there are, counted as
+    /// `noun`s (none without a noun).
+    func render(_ documents: [DocumentValue], fitting columns: Int? = nil, counting noun: String? = "document") throws
+        -> String {
+        if documents.isEmpty { return emptyText(counting: noun ?? "document") }
         let rendering = try rendering(of: documents, fitting: columns)
         var out = rendering.head
         for (i, document) in documents.enumerated() { out += rendering.row(document, at: i) }
         out += rendering.foot
-        if mode.isTable { out += Renderer.summary(count: documents.count, hiddenColumns: rendering.hiddenColumns) }
+        if mode.isTable, let noun {
+            out += Renderer.summary(count: documents.count, hiddenColumns: rendering.hiddenColumns, counting: noun)
+        }
         return out
     }
 
-    /// One document (`first`, `last`, `any`, `findOrCreate`): as JSON an object, in the other modes as a list of one.
-    func render(_ document: DocumentValue?, fitting columns: Int? = nil) -> String {
+    /// One document (`first`, `last`, `any`, `findOrCreate`), or one row of another kind (a group): as JSON an
+    /// object, in the other modes as a list of one.
+    func render(_ document: DocumentValue?, fitting columns: Int? = nil, counting noun: String = "document") -> String {
         guard let document else {
             switch mode {
             case .json: return "null\n"
             case .csv: return ""
-            case .table, .box, .line: return "(no document)\n"
+            case .table, .box, .line: return "(no \(noun))\n"
             }
         }
         if mode == .json { return document.json(pretty: true) + "\n" }
         // A list of one is laid out at once, never stopped by Ctrl-C.
-        return (try? render([document], fitting: columns)) ?? ""
+        return (try? render([document], fitting: columns, counting: noun)) ?? ""
+    }
+
+    /// One value computed from the matches (`sum(score)`): a row of one column, named as the aggregate is written;
+    /// as JSON an object, and with no line under a table (there is always one row).
+    func render(value: DocumentValue, named column: String, fitting columns: Int? = nil) -> String {
+        let row = DocumentValue.object([.init(column, value)])
+        if mode == .json { return row.json(pretty: true) + "\n" }
+        return (try? render([row], fitting: columns, counting: nil)) ?? ""
     }
 
     /// A count: the number alone, named in line mode (`count = 3`) and under a header in CSV.
@@ -70,18 +83,18 @@ struct Renderer {
         }
     }
 
-    /// What an empty list of documents prints.
-    var emptyText: String {
+    /// What an empty list prints: of documents, or of other rows (`noun`: "group", "value").
+    func emptyText(counting noun: String = "document") -> String {
         switch mode {
         case .json: return "[]\n"
         case .csv: return ""
-        case .table, .box, .line: return "(no documents)\n"
+        case .table, .box, .line: return "(no \(noun)s)\n"
         }
     }
 
-    /// The line under a table: how many documents, and how many columns did not fit.
-    static func summary(count: Int, hiddenColumns: Int = 0) -> String {
-        "\(count) document\(count == 1 ? "" : "s")" + hidden(hiddenColumns) + "\n"
+    /// The line under a table: how many documents (or groups, values), and how many columns did not fit.
+    static func summary(count: Int, hiddenColumns: Int = 0, counting noun: String = "document") -> String {
+        "\(count) \(noun)\(count == 1 ? "" : "s")" + hidden(hiddenColumns) + "\n"
     }
 
     /// "(2 more columns did not fit; .mode line shows every field)", or nothing.

@@ -48,7 +48,11 @@ extension Shell {
         Steps:   query() (optional: people.query() is people)  include(COND)  exclude(COND)
                  sortBy(FIELD[, .reverse])  reverse()  [a..<b]  [a...b]
         Results: results() (or nothing)  first  last  any  count()  explain()
+        Compute: sum(F)  average(F)  min(F)  max(F)  distinct(F)  select(F, ...) then results() or first
+                 groupBy(F, ...).count() (or .sum(F) ...) then sortBy(value[, .reverse])  [a..<b]
+                 explain() after count(), sum(F) ... or the groups: how they are computed
         Changes: insert({...} or [{...}, ...])  save({...})  findOrCreate({...})  delete()
+                 update(set: {...}, unset: [...], inc: {...}, push: {...}, pull: {...})
         Conditions: ==  !=  <  <=  >  >=  &&  ||  !  ( )   age in 18..<30   city in ["Oslo", "Bergen"]
           tags.contains("swift")   ["a", "b"].contains(city)   name.hasPrefix("An")   name.contains("nn")
           email == nil   address.city == "Oslo"   active (a true/false field alone)
@@ -377,6 +381,9 @@ extension Shell {
             throw ShellError("usage: .watch QUERY, such as .watch people.include(age >= 18).count()")
         }
         let resolved = try await resolve(expression)
+        guard resolved.output.isDocuments else {
+            throw ShellError(".watch follows results, count() or first; it cannot run \(expression.text)")
+        }
         warn(resolved.warnings, in: text)
         let store = try requireStore()
         let redraw = isatty(1) == 1 && console.outputPath == nil

@@ -35,15 +35,53 @@ extension Shell {
                  text: "prints one matching document, whichever is quickest to find, whatever the order.",
                  example: #"people.include(tags.contains("swift")).any"#),
         StepHelp(name: "count", usage: "count()",
-                 text: "prints how many documents match (within the slice, after [a..<b]).",
+                 text: "prints how many documents match (within the slice, after [a..<b]); explain() after it says "
+                    + "how they are counted. After groupBy(...) it is the aggregate of each group, and after the "
+                    + "groups' aggregate it counts the groups.",
                  example: "people.include(age < 18).count()"),
+        StepHelp(name: "sum", usage: "sum(FIELD)",
+                 text: "prints the sum of FIELD's numbers over the matching documents (within the slice, after "
+                    + "[a..<b]), as one row in a column named sum(FIELD); 0 when there are none. Whole numbers add "
+                    + "exactly (a sum past a 64-bit integer is an error); values that are not numbers, nil and "
+                    + "missing fields are skipped. explain() after it says how it is computed.",
+                 example: #"people.include(city == "Oslo").sum(score)"#),
+        StepHelp(name: "average", usage: "average(FIELD)",
+                 text: "prints the mean of FIELD's numbers over the matching documents, in a column named "
+                    + "average(FIELD); nil when there are none. Other values, nil and missing fields are skipped.",
+                 example: #"people.include(city == "Oslo").average(age)"#),
+        StepHelp(name: "min", usage: "min(FIELD)",
+                 text: "prints the least value of FIELD over the matching documents, in the order of index keys "
+                    + "(numbers by value, then dates, strings...), nil and missing skipped; nil when there is none. "
+                    + "With an index on FIELD and nothing to filter, it is one step along the index (explain() says so).",
+                 example: "people.include(active).min(age)"),
+        StepHelp(name: "max", usage: "max(FIELD)",
+                 text: "prints the greatest value of FIELD over the matching documents, as min does the least.",
+                 example: "people.max(age).explain()"),
+        StepHelp(name: "distinct", usage: "distinct(FIELD)",
+                 text: "prints the values FIELD takes in the matching documents, each once, a row each, in key order "
+                    + "(nil and missing left out; 3 and 3.0 are one value).",
+                 example: "people.distinct(city)"),
+        StepHelp(name: "groupBy", usage: "groupBy(FIELD[, FIELD...]).count() or .sum(F), .average(F), .min(F), .max(F)",
+                 text: "groups the matching documents by the values of the fields (nil or missing is a group of its "
+                    + "own, first) and prints a row per group: a column per field, and one for the aggregate, named "
+                    + "as written (count(), average(age)). Groups are in key order; then sortBy(value[, .reverse]) "
+                    + "orders them by the aggregate (ties by key), sortBy(key, .reverse) the other way, [a..<b] "
+                    + "slices them, and results(), first, count() (how many groups) or explain() may end the query.",
+                 example: "people.groupBy(city).count().sortBy(value, .reverse)[0..<10]"),
+        StepHelp(name: "select", usage: "select(FIELD[, FIELD...])",
+                 text: "prints only these fields of each result (a missing one left out), read from the stored "
+                    + "bytes without decoding the rest. It comes after the steps that choose and order the documents; "
+                    + "only results() or first may follow it.",
+                 example: "people.include(age > 90).sortBy(age).select(name, age)"),
         StepHelp(name: "results", usage: "results()",
                  text: "runs the query and prints its documents in the current .mode: the same as writing "
                     + "nothing after the steps.",
                  example: "people.include(age >= 65).sortBy(name).results()"),
         StepHelp(name: "explain", usage: "explain()",
                  text: "prints how the query would run (the index it uses, the filter and sort left to do) "
-                    + "without running it.",
+                    + "without running it. After count(), sum(F), average(F), min(F), max(F) or groupBy(...), it "
+                    + "says how that is computed (from an index's keys, or over the matches), and what computing it "
+                    + "took.",
                  example: #"people.include(city == "Oslo").sortBy(age).explain()"#),
         StepHelp(name: "findOrCreate", usage: "findOrCreate({...})",
                  text: "prints the first matching document; when none matches, inserts the one given (with an "
@@ -53,6 +91,14 @@ extension Shell {
                  text: "deletes the matching documents: counts them and asks first (--yes answers without a "
                     + "terminal); if they change while you answer, it asks again.",
                  example: "people.include(age < 13).delete()"),
+        StepHelp(name: "update", usage: "update(set: {...}, unset: [...], inc: {...}, push: {...}, pull: {...})",
+                 text: "changes the matching documents, as delete deletes them: counts them and asks first (--yes "
+                    + "answers without a terminal), asks again if they change while you answer, then changes exactly "
+                    + "those, all or none. set: gives fields values, unset: removes fields, inc: (or increment:) adds "
+                    + "numbers (a missing field becomes the number), push: appends to arrays, pull: removes every "
+                    + "equal element; applied in that order, whatever the order written. Each label once, in any "
+                    + "order; a field is named by a string, its dots nesting (\"address.city\").",
+                 example: #"people.include(city == "Oslo").update(set: {"city": "Bergen"}, inc: {"age": 1})"#),
         StepHelp(name: "save", usage: "save({...}) or save([{...}, ...])",
                  text: "writes documents by id: inserts each one, or replaces the document that has its id "
                     + "(asking before it replaces any). Not to be confused with the command .save NAME QUERY, "

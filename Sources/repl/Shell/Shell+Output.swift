@@ -10,27 +10,34 @@ extension Shell {
 
     /// Prints a query's documents in the current mode: written a chunk of rows at a time, and stopped by Ctrl-C. At a
     /// terminal, a table is cut to the terminal's width, and a result longer than the screen stops after a page
-    /// (unless `.pager off`), `it` showing the next.
-    func show(_ documents: [DocumentValue]) throws {
+    /// (unless `.pager off`), `it` showing the next. Rows that are not documents (groups, values) are counted as
+    /// `noun`s.
+    func show(_ documents: [DocumentValue], counting noun: String = "document") throws {
         console.pager.rest = nil
         if documents.isEmpty {
-            console.result(renderer.emptyText)
+            console.result(renderer.emptyText(counting: noun))
             return
         }
         let screen = console.resultScreen
         if let screen, pages, !fits(documents, rows: screen.rows) {
-            try showPage(of: documents[...], shown: 0, total: documents.count, screen: screen)
+            try showPage(of: documents[...], shown: 0, total: documents.count, noun: noun, screen: screen)
             return
         }
-        try writeRows(documents[...], fitting: screen?.columns) { hidden in
-            renderer.mode.isTable ? Renderer.summary(count: documents.count, hiddenColumns: hidden) : ""
+        try writeRows(documents[...], counting: noun, fitting: screen?.columns) { hidden in
+            renderer.mode.isTable ? Renderer.summary(count: documents.count, hiddenColumns: hidden, counting: noun) : ""
         }
     }
 
-    /// Prints one document (`first`, `last`, `any`, `findOrCreate`), or says there is none.
-    func show(_ document: DocumentValue?) {
+    /// Prints one document (`first`, `last`, `any`, `findOrCreate`), or one group, or says there is none.
+    func show(_ document: DocumentValue?, counting noun: String = "document") {
         console.pager.rest = nil
-        console.result(renderer.render(document, fitting: console.resultScreen?.columns))
+        console.result(renderer.render(document, fitting: console.resultScreen?.columns, counting: noun))
+    }
+
+    /// Prints one value computed from the matches, in a column named `column` (`sum(score)`).
+    func show(_ value: DocumentValue, named column: String) {
+        console.pager.rest = nil
+        console.result(renderer.render(value: value, named: column, fitting: console.resultScreen?.columns))
     }
 
     /// Prints a count.
@@ -47,10 +54,10 @@ extension Shell {
         console.pager.rest = nil
         // At a terminal still: another page; else (after .output FILE, say) all the rest.
         if let screen = console.resultScreen, pages {
-            try showPage(of: rest.documents, shown: rest.shown, total: rest.total, screen: screen)
+            try showPage(of: rest.documents, shown: rest.shown, total: rest.total, noun: rest.noun, screen: screen)
         } else {
-            try writeRows(rest.documents, fitting: console.resultScreen?.columns) { hidden in
-                "documents \(rest.shown + 1)–\(rest.total) of \(rest.total)" + Renderer.hidden(hidden) + "\n"
+            try writeRows(rest.documents, counting: rest.noun, fitting: console.resultScreen?.columns) { hidden in
+                "\(rest.noun)s \(rest.shown + 1)–\(rest.total) of \(rest.total)" + Renderer.hidden(hidden) + "\n"
             }
         }
     }
@@ -69,7 +76,7 @@ extension Shell {
     }
 
     /// As many of `documents` as a screen holds, with the line that says which they are; the rest kept for `it`.
-    private func showPage(of documents: ArraySlice<DocumentValue>, shown: Int, total: Int,
+    private func showPage(of documents: ArraySlice<DocumentValue>, shown: Int, total: Int, noun: String,
                           screen: (columns: Int, rows: Int)) throws {
         // The page, the line under it, and the prompt.
         let room = screen.rows - renderer.headLines - renderer.footLines - 2
@@ -83,16 +90,16 @@ extension Shell {
         }
         let page = documents.prefix(count)
         let more = count < documents.count
-        try writeRows(page, fitting: screen.columns) { hidden in
-            "documents \(shown + 1)–\(shown + count) of \(total)" + (more ? "; type it for more" : "")
+        try writeRows(page, counting: noun, fitting: screen.columns) { hidden in
+            "\(noun)s \(shown + 1)–\(shown + count) of \(total)" + (more ? "; type it for more" : "")
                 + Renderer.hidden(hidden) + "\n"
         }
-        if more { console.pager.rest = (documents.dropFirst(count), shown + count, total) }
+        if more { console.pager.rest = (documents.dropFirst(count), shown + count, total, noun) }
     }
 
     /// Writes `documents` a chunk at a time, then the line `summary` makes (given how many columns were left out).
-    /// Ctrl-C (the task cancelled) stops it between two chunks, with a note of how far it got.
-    private func writeRows(_ documents: ArraySlice<DocumentValue>, fitting columns: Int?,
+    /// Ctrl-C (the task cancelled) stops it between two chunks, with a note of how far it got (in `noun`s).
+    private func writeRows(_ documents: ArraySlice<DocumentValue>, counting noun: String, fitting columns: Int?,
                        summary: (Int) -> String) throws {
         var written = 0
         do {
@@ -112,7 +119,7 @@ extension Shell {
             console.pager.rest = nil
             // At a terminal the line may have been cut short (and ^C shown): the note starts a line of its own.
             console.error((console.interactive ? "\n" : "") + "interrupted: printing stopped after \(written) of "
-                + "\(documents.count) document\(documents.count == 1 ? "" : "s")")
+                + "\(documents.count) \(noun)\(documents.count == 1 ? "" : "s")")
             throw OutputInterrupted()
         }
     }

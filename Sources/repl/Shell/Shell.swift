@@ -254,12 +254,27 @@ final class Shell {
 
     // MARK: Queries
 
-    /// A query resolved against the store: its collection, the query, and the step that runs it.
+    /// A query resolved against the store: its collection, the query, what it computes, and the step that runs it.
     struct Resolved {
         var query: Query<DocumentValue>
+        var output: Output
         var terminal: Step?
         var warnings: [Warning]
         var stats: FieldStats
+    }
+
+    /// What a query gives: its documents (or what the step that runs it makes of them), or what a step computes from
+    /// its matches, printed as rows.
+    enum Output {
+        case documents
+        /// One value, in a column named as the aggregate is written (`sum(score)`).
+        case value(Aggregate, column: String)
+        /// A field's distinct values, a row each.
+        case distinct(FieldPath)
+        /// Groups, a row each: the values grouped by, at their paths, and the aggregate in a column of its own.
+        case groups(GroupQuery<[DocumentValue], DocumentValue>, by: [FieldPath], column: String)
+        /// Some fields of each result.
+        case projection(ProjectedQuery<DocumentValue>)
     }
 
     /// Finds the collection or saved filter a query starts from, and lowers its steps.
@@ -292,6 +307,7 @@ final class Shell {
         let stats = try await fieldStats(collection)
         var lowering = Lowering(collection: collection, stats: stats)
         var query = Query<DocumentValue>(collection)
+        var output = Output.documents
         var terminal: Step?
         for step in steps {
             switch step {
@@ -301,11 +317,38 @@ final class Shell {
                 _ = lowering.known(path)
                 query = query.sortBy(path.path, order: order)
             case .reverse: query = query.reverse()
-            case .slice(let range): query = query[range]
+            case .slice(let range):
+                // After groupBy, a slice of the groups.
+                if case .groups(let groups, let paths, let column) = output {
+                    output = .groups(groups[range], by: paths, column: column)
+                } else {
+                    query = query[range]
+                }
+            case .aggregate(let call):
+                lowering.aggregated(call)
+                output = .value(call.aggregate, column: call.written)
+            case .explain where terminal == .count:
+                output = .value(.count, column: "count()")
+                terminal = step
+            case .distinct(let path):
+                _ = lowering.known(path)
+                output = .distinct(path.path)
+            case .groupBy(let paths, let call):
+                for path in paths { _ = lowering.known(path) }
+                lowering.aggregated(call)
+                output = .groups(query.groupBy(paths.map(\.path)).aggregate(call.aggregate), by: paths.map(\.path),
+                                 column: call.written)
+            case .sortGroups(let by, let order):
+                if case .groups(let groups, let paths, let column) = output {
+                    output = .groups(groups.sortBy(by, order: order), by: paths, column: column)
+                }
+            case .select(let paths):
+                for path in paths { _ = lowering.known(path) }
+                output = .projection(query.select(paths.map(\.path)))
             default: terminal = step
             }
         }
-        return Resolved(query: query, terminal: terminal, warnings: lowering.warnings, stats: stats)
+        return Resolved(query: query, output: output, terminal: terminal, warnings: lowering.warnings, stats: stats)
     }
 
     /// The collection a query reads and all its steps: a saved filter's own, those of the filters it is built
@@ -337,13 +380,15 @@ final class Shell {
         warn(resolved.warnings, in: text)
         let q = resolved.query
         if explainEach, resolved.terminal.map({ !$0.isChange }) ?? true, resolved.terminal != .explain {
-            let plan = try await reading { try q.explain(in: $0) }
+            let plan = try await explanation(of: resolved)
             console.result(plan.lines.dropLast().joined(separator: "\n") + "\n")
         }
         let clock = ContinuousClock()
         let started = clock.now, answeredBefore = answering
         var statistics: QueryStatistics?
         switch resolved.terminal {
+        case _ where resolved.terminal != .explain && !resolved.output.isDocuments:
+            try await showComputed(resolved)
         case nil, .results?:
             let (documents, stats) = try await reading { ctx in
                 let cursor = try q.cursor(in: ctx)
@@ -366,9 +411,11 @@ final class Shell {
             statistics = stats
             show(count: n)
         case .explain?:
-            console.result(try await reading { try q.explain(in: $0) }.description + "\n")
+            console.result(try await explanation(of: resolved).description + "\n")
         case .delete?:
             try await delete(q)
+        case .update(let changes)?:
+            try await update(q, changes)
         case .insert(let literal)?:
             try await write(literal, into: q.collection, replacing: false)
         case .save(let literal)?:
@@ -390,6 +437,63 @@ final class Shell {
         }
     }
 
+    /// Runs a query that computes something from its matches (a value, distinct values, groups, some fields of each)
+    /// and prints it as rows.
+    private func showComputed(_ resolved: Resolved) async throws {
+        let q = resolved.query
+        switch resolved.output {
+        case .documents:
+            break
+        case .value(let aggregate, let column):
+            show(try await reading { try q.aggregate(aggregate, in: $0) }, named: column)
+        case .distinct(let path):
+            let values = try await reading { try q.distinct(path, in: $0) }
+            try show(values.map { Shell.row([$0], by: [path]) }, counting: "value")
+        case .groups(let groups, let paths, let column):
+            func row(_ group: Group<[DocumentValue], DocumentValue>) -> DocumentValue {
+                Shell.row(group.key, by: paths, group.value, column: column)
+            }
+            switch resolved.terminal {
+            case .first?: show(try await reading { try groups.first(in: $0) }.map(row), counting: "group")
+            case .count?: show(count: try await reading { try groups.count(in: $0) })
+            default: try show(try await reading { try groups.results(in: $0) }.map(row), counting: "group")
+            }
+        case .projection(let projected):
+            if resolved.terminal == .first {
+                show(try await reading { try projected.first(in: $0) })
+            } else {
+                try show(try await reading { try projected.results(in: $0) })
+            }
+        }
+    }
+
+    /// A row of computed values: `values` at the `paths` they were read from (nested as in the documents), then
+    /// `value` in a column of its own named `column`, when there is one.
+    nonisolated static func row(_ values: [DocumentValue], by paths: [FieldPath], _ value: DocumentValue? = nil,
+                                column: String? = nil) -> DocumentValue {
+        var row = DocumentValue.object([DocumentValue.Field]())
+        for (path, v) in zip(paths, values) { row = row.setting(v, at: path) }
+        if let value, let column { row = row.setting(value, at: FieldPath(components: [column])) }
+        return row
+    }
+
+    /// How a query runs, or how what it computes is computed, then what running it took.
+    func explanation(of resolved: Resolved) async throws -> QueryExplanation {
+        let q = resolved.query
+        switch resolved.output {
+        case .documents, .projection:
+            return try await reading { try q.explain(in: $0) }
+        case .value(.count, _):
+            return try await reading { try q.explain(.count, in: $0) }
+        case .value(let aggregate, _):
+            return try await reading { try q.explain(aggregate: aggregate, in: $0) }
+        case .distinct(let path):
+            return try await reading { try q.explain(distinct: path, in: $0) }
+        case .groups(let groups, _, _):
+            return try await reading { try groups.explain(in: $0) }
+        }
+    }
+
     static func format(_ d: Duration) -> String {
         let ms = Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
         return ms < 1 ? String(format: "%.3f ms", ms) : (ms < 1000 ? String(format: "%.2f ms", ms)
@@ -400,39 +504,65 @@ final class Shell {
 
     /// Counts what a delete will touch, asks, then deletes exactly those documents; asks again if they changed.
     private func delete(_ q: Query<DocumentValue>) async throws {
+        let collection = q.collection
+        try await changeMatches(of: q, verb: "delete", done: "deleted", preposition: "from") { ctx, id in
+            try ctx.delete(collection, id: id)
+        }
+    }
+
+    /// Counts what an update will touch, asks (saying what it changes), then changes exactly those documents by id;
+    /// asks again if they changed.
+    private func update(_ q: Query<DocumentValue>, _ changes: [FieldChange]) async throws {
+        let collection = q.collection
+        try await changeMatches(of: q, verb: "update", done: "updated", preposition: "of",
+                                detail: changes.map(\.description).joined(separator: ", ")) { ctx, id in
+            try ctx.update(collection, id: id, changes)
+        }
+    }
+
+    /// A change to each document a query matches: counts them, asks "Delete 2 documents from people?" (with
+    /// `detail`, what the change does, in the question and in `.status`), then `apply`s the change to exactly those
+    /// documents by id, in one transaction (or as one pending change); if they changed while the person answered,
+    /// says so and asks again. `apply` says whether it found the document.
+    private func changeMatches(of q: Query<DocumentValue>, verb: String, done: String, preposition: String,
+                               detail: String? = nil,
+                               _ apply: @escaping @Sendable (WriteContext, DocumentValue) throws -> Bool) async throws {
         while true {
             let ids = try await reading { try q.ids(in: $0) }
             if ids.isEmpty {
-                console.note("No document matches; nothing to delete.")
+                console.note("No document matches; nothing to \(verb).")
                 return
             }
             let n = ids.count
-            let what = "\(n) document\(n == 1 ? "" : "s") from \(q.collection)"
-            guard try await confirm("Delete \(what)?", refusing: "delete \(what)") else {
-                console.note("Nothing was deleted.")
+            let what = "\(n) document\(n == 1 ? "" : "s") \(preposition) \(q.collection)"
+            guard try await confirm("\(verb.prefix(1).uppercased() + verb.dropFirst()) \(what)"
+                                        + (detail.map { " (\($0))" } ?? "") + "?",
+                                    refusing: "\(verb) \(what)") else {
+                console.note("Nothing was \(done).")
                 return
             }
-            let collection = q.collection
             let outcome: Int?
             if pending.isOpen {
                 // The pending state is this shell's alone: checked here, it cannot change before the change is kept.
                 let now = try await reading { try q.ids(in: $0) }
-                outcome = now == ids ? try await change("delete \(what) (\(q))") { ctx in
-                    try ids.filter { try ctx.delete(collection, id: $0) }.count
+                let summary = "\(verb) \(what) (\(q))" + (detail.map { ": \($0)" } ?? "")
+                outcome = now == ids ? try await change(summary) { ctx in
+                    try ids.filter { try apply(ctx, $0) }.count
                 } : nil
             } else {
                 outcome = try await requireStore().write { ctx -> Int? in
                     guard try q.ids(in: ctx) == ids else { return nil }
-                    return try ids.filter { try ctx.delete(collection, id: $0) }.count
+                    return try ids.filter { try apply(ctx, $0) }.count
                 }
                 statsCache = [:]
             }
-            guard let deleted = outcome else {
+            guard let changed = outcome else {
                 let now = try await reading { try q.count(in: $0) }
                 console.note("The matching documents changed while you answered (\(now) match now); asking again.")
                 continue
             }
-            console.note(pending.isOpen ? "Pending: delete \(what)." : "Deleted \(deleted) document\(deleted == 1 ? "" : "s").")
+            console.note(pending.isOpen ? "Pending: \(verb) \(what)."
+                : "\(done.prefix(1).uppercased() + done.dropFirst()) \(changed) document\(changed == 1 ? "" : "s").")
             return
         }
     }
@@ -596,6 +726,11 @@ final class Shell {
     }
 }
 
+extension Shell.Output {
+    /// Whether the query gives its documents (or what the step that runs it makes of them).
+    var isDocuments: Bool { if case .documents = self { true } else { false } }
+}
+
 /// A pending change whose documents are no longer those it was confirmed for (another process changed them).
 struct PendingChangeOutdated: Error, CustomStringConvertible {
     var summary: String
@@ -612,6 +747,7 @@ extension Step {
     func refusal(on collection: String) -> String {
         switch self {
         case .delete: return "delete documents from '\(collection)'"
+        case .update: return "update documents of '\(collection)'"
         case .insert: return "insert into '\(collection)'"
         case .save: return "save into '\(collection)'"
         case .findOrCreate: return "findOrCreate in '\(collection)'"
@@ -638,7 +774,7 @@ extension Step {
     /// Whether the step changes documents.
     var isChange: Bool {
         switch self {
-        case .delete, .insert, .save, .findOrCreate: return true
+        case .delete, .insert, .save, .findOrCreate, .update: return true
         default: return false
         }
     }
