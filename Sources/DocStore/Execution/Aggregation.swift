@@ -8,8 +8,9 @@ public enum Aggregate: Sendable, Hashable, CustomStringConvertible {
     /// The number of documents.
     case count
     /// The sum of the field's numbers; 0 when there are none. Whole numbers (integers of any width, and `Double`s
-    /// without a fraction) add exactly, as 64-bit integers: a sum that does not fit is an error, not a wrap. Once a
-    /// number with a fraction comes in, the sum is a `Double`.
+    /// without a fraction from -2^63 up to 2^64, where an index key cannot tell them from integers) add exactly: a
+    /// sum that does not fit in an `Int64` is an error, not a wrap. Once a number with a fraction comes in, the sum is
+    /// a `Double`.
     case sum(FieldPath)
     /// The mean of the field's numbers, as a `Double`; `nil` when there are none.
     case average(FieldPath)
@@ -91,10 +92,11 @@ struct Accumulator {
         return nil
     }
 
-    /// A `Double` as a whole number, when it has no fraction and fits `Int64`.
+    /// A `Double` as a whole number, when it has no fraction and lies where an `Int64` or a `UInt64` may: an index
+    /// key does not say whether a number was an integer or a `Double`, so both must add alike.
     @inline(__always)
     static func whole(_ d: Double) -> Int128? {
-        d.rounded() == d && abs(d) < 9.2e18 ? Int128(d) : nil
+        d.rounded() == d && d >= -0x1p63 && d < 0x1p64 ? Int128(d) : nil
     }
 
     /// Offers a value to `min` (or with `greatest`, `max`): kept when it orders before (after) the best so far.
@@ -367,8 +369,11 @@ extension Executor {
                             }
                         case .min, .max:
                             guard part.first != KeyEncoder.Kind.null else { break }
+                            // The first document of the key, as the scan and the ascending walk keep: a descending
+                            // walk stands on the key's last.
                             try current!.state.offer(key: Array(part), value: {
-                                try partValue(part, path: aggregate.path!, id: id)
+                                let first = descending ? try cursor.firstDuplicate()?.value ?? id : id
+                                return try partValue(part, path: aggregate.path!, id: first)
                             }, greatest: aggregate.isMax)
                             if firstOnly { return }
                         }
@@ -475,6 +480,7 @@ extension KeyEncoder {
         case Kind.number where part.count >= 10:
             let d = orderedDouble(Array(part[1..<9])[...])
             guard part[9] != Exactness.exact, part.count >= 18 else { return (Accumulator.whole(d), d) }
+            guard d.isFinite, d.magnitude <= 0x1p64 else { return nil }   // no integer's key: a damaged one
             // An integer beyond 2^53: the nearest Double, and how far the integer lies from it.
             var bits: UInt64 = 0
             for b in part[10..<18] { bits = bits << 8 | UInt64(b) }

@@ -51,7 +51,7 @@ extension DocumentValue {
             switch change {
             case .set(_, let value):
                 document = document.setting(value, at: path)
-                guard document[path: path] == value else {
+                guard document[path: path] != nil else {
                     throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "a field on its way is not an object")
                 }
             case .unset:
@@ -62,10 +62,7 @@ extension DocumentValue {
                 case (.null, .int), (.null, .uint), (.null, .double): sum = amount
                 case (let a, let b):
                     guard let s = DocumentValue.adding(a, b) else {
-                        if case .int = a, case .int = b {
-                            throw UpdateRefusal(code: .overflow, change: change, reason: "the sum does not fit in a 64-bit integer")
-                        }
-                        if case .uint = a {
+                        if DocumentValue.integer(a) != nil && DocumentValue.integer(b) != nil {
                             throw UpdateRefusal(code: .overflow, change: change, reason: "the sum does not fit in a 64-bit integer")
                         }
                         let what = DocumentValue.isNumber(b) ? "the field holds \(a.kindName), not a number"
@@ -75,7 +72,7 @@ extension DocumentValue {
                     sum = s
                 }
                 document = document.setting(sum, at: path)
-                guard document[path: path] == sum else {
+                guard document[path: path] != nil else {
                     throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "a field on its way is not an object")
                 }
             case .push(_, let value):
@@ -125,16 +122,19 @@ extension DocumentValue {
         }
     }
 
-    /// `a + b` for two numbers: exact for integers (`nil` on overflow), a `Double` when either is one; `nil` when
-    /// either is not a number.
-    static func adding(_ a: DocumentValue, _ b: DocumentValue) -> DocumentValue? {
-        func integer(_ v: DocumentValue) -> Int128? {
-            switch v {
-            case .int(let i): return Int128(i)
-            case .uint(let u): return Int128(u)
-            default: return nil
-            }
+    /// An integer of either width.
+    static func integer(_ v: DocumentValue) -> Int128? {
+        switch v {
+        case .int(let i): return Int128(i)
+        case .uint(let u): return Int128(u)
+        default: return nil
         }
+    }
+
+    /// `a + b` for two numbers: exact for integers (`nil` on overflow: past `Int64`, or past `UInt64` when one of
+    /// them is an unsigned integer above `Int64.max`), a `Double` when either is one; `nil` when either is not a
+    /// number.
+    static func adding(_ a: DocumentValue, _ b: DocumentValue) -> DocumentValue? {
         func double(_ v: DocumentValue) -> Double? {
             switch v {
             case .int(let i): return Double(i)
@@ -146,7 +146,12 @@ extension DocumentValue {
         if let x = integer(a), let y = integer(b) {
             let s = x + y
             if let i = Int64(exactly: s) { return .int(i) }
-            if let u = UInt64(exactly: s) { return .uint(u) }
+            let unsigned: Bool
+            switch (a, b) {
+            case (.uint, _), (_, .uint): unsigned = true
+            default: unsigned = false
+            }
+            if unsigned, let u = UInt64(exactly: s) { return .uint(u) }
             return nil
         }
         guard let x = double(a), let y = double(b) else { return nil }
@@ -184,9 +189,16 @@ extension CollectionHandle {
         guard let raw = try txn.get(documents, id) else { return false }
         let stored = Array(raw)
         guard let bytes = try stored.withUnsafeBytes({ try change($0) }) else { return true }
-        let newID = try bytes.withUnsafeBytes { raw in
-            let reader = BinaryReader(raw)
-            return try idKey(reader: reader, root: try reader.root())
+        let newID: [UInt8]
+        do {
+            newID = try bytes.withUnsafeBytes { raw in
+                let reader = BinaryReader(raw)
+                return try idKey(reader: reader, root: try reader.root())
+            }
+        } catch let error as DocStoreError where error.code == .invalidSchema {
+            throw DocStoreError(.invalidUpdate, "an update may not remove a document's id: document "
+                + "\(CollectionHandle.describeID(id, in: stored, idPath: info.idPath)) of collection '\(name)' would "
+                + "have none (\(error.message))", collection: name)
         }
         guard newID == id else {
             throw DocStoreError(.invalidUpdate, "an update may not change a document's id: document "
@@ -211,7 +223,9 @@ extension CollectionHandle {
             throw DocStoreError(error.code, "cannot \(error.change) in document \(document) of collection '\(name)': "
                 + "\(error.reason)", collection: name)
         }
-        return new == old ? nil : new.encoded()
+        // Compared as bytes: `==` would call a NaN changed and -0.0 the same as 0.
+        let bytes = new.encoded()
+        return bytes.elementsEqual(raw) ? nil : bytes
     }
 }
 
