@@ -59,7 +59,8 @@ extension Shell {
                  example: "people.max(age).explain()"),
         StepHelp(name: "distinct", usage: "distinct(FIELD)",
                  text: "prints the values FIELD takes in the matching documents, each once, a row each, in key order "
-                    + "(nil and missing left out; 3 and 3.0 are one value).",
+                    + "(nil and missing left out; 3 and 3.0 are one value). With an index on FIELD and nothing to "
+                    + "filter, it is one step per distinct value along the index (explain() says so).",
                  example: "people.distinct(city)"),
         StepHelp(name: "groupBy", usage: "groupBy(FIELD[, FIELD...]).count() or .sum(F), .average(F), .min(F), .max(F)",
                  text: "groups the matching documents by the values of the fields (nil or missing is a group of its "
@@ -79,7 +80,7 @@ extension Shell {
                  example: "people.include(age >= 65).sortBy(name).results()"),
         StepHelp(name: "explain", usage: "explain()",
                  text: "prints how the query would run (the index it uses, the filter and sort left to do) "
-                    + "without running it. After count(), sum(F), average(F), min(F), max(F) or groupBy(...), it "
+                    + "without running it. After count(), sum(F), average(F), min(F), max(F), distinct(F) or groupBy(...), it "
                     + "says how that is computed (from an index's keys, or over the matches), and what computing it "
                     + "took.",
                  example: #"people.include(city == "Oslo").sortBy(age).explain()"#),
