@@ -73,21 +73,27 @@ struct Harness {
         }
     }
 
+    /// Loads every peer, then runs each scenario with the peers taking turns (A, B, A, B ...), so that a slow
+    /// stretch of a shared machine falls on every peer of a scenario rather than on one.
     func run() async throws -> [Measurement] {
         var all: [Measurement] = []
         for count in counts {
             log("== \(count) documents ==")
             let people = People.make(count)
+            var loaded: [any Peer] = []
+            var directories: [String] = []
+            defer { for directory in directories { try? FileManager.default.removeItem(atPath: directory) } }
             for peerName in peers {
                 guard let peer = Harness.makePeer(peerName) else { continue }
                 let directory = FileManager.default.temporaryDirectory
                     .appendingPathComponent("docstore-bench-\(UUID().uuidString)").path
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                defer { try? FileManager.default.removeItem(atPath: directory) }
+                directories.append(directory)
                 Meter.resetPeak()
                 let start = Meter.now()
                 try await peer.load(people, in: directory)
                 let loadTime = Double(Meter.now() - start)
+                loaded.append(peer)
                 if scenarios.contains(.insert) {
                     all.append(Measurement(peer: peer.name, scenario: Scenario.insert.rawValue, form: "-",
                                            documents: count, medianNanoseconds: loadTime, p95Nanoseconds: loadTime,
@@ -95,31 +101,38 @@ struct Harness {
                                            peakResidentBytes: Meter.status("VmHWM"), fileBytes: try peer.fileSize()))
                     log("  \(peer.name) insert: \(Report.rate(all.last!))")
                 }
-                var parameters = Parameters(documentCount: count)
-                for scenario in scenarios where scenario != .insert {
-                    for form in scenario.returnsDocuments ? Form.allCases : [.ids] where peer.supports(scenario, form) {
-                        Meter.resetPeak()
-                        var times: [Double] = []
-                        var produced = 0
-                        for i in 0...runs {   // the first run warms up and is not timed
+            }
+            var parameters = Parameters(documentCount: count)
+            for scenario in scenarios where scenario != .insert {
+                for form in scenario.returnsDocuments ? Form.allCases : [.ids] {
+                    let taking = loaded.filter { $0.supports(scenario, form) }
+                    guard !taking.isEmpty else { continue }
+                    Meter.resetPeak()
+                    var times = Array(repeating: [Double](), count: taking.count)
+                    var produced = Array(repeating: 0, count: taking.count)
+                    for i in 0...runs {   // the first round warms up and is not timed
+                        for (p, peer) in taking.enumerated() {
                             parameters.missSerial += 1
                             let t0 = Meter.now()
-                            produced = try await peer.run(scenario, form, parameters)
+                            produced[p] = try await peer.run(scenario, form, parameters)
                             let t = Double(Meter.now() - t0)
-                            if i > 0 { times.append(t) }
+                            if i > 0 { times[p].append(t) }
                         }
+                    }
+                    for (p, peer) in taking.enumerated() {
                         let m = Measurement(
                             peer: peer.name, scenario: scenario.rawValue,
                             form: scenario.returnsDocuments ? form.rawValue : "-", documents: count,
-                            medianNanoseconds: Meter.median(times), p95Nanoseconds: Meter.percentile95(times),
-                            runs: runs, produced: produced, work: Harness.work(scenario, produced: produced, count: count),
+                            medianNanoseconds: Meter.median(times[p]), p95Nanoseconds: Meter.percentile95(times[p]),
+                            runs: runs, produced: produced[p],
+                            work: Harness.work(scenario, produced: produced[p], count: count),
                             peakResidentBytes: Meter.status("VmHWM"), fileBytes: try peer.fileSize())
                         all.append(m)
-                        log("  \(peer.name) \(scenario.rawValue) \(m.form): \(Report.rate(m)) (\(produced))")
+                        log("  \(peer.name) \(scenario.rawValue) \(m.form): \(Report.rate(m)) (\(produced[p]))")
                     }
                 }
-                await peer.close()
             }
+            for peer in loaded { await peer.close() }
         }
         return all
     }
