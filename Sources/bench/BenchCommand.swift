@@ -5,7 +5,8 @@ import Foundation
 enum BenchCommand {
     static let usage = """
         usage: bench [--docs 10000,100000,1000000] [--scenario NAME,...] [--peer docstore,grdb,sqlite,lmdb,docstore1]
-                     [--runs 5] [--json FILE] [--chart FILE.svg] [--check THRESHOLDS] [--quiet]
+                     [--runs 5] [--durability full|normal|off] [--json FILE] [--chart FILE.svg] [--check THRESHOLDS]
+                     [--quiet]
         scenarios: \(Scenario.allCases.map(\.rawValue).joined(separator: ", "))
                    codec (the codec alone), streaming (memory of a lazy walk); all of them unless --scenario names some
         """
@@ -16,6 +17,7 @@ enum BenchCommand {
         var extras: Set<String> = ["codec", "streaming"]
         var peers = ["docstore", "grdb", "sqlite", "lmdb"]
         var runs = 5
+        var durability = BenchDurability.full
         var jsonPath: String?
         var chartPath: String?
         var quiet = false
@@ -43,6 +45,11 @@ enum BenchCommand {
             case "--runs":
                 guard let n = list(a).first.flatMap(Int.init), n >= 1 else { fail("--runs takes a number ≥ 1") }
                 runs = n
+            case "--durability":
+                guard let d = list(a).first.flatMap(BenchDurability.init(rawValue:)) else {
+                    fail("--durability takes full, normal or off")
+                }
+                durability = d
             case "--json": jsonPath = list(a).first
             case "--chart": chartPath = list(a).first
             case "--quiet": quiet = true
@@ -81,7 +88,7 @@ enum BenchCommand {
             default: fail("unknown argument '\(a)'\n\(usage)")
             }
         }
-        let harness = Harness(counts: counts, scenarios: scenarios, peers: peers, runs: runs) { line in
+        let harness = Harness(counts: counts, scenarios: scenarios, peers: peers, runs: runs, durability: durability) { line in
             if !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
         }
         do {

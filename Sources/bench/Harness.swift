@@ -60,14 +60,15 @@ struct Harness {
     var scenarios: [Scenario]
     var peers: [String]
     var runs: Int
+    var durability = BenchDurability.full
     var log: (String) -> Void
 
-    static func makePeer(_ name: String) -> (any Peer)? {
+    static func makePeer(_ name: String, durability: BenchDurability = .full) -> (any Peer)? {
         switch name.lowercased() {
-        case "docstore": return DocStorePeer()
-        case "docstore1": return DocStorePeer(scanThreads: 1)
-        case "grdb": return GRDBPeer()
-        case "sqlite", "sqlite c", "sqlitec": return SQLitePeer()
+        case "docstore": return DocStorePeer(durability: durability)
+        case "docstore1": return DocStorePeer(scanThreads: 1, durability: durability)
+        case "grdb": return GRDBPeer(durability: durability)
+        case "sqlite", "sqlite c", "sqlitec": return SQLitePeer(durability: durability)
         case "lmdb", "raw lmdb", "rawlmdb": return LMDBPeer()
         default: return nil
         }
@@ -84,7 +85,7 @@ struct Harness {
             var directories: [String] = []
             defer { for directory in directories { try? FileManager.default.removeItem(atPath: directory) } }
             for peerName in peers {
-                guard let peer = Harness.makePeer(peerName) else { continue }
+                guard let peer = Harness.makePeer(peerName, durability: durability) else { continue }
                 let directory = FileManager.default.temporaryDirectory
                     .appendingPathComponent("docstore-bench-\(UUID().uuidString)").path
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

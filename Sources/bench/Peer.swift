@@ -1,3 +1,5 @@
+import DocStore
+
 /// What a scenario asks for.
 enum Scenario: String, CaseIterable, Sendable {
     case insert                 // batches of 10,000 in one transaction each, 4 indexes and the unique email
@@ -35,13 +37,15 @@ enum Scenario: String, CaseIterable, Sendable {
     case averageRange10         // average(age) of 20 <= age < 30 (~10%), on the age index
     case averageScoreRange10    // average(score) of 20 <= age < 30: the documents read through the age index
     case update1Percent         // age == 42 (~1%): set address.zip, one transaction
+    // Commits.
+    case singleInserts          // 100 documents inserted one after the other, a transaction (and a commit) each
 
     /// Whether the scenario reads documents (and so has the three forms).
     var returnsDocuments: Bool {
         switch self {
         case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return false
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent:
+             .averageScoreRange10, .update1Percent, .singleInserts:
             return false
         default: return true
         }
@@ -63,6 +67,22 @@ enum Form: String, CaseIterable, Sendable {
     case ids            // the ids only
     case raw            // the stored bytes (or the row's columns read, for SQLite)
     case decoded        // fully decoded `BenchPerson` models
+}
+
+/// What a commit syncs, for every peer alike (`--durability`): SQLite's `synchronous` levels, and DocStore's of the
+/// same names.
+enum BenchDurability: String, CaseIterable, Sendable {
+    case full, normal, off
+
+    var docStore: DocStore.Durability {
+        switch self {
+        case .full: return .full
+        case .normal: return .normal
+        case .off: return .off
+        }
+    }
+
+    var sqlitePragma: String { "PRAGMA synchronous = \(rawValue.uppercased())" }
 }
 
 /// One store under test. The harness calls `load` once per document count, then `run` many times.
@@ -104,4 +124,13 @@ struct Parameters: Sendable {
     var newID: Int64 { Int64(documentCount) + 1_000_000 + Int64(missSerial) }
     /// The zip `update1Percent` sets: new each run, so that every run changes every matched document.
     var newZip: String { "z\(missSerial)" }
+
+    /// The people `singleInserts` inserts, new each run.
+    var singles: [BenchPerson] {
+        (0..<Parameters.singleInserts).map { k in
+            let id = Int64(documentCount) + 10_000_000 + Int64(missSerial) * Int64(Parameters.singleInserts) + Int64(k)
+            return PersonTable.newcomer(id: id, email: "single\(id)@example.com")
+        }
+    }
+    static let singleInserts = 100
 }

@@ -25,6 +25,17 @@ public struct CrashRecord: Document, Equatable {
         }
     }
 
+    /// A durability by the name the crash test passes: `full`, `normal`, `off`, or `periodic` (every 5 ms).
+    public static func durability(named name: String) -> DocStore.Durability? {
+        switch name {
+        case "full": return .full
+        case "normal": return .normal
+        case "off": return .off
+        case "periodic": return .periodic(milliseconds: 5)
+        default: return nil
+        }
+    }
+
     /// Options with a small map, so that the map grows while the child is being killed.
     public static var options: DocStore.Options {
         var options = DocStore.Options()
@@ -96,12 +107,15 @@ struct CrashWriter {
         if arguments.count == 3, arguments[1] == "catalog-on-cue" {
             await CatalogSteps.run(path: arguments[2])
         }
-        guard arguments.count == 2 else {
-            FileHandle.standardError.write(Data("usage: DocStoreCrashWriter PATH\n".utf8))
+        guard arguments.count == 2 || arguments.count == 3,
+              let durability = arguments.count == 3 ? CrashRecord.durability(named: arguments[2]) : .full else {
+            FileHandle.standardError.write(Data("usage: DocStoreCrashWriter PATH [full|normal|off|periodic]\n".utf8))
             exit(2)
         }
         do {
-            let store = try await DocStore(path: arguments[1], options: CrashRecord.options)
+            var options = CrashRecord.options
+            options.durability = durability
+            let store = try await DocStore(path: arguments[1], options: options)
             var batch = try await CrashRecord.query().count(in: store) / CrashRecord.batchSize
             while true {
                 try await store.insert(contentsOf: CrashRecord.batch(batch))

@@ -15,10 +15,11 @@ import TestSupport
     ///
     /// The wait blocks its thread rather than suspending: a suspended task may resume late while other suites keep
     /// the cooperative threads busy, and the writer would then run far longer than the round intends.
-    static func runWriter(path: String, killAfterMilliseconds delay: Int) throws -> (Process.TerminationReason, String) {
+    static func runWriter(path: String, durability: String = "full", killAfterMilliseconds delay: Int) throws
+        -> (Process.TerminationReason, String) {
         let process = Process()
         process.executableURL = writerURL
-        process.arguments = [path]
+        process.arguments = [path, durability]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -31,18 +32,20 @@ import TestSupport
     }
 
     /// A child writes batches and reports each commit; it is killed with SIGKILL at random moments. After every
-    /// kill, every reported batch is there in full, no batch is there in part, and `verify()` is clean.
-    @Test func killedWriterLosesNoCommittedBatchAndLeavesNoneHalfWritten() async throws {
+    /// kill, every reported batch is there in full, no batch is there in part, and `verify()` is clean: at every
+    /// durability, since a crash of the process (not of the machine) loses nothing the operating system was given.
+    @Test(arguments: ["full", "normal", "off", "periodic"])
+    func killedWriterLosesNoCommittedBatchAndLeavesNoneHalfWritten(durability: String) async throws {
         #expect(FileManager.default.isExecutableFile(atPath: Self.writerURL.path),
                 "the crash writer is missing at \(Self.writerURL.path)")
         let dir = TemporaryDirectory()
         let path = dir.path("crash.db")
-        var rng = SeededGenerator(seed: 2024)
+        var rng = SeededGenerator(seed: 2024 &+ UInt64(durability.utf8.count))
         var highestReported = -1
         for round in 0..<20 {
             let delay = Int.random(in: 20...160, using: &rng)
-            let (reason, text) = try Self.runWriter(path: path, killAfterMilliseconds: delay)
-            #expect(reason == .uncaughtSignal, "round \(round): the writer stopped by itself")
+            let (reason, text) = try Self.runWriter(path: path, durability: durability, killAfterMilliseconds: delay)
+            #expect(reason == .uncaughtSignal, "\(durability), round \(round): the writer stopped by itself")
             for line in text.split(separator: "\n") where line.hasPrefix("committed ") {
                 if let n = Int(line.dropFirst("committed ".count)) { highestReported = max(highestReported, n) }
             }
@@ -51,7 +54,7 @@ import TestSupport
             let records = try await store.write { try CrashRecord.query().results(in: $0) }
             let batches = Dictionary(grouping: records, by: \.batch)
             for b in 0...max(highestReported, 0) where highestReported >= 0 {
-                #expect(batches[b] != nil, "round \(round): reported batch \(b) is missing")
+                #expect(batches[b] != nil, "\(durability), round \(round): reported batch \(b) is missing")
             }
             for (b, stored) in batches {
                 #expect(stored.sorted { $0.id < $1.id } == CrashRecord.batch(b), "round \(round): batch \(b) is partial")
@@ -60,7 +63,7 @@ import TestSupport
             #expect(report.isClean, "round \(round): \(report)")
             await store.close()
         }
-        print("crash test: \(highestReported + 1) batches committed")
+        print("crash test, \(durability): \(highestReported + 1) batches committed")
         #expect(highestReported > 20, "the writer committed too little to test anything")
     }
 }

@@ -25,6 +25,12 @@ final class LMDBEnvironment: StorageEngine {
         var maxReaders: UInt32
         /// Open with `MDB_RDONLY`: reads only.
         var readOnly = false
+        /// What a commit syncs: both the data and the meta page (none of these flags), the data only
+        /// (`MDB_NOMETASYNC`), or nothing (`MDB_NOSYNC`).
+        var syncFlags: UInt32 = 0
+        /// With `MDB_NOSYNC`, how often a thread of the environment's own syncs the file; `nil`: only when closing
+        /// or asked to.
+        var flushInterval: Duration? = nil
     }
 
     let path: String
@@ -34,6 +40,8 @@ final class LMDBEnvironment: StorageEngine {
     private(set) var isWithoutLockFile = false
     private var cachedReader: OpaquePointer?
     private let fileID: FileID
+    /// The thread that syncs the file every ``Configuration/flushInterval``, if any.
+    private var flusher: Flusher?
 
     /// What identifies a file in this process: device and inode.
     struct FileID: Hashable { var device: UInt64; var inode: UInt64 }
@@ -53,7 +61,7 @@ final class LMDBEnvironment: StorageEngine {
         self.configuration = configuration
 
         var flags = LMDBFlags.noSubdirectory | LMDBFlags.noThreadLocalStorage
-        if configuration.readOnly { flags |= LMDBFlags.readOnly }
+        if configuration.readOnly { flags |= LMDBFlags.readOnly } else { flags |= configuration.syncFlags }
         var withoutLock = false
         let (env, registered) = try LMDBEnvironment.openFiles.withLock { open -> (OpaquePointer, FileID) in
             if let existing = LMDBEnvironment.fileID(of: path), open.contains(existing) {
@@ -89,6 +97,9 @@ final class LMDBEnvironment: StorageEngine {
         self.raw = env
         self.fileID = registered
         self.isWithoutLockFile = withoutLock
+        if let interval = configuration.flushInterval, !configuration.readOnly {
+            flusher = Flusher(environment: env, every: interval)
+        }
     }
 
     /// Creates and opens an environment handle; on failure the handle is closed, as LMDB requires.
@@ -136,7 +147,12 @@ final class LMDBEnvironment: StorageEngine {
     /// The corresponding LMDB function is `mdb_env_close`.
     func close() {
         guard let env = raw else { return }
+        flusher?.stop()
+        flusher = nil
         if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
+        // Commits that were not synced (`MDB_NOSYNC`, or a meta page left unsynced) are made durable: LMDB's close
+        // does not sync.
+        if !configuration.readOnly && configuration.syncFlags != 0 { _ = mdb_env_sync(env, 1) }
         mdb_env_close(env)
         raw = nil
         _ = LMDBEnvironment.openFiles.withLock { $0.remove(fileID) }
@@ -145,6 +161,79 @@ final class LMDBEnvironment: StorageEngine {
     private func environment() throws -> OpaquePointer {
         guard let raw else { throw StorageError.closed }
         return raw
+    }
+
+    /// Syncs the file: every commit so far becomes durable.
+    ///
+    /// The corresponding LMDB function is `mdb_env_sync`.
+    func flush() throws {
+        try translatingErrors {
+            let env = try environment()
+            guard !configuration.readOnly else { return }
+            try lmdbCheck(mdb_env_sync(env, 1))
+        }
+    }
+
+    /// A thread that syncs an environment's file at an interval, until stopped. `mdb_env_sync` of a file opened
+    /// without `MDB_WRITEMAP` is an `fdatasync` of its descriptor, which may run beside transactions on other
+    /// threads; the environment stops the thread before it closes.
+    final class Flusher: @unchecked Sendable {
+        // @unchecked: `environment` is only read; `stopped` and the wake-up are guarded by `condition`.
+        private let environment: OpaquePointer
+        private let interval: Duration
+        private let condition = NSCondition()
+        private var stopped = false
+        private let finished = DispatchSemaphore(value: 0)
+        private var flushes = 0
+
+        /// Syncs done, for tests.
+        var flushCount: Int {
+            condition.lock()
+            defer { condition.unlock() }
+            return flushes
+        }
+
+        init(environment: OpaquePointer, every interval: Duration) {
+            self.environment = environment
+            self.interval = interval
+            let thread = Thread { [self] in run() }
+            thread.name = "DocStore flush"
+            thread.start()
+        }
+
+        private func run() {
+            defer { finished.signal() }
+            let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+            condition.lock()
+            while !stopped {
+                _ = condition.wait(until: Date(timeIntervalSinceNow: max(seconds, 0.001)))
+                if stopped { break }
+                condition.unlock()
+                _ = mdb_env_sync(environment, 1)
+                condition.lock()
+                flushes += 1
+            }
+            condition.unlock()
+        }
+
+        /// Stops the thread and waits for it: no sync runs after this returns.
+        func stop() {
+            condition.lock()
+            stopped = true
+            condition.signal()
+            condition.unlock()
+            finished.wait()
+        }
+    }
+
+    /// Syncs the flush thread has done, for tests.
+    var flushesDone: Int { flusher.map { f in f.flushCount } ?? 0 }
+
+    /// The flags the environment was opened with (`mdb_env_get_flags`), for tests.
+    var openFlags: UInt32 {
+        var flags: UInt32 = 0
+        if let raw { _ = mdb_env_get_flags(raw, &flags) }
+        return flags
     }
 
     // MARK: Transactions

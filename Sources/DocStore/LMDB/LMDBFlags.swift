@@ -6,6 +6,8 @@ enum LMDBFlags {
     static let noThreadLocalStorage = UInt32(MDB_NOTLS)
     static let readOnly = UInt32(MDB_RDONLY)
     static let noLock = UInt32(MDB_NOLOCK)
+    static let noSync = UInt32(MDB_NOSYNC)
+    static let noMetaSync = UInt32(MDB_NOMETASYNC)
     static let create = UInt32(MDB_CREATE)
     static let duplicateSort = UInt32(MDB_DUPSORT)
     static let noOverwrite = UInt32(MDB_NOOVERWRITE)

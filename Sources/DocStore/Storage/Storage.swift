@@ -27,8 +27,10 @@ protocol StorageEngine: AnyObject {
     func lastCommittedTransaction() throws -> Int
     /// Whether the file is read without its lock file: writers in other processes do not see this reader.
     var isWithoutLockFile: Bool { get }
-    /// Closes the file; later calls throw ``StorageError/closed``.
+    /// Closes the file, after making every commit durable; later calls throw ``StorageError/closed``.
     func close()
+    /// Makes every commit so far durable, whatever the durability of each commit (a sync of the file).
+    func flush() throws
 
     /// Checks the file's structure without trusting it (every page number and offset checked before use), as
     /// `txn`'s commit, or a later one, has it; the damage found, and the pages read.

@@ -60,10 +60,51 @@ public actor DocStore {
         /// answer. Off by default: it reads every returned document's bytes once more. ``DocStore/verify()`` always
         /// checks every document's checksum.
         public var checkChecksums = false
+        /// What a write that has returned survives: see ``Durability``. The default, ``Durability/full``, survives
+        /// a crash of the machine.
+        public var durability = Durability.full
         /// The fewest documents a scan gives a thread; lowered by tests to split small collections.
         var documentsPerScanThread = 16_384
 
         public init() {}
+    }
+
+    /// What a write that has returned survives, named as SQLite's `synchronous` setting names its levels. At every
+    /// level a commit is all or nothing, and a crash of the writing process (a `kill -9`, a trap) loses no write
+    /// that returned: the operating system holds what was written. The levels differ in what a crash of the machine
+    /// (a power loss, a kernel panic) may take.
+    ///
+    /// For example:
+    /// ```swift
+    /// var options = DocStore.Options()
+    /// options.durability = .normal          // one sync per commit
+    /// let store = try await DocStore(path: "/var/lib/app/events.db", options: options)
+    /// ```
+    public enum Durability: Sendable, Hashable, CustomStringConvertible {
+        /// SQLite's `FULL`, the default: each commit syncs the pages it wrote, then the page that makes them the
+        /// store's state (two `fsync`s). A write that returned survives a crash of the machine.
+        case full
+        /// SQLite's `NORMAL`: each commit syncs its pages, and writes but does not sync the page that makes them
+        /// the store's state (one `fsync`; LMDB's `MDB_NOMETASYNC`). A crash of the machine may lose the last
+        /// commits (the store opens as it was at an earlier one), and never damages the file.
+        case normal
+        /// SQLite's `OFF`: no sync at commit (LMDB's `MDB_NOSYNC`); the file is synced when the store closes and by
+        /// ``DocStore/flush()``. A crash of the machine may lose every commit since the last sync, and on a file
+        /// system that does not keep writes in order it may damage the file (``DocStore/recover(from:to:)`` then
+        /// copies out what is sound).
+        case off
+        /// As ``off``, with a thread that syncs the file every `milliseconds`: a crash of the machine may lose the
+        /// commits of about the last `milliseconds`, with the same caveat on file systems that reorder writes.
+        case periodic(milliseconds: Int)
+
+        public var description: String {
+            switch self {
+            case .full: return "full"
+            case .normal: return "normal"
+            case .off: return "off"
+            case .periodic(let ms): return "periodic(\(ms) ms)"
+            }
+        }
     }
 
     /// The path of the store's data file (LMDB keeps `PATH-lock` beside it).
@@ -120,6 +161,18 @@ public actor DocStore {
         isClosed = true
         core.env.close()
         changes.finishAll()
+    }
+
+    /// Makes every write that has returned durable now, whatever ``Options/durability`` says: a sync of the file.
+    /// For a store opened with ``Durability/off`` or ``Durability/periodic(milliseconds:)``, at a moment that
+    /// matters (before answering a request that must not be lost, say).
+    ///
+    /// The corresponding LMDB function is `mdb_env_sync`.
+    public func flush() throws {
+        if isClosed { throw DocStoreError(.closed, "the store at \(path) is closed") }
+        do { try core.env.flush() } catch let error as StorageError {
+            throw DocStoreError(.storage, "cannot sync \(path): \(error)", underlying: error)
+        }
     }
 
     // MARK: Transactions

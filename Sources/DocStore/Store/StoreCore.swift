@@ -101,7 +101,8 @@ final class StoreCore {
         do {
             return try LMDBEnvironment(path: path, configuration: .init(
                 initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
-                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders, readOnly: options.readOnly))
+                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders, readOnly: options.readOnly,
+                syncFlags: StoreCore.syncFlags(options.durability), flushInterval: StoreCore.flushInterval(options.durability)))
         } catch let error as StorageError {
             switch error {
             case .notAStore(let why):
@@ -173,6 +174,21 @@ final class StoreCore {
     }
 
     static func bytes(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
+
+    /// What a commit syncs at each durability.
+    static func syncFlags(_ durability: DocStore.Durability) -> UInt32 {
+        switch durability {
+        case .full: return 0
+        case .normal: return LMDBFlags.noMetaSync
+        case .off, .periodic: return LMDBFlags.noSync
+        }
+    }
+
+    /// How often the file is synced in the background, at ``DocStore/Durability/periodic(milliseconds:)``.
+    static func flushInterval(_ durability: DocStore.Durability) -> Duration? {
+        if case .periodic(let ms) = durability { return .milliseconds(max(1, ms)) }
+        return nil
+    }
 
     func readGeneration(in txn: any StorageTransaction) throws -> UInt64 {
         guard let raw = try txn.get(meta, Array("generation".utf8)), raw.count == 8 else { return 0 }

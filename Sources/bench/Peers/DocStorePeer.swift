@@ -38,9 +38,11 @@ final class DocStorePeer: Peer {
     private var path = ""
     /// ``DocStore/Options/scanThreads``; `nil` for the default.
     private let scanThreads: Int?
+    private let durability: BenchDurability
 
-    init(scanThreads: Int? = nil) {
+    init(scanThreads: Int? = nil, durability: BenchDurability = .full) {
         self.scanThreads = scanThreads
+        self.durability = durability
         name = scanThreads.map { "DocStore, \($0) thread\($0 == 1 ? "" : "s")" } ?? "DocStore"
     }
 
@@ -49,6 +51,7 @@ final class DocStorePeer: Peer {
         var options = DocStore.Options()
         options.initialMapSize = 1 << 30
         if let scanThreads { options.scanThreads = scanThreads }
+        options.durability = durability.docStore
         let store = try await DocStore(path: path, options: options)
         self.store = store
         for start in stride(from: 0, to: people.count, by: 10_000) {
@@ -126,6 +129,9 @@ final class DocStorePeer: Peer {
         case .averageScoreRange10:
             let mean = try await StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).average(\.score, in: store)
             return Int(((mean ?? -1) * 100).rounded())
+        case .singleInserts:
+            for person in p.singles { try await store.insert(StoredPerson(person)) }
+            return Parameters.singleInserts
         case .update1Percent:
             let zip = p.newZip
             return try await StoredPerson.include(#Predicate { $0.age == 42 }).update(in: store) { $0.address.zip = zip }

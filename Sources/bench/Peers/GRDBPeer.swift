@@ -47,6 +47,9 @@ struct GRDBPerson: Codable, FetchableRecord, PersistableRecord {
 /// cached statement walked with a cursor, inside the pool's async `read` and `write`. The SQL is the C peer's.
 final class GRDBPeer: Peer {
     let name = "GRDB"
+    private let durability: BenchDurability
+
+    init(durability: BenchDurability = .full) { self.durability = durability }
     private var pool: DatabasePool?
     private var path = ""
     /// Where the values read from rows go, so that reading them is not optimized away.
@@ -56,8 +59,9 @@ final class GRDBPeer: Peer {
         path = directory + "/grdb.sqlite"
         var config = Configuration()
         // Run on every connection the pool opens, the writer and each reader. The pool itself sets WAL mode.
+        let pragmas = PersonTable.connectionPragmas(durability)
         config.prepareDatabase { db in
-            for pragma in PersonTable.connectionPragmas { try db.execute(sql: pragma) }
+            for pragma in pragmas { try db.execute(sql: pragma) }
         }
         let pool = try DatabasePool(path: path, configuration: config)
         self.pool = pool
@@ -167,6 +171,9 @@ final class GRDBPeer: Peer {
             return try await pool.read { db in
                 try Int.fetchOne(db.cachedStatement(sql: PersonTable.count)) ?? 0
             }
+        case .singleInserts:
+            for person in p.singles { try await pool.write { db in try Self.insert(person, db) } }
+            return Parameters.singleInserts
         case .update1Percent:
             let zip = p.newZip
             return try await pool.write { db in

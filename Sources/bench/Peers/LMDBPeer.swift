@@ -90,8 +90,8 @@ final class LMDBPeer: Peer {
         case .fileCheck, .verify:
             return false   // checking is the engine's work
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent:
-            return false   // aggregates and updates are the engine's work
+             .averageScoreRange10, .update1Percent, .singleInserts:
+            return false   // aggregates, updates and commits of documents are the engine's work
         case .indexedResidual, .sortUnindexedLimit, .fullSort10, .findOrCreateHit, .findOrCreateMiss:
             return false   // they need fields read from the documents, or a sort: the engine's work
         case .coalesce, .optionalRange, .flatMap, .twoFields, .arithmetic, .ternary, .stringContains, .arrayCount:

@@ -15,14 +15,16 @@ enum PersonTable {
 
     /// The per-connection pragmas. Memory mapping larger than any database the bench makes (SQLite caps it at
     /// its compile-time limit), and a 256 MiB page cache.
-    static let connectionPragmas = [
-        "PRAGMA mmap_size = 4294967296",
-        "PRAGMA cache_size = -262144",
-        // FULL: every commit is synced to disk before it returns, as DocStore's (LMDB's) commits are, so writes
-        // are compared at the same durability. (NORMAL, WAL's usual setting, skips that sync and can lose the last
-        // commits in a power loss.)
-        "PRAGMA synchronous = FULL",
-    ]
+    static func connectionPragmas(_ durability: BenchDurability) -> [String] {
+        [
+            "PRAGMA mmap_size = 4294967296",
+            "PRAGMA cache_size = -262144",
+            // FULL by default: every commit is synced to disk before it returns, as DocStore's (LMDB's) commits
+            // are, so writes are compared at the same durability. (NORMAL, WAL's usual setting, skips that sync and
+            // can lose the last commits in a power loss: DocStore's `.normal` is its match, and OFF its `.off`.)
+            durability.sqlitePragma,
+        ]
+    }
 
     static let insertPerson = "INSERT INTO person (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     static let insertTag = "INSERT INTO personTag (personId, tag) VALUES (?, ?)"
@@ -88,7 +90,7 @@ enum PersonTable {
             tail = "WHERE json_array_length(tags) > 2"
         case .insert, .getByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return nil
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent:
+             .averageScoreRange10, .update1Percent, .singleInserts:
             return nil
         }
         return ("SELECT \(form == .ids ? "id" : columns) FROM person \(tail)", argument)
@@ -115,6 +117,7 @@ enum PersonTable {
 /// with `sqlite3_column_*`. It builds no `BenchPerson`, so it has no `.decoded` form.
 final class SQLitePeer: Peer {
     let name = "SQLite C"
+    private let durability: BenchDurability
     private var db: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
     private var path = ""
@@ -161,11 +164,13 @@ final class SQLitePeer: Peer {
         }
     }
 
+    init(durability: BenchDurability = .full) { self.durability = durability }
+
     func load(_ people: [BenchPerson], in directory: String) async throws {
         path = directory + "/sqlite-c.sqlite"
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         try check(sqlite3_open_v2(path, &db, flags, nil), "open \(path)")
-        for sql in ["PRAGMA journal_mode = WAL"] + PersonTable.connectionPragmas + [Self.schema] {
+        for sql in ["PRAGMA journal_mode = WAL"] + PersonTable.connectionPragmas(durability) + [Self.schema] {
             try check(sqlite3_exec(db, sql, nil, nil, nil), sql)
         }
         for start in stride(from: 0, to: people.count, by: 10_000) {
@@ -332,6 +337,9 @@ final class SQLitePeer: Peer {
             var count = 0
             try step(try statement(sql), sql) { count = Int(sqlite3_column_int64($0, 0)) }
             return count
+        case .singleInserts:
+            for person in p.singles { try transaction("BEGIN IMMEDIATE") { try insert(person) } }
+            return Parameters.singleInserts
         case .update1Percent:
             let sql = PersonTable.update1Percent
             let s = try statement(sql)

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+@testable import DocStore
+
+@Suite struct DurabilityTests {
+    static let levels: [DocStore.Durability] = [.full, .normal, .off, .periodic(milliseconds: 5)]
+
+
+    /// Each level opens the file with its sync flags, and what it wrote is there when the store is opened again.
+    @Test(arguments: levels)
+    func eachLevelOpensWithItsFlagsAndKeepsItsWrites(durability: DocStore.Durability) async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        var options = DocStore.Options()
+        options.durability = durability
+        let store = try await DocStore(path: path, options: options)
+        let flags = await store.syncState().flags
+        switch durability {
+        case .full: #expect(flags & (LMDBFlags.noSync | LMDBFlags.noMetaSync) == 0)
+        case .normal: #expect(flags & LMDBFlags.noMetaSync != 0 && flags & LMDBFlags.noSync == 0)
+        case .off, .periodic: #expect(flags & LMDBFlags.noSync != 0)
+        }
+        for i in 0..<50 { try await store.insert(Person(name: "p\(i)", age: i)) }
+        try await store.flush()
+        await store.close()
+        await #expect(throws: DocStoreError.self) { try await store.flush() }
+        let again = try await DocStore(path: path)
+        #expect(try await Person.query().count(in: again) == 50)
+        #expect(try await again.verify().isClean)
+    }
+
+    /// `periodic` syncs the file from a thread of its own, and stops when the store closes.
+    @Test func periodicSyncsInTheBackgroundUntilClosed() async throws {
+        var options = DocStore.Options()
+        options.durability = .periodic(milliseconds: 2)
+        let (store, dir) = try await makeStore(options: options)
+        defer { _ = dir }
+        try await store.insert(Person(name: "Ann", age: 40))
+        var waited = 0
+        while await store.syncState().flushes == 0 && waited < 5_000 {
+            try await Task.sleep(for: .milliseconds(5))
+            waited += 5
+        }
+        #expect(await store.syncState().flushes > 0, "no background sync in \(waited) ms")
+        await store.close()
+        #expect(await store.syncState().flushes == 0, "the flush thread outlived the store")
+    }
+
+    /// A store opened read-only ignores the durability: it writes nothing, so it syncs nothing.
+    @Test func aReadOnlyStoreSyncsNothing() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        let writer = try await DocStore(path: path)
+        try await writer.insert(Person(name: "Ann", age: 40))
+        await writer.close()
+        var options = DocStore.Options()
+        options.readOnly = true
+        options.durability = .periodic(milliseconds: 1)
+        let reader = try await DocStore(path: path, options: options)
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(await reader.syncState().flushes == 0)
+        try await reader.flush()
+        #expect(try await Person.query().count(in: reader) == 1)
+    }
+}
+
+extension DocStore {
+    /// The flags the file was opened with, and the syncs of the background flush thread so far.
+    func syncState() -> (flags: UInt32, flushes: Int) {
+        let environment = core.env as? LMDBEnvironment
+        return (environment?.openFlags ?? 0, environment?.flushesDone ?? 0)
+    }
+}
