@@ -11,9 +11,11 @@ import TestSupport
             .deletingLastPathComponent().appendingPathComponent("DocStoreCrashWriter")
     }
 
-    /// Starts the writer, kills it with SIGKILL after `delay`, and returns how it ended and what it printed.
+    /// Starts the writer, waits for its first commit, kills it with SIGKILL `delay` later, and returns how it ended
+    /// and what it printed. Waiting for a commit first makes each round kill a writer that is writing, however long
+    /// a loaded machine takes to start the process.
     ///
-    /// The wait blocks its thread rather than suspending: a suspended task may resume late while other suites keep
+    /// The waits block their thread rather than suspending: a suspended task may resume late while other suites keep
     /// the cooperative threads busy, and the writer would then run far longer than the round intends.
     static func runWriter(path: String, durability: String = "full", killAfterMilliseconds delay: Int) throws
         -> (Process.TerminationReason, String) {
@@ -24,17 +26,25 @@ import TestSupport
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
+        let reader = output.fileHandleForReading
+        var text = ""
+        let deadline = Date().addingTimeInterval(30)
+        while !text.contains("committed "), Date() < deadline {
+            let data = reader.availableData   // blocks until the writer prints, or ends
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+        }
         usleep(useconds_t(delay * 1000))
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        text += String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)
         return (process.terminationReason, text)
     }
 
     /// A child writes batches and reports each commit; it is killed with SIGKILL at random moments. After every
     /// kill, every reported batch is there in full, no batch is there in part, and `verify()` is clean: at every
     /// durability, since a crash of the process (not of the machine) loses nothing the operating system was given.
-    @Test(arguments: ["full", "normal", "off", "periodic"])
+    @Test(.serialized, arguments: ["full", "normal", "off", "periodic"])
     func killedWriterLosesNoCommittedBatchAndLeavesNoneHalfWritten(durability: String) async throws {
         #expect(FileManager.default.isExecutableFile(atPath: Self.writerURL.path),
                 "the crash writer is missing at \(Self.writerURL.path)")
@@ -43,7 +53,7 @@ import TestSupport
         var rng = SeededGenerator(seed: 2024 &+ UInt64(durability.utf8.count))
         var highestReported = -1
         for round in 0..<20 {
-            let delay = Int.random(in: 20...160, using: &rng)
+            let delay = Int.random(in: 5...80, using: &rng)
             let (reason, text) = try Self.runWriter(path: path, durability: durability, killAfterMilliseconds: delay)
             #expect(reason == .uncaughtSignal, "\(durability), round \(round): the writer stopped by itself")
             for line in text.split(separator: "\n") where line.hasPrefix("committed ") {
