@@ -39,13 +39,26 @@ enum Scenario: String, CaseIterable, Sendable {
     case update1Percent         // age == 42 (~1%): set address.zip, one transaction
     // Commits.
     case singleInserts          // 100 documents inserted one after the other, a transaction (and a commit) each
+    case insertTasks4           // 256 documents inserted by 4 concurrent tasks, a transaction each
+    case insertTasks16          // the same by 16 tasks
+    case insertTasks64          // the same by 64 tasks
+
+    /// The concurrent writers of an `insertTasks` scenario; 0 for the others.
+    var tasks: Int {
+        switch self {
+        case .insertTasks4: return 4
+        case .insertTasks16: return 16
+        case .insertTasks64: return 64
+        default: return 0
+        }
+    }
 
     /// Whether the scenario reads documents (and so has the three forms).
     var returnsDocuments: Bool {
         switch self {
         case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return false
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent, .singleInserts:
+             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64:
             return false
         default: return true
         }
@@ -133,4 +146,14 @@ struct Parameters: Sendable {
         }
     }
     static let singleInserts = 100
+
+    /// The people an `insertTasks` scenario inserts, new each run, dealt to `tasks` writers.
+    func concurrent(tasks: Int) -> [[BenchPerson]] {
+        let base = Int64(documentCount) + 20_000_000 + Int64(missSerial) * Int64(Parameters.concurrentInserts)
+        let people = (0..<Parameters.concurrentInserts).map { k in
+            PersonTable.newcomer(id: base + Int64(k), email: "task\(base + Int64(k))@example.com")
+        }
+        return (0..<tasks).map { t in stride(from: t, to: people.count, by: tasks).map { people[$0] } }
+    }
+    static let concurrentInserts = 256
 }

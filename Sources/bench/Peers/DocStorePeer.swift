@@ -132,6 +132,14 @@ final class DocStorePeer: Peer {
         case .singleInserts:
             for person in p.singles { try await store.insert(StoredPerson(person)) }
             return Parameters.singleInserts
+        case .insertTasks4, .insertTasks16, .insertTasks64:
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for people in p.concurrent(tasks: scenario.tasks) {
+                    group.addTask { for person in people { try await store.insert(StoredPerson(person)) } }
+                }
+                try await group.waitForAll()
+            }
+            return Parameters.concurrentInserts
         case .update1Percent:
             let zip = p.newZip
             return try await StoredPerson.include(#Predicate { $0.age == 42 }).update(in: store) { $0.address.zip = zip }

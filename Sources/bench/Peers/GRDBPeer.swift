@@ -174,6 +174,14 @@ final class GRDBPeer: Peer {
         case .singleInserts:
             for person in p.singles { try await pool.write { db in try Self.insert(person, db) } }
             return Parameters.singleInserts
+        case .insertTasks4, .insertTasks16, .insertTasks64:
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for people in p.concurrent(tasks: scenario.tasks) {
+                    group.addTask { for person in people { try await pool.write { db in try Self.insert(person, db) } } }
+                }
+                try await group.waitForAll()
+            }
+            return Parameters.concurrentInserts
         case .update1Percent:
             let zip = p.newZip
             return try await pool.write { db in

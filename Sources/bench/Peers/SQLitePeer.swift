@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Synchronization
 
 /// What the two SQL peers share, so that they run the same SQL on the same tables: the pragmas, the person
 /// written out by `findOrCreateMiss`, and each scenario's statement.
@@ -90,7 +91,7 @@ enum PersonTable {
             tail = "WHERE json_array_length(tags) > 2"
         case .insert, .getByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return nil
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent, .singleInserts:
+             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64:
             return nil
         }
         return ("SELECT \(form == .ids ? "id" : columns) FROM person \(tail)", argument)
@@ -340,6 +341,9 @@ final class SQLitePeer: Peer {
         case .singleInserts:
             for person in p.singles { try transaction("BEGIN IMMEDIATE") { try insert(person) } }
             return Parameters.singleInserts
+        case .insertTasks4, .insertTasks16, .insertTasks64:
+            try insertConcurrently(p.concurrent(tasks: scenario.tasks))
+            return Parameters.concurrentInserts
         case .update1Percent:
             let sql = PersonTable.update1Percent
             let s = try statement(sql)
@@ -375,12 +379,78 @@ final class SQLitePeer: Peer {
         }
     }
 
+    /// Connections of the concurrent writers, opened on first use and kept: one per thread, as SQLite wants them.
+    private var writers: [OpaquePointer] = []
+
+    /// Inserts each list on a thread of its own, through a connection of its own, a transaction per person; the
+    /// connections wait for SQLite's write lock (`busy_timeout`) rather than fail.
+    private func insertConcurrently(_ lists: [[BenchPerson]]) throws {
+        while writers.count < lists.count {
+            var connection: OpaquePointer?
+            let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+            try check(sqlite3_open_v2(path, &connection, flags, nil), "open \(path)")
+            guard let connection else { throw BenchFailure(description: "SQLite opened no connection to \(path)") }
+            for sql in PersonTable.connectionPragmas(durability) + ["PRAGMA busy_timeout = 60000"] {
+                try check(sqlite3_exec(connection, sql, nil, nil, nil), sql)
+            }
+            writers.append(connection)
+        }
+        let failure = Mutex<String?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        for (connection, people) in zip(writers, lists) {
+            let job = SendableConnection(raw: connection)
+            Thread {
+                defer { finished.signal() }
+                if let message = SQLitePeer.insert(people, through: job.raw) {
+                    failure.withLock { if $0 == nil { $0 = message } }
+                }
+            }.start()
+        }
+        for _ in lists { finished.wait() }
+        if let message = failure.withLock({ $0 }) { throw BenchFailure(description: message) }
+    }
+
+    /// Inserts people a transaction each through `db`, with a statement prepared once; the first error's message,
+    /// or `nil`.
+    private static func insert(_ people: [BenchPerson], through db: OpaquePointer) -> String? {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, PersonTable.insertPerson, -1, &statement, nil) == SQLITE_OK, let statement else {
+            return "SQLite cannot prepare a concurrent insert: \(String(cString: sqlite3_errmsg(db)))"
+        }
+        defer { sqlite3_finalize(statement) }
+        for p in people {
+            let tags = "[" + p.tags.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+            let texts: [(Int32, String)] = [(2, p.name), (3, p.email), (5, p.city), (9, p.address.street),
+                                            (10, p.address.city), (11, p.address.zip), (12, tags)]
+            sqlite3_bind_int64(statement, 1, p.id)
+            for (i, text) in texts { sqlite3_bind_text(statement, i, text, -1, docstore_sqlite_transient()) }
+            sqlite3_bind_int64(statement, 4, Int64(p.age))
+            sqlite3_bind_double(statement, 6, p.score)
+            sqlite3_bind_int64(statement, 7, p.active ? 1 : 0)
+            sqlite3_bind_double(statement, 8, p.createdAt.timeIntervalSince1970)
+            if let bonus = p.bonus { sqlite3_bind_int64(statement, 13, Int64(bonus)) } else { sqlite3_bind_null(statement, 13) }
+            let ok = sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK
+                && sqlite3_step(statement) == SQLITE_DONE
+                && sqlite3_reset(statement) == SQLITE_OK
+                && sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK
+            if !ok {
+                let message = String(cString: sqlite3_errmsg(db))
+                _ = sqlite3_reset(statement)
+                _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
+                return "SQLite error on a concurrent insert: \(message)"
+            }
+        }
+        return nil
+    }
+
     func fileSize() throws -> Int {
         try PersonTable.fileSize(path)
     }
 
     func close() async {
         func report(_ error: any Error) { FileHandle.standardError.write(Data("\(name): \(error)\n".utf8)) }
+        for writer in writers { _ = sqlite3_close_v2(writer) }
+        writers = []
         for (sql, statement) in statements {
             do { try check(sqlite3_finalize(statement), sql) } catch { report(error) }
         }
@@ -390,4 +460,10 @@ final class SQLitePeer: Peer {
         }
         db = nil
     }
+}
+
+/// A connection handed to the one thread that uses it.
+private struct SendableConnection: @unchecked Sendable {
+    // @unchecked: each connection is used by one thread at a time, and only while the peer waits for it.
+    let raw: OpaquePointer
 }
