@@ -17,18 +17,6 @@ import Testing
 
 // MARK: The model
 
-/// The value at a dotted path, `nil` where a step is missing or not an object (a stored null is `.null`).
-private func lookup(_ document: DocumentValue, _ path: String) -> DocumentValue? {
-    var current = document
-    for name in path.split(separator: ".", omittingEmptySubsequences: false) {
-        guard case .object(let fields) = current, let field = fields.first(where: { $0.name == name }) else {
-            return nil
-        }
-        current = field.value
-    }
-    return current
-}
-
 /// The key of a value, a missing one being nil.
 private func keyOf(_ value: DocumentValue?) -> [UInt8] { KeyEncoder.key(value ?? .null) }
 
@@ -44,11 +32,6 @@ private func inIDOrder(_ documents: [DocumentValue]) -> [DocumentValue] {
     return keyed.sorted { a, b in a.id < b.id }.map(\.document)
 }
 
-private func isNaN(_ value: DocumentValue) -> Bool {
-    if case .double(let d) = value { return d.isNaN }
-    return false
-}
-
 /// The same stored value (NaN being itself).
 private func same(_ a: DocumentValue, _ b: DocumentValue) -> Bool { a == b || (isNaN(a) && isNaN(b)) }
 
@@ -59,16 +42,6 @@ private func deepSame(_ a: DocumentValue, _ b: DocumentValue) -> Bool {
     case (.object(let x), .object(let y)):
         return x.count == y.count && zip(x, y).allSatisfy { $0.name == $1.name && deepSame($0.value, $1.value) }
     default: return same(a, b)
-    }
-}
-
-/// An object with its fields sorted by name, at every depth: documents compared without their field order.
-private func normalized(_ value: DocumentValue) -> DocumentValue {
-    switch value {
-    case .object(let fields):
-        return .object(fields.map { DocumentValue.Field($0.name, normalized($0.value)) }.sorted { $0.name < $1.name })
-    case .array(let elements): return .array(elements.map(normalized))
-    default: return value
     }
 }
 
@@ -765,12 +738,7 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
 
 @Suite struct AggregateOracleTests {
     /// The seeds: two fixed ones, or those of `DOCSTORE_AGGREGATE_SEEDS` (comma-separated).
-    static let seeds: [UInt64] = {
-        if let text = ProcessInfo.processInfo.environment["DOCSTORE_AGGREGATE_SEEDS"] {
-            return text.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
-        }
-        return [0xA66_0001, 0xA66_0002]
-    }()
+    static let seeds: [UInt64] = randomSeeds(from: "DOCSTORE_AGGREGATE_SEEDS", otherwise: [0xA66_0001, 0xA66_0002])
 
     @Test(arguments: AggregateOracleTests.seeds)
     func randomAggregatesAnswerLikeThePlainComputation(seed: UInt64) async throws {

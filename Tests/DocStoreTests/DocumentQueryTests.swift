@@ -87,18 +87,6 @@ private func valueOrder(_ a: DocumentValue, _ b: DocumentValue) -> Int {
     }
 }
 
-/// The value at a dotted path, or `nil` where a step is missing or not an object.
-private func lookup(_ document: DocumentValue, _ path: String) -> DocumentValue? {
-    var current = document
-    for name in path.split(separator: ".", omittingEmptySubsequences: false) {
-        guard case .object(let fields) = current, let field = fields.first(where: { $0.name == name }) else {
-            return nil
-        }
-        current = field.value
-    }
-    return current
-}
-
 /// `left op right`, `left` being `nil` for a missing field.
 private func holds(_ left: DocumentValue?, _ op: Filter.Comparison, _ right: DocumentValue) -> Bool {
     let value = left ?? .null
@@ -605,12 +593,7 @@ private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], 
 // MARK: Tests
 
 @Suite struct DocumentQueryTests {
-    static let seeds: [UInt64] = {
-        if let text = ProcessInfo.processInfo.environment["DOCSTORE_DOCUMENT_QUERY_SEEDS"] {
-            return text.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
-        }
-        return [0xD0C0_0E21_0001, 0xD0C0_0E21_0002]
-    }()
+    static let seeds = randomSeeds(from: "DOCSTORE_DOCUMENT_QUERY_SEEDS", otherwise: [0xD0C0_0E21_0001, 0xD0C0_0E21_0002])
 
     @Test(arguments: DocumentQueryTests.seeds)
     func randomDocumentQueriesAnswerLikeAPlainFilterAndSort(seed: UInt64) async throws {

@@ -20,22 +20,6 @@ import Testing
 
 // MARK: The model
 
-private func lookup(_ document: DocumentValue, _ path: String) -> DocumentValue? {
-    var current = document
-    for name in path.split(separator: ".", omittingEmptySubsequences: false) {
-        guard case .object(let fields) = current, let field = fields.first(where: { $0.name == name }) else {
-            return nil
-        }
-        current = field.value
-    }
-    return current
-}
-
-private func isNaN(_ value: DocumentValue) -> Bool {
-    if case .double(let d) = value { return d.isNaN }
-    return false
-}
-
 /// The same value at every depth, field order included (NaN being itself).
 private func identical(_ a: DocumentValue, _ b: DocumentValue) -> Bool {
     switch (a, b) {
@@ -44,16 +28,6 @@ private func identical(_ a: DocumentValue, _ b: DocumentValue) -> Bool {
         return x.count == y.count && zip(x, y).allSatisfy { $0.name == $1.name && identical($0.value, $1.value) }
     case (.double(let x), .double(let y)): return x.bitPattern == y.bitPattern || (x.isNaN && y.isNaN)
     default: return a == b
-    }
-}
-
-/// An object with its fields sorted by name, at every depth.
-private func normalized(_ value: DocumentValue) -> DocumentValue {
-    switch value {
-    case .object(let fields):
-        return .object(fields.map { DocumentValue.Field($0.name, normalized($0.value)) }.sorted { $0.name < $1.name })
-    case .array(let elements): return .array(elements.map(normalized))
-    default: return value
     }
 }
 
@@ -574,12 +548,7 @@ private func attempt(_ body: () async throws -> Int) async -> Ending {
 // MARK: Tests
 
 @Suite struct UpdateOracleTests {
-    static let seeds: [UInt64] = {
-        if let text = ProcessInfo.processInfo.environment["DOCSTORE_UPDATE_SEEDS"] {
-            return text.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
-        }
-        return [0x0DA7_E001, 0x0DA7_E002]
-    }()
+    static let seeds: [UInt64] = randomSeeds(from: "DOCSTORE_UPDATE_SEEDS", otherwise: [0x0DA7_E001, 0x0DA7_E002])
 
     @Test(arguments: UpdateOracleTests.seeds)
     func randomUpdatesChangeExactlyTheMatchesAndKeepEveryIndexRight(seed: UInt64) async throws {

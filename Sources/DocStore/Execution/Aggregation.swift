@@ -49,6 +49,14 @@ struct GroupRow: Sendable, Equatable {
     var key: [UInt8]
     var values: [DocumentValue]
     var result: DocumentValue
+
+    /// The one group of an aggregate without groups that met no document: a count of 0, a sum of 0, no average.
+    static func ofNothing(_ aggregate: Aggregate, collection: String) throws -> GroupRow {
+        GroupRow(key: [], values: [], result: try Accumulator().result(aggregate, collection: collection))
+    }
+
+    /// Whether this is the group of documents without a value (`nil` or missing) in its one field.
+    var isNilGroup: Bool { key == [KeyEncoder.Kind.null] }
 }
 
 /// How an aggregate was (or will be) computed, for `explain`.
@@ -132,13 +140,7 @@ struct Accumulator {
         wholeSum += other.wholeSum
         fractionSum += other.fractionSum
         sawFraction = sawFraction || other.sawFraction
-        if let theirs = other.best {
-            switch aggregate {
-            case .min: if best == nil || theirs.key.lexicographicallyPrecedes(best!.key) { best = theirs }
-            case .max: if best == nil || best!.key.lexicographicallyPrecedes(theirs.key) { best = theirs }
-            default: break
-            }
-        }
+        if let theirs = other.best { offer(key: theirs.key, value: { theirs.value }, greatest: aggregate.isMax) }
     }
 
     /// The aggregate's value.
@@ -253,9 +255,18 @@ extension Executor {
     /// aggregate's field after them) may answer from its keys alone.
     func aggregate(groupBy: [FieldPath], _ aggregate: Aggregate, ordered: Bool,
                    dropNilGroup: Bool = false) throws -> (rows: [GroupRow], access: AggregateAccess) {
+        var (rows, access) = try groups(groupBy: groupBy, aggregate, ordered: ordered)
+        if dropNilGroup { rows.removeAll(where: \.isNilGroup) }
+        if groupBy.isEmpty && rows.isEmpty { rows = [try GroupRow.ofNothing(aggregate, collection: handle.name)] }
+        statistics.value.returned = rows.count
+        return (rows, access)
+    }
+
+    /// The groups of the matches, from an index's keys or over the documents.
+    private func groups(groupBy: [FieldPath], _ aggregate: Aggregate, ordered: Bool)
+        throws -> (rows: [GroupRow], access: AggregateAccess) {
         if !ordered, let (index, ranges, firstOnly) = indexForAggregate(groupBy: groupBy, aggregate) {
-            let rows = try aggregateFromKeys(of: index, ranges: ranges, groupBy: groupBy, aggregate,
-                                             firstOnly: firstOnly, dropNilGroup: dropNilGroup)
+            let rows = try aggregateFromKeys(of: index, ranges: ranges, groupBy: groupBy, aggregate, firstOnly: firstOnly)
             return (rows, .indexKeys(index, firstOnly: firstOnly))
         }
         let scan = GroupScan(groupBy: groupBy, aggregate: aggregate)
@@ -273,13 +284,7 @@ extension Executor {
             try forEachMatchInIDOrder { try scan.add($0.document, to: &part); return true }
             parts = [part]
         }
-        var rows = try scan.rows(parts, collection: handle.name)
-        if dropNilGroup { rows.removeAll { $0.key == [KeyEncoder.Kind.null] } }
-        if groupBy.isEmpty && rows.isEmpty {
-            rows = [GroupRow(key: [], values: [], result: try Accumulator().result(aggregate, collection: handle.name))]
-        }
-        statistics.value.returned = rows.count
-        return (rows, .matches(reading: groupBy + (aggregate.path.map { [$0] } ?? [])))
+        return (try scan.rows(parts, collection: handle.name), .matches(reading: groupBy + (aggregate.path.map { [$0] } ?? [])))
     }
 
     /// The index whose keys answer an aggregate, and the key ranges to walk: the plan reads every document or
@@ -314,7 +319,7 @@ extension Executor {
     /// Walks the distinct keys of an index in `ranges`, each counted as many times as it has entries
     /// (`mdb_cursor_count`), its first parts the group and the next one the aggregate's value.
     private func aggregateFromKeys(of definition: IndexDefinition, ranges: [KeyRange], groupBy: [FieldPath],
-                                   _ aggregate: Aggregate, firstOnly: Bool, dropNilGroup: Bool) throws -> [GroupRow] {
+                                   _ aggregate: Aggregate, firstOnly: Bool) throws -> [GroupRow] {
         let index = try handle.index(definition)
         let groupParts = groupBy.count
         var rows: [GroupRow] = []
@@ -324,7 +329,6 @@ extension Executor {
         func finish() throws {
             guard let group = current else { return }
             current = nil
-            if dropNilGroup && group.key == [KeyEncoder.Kind.null] { return }
             rows.append(GroupRow(key: group.key, values: group.values,
                                  result: try group.state.result(aggregate, collection: handle.name)))
         }
@@ -357,34 +361,34 @@ extension Executor {
                         current = (Array(groupKey), values, Accumulator())
                     }
                     let n = try cursor.duplicateCount()
-                    current!.state.documents += n
-                    if aggregate.path != nil {
+                    var state = current?.state ?? Accumulator()
+                    state.documents += n
+                    if let valuePath = aggregate.path {
                         guard let valueEnd = KeyEncoder.partEnd(key, from: groupEnd) else { throw malformed() }
                         let part = UnsafeRawBufferPointer(rebasing: key[groupEnd..<valueEnd])
                         switch aggregate {
                         case .count: break
                         case .sum, .average:
                             if let (whole, double) = KeyEncoder.number(ofPart: part) {
-                                current!.state.addNumber(whole: whole, double, times: n)
+                                state.addNumber(whole: whole, double, times: n)
                             }
                         case .min, .max:
                             guard part.first != KeyEncoder.Kind.null else { break }
                             // The first document of the key, as the scan and the ascending walk keep: a descending
                             // walk stands on the key's last.
-                            try current!.state.offer(key: Array(part), value: {
+                            try state.offer(key: Array(part), value: {
                                 let first = descending ? try cursor.firstDuplicate()?.value ?? id : id
-                                return try partValue(part, path: aggregate.path!, id: first)
+                                return try partValue(part, path: valuePath, id: first)
                             }, greatest: aggregate.isMax)
-                            if firstOnly { return }
                         }
                     }
+                    current?.state = state
+                    if firstOnly && state.best != nil { return }
                     entry = descending ? try cursor.previousKey() : try cursor.nextKey()
                 }
             }
         }
-        if current == nil && groupBy.isEmpty { current = ([], [], Accumulator()) }
         try finish()
-        statistics.value.returned = rows.count
         return rows
 
         func malformed() -> DocStoreError {

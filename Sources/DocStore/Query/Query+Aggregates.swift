@@ -20,8 +20,7 @@ extension Query {
         var q = self
         if !ordered { q.selection = q.selection.forCounting }
         guard let executor = try q.executor(in: context) else {
-            let rows = groupBy.isEmpty
-                ? [GroupRow(key: [], values: [], result: try Accumulator().result(aggregate, collection: collection))] : []
+            let rows = groupBy.isEmpty ? [try GroupRow.ofNothing(aggregate, collection: collection)] : []
             return AggregateRun(rows: rows, access: .matches(reading: []), plan: try q.plan(in: context),
                                 statistics: QueryStatistics())
         }

@@ -47,54 +47,48 @@ extension DocumentValue {
         var document = self
         for change in changes {
             let path = change.path
-            let current = document[path: path]
+            let current = document[path: path] ?? .null
+            func refusal(_ reason: String, _ code: DocStoreError.Code = .invalidUpdate) -> UpdateRefusal {
+                UpdateRefusal(code: code, change: change, reason: reason)
+            }
+            // The field's new value; an unset, and a pull from nothing, leave none to set.
+            let value: DocumentValue
             switch change {
-            case .set(_, let value):
-                document = document.setting(value, at: path)
-                guard document[path: path] != nil else {
-                    throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "a field on its way is not an object")
-                }
+            case .set(_, let new):
+                value = new
             case .unset:
                 document = document.removing(at: path)
+                continue
             case .increment(_, let amount):
-                let sum: DocumentValue
-                switch (current ?? .null, amount) {
-                case (.null, .int), (.null, .uint), (.null, .double): sum = amount
-                case (let a, let b):
-                    guard let s = DocumentValue.adding(a, b) else {
-                        if DocumentValue.integer(a) != nil && DocumentValue.integer(b) != nil {
-                            throw UpdateRefusal(code: .overflow, change: change, reason: "the sum does not fit in a 64-bit integer")
+                switch (current, amount) {
+                case (.null, .int), (.null, .uint), (.null, .double): value = amount
+                default:
+                    guard let sum = DocumentValue.adding(current, amount) else {
+                        if DocumentValue.integer(current) != nil && DocumentValue.integer(amount) != nil {
+                            throw refusal("the sum does not fit in a 64-bit integer", .overflow)
                         }
-                        let what = DocumentValue.isNumber(b) ? "the field holds \(a.kindName), not a number"
-                                                            : "\(b.json()) is not a number"
-                        throw UpdateRefusal(code: .invalidUpdate, change: change, reason: what)
+                        throw refusal(DocumentValue.isNumber(amount) ? "the field holds \(current.kindName), not a number"
+                                                                     : "\(amount.json()) is not a number")
                     }
-                    sum = s
+                    value = sum
                 }
-                document = document.setting(sum, at: path)
-                guard document[path: path] != nil else {
-                    throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "a field on its way is not an object")
+            case .push(_, let element), .pull(_, let element):
+                let elements: [DocumentValue]
+                switch current {
+                case .null: elements = []
+                case .array(let existing): elements = existing
+                default: throw refusal("the field holds \(current.kindName), not an array")
                 }
-            case .push(_, let value):
-                switch current ?? .null {
-                case .null: document = document.setting(.array([value]), at: path)
-                case .array(let elements): document = document.setting(.array(elements + [value]), at: path)
-                case let other:
-                    throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "the field holds \(other.kindName), not an array")
-                }
-                guard document[path: path] != nil else {
-                    throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "a field on its way is not an object")
-                }
-            case .pull(_, let value):
-                switch current ?? .null {
-                case .null: break
-                case .array(let elements):
-                    let key = KeyEncoder.key(value)
-                    document = document.setting(.array(elements.filter { KeyEncoder.key($0) != key }), at: path)
-                case let other:
-                    throw UpdateRefusal(code: .invalidUpdate, change: change, reason: "the field holds \(other.kindName), not an array")
+                if case .push = change {
+                    value = .array(elements + [element])
+                } else {
+                    guard current != .null else { continue }
+                    let key = KeyEncoder.key(element)
+                    value = .array(elements.filter { KeyEncoder.key($0) != key })
                 }
             }
+            document = document.setting(value, at: path)
+            guard document[path: path] != nil else { throw refusal("a field on its way is not an object") }
         }
         return document
     }

@@ -39,28 +39,27 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
         self.statistics = statistics
         var lines = ["query on \(plan.collection) (\(plan.documentCount) documents)"]
         lines.append("  filter:   \(plan.filter)")
-        switch plan.access {
-        case _ where keyIndex != nil && plan.access == .fullScan(descending: false):
-            let keyIndex = keyIndex!
+        switch (plan.access, keyIndex) {
+        case (.fullScan, let keyIndex?):
             lines.append("  access:   the keys of index \(keyIndex.name) (\(keyIndex.kind.rawValue) on "
                 + "\(keyIndex.fields.map(\.description).joined(separator: ", "))), not the documents")
             index = keyIndex.name
-        case .noCollection:
+        case (.noCollection, _):
             lines.append("  access:   none: there is no such collection, so no document")
             index = nil
-        case .none:
+        case (.none, _):
             lines.append("  access:   none: the filter is always false")
             index = nil
-        case .fullScan(let descending):
+        case (.fullScan(let descending), _):
             lines.append("  access:   full scan of the documents in \(descending ? "descending" : "ascending") id order")
             index = nil
-        case .index(let scan):
+        case (.index(let scan), _):
             lines.append("  access:   index \(scan.index.name) (\(scan.index.kind.rawValue) on "
                 + "\(scan.index.fields.map(\.description).joined(separator: ", "))): \(scan.bounds); "
                 + "\(scan.ranges.count) key range\(scan.ranges.count == 1 ? "" : "s"), \(scan.estimateText) entries"
                 + (scan.deduplicate ? ", deduplicated" : ""))
             index = scan.index.name
-        case .union(let scans):
+        case (.union(let scans), _):
             lines.append("  access:   union of \(scans.count) index scans, deduplicated:")
             for scan in scans {
                 lines.append("              index \(scan.index.name): \(scan.bounds), \(scan.estimateText) entries")
