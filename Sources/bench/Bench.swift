@@ -7,7 +7,8 @@ enum Bench {
         print("bench: refusing to report from a debug build; run: swift run -c release bench")
         exit(1)
         #else
-        await BenchCommand.run(Array(CommandLine.arguments.dropFirst()))
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        await Task.detached { await BenchCommand.run(arguments) }.value
         #endif
     }
 }

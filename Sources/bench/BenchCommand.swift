@@ -12,6 +12,7 @@ enum BenchCommand {
         """
 
     static func run(_ arguments: [String]) async {
+        if arguments.first == "--child-writer" { await ProcessWriters.child(Array(arguments.dropFirst())) }
         var counts = [10_000, 100_000, 1_000_000]
         var scenarios = Scenario.allCases
         var extras: Set<String> = ["codec", "streaming"]

@@ -1,5 +1,6 @@
 import DocStore
 import Foundation
+import Synchronization
 
 /// One scenario run by one peer, in one form, at one document count.
 struct Measurement: Codable, Sendable {
@@ -20,6 +21,29 @@ struct Measurement: Codable, Sendable {
     /// The process's peak resident memory during the runs, and the store's files.
     var peakResidentBytes: Int
     var fileBytes: Int
+    /// For the write scenarios: the median and 99th percentile of one write's latency (from its call to its
+    /// return, durable), over every write of the timed runs, in nanoseconds.
+    var writeP50Nanoseconds: Double? = nil
+    var writeP99Nanoseconds: Double? = nil
+}
+
+/// The latency of each single write a write scenario makes, recorded by the peers as they write.
+enum WriteLatency {
+    private static let samples = Mutex<[Double]>([])
+
+    /// Records a write that began at `start` (``Meter/now()``) and has just returned.
+    static func record(since start: UInt64) {
+        let elapsed = Double(Meter.now() - start)
+        samples.withLock { $0.append(elapsed) }
+    }
+
+    /// The latencies recorded since the last call.
+    static func take() -> [Double] {
+        samples.withLock { all in
+            defer { all = [] }
+            return all
+        }
+    }
 }
 
 /// Timing and memory, from the kernel's own counters.
@@ -47,10 +71,13 @@ enum Meter {
         return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
     }
 
-    static func percentile95(_ xs: [Double]) -> Double {
+    static func percentile95(_ xs: [Double]) -> Double { percentile(xs, 0.95) }
+
+    /// The smallest value at or above fraction `q` of the sorted values.
+    static func percentile(_ xs: [Double], _ q: Double) -> Double {
         let s = xs.sorted()
         guard !s.isEmpty else { return 0 }
-        return s[min(s.count - 1, Int((Double(s.count) * 0.95).rounded(.up)) - 1)]
+        return s[max(0, min(s.count - 1, Int((Double(s.count) * q).rounded(.up)) - 1))]
     }
 }
 
@@ -111,13 +138,20 @@ struct Harness {
                     Meter.resetPeak()
                     var times = Array(repeating: [Double](), count: taking.count)
                     var produced = Array(repeating: 0, count: taking.count)
+                    var latencies = Array(repeating: [Double](), count: taking.count)
                     for i in 0...runs {   // the first round warms up and is not timed
                         for (p, peer) in taking.enumerated() {
                             parameters.missSerial += 1
+                            _ = WriteLatency.take()
+                            _ = MeasuredSpan.take()
                             let t0 = Meter.now()
                             produced[p] = try await peer.run(scenario, form, parameters)
-                            let t = Double(Meter.now() - t0)
-                            if i > 0 { times[p].append(t) }
+                            let t = MeasuredSpan.take() ?? Double(Meter.now() - t0)
+                            let writes = WriteLatency.take()
+                            if i > 0 {
+                                times[p].append(t)
+                                latencies[p] += writes
+                            }
                         }
                     }
                     for (p, peer) in taking.enumerated() {
@@ -128,7 +162,12 @@ struct Harness {
                             runs: runs, produced: produced[p],
                             work: Harness.work(scenario, produced: produced[p], count: count),
                             peakResidentBytes: Meter.status("VmHWM"), fileBytes: try peer.fileSize())
-                        all.append(m)
+                        var measured = m
+                        if !latencies[p].isEmpty {
+                            measured.writeP50Nanoseconds = Meter.percentile(latencies[p], 0.50)
+                            measured.writeP99Nanoseconds = Meter.percentile(latencies[p], 0.99)
+                        }
+                        all.append(measured)
                         log("  \(peer.name) \(scenario.rawValue) \(m.form): \(Report.rate(m)) (\(produced[p]))")
                     }
                 }

@@ -42,6 +42,7 @@ enum Scenario: String, CaseIterable, Sendable {
     case insertTasks4           // 256 documents inserted by 4 concurrent tasks, a transaction each
     case insertTasks16          // the same by 16 tasks
     case insertTasks64          // the same by 64 tasks
+    case insertProcesses4       // 800 documents inserted by 4 processes at once, 4 tasks each, a transaction each
 
     /// The concurrent writers of an `insertTasks` scenario; 0 for the others.
     var tasks: Int {
@@ -58,7 +59,8 @@ enum Scenario: String, CaseIterable, Sendable {
         switch self {
         case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return false
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64:
+             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
+             .insertProcesses4:
             return false
         default: return true
         }

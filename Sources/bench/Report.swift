@@ -72,6 +72,29 @@ enum Report {
             let files = peers.compactMap { p in all.first { $0.peer == p && $0.documents == count }
                 .map { "\(p) \(bytes($0.fileBytes))" } }
             out += "\nFiles: " + files.joined(separator: ", ") + "\n"
+            out += latencies(all.filter { $0.documents == count }, peers: peers)
+        }
+        return out
+    }
+
+    /// The write scenarios' latency per write, p50 and p99 for each peer, and each peer's commits per second.
+    static func latencies(_ all: [Measurement], peers: [String]) -> String {
+        let scenarios = all.filter { $0.peer == "DocStore" && $0.writeP50Nanoseconds != nil }.map(\.scenario)
+        guard !scenarios.isEmpty else { return "" }
+        var out = "\nLatency per write (p50 / p99) and commits per second:\n\n| scenario | "
+            + peers.map { "\($0) p50 / p99, commits/s" }.joined(separator: " | ") + " |\n"
+        out += "|" + String(repeating: " --- |", count: 1 + peers.count) + "\n"
+        for scenario in scenarios {
+            out += "| \(scenario) |"
+            for p in peers {
+                if let m = all.first(where: { $0.peer == p && $0.scenario == scenario }), let p50 = m.writeP50Nanoseconds,
+                   let p99 = m.writeP99Nanoseconds {
+                    out += " \(duration(p50)) / \(duration(p99)), \(count(m.documentsPerSecond)) |"
+                } else {
+                    out += " – |"
+                }
+            }
+            out += "\n"
         }
         return out
     }

@@ -11,6 +11,8 @@ public struct CrashRecord: Document, Equatable {
     public var payload: String
 
     public static let batchSize = 40
+    /// How many tasks of the crash writer write at once.
+    public static let writers = 8
     public static let collection = "records"
     public static let indexes: [IndexSpec<CrashRecord>] = [
         .index("batch", \.batch),
@@ -79,8 +81,11 @@ public func monotonicNanoseconds() -> UInt64 {
 }
 
 /// Usage:
-/// - `DocStoreCrashWriter PATH` — writes batch after batch into the store at PATH, printing `committed N` after each
-///   commit, until it is killed.
+/// - `DocStoreCrashWriter PATH [DURABILITY]` — writes batches into the store at PATH from ``CrashRecord/writers``
+///   tasks at once, printing `committed N` after each batch's write returns, until it is killed.
+/// - `DocStoreCrashWriter insert-concurrently PATH N TASKS TAG` — inserts N documents with ids `TAG-0` ... into the
+///   collection `shared`, from TASKS tasks at once, one write each, printing `inserted I` after write I returns; then
+///   exits with status 0.
 /// - `DocStoreCrashWriter insert-people PATH N [PAUSE_MS]` — inserts N ``ChildPerson``s into the store at PATH, one
 ///   commit each, pausing PAUSE_MS milliseconds (default 20) after each, printing `inserted I NANOS` after commit I
 ///   (1-based; NANOS from ``monotonicNanoseconds()``), then exits with status 0.
@@ -104,6 +109,9 @@ struct CrashWriter {
         if arguments.count >= 4, arguments[1] == "insert-people-on-cue" {
             await insertPeopleOnCue(arguments: Array(arguments.dropFirst(2)))
         }
+        if arguments.count >= 4, arguments[1] == "insert-concurrently" {
+            await insertConcurrently(arguments: Array(arguments.dropFirst(2)))
+        }
         if arguments.count == 3, arguments[1] == "catalog-on-cue" {
             await CatalogSteps.run(path: arguments[2])
         }
@@ -116,15 +124,60 @@ struct CrashWriter {
             var options = CrashRecord.options
             options.durability = durability
             let store = try await DocStore(path: arguments[1], options: options)
-            var batch = try await CrashRecord.query().count(in: store) / CrashRecord.batchSize
-            while true {
-                try await store.insert(contentsOf: CrashRecord.batch(batch))
-                // Written straight to the file descriptor: nothing is buffered when the process is killed.
-                FileHandle.standardOutput.write(Data("committed \(batch)\n".utf8))
-                batch += 1
+            // Eight tasks write at once, so that commits hold groups of batches; task t writes batches
+            // start + t, start + t + 8, ... after the highest batch an earlier round left.
+            let start = (try await CrashRecord.query().max(\.batch, in: store) ?? -1) + 1
+            await withThrowingTaskGroup(of: Void.self) { group in
+                for t in 0..<CrashRecord.writers {
+                    group.addTask {
+                        var batch = start + t
+                        while true {
+                            try await store.insert(contentsOf: CrashRecord.batch(batch))
+                            // Written straight to the file descriptor: nothing is buffered when the process is killed.
+                            FileHandle.standardOutput.write(Data("committed \(batch)\n".utf8))
+                            batch += CrashRecord.writers
+                        }
+                    }
+                }
+                do { try await group.waitForAll() } catch {
+                    FileHandle.standardError.write(Data("DocStoreCrashWriter: \(error)\n".utf8))
+                    exit(1)
+                }
             }
         } catch {
             FileHandle.standardError.write(Data("DocStoreCrashWriter: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    /// The `insert-concurrently` mode: `PATH N TASKS TAG`. Never returns.
+    static func insertConcurrently(arguments: [String]) async -> Never {
+        guard arguments.count == 4, let count = Int(arguments[1]), count >= 0, let tasks = Int(arguments[2]),
+              tasks > 0 else {
+            FileHandle.standardError.write(Data("usage: DocStoreCrashWriter insert-concurrently PATH N TASKS TAG\n".utf8))
+            exit(2)
+        }
+        let tag = arguments[3]
+        do {
+            let store = try await DocStore(path: arguments[0])
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for t in 0..<tasks {
+                    group.addTask {
+                        for n in stride(from: t, to: count, by: tasks) {
+                            try await store.write { ctx in
+                                try ctx.insert(.object([("id", .string("\(tag)-\(n)")), ("writer", .string(tag)),
+                                                        ("n", .int(Int64(n)))]), into: "shared")
+                            }
+                            FileHandle.standardOutput.write(Data("inserted \(n)\n".utf8))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            await store.close()
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("DocStoreCrashWriter insert-concurrently: \(error)\n".utf8))
             exit(1)
         }
     }

@@ -89,7 +89,7 @@ struct IndexEntry: Hashable, Sendable {
 extension DocStore {
     /// Every entry of index `name` of `T`'s collection, in key order.
     func entries<T: Document>(of type: T.Type, index name: String) throws -> [IndexEntry] {
-        try write { ctx in
+        try withWrite { ctx in
             let handle = try ctx.scope.handle(for: type)
             guard let index = handle.indexes.first(where: { $0.definition.name == name }) else { return [] }
             return try ctx.txn.withCursor(index.database) { cursor in
@@ -106,7 +106,7 @@ extension DocStore {
 
     /// Every document of `T`, in id order.
     func all<T: Document>(_ type: T.Type) throws -> [T] {
-        try read { try T.query().results(in: $0) }
+        try withRead { try T.query().results(in: $0) }
     }
 }
 

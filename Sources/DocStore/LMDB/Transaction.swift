@@ -77,6 +77,36 @@ final class LMDBTransaction: StorageTransaction {
         }
     }
 
+    var mustRunAgain: Bool { metMapFull }
+
+    /// Runs `body` in a child transaction (LMDB's nested transactions): committed into this one when `body` returns,
+    /// aborted alone when it throws. A child that meets a full map marks this transaction too, so that the
+    /// environment grows the map and runs the whole write again.
+    ///
+    /// The corresponding LMDB functions are `mdb_txn_begin` (with a parent), `mdb_txn_commit` and `mdb_txn_abort`.
+    func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        do {
+            var handle: OpaquePointer?
+            try check(mdb_txn_begin(mdb_txn_env(raw), raw, 0, &handle))
+            guard let handle else { throw LMDBError(code: EINVAL) }
+            let child = LMDBTransaction(raw: handle, isReadOnly: false)
+            do {
+                let result = try body(child)
+                if child.metMapFull { throw LMDBError.mapFull }
+                if let interrupted = child.interruptedChange { throw StorageError.interruptedChange(interrupted) }
+                child.invalidate()
+                try child.check(mdb_txn_commit(handle))   // frees the child, whether it succeeds or not
+                return result
+            } catch {
+                if child.isValid { child.invalidate(); mdb_txn_abort(handle) }
+                if child.metMapFull { metMapFull = true }
+                throw error
+            }
+        } catch let error as LMDBError {
+            throw error.storageError
+        }
+    }
+
     /// A read transaction begun now on the same environment, kept only if it sees the same commit as this one.
     ///
     /// The corresponding LMDB functions are `mdb_txn_env`, `mdb_txn_begin` and `mdb_txn_id`.

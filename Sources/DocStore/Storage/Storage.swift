@@ -91,6 +91,15 @@ protocol StorageTransaction: AnyObject {
     /// whatever the caller does with the error.
     func changingAtomically(_ body: () throws -> Void) throws
 
+    /// Runs `body` in a write transaction nested in this one: what it changes becomes part of this one when `body`
+    /// returns, and is undone alone when it throws, leaving this transaction as it was before. This transaction
+    /// must not be used until `body` ends. A nested transaction that meets a full map makes this one
+    /// ``mustRunAgain``.
+    func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R
+    /// Whether the transaction met a full map: it will not commit, and the engine runs its writer again with a
+    /// larger map (or fails with ``StorageError/full(maximum:)``).
+    var mustRunAgain: Bool { get }
+
     /// A second read-only transaction that sees exactly what this one sees, for another thread to read beside it
     /// (each transaction is used by one thread at a time); `nil` when there can be none: this one writes, opened a
     /// key space the other could not use, or a commit came in between. The caller ends it with ``end()`` before

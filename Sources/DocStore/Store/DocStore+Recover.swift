@@ -151,14 +151,14 @@ extension DocStore {
                 collection.unreachable = max(0, Int(recorded) - entries.count)
             }
             // The collection as it was (its ids where they were), then its documents in batches.
-            try write { ctx in
+            try withWrite { ctx in
                 try ctx.scope.core.writeInfo(CollectionInfo(name: name, idPath: info.idPath, indexes: []), in: ctx.txn)
             }
             var start = 0
             while start < documents.count {
                 let batch = Array(documents[start..<min(start + 5_000, documents.count)])
                 start += batch.count
-                let (saved, failures) = try write { ctx in
+                let (saved, failures) = try withWrite { ctx in
                     var saved = 0, failures: [String] = []
                     for document in batch {
                         do {
@@ -176,7 +176,7 @@ extension DocStore {
             }
             for definition in info.indexes {
                 do {
-                    try write { try $0.createIndex(definition, in: name) }
+                    try withWrite { try $0.createIndex(definition, in: name) }
                     collection.indexes.append(definition.name)
                 } catch let error as DocStoreError {
                     collection.notes.append("index '\(definition.name)' not made again: \(error.message)")
@@ -184,7 +184,7 @@ extension DocStore {
             }
             report.collections.append(collection)
         }
-        for filter in filters where (try? write({ try $0.saveFilter(filter) })) != nil {
+        for filter in filters where (try? withWrite({ try $0.saveFilter(filter) })) != nil {
             report.savedFilters += 1
         }
     }

@@ -115,11 +115,23 @@ public actor DocStore {
     /// write it: a process that writes the store while it is open here does not keep the pages its reads use, so
     /// its answers could be wrong. A tool should say so.
     public nonisolated let isWithoutLockFile: Bool
-    let core: StoreCore
-    private(set) var isClosed = false
+    /// The store's state. Used on the store's thread, or by a read that holds it (``StoreThread/runIfIdle(_:)``).
+    nonisolated(unsafe) let core: StoreCore
+    /// Set by ``close()``; used as ``core`` is.
+    nonisolated(unsafe) private(set) var isClosed = false
     /// Signals observers after commits, this process's and others'. Observers hold the store only while they read:
     /// when it is released, its core closes the file and then ends every observation.
     nonisolated let changes: ChangeNotifier
+    /// The thread the actor runs on: its LMDB work never holds a thread of the cooperative pool.
+    nonisolated let thread: StoreThread
+    /// Writes waiting for the next group commit, in the order they came.
+    var queuedWrites: [any QueuedWrite] = []
+    /// Whether a job that commits ``queuedWrites`` is on the store's thread's queue.
+    var commitScheduled = false
+    /// The most writes one commit has held, for tests.
+    var largestGroup = 0
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { thread.asUnownedSerialExecutor() }
 
     /// Opens the store at `path`, creating it when the file does not exist.
     ///
@@ -141,7 +153,10 @@ public actor DocStore {
         self.changes = changes
         self.core = try StoreCore(path: path, options: options, changes: changes)
         self.isWithoutLockFile = core.env.isWithoutLockFile
+        self.thread = StoreThread(name: "DocStore " + (path as NSString).lastPathComponent)
     }
+
+    deinit { thread.stop() }
 
     /// Throws ``DocStoreError/Code/readOnly`` when the store was opened read-only, saying that `what` was refused:
     /// for a tool that would rather refuse a change before asking anyone to confirm it.
@@ -186,16 +201,32 @@ public actor DocStore {
     ///     (try Person.include(#Predicate { $0.age >= 18 }).count(in: ctx), try Person.query().count(in: ctx))
     /// }
     /// ```
-    public func read<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) throws -> R {
+    ///
+    /// When the store is idle, the read runs on the calling thread, as a call to an idle actor would; otherwise it
+    /// waits its turn on the store's thread.
+    public nonisolated func read<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) async throws -> R {
+        var result: R?
+        if try thread.runIfIdle({ result = try readNow(body) }), let result { return result }
+        return try await isolatedRead(body)
+    }
+
+    private func isolatedRead<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) throws -> R {
         try withRead(body)
     }
 
     /// Runs several steps in one write transaction: they commit together when `body` returns, and none of them
     /// does when it throws.
     ///
-    /// `body` may run more than once if the store must grow its map midway, so it should change nothing outside
-    /// the transaction. On a store opened with ``Options/readOnly``, `body` runs in a read transaction: its reads
-    /// work, and its first change throws ``DocStoreError/Code/readOnly``.
+    /// Writes that arrive while a commit is being made durable wait for it, then commit together in the next
+    /// transaction, with one sync (group commit). Each stays all or nothing on its own: it runs in a transaction
+    /// nested in the group's, so a write that throws, or meets a unique conflict, fails alone and leaves its
+    /// neighbours as they would be without it. The call returns once the commit that holds the write is durable
+    /// at the store's ``Options/durability``; the writes of one task commit in the order they were made.
+    ///
+    /// `body` may run more than once: when the store must grow its map midway, or when its group cannot commit and
+    /// each of its writes is run alone. It should change nothing outside the transaction. On a store opened with
+    /// ``Options/readOnly``, `body` runs in a read transaction: its reads work, and its first change throws
+    /// ``DocStoreError/Code/readOnly``.
     ///
     /// For example:
     /// ```swift
@@ -206,8 +237,8 @@ public actor DocStore {
     ///     return try Person.query().count(in: ctx)
     /// }
     /// ```
-    public func write<R: Sendable>(_ body: @Sendable (WriteContext) throws -> R) throws -> R {
-        try withWrite(body)
+    public func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
+        try await groupedWrite(body)
     }
 
     /// Creates `T`'s collection and builds the indexes it declares, if they are missing: what its first write
@@ -220,13 +251,18 @@ public actor DocStore {
     }
 
     func withRead<R>(_ body: (ReadContext) throws -> R) throws -> R {
+        try readNow(body)
+    }
+
+    /// ``withRead(_:)`` for a caller on the store's thread or holding it (``StoreThread/runIfIdle(_:)``).
+    private nonisolated func readNow<R>(_ body: (ReadContext) throws -> R) throws -> R {
         try checkOpen()
         return try mapErrors { try inReadTransaction({ ReadContext(scope: $0) }, body) }
     }
 
     /// Runs `body` in a read transaction. The collections the transaction opened stay open after it, whether
     /// `body` returned or threw.
-    private func inReadTransaction<C: ReadContext, R>(_ makeContext: (TransactionScope) -> C,
+    private nonisolated func inReadTransaction<C: ReadContext, R>(_ makeContext: (TransactionScope) -> C,
                                                       _ body: (C) throws -> R) throws -> R {
         let attempt = Attempt()
         defer { attempt.scope?.readEnded() }
@@ -269,39 +305,43 @@ public actor DocStore {
     }
 
     /// The scope of the latest run of a transaction's closure, which the map's growth may run more than once.
-    private final class Attempt { var scope: TransactionScope? }
+    final class Attempt { var scope: TransactionScope? }
 
-    func checkOpen() throws {
+    nonisolated func checkOpen() throws {
         if isClosed { throw DocStoreError(.closed, "the store at \(path) is closed") }
     }
 
     /// Turns errors from the layers below into ``DocStoreError``s that say what happened to this store.
-    func mapErrors<R>(_ body: () throws -> R) throws -> R {
-        do {
-            return try body()
-        } catch let error as DocStoreError {
-            throw error
-        } catch let error as MalformedDocument {
-            throw DocStoreError(.corruptDocument, "a stored document in \(path) is damaged: \(error)")
-        } catch let error as StorageError {
+    nonisolated func mapErrors<R>(_ body: () throws -> R) throws -> R {
+        do { return try body() } catch { throw storeError(error) }
+    }
+
+    /// An error from the layers below as a ``DocStoreError`` that says what happened to this store.
+    nonisolated func storeError(_ error: any Error) -> any Error {
+        switch error {
+        case let error as MalformedDocument:
+            return DocStoreError(.corruptDocument, "a stored document in \(path) is damaged: \(error)")
+        case let error as StorageError:
             switch error {
             case .full(let maximum):
-                throw DocStoreError(.storeFull, "the store at \(path) is full: the write needs more than its maximum "
+                return DocStoreError(.storeFull, "the store at \(path) is full: the write needs more than its maximum "
                     + "size of \(maximum >> 20) MiB (DocStore.Options.maximumMapSize); nothing was written")
             case .permissionDenied where isReadOnly:
                 // The storage's answer to a change in a read-only store, should one get that far.
-                throw DocStoreError(.readOnly, "cannot change the store at \(path): it was opened read-only",
-                                    underlying: error)
+                return DocStoreError(.readOnly, "cannot change the store at \(path): it was opened read-only",
+                                     underlying: error)
             case .closed:
-                throw DocStoreError(.closed, "the store at \(path) is closed")
+                return DocStoreError(.closed, "the store at \(path) is closed")
             case .damaged(let why):
-                throw StoreCore.damagedFile(path, why)
+                return StoreCore.damagedFile(path, why)
             case .interruptedChange(let cause):
-                throw DocStoreError(.storage, "a change failed halfway (\(cause)), so the whole transaction was "
+                return DocStoreError(.storage, "a change failed halfway (\(cause)), so the whole transaction was "
                     + "rolled back: nothing was written", underlying: DocStoreError(.storage, "\(cause)"))
             default:
-                throw DocStoreError(.storage, "\(error) on \(path)", underlying: error)
+                return DocStoreError(.storage, "\(error) on \(path)", underlying: error)
             }
+        default:
+            return error
         }
     }
 
@@ -315,39 +355,39 @@ public actor DocStore {
     /// ```
     /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
     ///   ``DocStoreError/Code/uniqueViolation`` when a unique index already holds one of its values.
-    public func insert<T: Document>(_ document: T) throws {
-        try withWrite { try $0.insert(document) }
+    public func insert<T: Document>(_ document: T) async throws {
+        try await groupedWrite { try $0.insert(document) }
     }
 
     /// Inserts the document, or replaces the one with the same id, updating its index entries.
-    public func save<T: Document>(_ document: T) throws {
-        try withWrite { try $0.save(document) }
+    public func save<T: Document>(_ document: T) async throws {
+        try await groupedWrite { try $0.save(document) }
     }
 
     /// Inserts several documents in one transaction: all of them, or none when one fails.
-    public func insert<S: Sequence & Sendable>(contentsOf documents: S) throws where S.Element: Document {
-        try withWrite { try $0.insert(contentsOf: documents) }
+    public func insert<S: Sequence & Sendable>(contentsOf documents: S) async throws where S.Element: Document {
+        try await groupedWrite { try $0.insert(contentsOf: documents) }
     }
 
     /// The document of type `T` with `id`, or `nil` when there is none.
     ///
     /// - Throws: ``DocStoreError/Code/decodingFailed`` naming the collection, id and field when the stored
     ///   document no longer decodes as `T`.
-    public func get<T: Document>(_ type: T.Type, id: T.ID) throws -> T? {
-        try withRead { try $0.get(type, id: id) }
+    public nonisolated func get<T: Document>(_ type: T.Type, id: T.ID) async throws -> T? {
+        try await read { try $0.get(type, id: id) }
     }
 
     /// Deletes the document of type `T` with `id` and its index entries. Returns whether there was one.
     @discardableResult
-    public func delete<T: Document>(_ type: T.Type, id: T.ID) throws -> Bool {
-        try withWrite { try $0.delete(type, id: id) }
+    public func delete<T: Document>(_ type: T.Type, id: T.ID) async throws -> Bool {
+        try await groupedWrite { try $0.delete(type, id: id) }
     }
 
     // MARK: Catalog
 
     /// The collections in the store's catalog, with their indexes, as a tool without the Swift types sees them.
-    public func collections() throws -> [CollectionInfo] {
-        try withRead { try $0.collections() }
+    public nonisolated func collections() async throws -> [CollectionInfo] {
+        try await read { try $0.collections() }
     }
 
     /// The indexes the store keeps for `T`'s collection that `T` no longer declares. They are maintained until

@@ -130,12 +130,24 @@ final class DocStorePeer: Peer {
             let mean = try await StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).average(\.score, in: store)
             return Int(((mean ?? -1) * 100).rounded())
         case .singleInserts:
-            for person in p.singles { try await store.insert(StoredPerson(person)) }
+            for person in p.singles {
+                let start = Meter.now()
+                try await store.insert(StoredPerson(person))
+                WriteLatency.record(since: start)
+            }
             return Parameters.singleInserts
+        case .insertProcesses4:
+            return try ProcessWriters.run(kind: "docstore", path: path, durability: durability, p)
         case .insertTasks4, .insertTasks16, .insertTasks64:
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for people in p.concurrent(tasks: scenario.tasks) {
-                    group.addTask { for person in people { try await store.insert(StoredPerson(person)) } }
+                    group.addTask {
+                        for person in people {
+                            let start = Meter.now()
+                            try await store.insert(StoredPerson(person))
+                            WriteLatency.record(since: start)
+                        }
+                    }
                 }
                 try await group.waitForAll()
             }

@@ -57,13 +57,7 @@ final class GRDBPeer: Peer {
 
     func load(_ people: [BenchPerson], in directory: String) async throws {
         path = directory + "/grdb.sqlite"
-        var config = Configuration()
-        // Run on every connection the pool opens, the writer and each reader. The pool itself sets WAL mode.
-        let pragmas = PersonTable.connectionPragmas(durability)
-        config.prepareDatabase { db in
-            for pragma in pragmas { try db.execute(sql: pragma) }
-        }
-        let pool = try DatabasePool(path: path, configuration: config)
+        let pool = try DatabasePool(path: path, configuration: Self.configuration(durability))
         self.pool = pool
 
         var migrator = DatabaseMigrator()
@@ -103,7 +97,18 @@ final class GRDBPeer: Peer {
         }
     }
 
-    private static func insert(_ person: BenchPerson, _ db: Database) throws {
+    /// The pool's configuration: the durability's pragmas on every connection it opens, the writer and each
+    /// reader. The pool itself sets WAL mode.
+    static func configuration(_ durability: BenchDurability) -> Configuration {
+        var config = Configuration()
+        let pragmas = PersonTable.connectionPragmas(durability)
+        config.prepareDatabase { db in
+            for pragma in pragmas { try db.execute(sql: pragma) }
+        }
+        return config
+    }
+
+    static func insert(_ person: BenchPerson, _ db: Database) throws {
         try GRDBPerson(person).insert(db)
         let tagInsert = try db.cachedStatement(sql: PersonTable.insertTag)
         for tag in person.tags { try tagInsert.execute(arguments: [person.id, tag]) }
@@ -172,12 +177,24 @@ final class GRDBPeer: Peer {
                 try Int.fetchOne(db.cachedStatement(sql: PersonTable.count)) ?? 0
             }
         case .singleInserts:
-            for person in p.singles { try await pool.write { db in try Self.insert(person, db) } }
+            for person in p.singles {
+                let start = Meter.now()
+                try await pool.write { db in try Self.insert(person, db) }
+                WriteLatency.record(since: start)
+            }
             return Parameters.singleInserts
+        case .insertProcesses4:
+            return try ProcessWriters.run(kind: "grdb", path: path, durability: durability, p)
         case .insertTasks4, .insertTasks16, .insertTasks64:
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for people in p.concurrent(tasks: scenario.tasks) {
-                    group.addTask { for person in people { try await pool.write { db in try Self.insert(person, db) } } }
+                    group.addTask {
+                        for person in people {
+                            let start = Meter.now()
+                            try await pool.write { db in try Self.insert(person, db) }
+                            WriteLatency.record(since: start)
+                        }
+                    }
                 }
                 try await group.waitForAll()
             }

@@ -90,7 +90,8 @@ final class LMDBPeer: Peer {
         case .fileCheck, .verify:
             return false   // checking is the engine's work
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64:
+             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
+             .insertProcesses4:
             return false   // aggregates, updates and commits of documents are the engine's work
         case .indexedResidual, .sortUnindexedLimit, .fullSort10, .findOrCreateHit, .findOrCreateMiss:
             return false   // they need fields read from the documents, or a sort: the engine's work

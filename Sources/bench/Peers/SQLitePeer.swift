@@ -91,7 +91,8 @@ enum PersonTable {
             tail = "WHERE json_array_length(tags) > 2"
         case .insert, .getByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return nil
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64:
+             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
+             .insertProcesses4:
             return nil
         }
         return ("SELECT \(form == .ids ? "id" : columns) FROM person \(tail)", argument)
@@ -339,11 +340,17 @@ final class SQLitePeer: Peer {
             try step(try statement(sql), sql) { count = Int(sqlite3_column_int64($0, 0)) }
             return count
         case .singleInserts:
-            for person in p.singles { try transaction("BEGIN IMMEDIATE") { try insert(person) } }
+            for person in p.singles {
+                let start = Meter.now()
+                try transaction("BEGIN IMMEDIATE") { try insert(person) }
+                WriteLatency.record(since: start)
+            }
             return Parameters.singleInserts
         case .insertTasks4, .insertTasks16, .insertTasks64:
             try insertConcurrently(p.concurrent(tasks: scenario.tasks))
             return Parameters.concurrentInserts
+        case .insertProcesses4:
+            return try ProcessWriters.run(kind: "sqlite", path: path, durability: durability, p)
         case .update1Percent:
             let sql = PersonTable.update1Percent
             let s = try statement(sql)
@@ -385,20 +392,34 @@ final class SQLitePeer: Peer {
     /// Inserts each list on a thread of its own, through a connection of its own, a transaction per person; the
     /// connections wait for SQLite's write lock (`busy_timeout`) rather than fail.
     private func insertConcurrently(_ lists: [[BenchPerson]]) throws {
-        while writers.count < lists.count {
-            var connection: OpaquePointer?
-            let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
-            try check(sqlite3_open_v2(path, &connection, flags, nil), "open \(path)")
-            guard let connection else { throw BenchFailure(description: "SQLite opened no connection to \(path)") }
-            for sql in PersonTable.connectionPragmas(durability) + ["PRAGMA busy_timeout = 60000"] {
-                try check(sqlite3_exec(connection, sql, nil, nil, nil), sql)
-            }
-            writers.append(connection)
+        while writers.count < lists.count { writers.append(try Self.writerConnection(path, durability).raw) }
+        if let message = Self.insertOnThreads(lists, through: writers.map(SendableConnection.init)) {
+            throw BenchFailure(description: message)
         }
+    }
+
+    /// A connection for a writer thread: the durability's pragmas, and a wait for SQLite's write lock
+    /// (`busy_timeout`) rather than a failure.
+    static func writerConnection(_ path: String, _ durability: BenchDurability) throws -> SendableConnection {
+        var connection: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+        guard sqlite3_open_v2(path, &connection, flags, nil) == SQLITE_OK, let connection else {
+            throw BenchFailure(description: "SQLite cannot open \(path)")
+        }
+        for sql in PersonTable.connectionPragmas(durability) + ["PRAGMA busy_timeout = 60000"] {
+            guard sqlite3_exec(connection, sql, nil, nil, nil) == SQLITE_OK else {
+                throw BenchFailure(description: "\(sql): \(String(cString: sqlite3_errmsg(connection)))")
+            }
+        }
+        return SendableConnection(raw: connection)
+    }
+
+    /// Inserts each list on a thread of its own, through its connection, a transaction per person; the first
+    /// error's message, or `nil`.
+    static func insertOnThreads(_ lists: [[BenchPerson]], through connections: [SendableConnection]) -> String? {
         let failure = Mutex<String?>(nil)
         let finished = DispatchSemaphore(value: 0)
-        for (connection, people) in zip(writers, lists) {
-            let job = SendableConnection(raw: connection)
+        for (job, people) in zip(connections, lists) {
             Thread {
                 defer { finished.signal() }
                 if let message = SQLitePeer.insert(people, through: job.raw) {
@@ -407,12 +428,12 @@ final class SQLitePeer: Peer {
             }.start()
         }
         for _ in lists { finished.wait() }
-        if let message = failure.withLock({ $0 }) { throw BenchFailure(description: message) }
+        return failure.withLock { $0 }
     }
 
     /// Inserts people a transaction each through `db`, with a statement prepared once; the first error's message,
     /// or `nil`.
-    private static func insert(_ people: [BenchPerson], through db: OpaquePointer) -> String? {
+    static func insert(_ people: [BenchPerson], through db: OpaquePointer) -> String? {
         var statement: OpaquePointer?
         guard sqlite3_prepare_v2(db, PersonTable.insertPerson, -1, &statement, nil) == SQLITE_OK, let statement else {
             return "SQLite cannot prepare a concurrent insert: \(String(cString: sqlite3_errmsg(db)))"
@@ -429,6 +450,7 @@ final class SQLitePeer: Peer {
             sqlite3_bind_int64(statement, 7, p.active ? 1 : 0)
             sqlite3_bind_double(statement, 8, p.createdAt.timeIntervalSince1970)
             if let bonus = p.bonus { sqlite3_bind_int64(statement, 13, Int64(bonus)) } else { sqlite3_bind_null(statement, 13) }
+            let start = Meter.now()
             let ok = sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK
                 && sqlite3_step(statement) == SQLITE_DONE
                 && sqlite3_reset(statement) == SQLITE_OK
@@ -439,6 +461,7 @@ final class SQLitePeer: Peer {
                 _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
                 return "SQLite error on a concurrent insert: \(message)"
             }
+            WriteLatency.record(since: start)
         }
         return nil
     }
@@ -463,7 +486,7 @@ final class SQLitePeer: Peer {
 }
 
 /// A connection handed to the one thread that uses it.
-private struct SendableConnection: @unchecked Sendable {
+struct SendableConnection: @unchecked Sendable {
     // @unchecked: each connection is used by one thread at a time, and only while the peer waits for it.
     let raw: OpaquePointer
 }

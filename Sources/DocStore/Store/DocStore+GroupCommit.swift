@@ -1,0 +1,112 @@
+/// Group commit: writes that arrive while a commit is being made durable commit together in the next transaction.
+///
+/// A commit syncs on the store's thread, so the writes that arrive meanwhile wait as jobs on its queue. When a
+/// write's job runs with no job behind it, it commits at once, alone, in a transaction of its own. Otherwise it goes
+/// on ``DocStore/queuedWrites`` and, when none is pending, puts a commit job at the end of the thread's queue: the
+/// writes waiting behind it join the group before that commit runs. A group runs each write in a transaction
+/// nested in the group's, so that a write that fails is undone alone; if the group as a whole cannot commit (the
+/// map cannot grow any more, or the commit itself fails), each of its writes runs again in a transaction of its
+/// own, so that none fails for a neighbour's sake.
+extension DocStore {
+    func groupedWrite<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
+        try checkOpen()
+        if isReadOnly || (queuedWrites.isEmpty && !thread.hasWaitingJobs) { return try withWrite(body) }
+        return try await withCheckedThrowingContinuation { continuation in
+            queuedWrites.append(PendingWrite(body: body, continuation: continuation))
+            guard !commitScheduled else { return }
+            commitScheduled = true
+            Task { self.commitQueuedWrites() }
+        }
+    }
+
+    /// Commits every queued write: alone, or as a group.
+    private func commitQueuedWrites() {
+        commitScheduled = false
+        let group = queuedWrites
+        queuedWrites = []
+        if group.count == 1 {
+            group[0].runAlone(in: self)
+        } else if !group.isEmpty {
+            commitGroup(group)
+        }
+    }
+
+    private func commitGroup(_ group: [any QueuedWrite]) {
+        var touchedCatalog = false
+        do {
+            try checkOpen()
+            try mapErrors {
+                try core.env.write { [core] txn in
+                    // A run before this one met a full map: what it opened was closed with it.
+                    if touchedCatalog { core.forgetCollections(); touchedCatalog = false }
+                    for write in group {
+                        if txn.mustRunAgain { break }
+                        let attempt = Attempt()
+                        do {
+                            let end = try txn.nested { child -> UInt64 in
+                                let scope = try TransactionScope(core: core, txn: child)
+                                attempt.scope = scope
+                                let context = WriteContext(scope: scope)
+                                defer { context.invalidate() }
+                                try write.run(context)
+                                return try core.readGeneration(in: child)
+                            }
+                            touchedCatalog = touchedCatalog || attempt.scope?.touchedCatalog == true
+                            attempt.scope?.committed(endGeneration: end)
+                        } catch {
+                            attempt.scope?.aborted()
+                            write.failed(storeError(error))
+                        }
+                    }
+                }
+            }
+        } catch {
+            if touchedCatalog { core.forgetCollections() }
+            for write in group { write.runAlone(in: self) }
+            return
+        }
+        largestGroup = max(largestGroup, group.count)
+        if changes.hasSubscribers { changes.notify(lastCommitted: try? core.env.lastCommittedTransaction()) }
+        for write in group { write.finish() }
+    }
+}
+
+/// A write waiting for its commit, whatever its result's type.
+protocol QueuedWrite: AnyObject {
+    /// Runs the write's body, keeping its result for ``finish()``.
+    func run(_ context: WriteContext) throws
+    /// The write did not commit: ``finish()`` gives `error`.
+    func failed(_ error: any Error)
+    /// After the commit: resumes the caller with the write's result or error.
+    func finish()
+    /// Runs the write in a transaction of its own and resumes the caller.
+    func runAlone(in store: isolated DocStore)
+}
+
+final class PendingWrite<R: Sendable>: QueuedWrite {
+    private let body: @Sendable (WriteContext) throws -> R
+    private let continuation: CheckedContinuation<R, any Error>
+    private var outcome: Result<R, any Error>?
+
+    init(body: @escaping @Sendable (WriteContext) throws -> R, continuation: CheckedContinuation<R, any Error>) {
+        self.body = body
+        self.continuation = continuation
+    }
+
+    func run(_ context: WriteContext) throws {
+        outcome = nil
+        outcome = .success(try body(context))
+    }
+
+    func failed(_ error: any Error) {
+        outcome = .failure(error)
+    }
+
+    func finish() {
+        continuation.resume(with: outcome ?? .failure(DocStoreError(.storage, "the write was not run")))
+    }
+
+    func runAlone(in store: isolated DocStore) {
+        continuation.resume(with: Result { try store.withWrite(body) })
+    }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import Testing
+@testable import DocStore
+
+/// Group commit: writes that arrive while a commit runs share the next one, and each stays all or nothing on its
+/// own. Every test first holds the store's thread with a slow write, so that the writes started meanwhile queue
+/// up and are committed as one group; each checks that they were.
+@Suite struct GroupCommitTests {
+    struct Thrown: Error {}
+
+    /// Holds the store's thread for `milliseconds` inside a write, then runs `writes` concurrently, started while
+    /// it is held: they queue behind it and commit together. Returns each write's outcome, in `writes`' order.
+    static func grouped<R: Sendable>(in store: DocStore, holding milliseconds: Int = 150,
+                                     _ writes: [@Sendable (WriteContext) throws -> R]) async -> [Result<R, any Error>] {
+        let held = Task { try await store.write { _ in usleep(useconds_t(milliseconds * 1000)) } }
+        try? await Task.sleep(for: .milliseconds(20))   // the slow write has begun
+        let outcomes = await withTaskGroup(of: (Int, Result<R, any Error>).self) { group in
+            for (i, body) in writes.enumerated() {
+                group.addTask {
+                    do { return (i, .success(try await store.write(body))) } catch { return (i, .failure(error)) }
+                }
+            }
+            var all = [Result<R, any Error>?](repeating: nil, count: writes.count)
+            for await (i, outcome) in group { all[i] = outcome }
+            return all.map { $0! }
+        }
+        _ = try? await held.value
+        return outcomes
+    }
+
+    static func code(_ outcome: Result<some Any, any Error>) -> DocStoreError.Code? {
+        if case .failure(let error) = outcome { return (error as? DocStoreError)?.code }
+        return nil
+    }
+
+    @Test func aFailingWriteInAGroupFailsAloneAndLeavesNoTrace() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("group.db"))
+        try await store.insert(Person(name: "taken", age: 1, email: "taken@example.com"))
+        let ids = (0..<12).map { _ in UUID() }
+        // Every third write fails after it has written something: a thrown error, a unique conflict, or a
+        // duplicate id; the others each insert two people.
+        let writes: [@Sendable (WriteContext) throws -> Int] = ids.enumerated().map { i, id in
+            { ctx in
+                try ctx.insert(Person(id: id, name: "first-\(i)", age: 100 + i))
+                switch i % 6 {
+                case 2: throw Thrown()
+                case 5: try ctx.insert(Person(name: "second-\(i)", age: i, email: "taken@example.com"))
+                default: try ctx.insert(Person(name: "second-\(i)", age: i, email: "\(i)@example.com"))
+                }
+                return i
+            }
+        }
+        let outcomes = await Self.grouped(in: store, writes)
+        let largest = await store.largestGroup
+        #expect(largest >= 6, "the writes were not grouped: \(largest)")
+        var expected: Set<String> = ["taken"]
+        for (i, outcome) in outcomes.enumerated() {
+            switch i % 6 {
+            case 2:
+                guard case .failure(let error) = outcome else { Issue.record("write \(i) should have thrown"); continue }
+                #expect(error is Thrown, "write \(i): \(error)")
+            case 5:
+                #expect(Self.code(outcome) == .uniqueViolation, "write \(i): \(outcome)")
+            default:
+                #expect((try? outcome.get()) == i, "write \(i): \(outcome)")
+                expected.formUnion(["first-\(i)", "second-\(i)"])
+            }
+        }
+        let names = Set(try await Person.query().results(in: store).map(\.name))
+        #expect(names == expected)
+        // The indexes hold exactly the documents kept.
+        #expect(try await Person.include(#Predicate { $0.age >= 100 }).count(in: store)
+                == expected.filter { $0.hasPrefix("first-") }.count)
+        #expect(try await store.verify().isClean)
+    }
+
+    @Test func aWriteTooLargeForTheMapFailsAloneInItsGroup() async throws {
+        let dir = TemporaryDirectory()
+        var options = DocStore.Options()
+        options.initialMapSize = 1 << 20
+        options.maximumMapSize = 4 << 20
+        let store = try await DocStore(path: dir.path("full.db"), options: options)
+        let huge = String(repeating: "x", count: 6 << 20)
+        let writes: [@Sendable (WriteContext) throws -> Int] = (0..<8).map { i in
+            { ctx in
+                try ctx.insert(Person(name: i == 3 ? huge : "small-\(i)", age: i))
+                return i
+            }
+        }
+        let outcomes = await Self.grouped(in: store, writes)
+        for (i, outcome) in outcomes.enumerated() {
+            if i == 3 {
+                #expect(Self.code(outcome) == .storeFull, "write \(i): \(outcome)")
+            } else {
+                #expect((try? outcome.get()) == i, "write \(i): \(outcome)")
+            }
+        }
+        let names = Set(try await Person.query().results(in: store).map(\.name))
+        #expect(names == Set((0..<8).filter { $0 != 3 }.map { "small-\($0)" }))
+        #expect(try await store.verify().isClean)
+    }
+
+    @Test func aGroupThatOutgrowsTheMapGrowsItAndCommitsEveryWrite() async throws {
+        let dir = TemporaryDirectory()
+        var options = DocStore.Options()
+        options.initialMapSize = 256 << 10
+        let store = try await DocStore(path: dir.path("grow.db"), options: options)
+        let writes: [@Sendable (WriteContext) throws -> Int] = (0..<16).map { i in
+            { ctx in
+                for j in 0..<40 {
+                    try ctx.insert(Person(name: "p-\(i)-\(j)-" + String(repeating: "y", count: 500), age: j,
+                                          tags: ["t\(i)"]))
+                }
+                return i
+            }
+        }
+        let outcomes = await Self.grouped(in: store, writes)
+        let largest = await store.largestGroup
+        #expect(largest >= 8, "the writes were not grouped: \(largest)")
+        for (i, outcome) in outcomes.enumerated() { #expect((try? outcome.get()) == i, "write \(i): \(outcome)") }
+        #expect(try await Person.query().count(in: store) == 16 * 40)
+        #expect(try await Person.include(#Predicate { $0.tags.contains("t7") }).count(in: store) == 40)
+        #expect(try await store.verify().isClean)
+    }
+
+    @Test func catalogChangesInAGroupAreKeptOrUndoneWithTheirWrite() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("catalog.db"))
+        // Each write makes a collection of its own with an index, fills it, and half of them then throw.
+        let writes: [@Sendable (WriteContext) throws -> Int] = (0..<10).map { i in
+            { ctx in
+                try ctx.createIndex(IndexDefinition(name: "n", kind: .regular, fields: ["n"]), in: "c\(i)")
+                for n in 0..<5 { try ctx.insert(.object([("n", .int(Int64(n)))]), into: "c\(i)") }
+                if i % 2 == 1 { throw Thrown() }
+                return i
+            }
+        }
+        let outcomes = await Self.grouped(in: store, writes)
+        let largest = await store.largestGroup
+        #expect(largest >= 5, "the writes were not grouped: \(largest)")
+        let names = Set(try await store.collections().map(\.name))
+        for i in 0..<10 {
+            if i % 2 == 1 {
+                #expect(outcomes[i].failureIsThrown, "write \(i)")
+                #expect(!names.contains("c\(i)"), "collection c\(i) of a failed write exists")
+            } else {
+                #expect((try? outcomes[i].get()) == i)
+                #expect(names.contains("c\(i)"))
+                let ones = try await Query<DocumentValue>("c\(i)").include(.compare("n", .equal, .int(1))).count(in: store)
+                #expect(ones == 1)
+            }
+        }
+        // The collections opened in the group serve later writes and reads.
+        try await store.write { try $0.insert(.object([("n", .int(9))]), into: "c0") }
+        #expect(try await Query<DocumentValue>("c0").count(in: store) == 6)
+        #expect(try await store.verify().isClean)
+    }
+
+    /// Each task increments its own counter and appends the value it saw: the writes of one task commit in the
+    /// order they were made, and each sees the one before, across many groups.
+    @Test func writesOfOneTaskCommitInTheOrderTheyWereMade() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("order.db"))
+        let tasks = 8, steps = 40
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for t in 0..<tasks {
+                group.addTask {
+                    for step in 0..<steps {
+                        let seen = try await store.write { ctx -> Int in
+                            let key = "counter-\(t)"
+                            let current = try Query<DocumentValue>("counters").include(.compare("key", .equal, .string(key)))
+                                .first(in: ctx)
+                            var log: [DocumentValue] = []
+                            if case .array(let items)? = current?[field: "log"] { log = items }
+                            let next = log.count
+                            log.append(.int(Int64(step)))
+                            try ctx.save(.object([("id", .string(key)), ("key", .string(key)), ("log", .array(log))]),
+                                         into: "counters")
+                            return next
+                        }
+                        #expect(seen == step, "task \(t): write \(step) saw \(seen) earlier writes")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let largest = await store.largestGroup
+        #expect(largest >= 2, "no two writes shared a commit")
+        for t in 0..<tasks {
+            let doc = try await Query<DocumentValue>("counters").include(.compare("key", .equal, .string("counter-\(t)")))
+                .first(in: store)
+            #expect(doc?[field: "log"] == .array((0..<steps).map { .int(Int64($0)) }))
+        }
+    }
+
+    /// Random writers, some of which fail, against a model built from what each write was told.
+    @Test(arguments: randomSeeds(from: "GROUP_SEEDS", otherwise: [11, 12, 13]))
+    func concurrentWritesLeaveExactlyWhatTheyWereToldCommitted(seed: UInt64) async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("random.db"))
+        var rng = SeededGenerator(seed: seed)
+        // Each write inserts 1-3 people with codes from a small pool (so unique conflicts happen), and may throw.
+        struct Plan: Sendable { var people: [Person]; var throwsAtEnd: Bool }
+        let plans: [Plan] = (0..<48).map { w in
+            Plan(people: (0..<Int.random(in: 1...3, using: &rng)).map { k in
+                Person(name: "w\(w)-\(k)", age: Int.random(in: 0..<100, using: &rng),
+                       email: Bool.random(using: &rng) ? "code-\(Int.random(in: 0..<30, using: &rng))" : nil)
+            }, throwsAtEnd: Int.random(in: 0..<5, using: &rng) == 0)
+        }
+        let outcomes = await withTaskGroup(of: (Int, Result<Int, any Error>).self) { group in
+            for (w, plan) in plans.enumerated() {
+                group.addTask {
+                    do {
+                        return (w, .success(try await store.write { ctx in
+                            for person in plan.people { try ctx.insert(person) }
+                            if plan.throwsAtEnd { throw Thrown() }
+                            return w
+                        }))
+                    } catch { return (w, .failure(error)) }
+                }
+            }
+            var all: [Int: Result<Int, any Error>] = [:]
+            for await (w, outcome) in group { all[w] = outcome }
+            return all
+        }
+        var expected: [UUID: Person] = [:]
+        for (w, plan) in plans.enumerated() {
+            switch outcomes[w]! {
+            case .success(let value):
+                #expect(value == w)
+                for person in plan.people { expected[person.id] = person }
+            case .failure(let error):
+                // A write that would throw at its end may meet a unique conflict first.
+                let conflict = (error as? DocStoreError)?.code == .uniqueViolation
+                #expect(conflict || (plan.throwsAtEnd && error is Thrown), "write \(w): \(error)")
+            }
+        }
+        let largest = await store.largestGroup
+        #expect(largest >= 2, "no two writes shared a commit")
+        let stored = Dictionary(uniqueKeysWithValues: try await Person.query().results(in: store).map { ($0.id, $0) })
+        var wrong: [String] = []
+        for id in Set(stored.keys).union(expected.keys) where stored[id] != expected[id] {
+            wrong.append((stored[id] ?? expected[id])?.name ?? "?")
+        }
+        #expect(wrong.isEmpty, "seed \(seed): stored and committed differ for \(wrong.sorted())")
+        // A write refused for a unique conflict met a code that a write told it committed holds.
+        let held = Set(expected.values.compactMap(\.email))
+        for (w, plan) in plans.enumerated() {
+            if case .failure(let error) = outcomes[w]!, !(error is Thrown) {
+                let codes = plan.people.compactMap(\.email)
+                #expect(codes.contains { held.contains($0) } || Set(codes).count < codes.count,
+                        "write \(w) was refused, but none of its codes is held")
+            }
+        }
+        #expect(try await store.verify().isClean)
+    }
+}
+
+extension Result {
+    var failureIsThrown: Bool {
+        if case .failure(let error) = self { return error is GroupCommitTests.Thrown }
+        return false
+    }
+}
