@@ -221,10 +221,12 @@ extension Query {
         try await store.write { try self.delete(in: $0) }
     }
 
-    /// The first result, or the element `create` makes, inserted, in one write transaction.
+    /// The first result, or the element `create` makes, inserted, in one write transaction. A read looks first, so
+    /// that finding costs no write; when it finds nothing, the write looks again before it inserts.
     public func findOrCreate(in store: DocStore, _ create: @escaping @Sendable () throws -> Element) async throws
         -> Element {
-        try await store.write { try self.findOrCreate(in: $0, create) }
+        if let found = try await first(in: store) { return found }
+        return try await store.write { try self.findOrCreate(in: $0, create) }
     }
 }
 

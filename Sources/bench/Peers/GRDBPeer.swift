@@ -98,9 +98,10 @@ final class GRDBPeer: Peer {
     }
 
     /// The pool's configuration: the durability's pragmas on every connection it opens, the writer and each
-    /// reader. The pool itself sets WAL mode.
+    /// reader, and a wait for another process's write lock. The pool itself sets WAL mode.
     static func configuration(_ durability: BenchDurability) -> Configuration {
         var config = Configuration()
+        config.busyMode = .timeout(60)
         let pragmas = PersonTable.connectionPragmas(durability)
         config.prepareDatabase { db in
             for pragma in pragmas { try db.execute(sql: pragma) }
