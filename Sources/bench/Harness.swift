@@ -131,6 +131,8 @@ struct Harness {
                 }
             }
             var parameters = Parameters(documentCount: count)
+            // Spread over the ids, so that the saves touch pages all over each store.
+            parameters.stored = stride(from: 0, to: people.count, by: max(1, people.count / 256)).prefix(256).map { people[$0] }
             for scenario in scenarios where scenario != .insert {
                 for form in scenario.returnsDocuments ? Form.allCases : [.ids] {
                     let taking = loaded.filter { $0.supports(scenario, form) }

@@ -43,6 +43,8 @@ enum Scenario: String, CaseIterable, Sendable {
     case insertTasks16          // the same by 16 tasks
     case insertTasks64          // the same by 64 tasks
     case insertProcesses4       // 800 documents inserted by 4 processes at once, 4 tasks each, a transaction each
+    case singleSaves            // 100 existing documents saved (every field written) one after the other, a commit each
+    case saveTasks16            // 256 existing documents saved by 16 concurrent tasks, a transaction each
 
     /// The concurrent writers of an `insertTasks` scenario; 0 for the others.
     var tasks: Int {
@@ -50,6 +52,7 @@ enum Scenario: String, CaseIterable, Sendable {
         case .insertTasks4: return 4
         case .insertTasks16: return 16
         case .insertTasks64: return 64
+        case .saveTasks16: return 16
         default: return 0
         }
     }
@@ -60,7 +63,7 @@ enum Scenario: String, CaseIterable, Sendable {
         case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return false
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
              .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
-             .insertProcesses4:
+             .insertProcesses4, .singleSaves, .saveTasks16:
             return false
         default: return true
         }
@@ -158,4 +161,19 @@ struct Parameters: Sendable {
         return (0..<tasks).map { t in stride(from: t, to: people.count, by: tasks).map { people[$0] } }
     }
     static let concurrentInserts = 256
+
+    /// People of the store, the same for every peer, that the save scenarios write back changed.
+    var stored: [BenchPerson] = []
+
+    /// `count` of ``stored``, changed as a save would change them: a new age and score each run, every other field
+    /// as it was (so that only the age index moves), dealt to `tasks` writers.
+    func saves(_ count: Int, tasks: Int) -> [[BenchPerson]] {
+        let people = stored.prefix(count).map { person in
+            var changed = person
+            changed.age = (person.age + missSerial) % 100
+            changed.score = person.score + Double(missSerial)
+            return changed
+        }
+        return (0..<tasks).map { t in stride(from: t, to: people.count, by: tasks).map { people[$0] } }
+    }
 }

@@ -136,6 +136,22 @@ final class DocStorePeer: Peer {
                 WriteLatency.record(since: start)
             }
             return Parameters.singleInserts
+        case .singleSaves, .saveTasks16:
+            let lists = p.saves(scenario == .singleSaves ? Parameters.singleInserts : Parameters.concurrentInserts,
+                                tasks: max(1, scenario.tasks))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for people in lists {
+                    group.addTask {
+                        for person in people {
+                            let start = Meter.now()
+                            try await store.save(StoredPerson(person))
+                            WriteLatency.record(since: start)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            return lists.reduce(0) { $0 + $1.count }
         case .insertProcesses4:
             return try ProcessWriters.run(kind: "docstore", path: path, durability: durability, p)
         case .insertTasks4, .insertTasks16, .insertTasks64:

@@ -184,6 +184,22 @@ final class GRDBPeer: Peer {
                 WriteLatency.record(since: start)
             }
             return Parameters.singleInserts
+        case .singleSaves, .saveTasks16:
+            let lists = p.saves(scenario == .singleSaves ? Parameters.singleInserts : Parameters.concurrentInserts,
+                                tasks: max(1, scenario.tasks))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for people in lists {
+                    group.addTask {
+                        for person in people {
+                            let start = Meter.now()
+                            try await pool.write { db in try GRDBPerson(person).update(db) }
+                            WriteLatency.record(since: start)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            return lists.reduce(0) { $0 + $1.count }
         case .insertProcesses4:
             return try ProcessWriters.run(kind: "grdb", path: path, durability: durability, p)
         case .insertTasks4, .insertTasks16, .insertTasks64:

@@ -91,7 +91,7 @@ final class LMDBPeer: Peer {
             return false   // checking is the engine's work
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
              .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
-             .insertProcesses4:
+             .insertProcesses4, .singleSaves, .saveTasks16:
             return false   // aggregates, updates and commits of documents are the engine's work
         case .indexedResidual, .sortUnindexedLimit, .fullSort10, .findOrCreateHit, .findOrCreateMiss:
             return false   // they need fields read from the documents, or a sort: the engine's work

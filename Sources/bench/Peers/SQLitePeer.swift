@@ -29,6 +29,9 @@ enum PersonTable {
 
     static let insertPerson = "INSERT INTO person (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     static let insertTag = "INSERT INTO personTag (personId, tag) VALUES (?, ?)"
+    /// A save of a person that exists: every column but the id written, as GRDB's `update` writes them.
+    static let savePerson = "UPDATE person SET name = ?2, email = ?3, age = ?4, city = ?5, score = ?6, active = ?7, "
+        + "createdAt = ?8, street = ?9, addressCity = ?10, zip = ?11, tags = ?12, bonus = ?13 WHERE id = ?1"
     static let count = "SELECT COUNT(*) FROM person WHERE age < 10"
     static let byEmail = "SELECT \(columns) FROM person WHERE email = ?"
     static let update1Percent = "UPDATE person SET zip = ? WHERE age = 42"
@@ -92,7 +95,7 @@ enum PersonTable {
         case .insert, .getByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return nil
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
              .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
-             .insertProcesses4:
+             .insertProcesses4, .singleSaves, .saveTasks16:
             return nil
         }
         return ("SELECT \(form == .ids ? "id" : columns) FROM person \(tail)", argument)
@@ -351,6 +354,15 @@ final class SQLitePeer: Peer {
             return Parameters.concurrentInserts
         case .insertProcesses4:
             return try ProcessWriters.run(kind: "sqlite", path: path, durability: durability, p)
+        case .singleSaves, .saveTasks16:
+            let lists = p.saves(scenario == .singleSaves ? Parameters.singleInserts : Parameters.concurrentInserts,
+                                tasks: max(1, scenario.tasks))
+            while writers.count < lists.count { writers.append(try Self.writerConnection(path, durability).raw) }
+            if let message = Self.insertOnThreads(lists, through: writers.map(SendableConnection.init),
+                                                  sql: PersonTable.savePerson) {
+                throw BenchFailure(description: message)
+            }
+            return lists.reduce(0) { $0 + $1.count }
         case .update1Percent:
             let sql = PersonTable.update1Percent
             let s = try statement(sql)
@@ -416,13 +428,14 @@ final class SQLitePeer: Peer {
 
     /// Inserts each list on a thread of its own, through its connection, a transaction per person; the first
     /// error's message, or `nil`.
-    static func insertOnThreads(_ lists: [[BenchPerson]], through connections: [SendableConnection]) -> String? {
+    static func insertOnThreads(_ lists: [[BenchPerson]], through connections: [SendableConnection],
+                                sql: String = PersonTable.insertPerson) -> String? {
         let failure = Mutex<String?>(nil)
         let finished = DispatchSemaphore(value: 0)
         for (job, people) in zip(connections, lists) {
             Thread {
                 defer { finished.signal() }
-                if let message = SQLitePeer.insert(people, through: job.raw) {
+                if let message = SQLitePeer.insert(people, through: job.raw, sql: sql) {
                     failure.withLock { if $0 == nil { $0 = message } }
                 }
             }.start()
@@ -431,12 +444,13 @@ final class SQLitePeer: Peer {
         return failure.withLock { $0 }
     }
 
-    /// Inserts people a transaction each through `db`, with a statement prepared once; the first error's message,
-    /// or `nil`.
-    static func insert(_ people: [BenchPerson], through db: OpaquePointer) -> String? {
+    /// Inserts people (or, with `sql` ``PersonTable/savePerson``, saves them) a transaction each through `db`,
+    /// with a statement prepared once; the first error's message, or `nil`.
+    static func insert(_ people: [BenchPerson], through db: OpaquePointer, sql: String = PersonTable.insertPerson)
+        -> String? {
         var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(db, PersonTable.insertPerson, -1, &statement, nil) == SQLITE_OK, let statement else {
-            return "SQLite cannot prepare a concurrent insert: \(String(cString: sqlite3_errmsg(db)))"
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            return "SQLite cannot prepare a concurrent write: \(String(cString: sqlite3_errmsg(db)))"
         }
         defer { sqlite3_finalize(statement) }
         for p in people {
@@ -459,7 +473,7 @@ final class SQLitePeer: Peer {
                 let message = String(cString: sqlite3_errmsg(db))
                 _ = sqlite3_reset(statement)
                 _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
-                return "SQLite error on a concurrent insert: \(message)"
+                return "SQLite error on a concurrent write: \(message)"
             }
             WriteLatency.record(since: start)
         }
