@@ -37,6 +37,25 @@ enum WriteLatency {
         samples.withLock { $0.append(elapsed) }
     }
 
+    /// Runs each list on a task of its own, `write` once per person in order, recording each write's latency;
+    /// returns the writes made.
+    static func timed(_ lists: [[BenchPerson]], _ write: @escaping @Sendable (BenchPerson) async throws -> Void)
+        async throws -> Int {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for people in lists {
+                group.addTask {
+                    for person in people {
+                        let start = Meter.now()
+                        try await write(person)
+                        record(since: start)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        return lists.reduce(0) { $0 + $1.count }
+    }
+
     /// The latencies recorded since the last call.
     static func take() -> [Double] {
         samples.withLock { all in

@@ -162,6 +162,17 @@ struct Parameters: Sendable {
     }
     static let concurrentInserts = 256
 
+    /// The writes of a single-document write scenario: a list per writer, and whether they save documents that
+    /// exist (or insert new ones).
+    func writes(_ scenario: Scenario) -> (lists: [[BenchPerson]], saving: Bool) {
+        switch scenario {
+        case .singleInserts: return ([singles], false)
+        case .singleSaves: return (saves(Parameters.singleInserts, tasks: 1), true)
+        case .saveTasks16: return (saves(Parameters.concurrentInserts, tasks: scenario.tasks), true)
+        default: return (concurrent(tasks: scenario.tasks), false)
+        }
+    }
+
     /// People of the store, the same for every peer, that the save scenarios write back changed.
     var stored: [BenchPerson] = []
 

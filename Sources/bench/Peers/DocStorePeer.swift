@@ -129,45 +129,13 @@ final class DocStorePeer: Peer {
         case .averageScoreRange10:
             let mean = try await StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).average(\.score, in: store)
             return Int(((mean ?? -1) * 100).rounded())
-        case .singleInserts:
-            for person in p.singles {
-                let start = Meter.now()
-                try await store.insert(StoredPerson(person))
-                WriteLatency.record(since: start)
-            }
-            return Parameters.singleInserts
-        case .singleSaves, .saveTasks16:
-            let lists = p.saves(scenario == .singleSaves ? Parameters.singleInserts : Parameters.concurrentInserts,
-                                tasks: max(1, scenario.tasks))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for people in lists {
-                    group.addTask {
-                        for person in people {
-                            let start = Meter.now()
-                            try await store.save(StoredPerson(person))
-                            WriteLatency.record(since: start)
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-            return lists.reduce(0) { $0 + $1.count }
         case .insertProcesses4:
             return try ProcessWriters.run(kind: "docstore", path: path, durability: durability, p)
-        case .insertTasks4, .insertTasks16, .insertTasks64:
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for people in p.concurrent(tasks: scenario.tasks) {
-                    group.addTask {
-                        for person in people {
-                            let start = Meter.now()
-                            try await store.insert(StoredPerson(person))
-                            WriteLatency.record(since: start)
-                        }
-                    }
-                }
-                try await group.waitForAll()
+        case .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64, .singleSaves, .saveTasks16:
+            let (lists, saving) = p.writes(scenario)
+            return try await WriteLatency.timed(lists) { person in
+                if saving { try await store.save(StoredPerson(person)) } else { try await store.insert(StoredPerson(person)) }
             }
-            return Parameters.concurrentInserts
         case .update1Percent:
             let zip = p.newZip
             return try await StoredPerson.include(#Predicate { $0.age == 42 }).update(in: store) { $0.address.zip = zip }

@@ -177,45 +177,15 @@ final class GRDBPeer: Peer {
             return try await pool.read { db in
                 try Int.fetchOne(db.cachedStatement(sql: PersonTable.count)) ?? 0
             }
-        case .singleInserts:
-            for person in p.singles {
-                let start = Meter.now()
-                try await pool.write { db in try Self.insert(person, db) }
-                WriteLatency.record(since: start)
-            }
-            return Parameters.singleInserts
-        case .singleSaves, .saveTasks16:
-            let lists = p.saves(scenario == .singleSaves ? Parameters.singleInserts : Parameters.concurrentInserts,
-                                tasks: max(1, scenario.tasks))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for people in lists {
-                    group.addTask {
-                        for person in people {
-                            let start = Meter.now()
-                            try await pool.write { db in try GRDBPerson(person).update(db) }
-                            WriteLatency.record(since: start)
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-            return lists.reduce(0) { $0 + $1.count }
         case .insertProcesses4:
             return try ProcessWriters.run(kind: "grdb", path: path, durability: durability, p)
-        case .insertTasks4, .insertTasks16, .insertTasks64:
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for people in p.concurrent(tasks: scenario.tasks) {
-                    group.addTask {
-                        for person in people {
-                            let start = Meter.now()
-                            try await pool.write { db in try Self.insert(person, db) }
-                            WriteLatency.record(since: start)
-                        }
-                    }
+        case .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64, .singleSaves, .saveTasks16:
+            let (lists, saving) = p.writes(scenario)
+            return try await WriteLatency.timed(lists) { person in
+                try await pool.write { db in
+                    if saving { try GRDBPerson(person).update(db) } else { try Self.insert(person, db) }
                 }
-                try await group.waitForAll()
             }
-            return Parameters.concurrentInserts
         case .update1Percent:
             let zip = p.newZip
             return try await pool.write { db in

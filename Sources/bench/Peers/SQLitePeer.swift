@@ -342,26 +342,11 @@ final class SQLitePeer: Peer {
             var count = 0
             try step(try statement(sql), sql) { count = Int(sqlite3_column_int64($0, 0)) }
             return count
-        case .singleInserts:
-            for person in p.singles {
-                let start = Meter.now()
-                try transaction("BEGIN IMMEDIATE") { try insert(person) }
-                WriteLatency.record(since: start)
-            }
-            return Parameters.singleInserts
-        case .insertTasks4, .insertTasks16, .insertTasks64:
-            try insertConcurrently(p.concurrent(tasks: scenario.tasks))
-            return Parameters.concurrentInserts
         case .insertProcesses4:
             return try ProcessWriters.run(kind: "sqlite", path: path, durability: durability, p)
-        case .singleSaves, .saveTasks16:
-            let lists = p.saves(scenario == .singleSaves ? Parameters.singleInserts : Parameters.concurrentInserts,
-                                tasks: max(1, scenario.tasks))
-            while writers.count < lists.count { writers.append(try Self.writerConnection(path, durability).raw) }
-            if let message = Self.insertOnThreads(lists, through: writers.map(SendableConnection.init),
-                                                  sql: PersonTable.savePerson) {
-                throw BenchFailure(description: message)
-            }
+        case .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64, .singleSaves, .saveTasks16:
+            let (lists, saving) = p.writes(scenario)
+            try writeConcurrently(lists, sql: saving ? PersonTable.savePerson : PersonTable.insertPerson)
             return lists.reduce(0) { $0 + $1.count }
         case .update1Percent:
             let sql = PersonTable.update1Percent
@@ -401,11 +386,11 @@ final class SQLitePeer: Peer {
     /// Connections of the concurrent writers, opened on first use and kept: one per thread, as SQLite wants them.
     private var writers: [OpaquePointer] = []
 
-    /// Inserts each list on a thread of its own, through a connection of its own, a transaction per person; the
-    /// connections wait for SQLite's write lock (`busy_timeout`) rather than fail.
-    private func insertConcurrently(_ lists: [[BenchPerson]]) throws {
+    /// Writes each list (`sql`: an insert or a save) on a thread of its own, through a connection of its own, a
+    /// transaction per person; the connections wait for SQLite's write lock (`busy_timeout`) rather than fail.
+    private func writeConcurrently(_ lists: [[BenchPerson]], sql: String) throws {
         while writers.count < lists.count { writers.append(try Self.writerConnection(path, durability).raw) }
-        if let message = Self.insertOnThreads(lists, through: writers.map(SendableConnection.init)) {
+        if let message = Self.insertOnThreads(lists, through: writers.map(SendableConnection.init), sql: sql) {
             throw BenchFailure(description: message)
         }
     }
@@ -426,7 +411,7 @@ final class SQLitePeer: Peer {
         return SendableConnection(raw: connection)
     }
 
-    /// Inserts each list on a thread of its own, through its connection, a transaction per person; the first
+    /// Writes each list on a thread of its own, through its connection, a transaction per person; the first
     /// error's message, or `nil`.
     static func insertOnThreads(_ lists: [[BenchPerson]], through connections: [SendableConnection],
                                 sql: String = PersonTable.insertPerson) -> String? {
