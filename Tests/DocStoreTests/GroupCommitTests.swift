@@ -124,6 +124,40 @@ import Testing
         #expect(try await store.verify().isClean)
     }
 
+    /// A collection first opened by a write of a group, when a later write of the group makes the map grow: the
+    /// group's transaction is run again, and the collection's database, opened in the transaction that was undone,
+    /// must be opened again rather than used closed.
+    @Test func aCollectionOpenedInAGroupThatRunsAgainIsOpenedAgain() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("reopen.db")
+        var options = DocStore.Options()
+        options.initialMapSize = 256 << 10
+        do {
+            let first = try await DocStore(path: path, options: options)
+            for name in ["x", "y"] {
+                try await first.write { try $0.createIndex(IndexDefinition(name: "n", kind: .regular, fields: ["n"]), in: name) }
+            }
+            await first.close()
+        }
+        let store = try await DocStore(path: path, options: options)   // no collection open yet
+        let big = String(repeating: "z", count: 600 << 10)
+        let writes: [@Sendable (WriteContext) throws -> Int] = (0..<8).map { i in
+            { ctx in
+                if i == 4 { try ctx.insert(.object([("n", .int(-1)), ("blob", .string(big))]), into: "y") }
+                try ctx.insert(.object([("n", .int(Int64(i)))]), into: "x")
+                return i
+            }
+        }
+        let outcomes = await Self.grouped(in: store, writes)
+        let largest = await store.largestGroup
+        #expect(largest >= 4, "the writes were not grouped: \(largest)")
+        for (i, outcome) in outcomes.enumerated() { #expect((try? outcome.get()) == i, "write \(i): \(outcome)") }
+        #expect(try await Query<DocumentValue>("x").count(in: store) == 8)
+        #expect(try await Query<DocumentValue>("x").include(.compare("n", .less, .int(3))).count(in: store) == 3)
+        #expect(try await Query<DocumentValue>("y").count(in: store) == 1)
+        #expect(try await store.verify().isClean)
+    }
+
     @Test func catalogChangesInAGroupAreKeptOrUndoneWithTheirWrite() async throws {
         let dir = TemporaryDirectory()
         let store = try await DocStore(path: dir.path("catalog.db"))

@@ -32,13 +32,15 @@ extension DocStore {
     }
 
     private func commitGroup(_ group: [any QueuedWrite]) {
-        var touchedCatalog = false
+        // Whether a write of the group committed into the group's transaction, and so may have handed the store
+        // collections whose databases were opened in it: they are closed if that transaction does not commit.
+        var published = false
         do {
             try checkOpen()
             try mapErrors {
                 try core.env.write { [core] txn in
-                    // A run before this one met a full map: what it opened was closed with it.
-                    if touchedCatalog { core.forgetCollections(); touchedCatalog = false }
+                    // A run before this one met a full map, and what it opened was closed with it.
+                    if published { core.forgetCollections(); published = false }
                     for write in group {
                         if txn.mustRunAgain { break }
                         let attempt = Attempt()
@@ -51,7 +53,7 @@ extension DocStore {
                                 try write.run(context)
                                 return try core.readGeneration(in: child)
                             }
-                            touchedCatalog = touchedCatalog || attempt.scope?.touchedCatalog == true
+                            published = true
                             attempt.scope?.committed(endGeneration: end)
                         } catch {
                             attempt.scope?.aborted()
@@ -61,7 +63,7 @@ extension DocStore {
                 }
             }
         } catch {
-            if touchedCatalog { core.forgetCollections() }
+            if published { core.forgetCollections() }
             for write in group { write.runAlone(in: self) }
             return
         }

@@ -19,6 +19,8 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
     private var stopped = false
     /// Held while a job runs, or while a caller runs a read in its stead.
     private let running = Mutex(())
+    /// The thread's `pthread_t`, once it runs: a job never takes ``running`` a second time.
+    private let identity = Atomic<UInt>(0)
 
     init(name: String) {
         let thread = Thread { [self] in run() }
@@ -57,10 +59,12 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
     /// Runs `body` on the calling thread if no job runs now (and none starts until it returns), and says whether it
     /// did. `body` may use the actor's state as a job would: it must not wait for the store.
     func runIfIdle(_ body: () throws -> Void) rethrows -> Bool {
-        try running.withLockIfAvailable { _ in try body() } != nil
+        guard identity.load(ordering: .acquiring) != UInt(pthread_self()) else { return false }
+        return try running.withLockIfAvailable { _ in try body() } != nil
     }
 
     private func run() {
+        identity.store(UInt(pthread_self()), ordering: .releasing)
         while true {
             condition.lock()
             while next == jobs.count && !stopped {
