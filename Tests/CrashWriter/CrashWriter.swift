@@ -95,6 +95,8 @@ public func monotonicNanoseconds() -> UInt64 {
 /// - `DocStoreCrashWriter insert-people-on-cue PATH N` — the same inserts, each when a line arrives on standard
 ///   input; after the last one it waits for one more line (or the end of input), then exits with status 0. So the
 ///   process is still running after every one of its commits until it is told to stop.
+/// - `DocStoreCrashWriter compact PATH` — prints `compacting`, compacts the closed store at PATH, prints
+///   `compacted BEFORE AFTER` (the file's sizes) and exits with status 0.
 /// - `DocStoreCrashWriter catalog-on-cue PATH` — catalog changes read from standard input; see ``CatalogSteps``.
 @main
 struct CrashWriter {
@@ -111,6 +113,17 @@ struct CrashWriter {
         }
         if arguments.count >= 4, arguments[1] == "insert-concurrently" {
             await insertConcurrently(arguments: Array(arguments.dropFirst(2)))
+        }
+        if arguments.count == 3, arguments[1] == "compact" {
+            FileHandle.standardOutput.write(Data("compacting\n".utf8))
+            do {
+                let (before, after) = try await DocStore.compact(path: arguments[2])
+                FileHandle.standardOutput.write(Data("compacted \(before) \(after)\n".utf8))
+                exit(0)
+            } catch {
+                FileHandle.standardError.write(Data("DocStoreCrashWriter compact: \(error)\n".utf8))
+                exit(1)
+            }
         }
         if arguments.count == 3, arguments[1] == "catalog-on-cue" {
             await CatalogSteps.run(path: arguments[2])

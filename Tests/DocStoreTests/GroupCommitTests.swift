@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import DocStore
 
@@ -8,15 +9,24 @@ import Testing
 @Suite struct GroupCommitTests {
     struct Thrown: Error {}
 
-    /// Holds the store's thread for `milliseconds` inside a write, then runs `writes` concurrently, started while
-    /// it is held: they queue behind it and commit together. Returns each write's outcome, in `writes`' order.
-    static func grouped<R: Sendable>(in store: DocStore, holding milliseconds: Int = 150,
+    /// Holds the store's thread inside a write until every one of `writes` has been started (and 50 ms more, for
+    /// its call to reach the store's queue), so that they queue behind it and commit together. Returns each write's
+    /// outcome, in `writes`' order.
+    static func grouped<R: Sendable>(in store: DocStore,
                                      _ writes: [@Sendable (WriteContext) throws -> R]) async -> [Result<R, any Error>] {
-        let held = Task { try await store.write { _ in usleep(useconds_t(milliseconds * 1000)) } }
+        let started = Counter()
+        let held = Task {
+            try await store.write { _ in
+                let deadline = Date().addingTimeInterval(10)
+                while started.value < writes.count && Date() < deadline { usleep(1_000) }
+                usleep(50_000)
+            }
+        }
         try? await Task.sleep(for: .milliseconds(20))   // the slow write has begun
         let outcomes = await withTaskGroup(of: (Int, Result<R, any Error>).self) { group in
             for (i, body) in writes.enumerated() {
                 group.addTask {
+                    started.increment()
                     do { return (i, .success(try await store.write(body))) } catch { return (i, .failure(error)) }
                 }
             }
@@ -26,6 +36,12 @@ import Testing
         }
         _ = try? await held.value
         return outcomes
+    }
+
+    final class Counter: Sendable {
+        private let count = Mutex(0)
+        func increment() { count.withLock { $0 += 1 } }
+        var value: Int { count.withLock { $0 } }
     }
 
     static func code(_ outcome: Result<some Any, any Error>) -> DocStoreError.Code? {
@@ -189,6 +205,43 @@ import Testing
         try await store.write { try $0.insert(.object([("n", .int(9))]), into: "c0") }
         #expect(try await Query<DocumentValue>("c0").count(in: store) == 6)
         #expect(try await store.verify().isClean)
+    }
+
+    /// A write whose caller is cancelled while it waits in a group stops its scan as it would alone, and is undone
+    /// alone: its neighbour commits.
+    @Test func aCancelledCallersWriteInAGroupStopsAsItWouldAlone() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("cancel.db"))
+        try await store.write { ctx in
+            for n in 0..<20_000 { try ctx.insert(.object([("x", .int(Int64(n)))]), into: "many") }
+        }
+        let started = Counter()
+        let held = Task {
+            try await store.write { _ in
+                let deadline = Date().addingTimeInterval(10)
+                while started.value < 2 && Date() < deadline { usleep(1_000) }
+                usleep(100_000)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        let doomed = Task {
+            started.increment()
+            return try await Query<DocumentValue>("many").include(.compare("x", .greater, .int(-1))).delete(in: store)
+        }
+        let neighbour = Task {
+            started.increment()
+            try await store.write { try $0.insert(.object([("x", .int(-5))]), into: "other") }
+        }
+        while started.value < 2 { try await Task.sleep(for: .milliseconds(1)) }
+        try await Task.sleep(for: .milliseconds(20))
+        doomed.cancel()
+        _ = try await held.value
+        await #expect(throws: CancellationError.self) { _ = try await doomed.value }
+        try await neighbour.value
+        let largest = await store.largestGroup
+        #expect(largest >= 2, "the writes were not grouped: \(largest)")
+        #expect(try await Query<DocumentValue>("many").count(in: store) == 20_000)
+        #expect(try await Query<DocumentValue>("other").count(in: store) == 1)
     }
 
     /// Each task increments its own counter and appends the value it saw: the writes of one task commit in the

@@ -73,7 +73,7 @@ final class StatisticsBox {
     /// Every 4,096 entries, stops a walk whose task was cancelled (a REPL's Ctrl-C, say) with `CancellationError`.
     @inline(__always)
     func checkCancellation() throws {
-        if value.entriesScanned & 4095 == 0 && Task.isCancelled { throw CancellationError() }
+        if value.entriesScanned & 4095 == 0 && WriteCancellation.isCancelled { throw CancellationError() }
     }
 }
 

@@ -116,7 +116,7 @@ struct ParallelScan {
         job.release()
         if let error = failure.withLock({ $0 }) { throw error }
         // The helpers may have read nearly everything: the query's own thread checks once more for its task.
-        try Task.checkCancellation()
+        if WriteCancellation.isCancelled { throw CancellationError() }
         for part in counted {
             statistics.value.entriesScanned += part.entriesScanned
             statistics.value.documentsRead += part.documentsRead

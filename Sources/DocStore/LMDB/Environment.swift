@@ -42,6 +42,10 @@ final class LMDBEnvironment: StorageEngine {
     private let fileID: FileID
     /// The thread that syncs the file every ``Configuration/flushInterval``, if any.
     private var flusher: Flusher?
+    /// Copies running (``copy(to:compact:)``), which may run on any thread: the map may not be resized, nor the
+    /// environment closed, while one runs.
+    private let copies = NSCondition()
+    private var copying = 0
 
     /// What identifies a file in this process: device and inode.
     struct FileID: Hashable { var device: UInt64; var inode: UInt64 }
@@ -147,6 +151,7 @@ final class LMDBEnvironment: StorageEngine {
     /// The corresponding LMDB function is `mdb_env_close`.
     func close() {
         guard let env = raw else { return }
+        waitForCopies()
         flusher?.stop()
         flusher = nil
         if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
@@ -329,6 +334,126 @@ final class LMDBEnvironment: StorageEngine {
         }
     }
 
+    // MARK: Copies
+
+    /// Replaces the file at `path`, which no process may have open, by a compact copy of itself: the copy is written
+    /// beside it (`PATH.compacting`), synced, and renamed over it, so that the file is whole at every moment, the
+    /// old one until the rename and the new one after. A copy left by a compaction cut short is removed first.
+    /// Returns the file's sizes before and after.
+    static func compactFile(at path: String, configuration: Configuration) throws -> (before: Int, after: Int) {
+        let lockPath = path + "-lock", temporary = path + ".compacting"
+        guard lockFileIsUnused(lockPath) else { throw StorageError.openElsewhere }
+        unlink(temporary)
+        let before = fileSize(path)
+        let environment = try LMDBEnvironment(path: path, configuration: configuration)
+        do {
+            try environment.copy(to: .path(temporary), compact: true)
+            environment.close()
+            try syncFile(temporary)
+        } catch {
+            environment.close()
+            unlink(temporary)
+            throw error
+        }
+        // A process that opened the file meanwhile would go on with the old one: the new one waits for it.
+        guard lockFileIsUnused(lockPath) else {
+            unlink(temporary)
+            throw StorageError.openElsewhere
+        }
+        guard rename(temporary, path) == 0 else {
+            let message = String(cString: strerror(errno))
+            unlink(temporary)
+            throw StorageError.failed("cannot rename the compact copy over \(path): \(message)")
+        }
+        // The lock file describes the old file's readers and commits: the next opening makes a new one.
+        unlink(lockPath)
+        try syncFile((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent)
+        return (before, fileSize(path))
+    }
+
+    private static func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
+    }
+
+    /// Makes a file's (or a folder's) contents durable: `fsync`.
+    private static func syncFile(_ path: String) throws {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StorageError.failed("cannot open \(path) to sync it: \(String(cString: strerror(errno)))") }
+        defer { Glibc.close(fd) }
+        guard fsync(fd) == 0 else { throw StorageError.failed("cannot sync \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    /// Copies the file as of its last commit into a new file, or to an open descriptor.
+    ///
+    /// The corresponding LMDB functions are `mdb_env_copy2` and `mdb_env_copyfd2` (with `MDB_CP_COMPACT` when
+    /// `compact`).
+    func copy(to destination: CopyDestination, compact: Bool) throws {
+        // The store's thread may close the environment: it is held open until the copy ends.
+        copies.lock()
+        guard let env = raw else {
+            copies.unlock()
+            throw StorageError.closed
+        }
+        copying += 1
+        copies.unlock()
+        defer {
+            copies.lock()
+            copying -= 1
+            copies.broadcast()
+            copies.unlock()
+        }
+        let flags = compact ? LMDBFlags.copyCompact : 0
+        let rc: Int32
+        switch destination {
+        case .path(let path): rc = mdb_env_copy2(env, path, flags)
+        case .descriptor(let fd): rc = mdb_env_copyfd2(env, fd, flags)
+        }
+        if rc == MDB_MAP_RESIZED { throw StorageError.mapGrownElsewhere }
+        try translatingErrors { try lmdbCheck(rc) }
+    }
+
+    /// Waits until no copy runs.
+    private func waitForCopies() {
+        copies.lock()
+        while copying > 0 { copies.wait() }
+        copies.unlock()
+    }
+
+    /// The page size, the pages up to the last one written, and the free pages (those the free list holds, which
+    /// later commits reuse).
+    ///
+    /// The corresponding LMDB functions are `mdb_env_info`, `mdb_env_stat` and a cursor on the free list
+    /// (database 0).
+    func pageUsage() throws -> (pageSize: Int, inUse: Int, free: Int) {
+        try translatingErrors {
+            let env = try environment()
+            var info = MDB_envinfo()
+            try lmdbCheck(mdb_env_info(env, &info))
+            var stat = MDB_stat()
+            try lmdbCheck(mdb_env_stat(env, &stat))
+            let free = try read { txn -> Int in
+                guard let lmdb = txn as? LMDBTransaction else { return 0 }
+                var cursor: OpaquePointer?
+                try lmdbCheck(mdb_cursor_open(lmdb.raw, 0, &cursor))
+                defer { mdb_cursor_close(cursor) }
+                var key = MDB_val(), value = MDB_val()
+                var pages = 0
+                var rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
+                while rc == MDB_SUCCESS {
+                    // A record is a list of page numbers whose first word is its length.
+                    if value.mv_size >= MemoryLayout<Int>.size, let data = value.mv_data {
+                        pages += max(0, data.loadUnaligned(as: Int.self))
+                    }
+                    rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+                }
+                if rc != MDB_NOTFOUND { try lmdbCheck(rc) }
+                return pages
+            }
+            return (Int(stat.ms_psize), info.me_last_pgno + 1, free)
+        }
+    }
+
     // MARK: Map size
 
     /// The size of the map in bytes, and how much of it is in use.
@@ -373,10 +498,11 @@ final class LMDBEnvironment: StorageEngine {
         try setMapSize(min(configuration.maximumMapSize, size * 2))
     }
 
-    /// Called with no transaction of this process active, as LMDB requires. A size of 0 adopts the size another
-    /// process grew the map to.
+    /// Called with no transaction of this process active, as LMDB requires (a copy's read transaction is waited
+    /// for). A size of 0 adopts the size another process grew the map to.
     private func setMapSize(_ size: Int) throws {
         let env = try environment()
+        waitForCopies()
         if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
         try lmdbCheck(mdb_env_set_mapsize(env, size))
     }

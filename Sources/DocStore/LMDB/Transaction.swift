@@ -85,25 +85,26 @@ final class LMDBTransaction: StorageTransaction {
     ///
     /// The corresponding LMDB functions are `mdb_txn_begin` (with a parent), `mdb_txn_commit` and `mdb_txn_abort`.
     func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        var handle: OpaquePointer?
+        let begun = mdb_txn_begin(mdb_txn_env(raw), raw, 0, &handle)
+        guard begun == MDB_SUCCESS, let handle else {
+            throw StorageError.nestingRefused(LMDBError(code: begun == MDB_SUCCESS ? EINVAL : begun).message)
+        }
+        let child = LMDBTransaction(raw: handle, isReadOnly: false)
         do {
-            var handle: OpaquePointer?
-            try check(mdb_txn_begin(mdb_txn_env(raw), raw, 0, &handle))
-            guard let handle else { throw LMDBError(code: EINVAL) }
-            let child = LMDBTransaction(raw: handle, isReadOnly: false)
-            do {
-                let result = try body(child)
-                if child.metMapFull { throw LMDBError.mapFull }
-                if let interrupted = child.interruptedChange { throw StorageError.interruptedChange(interrupted) }
-                child.invalidate()
-                try child.check(mdb_txn_commit(handle))   // frees the child, whether it succeeds or not
-                return result
-            } catch {
-                if child.isValid { child.invalidate(); mdb_txn_abort(handle) }
-                if child.metMapFull { metMapFull = true }
-                throw error
-            }
-        } catch let error as LMDBError {
-            throw error.storageError
+            let result = try body(child)
+            if child.metMapFull { throw LMDBError.mapFull }
+            if let interrupted = child.interruptedChange { throw StorageError.interruptedChange(interrupted) }
+            child.invalidate()
+            // The commit frees the child, whether it succeeds or not.
+            let committed = mdb_txn_commit(handle)
+            guard committed == MDB_SUCCESS else { throw StorageError.nestingRefused(LMDBError(code: committed).message) }
+            return result
+        } catch {
+            if child.isValid { child.invalidate(); mdb_txn_abort(handle) }
+            if child.metMapFull { metMapFull = true }
+            if let error = error as? LMDBError { throw error.storageError }
+            throw error
         }
     }
 

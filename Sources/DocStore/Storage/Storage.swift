@@ -31,10 +31,24 @@ protocol StorageEngine: AnyObject {
     func close()
     /// Makes every commit so far durable, whatever the durability of each commit (a sync of the file).
     func flush() throws
+    /// Writes the file as of its last commit into a new file at a path (which must not exist) or to an open file
+    /// descriptor, in a read transaction of its own: writers go on meanwhile, in this process and others. With
+    /// `compact`, free pages are left out and the pages renumbered, so the copy holds only what is in use. Safe on
+    /// any thread.
+    func copy(to destination: CopyDestination, compact: Bool) throws
+    /// The file's pages: its page size, pages in use (up to the last one written) and free pages among them,
+    /// which later commits reuse.
+    func pageUsage() throws -> (pageSize: Int, inUse: Int, free: Int)
 
     /// Checks the file's structure without trusting it (every page number and offset checked before use), as
     /// `txn`'s commit, or a later one, has it; the damage found, and the pages read.
     func checkStructure(holding txn: any StorageTransaction) -> (damage: [StorageDamage], pages: Int)
+}
+
+/// Where a copy of the file goes.
+enum CopyDestination {
+    case path(String)
+    case descriptor(Int32)
 }
 
 /// Damage the storage engine's own check of the file found: where (a page, a key space) and what.
@@ -94,7 +108,8 @@ protocol StorageTransaction: AnyObject {
     /// Runs `body` in a write transaction nested in this one: what it changes becomes part of this one when `body`
     /// returns, and is undone alone when it throws, leaving this transaction as it was before. This transaction
     /// must not be used until `body` ends. A nested transaction that meets a full map makes this one
-    /// ``mustRunAgain``.
+    /// ``mustRunAgain``; one that cannot begin or commit (not for anything `body` did) throws
+    /// ``StorageError/nestingRefused(_:)``.
     func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R
     /// Whether the transaction met a full map: it will not commit, and the engine runs its writer again with a
     /// larger map (or fails with ``StorageError/full(maximum:)``).
@@ -192,6 +207,14 @@ enum StorageError: Error, CustomStringConvertible {
     case lockFileUnavailable(String)
     /// The file is already open in this process.
     case alreadyOpenInProcess
+    /// Another process has the file open, and the operation needs it to itself.
+    case openElsewhere
+    /// Another process grew the map past this process's: the store must adopt the new size (on its own thread,
+    /// with no transaction running) before the operation is tried again.
+    case mapGrownElsewhere
+    /// A transaction could not begin or commit a nested one (no memory for it, or too many pages changed): what
+    /// the nested one would have done must be done in a transaction of its own.
+    case nestingRefused(String)
     /// The engine met a page of the file that is not what it should be.
     case damaged(String)
     /// Anything else, in the engine's words.
@@ -205,6 +228,9 @@ enum StorageError: Error, CustomStringConvertible {
         case .notAStore(let why), .permissionDenied(let why), .lockFileUnavailable(let why), .damaged(let why),
              .failed(let why): why
         case .alreadyOpenInProcess: "the file is already open in this process"
+        case .openElsewhere: "another process has the file open"
+        case .mapGrownElsewhere: "another process grew the file's map"
+        case .nestingRefused(let why): "a nested transaction was refused: \(why)"
         }
     }
 }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Group commit: writes that arrive while a commit is being made durable commit together in the next transaction.
 ///
 /// A commit syncs on the store's thread, so the writes that arrive meanwhile wait as jobs on its queue. When a
@@ -6,16 +8,22 @@
 /// writes waiting behind it join the group before that commit runs. A group runs each write in a transaction
 /// nested in the group's, so that a write that fails is undone alone; if the group as a whole cannot commit (the
 /// map cannot grow any more, or the commit itself fails), each of its writes runs again in a transaction of its
-/// own, so that none fails for a neighbour's sake.
+/// own, so that none fails for a neighbour's sake. A group whose transaction can take no more nested ones (LMDB
+/// limits the pages one transaction changes) commits what it holds, and the rest of its writes run alone.
 extension DocStore {
     func groupedWrite<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
         try checkOpen()
         if isReadOnly || (queuedWrites.isEmpty && !thread.hasWaitingJobs) { return try withWrite(body) }
-        return try await withCheckedThrowingContinuation { continuation in
-            queuedWrites.append(PendingWrite(body: body, continuation: continuation))
-            guard !commitScheduled else { return }
-            commitScheduled = true
-            Task { self.commitQueuedWrites() }
+        let cancelled = CancellationFlag()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                queuedWrites.append(PendingWrite(body: body, continuation: continuation, cancelled: cancelled))
+                guard !commitScheduled else { return }
+                commitScheduled = true
+                Task { self.commitQueuedWrites() }
+            }
+        } onCancel: {
+            cancelled.set()
         }
     }
 
@@ -35,13 +43,17 @@ extension DocStore {
         // Whether a write of the group committed into the group's transaction, and so may have handed the store
         // collections whose databases were opened in it: they are closed if that transaction does not commit.
         var published = false
+        // Where the group was cut short because its transaction could take no more nested ones: the writes from
+        // there on run alone once it has committed.
+        var cut = group.count
         do {
             try checkOpen()
             try mapErrors {
                 try core.env.write { [core] txn in
                     // A run before this one met a full map, and what it opened was closed with it.
                     if published { core.forgetCollections(); published = false }
-                    for write in group {
+                    cut = group.count
+                    for (i, write) in group.enumerated() {
                         if txn.mustRunAgain { break }
                         let attempt = Attempt()
                         do {
@@ -55,6 +67,10 @@ extension DocStore {
                             }
                             published = true
                             attempt.scope?.committed(endGeneration: end)
+                        } catch StorageError.nestingRefused {
+                            attempt.scope?.aborted()
+                            cut = i
+                            break
                         } catch {
                             attempt.scope?.aborted()
                             write.failed(storeError(error))
@@ -67,9 +83,10 @@ extension DocStore {
             for write in group { write.runAlone(in: self) }
             return
         }
-        largestGroup = max(largestGroup, group.count)
+        largestGroup = max(largestGroup, cut)
         if changes.hasSubscribers { changes.notify(lastCommitted: try? core.env.lastCommittedTransaction()) }
-        for write in group { write.finish() }
+        for write in group[..<cut] { write.finish() }
+        for write in group[cut...] { write.runAlone(in: self) }
     }
 }
 
@@ -88,16 +105,24 @@ protocol QueuedWrite: AnyObject {
 final class PendingWrite<R: Sendable>: QueuedWrite {
     private let body: @Sendable (WriteContext) throws -> R
     private let continuation: CheckedContinuation<R, any Error>
+    private let cancelled: CancellationFlag
     private var outcome: Result<R, any Error>?
 
-    init(body: @escaping @Sendable (WriteContext) throws -> R, continuation: CheckedContinuation<R, any Error>) {
+    init(body: @escaping @Sendable (WriteContext) throws -> R, continuation: CheckedContinuation<R, any Error>,
+         cancelled: CancellationFlag) {
         self.body = body
         self.continuation = continuation
+        self.cancelled = cancelled
     }
 
     func run(_ context: WriteContext) throws {
         outcome = nil
-        outcome = .success(try body(context))
+        outcome = .success(try runBody(context))
+    }
+
+    /// The body, in the commit's task, seeing its caller's cancellation as a body run in the caller's task would.
+    private func runBody(_ context: WriteContext) throws -> R {
+        try WriteCancellation.$ofCaller.withValue(cancelled) { try body(context) }
     }
 
     func failed(_ error: any Error) {
@@ -109,6 +134,22 @@ final class PendingWrite<R: Sendable>: QueuedWrite {
     }
 
     func runAlone(in store: isolated DocStore) {
-        continuation.resume(with: Result { try store.withWrite(body) })
+        continuation.resume(with: Result { try store.withWrite(runBody) })
     }
+}
+
+/// Whether the task that made a write was cancelled. A write of a group runs in the task that commits the group,
+/// not in its caller's; scans check this rather than `Task.isCancelled`, so that a cancelled caller's long write
+/// stops as it would alone. (The caller's task-local values are not carried over: a body should not read them.)
+enum WriteCancellation {
+    @TaskLocal static var ofCaller: CancellationFlag?
+
+    static var isCancelled: Bool { Task.isCancelled || ofCaller?.isSet == true }
+}
+
+/// A cancellation, set from any thread.
+final class CancellationFlag: Sendable {
+    private let state = Atomic(false)
+    func set() { state.store(true, ordering: .releasing) }
+    var isSet: Bool { state.load(ordering: .acquiring) }
 }

@@ -210,7 +210,7 @@ public actor DocStore {
         return try await isolatedRead(body)
     }
 
-    private func isolatedRead<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) throws -> R {
+    func isolatedRead<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) throws -> R {
         try withRead(body)
     }
 

@@ -127,6 +127,33 @@ final class StoreCore {
         }
     }
 
+    /// ``DocStore/compact(path:options:)``: the one other place that opens the storage, with no store around it.
+    static func compact(path: String, options: DocStore.Options) throws -> (before: Int, after: Int) {
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > 0 else {
+            throw DocStoreError(.cannotOpen, "cannot compact \(path): there is no store there")
+        }
+        do {
+            return try LMDBEnvironment.compactFile(at: path, configuration: .init(
+                initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
+                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders))
+        } catch let error as StorageError {
+            switch error {
+            case .alreadyOpenInProcess:
+                throw DocStoreError(.alreadyOpen, "cannot compact \(path): it is open in this process; close it first")
+            case .openElsewhere:
+                throw DocStoreError(.alreadyOpen, "cannot compact \(path): another process has it open; compaction "
+                    + "needs the store to itself, and the store is left as it was")
+            case .notAStore(let why):
+                throw DocStoreError(.notAStore, "\(path) is not a DocStore store: \(why)", underlying: error)
+            case .damaged(let why):
+                throw StoreCore.damagedFile(path, why)
+            default:
+                throw DocStoreError(.storage, "cannot compact \(path): \(error); the store is left as it was",
+                                    underlying: error)
+            }
+        }
+    }
+
     /// Checks that the file is a DocStore store of a known format, or makes it one if it is new.
     private func prepareCatalog(in txn: any StorageTransaction) throws {
         if let meta = try txn.openKeySpace(StoreCore.metaName, create: false) {

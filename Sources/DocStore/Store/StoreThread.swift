@@ -80,6 +80,10 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
             }
             let job = jobs[next]
             next += 1
+            if next >= 1024 && next * 2 >= jobs.count {   // under steady load the queue never empties
+                jobs.removeFirst(next)
+                next = 0
+            }
             condition.unlock()
             running.withLock { _ in job.runSynchronously(on: asUnownedSerialExecutor()) }
         }

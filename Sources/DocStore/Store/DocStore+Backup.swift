@@ -1,0 +1,145 @@
+import Foundation
+
+/// How much of a store's file is in use: what ``DocStore/spaceUsage()`` reports, and what tells a user when
+/// ``DocStore/compact(path:)`` would pay. An LMDB file never shrinks by itself: pages freed by deletes are reused by
+/// later writes, not given back.
+public struct SpaceUsage: Sendable, Equatable, CustomStringConvertible {
+    /// The size of the data file.
+    public var fileBytes: Int
+    public var pageSize: Int
+    /// Pages up to the last one written.
+    public var pages: Int
+    /// Pages among those that hold nothing, and that later commits reuse.
+    public var freePages: Int
+
+    /// Bytes that hold data: the pages written, less the free ones.
+    public var bytesInUse: Int { max(0, pages - freePages) * pageSize }
+    /// What a compaction would give back, about: the file less what is in use.
+    public var reclaimableBytes: Int { max(0, fileBytes - bytesInUse) }
+
+    public var description: String {
+        "file \(fileBytes) bytes, \(bytesInUse) in use, \(freePages) free pages of \(pageSize) bytes"
+    }
+}
+
+extension DocStore {
+    /// Writes a copy of the store, as of its last commit, to `path`: a consistent snapshot, taken while readers and
+    /// writers go on (a write of this process waits only if it must grow the map meanwhile). The copy is written
+    /// beside `path` and renamed onto it once complete and synced, so `path` never holds half a backup; a file
+    /// already there is replaced. With `compact` (the default), free pages are left out and the copy is as small
+    /// as the data. The copy opens as a store of its own and passes ``verify()``.
+    ///
+    /// For example:
+    /// ```swift
+    /// try await store.backup(to: "/var/backups/people-\(day).db")
+    /// ```
+    ///
+    /// The corresponding LMDB function is `mdb_env_copy2`, with `MDB_CP_COMPACT` when `compact`.
+    public nonisolated func backup(to path: String, compact: Bool = true) async throws {
+        let target = URL(fileURLWithPath: path).standardizedFileURL.path
+        guard target != URL(fileURLWithPath: self.path).standardizedFileURL.path else {
+            throw DocStoreError(.cannotOpen, "cannot back up \(self.path) onto itself: give another path")
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw DocStoreError(.cannotOpen, "cannot back up to \(path): it is a directory; give the path of a file")
+        }
+        let temporary = path + ".incomplete"
+        unlink(temporary)
+        try await copy(to: .path(temporary), compact: compact, naming: path)
+        do {
+            try Self.sync(temporary)
+            guard rename(temporary, path) == 0 else {
+                throw DocStoreError(.storage, "cannot move the backup into place at \(path): \(String(cString: strerror(errno)))")
+            }
+            try Self.sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Writes a copy of the store, as of its last commit, to an open file descriptor (a pipe, a socket, a file),
+    /// as ``backup(to:compact:)`` does to a path. The descriptor is neither synced nor closed.
+    ///
+    /// The corresponding LMDB function is `mdb_env_copyfd2`.
+    public nonisolated func backup(toDescriptor descriptor: Int32, compact: Bool = true) async throws {
+        try await copy(to: .descriptor(descriptor), compact: compact, naming: "file descriptor \(descriptor)")
+    }
+
+    /// Copies on a thread of its own: a copy is long I/O, and must hold neither the store's thread nor the pool's.
+    private nonisolated func copy(to destination: CopyDestination, compact: Bool, naming target: String) async throws {
+        try checkOpen()
+        let engine = UncheckedEngine(engine: core.env)
+        for attempt in 1...4 {
+            do {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    let thread = Thread {
+                        continuation.resume(with: Result { try engine.engine.copy(to: destination, compact: compact) })
+                    }
+                    thread.name = "DocStore backup"
+                    thread.start()
+                }
+                return
+            } catch StorageError.mapGrownElsewhere where attempt < 4 {
+                // A read on the store's thread adopts the size another process grew the map to.
+                try await isolatedRead { _ in }
+                if case .path(let path) = destination { unlink(path) }
+            } catch StorageError.closed {
+                throw DocStoreError(.closed, "the store at \(path) is closed")
+            } catch {
+                throw DocStoreError(.storage, "cannot back up \(path) to \(target): \(error)", underlying: error)
+            }
+        }
+    }
+
+    /// The store's file: its size, what is in use and the free pages, so that a user knows when compacting pays.
+    public func spaceUsage() throws -> SpaceUsage {
+        try checkOpen()
+        return try mapErrors {
+            let pages = try core.env.pageUsage()
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            return SpaceUsage(fileBytes: size, pageSize: pages.pageSize, pages: pages.inUse, freePages: pages.free)
+        }
+    }
+
+    /// Rewrites the closed store at `path` as a compact copy of itself, so that the file is as small as its data:
+    /// the copy is written beside it, synced and renamed over it, and the store is whole at every moment, the old
+    /// file until the rename and the new one after, whenever the process is stopped. Returns the file's size
+    /// before and after.
+    ///
+    /// No process may have the store open: the compaction refuses with ``DocStoreError/Code/alreadyOpen`` if one
+    /// has, or opens it before the copy is in place.
+    ///
+    /// For example:
+    /// ```swift
+    /// let (before, after) = try await DocStore.compact(path: "people.db")
+    /// ```
+    ///
+    /// The corresponding LMDB function is `mdb_env_copy2` with `MDB_CP_COMPACT`.
+    @discardableResult
+    public static func compact(path: String, options: Options = Options()) async throws -> (before: Int, after: Int) {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Result { try StoreCore.compact(path: path, options: options) })
+            }
+            thread.name = "DocStore compaction"
+            thread.start()
+        }
+    }
+
+    private static func sync(_ path: String) throws {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0, fsync(fd) == 0 else {
+            let message = String(cString: strerror(errno))
+            if fd >= 0 { Glibc.close(fd) }
+            throw DocStoreError(.storage, "cannot sync \(path): \(message)")
+        }
+        Glibc.close(fd)
+    }
+}
+
+/// The engine, handed to a copy's thread: its ``StorageEngine/copy(to:compact:)`` may run on any thread.
+private struct UncheckedEngine: @unchecked Sendable {
+    let engine: any StorageEngine
+}

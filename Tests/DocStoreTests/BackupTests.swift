@@ -1,0 +1,203 @@
+import DocStoreCrashWriter
+import Foundation
+import Testing
+import TestSupport
+@testable import DocStore
+
+/// Online backups and compaction, against real processes where processes matter.
+@Suite(.ownThreads) struct BackupTests {
+    /// Reads a child's output until `word` appears (or the child ends); blocks its thread, as the crash test does.
+    static func wait(for word: String, from output: FileHandle) -> String {
+        var text = ""
+        let deadline = Date().addingTimeInterval(30)
+        while !text.contains(word), Date() < deadline {
+            let data = output.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+        }
+        return text
+    }
+
+    static func child(_ arguments: [String]) throws -> (Process, FileHandle, Pipe) {
+        let process = Process()
+        process.executableURL = CrashSafetyTests.writerURL
+        process.arguments = arguments
+        let output = Pipe(), input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return (process, output.fileHandleForReading, input)
+    }
+
+    /// While a task of this process writes a document into each of two collections per transaction, and another
+    /// process writes batches of 40 records per transaction, backups are taken: each is one commit's state (the
+    /// two collections equal, every batch whole), opens as a store, and verifies clean.
+    @Test func aBackupTakenWhileWritersGoOnIsOneCommitsState() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("live.db")
+        let store = try await DocStore(path: path, options: CrashRecord.options)
+        try await store.write { ctx in
+            for name in ["a", "b"] { try ctx.createIndex(IndexDefinition(name: "n", kind: .regular, fields: ["n"]), in: name) }
+        }
+        let (writer, writerOutput, _) = try Self.child([path, "full"])
+        defer { kill(writer.processIdentifier, SIGKILL); writer.waitUntilExit() }
+        _ = Self.wait(for: "committed ", from: writerOutput)
+        let pairs = Task {
+            var n = 0
+            while !Task.isCancelled {
+                let k = n
+                try await store.write { ctx in
+                    for name in ["a", "b"] {
+                        try ctx.insert(.object([("n", .int(Int64(k))), ("pad", .string(String(repeating: "p", count: 300)))]),
+                                       into: name)
+                    }
+                }
+                n += 1
+            }
+        }
+        defer { pairs.cancel() }
+        for round in 0..<3 {
+            try await Task.sleep(for: .milliseconds(150))
+            let backup = dir.path("backup-\(round).db")
+            try await store.backup(to: backup, compact: round != 1)
+            #expect(!FileManager.default.fileExists(atPath: backup + ".incomplete"))
+            let copy = try await DocStore(path: backup)
+            let a = try await Query<DocumentValue>("a").count(in: copy)
+            let b = try await Query<DocumentValue>("b").count(in: copy)
+            #expect(a == b, "round \(round): a has \(a) documents and b \(b): not one commit's state")
+            #expect(a > 0, "round \(round): the writer had written nothing")
+            #expect(try await Query<DocumentValue>("a").include(.compare("n", .less, .int(5))).count(in: copy) == min(a, 5))
+            let records = try await CrashRecord.query().results(in: copy)
+            let batches = Dictionary(grouping: records, by: \.batch)
+            #expect(!batches.isEmpty, "round \(round): the other process's batches are missing")
+            for (batch, stored) in batches {
+                #expect(stored.count == CrashRecord.batchSize, "round \(round): batch \(batch) has \(stored.count) records")
+            }
+            let report = try await copy.verify()
+            #expect(report.isClean, "round \(round): \(report)")
+            await copy.close()
+        }
+        pairs.cancel()
+        _ = try? await pairs.value
+    }
+
+    @Test func aBackupGoesToAnOpenDescriptorAndRefusesTheStoreItself() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("source.db")
+        let store = try await DocStore(path: path)
+        try await store.insert(contentsOf: (0..<50).map { Person(name: "p\($0)", age: $0) })
+        await expectError(.cannotOpen, mentions: ["itself"]) { try await store.backup(to: path) }
+        await expectError(.cannotOpen, mentions: ["directory"]) { try await store.backup(to: dir.path("")) }
+        let target = dir.path("by-descriptor.db")
+        let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        #expect(fd >= 0)
+        try await store.backup(toDescriptor: fd)
+        close(fd)
+        let copy = try await DocStore(path: target)
+        #expect(try await Person.query().count(in: copy) == 50)
+        #expect(try await Person.include(#Predicate { $0.age < 10 }).count(in: copy) == 10)
+        #expect(try await copy.verify().isClean)
+        await store.close()
+        await expectError(.closed, mentions: []) { try await store.backup(to: dir.path("late.db")) }
+    }
+
+    /// A store with nine documents in ten deleted shrinks when compacted, keeps every remaining document and index
+    /// entry, and shows its free pages before.
+    @Test func compactingAStoreWithMostDocumentsDeletedShrinksIt() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("shrink.db")
+        var kept: [Person] = []
+        do {
+            let store = try await DocStore(path: path)
+            let people = (0..<5_000).map {
+                Person(name: "person \($0) " + String(repeating: "n", count: 200), age: $0 % 90, email: "p\($0)@example.com",
+                       tags: ["t\($0 % 7)"])
+            }
+            try await store.insert(contentsOf: people)
+            let doomed = people.enumerated().filter { $0.offset % 10 != 0 }.map(\.element.id)
+            try await store.write { ctx in for id in doomed { _ = try ctx.delete(Person.self, id: id) } }
+            kept = people.enumerated().filter { $0.offset % 10 == 0 }.map(\.element)
+            let usage = try await store.spaceUsage()
+            #expect(usage.freePages > 0, "\(usage)")
+            #expect(usage.reclaimableBytes > usage.fileBytes / 2, "\(usage)")
+            await expectError(.alreadyOpen, mentions: ["this process"]) {
+                try await DocStore.compact(path: path)
+            }
+            await store.close()
+        }
+        let (before, after) = try await DocStore.compact(path: path)
+        print("compaction of a store with 90% of its documents deleted: \(before) bytes to \(after)")
+        #expect(after < before / 3, "\(before) -> \(after)")
+        let store = try await DocStore(path: path)
+        let stored = try await Person.query().results(in: store)
+        #expect(Set(stored.map(\.id)) == Set(kept.map(\.id)))
+        #expect(try await Person.include(#Predicate { $0.tags.contains("t3") }).count(in: store)
+                == kept.filter { $0.tags.contains("t3") }.count)
+        #expect(try await store.verify().isClean)
+        let usage = try await store.spaceUsage()
+        #expect(usage.fileBytes == after)
+    }
+
+    @Test func compactionRefusesAStoreAnotherProcessHasOpenAndLeavesItAsItWas() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("busy.db")
+        do {
+            let store = try await DocStore(path: path)
+            try await store.insert(Person(name: "kept", age: 1))
+            await store.close()
+        }
+        let (holder, holderOutput, holderInput) = try Self.child(["insert-people-on-cue", path, "1"])
+        defer { kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
+        holderInput.fileHandleForWriting.write(Data("go\n".utf8))
+        _ = Self.wait(for: "inserted 1", from: holderOutput)   // it has the store open, and waits
+        let before = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
+        await expectError(.alreadyOpen, mentions: ["another process"]) {
+            try await DocStore.compact(path: path)
+        }
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == before)
+        #expect(!FileManager.default.fileExists(atPath: path + ".compacting"))
+        await expectError(.cannotOpen, mentions: ["no store"]) {
+            try await DocStore.compact(path: dir.path("missing.db"))
+        }
+    }
+
+    /// A compaction killed at random moments never loses the store: it opens with every document, verifies clean,
+    /// and a later compaction completes.
+    @Test func aCompactionKilledAtRandomMomentsNeverLosesTheStore() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("killed.db")
+        var expected: Set<UUID> = []
+        do {
+            let store = try await DocStore(path: path)
+            let people = (0..<20_000).map { Person(name: "person \($0) " + String(repeating: "q", count: 100), age: $0 % 90) }
+            try await store.insert(contentsOf: people)
+            let doomed = people.enumerated().filter { $0.offset % 4 != 0 }.map(\.element.id)
+            try await store.write { ctx in for id in doomed { _ = try ctx.delete(Person.self, id: id) } }
+            expected = Set(people.enumerated().filter { $0.offset % 4 == 0 }.map(\.element.id))
+            await store.close()
+        }
+        var rng = SeededGenerator(seed: 77)
+        var completed = 0
+        for round in 0..<20 {
+            let (process, output, _) = try Self.child(["compact", path])
+            _ = Self.wait(for: "compacting", from: output)
+            usleep(useconds_t(Int.random(in: 0...40_000, using: &rng)))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            if process.terminationReason == .exit, process.terminationStatus == 0 { completed += 1 }
+            let store = try await DocStore(path: path)
+            let ids = Set(try await Person.query().results(in: store).map(\.id))
+            let whole = ids == expected
+            #expect(whole, "round \(round): \(ids.count) documents of \(expected.count)")
+            #expect(try await Person.include(#Predicate { $0.age == 4 }).count(in: store) > 0, "round \(round)")
+            let report = try await store.verify()
+            #expect(report.isClean, "round \(round): \(report)")
+            await store.close()
+        }
+        print("compactions killed: \(20 - completed) of 20 were cut short")
+        let (_, after) = try await DocStore.compact(path: path)
+        #expect(after > 0)
+        #expect(!FileManager.default.fileExists(atPath: path + ".compacting"))
+    }
+}
