@@ -423,15 +423,10 @@ final class LMDBEnvironment: StorageEngine {
     /// The page size, the pages up to the last one written, and the free pages (those the free list holds, which
     /// later commits reuse).
     ///
-    /// The corresponding LMDB functions are `mdb_env_info`, `mdb_env_stat` and a cursor on the free list
-    /// (database 0).
+    /// The corresponding LMDB function is `mdb_cursor_get` on the free list (database 0).
     func pageUsage() throws -> (pageSize: Int, inUse: Int, free: Int) {
         try translatingErrors {
-            let env = try environment()
-            var info = MDB_envinfo()
-            try lmdbCheck(mdb_env_info(env, &info))
-            var stat = MDB_stat()
-            try lmdbCheck(mdb_env_stat(env, &stat))
+            let (info, stat) = try infoAndStat()
             let free = try read { txn -> Int in
                 guard let lmdb = txn as? LMDBTransaction else { return 0 }
                 var cursor: OpaquePointer?
@@ -459,13 +454,21 @@ final class LMDBEnvironment: StorageEngine {
     /// The size of the map in bytes, and how much of it is in use.
     func usage() throws -> (used: Int, mapSize: Int) {
         try translatingErrors {
-            let env = try environment()
-            var info = MDB_envinfo()
-            try lmdbCheck(mdb_env_info(env, &info))
-            var stat = MDB_stat()
-            try lmdbCheck(mdb_env_stat(env, &stat))
+            let (info, stat) = try infoAndStat()
             return ((info.me_last_pgno + 1) * Int(stat.ms_psize), info.me_mapsize)
         }
+    }
+
+    /// The environment's information (map size, last page) and its main database's statistics (page size).
+    ///
+    /// The corresponding LMDB functions are `mdb_env_info` and `mdb_env_stat`.
+    private func infoAndStat() throws -> (MDB_envinfo, MDB_stat) {
+        let env = try environment()
+        var info = MDB_envinfo()
+        try lmdbCheck(mdb_env_info(env, &info))
+        var stat = MDB_stat()
+        try lmdbCheck(mdb_env_stat(env, &stat))
+        return (info, stat)
     }
 
     /// The id of the last committed write transaction, by any process: it changes with every commit.

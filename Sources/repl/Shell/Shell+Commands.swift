@@ -37,7 +37,9 @@ extension Shell {
         ("verify", ".verify", "check the file's structure, every document (and its checksum) and index entry"),
         ("recover", ".recover NEW", "copy every document that can still be read, with the catalog, into a new store "
             + "at NEW, and say what was lost (for a damaged file: docstore FILE .recover NEW)"),
-        ("stats", ".stats", "the store's size and each collection's counts"),
+        ("backup", ".backup FILE", "write a compact copy of the store, as of its last commit, to FILE: other "
+            + "writers go on meanwhile, and FILE opens as a store"),
+        ("stats", ".stats", "the store's size, what is in use and free, and each collection's counts"),
         ("exit", ".exit [CODE]", "leave the shell (also .quit, or Ctrl-D)"),
     ]
 
@@ -160,6 +162,15 @@ extension Shell {
             console.note(report.lostNothing ? "Recovered \(source) into \(args[0]); nothing was lost."
                 : "Recovered what could be read of \(source) into \(args[0]).")
         case "stats": try await stats()
+        case "backup":
+            try need(1, ".backup FILE")
+            let store = try requireStore()
+            if pending.isOpen && !pending.isEmpty {
+                console.note("The pending changes are not in the file, and are not in the backup.")
+            }
+            try await store.backup(to: args[0])
+            let size = (try? FileManager.default.attributesOfItem(atPath: args[0])[.size] as? Int) ?? 0
+            console.note("Backed up \(store.path) to \(args[0]) (\(Shell.bytes(size))).")
         case "exit", "quit":
             if let code = args.first {
                 guard let c = Int32(code), (0...255).contains(c) else {
@@ -424,10 +435,15 @@ extension Shell {
     private func stats() async throws {
         let store = try requireStore()
         let rows = try await reading { ctx in try ctx.collections().map { ($0, try Query<DocumentValue>($0.name).count(in: ctx)) } }
-        let usage = try await store.mapUsage()
-        let fileSize = (try? FileManager.default.attributesOfItem(atPath: store.path)[.size] as? Int) ?? 0
+        let map = try await store.mapUsage()
+        let space = try await store.spaceUsage()
         var out = "store:  \(store.path)\n"
-        out += "file:   \(Shell.bytes(fileSize)); map \(Shell.bytes(usage.mapSize)), \(Shell.bytes(usage.used)) in use\n"
+        out += "file:   \(Shell.bytes(space.fileBytes)), \(Shell.bytes(space.bytesInUse)) in use, "
+            + "\(space.freePages) free pages of \(Shell.bytes(space.pageSize)); map \(Shell.bytes(map.mapSize))\n"
+        if space.reclaimableBytes > space.fileBytes / 2 && space.fileBytes > 1 << 20 {
+            out += "        compacting would give back about \(Shell.bytes(space.reclaimableBytes)) "
+                + "(DocStore.compact(path:) on the closed store)\n"
+        }
         for (info, count) in rows {
             out += "\(info.name): \(count) documents, \(info.indexes.count) indexes\n"
         }

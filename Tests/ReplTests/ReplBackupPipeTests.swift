@@ -1,0 +1,32 @@
+import DocStore
+import Foundation
+import Testing
+
+extension ShellSessions {
+@Suite struct ReplBackupPipeTests {
+    /// `.backup FILE` writes a store that opens with every document and index; `.stats` shows what is in use and
+    /// free, and says when compacting would pay.
+    @Test func backupWritesAStoreThatOpensAndStatsShowTheFreePages() async throws {
+        let sandbox = try ShellSandbox()
+        let pad = String(repeating: "x", count: 2000)
+        try sandbox.write((0..<300).map { "{\"n\": \($0), \"age\": \($0 % 50), \"pad\": \"\(pad)\"}\n" }.joined(),
+                          to: "people.ndjson")
+        let script = ".import people.ndjson people\n.createIndex age people age\npeople.include(n >= 30).delete()\n"
+            + ".stats\n.backup copy.db\n"
+        let result = try sandbox.run([sandbox.storePath, "--yes"], input: script, timeout: 120)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("in use"), "\(result.stdout)")
+        #expect(result.stdout.contains("free pages"), "\(result.stdout)")
+        #expect(result.stdout.contains("compacting would give back"), "\(result.stdout)")
+        let copy = try await DocStore(path: sandbox.path("copy.db"))
+        #expect(try await Query<DocumentValue>("people").count(in: copy) == 30)
+        #expect(try await Query<DocumentValue>("people").include(.compare("age", .less, .int(10))).count(in: copy) == 10)
+        #expect(try await copy.collections().first?.indexes.map(\.name) == ["age"])
+        #expect(try await copy.verify().isClean)
+
+        let refused = try sandbox.run([sandbox.storePath, ".backup \(sandbox.storePath)"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("onto itself"), "\(refused.stderr)")
+    }
+}
+}
