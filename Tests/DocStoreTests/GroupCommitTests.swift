@@ -1,32 +1,30 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import DocStore
 
 /// Group commit: writes that arrive while a commit runs share the next one, and each stays all or nothing on its
 /// own. Every test first holds the store's thread with a slow write, so that the writes started meanwhile queue
-/// up and are committed as one group; each checks that they were.
-@Suite struct GroupCommitTests {
+/// up and are committed as one group; each checks that they were. The tests' tasks run on threads of their own, so
+/// that a pool kept busy by other suites does not leave the held write waiting for writes that never start.
+@Suite(.ownThreads) struct GroupCommitTests {
     struct Thrown: Error {}
 
-    /// Holds the store's thread inside a write until every one of `writes` has been started (and 50 ms more, for
-    /// its call to reach the store's queue), so that they queue behind it and commit together. Returns each write's
-    /// outcome, in `writes`' order.
+    /// Holds the store's thread inside a write until every one of `writes` waits on the store's queue, so that they
+    /// commit together behind it. Returns each write's outcome, in `writes`' order.
     static func grouped<R: Sendable>(in store: DocStore,
                                      _ writes: [@Sendable (WriteContext) throws -> R]) async -> [Result<R, any Error>] {
-        let started = Counter()
         let held = Task {
             try await store.write { _ in
-                let deadline = Date().addingTimeInterval(10)
-                while started.value < writes.count && Date() < deadline { usleep(1_000) }
-                usleep(50_000)
+                let deadline = Date().addingTimeInterval(60)
+                while store.thread.waitingJobs < writes.count && Date() < deadline { usleep(1_000) }
             }
         }
         try? await Task.sleep(for: .milliseconds(20))   // the slow write has begun
         let outcomes = await withTaskGroup(of: (Int, Result<R, any Error>).self) { group in
             for (i, body) in writes.enumerated() {
                 group.addTask {
-                    started.increment()
                     do { return (i, .success(try await store.write(body))) } catch { return (i, .failure(error)) }
                 }
             }
@@ -215,26 +213,24 @@ import Testing
         try await store.write { ctx in
             for n in 0..<20_000 { try ctx.insert(.object([("x", .int(Int64(n)))]), into: "many") }
         }
-        let started = Counter()
+        let released = Counter()
         let held = Task {
             try await store.write { _ in
-                let deadline = Date().addingTimeInterval(10)
-                while started.value < 2 && Date() < deadline { usleep(1_000) }
-                usleep(100_000)
+                let deadline = Date().addingTimeInterval(60)
+                while released.value == 0 && Date() < deadline { usleep(1_000) }
             }
         }
         try await Task.sleep(for: .milliseconds(20))
         let doomed = Task {
-            started.increment()
-            return try await Query<DocumentValue>("many").include(.compare("x", .greater, .int(-1))).delete(in: store)
+            try await Query<DocumentValue>("many").include(.compare("x", .greater, .int(-1))).delete(in: store)
         }
         let neighbour = Task {
-            started.increment()
             try await store.write { try $0.insert(.object([("x", .int(-5))]), into: "other") }
         }
-        while started.value < 2 { try await Task.sleep(for: .milliseconds(1)) }
-        try await Task.sleep(for: .milliseconds(20))
+        let deadline = Date().addingTimeInterval(60)
+        while store.thread.waitingJobs < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
         doomed.cancel()
+        released.increment()
         _ = try await held.value
         await #expect(throws: CancellationError.self) { _ = try await doomed.value }
         try await neighbour.value

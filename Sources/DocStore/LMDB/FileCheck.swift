@@ -67,13 +67,27 @@ struct LMDBFileCheck {
     }
 
     /// The whole check of the file at `path`, its findings kept (its bytes are not).
+    ///
+    /// The file is mapped at the size it has then. A writer in another process may grow it and commit before the
+    /// meta pages are read, which then name pages past the mapped end: the file is mapped again at its new size.
     static func run(path: String, snapshot: Int = 0, metaOnly: Bool = false) -> LMDBFileCheck.Findings {
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else {
-            return Findings(problems: [StorageDamage(page: nil, space: "", message: "the file '\(path)' cannot be read")],
-                            pagesChecked: 0, roots: [:], pageSize: 0, newestCommit: nil)
-        }
-        return run(data: data, snapshot: snapshot, metaOnly: metaOnly)
+        var findings: Findings
+        var attempts = 0
+        repeat {
+            attempts += 1
+            guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else {
+                return Findings(problems: [StorageDamage(page: nil, space: "", message: "the file '\(path)' cannot be read")],
+                                pagesChecked: 0, roots: [:], pageSize: 0, newestCommit: nil)
+            }
+            findings = run(data: data, snapshot: snapshot, metaOnly: metaOnly)
+            let grown = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0) > data.count
+            guard grown, findings.problems.contains(where: { $0.message.contains(LMDBFileCheck.pastTheEnd) }) else { break }
+        } while attempts < 4
+        return findings
     }
+
+    /// How a meta page naming pages past the end of the mapped file is reported.
+    static let pastTheEnd = "lies past the end of the file"
 
     /// The whole check of a file's bytes.
     static func run(data: Data, snapshot: Int = 0, metaOnly: Bool = false) -> LMDBFileCheck.Findings {
@@ -183,7 +197,7 @@ struct LMDBFileCheck {
         }
         let filePages = UInt64(bytes.count / pageSize)
         guard last >= 1, last < filePages else {
-            damage(UInt64(index), space, "its last page \(last) lies past the end of the file (\(filePages) pages)")
+            damage(UInt64(index), space, "its last page \(last) \(LMDBFileCheck.pastTheEnd) (\(filePages) pages)")
             return nil
         }
         return Meta(page: index, free: free, main: main, lastPage: last, txnid: txnid)

@@ -42,10 +42,13 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
     }
 
     /// Whether jobs wait behind the one running: called from a job, whether others came meanwhile.
-    var hasWaitingJobs: Bool {
+    var hasWaitingJobs: Bool { waitingJobs > 0 }
+
+    /// How many jobs wait to run.
+    var waitingJobs: Int {
         condition.lock()
         defer { condition.unlock() }
-        return next < jobs.count
+        return jobs.count - next
     }
 
     /// Ends the thread once the jobs queued so far have run. It may be called on the thread itself.
