@@ -1,5 +1,6 @@
 import DocStoreCrashWriter
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 @testable import DocStore
@@ -44,18 +45,24 @@ import TestSupport
         let (writer, writerOutput, _) = try Self.child(["insert-people", path, "100000", "2"])
         defer { kill(writer.processIdentifier, SIGKILL); writer.waitUntilExit() }
         _ = Self.wait(for: "inserted ", from: writerOutput)
+        let failure = Mutex<String?>(nil)
         let pairs = Task {
             var n = 0
             while !Task.isCancelled {
                 let k = n
-                try await store.write { ctx in
-                    for name in ["a", "b"] {
-                        try ctx.insert(.object([("n", .int(Int64(k))), ("pad", .string(String(repeating: "p", count: 300)))]),
-                                       into: name)
+                do {
+                    try await store.write { ctx in
+                        for name in ["a", "b"] {
+                            try ctx.insert(.object([("n", .int(Int64(k))), ("pad", .string(String(repeating: "p", count: 300)))]),
+                                           into: name)
+                        }
                     }
+                } catch {
+                    failure.withLock { $0 = "\(error)" }
+                    return
                 }
                 n += 1
-                try await Task.sleep(for: .milliseconds(1))
+                try? await Task.sleep(for: .milliseconds(1))
             }
         }
         defer { pairs.cancel() }
@@ -67,6 +74,7 @@ import TestSupport
                 try await Task.sleep(for: .milliseconds(20))
             }
             written = try await Query<DocumentValue>("a").count(in: store)
+            #expect(failure.withLock { $0 } == nil, "the writer of pairs failed: \(failure.withLock { $0 } ?? "")")
             let backup = dir.path("backup-\(round).db")
             try await store.backup(to: backup, compact: round != 1)
             #expect(!FileManager.default.fileExists(atPath: backup + ".incomplete"))
@@ -85,7 +93,7 @@ import TestSupport
             await copy.close()
         }
         pairs.cancel()
-        _ = try? await pairs.value
+        await pairs.value
     }
 
     @Test func aBackupGoesToAnOpenDescriptorAndRefusesTheStoreItself() async throws {

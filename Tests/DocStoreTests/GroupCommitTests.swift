@@ -15,13 +15,15 @@ import TestSupport
     /// commit together behind it. Returns each write's outcome, in `writes`' order.
     static func grouped<R: Sendable>(in store: DocStore,
                                      _ writes: [@Sendable (WriteContext) throws -> R]) async -> [Result<R, any Error>] {
+        let begun = Counter()
         let held = Task {
             try await store.write { _ in
+                begun.increment()
                 let deadline = Date().addingTimeInterval(60)
                 while store.thread.waitingJobs < writes.count && Date() < deadline { usleep(1_000) }
             }
         }
-        try? await Task.sleep(for: .milliseconds(20))   // the slow write has begun
+        while begun.value == 0 { try? await Task.sleep(for: .milliseconds(1)) }   // the slow write holds the thread
         let outcomes = await withTaskGroup(of: (Int, Result<R, any Error>).self) { group in
             for (i, body) in writes.enumerated() {
                 group.addTask {
@@ -213,14 +215,15 @@ import TestSupport
         try await store.write { ctx in
             for n in 0..<20_000 { try ctx.insert(.object([("x", .int(Int64(n)))]), into: "many") }
         }
-        let released = Counter()
+        let released = Counter(), begun = Counter()
         let held = Task {
             try await store.write { _ in
+                begun.increment()
                 let deadline = Date().addingTimeInterval(60)
                 while released.value == 0 && Date() < deadline { usleep(1_000) }
             }
         }
-        try await Task.sleep(for: .milliseconds(20))
+        while begun.value == 0 { try await Task.sleep(for: .milliseconds(1)) }
         let doomed = Task {
             try await Query<DocumentValue>("many").include(.compare("x", .greater, .int(-1))).delete(in: store)
         }
