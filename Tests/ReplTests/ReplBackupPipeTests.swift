@@ -28,5 +28,23 @@ extension ShellSessions {
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("onto itself"), "\(refused.stderr)")
     }
+
+    /// `.verify COLLECTION` lists the fields whose documents hold more than one kind of value.
+    @Test func verifyOfACollectionListsItsFieldsOfMixedKinds() throws {
+        let sandbox = try ShellSandbox()
+        let script = """
+            people.insert({"name": "Ann", "age": 41})
+            people.insert({"name": "Bo", "age": "seventeen"})
+            people.insert({"name": "Cy", "age": 30, "email": "cy@example.com"})
+            .verify people
+
+            """
+        let result = try sandbox.run([sandbox.storePath], input: script)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("3 documents"), "\(result.stdout)")
+        #expect(result.stdout.contains("age: int 2, string 1"), "\(result.stdout)")
+        #expect(result.stdout.contains("email: missing 2, string 1"), "\(result.stdout)")
+        #expect(!result.stdout.contains("name:"), "\(result.stdout)")
+    }
 }
 }

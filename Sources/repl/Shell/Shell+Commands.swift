@@ -34,7 +34,9 @@ extension Shell {
         ("unsave", ".unsave NAME", "forget a saved filter"),
         ("status", ".status", "the transaction and its pending changes"),
         ("watch", ".watch QUERY", "show a query's results (or count()) again after each commit, until Ctrl-C"),
-        ("verify", ".verify", "check the file's structure, every document (and its checksum) and index entry"),
+        ("verify", ".verify [COLLECTION]", "check the file's structure, every document (and its checksum) and index "
+            + "entry; with a collection, list its fields whose documents hold values of more than one kind (those a "
+            + "model would fail to decode)"),
         ("recover", ".recover NEW", "copy every document that can still be read, with the catalog, into a new store "
             + "at NEW, and say what was lost (for a damaged file: docstore FILE .recover NEW)"),
         ("backup", ".backup FILE", "write a compact copy of the store, as of its last commit, to FILE: other "
@@ -150,7 +152,12 @@ extension Shell {
             console.note("Forgot the saved filter \(name).")
         case "status": status()
         case "verify":
-            console.result(try await requireStore().verify().description + "\n")
+            if let collection = args.first {
+                let kinds = try await requireStore().fieldKinds(of: Shell.name(collection))
+                console.result(kinds.description + "\n")
+            } else {
+                console.result(try await requireStore().verify().description + "\n")
+            }
         case "recover":
             try need(1, ".recover NEW")
             guard let source = store?.path ?? unopenedPath else { throw ShellError("no store is open: use .open PATH") }
