@@ -349,7 +349,7 @@ final class LMDBEnvironment: StorageEngine {
         do {
             try environment.copy(to: .path(temporary), compact: true)
             environment.close()
-            try syncFile(temporary)
+            try DurableFile.sync(temporary)
         } catch {
             environment.close()
             unlink(temporary)
@@ -367,21 +367,13 @@ final class LMDBEnvironment: StorageEngine {
         }
         // The lock file describes the old file's readers and commits: the next opening makes a new one.
         unlink(lockPath)
-        try syncFile((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent)
+        try DurableFile.syncFolder(of: path)
         return (before, fileSize(path))
     }
 
     private static func fileSize(_ path: String) -> Int {
         var info = stat()
         return stat(path, &info) == 0 ? Int(info.st_size) : 0
-    }
-
-    /// Makes a file's (or a folder's) contents durable: `fsync`.
-    private static func syncFile(_ path: String) throws {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw StorageError.failed("cannot open \(path) to sync it: \(String(cString: strerror(errno)))") }
-        defer { Glibc.close(fd) }
-        guard fsync(fd) == 0 else { throw StorageError.failed("cannot sync \(path): \(String(cString: strerror(errno)))") }
     }
 
     /// Copies the file as of its last commit into a new file, or to an open descriptor.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The storage a store runs on, as every layer above it sees it: named spaces of ordered keys and values,
 /// transactions, cursors and counts. LMDB implements it (the `LMDB` folder, the only code that calls LMDB); no
 /// type of that implementation is named above this interface, except where a store opens its file.
@@ -43,6 +45,22 @@ protocol StorageEngine: AnyObject {
     /// Checks the file's structure without trusting it (every page number and offset checked before use), as
     /// `txn`'s commit, or a later one, has it; the damage found, and the pages read.
     func checkStructure(holding txn: any StorageTransaction) -> (damage: [StorageDamage], pages: Int)
+}
+
+/// Files made durable by path: the copies that replace a file (a backup, a compaction) are synced, then their folder.
+enum DurableFile {
+    /// `fsync` of a file or a folder.
+    static func sync(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StorageError.failed("cannot open \(path) to sync it: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw StorageError.failed("cannot sync \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    /// `fsync` of the folder that holds `path`, so that a rename into it is durable.
+    static func syncFolder(of path: String) throws {
+        try sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+    }
 }
 
 /// Where a copy of the file goes.

@@ -48,11 +48,13 @@ extension DocStore {
         unlink(temporary)
         try await copy(to: .path(temporary), compact: compact, naming: path)
         do {
-            try Self.sync(temporary)
-            guard rename(temporary, path) == 0 else {
-                throw DocStoreError(.storage, "cannot move the backup into place at \(path): \(String(cString: strerror(errno)))")
+            try mapErrors {
+                try DurableFile.sync(temporary)
+                guard rename(temporary, path) == 0 else {
+                    throw DocStoreError(.storage, "cannot move the backup into place at \(path): \(String(cString: strerror(errno)))")
+                }
+                try DurableFile.syncFolder(of: path)
             }
-            try Self.sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
         } catch {
             unlink(temporary)
             throw error
@@ -126,16 +128,6 @@ extension DocStore {
             thread.name = "DocStore compaction"
             thread.start()
         }
-    }
-
-    private static func sync(_ path: String) throws {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0, fsync(fd) == 0 else {
-            let message = String(cString: strerror(errno))
-            if fd >= 0 { Glibc.close(fd) }
-            throw DocStoreError(.storage, "cannot sync \(path): \(message)")
-        }
-        Glibc.close(fd)
     }
 }
 
