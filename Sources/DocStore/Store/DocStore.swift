@@ -184,7 +184,7 @@ public actor DocStore {
     ///
     /// The corresponding LMDB function is `mdb_env_sync`.
     public func flush() throws {
-        if isClosed { throw DocStoreError(.closed, "the store at \(path) is closed") }
+        try checkOpen()
         do { try core.env.flush() } catch let error as StorageError {
             throw DocStoreError(.storage, "cannot sync \(path): \(error)", underlying: error)
         }
