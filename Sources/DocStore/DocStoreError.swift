@@ -17,6 +17,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
             case uniqueViolation, duplicateID, storeFull, notAStore, formatTooNew, cannotOpen, alreadyOpen
             case decodingFailed, encodingFailed, corruptDocument, invalidSchema, valueTooLarge
             case transactionExpired, closed, storage, alreadyExists, readOnly, damagedFile, overflow, invalidUpdate
+            case migrationFailed
         }
         let kind: Kind
         public var description: String { kind.rawValue }
@@ -64,6 +65,10 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         /// An update cannot be applied to a document as it is (an increment of a string, a push onto a value that
         /// is not an array, a change of the id); the message names the document and field. Nothing was changed.
         public static let invalidUpdate = Code(kind: .invalidUpdate)
+        /// A migration could not be applied: a value it could not convert, a step it may not take (changing an id,
+        /// removing an indexed field), or its body threw. The message names the migration, the step and the
+        /// document; ``DocStoreError/underlying`` is the error met. Nothing of the migration was written.
+        public static let migrationFailed = Code(kind: .migrationFailed)
     }
 
     public let code: Code
@@ -103,6 +108,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
     public static let storage = Code.storage
     public static let readOnly = Code.readOnly
     public static let damagedFile = Code.damagedFile
+    public static let migrationFailed = Code.migrationFailed
 }
 
 extension DocStoreError.Code {

@@ -46,7 +46,8 @@ import TestSupport
         defer { kill(writer.processIdentifier, SIGKILL); writer.waitUntilExit() }
         _ = Self.wait(for: "inserted ", from: writerOutput)
         let failure = Mutex<String?>(nil)
-        let pairs = Task {
+        // Started on the suite's own threads: a plain `Task` would run on the shared pool, which other suites may block.
+        let pairs = Task(executorPreference: GrowingThreadPool.shared) {
             var n = 0
             while !Task.isCancelled {
                 let k = n

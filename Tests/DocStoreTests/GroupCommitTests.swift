@@ -16,7 +16,7 @@ import TestSupport
     static func grouped<R: Sendable>(in store: DocStore,
                                      _ writes: [@Sendable (WriteContext) throws -> R]) async -> [Result<R, any Error>] {
         let begun = Counter()
-        let held = Task {
+        let held = Task(executorPreference: GrowingThreadPool.shared) {
             try await store.write { _ in
                 begun.increment()
                 let deadline = Date().addingTimeInterval(60)
@@ -216,7 +216,7 @@ import TestSupport
             for n in 0..<20_000 { try ctx.insert(.object([("x", .int(Int64(n)))]), into: "many") }
         }
         let released = Counter(), begun = Counter()
-        let held = Task {
+        let held = Task(executorPreference: GrowingThreadPool.shared) {
             try await store.write { _ in
                 begun.increment()
                 let deadline = Date().addingTimeInterval(60)
@@ -224,10 +224,10 @@ import TestSupport
             }
         }
         while begun.value == 0 { try await Task.sleep(for: .milliseconds(1)) }
-        let doomed = Task {
+        let doomed = Task(executorPreference: GrowingThreadPool.shared) {
             try await Query<DocumentValue>("many").include(.compare("x", .greater, .int(-1))).delete(in: store)
         }
-        let neighbour = Task {
+        let neighbour = Task(executorPreference: GrowingThreadPool.shared) {
             try await store.write { try $0.insert(.object([("x", .int(-5))]), into: "other") }
         }
         let deadline = Date().addingTimeInterval(60)

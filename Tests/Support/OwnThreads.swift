@@ -25,8 +25,8 @@ extension Trait where Self == OwnThreads {
 
 /// A task executor whose jobs run on plain threads: an idle one when there is one, a new one when every thread is
 /// busy (or blocked). Threads are kept for later jobs and never end; a test process makes few.
-final class GrowingThreadPool: TaskExecutor {
-    static let shared = GrowingThreadPool()
+public final class GrowingThreadPool: TaskExecutor {
+    public static let shared = GrowingThreadPool()
 
     private struct State {
         var jobs: [UnownedJob] = []
@@ -35,7 +35,7 @@ final class GrowingThreadPool: TaskExecutor {
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let wakeIdle = state.withLock { state in
             state.jobs.append(job)

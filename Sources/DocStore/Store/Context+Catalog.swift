@@ -30,14 +30,19 @@ extension ReadContext {
     /// The saved filters, by name.
     public func savedFilters() throws -> [SavedFilter] {
         try checkValid()
-        let prefix = StoreCore.filterKey("")
-        var out: [SavedFilter] = []
+        return try catalogEntries(SavedFilter.self, prefix: StoreCore.filterKey(""), what: "the saved filter")
+    }
+
+    /// The catalog's records whose keys start with `prefix`, decoded as `T`, in key order; a damaged one is
+    /// named in the error as `what` and its name.
+    func catalogEntries<T: Decodable>(_ type: T.Type, prefix: [UInt8], what: String) throws -> [T] {
+        var out: [T] = []
         try txn.forEachEntry(in: scope.core.meta, prefix: prefix) { key, value in
             do {
-                out.append(try DocumentDecoder().decode(SavedFilter.self, from: value))
+                out.append(try DocumentDecoder().decode(T.self, from: value))
             } catch {
                 let name = String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
-                throw DocStoreError(.corruptDocument, "the saved filter '\(name)' in the catalog is damaged: \(error)")
+                throw DocStoreError(.corruptDocument, "\(what) '\(name)' in the catalog is damaged: \(error)")
             }
         }
         return out

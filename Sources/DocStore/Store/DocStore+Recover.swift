@@ -87,12 +87,16 @@ extension DocStore {
         // The catalog: collections by name, and saved filters.
         var infos: [String: CollectionInfo] = [:]
         var filters: [SavedFilter] = []
+        var migrations: [(key: [UInt8], value: [UInt8])] = []
         let collectionPrefix = StoreCore.catalogKey(""), filterPrefix = StoreCore.filterKey("")
         for (key, value) in salvage.databases[StoreCore.metaName] ?? [] {
             if key.starts(with: collectionPrefix) {
                 if let info = try? DocumentDecoder().decode(CollectionInfo.self, from: value) { infos[info.name] = info }
             } else if key.starts(with: filterPrefix) {
                 if let filter = try? DocumentDecoder().decode(SavedFilter.self, from: value) { filters.append(filter) }
+            } else if key.starts(with: StoreCore.migrationKey("")) || key == StoreCore.knownMigrationsKey {
+                // The migrations the store had applied: a recovered store is not migrated again.
+                migrations.append((key, value))
             }
         }
         var names = Set(infos.keys)
@@ -103,6 +107,9 @@ extension DocStore {
         let store = try await DocStore(path: path)
         do {
             try await store.copy(names: names.sorted(), infos: infos, filters: filters, from: salvage, into: &report)
+            try await store.write { [migrations] ctx in
+                for (key, value) in migrations { try ctx.txn.put(ctx.scope.core.meta, key, value) }
+            }
             report.verification = try await store.verify()
         } catch {
             await store.close()

@@ -176,6 +176,48 @@ final class TransactionScope {
         return true
     }
 
+    /// Moves a collection to a new name: its documents and index entries are copied as they are into the new
+    /// name's databases, the old ones are deleted, and saved filters that read it read the new name. Returns
+    /// whether there was such a collection.
+    @discardableResult
+    func renameCollection(_ name: String, to newName: String) throws -> Bool {
+        guard let info = try core.readInfo(name, in: txn) else { return false }
+        guard name != newName else { return true }
+        try StoreCore.validateName(newName, what: "collection")
+        if try core.readInfo(newName, in: txn) != nil {
+            throw DocStoreError(.alreadyExists, "cannot rename collection '\(name)' to '\(newName)': a collection "
+                + "has that name", collection: newName)
+        }
+        guard let source = try handle(named: name) else { return false }
+        touchedCatalog = true
+        let moved = CollectionInfo(name: newName, idPath: info.idPath, indexes: info.indexes)
+        try core.writeInfo(moved, in: txn)
+        let target = try core.openHandle(moved, in: txn)
+        try txn.forEachEntry(in: source.documents) { key, value in
+            try txn.put(target.documents, key, value, noOverwrite: false, noDuplicate: false)
+        }
+        for (from, to) in zip(source.indexes, target.indexes) {
+            try txn.forEachEntry(in: from.database) { key, value in
+                try txn.put(to.database, key, value, noOverwrite: false, noDuplicate: false)
+            }
+        }
+        handles[newName] = target
+        _ = try dropCollection(name)
+        let prefix = StoreCore.filterKey("")
+        var filters: [SavedFilter] = []
+        try txn.forEachEntry(in: core.meta, prefix: prefix) { _, value in
+            if let filter = try? DocumentDecoder().decode(SavedFilter.self, from: value), filter.collection == name {
+                filters.append(filter)
+            }
+        }
+        for var filter in filters {
+            filter.collection = newName
+            if filter.text.hasPrefix(name + ".") { filter.text = newName + filter.text.dropFirst(name.count) }
+            try txn.put(core.meta, StoreCore.filterKey(filter.name), try DocumentEncoder().encode(filter))
+        }
+        return true
+    }
+
     /// After a successful commit: the collections opened here become the store's.
     func committed(endGeneration: UInt64) {
         // The handles this transaction left alone, right at its start, are right at its end: it changed no

@@ -42,6 +42,12 @@ extension Shell {
         ("backup", ".backup FILE", "write a compact copy of the store, as of its last commit, to FILE: other "
             + "writers go on meanwhile, and FILE opens as a store"),
         ("stats", ".stats", "the store's size, what is in use and free, and each collection's counts"),
+        ("migrations", ".migrations", "the migrations the store applied, with their steps, and those the app's "
+            + "migrator has that it has not"),
+        ("migrate", ".migrate NAME STEP [; STEP ...]", "apply a migration of these steps, once, in one transaction "
+            + "(asks first): renameField C FIELD NEW; addField C FIELD VALUE; removeField C FIELD; convertField C "
+            + "FIELD string|int|double|bool; renameCollection C NEW; dropCollection C; createIndex NAME C FIELDS "
+            + "[unique|multi]; dropIndex NAME C"),
         ("exit", ".exit [CODE]", "leave the shell (also .quit, or Ctrl-D)"),
     ]
 
@@ -169,6 +175,8 @@ extension Shell {
             console.note(report.lostNothing ? "Recovered \(source) into \(args[0]); nothing was lost."
                 : "Recovered what could be read of \(source) into \(args[0]).")
         case "stats": try await stats()
+        case "migrations": try await listMigrations()
+        case "migrate": try await migrate(args)
         case "backup":
             try need(1, ".backup FILE")
             let store = try requireStore()
@@ -208,6 +216,7 @@ extension Shell {
         case "import": return second.map { "import into \($0)" } ?? "import documents"
         case "save": return first.map { "save the filter \($0)" } ?? "save a filter"
         case "unsave": return first.map { "delete the saved filter \($0)" } ?? "delete a saved filter"
+        case "migrate": return first.map { "apply the migration \($0)" } ?? "apply a migration"
         default: return nil
         }
     }

@@ -1,0 +1,361 @@
+import Foundation
+
+/// What a migration changes a store with: steps over the documents of a collection, without their Swift type, and
+/// over the catalog. Every step keeps the collection's indexes up to date, and is recorded, in words, with the
+/// migration.
+///
+/// Steps over fields take dotted paths into nested objects (`address.city`). A document without the field a step
+/// names is left as it is. The id field of a collection cannot be renamed, removed or changed. For anything the
+/// steps do not cover, ``transformDocuments(in:_:)`` runs a closure over each document, and ``context`` reads and
+/// writes as in any write transaction.
+public final class MigrationContext {
+    /// The migration's write transaction, for queries and for writes of single documents.
+    public let context: WriteContext
+    let migration: String
+    private(set) var steps: [String] = []
+
+    init(context: WriteContext, migration: String) {
+        self.context = context
+        self.migration = migration
+    }
+
+    func checkValid() throws { try context.checkValid() }
+
+    private var txn: any StorageTransaction { context.txn }
+    private var scope: TransactionScope { context.scope }
+
+    // MARK: Fields
+
+    /// Renames a field in every document that has it; indexes on the field (or inside it) follow it.
+    ///
+    /// - Throws: ``DocStoreError/Code/migrationFailed`` when a document already has a field at `newPath`.
+    public func renameField(_ path: FieldPath, to newPath: FieldPath, in collection: String) throws {
+        let step = "rename field \(collection).\(path) to \(newPath)"
+        steps.append(step)
+        guard path != newPath else { return }
+        try refuseIDChange(of: [path, newPath], in: collection, step: step)
+        // The indexes that read the field are rebuilt on its new path once every document has it there.
+        let moved = try indexes(of: collection).filter { $0.fields.contains { $0.isWithin(path) } }
+        for index in moved { try context.dropIndex(index.name, from: collection) }
+        try rewrite(collection, step: step) { document in
+            guard let value = document[path: path] else { return document }
+            if document[path: newPath] != nil {
+                throw StepFailure("it already has a field '\(newPath)'")
+            }
+            return document.removing(path).setting(value, at: newPath)
+        }
+        for index in moved {
+            let fields = index.fields.map { $0.isWithin(path) ? $0.moved(from: path, to: newPath) : $0 }
+            try context.createIndex(IndexDefinition(name: index.name, kind: index.kind, fields: fields), in: collection)
+        }
+    }
+
+    /// Gives every document without the field (or with a `null` there) the value `value`.
+    public func addField(_ path: FieldPath, in collection: String, value: DocumentValue) throws {
+        try addField(path, in: collection, step: "add field \(collection).\(path) = \(value.json())") { _ in value }
+    }
+
+    /// Gives every document without the field (or with a `null` there) the value `compute` makes from the
+    /// document; where it returns `nil`, the document is left without the field.
+    public func addField(_ path: FieldPath, in collection: String,
+                         computed compute: (DocumentValue) throws -> DocumentValue?) throws {
+        try addField(path, in: collection, step: "add field \(collection).\(path) computed", compute)
+    }
+
+    private func addField(_ path: FieldPath, in collection: String, step: String,
+                          _ compute: (DocumentValue) throws -> DocumentValue?) throws {
+        steps.append(step)
+        try refuseIDChange(of: [path], in: collection, step: step)
+        try rewrite(collection, step: step) { document in
+            if let present = document[path: path], present != .null { return document }
+            guard let value = try compute(document) else { return document }
+            return document.setting(value, at: path)
+        }
+    }
+
+    /// Removes a field from every document.
+    ///
+    /// - Throws: ``DocStoreError/Code/migrationFailed`` when an index reads the field: drop the index first.
+    public func removeField(_ path: FieldPath, in collection: String) throws {
+        let step = "remove field \(collection).\(path)"
+        steps.append(step)
+        try refuseIDChange(of: [path], in: collection, step: step)
+        try refuseIndexed([path], in: collection, step: step)
+        try rewrite(collection, step: step) { $0.removing(path) }
+    }
+
+    /// Changes the kind of a field's value in every document: text to a number, a number to text, and so on
+    /// (see ``FieldConversion``). `null` stays `null`.
+    ///
+    /// - Throws: ``DocStoreError/Code/migrationFailed`` naming the document and its value when a value cannot be
+    ///   converted (`"12b"` to an integer, say); nothing of the migration is written.
+    public func convertField(_ path: FieldPath, in collection: String, to kind: FieldConversion) throws {
+        try convertField(path, in: collection, step: "convert field \(collection).\(path) to \(kind.rawValue)") {
+            try kind.convert($0)
+        }
+    }
+
+    /// Replaces a field's value in every document that has it with what `convert` makes of it.
+    public func convertField(_ path: FieldPath, in collection: String,
+                             _ convert: (DocumentValue) throws -> DocumentValue) throws {
+        try convertField(path, in: collection, step: "convert field \(collection).\(path) computed", convert)
+    }
+
+    private func convertField(_ path: FieldPath, in collection: String, step: String,
+                              _ convert: (DocumentValue) throws -> DocumentValue) throws {
+        steps.append(step)
+        try refuseIDChange(of: [path], in: collection, step: step)
+        try rewrite(collection, step: step) { document in
+            guard let value = document[path: path], value != .null else { return document }
+            return document.setting(try convert(value), at: path)
+        }
+    }
+
+    /// Splits a field in two or more: in every document that has it, `split` makes one value per path of `paths`
+    /// (`nil` for none), and the field is removed unless it is one of `paths`.
+    ///
+    /// For example, `name: "Ann Lee"` into `first` and `last`:
+    /// ```swift
+    /// try m.splitField("name", into: ["first", "last"], in: "people") { name in
+    ///     guard case .string(let s) = name else { return [nil, nil] }
+    ///     let parts = s.split(separator: " ", maxSplits: 1).map { DocumentValue.string(String($0)) }
+    ///     return [parts.first, parts.count > 1 ? parts[1] : nil]
+    /// }
+    /// ```
+    /// - Throws: ``DocStoreError/Code/migrationFailed`` when `split` returns a number of values other than
+    ///   `paths.count`, or when an index reads the field that is removed.
+    public func splitField(_ path: FieldPath, into paths: [FieldPath], in collection: String,
+                           _ split: (DocumentValue) throws -> [DocumentValue?]) throws {
+        let step = "split field \(collection).\(path) into \(paths.map(\.description).joined(separator: ", "))"
+        steps.append(step)
+        try refuseIDChange(of: [path] + paths, in: collection, step: step)
+        if !paths.contains(path) { try refuseIndexed([path], in: collection, step: step) }
+        try rewrite(collection, step: step) { document in
+            guard let value = document[path: path] else { return document }
+            let parts = try split(value)
+            guard parts.count == paths.count else {
+                throw StepFailure("the split made \(parts.count) values for \(paths.count) fields")
+            }
+            var out = paths.contains(path) ? document : document.removing(path)
+            for (target, part) in zip(paths, parts) {
+                if let part { out = out.setting(part, at: target) } else { out = out.removing(target) }
+            }
+            return out
+        }
+    }
+
+    /// Merges fields into one: in every document that has at least one of `paths`, `merge` makes the new field's
+    /// value from theirs (`nil` where one is missing), and the fields of `paths` other than `path` are removed.
+    /// Where `merge` returns `nil`, the document is left without `path`.
+    ///
+    /// - Throws: ``DocStoreError/Code/migrationFailed`` when an index reads one of the fields that are removed.
+    public func mergeFields(_ paths: [FieldPath], into path: FieldPath, in collection: String,
+                            _ merge: ([DocumentValue?]) throws -> DocumentValue?) throws {
+        let step = "merge fields \(paths.map { "\(collection).\($0)" }.joined(separator: ", ")) into \(path)"
+        steps.append(step)
+        try refuseIDChange(of: paths + [path], in: collection, step: step)
+        let removed = paths.filter { $0 != path }
+        try refuseIndexed(removed, in: collection, step: step)
+        try rewrite(collection, step: step) { document in
+            let values = paths.map { document[path: $0] }
+            guard values.contains(where: { $0 != nil }) else { return document }
+            var out = removed.reduce(document) { $0.removing($1) }
+            if let merged = try merge(values) { out = out.setting(merged, at: path) } else { out = out.removing(path) }
+            return out
+        }
+    }
+
+    /// Runs `transform` over every document of the collection: the document it returns replaces the stored one,
+    /// and `nil` deletes it. The id must stay as it is.
+    public func transformDocuments(in collection: String,
+                                   _ transform: (DocumentValue) throws -> DocumentValue?) throws {
+        let step = "transform documents of \(collection)"
+        steps.append(step)
+        try rewrite(collection, step: step, transform)
+    }
+
+    // MARK: Indexes and collections
+
+    /// Adds an index and builds it from the documents (see ``WriteContext/createIndex(_:in:)``).
+    public func createIndex(_ definition: IndexDefinition, in collection: String) throws {
+        steps.append("create \(definition) on \(collection)")
+        try context.createIndex(definition, in: collection)
+    }
+
+    /// Deletes an index and its entries, if the collection has it.
+    public func dropIndex(_ name: String, from collection: String) throws {
+        steps.append("drop index \(collection).\(name)")
+        try context.dropIndex(name, from: collection)
+    }
+
+    /// Renames a collection, with its documents, its indexes and the saved filters that read it. Nothing happens
+    /// when there is no collection `name`.
+    ///
+    /// - Throws: ``DocStoreError/Code/alreadyExists`` when a collection or a saved filter is named `newName`.
+    public func renameCollection(_ name: String, to newName: String) throws {
+        steps.append("rename collection \(name) to \(newName)")
+        try context.checkWritable("rename collection '\(name)'", collection: name)
+        try scope.renameCollection(name, to: newName)
+    }
+
+    /// Deletes a collection with its documents and indexes, if there is one.
+    public func dropCollection(_ name: String) throws {
+        steps.append("drop collection \(name)")
+        try context.dropCollection(name)
+    }
+
+    // MARK: The walk
+
+    /// The failure of a step on one document, named with it by ``rewrite(_:step:_:)``.
+    private struct StepFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    private func indexes(of collection: String) throws -> [IndexDefinition] {
+        try scope.core.readInfo(collection, in: txn)?.indexes ?? []
+    }
+
+    private func refuseIDChange(of paths: [FieldPath], in collection: String, step: String) throws {
+        guard let info = try scope.core.readInfo(collection, in: txn) else { return }
+        if let path = paths.first(where: { info.idPath.isWithin($0) || $0.isWithin(info.idPath) }) {
+            throw DocStoreError(.migrationFailed, "cannot \(step): '\(path)' is the id field of '\(collection)' (or "
+                + "holds it), and a migration cannot change a document's id", collection: collection)
+        }
+    }
+
+    private func refuseIndexed(_ paths: [FieldPath], in collection: String, step: String) throws {
+        for index in try indexes(of: collection) {
+            if let path = paths.first(where: { path in index.fields.contains { $0.isWithin(path) } }) {
+                throw DocStoreError(.migrationFailed, "cannot \(step): index '\(index.name)' of '\(collection)' reads "
+                    + "'\(path)', which this removes; drop the index first (in the same migration)",
+                    collection: collection, index: index.name)
+            }
+        }
+    }
+
+    /// Replaces each document of `collection` with what `change` returns (deleting it on `nil`), through the
+    /// collection's handle, so its index entries follow. Documents left equal are not written.
+    private func rewrite(_ collection: String, step: String,
+                         _ change: (DocumentValue) throws -> DocumentValue?) throws {
+        try context.checkWritable("\(step)", collection: collection)
+        guard let handle = try scope.handle(named: collection) else { return }
+        var ids: [[UInt8]] = []
+        try txn.forEachEntry(in: handle.documents) { key, _ in ids.append(Array(key)) }
+        for id in ids {
+            guard let raw = try txn.get(handle.documents, id) else { continue }
+            let stored = Array(raw)
+            let name = { CollectionHandle.describeID(id, in: stored, idPath: handle.info.idPath) }
+            let document = try stored.withUnsafeBytes {
+                try ElementKind<DocumentValue>.documentValue.decode($0, from: handle, id: name)
+            }
+            let changed: DocumentValue?
+            do {
+                changed = try change(document)
+            } catch let error as DocStoreError {
+                throw error
+            } catch {
+                throw DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)': "
+                    + "\(error)", collection: collection, underlying: error)
+            }
+            guard let changed else {
+                try handle.delete(id: id, in: txn)
+                continue
+            }
+            guard changed != document else { continue }
+            guard changed[path: handle.info.idPath] == document[path: handle.info.idPath] else {
+                throw DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)' would "
+                    + "change its id, which a migration cannot do", collection: collection)
+            }
+            try handle.write(changed.encoded(), mode: .save, in: txn, stored: stored)
+        }
+    }
+}
+
+/// The kinds ``MigrationContext/convertField(_:in:to:)`` converts a value to.
+public enum FieldConversion: String, Sendable, CaseIterable {
+    /// Text: numbers as Swift prints them, `true`/`false`, dates in ISO 8601, UUIDs as text.
+    case string
+    /// A 64-bit integer: from text holding one (spaces around it allowed), a number with no fraction, a Bool (0, 1).
+    case int
+    /// A Double: from text holding a number, an integer, a Bool (0, 1).
+    case double
+    /// A Bool: from `true`/`false`/`yes`/`no`/`1`/`0` in text (any case), or the integers 0 and 1.
+    case bool
+
+    /// `value` as this kind; throws, naming the value, when it has no such form.
+    public func convert(_ value: DocumentValue) throws -> DocumentValue {
+        if let converted = converted(value) { return converted }
+        throw ConversionFailure(value: value, kind: self)
+    }
+
+    private func converted(_ value: DocumentValue) -> DocumentValue? {
+        switch (self, value) {
+        case (_, .null): return .null
+        case (.string, .string): return value
+        case (.string, .int(let i)): return .string(String(i))
+        case (.string, .uint(let u)): return .string(String(u))
+        case (.string, .double(let d)): return .string(String(d))
+        case (.string, .bool(let b)): return .string(b ? "true" : "false")
+        case (.string, .date(let d)): return .string(d.formatted(.iso8601))
+        case (.string, .uuid(let u)): return .string(u.uuidString)
+        case (.int, .int), (.double, .double), (.bool, .bool): return value
+        case (.int, .uint(let u)): return Int64(exactly: u).map { .int($0) }
+        case (.int, .double(let d)): return Int64(exactly: d).map { .int($0) }
+        case (.int, .bool(let b)): return .int(b ? 1 : 0)
+        case (.int, .string(let s)):
+            let text = s.trimmingCharacters(in: .whitespaces)
+            if let i = Int64(text) { return .int(i) }
+            return Double(text).flatMap { Int64(exactly: $0) }.map { .int($0) }
+        case (.double, .int(let i)): return .double(Double(i))
+        case (.double, .uint(let u)): return .double(Double(u))
+        case (.double, .bool(let b)): return .double(b ? 1 : 0)
+        case (.double, .string(let s)):
+            return Double(s.trimmingCharacters(in: .whitespaces)).flatMap { $0.isFinite ? .double($0) : nil }
+        case (.bool, .int(let i)) where i == 0 || i == 1: return .bool(i == 1)
+        case (.bool, .uint(let u)) where u == 0 || u == 1: return .bool(u == 1)
+        case (.bool, .string(let s)):
+            switch s.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "true", "yes", "1": return .bool(true)
+            case "false", "no", "0": return .bool(false)
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+}
+
+/// A value ``FieldConversion`` cannot convert.
+public struct ConversionFailure: Error, Sendable, CustomStringConvertible {
+    public let value: DocumentValue
+    public let kind: FieldConversion
+    public var description: String { "\(value.json()) has no \(kind.rawValue) form" }
+}
+
+extension FieldPath {
+    /// Whether this path is `other` or inside it: `address.city` is within `address`.
+    func isWithin(_ other: FieldPath) -> Bool { components.starts(with: other.components) }
+
+    /// This path, within `old`, moved to within `new`.
+    func moved(from old: FieldPath, to new: FieldPath) -> FieldPath {
+        FieldPath(components: new.components + components.dropFirst(old.components.count))
+    }
+}
+
+extension DocumentValue {
+    /// This object without the field at `path`; a missing field (or a step through a non-object) changes nothing.
+    public func removing(_ path: FieldPath) -> DocumentValue {
+        removing(path.components[...])
+    }
+
+    private func removing(_ path: ArraySlice<String>) -> DocumentValue {
+        guard let name = path.first, case .object(var fields) = self,
+              let i = fields.firstIndex(where: { $0.name == name }) else { return self }
+        if path.count == 1 {
+            fields.remove(at: i)
+        } else {
+            fields[i].value = fields[i].value.removing(path.dropFirst())
+        }
+        return .object(fields)
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+
+/// Named changes to a store, run once each, in the order they were registered: what a store needs when its models
+/// change.
+///
+/// Each migration runs in a write transaction of its own, with the record that it ran: a migration that throws
+/// changes nothing, and is run again the next time. Migrations work on documents without their Swift type (the old
+/// type is gone by the time a migration runs), through a ``MigrationContext``.
+///
+/// For example, a store whose `people` had `name: String` and `zip: String`, for a model that now has
+/// `fullName`, `initials` and an integer `zip`, indexed:
+/// ```swift
+/// var migrator = Migrator()
+/// migrator.registerMigration("v2") { m in
+///     try m.renameField("name", to: "fullName", in: "people")
+///     try m.addField("initials", in: "people") { person in
+///         .string(String(person[field: "fullName"]?.stringValue?.prefix(1) ?? ""))
+///     }
+///     try m.convertField("zip", in: "people", to: .int)
+///     try m.createIndex(IndexDefinition(name: "zip", kind: .index, fields: ["zip"]), in: "people")
+/// }
+/// try await migrator.migrate(store)
+/// ```
+///
+/// Opening a store with an older model and a newer migrator runs only what the store has not yet had. The store
+/// records, for each migration, when it ran and the steps it took; ``DocStore/appliedMigrations()`` lists them, and
+/// so does the shell's `.migrations`.
+public struct Migrator: Sendable {
+    /// A migration's body: its steps, run in one write transaction.
+    public typealias Body = @Sendable (MigrationContext) throws -> Void
+
+    struct Migration: Sendable {
+        let name: String
+        let body: Body
+    }
+
+    private(set) var migrations: [Migration] = []
+    private var registrationError: String?
+
+    /// During development: when a migration the store has applied has since been changed (its steps are not
+    /// those the store recorded), or removed, erase the store and run every migration again, rather than fail.
+    /// Never set it for a store whose data matters.
+    ///
+    /// The migrations are first run on an empty store in a temporary folder, to learn the steps each takes now.
+    public var eraseStoreOnSchemaChange = false
+
+    public init() {}
+
+    /// The names of the registered migrations, in order.
+    public var migrationNames: [String] { migrations.map(\.name) }
+
+    /// Adds a migration, run after those registered before it. Names must be unique; a name registered twice
+    /// makes ``migrate(_:upTo:)`` throw.
+    public mutating func registerMigration(_ name: String, _ body: @escaping Body) {
+        if migrations.contains(where: { $0.name == name }) {
+            registrationError = registrationError ?? "the migration '\(name)' is registered twice"
+        } else if name.isEmpty || name.contains(StoreCore.separator) || name.contains("\0") {
+            registrationError = registrationError ?? "invalid migration name '\(name)': it must be non-empty and "
+                + "contain no NUL or U+001F character"
+        }
+        migrations.append(Migration(name: name, body: body))
+    }
+
+    /// Runs, in order, every registered migration that `store` has not applied, up to and including the one
+    /// named `last` (all of them when `nil`). Returns the names of those it ran.
+    ///
+    /// - Throws: ``DocStoreError/Code/migrationFailed`` naming the migration, the step and the document, when a
+    ///   migration fails: it changed nothing, and those before it are kept. ``DocStoreError/Code/invalidSchema``
+    ///   when the store has applied a migration this migrator does not have (unless
+    ///   ``eraseStoreOnSchemaChange``, which erases the store then, and also when a migration's steps changed).
+    @discardableResult
+    public func migrate(_ store: DocStore, upTo last: String? = nil) async throws -> [String] {
+        if let registrationError { throw DocStoreError(.invalidSchema, registrationError) }
+        var chosen = migrations
+        if let last {
+            guard let end = migrations.firstIndex(where: { $0.name == last }) else {
+                throw DocStoreError(.invalidSchema, "there is no migration named '\(last)' to migrate up to; the "
+                    + "registered ones are " + migrationNames.map { "'\($0)'" }.joined(separator: ", "))
+            }
+            chosen = Array(migrations[...end])
+        }
+        let names = migrationNames
+        try await store.recordKnownMigrations(names)
+        if eraseStoreOnSchemaChange {
+            if let changed = try await changedMigration(in: store) {
+                try await store.eraseForMigrations(because: changed)
+            }
+        } else {
+            let unknown = try await store.appliedMigrations().map(\.name).filter { !names.contains($0) }
+            if !unknown.isEmpty {
+                throw DocStoreError(.invalidSchema, "the store has applied migration"
+                    + (unknown.count == 1 ? " " : "s ") + unknown.map { "'\($0)'" }.joined(separator: ", ")
+                    + ", which this migrator does not have: the store was migrated by a newer version of the app, or "
+                    + "a migration was renamed or removed; nothing was run")
+            }
+        }
+        var ran: [String] = []
+        for migration in chosen where try await store.applyMigration(migration.name, migration.body) {
+            ran.append(migration.name)
+        }
+        return ran
+    }
+
+    /// Whether `store` has applied every registered migration.
+    public func hasCompletedMigrations(_ store: DocStore) async throws -> Bool {
+        try await pendingMigrations(in: store).isEmpty
+    }
+
+    /// The registered migrations `store` has not applied, in order.
+    public func pendingMigrations(in store: DocStore) async throws -> [String] {
+        let applied = Set(try await store.appliedMigrations().map(\.name))
+        return migrationNames.filter { !applied.contains($0) }
+    }
+
+    /// The first migration the store applied that this migrator no longer has, or whose steps are now other
+    /// than those recorded, in words; `nil` when there is none.
+    private func changedMigration(in store: DocStore) async throws -> String? {
+        let applied = try await store.appliedMigrations()
+        guard !applied.isEmpty else { return nil }
+        let now = try await stepsOnAnEmptyStore()
+        for record in applied {
+            guard let steps = now[record.name] else {
+                return "the store applied the migration '\(record.name)', which is no longer registered"
+            }
+            if steps != record.steps {
+                return "the migration '\(record.name)' was changed after the store applied it"
+            }
+        }
+        return nil
+    }
+
+    /// The steps each migration takes, learned by running them all on an empty store in a temporary folder.
+    private func stepsOnAnEmptyStore() async throws -> [String: [String]] {
+        let folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("docstore-migrations-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var options = DocStore.Options()
+        options.durability = .off
+        options.initialMapSize = 1 << 20
+        let scratch = try await DocStore(path: folder.appendingPathComponent("scratch").path, options: options)
+        do {
+            for migration in migrations { _ = try await scratch.applyMigration(migration.name, migration.body) }
+        } catch {
+            await scratch.close()
+            throw DocStoreError(.migrationFailed, "cannot learn whether a migration changed: run on an empty store, "
+                + "the migrations failed: \(error)", underlying: error)
+        }
+        let records = try await scratch.appliedMigrations()
+        await scratch.close()
+        return Dictionary(records.map { ($0.name, $0.steps) }, uniquingKeysWith: { a, _ in a })
+    }
+}
+
+/// A migration a store has applied, as it recorded it.
+public struct AppliedMigration: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// The migration's name.
+    public var name: String
+    /// 1 for the first migration the store applied, 2 for the next, ...
+    public var position: Int
+    /// When it was applied.
+    public var appliedAt: Date
+    /// Its steps, in words: `rename field people.name to fullName`.
+    public var steps: [String]
+
+    public var description: String { "\(position). \(name)" + (steps.isEmpty ? "" : ": " + steps.joined(separator: "; ")) }
+}
+
+/// The store's migrations: applied ones as recorded, and the names the last migrator to run had registered.
+extension DocStore {
+    /// The migrations this store has applied, in the order it applied them.
+    public nonisolated func appliedMigrations() async throws -> [AppliedMigration] {
+        try await read { ctx in try ctx.appliedMigrations() }
+    }
+
+    /// The names of the migrations the last ``Migrator`` to run on this store had registered, in order: with
+    /// ``appliedMigrations()``, what a tool without the app's migrator (the shell) knows of pending ones.
+    public nonisolated func knownMigrations() async throws -> [String] {
+        try await read { ctx in
+            guard let raw = try ctx.txn.get(ctx.scope.core.meta, StoreCore.knownMigrationsKey) else { return [] }
+            return (try? DocumentDecoder().decode([String].self, from: raw)) ?? []
+        }
+    }
+
+    /// Runs one migration unless the store has applied it, in a write transaction of its own with its record.
+    /// Returns whether it ran. For migrations that are not registered in a ``Migrator``: the shell's `.migrate`.
+    @discardableResult
+    public func applyMigration(_ name: String, _ body: Migrator.Body) throws -> Bool {
+        try checkWritable("apply the migration '\(name)'")
+        do {
+            return try withWrite { ctx in
+                if try ctx.appliedMigration(named: name) != nil { return false }
+                let migration = MigrationContext(context: ctx, migration: name)
+                try body(migration)
+                try migration.checkValid()
+                let position = try ctx.appliedMigrations().count + 1
+                let record = AppliedMigration(name: name, position: position, appliedAt: Date(),
+                                              steps: migration.steps)
+                try ctx.txn.put(ctx.scope.core.meta, StoreCore.migrationKey(name), try DocumentEncoder().encode(record))
+                return true
+            }
+        } catch let error as DocStoreError where error.code == .closed || error.code == .readOnly {
+            throw error
+        } catch {
+            let known = error as? DocStoreError
+            throw DocStoreError(.migrationFailed, "the migration '\(name)' failed, and nothing of it was written: "
+                + (known?.message ?? "\(error)"), collection: known?.collection, index: known?.index,
+                underlying: error)
+        }
+    }
+
+    func recordKnownMigrations(_ names: [String]) throws {
+        guard !core.isReadOnly else { return }
+        let stored = try withRead { ctx in try ctx.txn.get(ctx.scope.core.meta, StoreCore.knownMigrationsKey).map(Array.init) }
+        let encoded = try DocumentEncoder().encode(names)
+        guard stored != encoded else { return }
+        _ = try withWrite { ctx in try ctx.txn.put(ctx.scope.core.meta, StoreCore.knownMigrationsKey, encoded) }
+    }
+
+    /// Erases every collection, saved filter and migration record, in one transaction.
+    func eraseForMigrations(because reason: String) throws {
+        try checkWritable("erase the store (\(reason))")
+        try withWrite { ctx in
+            for info in try ctx.collections() { try ctx.dropCollection(info.name) }
+            for filter in try ctx.savedFilters() { try ctx.deleteFilter(named: filter.name) }
+            for record in try ctx.appliedMigrations() {
+                try ctx.txn.delete(ctx.scope.core.meta, StoreCore.migrationKey(record.name))
+            }
+        }
+    }
+}
+
+extension StoreCore {
+    static func migrationKey(_ name: String) -> [UInt8] { Array(("migration" + String(separator) + name).utf8) }
+    static let knownMigrationsKey = Array("migrations-known".utf8)
+}
+
+extension ReadContext {
+    /// The migrations the store has applied, in the order it applied them.
+    public func appliedMigrations() throws -> [AppliedMigration] {
+        try checkValid()
+        let out = try catalogEntries(AppliedMigration.self, prefix: StoreCore.migrationKey(""),
+                                     what: "the record of the migration")
+        return out.sorted { $0.position < $1.position }
+    }
+
+    func appliedMigration(named name: String) throws -> AppliedMigration? {
+        guard let raw = try txn.get(scope.core.meta, StoreCore.migrationKey(name)) else { return nil }
+        return try? DocumentDecoder().decode(AppliedMigration.self, from: raw)
+    }
+}
