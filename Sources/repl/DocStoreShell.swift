@@ -124,6 +124,10 @@ enum DocStoreShell {
         var lineNumber = 0
         var firstLine = 1
         while let line = Swift.readLine(strippingNewline: true) {
+            if lineNumber == 0, Shell.isDumpHeader(line) {
+                // A dump as the input (docstore NEW < dump): the store is built from it.
+                return await shell.restoreInput(firstLine: line)
+            }
             lineNumber += 1
             if text.isEmpty { firstLine = lineNumber }
             text += (text.isEmpty ? "" : "\n") + line

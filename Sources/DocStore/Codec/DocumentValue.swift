@@ -216,7 +216,7 @@ extension DocumentValue {
         date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 
-    private static func writeJSONString(_ s: String, to out: inout String) {
+    static func writeJSONString(_ s: String, to out: inout String) {
         out += "\""
         for scalar in s.unicodeScalars {
             switch scalar {

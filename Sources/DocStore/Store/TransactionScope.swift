@@ -97,6 +97,19 @@ final class TransactionScope {
         return handle
     }
 
+    /// Records a new collection as `info` describes it (its indexes empty, to be built), and opens it.
+    func createCollection(_ info: CollectionInfo) throws -> CollectionHandle {
+        try StoreCore.validateName(info.name, what: "collection")
+        if try core.readInfo(info.name, in: txn) != nil {
+            throw DocStoreError(.alreadyExists, "collection '\(info.name)' exists already", collection: info.name)
+        }
+        touchedCatalog = true
+        try core.writeInfo(info, in: txn)
+        let handle = try core.openHandle(info, in: txn)
+        handles[info.name] = handle
+        return handle
+    }
+
     /// Opens the databases of a collection as its catalog entry describes them, for this transaction.
     private func opened(_ info: CollectionInfo) throws -> CollectionHandle {
         let handle = try core.openHandle(info, in: txn)

@@ -9,7 +9,7 @@ final class Console {
     let interactive: Bool
     /// Whether stderr is a terminal (progress bars are drawn there).
     let stderrIsTerminal: Bool
-    private var outputFD: Int32?
+    private(set) var outputFD: Int32?
     private(set) var outputPath: String?
     /// Long results a page at a time (`.pager on|off`), and the rest of the last one, for `it`.
     var pager = Pager()

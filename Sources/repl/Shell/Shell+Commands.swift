@@ -42,6 +42,9 @@ extension Shell {
         ("backup", ".backup FILE", "write a compact copy of the store, as of its last commit, to FILE: other "
             + "writers go on meanwhile, and FILE opens as a store"),
         ("stats", ".stats", "the store's size, what is in use and free, and each collection's counts"),
+        ("dump", ".dump [FILE]", "write the whole store (catalog, saved filters, migrations, documents) as NDJSON, "
+            + "to FILE or the output: a copy any later DocStore reads (.restore, or docstore NEW < FILE)"),
+        ("restore", ".restore FILE", "build the open store, which must be empty, from a dump: all of it, or nothing"),
         ("migrations", ".migrations", "the migrations the store applied, with their steps, and those the app's "
             + "migrator has that it has not"),
         ("migrate", ".migrate NAME STEP [; STEP ...]", "apply a migration of these steps, once, in one transaction "
@@ -175,6 +178,10 @@ extension Shell {
             console.note(report.lostNothing ? "Recovered \(source) into \(args[0]); nothing was lost."
                 : "Recovered what could be read of \(source) into \(args[0]).")
         case "stats": try await stats()
+        case "dump": try await dump(args)
+        case "restore":
+            try need(1, ".restore FILE")
+            try await restore(args[0])
         case "migrations": try await listMigrations()
         case "migrate": try await migrate(args)
         case "backup":
@@ -216,6 +223,7 @@ extension Shell {
         case "import": return second.map { "import into \($0)" } ?? "import documents"
         case "save": return first.map { "save the filter \($0)" } ?? "save a filter"
         case "unsave": return first.map { "delete the saved filter \($0)" } ?? "delete a saved filter"
+        case "restore": return first.map { "restore \($0)" } ?? "restore a dump"
         case "migrate": return first.map { "apply the migration \($0)" } ?? "apply a migration"
         default: return nil
         }

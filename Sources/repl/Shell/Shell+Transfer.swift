@@ -1,5 +1,6 @@
 import DocStore
 import Foundation
+import Synchronization
 
 /// The file formats of `.import` and `.export`, chosen by the file's extension.
 enum TransferFormat: String {
@@ -277,5 +278,61 @@ extension Shell {
             if !(await execute(statement, origin: path, firstLine: firstLine)) { failures += 1 }
         }
         if failures > 0 { throw ShellError("\(failures) statement\(failures == 1 ? "" : "s") of \(path) failed") }
+    }
+}
+
+extension Shell {
+    /// `.dump [FILE]`: the whole store as NDJSON, to FILE or to the output (`.output`), as of one commit.
+    func dump(_ args: [String]) async throws {
+        let store = try requireStore()
+        if pending.isOpen && !pending.isEmpty {
+            console.note("The pending changes are not in the file, and are not in the dump.")
+        }
+        if let file = args.first {
+            let summary = try await store.dump(to: file)
+            console.note("Dumped \(summary) to \(file).")
+        } else {
+            try await store.dump(toDescriptor: console.outputFD ?? 1)
+        }
+    }
+
+    /// `.restore FILE`, or a dump given as the shell's input: builds the open store, which must be empty, from it.
+    func restore(_ file: String?, firstLine: String? = nil) async throws {
+        let store = try requireStore()
+        guard !pending.isOpen else { throw ShellError("a restore applies at once: commit or rollback first") }
+        let summary: DumpSummary
+        if let file {
+            summary = try await store.restore(from: file)
+        } else {
+            let input = InputLines(first: firstLine)
+            summary = try await store.restore(origin: "the input", readingLines: { input.next() })
+        }
+        console.note("Restored \(summary) into \(store.path).")
+    }
+
+    /// Restores the dump the shell's input is, whose first line was read; false, with the error shown, when it
+    /// fails (and nothing was restored).
+    func restoreInput(firstLine: String) async -> Bool {
+        do {
+            try await restore(nil, firstLine: firstLine)
+            return true
+        } catch {
+            console.error("error: \(error)")
+            hadError = true
+            return false
+        }
+    }
+
+    /// Whether a line is the first of a dump: what `docstore NEW < dump` restores.
+    nonisolated static func isDumpHeader(_ line: String) -> Bool { line.hasPrefix("{\"docstore\":\"dump\"") }
+}
+
+/// The lines of standard input, after one already read.
+private final class InputLines: Sendable {
+    private let first: Mutex<String?>
+    init(first: String?) { self.first = Mutex(first) }
+    func next() -> String? {
+        if let line = first.withLock({ line in defer { line = nil }; return line }) { return line }
+        return Swift.readLine(strippingNewline: true)
     }
 }

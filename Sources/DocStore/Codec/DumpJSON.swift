@@ -1,0 +1,248 @@
+import Foundation
+
+/// Documents as the text of a dump: JSON that keeps every value exactly, so that a restore gives equal documents.
+///
+/// Strings, booleans, `null`, arrays and objects (with their fields in order) are plain JSON. An integer is written
+/// without a point, a Double always with one (`1.0`) or an exponent, so each reads back as what it was. The kinds
+/// JSON lacks are objects of one tagged field: `{"$date": "2024-05-01T10:00:00.000Z"}` (with `"$seconds"`, the
+/// exact seconds since 2001, when milliseconds do not hold the date exactly), `{"$uuid": "..."}`,
+/// `{"$bytes": "base64"}`, `{"$uint": "12"}` for an unsigned integer, `{"$double": "nan"}` for a Double JSON cannot
+/// write. A document's own object with a field whose name starts with `$` is wrapped as `{"$object": {...}}`.
+enum DumpJSON {
+    static func write(_ value: DocumentValue, to out: inout String) {
+        switch value {
+        case .null, .bool, .int, .string:
+            out += value.json()
+        case .double(let d):
+            if d.isFinite { out += value.json() } else { tagged("$double", d.isNaN ? "nan" : d > 0 ? "inf" : "-inf", &out) }
+        case .uint(let u): tagged("$uint", String(u), &out)
+        case .uuid(let u): tagged("$uuid", u.uuidString, &out)
+        case .bytes(let b): tagged("$bytes", Data(b).base64EncodedString(), &out)
+        case .date(let d):
+            let text = DocumentValue.iso8601(d)
+            out += "{\"$date\":"
+            DocumentValue.writeJSONString(text, to: &out)
+            if parseDate(text) != d { out += ",\"$seconds\":\(d.timeIntervalSinceReferenceDate)" }
+            out += "}"
+        case .array(let elements):
+            out += "["
+            for (i, e) in elements.enumerated() {
+                if i > 0 { out += "," }
+                write(e, to: &out)
+            }
+            out += "]"
+        case .object(let fields):
+            let wrapped = fields.contains { $0.name.hasPrefix("$") }
+            out += wrapped ? "{\"$object\":{" : "{"
+            for (i, f) in fields.enumerated() {
+                if i > 0 { out += "," }
+                DocumentValue.writeJSONString(f.name, to: &out)
+                out += ":"
+                write(f.value, to: &out)
+            }
+            out += wrapped ? "}}" : "}"
+        }
+    }
+
+    private static func tagged(_ tag: String, _ text: String, _ out: inout String) {
+        out += "{\"\(tag)\":"
+        DocumentValue.writeJSONString(text, to: &out)
+        out += "}"
+    }
+
+    static func parseDate(_ text: String) -> Date? {
+        try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)
+    }
+
+    /// The value a line of dump text holds, its tags read back into the kinds they stand for.
+    static func read(_ line: some StringProtocol) throws -> DocumentValue {
+        var reader = Reader(bytes: Array(line.utf8))
+        reader.skipSpace()
+        let value = try reader.value()
+        reader.skipSpace()
+        guard reader.at == reader.bytes.count else { throw reader.failure("text after the value") }
+        return value
+    }
+
+    /// What is wrong with a line, and where.
+    struct Malformed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private struct Reader {
+        let bytes: [UInt8]
+        var at = 0
+
+        func failure(_ what: String) -> Malformed { Malformed(description: "\(what) at column \(at + 1)") }
+
+        mutating func skipSpace() {
+            while at < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[at]) { at += 1 }
+        }
+
+        mutating func expect(_ byte: UInt8) throws {
+            skipSpace()
+            guard at < bytes.count, bytes[at] == byte else {
+                throw failure("expected '\(Character(Unicode.Scalar(byte)))'")
+            }
+            at += 1
+        }
+
+        mutating func value() throws -> DocumentValue {
+            skipSpace()
+            guard at < bytes.count else { throw failure("a value is missing") }
+            switch bytes[at] {
+            case UInt8(ascii: "{"): return try object()
+            case UInt8(ascii: "["):
+                at += 1
+                var elements: [DocumentValue] = []
+                skipSpace()
+                if at < bytes.count, bytes[at] == UInt8(ascii: "]") { at += 1; return .array([]) }
+                while true {
+                    elements.append(try value())
+                    skipSpace()
+                    guard at < bytes.count else { throw failure("an array is not closed") }
+                    if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
+                    try expect(UInt8(ascii: "]"))
+                    return .array(elements)
+                }
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "t"): try word("true"); return .bool(true)
+            case UInt8(ascii: "f"): try word("false"); return .bool(false)
+            case UInt8(ascii: "n"): try word("null"); return .null
+            default: return try number()
+            }
+        }
+
+        mutating func word(_ w: String) throws {
+            let u = Array(w.utf8)
+            guard bytes.count - at >= u.count, Array(bytes[at..<at + u.count]) == u else { throw failure("unknown word") }
+            at += u.count
+        }
+
+        mutating func number() throws -> DocumentValue {
+            let start = at
+            var isInteger = true
+            while at < bytes.count, let c = Optional(bytes[at]),
+                  (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || c == UInt8(ascii: "-") || c == UInt8(ascii: "+")
+                    || c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") {
+                if c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") { isInteger = false }
+                at += 1
+            }
+            let text = String(decoding: bytes[start..<at], as: UTF8.self)
+            if isInteger, let i = Int64(text) { return .int(i) }
+            if isInteger, let u = UInt64(text) { return .uint(u) }
+            if !text.isEmpty, let d = Double(text) { return .double(d) }
+            at = start
+            throw failure("not a value")
+        }
+
+        mutating func string() throws -> String {
+            at += 1
+            var out: [UInt8] = []
+            while at < bytes.count {
+                let c = bytes[at]
+                at += 1
+                if c == UInt8(ascii: "\"") { return String(decoding: out, as: UTF8.self) }
+                guard c == UInt8(ascii: "\\") else { out.append(c); continue }
+                guard at < bytes.count else { break }
+                let e = bytes[at]
+                at += 1
+                switch e {
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800..<0xDC00).contains(scalar), bytes.count - at >= 6, bytes[at] == UInt8(ascii: "\\"),
+                       bytes[at + 1] == UInt8(ascii: "u") {
+                        at += 2
+                        let low = try hex4()
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let u = Unicode.Scalar(scalar) else { throw failure("an invalid \\u escape") }
+                    out.append(contentsOf: Array(String(Character(u)).utf8))
+                default: out.append(e)
+                }
+            }
+            throw failure("a string is not closed")
+        }
+
+        mutating func hex4() throws -> UInt32 {
+            guard bytes.count - at >= 4, let v = UInt32(String(decoding: bytes[at..<at + 4], as: UTF8.self), radix: 16)
+            else { throw failure("an invalid \\u escape") }
+            at += 4
+            return v
+        }
+
+        /// An object; with `untag`, one of a single tag is read as the value it stands for.
+        mutating func object(untag: Bool = true) throws -> DocumentValue {
+            at += 1
+            var fields: [DocumentValue.Field] = []
+            skipSpace()
+            if at < bytes.count, bytes[at] == UInt8(ascii: "}") { at += 1 } else {
+                while true {
+                    skipSpace()
+                    guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw failure("expected a field name") }
+                    let name = try string()
+                    try expect(UInt8(ascii: ":"))
+                    skipSpace()
+                    if untag, fields.isEmpty, name == "$object", at < bytes.count, bytes[at] == UInt8(ascii: "{") {
+                        // The fields of a wrapped object are the document's own: their names are never tags.
+                        fields.append(DocumentValue.Field(name, try object(untag: false)))
+                    } else {
+                        fields.append(DocumentValue.Field(name, try value()))
+                    }
+                    skipSpace()
+                    guard at < bytes.count else { throw failure("an object is not closed") }
+                    if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
+                    try expect(UInt8(ascii: "}"))
+                    break
+                }
+            }
+            return untag ? try untagged(fields) : .object(fields)
+        }
+
+        /// An object of one tag as the value it stands for; any other object as it is.
+        func untagged(_ fields: [DocumentValue.Field]) throws -> DocumentValue {
+            guard let tag = fields.first?.name, tag.hasPrefix("$") else { return .object(fields) }
+            func text() throws -> String {
+                guard case .string(let s) = fields[0].value else { throw failure("\(tag) holds no text") }
+                return s
+            }
+            switch (tag, fields.count) {
+            case ("$object", 1):
+                guard case .object = fields[0].value else { throw failure("$object holds no object") }
+                return fields[0].value
+            case ("$uint", 1):
+                guard let u = UInt64(try text()) else { throw failure("$uint holds no unsigned integer") }
+                return .uint(u)
+            case ("$uuid", 1):
+                guard let u = UUID(uuidString: try text()) else { throw failure("$uuid holds no UUID") }
+                return .uuid(u)
+            case ("$bytes", 1):
+                guard let d = Data(base64Encoded: try text()) else { throw failure("$bytes holds no base64") }
+                return .bytes(Array(d))
+            case ("$double", 1):
+                switch try text() {
+                case "nan": return .double(.nan)
+                case "inf": return .double(.infinity)
+                case "-inf": return .double(-.infinity)
+                default: throw failure("$double holds no nan, inf or -inf")
+                }
+            case ("$date", 1), ("$date", 2):
+                if fields.count == 2 {
+                    guard fields[1].name == "$seconds", case .double(let s) = fields[1].value else {
+                        throw failure("$date's second field is not $seconds")
+                    }
+                    return .date(Date(timeIntervalSinceReferenceDate: s))
+                }
+                guard let d = DumpJSON.parseDate(try text()) else { throw failure("$date holds no ISO 8601 date") }
+                return .date(d)
+            default:
+                throw failure("an object whose first field is \(tag) is not one a dump writes")
+            }
+        }
+    }
+}

@@ -1,0 +1,364 @@
+import Foundation
+import Glibc
+
+/// What a dump held, or what a restore made.
+public struct DumpSummary: Sendable, Equatable, CustomStringConvertible {
+    public var collections = 0
+    public var documents = 0
+    public var indexes = 0
+    public var savedFilters = 0
+    public var migrations = 0
+
+    public var description: String {
+        "\(collections) collection\(collections == 1 ? "" : "s"), \(documents) document\(documents == 1 ? "" : "s"), "
+            + "\(indexes) index\(indexes == 1 ? "" : "es"), \(savedFilters) saved filter\(savedFilters == 1 ? "" : "s"), "
+            + "\(migrations) migration record\(migrations == 1 ? "" : "s")"
+    }
+}
+
+/// Dump and restore: the whole store as text, which any later version of DocStore reads back into an equal store.
+///
+/// A dump is NDJSON, one JSON object per line: a header, then the catalog (each collection with its id path and
+/// indexes, each saved filter, each applied migration), then every document, then an end line with the counts, by
+/// which a dump cut short is refused. Values are written so that each reads back as the kind it was (see the
+/// format in the "Backups" article): a restore gives documents equal to the dumped ones, field order included.
+extension DocStore {
+    static let dumpFormat: Int64 = 1
+
+    /// Writes the store, as of one commit, to the file at `path` as a dump (replacing it only once it is whole).
+    @discardableResult
+    public nonisolated func dump(to path: String) async throws -> DumpSummary {
+        let partial = path + ".incomplete"
+        let fd = Glibc.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw DocStoreError(.cannotOpen, "cannot write a dump to \(path): \(String(cString: strerror(errno)))")
+        }
+        var open = true
+        do {
+            let summary = try await dump(toDescriptor: fd)
+            let synced = fsync(fd) == 0
+            open = false
+            guard Glibc.close(fd) == 0, synced else {
+                throw DocStoreError(.storage, "cannot write a dump to \(path): \(String(cString: strerror(errno)))")
+            }
+            guard rename(partial, path) == 0 else {
+                throw DocStoreError(.storage, "cannot move the dump to \(path): \(String(cString: strerror(errno)))")
+            }
+            return summary
+        } catch {
+            if open { Glibc.close(fd) }
+            unlink(partial)
+            throw error
+        }
+    }
+
+    /// Writes the store, as of one commit, to an open file descriptor as a dump. The descriptor stays open.
+    ///
+    /// The dump runs in one read transaction: writers in other processes go on meanwhile, and so do those of this
+    /// process unless the store's thread is needed for the read (see ``read(_:)``).
+    @discardableResult
+    public nonisolated func dump(toDescriptor fd: Int32) async throws -> DumpSummary {
+        let origin = path
+        return try await read { ctx in
+            var out = DumpWriter(fd: fd)
+            var summary = DumpSummary()
+            let infos = try ctx.collections()
+            let header: DocumentValue = .object([
+                ("docstore", .string("dump")), ("format", .int(DocStore.dumpFormat)), ("from", .string(origin)),
+                ("at", .date(Date())),
+            ])
+            try out.line(header)
+            for info in infos {
+                let count = try Query<DocumentValue>(info.name).count(in: ctx)
+                try out.line(.object([
+                    ("collection", .string(info.name)), ("idPath", .string(info.idPath.description)),
+                    ("indexes", .array(info.indexes.map(DocStore.dumped))), ("documents", .int(Int64(count))),
+                ]))
+                summary.collections += 1
+                summary.indexes += info.indexes.count
+            }
+            for filter in try ctx.savedFilters() {
+                try out.line(.object([("filter", .string(filter.name)), ("collection", .string(filter.collection)),
+                                      ("text", .string(filter.text))]))
+                summary.savedFilters += 1
+            }
+            for record in try ctx.appliedMigrations() {
+                try out.line(.object([("migration", .string(record.name)), ("position", .int(Int64(record.position))),
+                                      ("appliedAt", .date(record.appliedAt)),
+                                      ("steps", .array(record.steps.map { .string($0) }))]))
+                summary.migrations += 1
+            }
+            if let raw = try ctx.txn.get(ctx.scope.core.meta, StoreCore.knownMigrationsKey),
+               let known = try? DocumentDecoder().decode([String].self, from: raw) {
+                try out.line(.object([("knownMigrations", .array(known.map { .string($0) }))]))
+            }
+            for info in infos {
+                guard let handle = try ctx.scope.handle(named: info.name) else { continue }
+                try ctx.txn.forEachEntry(in: handle.documents) { key, raw in
+                    let document = try ElementKind<DocumentValue>.documentValue.decode(raw, from: handle) {
+                        CollectionHandle.describeID(Array(key), in: Array(raw), idPath: info.idPath)
+                    }
+                    try out.line(.object([("in", .string(info.name)), ("document", document)]))
+                    summary.documents += 1
+                }
+            }
+            try out.line(.object([("end", .string("dump")), ("documents", .int(Int64(summary.documents)))]))
+            try out.flush()
+            return summary
+        }
+    }
+
+    /// Builds this store from the dump in the file at `path`. The store must be empty (no collection, saved
+    /// filter or migration record); everything is restored in one write transaction, so a dump that is cut short
+    /// or damaged, or a document it cannot take, leaves the store empty, with an error naming the line.
+    @discardableResult
+    public func restore(from path: String) throws -> DumpSummary {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw DocStoreError(.cannotOpen, "cannot read a dump from \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { Glibc.close(fd) }
+        return try restore(fromDescriptor: fd, origin: path)
+    }
+
+    /// Builds this store from a dump read from an open descriptor (standard input, say), to its end; `origin`
+    /// names it in errors. See ``restore(from:)``.
+    @discardableResult
+    public func restore(fromDescriptor fd: Int32, origin: String = "the input") throws -> DumpSummary {
+        var lines = DumpLines(fd: fd)
+        return try restore(origin: origin) { try lines.next() }
+    }
+
+    /// Builds this store from a dump whose lines `nextLine` returns in order, `nil` at the end: for a caller that
+    /// has read some of the input already. See ``restore(from:)``.
+    @discardableResult
+    public func restore(origin: String, readingLines nextLine: @Sendable () throws -> String?) throws -> DumpSummary {
+        var number = 0
+        return try restore(origin: origin) {
+            guard let line = try nextLine() else { return nil }
+            number += 1
+            return (number, line[...])
+        }
+    }
+
+    private func restore(origin: String, lines next: () throws -> (Int, Substring)?) throws -> DumpSummary {
+        try checkWritable("restore a dump")
+        return try withWrite { ctx in
+            if let info = try ctx.collections().first {
+                throw DocStoreError(.alreadyExists, "cannot restore \(origin) into \(path): the store is not empty (it "
+                    + "has collection '\(info.name)'); restore into a new store", collection: info.name)
+            }
+            if try !ctx.savedFilters().isEmpty || !ctx.appliedMigrations().isEmpty {
+                throw DocStoreError(.alreadyExists, "cannot restore \(origin) into \(path): the store is not empty (it "
+                    + "has saved filters or migration records); restore into a new store")
+            }
+            var restore = Restore(ctx: ctx, origin: origin)
+            while let (number, line) = try next() {
+                restore.line = number
+                try restore.take(line)
+            }
+            return try restore.finish()
+        }
+    }
+
+    fileprivate static func dumped(_ index: IndexDefinition) -> DocumentValue {
+        .object([("name", .string(index.name)), ("kind", .string(index.kind.rawValue)),
+                 ("fields", .array(index.fields.map { .string($0.description) }))])
+    }
+}
+
+/// One restore's state, line by line.
+private struct Restore {
+    let ctx: WriteContext
+    let origin: String
+    var line = 0
+    var sawHeader = false
+    var ended = false
+    var collections: [(info: CollectionInfo, expected: Int)] = []
+    var handles: [String: CollectionHandle] = [:]
+    var counts: [String: Int] = [:]
+    var known: [String]?
+    var summary = DumpSummary()
+
+    init(ctx: WriteContext, origin: String) {
+        self.ctx = ctx
+        self.origin = origin
+    }
+
+    func failure(_ what: String) -> DocStoreError {
+        DocStoreError(.corruptDocument, "cannot restore \(origin): line \(line): \(what); nothing was restored")
+    }
+
+    func text(_ value: DocumentValue?, _ field: String) throws -> String {
+        guard case .string(let s)? = value else { throw failure("'\(field)' is missing or not text") }
+        return s
+    }
+
+    mutating func take(_ text: Substring) throws {
+        if text.allSatisfy(\.isWhitespace) { return }
+        let value: DocumentValue
+        do { value = try DumpJSON.read(text) } catch { throw failure("\(error)") }
+        guard !ended else { throw failure("text after the end of the dump") }
+        guard sawHeader else {
+            guard value[field: "docstore"] == .string("dump") else {
+                throw failure("this is not a DocStore dump (it does not begin with a dump's header line)")
+            }
+            guard case .int(let format)? = value[field: "format"], format <= DocStore.dumpFormat else {
+                throw failure("the dump's format is \(value[field: "format"]?.json() ?? "missing"); this build reads "
+                    + "format \(DocStore.dumpFormat) and older")
+            }
+            sawHeader = true
+            return
+        }
+        if let document = value[field: "document"] {
+            let name = try self.text(value[field: "in"], "in")
+            guard let handle = handles[name] else { throw failure("a document of '\(name)', which the catalog lacks") }
+            guard case .object = document else { throw failure("the document is not an object") }
+            do {
+                try handle.write(document.encoded(), mode: .insert, in: ctx.txn)
+            } catch let error as DocStoreError {
+                throw failure(error.message)
+            }
+            counts[name, default: 0] += 1
+            summary.documents += 1
+        } else if let name = value[field: "collection"], value[field: "filter"] == nil {
+            let name = try self.text(name, "collection")
+            try StoreCore.validateName(name, what: "collection")
+            guard handles[name] == nil else { throw failure("collection '\(name)' is described twice") }
+            var indexes: [IndexDefinition] = []
+            if case .array(let list)? = value[field: "indexes"] {
+                for entry in list {
+                    guard let kind = IndexKind(rawValue: try self.text(entry[field: "kind"], "kind")),
+                          case .array(let fields)? = entry[field: "fields"] else {
+                        throw failure("an index of '\(name)' has no kind or fields")
+                    }
+                    indexes.append(IndexDefinition(name: try self.text(entry[field: "name"], "name"), kind: kind,
+                                                   fields: try fields.map { FieldPath(try self.text($0, "fields")) }))
+                }
+            }
+            let info = CollectionInfo(name: name, idPath: FieldPath(try self.text(value[field: "idPath"], "idPath")),
+                                      indexes: indexes)
+            guard case .int(let expected)? = value[field: "documents"] else {
+                throw failure("collection '\(name)' has no count of documents")
+            }
+            // The indexes are built once the documents are in.
+            handles[name] = try ctx.scope.createCollection(CollectionInfo(name: name, idPath: info.idPath, indexes: []))
+            collections.append((info, Int(expected)))
+            summary.collections += 1
+        } else if let name = value[field: "filter"] {
+            try ctx.saveFilter(SavedFilter(name: try self.text(name, "filter"),
+                                           collection: try self.text(value[field: "collection"], "collection"),
+                                           text: try self.text(value[field: "text"], "text")))
+            summary.savedFilters += 1
+        } else if let name = value[field: "migration"] {
+            guard case .int(let position)? = value[field: "position"], case .date(let at)? = value[field: "appliedAt"],
+                  case .array(let steps)? = value[field: "steps"] else {
+                throw failure("the migration record is incomplete")
+            }
+            let record = AppliedMigration(name: try self.text(name, "migration"), position: Int(position),
+                                          appliedAt: at, steps: try steps.map { try self.text($0, "steps") })
+            try ctx.txn.put(ctx.scope.core.meta, StoreCore.migrationKey(record.name), try DocumentEncoder().encode(record))
+            summary.migrations += 1
+        } else if case .array(let names)? = value[field: "knownMigrations"] {
+            known = try names.map { try self.text($0, "knownMigrations") }
+        } else if value[field: "end"] == .string("dump") {
+            guard case .int(let total)? = value[field: "documents"], Int(total) == summary.documents else {
+                throw failure("the end line counts \(value[field: "documents"]?.json() ?? "no") documents, and the "
+                    + "dump held \(summary.documents)")
+            }
+            ended = true
+        } else {
+            throw failure("a line of no kind a dump writes: \(value.json().prefix(80))")
+        }
+    }
+
+    mutating func finish() throws -> DumpSummary {
+        guard sawHeader else { throw failure("the input is empty: there is no dump in it") }
+        guard ended else {
+            throw failure("the dump ends without its end line: it was cut short")
+        }
+        for (info, expected) in collections {
+            guard counts[info.name, default: 0] == expected else {
+                throw failure("collection '\(info.name)' should have \(expected) documents, and the dump held "
+                    + "\(counts[info.name, default: 0])")
+            }
+            for index in info.indexes {
+                do {
+                    try ctx.createIndex(index, in: info.name)
+                } catch let error as DocStoreError {
+                    throw failure(error.message)
+                }
+                summary.indexes += 1
+            }
+        }
+        if let known {
+            try ctx.txn.put(ctx.scope.core.meta, StoreCore.knownMigrationsKey, try DocumentEncoder().encode(known))
+        }
+        return summary
+    }
+}
+
+/// Buffered writes of dump lines to a descriptor.
+private struct DumpWriter {
+    let fd: Int32
+    var buffer = ""
+
+    mutating func line(_ value: DocumentValue) throws {
+        DumpJSON.write(value, to: &buffer)
+        buffer += "\n"
+        if buffer.utf8.count >= 1 << 16 { try flush() }
+    }
+
+    mutating func flush() throws {
+        var bytes = Array(buffer.utf8)[...]
+        buffer = ""
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw DocStoreError(.storage, "cannot write the dump: \(String(cString: strerror(errno)))")
+            }
+            bytes = bytes.dropFirst(n)
+        }
+    }
+}
+
+/// The lines of a dump read from a descriptor, numbered from 1.
+private struct DumpLines {
+    let fd: Int32
+    var pending: [UInt8] = []
+    var start = 0
+    var number = 0
+    var atEnd = false
+
+    init(fd: Int32) { self.fd = fd }
+
+    mutating func next() throws -> (Int, Substring)? {
+        while true {
+            if let newline = pending[start...].firstIndex(of: 0x0A) {
+                let line = String(decoding: pending[start..<newline], as: UTF8.self)
+                start = newline + 1
+                number += 1
+                return (number, line[...])
+            }
+            if atEnd {
+                guard start < pending.count else { return nil }
+                let line = String(decoding: pending[start...], as: UTF8.self)
+                start = pending.count
+                number += 1
+                return (number, line[...])
+            }
+            if start > 0 {
+                pending.removeFirst(start)
+                start = 0
+            }
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            let n = chunk.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw DocStoreError(.storage, "cannot read the dump: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { atEnd = true } else { pending.append(contentsOf: chunk[..<n]) }
+        }
+    }
+}

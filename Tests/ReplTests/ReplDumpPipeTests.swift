@@ -1,0 +1,84 @@
+import DocStore
+import Foundation
+import Testing
+
+extension ShellSessions {
+@Suite struct ReplDumpPipeTests {
+    /// `docstore FILE .dump > dump` then `docstore NEW < dump`: an equal store, its indexes, saved filters and
+    /// migration records included; `.restore FILE` does the same from inside the shell.
+    @Test func aDumpPipedIntoANewStoreRestoresIt() async throws {
+        let sandbox = try ShellSandbox()
+        let script = """
+            people.insert([{"id": 1, "name": "Ann", "age": 41, "born": date("1983-05-01")}, {"id": 2, "name": "Bo", "age": 17.5}])
+            .createIndex age people age
+            .save adults people.include(age >= 18)
+            .migrate first addField people country NO ; createIndex country people country
+
+            """
+        let setup = try sandbox.run([sandbox.storePath, "--yes"], input: script)
+        #expect(setup.status == 0, "\(setup)")
+
+        let dumped = try sandbox.run([sandbox.storePath, ".dump"])
+        #expect(dumped.status == 0, "\(dumped)")
+        #expect(dumped.stdout.hasPrefix("{\"docstore\":\"dump\""), "\(dumped.stdout)")
+        let restored = try sandbox.run([sandbox.path("new.db")], input: dumped.stdout)
+        #expect(restored.status == 0, "\(restored)")
+        #expect(restored.stdout.contains("Restored 1 collection, 2 documents, 2 indexes, 1 saved filter, 1 migration"),
+                "\(restored.stdout)")
+
+        try sandbox.write(dumped.stdout, to: "people.ndjson")
+        let fromShell = try sandbox.run([sandbox.path("other.db"), ".restore people.ndjson"])
+        #expect(fromShell.status == 0, "\(fromShell)")
+        let refused = try sandbox.run([sandbox.storePath, ".restore people.ndjson"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("not empty"), "\(refused.stderr)")
+
+        let source = try await DocStore(path: sandbox.storePath)
+        for path in [sandbox.path("new.db"), sandbox.path("other.db")] {
+            let copy = try await DocStore(path: path)
+            #expect(try await Query<DocumentValue>("people").results(in: copy)
+                    == Query<DocumentValue>("people").results(in: source))
+            #expect(try await copy.collections() == source.collections())
+            #expect(try await copy.read { try $0.savedFilters() } == source.read { try $0.savedFilters() })
+            #expect(try await copy.appliedMigrations() == source.appliedMigrations())
+            #expect(try await copy.verify().isClean)
+            await copy.close()
+        }
+        // A dump cut short restores nothing, and says so.
+        let cut = dumped.stdout.split(separator: "\n").dropLast().joined(separator: "\n") + "\n"
+        let failed = try sandbox.run([sandbox.path("cut.db")], input: cut)
+        #expect(failed.status != 0)
+        #expect(failed.stderr.contains("cut short"), "\(failed.stderr)")
+        let empty = try await DocStore(path: sandbox.path("cut.db"))
+        #expect(try await empty.collections().isEmpty)
+    }
+
+    /// `.migrate` applies steps once, recorded; `.migrations` lists them; a failing step changes nothing.
+    @Test func migrationsFromTheShell() throws {
+        let sandbox = try ShellSandbox()
+        let script = """
+            people.insert([{"id": 1, "name": "Ann", "zip": "0150"}, {"id": 2, "name": "Bo", "zip": "5003"}])
+            .migrate v2 renameField people name fullName ; convertField people zip int
+            .migrations
+            people.sortBy(id)
+            .migrate v2 removeField people zip
+            .migrate bad convertField people fullName int
+            people.count()
+
+            """
+        let result = try sandbox.run([sandbox.storePath, "--yes"], input: script)
+        #expect(result.stdout.contains("applied 1. v2"), "\(result.stdout)")
+        #expect(result.stdout.contains("rename field people.name to fullName"), "\(result.stdout)")
+        #expect(result.stdout.contains("convert field people.zip to int"), "\(result.stdout)")
+        #expect(result.stdout.contains("150"), "\(result.stdout)")
+        #expect(result.stderr.contains("has applied a migration named 'v2' already"), "\(result.stderr)")
+        #expect(result.stderr.contains("\"Ann\" has no int form"), "\(result.stderr)")
+        let without = try sandbox.run([sandbox.storePath, ".migrate x"])
+        #expect(without.status != 0)
+        #expect(without.stderr.contains("usage: .migrate NAME STEP"), "\(without.stderr)")
+        let unconfirmed = try sandbox.run([sandbox.storePath, ".migrate x removeField people zip"])
+        #expect(unconfirmed.status != 0)
+        #expect(unconfirmed.stderr.contains("confirmation"), "\(unconfirmed.stderr)")
+    }
+}
+}
