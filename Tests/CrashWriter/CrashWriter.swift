@@ -73,6 +73,36 @@ public struct ChildPerson: Document, Equatable {
     }
 }
 
+/// Migrations that several processes run at once on one store: each counts its runs in the document `runs` of
+/// `counters`, and each rewrites every document of `items`, so that it takes a while.
+public enum SharedMigrations {
+    public static let names = ["one", "two", "three"]
+
+    public static var migrator: Migrator {
+        var migrator = Migrator()
+        for name in names {
+            migrator.registerMigration(name) { m in
+                let runs = try m.context.get("counters", id: .string("runs"))
+                var count: Int64 = 0
+                if case .int(let n)? = runs?[field: name] { count = n }
+                try m.context.save(.object([("id", .string("runs"))]).setting(.int(count + 1), at: FieldPath(name))
+                    .merging(runs), into: "counters")
+                try m.addField(FieldPath(name), in: "items", value: .bool(true))
+            }
+        }
+        return migrator
+    }
+}
+
+extension DocumentValue {
+    /// This object, with the fields of `other` it lacks added after its own.
+    fileprivate func merging(_ other: DocumentValue?) -> DocumentValue {
+        guard case .object(let theirs)? = other, case .object(var mine) = self else { return self }
+        for field in theirs where !mine.contains(where: { $0.name == field.name }) { mine.append(field) }
+        return .object(mine)
+    }
+}
+
 /// Nanoseconds on the monotonic clock, which every process of the machine shares.
 public func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
@@ -97,6 +127,8 @@ public func monotonicNanoseconds() -> UInt64 {
 ///   process is still running after every one of its commits until it is told to stop.
 /// - `DocStoreCrashWriter compact PATH` — prints `compacting`, compacts the closed store at PATH, prints
 ///   `compacted BEFORE AFTER` (the file's sizes) and exits with status 0.
+/// - `DocStoreCrashWriter migrate PATH` — runs ``SharedMigrations/migrator`` on the store at PATH, prints
+///   `migrated NAMES` (those it ran, joined by commas) and exits with status 0.
 /// - `DocStoreCrashWriter catalog-on-cue PATH` — catalog changes read from standard input; see ``CatalogSteps``.
 @main
 struct CrashWriter {
@@ -122,6 +154,18 @@ struct CrashWriter {
                 exit(0)
             } catch {
                 FileHandle.standardError.write(Data("DocStoreCrashWriter compact: \(error)\n".utf8))
+                exit(1)
+            }
+        }
+        if arguments.count == 3, arguments[1] == "migrate" {
+            do {
+                let store = try await DocStore(path: arguments[2])
+                let ran = try await SharedMigrations.migrator.migrate(store)
+                await store.close()
+                FileHandle.standardOutput.write(Data("migrated \(ran.joined(separator: ","))\n".utf8))
+                exit(0)
+            } catch {
+                FileHandle.standardError.write(Data("DocStoreCrashWriter migrate: \(error)\n".utf8))
                 exit(1)
             }
         }

@@ -1,5 +1,7 @@
+import DocStoreCrashWriter
 import Foundation
 import Testing
+import TestSupport
 @testable import DocStore
 
 /// Three versions of one model, and the migrations between them.
@@ -397,6 +399,28 @@ private func everything(_ store: DocStore) async throws -> String {
         await #expect(throws: DocStoreError.self) { try await migrator.migrate(store, upTo: "nope") }
     }
 
+    @Test func openingWithAMigratorMigratesOrClosesTheStore() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("opened.db")
+        var good = Migrator()
+        good.registerMigration("seed") { m in try m.context.insert(.object([("id", .int(1))]), into: "items") }
+        do {
+            let store = try await DocStore(path: path, migrator: good)
+            #expect(try await Query<DocumentValue>("items").count(in: store) == 1)
+            await store.close()
+        }
+        var bad = good
+        bad.registerMigration("fails") { m in
+            try m.context.insert(.object([("id", .int(2))]), into: "items")
+            try m.convertField("id", in: "items", to: .string)
+        }
+        await #expect(throws: DocStoreError.self) { _ = try await DocStore(path: path, migrator: bad) }
+        // The failed open closed the store: it opens again, as it was.
+        let store = try await DocStore(path: path)
+        #expect(try await Query<DocumentValue>("items").count(in: store) == 1)
+        #expect(try await store.appliedMigrations().map(\.name) == ["seed"])
+    }
+
     @Test func aChangedMigrationErasesTheStoreOnlyWhenAsked() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
@@ -422,5 +446,48 @@ private func everything(_ store: DocStore) async throws -> String {
         #expect(try await Query<DocumentValue>("items").count(in: store) == 0)
         #expect(try await store.appliedMigrations().first?.steps.last == "add field items.n = 2")
         #expect(try await store.collections().first?.indexes.map(\.name) == ["n"])
+    }
+}
+
+/// Several processes that open one store at once, each with the same migrator: each migration runs once.
+@Suite(.ownThreads) struct MigrationAcrossProcessesTests {
+    @Test func fourProcessesMigratingAtOnceRunEachMigrationOnce() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("shared.db")
+        do {
+            let store = try await DocStore(path: path)
+            try await store.write { ctx in
+                for i in 0..<3000 { try ctx.insert(.object([("id", .int(Int64(i)))]), into: "items") }
+            }
+            await store.close()
+        }
+        var children: [(Process, Pipe)] = []
+        for _ in 0..<4 {
+            let process = Process()
+            process.executableURL = CrashSafetyTests.writerURL
+            process.arguments = ["migrate", path]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            children.append((process, output))
+        }
+        var ran: [String] = []
+        for (process, output) in children {
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(text)")
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("migrated ") }) {
+                ran += line.dropFirst("migrated ".count).split(separator: ",").map(String.init)
+            }
+        }
+        #expect(ran.sorted() == SharedMigrations.names.sorted(), "\(ran)")
+        let store = try await DocStore(path: path)
+        let runs = try await store.read { try $0.get("counters", id: .string("runs")) }
+        for name in SharedMigrations.names { #expect(runs?[field: name] == .int(1), "\(runs?.json() ?? "none")") }
+        #expect(try await store.appliedMigrations().map(\.name) == SharedMigrations.names)
+        #expect(try await Query<DocumentValue>("items").include(.compare("three", .equal, .bool(true))).count(in: store)
+                == 3000)
+        #expect(try await store.verify().isClean)
     }
 }
