@@ -27,6 +27,22 @@ extension ShellSessions {
         let refused = try sandbox.run([sandbox.storePath, ".backup \(sandbox.storePath)"])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("onto itself"), "\(refused.stderr)")
+
+        // .compact shrinks the file and keeps every document; the shell goes on with the store.
+        let before = try FileManager.default.attributesOfItem(atPath: sandbox.storePath)[.size] as? Int ?? 0
+        let compacted = try sandbox.run([sandbox.storePath], input: ".compact\npeople.count()\n")
+        #expect(compacted.status == 0, "\(compacted)")
+        #expect(compacted.stdout.contains("Compacted"), "\(compacted.stdout)")
+        #expect(compacted.stdout.contains("30"), "\(compacted.stdout)")
+        let after = try FileManager.default.attributesOfItem(atPath: sandbox.storePath)[.size] as? Int ?? 0
+        #expect(after < before / 2, "\(before) -> \(after)")
+        // Refused while another process (this one) has the store open; the shell still has it.
+        let holder = try await DocStore(path: sandbox.storePath)
+        let busy = try sandbox.run([sandbox.storePath], input: ".compact\npeople.count()\n")
+        #expect(busy.status != 0)
+        #expect(busy.stderr.contains("another process has it open"), "\(busy.stderr)")
+        #expect(busy.stdout.contains("30"), "\(busy.stdout)")
+        #expect(try await Query<DocumentValue>("people").count(in: holder) == 30)
     }
 
     /// `.verify COLLECTION` lists the fields whose documents hold more than one kind of value.

@@ -42,6 +42,8 @@ extension Shell {
         ("backup", ".backup FILE", "write a compact copy of the store, as of its last commit, to FILE: other "
             + "writers go on meanwhile, and FILE opens as a store"),
         ("stats", ".stats", "the store's size, what is in use and free, and each collection's counts"),
+        ("compact", ".compact", "rewrite the store's file without its free pages, so that it shrinks: the shell "
+            + "closes the store for it, and it is refused while another process has the store open"),
         ("dump", ".dump [FILE]", "write the whole store (catalog, saved filters, migrations, documents) as NDJSON, "
             + "to FILE or the output: a copy any later DocStore reads (.restore, or docstore NEW < FILE)"),
         ("restore", ".restore FILE", "build the open store, which must be empty, from a dump: all of it, or nothing"),
@@ -178,6 +180,7 @@ extension Shell {
             console.note(report.lostNothing ? "Recovered \(source) into \(args[0]); nothing was lost."
                 : "Recovered what could be read of \(source) into \(args[0]).")
         case "stats": try await stats()
+        case "compact": try await compact()
         case "dump": try await dump(args)
         case "restore":
             try need(1, ".restore FILE")
@@ -224,6 +227,7 @@ extension Shell {
         case "save": return first.map { "save the filter \($0)" } ?? "save a filter"
         case "unsave": return first.map { "delete the saved filter \($0)" } ?? "delete a saved filter"
         case "restore": return first.map { "restore \($0)" } ?? "restore a dump"
+        case "compact": return "compact the store"
         case "migrate": return first.map { "apply the migration \($0)" } ?? "apply a migration"
         default: return nil
         }
@@ -465,14 +469,27 @@ extension Shell {
         out += "file:   \(Shell.bytes(space.fileBytes)), \(Shell.bytes(space.bytesInUse)) in use, "
             + "\(space.freePages) free pages of \(Shell.bytes(space.pageSize)); map \(Shell.bytes(map.mapSize))\n"
         if space.reclaimableBytes > space.fileBytes / 2 && space.fileBytes > 1 << 20 {
-            out += "        compacting would give back about \(Shell.bytes(space.reclaimableBytes)) "
-                + "(DocStore.compact(path:) on the closed store)\n"
+            out += "        compacting would give back about \(Shell.bytes(space.reclaimableBytes)) (.compact)\n"
         }
         for (info, count) in rows {
             out += "\(info.name): \(count) documents, \(info.indexes.count) indexes\n"
         }
         if pending.isOpen { out += "transaction: open, \(pending.count) pending\n" }
         console.result(out)
+    }
+
+    /// `.compact`: closes the store, compacts its file, and opens it again, whether the compaction was done or
+    /// refused.
+    private func compact() async throws {
+        let store = try requireStore()
+        guard !pending.isOpen else { throw ShellError("compaction closes the store: commit or rollback first") }
+        let path = store.path
+        await close()
+        let result: Result<(before: Int, after: Int), any Error>
+        do { result = .success(try await DocStore.compact(path: path)) } catch { result = .failure(error) }
+        try await open(path: path)
+        let (before, after) = try result.get()
+        console.note("Compacted \(path) from \(Shell.bytes(before)) to \(Shell.bytes(after)).")
     }
 
     static func bytes(_ n: Int) -> String {
