@@ -82,3 +82,67 @@ extension ShellSessions {
     }
 }
 }
+
+/// Whether this machine lets a test mount a folder read-only in a mount namespace of its own (`unshare -rm`).
+enum ReadOnlyMount {
+    static let isAvailable: Bool = {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { return false }
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        probe.arguments = ["-rm", "/bin/sh", "-c", "mount --bind /tmp /tmp && mount -o remount,ro,bind /tmp"]
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        guard (try? probe.run()) != nil else { return false }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0
+    }()
+
+    /// Runs the shell with `arguments` where `folder` is mounted read-only (`FOLDER` in an argument stands for it).
+    static func run(folder: String, _ arguments: [String]) throws -> ShellRun {
+        let script = #"d="$1"; shift; mount --bind "$d" "$d" && mount -o remount,ro,bind "$d" && exec "$@""#
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = ["-rm", "/bin/sh", "-c", script, "sh", folder, DocStoreBinary.path]
+            + arguments.map { $0.replacingOccurrences(of: "FOLDER", with: folder) }
+        let stdout = Pipe(), stderr = Pipe()
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        let errors = stderr.fileHandleForReading
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        let error = errors.readDataToEndOfFile()
+        process.waitUntilExit()
+        return ShellRun(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
+                        stderr: String(decoding: error, as: UTF8.self))
+    }
+}
+
+extension ShellSessions {
+@Suite struct ReadOnlyMountTests {
+    /// A store on a read-only bind mount opens with --readonly, answers queries and dumps; every change is refused
+    /// as read-only, and opening it for writing says how to read it.
+    @Test(.enabled(if: ReadOnlyMount.isAvailable, "this machine cannot mount a folder read-only for a test"))
+    func aStoreOnAReadOnlyMountAnswersQueries() throws {
+        let sandbox = try ShellSandbox()
+        let folder = sandbox.path("mounted")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let setup = try sandbox.run([folder + "/people.db", "--yes",
+                                     #"people.insert([{"id": 1, "age": 30}, {"id": 2, "age": 12}])"#,
+                                     ".createIndex age people age"])
+        #expect(setup.status == 0, "\(setup)")
+        let read = try ReadOnlyMount.run(folder: folder, ["--readonly", "FOLDER/people.db",
+                                                          "people.include(age >= 18).count()", ".dump"])
+        #expect(read.status == 0, "\(read)")
+        #expect(read.stdout.hasPrefix("1\n"), "\(read.stdout)")
+        #expect(read.stdout.contains("{\"end\":\"dump\",\"documents\":2}"), "\(read.stdout)")
+        let write = try ReadOnlyMount.run(folder: folder, ["--readonly", "FOLDER/people.db",
+                                                           #"people.insert({"id": 3})"#])
+        #expect(write.status != 0)
+        #expect(write.stderr.contains("read-only"), "\(write.stderr)")
+        let writable = try ReadOnlyMount.run(folder: folder, ["FOLDER/people.db", "people.count()"])
+        #expect(writable.status != 0)
+        #expect(writable.stderr.contains("read-only"), "\(writable.stderr)")
+    }
+}
+}
