@@ -189,6 +189,55 @@ struct RandomValues {
         #expect(try await Query<DocumentValue>("items").count(in: source) == 50)
     }
 
+    /// A dump larger than the new store's first map: the restore grows the map, reading the dump again from its
+    /// start, and restores it all.
+    @Test func aDumpLargerThanTheMapRestoresWhole() async throws {
+        let dir = TemporaryDirectory()
+        let source = try await DocStore(path: dir.path("big.db"))
+        let pad = String(repeating: "p", count: 900)
+        try await source.write { ctx in
+            for i in 0..<4000 {
+                try ctx.insert(.object([("id", .int(Int64(i))), ("n", .int(Int64(i % 10))), ("pad", .string(pad))]),
+                               into: "big")
+            }
+            try ctx.createIndex(IndexDefinition(name: "n", kind: .regular, fields: ["n"]), in: "big")
+        }
+        let dumpPath = dir.path("big.ndjson")
+        try await source.dump(to: dumpPath)
+        var options = DocStore.Options()
+        options.initialMapSize = 1 << 20
+        for viaPipe in [false, true] {
+            let target = try await DocStore(path: dir.path("target-\(viaPipe).db"), options: options)
+            if viaPipe {
+                // Through a pipe, which cannot be read twice.
+                let pipe = Pipe()
+                let data = try Data(contentsOf: URL(fileURLWithPath: dumpPath))
+                let feeder = Thread {
+                    try? pipe.fileHandleForWriting.write(contentsOf: data)
+                    try? pipe.fileHandleForWriting.close()
+                }
+                feeder.start()
+                let fd = pipe.fileHandleForReading.fileDescriptor
+                #expect(try await target.restore(fromDescriptor: fd).documents == 4000)
+            } else {
+                #expect(try await target.restore(from: dumpPath).documents == 4000)
+            }
+            #expect(try await Query<DocumentValue>("big").count(in: target) == 4000)
+            #expect(try await target.verify().isClean)
+            #expect(try await target.mapUsage().mapSize > 1 << 20)
+            await target.close()
+        }
+    }
+
+    @Test func hostileLinesAreRefusedWithoutACrash() throws {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        let lines = [#""\ud800\u0041""#, deep, "{\"$object\": " + String(repeating: "{\"$object\":", count: 300),
+                     "[1,", "{\"a\" 1}", "\"unterminated", "-", "1e", "{\"$date\": 5}", "{\"$uint\": \"-1\"}", "tru"]
+        for line in lines {
+            #expect(throws: (any Error).self, "\(line.prefix(30))") { _ = try DumpJSON.read(line) }
+        }
+    }
+
     @Test func aReadOnlyStoreDumps() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("ro.db")

@@ -254,6 +254,14 @@ private func everything(_ store: DocStore) async throws -> String {
         #expect(try await refusal { m in
             try m.splitField("name", into: ["a", "b"], in: "contacts") { _ in [nil] }
         }.contains("1 values for 2 fields"))
+        // A value that would go inside a field that is not an object is refused, not dropped.
+        #expect(try await refusal { try $0.renameField("name", to: "zip.name", in: "contacts") }
+            .contains("not an object"))
+        #expect(try await refusal { m in
+            try m.splitField("name", into: ["city.first", "last"], in: "contacts") { v in [v, v] }
+        }.contains("not an object"))
+        #expect(try await refusal { try $0.addField("zip.plus4", in: "contacts", value: .int(1)) }
+            .contains("not an object"))
         // A rename onto an existing collection.
         try await store.write { ctx in try ctx.insert(.object([("id", .int(1))]), into: "other") }
         let taken = try await refusal { try $0.renameCollection("contacts", to: "other") }
@@ -388,10 +396,15 @@ private func everything(_ store: DocStore) async throws -> String {
         #expect(try await store.read { try $0.get("counters", id: .int(1)) }?[field: "n"] == .int(1))
         #expect(try await store.appliedMigrations().map(\.name) == ["seed", "bump", "later"])
 
-        // A migrator that lacks one the store applied is refused; one registering a name twice too.
+        // A migrator that lacks one the store applied leaves it be, as GRDB's does, and says it was superseded.
         var fewer = Migrator()
         fewer.registerMigration("seed") { _ in }
-        await #expect(throws: DocStoreError.self) { try await fewer.migrate(store) }
+        #expect(try await fewer.migrate(store).isEmpty)
+        #expect(try await fewer.hasBeenSuperseded(store))
+        #expect(try await !migrator.hasBeenSuperseded(store))
+        // Up to a migration the store is past: refused.
+        await #expect(throws: DocStoreError.self) { try await migrator.migrate(store, upTo: "seed") }
+        // A name registered twice is refused.
         var twice = Migrator()
         twice.registerMigration("x") { _ in }
         twice.registerMigration("x") { _ in }
@@ -419,6 +432,42 @@ private func everything(_ store: DocStore) async throws -> String {
         let store = try await DocStore(path: path)
         #expect(try await Query<DocumentValue>("items").count(in: store) == 1)
         #expect(try await store.appliedMigrations().map(\.name) == ["seed"])
+    }
+
+    @Test func aReadOnlyStoreOpensWithAMigratorItHasHadAndIsRefusedOneItHasNot() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("ro.db")
+        var migrator = Migrator()
+        migrator.registerMigration("one") { m in try m.context.insert(.object([("id", .int(1))]), into: "items") }
+        do {
+            let store = try await DocStore(path: path, migrator: migrator)
+            await store.close()
+        }
+        var options = DocStore.Options()
+        options.readOnly = true
+        let store = try await DocStore(path: path, options: options, migrator: migrator)
+        #expect(try await Query<DocumentValue>("items").count(in: store) == 1)
+        await store.close()
+        migrator.registerMigration("two") { _ in }
+        do {
+            _ = try await DocStore(path: path, options: options, migrator: migrator)
+            Issue.record("a read-only store was given a migration")
+        } catch let error as DocStoreError {
+            #expect(error.code == .readOnly)
+            #expect(error.message.contains("'two'"), "\(error)")
+        }
+    }
+
+    @Test func savedFiltersFollowARenamedCollectionHoweverTheyNameIt() {
+        let cases: [(String, String)] = [
+            ("people", "folk"), ("people.include(age > 3)", "folk.include(age > 3)"), ("  people .count()", "  folk .count()"),
+            ("`people`.include(x)", "`folk`.include(x)"), ("peoples.include(x)", "peoples.include(x)"),
+            ("other.include(people == 1)", "other.include(people == 1)"),
+        ]
+        for (text, expected) in cases {
+            #expect(TransactionScope.naming("folk", insteadOf: "people", in: text) == expected, "\(text)")
+        }
+        #expect(TransactionScope.naming("the folk", insteadOf: "people", in: "people.count()") == "`the folk`.count()")
     }
 
     @Test func aChangedMigrationErasesTheStoreOnlyWhenAsked() async throws {

@@ -73,6 +73,18 @@ extension ShellSessions {
         #expect(result.stdout.contains("150"), "\(result.stdout)")
         #expect(result.stderr.contains("has applied a migration named 'v2' already"), "\(result.stderr)")
         #expect(result.stderr.contains("\"Ann\" has no int form"), "\(result.stderr)")
+        // Values and names as written: quotes keep text, JSON values keep their spaces, backticks a name's.
+        let quoted = try sandbox.run([sandbox.storePath, "--yes"], input: #"""
+            .migrate v3 addField people code "0150" ; addField people meta {"a": "b c", "n": [1, 2]} ; renameField people fullName `full name`
+            people.sortBy(id).first
+
+            """#)
+        #expect(quoted.status == 0, "\(quoted)")
+        #expect(quoted.stdout.contains(#""code":"0150""#) || quoted.stdout.contains("0150"), "\(quoted.stdout)")
+        let store = try sandbox.run([sandbox.storePath, "--yes", ".mode json", "people.sortBy(id).first"])
+        #expect(store.stdout.contains(#""code":"0150""#) || store.stdout.contains(#""code": "0150""#), "\(store.stdout)")
+        #expect(store.stdout.contains(#""b c""#), "\(store.stdout)")
+        #expect(store.stdout.contains(#""full name""#), "\(store.stdout)")
         let without = try sandbox.run([sandbox.storePath, ".migrate x"])
         #expect(without.status != 0)
         #expect(without.stderr.contains("usage: .migrate NAME STEP"), "\(without.stderr)")

@@ -8,6 +8,7 @@ import Foundation
 /// exact seconds since 2001, when milliseconds do not hold the date exactly), `{"$uuid": "..."}`,
 /// `{"$bytes": "base64"}`, `{"$uint": "12"}` for an unsigned integer, `{"$double": "nan"}` for a Double JSON cannot
 /// write. A document's own object with a field whose name starts with `$` is wrapped as `{"$object": {...}}`.
+/// (The Backups and compaction section of the Transactions article describes the format for users.)
 enum DumpJSON {
     static func write(_ value: DocumentValue, to out: inout String) {
         switch value {
@@ -72,6 +73,8 @@ enum DumpJSON {
     private struct Reader {
         let bytes: [UInt8]
         var at = 0
+        /// Arrays and objects open around the value being read: no deeper than a stored document may be.
+        var depth = 0
 
         func failure(_ what: String) -> Malformed { Malformed(description: "\(what) at column \(at + 1)") }
 
@@ -90,9 +93,18 @@ enum DumpJSON {
         mutating func value() throws -> DocumentValue {
             skipSpace()
             guard at < bytes.count else { throw failure("a value is missing") }
+            if bytes[at] == UInt8(ascii: "{") || bytes[at] == UInt8(ascii: "[") {
+                guard depth < BinaryFormat.maximumDepth else {
+                    throw failure("values nested deeper than \(BinaryFormat.maximumDepth) levels")
+                }
+                depth += 1
+            }
             switch bytes[at] {
-            case UInt8(ascii: "{"): return try object()
+            case UInt8(ascii: "{"):
+                defer { depth -= 1 }
+                return try object()
             case UInt8(ascii: "["):
+                defer { depth -= 1 }
                 at += 1
                 var elements: [DocumentValue] = []
                 skipSpace()
@@ -159,6 +171,7 @@ enum DumpJSON {
                        bytes[at + 1] == UInt8(ascii: "u") {
                         at += 2
                         let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw failure("an invalid \\u escape") }
                         scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                     }
                     guard let u = Unicode.Scalar(scalar) else { throw failure("an invalid \\u escape") }
@@ -190,6 +203,11 @@ enum DumpJSON {
                     skipSpace()
                     if untag, fields.isEmpty, name == "$object", at < bytes.count, bytes[at] == UInt8(ascii: "{") {
                         // The fields of a wrapped object are the document's own: their names are never tags.
+                        guard depth < BinaryFormat.maximumDepth else {
+                            throw failure("values nested deeper than \(BinaryFormat.maximumDepth) levels")
+                        }
+                        depth += 1
+                        defer { depth -= 1 }
                         fields.append(DocumentValue.Field(name, try object(untag: false)))
                     } else {
                         fields.append(DocumentValue.Field(name, try value()))

@@ -54,8 +54,9 @@ extension DocStore {
 
     /// Writes the store, as of one commit, to an open file descriptor as a dump. The descriptor stays open.
     ///
-    /// The dump runs in one read transaction: writers in other processes go on meanwhile, and so do those of this
-    /// process unless the store's thread is needed for the read (see ``read(_:)``).
+    /// The dump runs in one read transaction, as a ``read(_:)`` does: writers in other processes go on meanwhile,
+    /// and this process's writes wait until it ends. To dump a store a server is writing, dump a backup of it
+    /// (``backup(to:compact:)``, which no writer waits for) instead.
     @discardableResult
     public nonisolated func dump(toDescriptor fd: Int32) async throws -> DumpSummary {
         let origin = path
@@ -125,23 +126,45 @@ extension DocStore {
     /// names it in errors. See ``restore(from:)``.
     @discardableResult
     public func restore(fromDescriptor fd: Int32, origin: String = "the input") throws -> DumpSummary {
-        var lines = DumpLines(fd: fd)
-        return try restore(origin: origin) { try lines.next() }
-    }
-
-    /// Builds this store from a dump whose lines `nextLine` returns in order, `nil` at the end: for a caller that
-    /// has read some of the input already. See ``restore(from:)``.
-    @discardableResult
-    public func restore(origin: String, readingLines nextLine: @Sendable () throws -> String?) throws -> DumpSummary {
-        var number = 0
+        // A write that outgrows the map runs again with a larger one, from the dump's first line: a dump that cannot
+        // be read again (a pipe) is first copied into a temporary file, unlinked at once.
+        var source = fd
+        var copy: Int32 = -1
+        defer { if copy >= 0 { Glibc.close(copy) } }
+        var start = lseek(fd, 0, SEEK_CUR)
+        if start < 0 {
+            copy = try DocStore.spooled(fd, origin: origin)
+            source = copy
+            start = 0
+        }
         return try restore(origin: origin) {
-            guard let line = try nextLine() else { return nil }
-            number += 1
-            return (number, line[...])
+            guard lseek(source, start, SEEK_SET) == start else {
+                throw DocStoreError(.storage, "cannot read \(origin) again: \(String(cString: strerror(errno)))")
+            }
+            return DumpLines(fd: source)
         }
     }
 
-    private func restore(origin: String, lines next: () throws -> (Int, Substring)?) throws -> DumpSummary {
+    /// A temporary file, already unlinked, holding what `fd` reads to its end; positioned at its start.
+    private static func spooled(_ fd: Int32, origin: String) throws -> Int32 {
+        var template = Array((FileManager.default.temporaryDirectory.path + "/docstore-restore-XXXXXX").utf8CString)
+        let copy = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard copy >= 0 else {
+            throw DocStoreError(.storage, "cannot make a temporary copy of \(origin): \(String(cString: strerror(errno)))")
+        }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        var lines = DumpLines(fd: fd)
+        do {
+            while let bytes = try lines.chunk() { try DumpWriter.writeAll(bytes[...], to: copy) }
+        } catch {
+            Glibc.close(copy)
+            throw error
+        }
+        lseek(copy, 0, SEEK_SET)
+        return copy
+    }
+
+    private func restore(origin: String, lines makeLines: () throws -> DumpLines) throws -> DumpSummary {
         try checkWritable("restore a dump")
         return try withWrite { ctx in
             if let info = try ctx.collections().first {
@@ -153,7 +176,8 @@ extension DocStore {
                     + "has saved filters or migration records); restore into a new store")
             }
             var restore = Restore(ctx: ctx, origin: origin)
-            while let (number, line) = try next() {
+            var lines = try makeLines()
+            while let (number, line) = try lines.next() {
                 restore.line = number
                 try restore.take(line)
             }
@@ -310,8 +334,12 @@ private struct DumpWriter {
     }
 
     mutating func flush() throws {
-        var bytes = Array(buffer.utf8)[...]
+        try DumpWriter.writeAll(Array(buffer.utf8)[...], to: fd)
         buffer = ""
+    }
+
+    static func writeAll(_ bytes: ArraySlice<UInt8>, to fd: Int32) throws {
+        var bytes = bytes
         while !bytes.isEmpty {
             let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
             if n < 0 {
@@ -328,6 +356,8 @@ private struct DumpLines {
     let fd: Int32
     var pending: [UInt8] = []
     var start = 0
+    /// Where the search for the next newline goes on: the bytes before it hold none.
+    var scanned = 0
     var number = 0
     var atEnd = false
 
@@ -335,12 +365,14 @@ private struct DumpLines {
 
     mutating func next() throws -> (Int, Substring)? {
         while true {
-            if let newline = pending[start...].firstIndex(of: 0x0A) {
+            if let newline = pending[max(start, scanned)...].firstIndex(of: 0x0A) {
                 let line = String(decoding: pending[start..<newline], as: UTF8.self)
                 start = newline + 1
+                scanned = start
                 number += 1
                 return (number, line[...])
             }
+            scanned = pending.count
             if atEnd {
                 guard start < pending.count else { return nil }
                 let line = String(decoding: pending[start...], as: UTF8.self)
@@ -348,17 +380,34 @@ private struct DumpLines {
                 number += 1
                 return (number, line[...])
             }
-            if start > 0 {
-                pending.removeFirst(start)
-                start = 0
-            }
-            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            try fill()
+        }
+    }
+
+    /// The next bytes read, as they come (for a copy), or `nil` at the end.
+    mutating func chunk() throws -> [UInt8]? {
+        pending.removeAll(keepingCapacity: true)
+        start = 0
+        scanned = 0
+        while pending.isEmpty && !atEnd { try fill() }
+        return pending.isEmpty ? nil : pending
+    }
+
+    private mutating func fill() throws {
+        if start > 0 {
+            pending.removeFirst(start)
+            scanned -= start
+            start = 0
+        }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
             let n = chunk.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw DocStoreError(.storage, "cannot read the dump: \(String(cString: strerror(errno)))")
             }
             if n == 0 { atEnd = true } else { pending.append(contentsOf: chunk[..<n]) }
+            return
         }
     }
 }

@@ -42,7 +42,7 @@ public final class MigrationContext {
             if document[path: newPath] != nil {
                 throw StepFailure("it already has a field '\(newPath)'")
             }
-            return document.removing(path).setting(value, at: newPath)
+            return try placing(value, at: newPath, in: document.removing(path))
         }
         for index in moved {
             let fields = index.fields.map { $0.isWithin(path) ? $0.moved(from: path, to: newPath) : $0 }
@@ -69,7 +69,7 @@ public final class MigrationContext {
         try rewrite(collection, step: step) { document in
             if let present = document[path: path], present != .null { return document }
             guard let value = try compute(document) else { return document }
-            return document.setting(value, at: path)
+            return try placing(value, at: path, in: document)
         }
     }
 
@@ -138,7 +138,7 @@ public final class MigrationContext {
             }
             var out = paths.contains(path) ? document : document.removing(path)
             for (target, part) in zip(paths, parts) {
-                if let part { out = out.setting(part, at: target) } else { out = out.removing(target) }
+                if let part { out = try placing(part, at: target, in: out) } else { out = out.removing(target) }
             }
             return out
         }
@@ -160,7 +160,7 @@ public final class MigrationContext {
             let values = paths.map { document[path: $0] }
             guard values.contains(where: { $0 != nil }) else { return document }
             var out = removed.reduce(document) { $0.removing($1) }
-            if let merged = try merge(values) { out = out.setting(merged, at: path) } else { out = out.removing(path) }
+            if let merged = try merge(values) { out = try placing(merged, at: path, in: out) } else { out = out.removing(path) }
             return out
         }
     }
@@ -191,7 +191,9 @@ public final class MigrationContext {
     /// Renames a collection, with its documents, its indexes and the saved filters that read it. Nothing happens
     /// when there is no collection `name`.
     ///
-    /// - Throws: ``DocStoreError/Code/alreadyExists`` when a collection or a saved filter is named `newName`.
+    /// - Throws: ``DocStoreError/Code/alreadyExists`` when a collection or a saved filter is named `newName` (the
+    ///   migration then fails with ``DocStoreError/Code/migrationFailed``, this error its ``DocStoreError/underlying``,
+    ///   as every error a step throws).
     public func renameCollection(_ name: String, to newName: String) throws {
         steps.append("rename collection \(name) to \(newName)")
         try context.checkWritable("rename collection '\(name)'", collection: name)
@@ -210,6 +212,19 @@ public final class MigrationContext {
     private struct StepFailure: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = description }
+    }
+
+    /// `document` with `value` at `path`; refused when a field on the way holds something other than an object,
+    /// which would leave the value nowhere.
+    private func placing(_ value: DocumentValue, at path: FieldPath, in document: DocumentValue) throws -> DocumentValue {
+        for end in 1..<path.components.count {
+            let step = FieldPath(components: Array(path.components[..<end]))
+            if let on = document[path: step], on != .null, !on.isObject {
+                throw StepFailure("its field '\(step)' is \(on.json().prefix(40)), not an object, so '\(path)' "
+                    + "cannot be set inside it")
+            }
+        }
+        return document.setting(value, at: path)
     }
 
     private func indexes(of collection: String) throws -> [IndexDefinition] {
@@ -330,6 +345,13 @@ public struct ConversionFailure: Error, Sendable, CustomStringConvertible {
     public let value: DocumentValue
     public let kind: FieldConversion
     public var description: String { "\(value.json()) has no \(kind.rawValue) form" }
+}
+
+extension DocumentValue {
+    var isObject: Bool {
+        if case .object = self { return true }
+        return false
+    }
 }
 
 extension FieldPath {

@@ -14,10 +14,11 @@ import Foundation
 /// migrator.registerMigration("v2") { m in
 ///     try m.renameField("name", to: "fullName", in: "people")
 ///     try m.addField("initials", in: "people") { person in
-///         .string(String(person[field: "fullName"]?.stringValue?.prefix(1) ?? ""))
+///         guard case .string(let name)? = person[field: "fullName"] else { return nil }
+///         return .string(String(name.prefix(1)))
 ///     }
 ///     try m.convertField("zip", in: "people", to: .int)
-///     try m.createIndex(IndexDefinition(name: "zip", kind: .index, fields: ["zip"]), in: "people")
+///     try m.createIndex(IndexDefinition(name: "zip", kind: .regular, fields: ["zip"]), in: "people")
 /// }
 /// try await migrator.migrate(store)
 /// ```
@@ -38,10 +39,12 @@ public struct Migrator: Sendable {
     private var registrationError: String?
 
     /// During development: when a migration the store has applied has since been changed (its steps are not
-    /// those the store recorded), or removed, erase the store and run every migration again, rather than fail.
-    /// Never set it for a store whose data matters.
+    /// those the store recorded) or removed, erase the store and run every migration again. Never set it for a
+    /// store whose data matters: a migration applied with the shell's `.migrate` counts as removed.
     ///
     /// The migrations are first run on an empty store in a temporary folder, to learn the steps each takes now.
+    /// A change inside a closure that leaves the steps as they were is not seen (GRDB's option compares the
+    /// schema the migrations make instead; a document store has no schema beyond its collections and indexes).
     public var eraseStoreOnSchemaChange = false
 
     public init() {}
@@ -64,10 +67,15 @@ public struct Migrator: Sendable {
     /// Runs, in order, every registered migration that `store` has not applied, up to and including the one
     /// named `last` (all of them when `nil`). Returns the names of those it ran.
     ///
+    /// Migrations the store applied that this migrator does not have (applied with the shell's `.migrate`, or by a
+    /// newer version of the app) are left as they are, as GRDB's migrator leaves them: ``hasBeenSuperseded(_:)``
+    /// tells an app that would rather refuse a store migrated by a newer version of itself.
+    ///
     /// - Throws: ``DocStoreError/Code/migrationFailed`` naming the migration, the step and the document, when a
-    ///   migration fails: it changed nothing, and those before it are kept. ``DocStoreError/Code/invalidSchema``
-    ///   when the store has applied a migration this migrator does not have (unless
-    ///   ``eraseStoreOnSchemaChange``, which erases the store then, and also when a migration's steps changed).
+    ///   migration fails: it changed nothing, and those before it are kept. ``DocStoreError/Code/readOnly`` when
+    ///   the store was opened read-only and a migration is pending (a read-only store that has them all opens).
+    ///   ``DocStoreError/Code/invalidSchema`` when `last` names no migration, or the store has applied a
+    ///   migration registered after it.
     @discardableResult
     public func migrate(_ store: DocStore, upTo last: String? = nil) async throws -> [String] {
         if let registrationError { throw DocStoreError(.invalidSchema, registrationError) }
@@ -78,27 +86,28 @@ public struct Migrator: Sendable {
                     + "registered ones are " + migrationNames.map { "'\($0)'" }.joined(separator: ", "))
             }
             chosen = Array(migrations[...end])
-        }
-        let names = migrationNames
-        try await store.recordKnownMigrations(names)
-        if eraseStoreOnSchemaChange {
-            if let changed = try await changedMigration(in: store) {
-                try await store.eraseForMigrations(because: changed)
-            }
-        } else {
-            let unknown = try await store.appliedMigrations().map(\.name).filter { !names.contains($0) }
-            if !unknown.isEmpty {
-                throw DocStoreError(.invalidSchema, "the store has applied migration"
-                    + (unknown.count == 1 ? " " : "s ") + unknown.map { "'\($0)'" }.joined(separator: ", ")
-                    + ", which this migrator does not have: the store was migrated by a newer version of the app, or "
-                    + "a migration was renamed or removed; nothing was run")
+            let applied = Set(try await store.appliedMigrations().map(\.name))
+            if let beyond = migrations[(end + 1)...].first(where: { applied.contains($0.name) }) {
+                throw DocStoreError(.invalidSchema, "cannot migrate up to '\(last)': the store has applied "
+                    + "'\(beyond.name)', which comes after it")
             }
         }
+        if eraseStoreOnSchemaChange, let changed = try await changedMigration(in: store) {
+            try await store.eraseForMigrations(because: changed)
+        }
+        try await store.recordKnownMigrations(migrationNames)
         var ran: [String] = []
         for migration in chosen where try await store.applyMigration(migration.name, migration.body) {
             ran.append(migration.name)
         }
         return ran
+    }
+
+    /// Whether `store` has applied a migration this migrator does not have: it was migrated by a newer version of
+    /// the app (or with the shell's `.migrate`).
+    public func hasBeenSuperseded(_ store: DocStore) async throws -> Bool {
+        let names = Set(migrationNames)
+        return try await store.appliedMigrations().contains { !names.contains($0.name) }
     }
 
     /// Whether `store` has applied every registered migration.
@@ -186,7 +195,11 @@ extension DocStore {
     /// Returns whether it ran. For migrations that are not registered in a ``Migrator``: the shell's `.migrate`.
     @discardableResult
     public func applyMigration(_ name: String, _ body: Migrator.Body) throws -> Bool {
-        try checkWritable("apply the migration '\(name)'")
+        if isReadOnly {
+            // A read-only store that has the migration opens; one that lacks it cannot be given it.
+            if try withRead({ try $0.appliedMigration(named: name) }) != nil { return false }
+            try checkWritable("apply the migration '\(name)', which it has not had")
+        }
         do {
             return try withWrite { ctx in
                 if try ctx.appliedMigration(named: name) != nil { return false }
@@ -246,6 +259,11 @@ extension ReadContext {
 
     func appliedMigration(named name: String) throws -> AppliedMigration? {
         guard let raw = try txn.get(scope.core.meta, StoreCore.migrationKey(name)) else { return nil }
-        return try? DocumentDecoder().decode(AppliedMigration.self, from: raw)
+        do {
+            return try DocumentDecoder().decode(AppliedMigration.self, from: raw)
+        } catch {
+            throw DocStoreError(.corruptDocument, "the record of the migration '\(name)' in the catalog is damaged: "
+                + "\(error)")
+        }
     }
 }

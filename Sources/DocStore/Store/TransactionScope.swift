@@ -225,10 +225,25 @@ final class TransactionScope {
         }
         for var filter in filters {
             filter.collection = newName
-            if filter.text.hasPrefix(name + ".") { filter.text = newName + filter.text.dropFirst(name.count) }
+            filter.text = TransactionScope.naming(newName, insteadOf: name, in: filter.text)
             try txn.put(core.meta, StoreCore.filterKey(filter.name), try DocumentEncoder().encode(filter))
         }
         return true
+    }
+
+    /// A saved query's text, reading collection `newName` where it read `name`: the name it begins with, plain or in
+    /// backticks, and followed by its end, a space or a dot.
+    static func naming(_ newName: String, insteadOf name: String, in text: String) -> String {
+        let start = text.prefix { $0.isWhitespace }
+        let rest = text.dropFirst(start.count)
+        let plain = newName.allSatisfy { $0 == "_" || ($0.isASCII && ($0.isLetter || $0.isNumber)) }
+            && newName.first?.isNumber == false
+        for written in [name, "`" + name + "`"] where rest.hasPrefix(written) {
+            let after = rest.dropFirst(written.count)
+            guard after.isEmpty || after.first == "." || after.first!.isWhitespace else { continue }
+            return start + (plain && !written.hasPrefix("`") ? newName : "`" + newName + "`") + after
+        }
+        return text
     }
 
     /// After a successful commit: the collections opened here become the store's.

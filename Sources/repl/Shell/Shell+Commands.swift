@@ -186,7 +186,7 @@ extension Shell {
             try need(1, ".restore FILE")
             try await restore(args[0])
         case "migrations": try await listMigrations()
-        case "migrate": try await migrate(args)
+        case "migrate": try await migrate(Shell.rawArguments(of: name, in: text))
         case "backup":
             try need(1, ".backup FILE")
             let store = try requireStore()
@@ -487,7 +487,16 @@ extension Shell {
         await close()
         let result: Result<(before: Int, after: Int), any Error>
         do { result = .success(try await DocStore.compact(path: path)) } catch { result = .failure(error) }
-        try await open(path: path)
+        do {
+            try await open(path: path)
+        } catch {
+            let outcome: String
+            switch result {
+            case .success(let sizes): outcome = "it was compacted (\(Shell.bytes(sizes.before)) to \(Shell.bytes(sizes.after)))"
+            case .failure(let failure): outcome = "it was not compacted (\(failure))"
+            }
+            throw ShellError("\(outcome), and it could not be opened again: \(error); .open \(path) tries again")
+        }
         let (before, after) = try result.get()
         console.note("Compacted \(path) from \(Shell.bytes(before)) to \(Shell.bytes(after)).")
     }

@@ -31,23 +31,16 @@ extension Shell {
     }
 
     /// `.migrate NAME STEP [; STEP ...]`: one migration of the steps given, applied at once, in one transaction
-    /// with its record; the store's migration records list it as the app's migrations are listed.
-    func migrate(_ args: [String]) async throws {
+    /// with its record; the store's migration records list it as the app's migrations are listed. `raw` is the text
+    /// after `.migrate`, as typed.
+    func migrate(_ raw: String) async throws {
         let usage = ".migrate NAME STEP [; STEP ...], a STEP one of: " + Shell.migrationSteps.joined(separator: "; ")
-        guard args.count >= 2 else { throw ShellError("usage: \(usage)") }
-        guard !pending.isOpen else { throw ShellError("a migration applies at once: commit or rollback first") }
-        let name = args[0]
-        var steps: [[String]] = [[]]
-        for word in args.dropFirst() {
-            if word == ";" { steps.append([]); continue }
-            if word.hasSuffix(";") {
-                steps[steps.count - 1].append(String(word.dropLast()))
-                steps.append([])
-                continue
-            }
-            steps[steps.count - 1].append(word)
+        var steps = Shell.migrationWords(raw)
+        guard let name = steps.first?.first.map(Shell.unquoted), steps[0].count >= 2 else {
+            throw ShellError("usage: \(usage)")
         }
-        steps.removeAll { $0.isEmpty }
+        steps[0].removeFirst()
+        guard !pending.isOpen else { throw ShellError("a migration applies at once: commit or rollback first") }
         let parsed = try steps.map(Shell.migrationStep)
         let store = try requireStore()
         if try await store.appliedMigrations().contains(where: { $0.name == name }) {
@@ -62,39 +55,87 @@ extension Shell {
         console.note(ran ? "Applied the migration \(name)." : "The store had applied \(name) already.")
     }
 
+    /// The steps of `.migrate`'s text, each its words, split at spaces and at `;` outside quotes, backticks and
+    /// brackets; quotes and backticks stay in the words, so that `"0150"` is text and `` `a b` `` one name.
+    nonisolated static func migrationWords(_ raw: String) -> [[String]] {
+        var steps: [[String]] = [[]]
+        var word = ""
+        var quoted = false, backticked = false, escaped = false
+        var depth = 0
+        func endWord() {
+            if !word.isEmpty { steps[steps.count - 1].append(word) }
+            word = ""
+        }
+        for c in raw {
+            if quoted {
+                word.append(c)
+                if escaped { escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { quoted = false }
+                continue
+            }
+            if backticked {
+                word.append(c)
+                if c == "`" { backticked = false }
+                continue
+            }
+            switch c {
+            case "\"": quoted = true; word.append(c)
+            case "`": backticked = true; word.append(c)
+            case "[", "{": depth += 1; word.append(c)
+            case "]", "}": depth = max(0, depth - 1); word.append(c)
+            case ";" where depth == 0:
+                endWord()
+                steps.append([])
+            default:
+                if c.isWhitespace && depth == 0 { endWord() } else { word.append(c) }
+            }
+        }
+        endWord()
+        return steps.filter { !$0.isEmpty }
+    }
+
+    /// A name as written: without the double quotes or backticks around it.
+    static func unquoted(_ word: String) -> String {
+        if word.count >= 2, word.hasPrefix("\""), word.hasSuffix("\""),
+           case .string(let text)? = CSV.jsonValue(word) { return text }
+        return Shell.name(word)
+    }
+
     /// One step of `.migrate`, from its words.
     static func migrationStep(_ words: [String]) throws -> @Sendable (MigrationContext) throws -> Void {
         guard let verb = words.first else { throw ShellError("an empty step") }
-        let a = Array(words.dropFirst()).map(Shell.name)
+        let raw = Array(words.dropFirst())
+        let a = raw.map(Shell.unquoted)
         func need(_ n: Int, _ usage: String) throws {
             guard a.count == n else { throw ShellError("usage: \(usage)") }
         }
-        func field(_ text: String) throws -> FieldPath {
+        func field(_ i: Int) throws -> FieldPath {
+            // A name in double quotes is taken as it is; one in backticks, or dotted, as a query writes it.
+            if raw[i].hasPrefix("\"") { return FieldPath(components: [a[i]]) }
             do {
-                let paths = try Parser.fieldPaths(text)
-                guard paths.count == 1 else { throw ShellError("'\(text)' names \(paths.count) fields, not one") }
+                let paths = try Parser.fieldPaths(raw[i])
+                guard paths.count == 1 else { throw ShellError("'\(raw[i])' names \(paths.count) fields, not one") }
                 return paths[0]
             } catch let error as ParseError {
-                throw ShellError("'\(text)' is not a field name: \(error.message)")
+                throw ShellError("'\(raw[i])' is not a field name: \(error.message)")
             }
         }
         switch verb {
         case "renameField":
             try need(3, "renameField COLLECTION FIELD NEWNAME")
-            let (from, to) = (try field(a[1]), try field(a[2]))
+            let (from, to) = (try field(1), try field(2))
             return { try $0.renameField(from, to: to, in: a[0]) }
         case "addField":
             try need(3, "addField COLLECTION FIELD VALUE (JSON, or text)")
-            let path = try field(a[1])
-            let value = CSV.jsonValue(words[3]) ?? .string(words[3])
+            let path = try field(1)
+            let value = CSV.jsonValue(raw[2]) ?? .string(a[2])
             return { try $0.addField(path, in: a[0], value: value) }
         case "removeField":
             try need(2, "removeField COLLECTION FIELD")
-            let path = try field(a[1])
+            let path = try field(1)
             return { try $0.removeField(path, in: a[0]) }
         case "convertField":
             try need(3, "convertField COLLECTION FIELD string|int|double|bool")
-            let path = try field(a[1])
+            let path = try field(1)
             guard let kind = FieldConversion(rawValue: a[2]) else {
                 throw ShellError("a field converts to string, int, double or bool, not '\(a[2])'")
             }
@@ -114,7 +155,7 @@ extension Shell {
                 throw ShellError("the kind of index is unique or multi (or nothing), not '\(a[3])'")
             }
             let fields: [FieldPath]
-            do { fields = try Parser.fieldPaths(a[2]) } catch {
+            do { fields = try Parser.fieldPaths(raw[2]) } catch {
                 throw ShellError("the fields to index are names separated by commas: \(error.message)")
             }
             let definition = IndexDefinition(name: a[0], kind: kind, fields: fields)

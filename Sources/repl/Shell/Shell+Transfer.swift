@@ -1,6 +1,5 @@
 import DocStore
 import Foundation
-import Synchronization
 
 /// The file formats of `.import` and `.export`, chosen by the file's extension.
 enum TransferFormat: String {
@@ -296,7 +295,8 @@ extension Shell {
         }
     }
 
-    /// `.restore FILE`, or a dump given as the shell's input: builds the open store, which must be empty, from it.
+    /// `.restore FILE`, or a dump given as the shell's input (its first line read already): builds the open store,
+    /// which must be empty, from it.
     func restore(_ file: String?, firstLine: String? = nil) async throws {
         let store = try requireStore()
         guard !pending.isOpen else { throw ShellError("a restore applies at once: commit or rollback first") }
@@ -304,8 +304,20 @@ extension Shell {
         if let file {
             summary = try await store.restore(from: file)
         } else {
-            let input = InputLines(first: firstLine)
-            summary = try await store.restore(origin: "the input", readingLines: { input.next() })
+            // The input is read line by line here, so the library reads it from a copy in a file.
+            let copy = FileManager.default.temporaryDirectory.appendingPathComponent("docstore-input-\(UUID()).ndjson").path
+            guard FileManager.default.createFile(atPath: copy, contents: nil),
+                  let handle = FileHandle(forWritingAtPath: copy) else {
+                throw ShellError("cannot make a temporary copy of the input in \(copy)")
+            }
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            var line = firstLine
+            while let text = line {
+                try handle.write(contentsOf: Data((text + "\n").utf8))
+                line = Swift.readLine(strippingNewline: true)
+            }
+            try handle.close()
+            summary = try await store.restore(from: copy)
         }
         console.note("Restored \(summary) into \(store.path).")
     }
@@ -325,14 +337,4 @@ extension Shell {
 
     /// Whether a line is the first of a dump: what `docstore NEW < dump` restores.
     nonisolated static func isDumpHeader(_ line: String) -> Bool { line.hasPrefix("{\"docstore\":\"dump\"") }
-}
-
-/// The lines of standard input, after one already read.
-private final class InputLines: Sendable {
-    private let first: Mutex<String?>
-    init(first: String?) { self.first = Mutex(first) }
-    func next() -> String? {
-        if let line = first.withLock({ line in defer { line = nil }; return line }) { return line }
-        return Swift.readLine(strippingNewline: true)
-    }
 }
