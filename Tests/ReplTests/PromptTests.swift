@@ -12,7 +12,7 @@ import TestSupport
     @Test func queryWaitsForTheAnswerAndReturnsIt() async throws {
         let prompt = Prompt<String, Int>()
         let returned = Flag()
-        let asker = Task {
+        let asker = Task(executorPreference: GrowingThreadPool.shared) {
             let answer = try await prompt.query(with: "how many?")
             returned.set()
             return answer
@@ -31,7 +31,7 @@ import TestSupport
 
     @Test func answerFromAnotherTaskReachesTheAsker() async throws {
         let prompt = Prompt<Int, String>()
-        let presenter = Task {
+        let presenter = Task(executorPreference: GrowingThreadPool.shared) {
             let question = try await pendingQuestion(of: prompt)
             return question.answer(with: "answer to \(question.input)")
         }
@@ -42,7 +42,7 @@ import TestSupport
 
     @Test func voidPromptIsAskedWithoutInput() async throws {
         let prompt = Prompt<Void, Bool>()
-        let asker = Task { try await prompt.query() }
+        let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query() }
         let question = try await pendingQuestion(of: prompt)
         #expect(question.answer(with: true))
         #expect(try await withTimeout { try await asker.value })
@@ -52,7 +52,7 @@ import TestSupport
         let prompt = Prompt<Int, Int>()
         var ids: [Int] = []
         for input in 0..<5 {
-            let asker = Task { try await prompt.query(with: input) }
+            let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: input) }
             let question = try await pendingQuestion(of: prompt)
             ids.append(question.id)
             question.answer(with: input)
@@ -66,7 +66,7 @@ import TestSupport
 
     @Test func refuseNewThrowsConflictAtOnceAndKeepsTheFirstPending() async throws {
         let prompt = Prompt<String, Int>(conflictPolicy: .refuseNew)
-        let first = Task { try await prompt.query(with: "first") }
+        let first = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "first") }
         let question = try await pendingQuestion(of: prompt)
 
         do {
@@ -86,7 +86,7 @@ import TestSupport
     @Test func refuseNewIsTheDefaultPolicy() async throws {
         let prompt = Prompt<Int, Int>()
         #expect(prompt.conflictPolicy == .refuseNew)
-        let first = Task { try await prompt.query(with: 1) }
+        let first = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: 1) }
         let question = try await pendingQuestion(of: prompt)
         await #expect(throws: PromptConflictError.self) {
             try await withTimeout { try await prompt.query(with: 2) }
@@ -97,10 +97,10 @@ import TestSupport
 
     @Test func cancelPreviousCancelsTheWaitingQuestionAndTakesItsPlace() async throws {
         let prompt = Prompt<String, Int>(conflictPolicy: .cancelPrevious)
-        let first = Task { try await prompt.query(with: "first") }
+        let first = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "first") }
         let firstQuestion = try await pendingQuestion(of: prompt)
 
-        let second = Task { try await prompt.query(with: "second") }
+        let second = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "second") }
         await #expect(throws: CancellationError.self) { try await withTimeout { try await first.value } }
 
         let secondQuestion = try await pendingQuestion(of: prompt)
@@ -117,7 +117,7 @@ import TestSupport
 
     @Test func cancellingTheAskingTaskThrowsCancellationAndClearsPending() async throws {
         let prompt = Prompt<String, Int>()
-        let asker = Task { try await prompt.query(with: "abandoned") }
+        let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "abandoned") }
         let question = try await pendingQuestion(of: prompt)
 
         asker.cancel()
@@ -130,7 +130,7 @@ import TestSupport
     @Test func taskCancelledBeforeAskingThrowsWithoutBecomingPending() async throws {
         let prompt = Prompt<String, Int>()
         let questions = prompt.questions
-        let cancelledFirst = Task {
+        let cancelledFirst = Task(executorPreference: GrowingThreadPool.shared) {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await prompt.query(with: "never asked")
         }
@@ -138,7 +138,7 @@ import TestSupport
         #expect(prompt.pending == nil)
 
         // The stream's first question is the next one: the cancelled one was never sent.
-        let next = Task { try await prompt.query(with: "next") }
+        let next = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "next") }
         let firstSeen = try await withTimeout {
             var iterator = questions.makeAsyncIterator()
             return await iterator.next()
@@ -154,7 +154,7 @@ import TestSupport
         let prompt = Prompt<Int, Int>()
         try await withTimeout(seconds: 120) {
             for round in 0..<1_000 {
-                let asker = Task { try await prompt.query(with: round) }
+                let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: round) }
                 for _ in 0..<(round % 7) { await Task.yield() }
                 asker.cancel()
                 do {
@@ -176,7 +176,7 @@ import TestSupport
         for round in 0..<5 {
             let prompt = Prompt<Int, Int>()
             let asker = prompt.state.withLock { _ in
-                let asker = Task { try await prompt.query(with: round) }
+                let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: round) }
                 usleep(20_000)  // time for the asker to pass its first check and wait for the lock
                 asker.cancel()
                 return asker
@@ -190,7 +190,7 @@ import TestSupport
 
     @Test func questionCancelMakesTheAskerThrowCancellation() async throws {
         let prompt = Prompt<String, Int>()
-        let asker = Task { try await prompt.query(with: "dismissed") }
+        let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "dismissed") }
         let question = try await pendingQuestion(of: prompt)
         #expect(question.cancel())
         await #expect(throws: CancellationError.self) { try await withTimeout { try await asker.value } }
@@ -198,7 +198,7 @@ import TestSupport
 
     @Test func cancelPendingMakesTheAskerThrowCancellation() async throws {
         let prompt = Prompt<String, Int>()
-        let asker = Task { try await prompt.query(with: "interrupted") }
+        let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "interrupted") }
         let question = try await pendingQuestion(of: prompt)
         #expect(prompt.cancelPending())
         await #expect(throws: CancellationError.self) { try await withTimeout { try await asker.value } }
@@ -215,7 +215,7 @@ import TestSupport
 
     @Test func secondAnswerIsIgnored() async throws {
         let prompt = Prompt<String, Int>()
-        let asker = Task { try await prompt.query(with: "once") }
+        let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "once") }
         let question = try await pendingQuestion(of: prompt)
         #expect(question.answer(with: 1))
         #expect(!question.answer(with: 2))
@@ -225,7 +225,7 @@ import TestSupport
 
     @Test func answerAfterCancelIsIgnored() async throws {
         let prompt = Prompt<String, Int>()
-        let asker = Task { try await prompt.query(with: "cancelled") }
+        let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "cancelled") }
         let question = try await pendingQuestion(of: prompt)
         #expect(question.cancel())
         #expect(!question.answer(with: 1))
@@ -236,12 +236,12 @@ import TestSupport
 
     @Test func oldQuestionCannotAnswerANewerOne() async throws {
         let prompt = Prompt<String, Int>()
-        let first = Task { try await prompt.query(with: "old") }
+        let first = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "old") }
         let old = try await pendingQuestion(of: prompt)
         old.answer(with: 1)
         _ = try await withTimeout { try await first.value }
 
-        let second = Task { try await prompt.query(with: "new") }
+        let second = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "new") }
         let new = try await pendingQuestion(of: prompt)
         #expect(!old.answer(with: 99))
         #expect(!old.cancel())
@@ -296,7 +296,7 @@ import TestSupport
                     for asker in 1..<askerCount {
                         askers.addTask { await Outcome(asking: prompt, with: asker) }
                     }
-                    let doomed = Task { await Outcome(asking: prompt, with: 0) }
+                    let doomed = Task(executorPreference: GrowingThreadPool.shared) { await Outcome(asking: prompt, with: 0) }
                     for _ in 0..<(round % 5) { await Task.yield() }
                     doomed.cancel()
                     var outcomes = [await doomed.value]
@@ -341,7 +341,7 @@ import TestSupport
     @Test func pendingIsNilAfterAnAnswerAndANewQuestionCanBeAsked() async throws {
         let prompt = Prompt<String, Int>()
         #expect(prompt.pending == nil)
-        let first = Task { try await prompt.query(with: "first") }
+        let first = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "first") }
         let question = try await pendingQuestion(of: prompt)
         #expect(question.isPending)
         question.answer(with: 1)
@@ -349,7 +349,7 @@ import TestSupport
         #expect(!question.isPending)
         _ = try await withTimeout { try await first.value }
 
-        let second = Task { try await prompt.query(with: "second") }
+        let second = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "second") }
         let next = try await pendingQuestion(of: prompt)
         #expect(next.input == "second")
         next.answer(with: 2)
@@ -358,13 +358,13 @@ import TestSupport
 
     @Test func pendingIsNilAfterACancellationAndANewQuestionCanBeAsked() async throws {
         let prompt = Prompt<String, Int>()
-        let first = Task { try await prompt.query(with: "first") }
+        let first = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "first") }
         let question = try await pendingQuestion(of: prompt)
         question.cancel()
         #expect(prompt.pending == nil)
         await #expect(throws: CancellationError.self) { try await withTimeout { try await first.value } }
 
-        let second = Task { try await prompt.query(with: "second") }
+        let second = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "second") }
         let next = try await pendingQuestion(of: prompt)
         #expect(next.input == "second")
         next.answer(with: 2)
@@ -377,7 +377,7 @@ import TestSupport
         let prompt = Prompt<Int, Int>()
         let seen = Mutex<[Prompt<Int, Int>.Question]>([])
         let questions = prompt.questions
-        let presenter = Task {
+        let presenter = Task(executorPreference: GrowingThreadPool.shared) {
             for await question in questions {
                 seen.withLock { $0.append(question) }
                 question.answer(with: question.input * 2)
@@ -396,7 +396,7 @@ import TestSupport
 
     @Test func questionsStreamStartsWithTheQuestionAlreadyPending() async throws {
         let prompt = Prompt<String, Int>()
-        let asker = Task { try await prompt.query(with: "asked before listening") }
+        let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "asked before listening") }
         let question = try await pendingQuestion(of: prompt)
 
         let firstSeen = try await withTimeout {
@@ -412,7 +412,7 @@ import TestSupport
         let prompt = Prompt<Int, Int>()
         let streams = [prompt.questions, prompt.questions]
         for input in 0..<3 {
-            let asker = Task { try await prompt.query(with: input) }
+            let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: input) }
             try await pendingQuestion(of: prompt).answer(with: input)
             _ = try await withTimeout { try await asker.value }
         }
@@ -430,7 +430,7 @@ import TestSupport
     @Test func streamedQuestionThatEndedIsNoLongerPending() async throws {
         let prompt = Prompt<String, Int>()
         let questions = prompt.questions
-        let asker = Task { try await prompt.query(with: "gone") }
+        let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: "gone") }
         try await pendingQuestion(of: prompt).cancel()
         await #expect(throws: CancellationError.self) { try await withTimeout { try await asker.value } }
 
@@ -459,7 +459,7 @@ import TestSupport
         let prompt = Prompt<Int, Int>()
         let questions = prompt.questions
         #expect(prompt.state.withLock { $0.subscribers.count } == 1)
-        let presenter = Task { for await _ in questions {} }
+        let presenter = Task(executorPreference: GrowingThreadPool.shared) { for await _ in questions {} }
         presenter.cancel()
         try await withTimeout { await presenter.value }
         #expect(prompt.state.withLock { $0.subscribers.count } == 0)
@@ -470,7 +470,7 @@ import TestSupport
     @Test func streamPresenterRacingCancellationsLeavesNoQuestionHanging() async throws {
         let prompt = Prompt<Int, Int>()
         let questions = prompt.questions
-        let presenter = Task {
+        let presenter = Task(executorPreference: GrowingThreadPool.shared) {
             for await question in questions { question.answer(with: -question.input) }
         }
         defer { presenter.cancel() }
@@ -555,14 +555,14 @@ private func withTimeout<T: Sendable>(
 ) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let first = FirstOutcome(continuation)
-        let work = Task {
+        let work = Task(executorPreference: GrowingThreadPool.shared) {
             do { first.resume(with: .success(try await operation())) } catch { first.resume(with: .failure(error)) }
         }
-        let timer = Task {
+        let timer = Task(executorPreference: GrowingThreadPool.shared) {
             try? await Task.sleep(for: .seconds(seconds))
             if first.resume(with: .failure(TimedOut(seconds: seconds))) { work.cancel() }
         }
-        Task {
+        Task(executorPreference: GrowingThreadPool.shared) {
             await work.value
             timer.cancel()
         }
