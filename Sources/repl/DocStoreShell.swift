@@ -123,11 +123,13 @@ enum DocStoreShell {
         var text = ""
         var lineNumber = 0
         var firstLine = 1
-        while let line = Swift.readLine(strippingNewline: true) {
-            if lineNumber == 0, Shell.isDumpHeader(line) {
-                // A dump as the input (docstore NEW < dump): the store is built from it.
-                return await shell.restoreInput(firstLine: line)
-            }
+        // The first line is read without the C library's buffer, so that a dump (docstore NEW < dump) can be
+        // read on from the descriptor, whole.
+        let first = Shell.rawFirstLine()
+        if let first, Shell.isDumpHeader(first) { return await shell.restoreInput(firstLine: first) }
+        var pendingFirst = first
+        while let line = pendingFirst ?? Swift.readLine(strippingNewline: true) {
+            pendingFirst = nil
             lineNumber += 1
             if text.isEmpty { firstLine = lineNumber }
             text += (text.isEmpty ? "" : "\n") + line

@@ -304,19 +304,21 @@ extension Shell {
         if let file {
             summary = try await store.restore(from: file)
         } else {
-            // The input is read line by line here, so the library reads it from a copy in a file.
+            // The library reads a dump twice when the map must grow: it is read from a copy in a file.
             let copy = FileManager.default.temporaryDirectory.appendingPathComponent("docstore-input-\(UUID()).ndjson").path
-            guard FileManager.default.createFile(atPath: copy, contents: nil),
-                  let handle = FileHandle(forWritingAtPath: copy) else {
-                throw ShellError("cannot make a temporary copy of the input in \(copy)")
-            }
+            let fd = Glibc.open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw ShellError("cannot make a temporary copy of the input in \(copy)") }
             defer { try? FileManager.default.removeItem(atPath: copy) }
-            var line = firstLine
-            while let text = line {
-                try handle.write(contentsOf: Data((text + "\n").utf8))
-                line = Swift.readLine(strippingNewline: true)
+            var failure = Console.write(fd, (firstLine ?? "") + "\n")
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while failure == nil {
+                let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                failure = Console.write(fd, bytes: buffer[..<n])
             }
-            try handle.close()
+            Glibc.close(fd)
+            if let failure { throw ShellError("cannot copy the input to \(copy): \(failure)") }
             summary = try await store.restore(from: copy)
         }
         console.note("Restored \(summary) into \(store.path).")
@@ -332,6 +334,23 @@ extension Shell {
             console.error("error: \(error)")
             hadError = true
             return false
+        }
+    }
+
+    /// The first line of standard input, read a byte at a time (so nothing after it is taken from the descriptor),
+    /// without its newline; `nil` at the end of the input.
+    nonisolated static func rawFirstLine() -> String? {
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = read(0, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+            if byte == 0x0A {
+                if line.last == 0x0D { line.removeLast() }   // as Swift.readLine strips a CRLF
+                return String(decoding: line, as: UTF8.self)
+            }
+            line.append(byte)
         }
     }
 
