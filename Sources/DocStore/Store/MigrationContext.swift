@@ -255,35 +255,53 @@ public final class MigrationContext {
                          _ change: (DocumentValue) throws -> DocumentValue?) throws {
         try context.checkWritable("\(step)", collection: collection)
         guard let handle = try scope.handle(named: collection) else { return }
-        var ids: [[UInt8]] = []
-        try txn.forEachEntry(in: handle.documents) { key, _ in ids.append(Array(key)) }
-        for id in ids {
-            guard let raw = try txn.get(handle.documents, id) else { continue }
-            let stored = Array(raw)
-            let name = { CollectionHandle.describeID(id, in: stored, idPath: handle.info.idPath) }
-            let document = try stored.withUnsafeBytes {
-                try ElementKind<DocumentValue>.documentValue.decode($0, from: handle, id: name)
+        // A batch of documents at a time, each batch after the last id of the one before: a collection of any size
+        // is walked in bounded memory, and the writes never move a cursor that is walking.
+        var after: [UInt8]?
+        while true {
+            let batch: [(id: [UInt8], stored: [UInt8])] = try txn.withCursor(handle.documents) { cursor in
+                var entry = try after.map { try cursor.seek(atLeast: $0) } ?? cursor.first()
+                if let after, let (key, _) = entry, key.elementsEqual(after) { entry = try cursor.next() }
+                var batch: [(id: [UInt8], stored: [UInt8])] = []
+                while let (key, value) = entry, batch.count < 512 {
+                    batch.append((Array(key), Array(value)))
+                    entry = try cursor.next()
+                }
+                return batch
             }
-            let changed: DocumentValue?
-            do {
-                changed = try change(document)
-            } catch let error as DocStoreError {
-                throw error
-            } catch {
-                throw DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)': "
-                    + "\(error)", collection: collection, underlying: error)
-            }
-            guard let changed else {
-                try handle.delete(id: id, in: txn)
-                continue
-            }
-            guard changed != document else { continue }
-            guard changed[path: handle.info.idPath] == document[path: handle.info.idPath] else {
-                throw DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)' would "
-                    + "change its id, which a migration cannot do", collection: collection)
-            }
-            try handle.write(changed.encoded(), mode: .save, in: txn, stored: stored)
+            guard let last = batch.last else { return }
+            after = last.id
+            for (id, stored) in batch { try rewrite(id: id, stored: stored, of: handle, step: step, change) }
         }
+    }
+
+    /// One document of ``rewrite(_:step:_:)``.
+    private func rewrite(id: [UInt8], stored: [UInt8], of handle: CollectionHandle, step: String,
+                         _ change: (DocumentValue) throws -> DocumentValue?) throws {
+        let collection = handle.name
+        let name = { CollectionHandle.describeID(id, in: stored, idPath: handle.info.idPath) }
+        let document = try stored.withUnsafeBytes {
+            try ElementKind<DocumentValue>.documentValue.decode($0, from: handle, id: name)
+        }
+        let changed: DocumentValue?
+        do {
+            changed = try change(document)
+        } catch let error as DocStoreError {
+            throw error
+        } catch {
+            throw DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)': "
+                + "\(error)", collection: collection, underlying: error)
+        }
+        guard let changed else {
+            try handle.delete(id: id, in: txn)
+            return
+        }
+        guard changed != document else { return }
+        guard changed[path: handle.info.idPath] == document[path: handle.info.idPath] else {
+            throw DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)' would "
+                + "change its id, which a migration cannot do", collection: collection)
+        }
+        try handle.write(changed.encoded(), mode: .save, in: txn, stored: stored)
     }
 }
 
