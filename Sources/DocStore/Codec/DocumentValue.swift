@@ -216,7 +216,7 @@ extension DocumentValue {
         date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 
-    static func writeJSONString(_ s: String, to out: inout String) {
+    private static func writeJSONString(_ s: String, to out: inout String) {
         out += "\""
         for scalar in s.unicodeScalars {
             switch scalar {

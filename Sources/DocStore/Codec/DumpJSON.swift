@@ -10,45 +10,80 @@ import Foundation
 /// write. A document's own object with a field whose name starts with `$` is wrapped as `{"$object": {...}}`.
 /// (The Backups and compaction section of the Transactions article describes the format for users.)
 enum DumpJSON {
-    static func write(_ value: DocumentValue, to out: inout String) {
+    /// Appends `value`'s text to `out`, as UTF-8.
+    static func write(_ value: DocumentValue, to out: inout [UInt8]) {
         switch value {
-        case .null, .bool, .int, .string:
-            out += value.json()
+        case .null: append("null", &out)
+        case .bool(let b): append(b ? "true" : "false", &out)
+        case .int(let i): append(String(i), &out)
+        case .string(let s): string(s, &out)
         case .double(let d):
-            if d.isFinite { out += value.json() } else { tagged("$double", d.isNaN ? "nan" : d > 0 ? "inf" : "-inf", &out) }
+            if d.isFinite { append(value.json(), &out) } else { tagged("$double", d.isNaN ? "nan" : d > 0 ? "inf" : "-inf", &out) }
         case .uint(let u): tagged("$uint", String(u), &out)
         case .uuid(let u): tagged("$uuid", u.uuidString, &out)
         case .bytes(let b): tagged("$bytes", Data(b).base64EncodedString(), &out)
         case .date(let d):
             let text = DocumentValue.iso8601(d)
-            out += "{\"$date\":"
-            DocumentValue.writeJSONString(text, to: &out)
-            if parseDate(text) != d { out += ",\"$seconds\":\(d.timeIntervalSinceReferenceDate)" }
-            out += "}"
+            append("{\"$date\":", &out)
+            string(text, &out)
+            if parseDate(text) != d { append(",\"$seconds\":\(d.timeIntervalSinceReferenceDate)", &out) }
+            out.append(UInt8(ascii: "}"))
         case .array(let elements):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, e) in elements.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 write(e, to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let fields):
-            let wrapped = fields.contains { $0.name.hasPrefix("$") }
-            out += wrapped ? "{\"$object\":{" : "{"
+            let wrapped = fields.contains { $0.name.utf8.first == UInt8(ascii: "$") }
+            append(wrapped ? "{\"$object\":{" : "{", &out)
             for (i, f) in fields.enumerated() {
-                if i > 0 { out += "," }
-                DocumentValue.writeJSONString(f.name, to: &out)
-                out += ":"
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                string(f.name, &out)
+                out.append(UInt8(ascii: ":"))
                 write(f.value, to: &out)
             }
-            out += wrapped ? "}}" : "}"
+            append(wrapped ? "}}" : "}", &out)
         }
     }
 
-    private static func tagged(_ tag: String, _ text: String, _ out: inout String) {
-        out += "{\"\(tag)\":"
-        DocumentValue.writeJSONString(text, to: &out)
-        out += "}"
+    /// `value`'s text.
+    static func text(_ value: DocumentValue) -> String {
+        var out: [UInt8] = []
+        write(value, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func append(_ text: String, _ out: inout [UInt8]) {
+        out.append(contentsOf: text.utf8)
+    }
+
+    /// A JSON string: quotes, backslashes and control characters escaped, every other byte as it is.
+    private static func string(_ s: String, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(byte)
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(byte)
+            case 0x0A: append("\\n", &out)
+            case 0x0D: append("\\r", &out)
+            case 0x09: append("\\t", &out)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                append("\\u00", &out)
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    private static func tagged(_ tag: String, _ text: String, _ out: inout [UInt8]) {
+        append("{\"\(tag)\":", &out)
+        string(text, &out)
+        out.append(UInt8(ascii: "}"))
     }
 
     static func parseDate(_ text: String) -> Date? {

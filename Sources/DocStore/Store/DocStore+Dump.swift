@@ -325,17 +325,17 @@ private struct Restore {
 /// Buffered writes of dump lines to a descriptor.
 private struct DumpWriter {
     let fd: Int32
-    var buffer = ""
+    var buffer: [UInt8] = []
 
     mutating func line(_ value: DocumentValue) throws {
         DumpJSON.write(value, to: &buffer)
-        buffer += "\n"
-        if buffer.utf8.count >= 1 << 16 { try flush() }
+        buffer.append(0x0A)
+        if buffer.count >= 1 << 16 { try flush() }
     }
 
     mutating func flush() throws {
-        try DumpWriter.writeAll(Array(buffer.utf8)[...], to: fd)
-        buffer = ""
+        try DumpWriter.writeAll(buffer[...], to: fd)
+        buffer.removeAll(keepingCapacity: true)
     }
 
     static func writeAll(_ bytes: ArraySlice<UInt8>, to fd: Int32) throws {
