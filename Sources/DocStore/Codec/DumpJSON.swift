@@ -62,6 +62,11 @@ enum DumpJSON {
     /// A JSON string: quotes, backslashes and control characters escaped, every other byte as it is.
     private static func string(_ s: String, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        defer { out.append(UInt8(ascii: "\"")) }
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: s.utf8)   // most text: nothing to escape
+            return
+        }
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(byte)
@@ -77,7 +82,6 @@ enum DumpJSON {
             default: out.append(byte)
             }
         }
-        out.append(UInt8(ascii: "\""))
     }
 
     private static func tagged(_ tag: String, _ text: String, _ out: inout [UInt8]) {
