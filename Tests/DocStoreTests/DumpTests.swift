@@ -57,6 +57,17 @@ struct RandomValues {
             #expect(back == value, "\(text)")
             #expect(back.encoded() == value.encoded(), "\(text)")
         }
+        // A stored document is written from its bytes exactly as it is once decoded (a small unsigned integer is
+        // stored as an integer, so the decoded value, not the one encoded, is the reference).
+        for _ in 0..<2000 {
+            let stored = values.object(depth: 0).encoded()
+            var fromBytes: [UInt8] = []
+            try stored.withUnsafeBytes { raw in
+                let reader = BinaryReader(raw)
+                try DumpJSON.write(reader: reader, ref: try reader.root(), to: &fromBytes)
+            }
+            #expect(String(decoding: fromBytes, as: UTF8.self) == DumpJSON.text(try DocumentValue(encoded: stored)))
+        }
         // NaN and the infinities, which JSON cannot write.
         for d in [Double.nan, .infinity, -.infinity] {
             let text = DumpJSON.text(.double(d))
@@ -234,6 +245,32 @@ struct RandomValues {
         for line in lines {
             #expect(throws: (any Error).self, "\(line.prefix(30))") { _ = try DumpJSON.read(line) }
         }
+    }
+
+    /// A damaged document stops the dump with the error a read of it gives, naming it; nothing is left at the
+    /// dump's path.
+    @Test func aDamagedDocumentStopsTheDumpNamingIt() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("damaged.db"))
+        try await store.write { ctx in
+            for i in 1...20 { try ctx.insert(.object([("id", .int(Int64(i))), ("name", .string("n\(i)"))]), into: "items") }
+        }
+        try await store.write { ctx in
+            let handle = try #require(try ctx.scope.handle(named: "items"))
+            let key = KeyEncoder.key(DocumentValue.int(7))
+            var bytes = try #require(try ctx.txn.get(handle.documents, key).map { Array($0) })
+            bytes.removeLast(9)   // cut inside the document: it no longer parses
+            try ctx.txn.put(handle.documents, key, bytes)
+        }
+        do {
+            try await store.dump(to: dir.path("damaged.ndjson"))
+            Issue.record("a damaged document was dumped")
+        } catch let error as DocStoreError {
+            #expect(error.code == .corruptDocument, "\(error)")
+            #expect(error.message.contains("document 7 of collection 'items'"), "\(error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.path("damaged.ndjson")))
+        #expect(!FileManager.default.fileExists(atPath: dir.path("damaged.ndjson.incomplete")))
     }
 
     @Test func aReadOnlyStoreDumps() async throws {

@@ -48,6 +48,48 @@ enum DumpJSON {
         }
     }
 
+    /// Appends the text of the stored value `ref`, as ``write(_:to:)`` writes it once decoded, without decoding
+    /// the strings, objects and arrays that make most of a document.
+    static func write(reader: BinaryReader, ref: ValueRef, depth: Int = 0, to out: inout [UInt8]) throws {
+        guard depth <= BinaryFormat.maximumDepth else {
+            throw MalformedDocument(offset: ref.start - 1, reason: "nested deeper than \(BinaryFormat.maximumDepth) levels")
+        }
+        switch ref.tag {
+        case BinaryFormat.Tag.null: append("null", &out)
+        case BinaryFormat.Tag.false: append("false", &out)
+        case BinaryFormat.Tag.true: append("true", &out)
+        case BinaryFormat.Tag.int8, BinaryFormat.Tag.int16, BinaryFormat.Tag.int32, BinaryFormat.Tag.int64:
+            append(String(reader.integer(ref) ?? 0), &out)
+        case BinaryFormat.Tag.string:
+            string(UnsafeRawBufferPointer(try reader.payloadBytes(ref)), &out)
+        case BinaryFormat.Tag.array:
+            out.append(UInt8(ascii: "["))
+            var first = true
+            try reader.forEachElement(ref) { element in
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                try write(reader: reader, ref: element, depth: depth + 1, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case BinaryFormat.Tag.object:
+            var wrapped = false
+            try reader.forEachField(ref) { name, _ in if name.first == UInt8(ascii: "$") { wrapped = true } }
+            append(wrapped ? "{\"$object\":{" : "{", &out)
+            var first = true
+            try reader.forEachField(ref) { name, value in
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                string(name, &out)
+                out.append(UInt8(ascii: ":"))
+                try write(reader: reader, ref: value, depth: depth + 1, to: &out)
+            }
+            append(wrapped ? "}}" : "}", &out)
+        default:
+            // The rarer kinds (unsigned, Double, bytes, date, UUID), and an unknown tag's error, as decoded.
+            write(try DocumentValue(reader: reader, ref: ref, depth: depth), to: &out)
+        }
+    }
+
     /// `value`'s text.
     static func text(_ value: DocumentValue) -> String {
         var out: [UInt8] = []
@@ -60,14 +102,16 @@ enum DumpJSON {
     }
 
     /// A JSON string: quotes, backslashes and control characters escaped, every other byte as it is.
-    private static func string(_ s: String, _ out: inout [UInt8]) {
+    private static func string(_ s: String, _ out: inout [UInt8]) { string(s.utf8, &out) }
+
+    private static func string<Bytes: Collection<UInt8>>(_ utf8: Bytes, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         defer { out.append(UInt8(ascii: "\"")) }
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: s.utf8)   // most text: nothing to escape
+        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: utf8)   // most text: nothing to escape
             return
         }
-        for byte in s.utf8 {
+        for byte in utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(byte)
             case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(byte)

@@ -103,6 +103,8 @@ final class CollectionHandle {
     /// Text for an id in messages.
     static func describeID(_ idKey: [UInt8], in bytes: [UInt8]?, idPath: FieldPath) -> String {
         guard let bytes, let value = try? DocumentValue(encoded: bytes), let id = value[path: idPath] else {
+            // A document that cannot be read is named by its key, which gives its id back for most kinds of id.
+            if let id = KeyEncoder.exactValue(ofKey: idKey, numbers: true) { return id.json() }
             return "with key " + idKey.map { String($0, radix: 16) }.joined()
         }
         return id.json()

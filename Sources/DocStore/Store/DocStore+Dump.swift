@@ -95,11 +95,16 @@ extension DocStore {
             }
             for info in infos {
                 guard let handle = try ctx.scope.handle(named: info.name) else { continue }
+                var prefix: [UInt8] = []
+                DumpJSON.write(.object([("in", .string(info.name)), ("document", .null)]), to: &prefix)
+                prefix.removeLast("null}".utf8.count)
                 try ctx.txn.forEachEntry(in: handle.documents) { key, raw in
-                    let document = try ElementKind<DocumentValue>.documentValue.decode(raw, from: handle) {
-                        CollectionHandle.describeID(Array(key), in: Array(raw), idPath: info.idPath)
+                    try out.line(prefix: prefix, document: raw, checksum: handle.checksChecksums) {
+                        // A document that cannot be written is reported as a read of it would report it.
+                        _ = try ElementKind<DocumentValue>.documentValue.decode(raw, from: handle) {
+                            CollectionHandle.describeID(Array(key), in: Array(raw), idPath: info.idPath)
+                        }
                     }
-                    try out.line(.object([("in", .string(info.name)), ("document", document)]))
                     summary.documents += 1
                 }
             }
@@ -330,6 +335,25 @@ private struct DumpWriter {
     mutating func line(_ value: DocumentValue) throws {
         DumpJSON.write(value, to: &buffer)
         buffer.append(0x0A)
+        if buffer.count >= 1 << 16 { try flush() }
+    }
+
+    /// A document's line: `prefix`, the stored document's text, and the closing brace. When the document cannot
+    /// be written (damaged bytes, a checksum that does not match), `failed` throws the error to report.
+    mutating func line(prefix: [UInt8], document raw: UnsafeRawBufferPointer, checksum: Bool,
+                       failed: () throws -> Void) throws {
+        let mark = buffer.count
+        do {
+            let reader = BinaryReader(raw)
+            if checksum { try reader.checkChecksum() }
+            buffer.append(contentsOf: prefix)
+            try DumpJSON.write(reader: reader, ref: try reader.root(), to: &buffer)
+        } catch {
+            buffer.removeSubrange(mark...)
+            try failed()
+            throw error
+        }
+        buffer.append(contentsOf: "}\n".utf8)
         if buffer.count >= 1 << 16 { try flush() }
     }
 
