@@ -8,6 +8,10 @@ import Testing
 /// has one thread per core (two here), so two such tests stop every other test, whose clocks keep running: a
 /// patient wait elsewhere then times out for a reason that has nothing to do with what it checks. With this trait,
 /// a blocking test takes a thread from a pool that grows instead.
+///
+/// Child tasks (`async let`, task groups) run on these threads too; a task started with a plain `Task { }` does
+/// not, and stalls whenever the shared pool is blocked: start it with
+/// `Task(executorPreference: GrowingThreadPool.shared) { }`.
 public struct OwnThreads: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
