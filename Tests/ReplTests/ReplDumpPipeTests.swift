@@ -53,6 +53,39 @@ extension ShellSessions {
         #expect(try await empty.collections().isEmpty)
     }
 
+    /// A store opened read-only explains, exports and dumps; `.migrate`, `.restore` and `.compact` are refused as
+    /// read-only before anything is asked or done, and the file is left as it was.
+    @Test func aReadOnlyStoreExplainsExportsAndDumpsAndRefusesTheRest() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople + [".createIndex by_age people age"])
+        let dumped = try sandbox.run([sandbox.storePath, ".dump people.ndjson"])
+        #expect(dumped.status == 0, "\(dumped)")
+        let before = try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath))
+        let script = """
+            people.include(age >= 18).explain()
+            .export people out.json
+            .dump again.ndjson
+            .migrate v2 removeField people city
+            .restore people.ndjson
+            .compact
+            .migrations
+
+            """
+        let result = try sandbox.run(["--readonly", sandbox.storePath], input: script)
+        let refusal = "the store at \(sandbox.storePath) was opened read-only"
+        #expect(result.stdout.contains("by_age"), "\(result)")
+        #expect(FileManager.default.fileExists(atPath: sandbox.path("out.json")))
+        #expect(try sandbox.read("again.ndjson").split(separator: "\n").dropFirst()
+                == sandbox.read("people.ndjson").split(separator: "\n").dropFirst())
+        #expect(result.stderr.containsInOrder([
+            "cannot apply the migration 'v2': \(refusal)",
+            "cannot restore 'people.ndjson': \(refusal)",
+            "cannot compact the store: \(refusal)",
+        ]), "\(result)")
+        #expect(result.stdout.contains("No migrations") || result.stderr.contains("No migrations"), "\(result)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath)) == before, "the store's file changed")
+    }
+
     /// `.migrate` applies steps once, recorded; `.migrations` lists them; a failing step changes nothing.
     @Test func migrationsFromTheShell() throws {
         let sandbox = try ShellSandbox()
