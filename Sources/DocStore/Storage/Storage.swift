@@ -61,6 +61,16 @@ enum DurableFile {
     static func syncFolder(of path: String) throws {
         try sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
     }
+
+    /// Puts the complete copy at `temporary` in the place of `path`, durably: the copy is synced, renamed over
+    /// `path` (so `path` holds the old file or the new one, never part of one), and the folder is synced.
+    static func replace(_ path: String, with temporary: String) throws {
+        try sync(temporary)
+        guard rename(temporary, path) == 0 else {
+            throw StorageError.failed("cannot move \(temporary) onto \(path): \(String(cString: strerror(errno)))")
+        }
+        try syncFolder(of: path)
+    }
 }
 
 /// Where a copy of the file goes.

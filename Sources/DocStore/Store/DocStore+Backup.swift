@@ -48,13 +48,7 @@ extension DocStore {
         unlink(temporary)
         try await copy(to: .path(temporary), compact: compact, naming: path)
         do {
-            try mapErrors {
-                try DurableFile.sync(temporary)
-                guard rename(temporary, path) == 0 else {
-                    throw DocStoreError(.storage, "cannot move the backup into place at \(path): \(String(cString: strerror(errno)))")
-                }
-                try DurableFile.syncFolder(of: path)
-            }
+            try mapErrors { try DurableFile.replace(path, with: temporary) }
         } catch {
             unlink(temporary)
             throw error

@@ -20,8 +20,9 @@ public struct DumpSummary: Sendable, Equatable, CustomStringConvertible {
 ///
 /// A dump is NDJSON, one JSON object per line: a header, then the catalog (each collection with its id path and
 /// indexes, each saved filter, each applied migration), then every document, then an end line with the counts, by
-/// which a dump cut short is refused. Values are written so that each reads back as the kind it was (see the
-/// format in the "Backups" article): a restore gives documents equal to the dumped ones, field order included.
+/// which a dump cut short is refused. Values are written so that each reads back as the kind it was (``DumpJSON``;
+/// the Transactions article describes the format): a restore gives documents equal to the dumped ones, field order
+/// included.
 extension DocStore {
     static let dumpFormat: Int64 = 1
 
@@ -33,20 +34,18 @@ extension DocStore {
         guard fd >= 0 else {
             throw DocStoreError(.cannotOpen, "cannot write a dump to \(path): \(String(cString: strerror(errno)))")
         }
-        var open = true
         do {
-            let summary = try await dump(toDescriptor: fd)
-            let synced = fsync(fd) == 0
-            open = false
-            guard Glibc.close(fd) == 0, synced else {
+            let summary: DumpSummary
+            do { summary = try await dump(toDescriptor: fd) } catch {
+                Glibc.close(fd)
+                throw error
+            }
+            guard Glibc.close(fd) == 0 else {
                 throw DocStoreError(.storage, "cannot write a dump to \(path): \(String(cString: strerror(errno)))")
             }
-            guard rename(partial, path) == 0 else {
-                throw DocStoreError(.storage, "cannot move the dump to \(path): \(String(cString: strerror(errno)))")
-            }
+            try mapErrors { try DurableFile.replace(path, with: partial) }
             return summary
         } catch {
-            if open { Glibc.close(fd) }
             unlink(partial)
             throw error
         }
@@ -128,17 +127,20 @@ extension DocStore {
     }
 
     /// Builds this store from a dump read from an open descriptor (standard input, say), to its end; `origin`
-    /// names it in errors. See ``restore(from:)``.
+    /// names it in errors. `alreadyRead` is the dump's beginning when the caller has read it from the descriptor
+    /// already (a first line it looked at). See ``restore(from:)``.
     @discardableResult
-    public func restore(fromDescriptor fd: Int32, origin: String = "the input") throws -> DumpSummary {
+    public func restore(fromDescriptor fd: Int32, origin: String = "the input", alreadyRead: String = "") throws
+        -> DumpSummary {
         // A write that outgrows the map runs again with a larger one, from the dump's first line: a dump that cannot
-        // be read again (a pipe) is first copied into a temporary file, unlinked at once.
+        // be read again from its start (a pipe, or one partly read) is first copied into a temporary file, unlinked
+        // at once.
         var source = fd
         var copy: Int32 = -1
         defer { if copy >= 0 { Glibc.close(copy) } }
         var start = lseek(fd, 0, SEEK_CUR)
-        if start < 0 {
-            copy = try DocStore.spooled(fd, origin: origin)
+        if start < 0 || !alreadyRead.isEmpty {
+            copy = try DocStore.spooled(fd, after: alreadyRead, origin: origin)
             source = copy
             start = 0
         }
@@ -150,8 +152,9 @@ extension DocStore {
         }
     }
 
-    /// A temporary file, already unlinked, holding what `fd` reads to its end; positioned at its start.
-    private static func spooled(_ fd: Int32, origin: String) throws -> Int32 {
+    /// A temporary file, already unlinked, holding `prefix` and then what `fd` reads to its end; positioned at its
+    /// start.
+    private static func spooled(_ fd: Int32, after prefix: String, origin: String) throws -> Int32 {
         var template = Array((FileManager.default.temporaryDirectory.path + "/docstore-restore-XXXXXX").utf8CString)
         let copy = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard copy >= 0 else {
@@ -160,6 +163,7 @@ extension DocStore {
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         var lines = DumpLines(fd: fd)
         do {
+            try DumpWriter.writeAll(Array(prefix.utf8)[...], to: copy)
             while let bytes = try lines.chunk() { try DumpWriter.writeAll(bytes[...], to: copy) }
         } catch {
             Glibc.close(copy)

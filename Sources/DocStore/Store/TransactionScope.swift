@@ -240,7 +240,7 @@ final class TransactionScope {
             && newName.first?.isNumber == false
         for written in [name, "`" + name + "`"] where rest.hasPrefix(written) {
             let after = rest.dropFirst(written.count)
-            guard after.isEmpty || after.first == "." || after.first!.isWhitespace else { continue }
+            guard after.first.map({ $0 == "." || $0.isWhitespace }) ?? true else { continue }
             return start + (plain && !written.hasPrefix("`") ? newName : "`" + newName + "`") + after
         }
         return text

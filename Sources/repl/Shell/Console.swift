@@ -69,12 +69,7 @@ final class Console {
     /// Writes all of `text`; returns why not, when it could not.
     @discardableResult
     nonisolated static func write(_ fd: Int32, _ text: String) -> String? {
-        write(fd, bytes: Array(text.utf8)[...])
-    }
-
-    /// Writes all of `bytes`; returns why not, when it could not.
-    nonisolated static func write(_ fd: Int32, bytes: ArraySlice<UInt8>) -> String? {
-        var bytes = bytes
+        var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
             if n < 0 {

@@ -304,22 +304,8 @@ extension Shell {
         if let file {
             summary = try await store.restore(from: file)
         } else {
-            // The library reads a dump twice when the map must grow: it is read from a copy in a file.
-            let copy = FileManager.default.temporaryDirectory.appendingPathComponent("docstore-input-\(UUID()).ndjson").path
-            let fd = Glibc.open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw ShellError("cannot make a temporary copy of the input in \(copy)") }
-            defer { try? FileManager.default.removeItem(atPath: copy) }
-            var failure = Console.write(fd, (firstLine ?? "") + "\n")
-            var buffer = [UInt8](repeating: 0, count: 1 << 16)
-            while failure == nil {
-                let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { break }
-                failure = Console.write(fd, bytes: buffer[..<n])
-            }
-            Glibc.close(fd)
-            if let failure { throw ShellError("cannot copy the input to \(copy): \(failure)") }
-            summary = try await store.restore(from: copy)
+            // The first line was read from standard input, which the library reads on from.
+            summary = try await store.restore(fromDescriptor: 0, origin: "the input", alreadyRead: (firstLine ?? "") + "\n")
         }
         console.note("Restored \(summary) into \(store.path).")
     }
