@@ -310,14 +310,14 @@ private func everything(_ store: DocStore) async throws -> String {
             case 0:
                 if documents.contains(where: { $0[path: f] != nil && $0[path: g] != nil }) || f.isWithin(g)
                     || g.isWithin(f) { expected = nil } else {
-                    expected = documents.map { d in d[path: f].map { d.removing(f).setting($0, at: g) } ?? d }
+                    expected = documents.map { d in d[path: f].map { d.removing(at: f).setting($0, at: g) } ?? d }
                 }
             case 1:
                 expected = documents.map { d in
                     (d[path: f] == nil || d[path: f] == .null) ? d.setting(constant, at: f) : d
                 }
             case 2:
-                expected = indexed.isWithin(f) ? nil : documents.map { $0.removing(f) }
+                expected = indexed.isWithin(f) ? nil : documents.map { $0.removing(at: f) }
             case 3:
                 expected = try? documents.map { d in
                     guard let v = d[path: f], v != .null else { return d }

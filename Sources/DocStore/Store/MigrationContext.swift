@@ -42,7 +42,7 @@ public final class MigrationContext {
             if document[path: newPath] != nil {
                 throw StepFailure("it already has a field '\(newPath)'")
             }
-            return try placing(value, at: newPath, in: document.removing(path))
+            return try placing(value, at: newPath, in: document.removing(at: path))
         }
         for index in moved {
             let fields = index.fields.map { $0.isWithin(path) ? $0.moved(from: path, to: newPath) : $0 }
@@ -81,7 +81,7 @@ public final class MigrationContext {
         steps.append(step)
         try refuseIDChange(of: [path], in: collection, step: step)
         try refuseIndexed([path], in: collection, step: step)
-        try rewrite(collection, step: step) { $0.removing(path) }
+        try rewrite(collection, step: step) { $0.removing(at: path) }
     }
 
     /// Changes the kind of a field's value in every document: text to a number, a number to text, and so on
@@ -136,9 +136,9 @@ public final class MigrationContext {
             guard parts.count == paths.count else {
                 throw StepFailure("the split made \(parts.count) values for \(paths.count) fields")
             }
-            var out = paths.contains(path) ? document : document.removing(path)
+            var out = paths.contains(path) ? document : document.removing(at: path)
             for (target, part) in zip(paths, parts) {
-                if let part { out = try placing(part, at: target, in: out) } else { out = out.removing(target) }
+                if let part { out = try placing(part, at: target, in: out) } else { out = out.removing(at: target) }
             }
             return out
         }
@@ -159,8 +159,8 @@ public final class MigrationContext {
         try rewrite(collection, step: step) { document in
             let values = paths.map { document[path: $0] }
             guard values.contains(where: { $0 != nil }) else { return document }
-            var out = removed.reduce(document) { $0.removing($1) }
-            if let merged = try merge(values) { out = try placing(merged, at: path, in: out) } else { out = out.removing(path) }
+            var out = removed.reduce(document) { $0.removing(at: $1) }
+            if let merged = try merge(values) { out = try placing(merged, at: path, in: out) } else { out = out.removing(at: path) }
             return out
         }
     }
@@ -215,16 +215,13 @@ public final class MigrationContext {
     }
 
     /// `document` with `value` at `path`; refused when a field on the way holds something other than an object,
-    /// which would leave the value nowhere.
+    /// which would leave the value nowhere (as an update refuses it).
     private func placing(_ value: DocumentValue, at path: FieldPath, in document: DocumentValue) throws -> DocumentValue {
-        for end in 1..<path.components.count {
-            let step = FieldPath(components: Array(path.components[..<end]))
-            if let on = document[path: step], on != .null, !on.isObject {
-                throw StepFailure("its field '\(step)' is \(on.json().prefix(40)), not an object, so '\(path)' "
-                    + "cannot be set inside it")
-            }
+        let placed = document.setting(value, at: path)
+        guard placed[path: path] != nil else {
+            throw StepFailure("'\(path)' cannot be set: a field on its way is not an object")
         }
-        return document.setting(value, at: path)
+        return placed
     }
 
     private func indexes(of collection: String) throws -> [IndexDefinition] {
@@ -365,13 +362,6 @@ public struct ConversionFailure: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(value.json()) has no \(kind.rawValue) form" }
 }
 
-extension DocumentValue {
-    var isObject: Bool {
-        if case .object = self { return true }
-        return false
-    }
-}
-
 extension FieldPath {
     /// Whether this path is `other` or inside it: `address.city` is within `address`.
     func isWithin(_ other: FieldPath) -> Bool { components.starts(with: other.components) }
@@ -379,23 +369,5 @@ extension FieldPath {
     /// This path, within `old`, moved to within `new`.
     func moved(from old: FieldPath, to new: FieldPath) -> FieldPath {
         FieldPath(components: new.components + components.dropFirst(old.components.count))
-    }
-}
-
-extension DocumentValue {
-    /// This object without the field at `path`; a missing field (or a step through a non-object) changes nothing.
-    public func removing(_ path: FieldPath) -> DocumentValue {
-        removing(path.components[...])
-    }
-
-    private func removing(_ path: ArraySlice<String>) -> DocumentValue {
-        guard let name = path.first, case .object(var fields) = self,
-              let i = fields.firstIndex(where: { $0.name == name }) else { return self }
-        if path.count == 1 {
-            fields.remove(at: i)
-        } else {
-            fields[i].value = fields[i].value.removing(path.dropFirst())
-        }
-        return .object(fields)
     }
 }
