@@ -88,8 +88,7 @@ extension DocStore {
                                       ("steps", .array(record.steps.map { .string($0) }))]))
                 summary.migrations += 1
             }
-            if let raw = try ctx.txn.get(ctx.scope.core.meta, StoreCore.knownMigrationsKey),
-               let known = try? DocumentDecoder().decode([String].self, from: raw) {
+            if let known = try ctx.knownMigrations() {
                 try out.line(.object([("knownMigrations", .array(known.map { .string($0) }))]))
             }
             for info in infos {

@@ -185,10 +185,7 @@ extension DocStore {
     /// The names of the migrations the last ``Migrator`` to run on this store had registered, in order: with
     /// ``appliedMigrations()``, what a tool without the app's migrator (the shell) knows of pending ones.
     public nonisolated func knownMigrations() async throws -> [String] {
-        try await read { ctx in
-            guard let raw = try ctx.txn.get(ctx.scope.core.meta, StoreCore.knownMigrationsKey) else { return [] }
-            return (try? DocumentDecoder().decode([String].self, from: raw)) ?? []
-        }
+        try await read { ctx in try ctx.knownMigrations() ?? [] }
     }
 
     /// Runs one migration unless the store has applied it, in a write transaction of its own with its record.
@@ -255,6 +252,12 @@ extension ReadContext {
         let out = try catalogEntries(AppliedMigration.self, prefix: StoreCore.migrationKey(""),
                                      what: "the record of the migration")
         return out.sorted { $0.position < $1.position }
+    }
+
+    /// The names the last migrator to run had registered, or `nil` when none has run (or its record is damaged).
+    func knownMigrations() throws -> [String]? {
+        guard let raw = try txn.get(scope.core.meta, StoreCore.knownMigrationsKey) else { return nil }
+        return try? DocumentDecoder().decode([String].self, from: raw)
     }
 
     func appliedMigration(named name: String) throws -> AppliedMigration? {
