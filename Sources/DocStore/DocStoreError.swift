@@ -17,7 +17,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
             case uniqueViolation, duplicateID, storeFull, notAStore, formatTooNew, cannotOpen, alreadyOpen
             case decodingFailed, encodingFailed, corruptDocument, invalidSchema, valueTooLarge
             case transactionExpired, closed, storage, alreadyExists, readOnly, damagedFile, overflow, invalidUpdate
-            case migrationFailed
+            case migrationFailed, changedSinceRead
         }
         let kind: Kind
         public var description: String { kind.rawValue }
@@ -69,6 +69,10 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         /// removing an indexed field), or its body threw. The message names the migration, the step and the
         /// document; ``DocStoreError/underlying`` is the error met. Nothing of the migration was written.
         public static let migrationFailed = Code(kind: .migrationFailed)
+        /// Documents read earlier are not as they were: a change was asked about (or kept pending) for documents
+        /// that another writer has since changed, deleted or made match (``MatchedDocuments``). The message names
+        /// them; nothing was written.
+        public static let changedSinceRead = Code(kind: .changedSinceRead)
     }
 
     public let code: Code
@@ -108,7 +112,10 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
     public static let storage = Code.storage
     public static let readOnly = Code.readOnly
     public static let damagedFile = Code.damagedFile
+    public static let overflow = Code.overflow
+    public static let invalidUpdate = Code.invalidUpdate
     public static let migrationFailed = Code.migrationFailed
+    public static let changedSinceRead = Code.changedSinceRead
 }
 
 extension DocStoreError.Code {

@@ -129,6 +129,8 @@ public func monotonicNanoseconds() -> UInt64 {
 ///   `compacted BEFORE AFTER` (the file's sizes) and exits with status 0.
 /// - `DocStoreCrashWriter migrate PATH` — runs ``SharedMigrations/migrator`` on the store at PATH, prints
 ///   `migrated NAMES` (those it ran, joined by commas) and exits with status 0.
+/// - `DocStoreCrashWriter edit-films PATH` — in collection `films`, renames document 1, changes 2, deletes 3 and
+///   inserts 4 (see ``MatchedDocumentsTests``), in one commit, and exits with status 0.
 /// - `DocStoreCrashWriter catalog-on-cue PATH` — catalog changes read from standard input; see ``CatalogSteps``.
 @main
 struct CrashWriter {
@@ -166,6 +168,24 @@ struct CrashWriter {
                 exit(0)
             } catch {
                 FileHandle.standardError.write(Data("DocStoreCrashWriter migrate: \(error)\n".utf8))
+                exit(1)
+            }
+        }
+        if arguments.count == 3, arguments[1] == "edit-films" {
+            do {
+                let store = try await DocStore(path: arguments[2])
+                try await store.write { ctx in
+                    // 1 no longer matches name == "Titanic", 2 is changed, 3 is deleted, 4 matches now.
+                    try ctx.save(.object([("id", .int(1)), ("name", .string("Titanic II"))]), into: "films")
+                    try ctx.save(.object([("id", .int(2)), ("name", .string("Titanic")), ("dir", .string("B"))]),
+                                 into: "films")
+                    try ctx.delete("films", id: .int(3))
+                    try ctx.insert(.object([("id", .int(4)), ("name", .string("Titanic"))]), into: "films")
+                }
+                await store.close()
+                exit(0)
+            } catch {
+                FileHandle.standardError.write(Data("DocStoreCrashWriter edit-films: \(error)\n".utf8))
                 exit(1)
             }
         }

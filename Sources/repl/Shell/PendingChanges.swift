@@ -29,15 +29,28 @@ struct PendingChanges: Sendable {
     }
 
     /// Applies every change, in order, in `context`; returns, for each change that chose something (the ids of
-    /// documents that had none), its summary and what it chose.
+    /// documents that had none), its summary and what it chose. A change that fails is named (``Failed``).
     var replay: @Sendable (WriteContext) throws -> [String] {
         let all = changes
         return { ctx in
             var chosen: [String] = []
             for change in all {
-                if let outcome = try change.apply(ctx) { chosen.append("\(change.summary): \(outcome)") }
+                do {
+                    if let outcome = try change.apply(ctx) { chosen.append("\(change.summary): \(outcome)") }
+                } catch let error as DocStoreError {
+                    throw Failed(summary: change.summary, underlying: error)
+                }
             }
             return chosen
         }
+    }
+
+    /// A pending change that failed when replayed, with what it met.
+    struct Failed: Error, CustomStringConvertible {
+        var summary: String
+        var underlying: DocStoreError
+        /// Whether the change was confirmed for documents that have changed since.
+        var changedSinceRead: Bool { underlying.code == .changedSinceRead }
+        var description: String { underlying.description }
     }
 }
