@@ -335,6 +335,16 @@ struct QueryPlanReading: Document, Equatable {
         #expect(compoundStats.documentsDecoded == 0)
         #expect(compoundStats.documentsRead == 0)
 
+        // An `||` whose branches the indexes answer whole: the union's entries, each id counted once.
+        let (either, eitherStats) = try await Self.countStatistics(
+            Person.include(#Predicate { $0.age == 21 || $0.tags.contains("rare") }), in: store)
+        #expect(either == people.filter { $0.age == 21 || $0.tags.contains("rare") }.count)
+        #expect(eitherStats.documentsRead == 0)
+        let (sameField, sameFieldStats) = try await Self.countStatistics(
+            Person.include(#Predicate { $0.city == "Oslo" || $0.city == "Bergen" }), in: store)
+        #expect(sameField == people.filter { $0.city == "Oslo" || $0.city == "Bergen" }.count)
+        #expect(sameFieldStats.documentsRead == 0)
+
         let (several, severalStats) = try await Self.countStatistics(
             Person.include(#Predicate { [20, 30].contains($0.age) }), in: store)
         #expect(several == people.filter { [20, 30].contains($0.age) }.count)

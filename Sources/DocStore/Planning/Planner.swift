@@ -48,9 +48,14 @@ struct Planner<Statistics: CollectionStatistics> {
             for i in union.indices { union[i].deduplicate = true }
             let cost = Double(union.reduce(0) { $0 + $1.estimate })
             narrowest = min(narrowest, cost)
+            // When each scan answers its branch whole, the union (its ids seen once) answers the `||`, and no
+            // document needs reading to check it: a count is then one of index entries.
+            let answered = zip(branches, union).allSatisfy {
+                Planner.residual($0.conjuncts, removing: $1.answered) == .constant(true)
+            }
             consider(cost, .union(union)) { plan in
                 plan.access = .union(union)
-                plan.residual = Planner.residual(conjuncts, removing: [])
+                plan.residual = Planner.residual(conjuncts, removing: answered ? [conjunct] : [])
                 plan.ordering = .sorted
             }
         }
