@@ -29,6 +29,24 @@ extension ShellSessions {
         #expect(try sandbox.count("people.count()") == 3)
     }
 
+    @Test func exitWithPendingChangesAsksBeforeDroppingThem() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let shell = try TerminalSession.docstore(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.enter("begin", expecting: "Transaction started")
+        try shell.enter(#"people.insert({"id": 10, "name": "Pending"})"#, at: "docstore (tx)> ",
+                        expecting: "Pending: insert 1 document")
+        try shell.enter(".exit", at: "docstore (tx, 1 pending)> ", expecting: "Leave and drop 1 pending change? [y/N] ")
+        try shell.sendLine("n")
+        try shell.expect("Still in the transaction", timeout: TerminalSession.shellPatience)
+        try shell.enter(".exit 3", at: "docstore (tx, 1 pending)> ", expecting: "Leave and drop 1 pending change? [y/N] ")
+        try shell.sendLine("y")
+        try shell.expect("Dropped 1 pending change (not committed).", timeout: TerminalSession.shellPatience)
+        #expect(try shell.waitForExit(timeout: TerminalSession.shellPatience) == 3)
+        #expect(try sandbox.count("people.count()") == 3)
+    }
+
     @Test func controlDAgainAtTheQuestionLeaves() throws {
         let sandbox = try ShellSandbox()
         try sandbox.prepare(ShellSandbox.threePeople)

@@ -115,10 +115,86 @@ extension ShellSessions {
         try sandbox.prepare([#"people.insert({"id": 9, "name": "Theirs"})"#])
         try shell.send("commit\n.status\nrollback\n" + #"people.include(id == 9)"# + "\n")
         let out = try shell.finish()
-        #expect(out.stderr.contains("That change cannot apply as confirmed any more: rollback drops the 1 pending change."),
-                "\(out)")
+        #expect(out.stderr.contains("the pending save 1 document into people was confirmed for documents that another "
+            + "writer has changed since (1 document of 'people' changed since the 0 were read: id 9 matches now). The 1 "
+            + "change is still pending: rollback to drop it"), "\(out)")
         #expect(out.stdout.containsInOrder(["save 1 document into people", "Rolled back 1 pending change.", "Theirs"]),
                 "\(out)")
+    }
+
+    @Test func aPendingUpdateAndDeleteOverAnotherProcessesCommitFailTheCommitNamingTheDocuments() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare([#"c.insert([{"id": 1, "name": "Titanic"}, {"id": 2, "name": "Avatar", "dir": "C"}, "#
+            + #"{"id": 3, "name": "Alien"}])"#])
+        let shell = try PipedShell(sandbox, ["--yes", sandbox.storePath])
+        try shell.send("begin\n" + #"c.include(name == "Titanic").update(set: {"dir": "A"})"# + "\n"
+            + #"c.include(name == "Avatar").delete()"# + "\n" + #"c.include(name == "Alien").delete()"# + "\n")
+        try shell.waitFor("Pending: delete 1 document from c.\nDelete 1 document from c? [y/N] y (--yes)\n"
+            + "Pending: delete 1 document from c.")
+        // Another process renames Titanic (so it no longer matches the update's filter) and changes Avatar.
+        try sandbox.prepare([#"c.save({"id": 1, "name": "Titanic II"})"#,
+                             #"c.include(name == "Avatar").update(set: {"dir": "B"})"#])
+        try shell.send("commit\n.status\nrollback\n")
+        let out = try shell.finish()
+        #expect(out.stderr.contains("commit failed, so nothing was applied: the pending update 1 document of c"), "\(out)")
+        #expect(out.stderr.contains("id 1 no longer matches"), "\(out)")
+        #expect(out.stderr.contains("The 3 changes are still pending: rollback to drop them"), "\(out)")
+        #expect(out.stdout.containsInOrder(["A transaction is open, with 3 pending changes", "Rolled back 3 pending changes."]),
+                "\(out)")
+        // The other process's commit stands, and none of the pending changes was applied.
+        let left = try sandbox.documents("c.sortBy(id)")
+        #expect(left.count == 3)
+        #expect(left.first?["name"] as? String == "Titanic II" && left.first?["dir"] == nil, "\(left)")
+        #expect(left.dropFirst().first?["dir"] as? String == "B", "\(left)")
+    }
+
+    @Test func aPendingDeleteOfDocumentsChangedElsewhereSaysWhichChanged() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare([#"c.insert([{"id": 1, "name": "Avatar"}, {"id": 2, "name": "Avatar"}])"#])
+        let shell = try PipedShell(sandbox, ["--yes", sandbox.storePath])
+        try shell.send("begin\n" + #"c.include(name == "Avatar").delete()"# + "\n")
+        try shell.waitFor("Pending: delete 2 documents from c.")
+        try sandbox.prepare([#"c.include(id == 2).update(set: {"dir": "B"})"#, #"c.insert({"id": 3, "name": "Avatar"})"#])
+        try shell.send("commit\n")
+        let out = try shell.finish()
+        #expect(out.stderr.contains("2 documents of 'c' changed since the 2 were read: id 2 was changed, 3 matches now"),
+                "\(out)")
+        #expect(try sandbox.count("c.count()") == 3)
+    }
+
+    @Test func aMigrationInThisShellOrAnotherProcessIsSeenByTheNextQuerysFieldKinds() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare([#"c.insert([{"id": 1, "zip": "0150"}, {"id": 2, "zip": "2000"}, {"id": 3, "zip": "90"}])"#])
+        // In this shell: the field's kinds are those after the migration.
+        let here = try sandbox.run(["--yes", sandbox.storePath, #"c.include(zip == "90").count()"#,
+                                    ".migrate v2 convertField c zip int", "c.include(zip > 100).count()"])
+        #expect(here.status == 0, "\(here)")
+        #expect(here.stdout.hasSuffix("\n2\n"), "\(here)")
+        #expect(!here.stderr.contains("holds strings"), "\(here)")
+
+        // In another process: a rename there, and this shell's next query knows the new name and not the old.
+        let shell = try PipedShell(sandbox, [sandbox.storePath])
+        try shell.send("c.include(zip > 100).count()\n")
+        try shell.waitFor("2\n")
+        try shell.send(".save big c.include(zip > 100)\n")
+        try shell.waitFor("Saved big")
+        try sandbox.prepare([".migrate v3 renameField c zip code"])
+        try shell.send("c.groupBy(code).count()\nbig.count()\n")
+        let out = try shell.finish()
+        #expect(out.status == 0, "\(out)")
+        #expect(!out.stderr.contains("no document of 'c' has a field 'code'"), "\(out)")
+        // The saved filter still reads zip, which no document has now: said, of the filter.
+        #expect(out.stderr.contains("in the saved filter 'big': no document of 'c' has a field 'zip'"), "\(out)")
+    }
+
+    @Test func findOrCreateWithoutAFilterIsRefused() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let out = try sandbox.run([sandbox.storePath, #"people.findOrCreate({"name": "New"})"#])
+        #expect(out.status != 0)
+        #expect(out.stderr.contains("findOrCreate finds a document that its filter matches, and without one any document "
+            + "matches"), "\(out)")
+        #expect(try sandbox.count("people.count()") == 3)
     }
 
     @Test func aCollectionWhoseNameIsNotAWordIsWrittenInBackticks() throws {

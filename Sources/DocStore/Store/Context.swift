@@ -14,6 +14,12 @@ public class ReadContext {
 
     var txn: any StorageTransaction { scope.txn }
 
+    /// The commit this context reads: in a read, the number of the last write committed to the store (by any
+    /// process) when the read began; in a write, the number its commit will have. Two reads with the same number
+    /// see the same documents, so a tool that keeps what it worked out from them (a summary of their fields, say)
+    /// may keep it for as long as the number stays the same.
+    public var commitNumber: Int { scope.txn.id }
+
     func checkValid() throws {
         guard isValid, scope.txn.isValid else {
             throw DocStoreError(.transactionExpired, "this context's transaction has ended: use a context only inside "

@@ -24,7 +24,7 @@ struct Warning: Sendable {
 struct Lowering {
     let collection: String
     let stats: FieldStats
-    private(set) var warnings: [Warning] = []
+    var warnings: [Warning] = []
 
     init(collection: String, stats: FieldStats) {
         self.collection = collection

@@ -197,15 +197,26 @@ extension Shell {
             let size = (try? FileManager.default.attributesOfItem(atPath: args[0])[.size] as? Int) ?? 0
             console.note("Backed up \(store.path) to \(args[0]) (\(Shell.bytes(size))).")
         case "exit", "quit":
-            if let code = args.first {
-                guard let c = Int32(code), (0...255).contains(c) else {
+            var code = hadError ? 1 : 0 as Int32   // as at the end of the input: 1 when a statement failed
+            if let given = args.first {
+                guard let c = Int32(given), (0...255).contains(c) else {
                     throw ShellError("usage: .exit [CODE], CODE a number from 0 to 255")
                 }
-                exitCode = c
-            } else {
-                // As at the end of the input: 1 when a statement failed.
-                exitCode = hadError ? 1 : 0
+                code = c
             }
+            // At a terminal, pending changes are dropped only once agreed to, as at Ctrl-D.
+            if pending.isOpen && !pending.isEmpty && console.interactive && !assumeYes {
+                let n = pending.count
+                let changes = "\(n) pending change\(n == 1 ? "" : "s")"
+                guard try await confirm("Leave and drop \(changes)?", refusing: "leave") else {
+                    console.note("Still in the transaction: commit keeps the \(changes), rollback drops "
+                        + "\(n == 1 ? "it" : "them").")
+                    return
+                }
+                pending.close()
+                console.note("Dropped \(changes) (not committed).")
+            }
+            exitCode = code
         case "watch":
             try need(1, ".watch QUERY")
             try await watch(Shell.rawArguments(of: name, in: text))

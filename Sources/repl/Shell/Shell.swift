@@ -25,8 +25,9 @@ final class Shell {
     var pending = PendingChanges()
     /// Asks the person at the terminal to confirm destructive changes; the line reader presents the questions.
     let confirmations = Prompt<String, Bool>(conflictPolicy: .refuseNew)
-    /// Field statistics per collection, dropped after each change this shell makes.
-    private var statsCache: [String: FieldStats] = [:]
+    /// Field statistics per collection, with the commit they were read at: kept while no process commits
+    /// (``ReadContext/commitNumber``), dropped after each change this shell makes.
+    private var statsCache: [String: (commit: Int, stats: FieldStats)] = [:]
     /// How many `.read`s are running inside each other.
     var readDepth = 0
     /// Whether a statement has failed (the status of a bare `.exit`).
@@ -102,12 +103,12 @@ final class Shell {
     /// Makes a change: at once, or, in a transaction, as one more pending change (checked first against the
     /// pending state, so a change that cannot apply is refused now rather than at commit).
     ///
-    /// `applies` says whether the body did its change: one that found the data changed since it was confirmed
-    /// returns a value saying so, is not kept, and, replayed at commit, fails the commit rather than do less.
+    /// A body that changes documents a person was asked about checks them first
+    /// (``MatchedDocuments/requireUnchanged(in:)``): pending, it runs again at commit, so a change confirmed for
+    /// documents that another writer has changed since fails the commit rather than apply to something else.
     /// `chosen` tells what the change chose when it ran (the ids it gave), for the note after `commit`: pending,
     /// the body runs again at commit, and what it chooses then is what is kept.
-    func change<R: Sendable>(_ summary: String, applies: @escaping @Sendable (R) -> Bool = { _ in true },
-                             chosen: @escaping @Sendable (R) -> String? = { _ in nil },
+    func change<R: Sendable>(_ summary: String, chosen: @escaping @Sendable (R) -> String? = { _ in nil },
                              _ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
         let store = try requireStore()
         defer { statsCache = [:] }
@@ -117,12 +118,7 @@ final class Shell {
             _ = try replay(ctx)
             return try body(ctx)
         }
-        guard applies(result) else { return result }
-        pending.append(.init(summary: summary) { ctx in
-            let result = try body(ctx)
-            guard applies(result) else { throw PendingChangeOutdated(summary: summary) }
-            return chosen(result)
-        })
+        pending.append(.init(summary: summary) { ctx in chosen(try body(ctx)) })
         return result
     }
 
@@ -225,9 +221,11 @@ final class Shell {
             } catch is CancellationError {
                 throw ShellError("commit cancelled: nothing was applied, and the \(count) change"
                     + "\(count == 1 ? " is" : "s are") still pending")
-            } catch let outdated as PendingChangeOutdated {
-                throw ShellError("commit failed, so nothing was applied: \(outdated). That change cannot apply as "
-                    + "confirmed any more: rollback drops the \(count) pending change\(count == 1 ? "" : "s").")
+            } catch let failed as PendingChanges.Failed where failed.changedSinceRead {
+                throw ShellError("commit failed, so nothing was applied: the pending \(failed.summary) was confirmed "
+                    + "for documents that another writer has changed since (\(failed.underlying)). The \(count) change"
+                    + "\(count == 1 ? " is" : "s are") still pending: rollback to drop \(count == 1 ? "it" : "them"), "
+                    + "then make the change again on the documents as they are now.")
             } catch {
                 // Kept: the person can see them (.status), change what they conflict with, and commit again.
                 throw ShellError("commit failed, so nothing was applied: \(error). The \(count) change"
@@ -261,6 +259,8 @@ final class Shell {
         var terminal: Step?
         var warnings: [Warning]
         var stats: FieldStats
+        /// Whether a step (of the query or of a saved filter it starts from) includes or excludes documents.
+        var filtered: Bool
     }
 
     /// What a query gives: its documents (or what the step that runs it makes of them), or what a step computes from
@@ -309,7 +309,16 @@ final class Shell {
         var query = Query<DocumentValue>(collection)
         var output = Output.documents
         var terminal: Step?
-        for step in steps {
+        // The steps of saved filters come first: what they warn of is said of the filter, where its name is typed.
+        let fromFilters = steps.count - expression.steps.count
+        func sayOfTheFilter(_ lowering: inout Lowering) {
+            lowering.warnings = lowering.warnings.map { w in
+                Warning(message: "in the saved filter '\(expression.base)': \(w.message)",
+                        location: expression.baseLocation, length: expression.baseLength, suggestion: nil)
+            }
+        }
+        for (position, step) in steps.enumerated() {
+            if position == fromFilters && fromFilters > 0 { sayOfTheFilter(&lowering) }
             switch step {
             case .include(let node): query = query.include(try lowering.filter(node))
             case .exclude(let node): query = query.exclude(try lowering.filter(node))
@@ -348,7 +357,10 @@ final class Shell {
             default: terminal = step
             }
         }
-        return Resolved(query: query, output: output, terminal: terminal, warnings: lowering.warnings, stats: stats)
+        if fromFilters > 0 && fromFilters == steps.count { sayOfTheFilter(&lowering) }
+        let filtered = steps.contains { if case .include = $0 { true } else if case .exclude = $0 { true } else { false } }
+        return Resolved(query: query, output: output, terminal: terminal, warnings: lowering.warnings, stats: stats,
+                        filtered: filtered)
     }
 
     /// The collection a query reads and all its steps: a saved filter's own, those of the filters it is built
@@ -421,7 +433,7 @@ final class Shell {
         case .save(let literal)?:
             try await write(literal, into: q.collection, replacing: true)
         case .findOrCreate(let literal)?:
-            try await findOrCreate(q, literal)
+            try await findOrCreate(q, literal, filtered: resolved.filtered)
         default:
             break
         }
@@ -520,20 +532,22 @@ final class Shell {
         }
     }
 
-    /// A change to each document a query matches: counts them, asks "Delete 2 documents from people?" (with
-    /// `detail`, what the change does, in the question and in `.status`), then `apply`s the change to exactly those
-    /// documents by id, in one transaction (or as one pending change); if they changed while the person answered,
-    /// says so and asks again. `apply` says whether it found the document.
+    /// A change to each document a query matches: takes them (their ids and bytes), asks "Delete 2 documents from
+    /// people?" (with `detail`, what the change does, in the question and in `.status`), then `apply`s the change to
+    /// exactly those documents, in one transaction (or as one pending change) that first checks they are still the
+    /// documents asked about (``MatchedDocuments``); if they changed while the person answered, says so and asks
+    /// again. Pending, the same check runs again at `commit`, over whatever other writers committed meanwhile.
+    /// `apply` says whether it found the document.
     private func changeMatches(of q: Query<DocumentValue>, verb: String, done: String, preposition: String,
                                detail: String? = nil,
                                _ apply: @escaping @Sendable (WriteContext, DocumentValue) throws -> Bool) async throws {
         while true {
-            let ids = try await reading { try q.ids(in: $0) }
-            if ids.isEmpty {
+            let matched = try await reading { try q.matchedDocuments(in: $0) }
+            if matched.isEmpty {
                 console.note("No document matches; nothing to \(verb).")
                 return
             }
-            let n = ids.count
+            let n = matched.count
             let what = "\(n) document\(n == 1 ? "" : "s") \(preposition) \(q.collection)"
             guard try await confirm("\(verb.prefix(1).uppercased() + verb.dropFirst()) \(what)"
                                         + (detail.map { " (\($0))" } ?? "") + "?",
@@ -541,24 +555,15 @@ final class Shell {
                 console.note("Nothing was \(done).")
                 return
             }
-            let outcome: Int?
-            if pending.isOpen {
-                // The pending state is this shell's alone: checked here, it cannot change before the change is kept.
-                let now = try await reading { try q.ids(in: $0) }
-                let summary = "\(verb) \(what) (\(q))" + (detail.map { ": \($0)" } ?? "")
-                outcome = now == ids ? try await change(summary) { ctx in
-                    try ids.filter { try apply(ctx, $0) }.count
-                } : nil
-            } else {
-                outcome = try await requireStore().write { ctx -> Int? in
-                    guard try q.ids(in: ctx) == ids else { return nil }
-                    return try ids.filter { try apply(ctx, $0) }.count
+            let summary = "\(verb) \(what) (\(q))" + (detail.map { ": \($0)" } ?? "")
+            let changed: Int
+            do {
+                changed = try await change(summary) { ctx in
+                    try matched.requireUnchanged(in: ctx)
+                    return try matched.ids.filter { try apply(ctx, $0) }.count
                 }
-                statsCache = [:]
-            }
-            guard let changed = outcome else {
-                let now = try await reading { try q.count(in: $0) }
-                console.note("The matching documents changed while you answered (\(now) match now); asking again.")
+            } catch let error as DocStoreError where error.code == .changedSinceRead {
+                console.note("The matching documents changed while you answered (\(error)); asking again.")
                 continue
             }
             console.note(pending.isOpen ? "Pending: \(verb) \(what)."
@@ -598,19 +603,15 @@ final class Shell {
             throw ShellError("\(origin ?? "the documents") hold\(origin == nil ? "" : "s") two documents with the same id")
         }
         let showProgress = console.stderrIsTerminal && batch.count >= 5_000 && !pending.isOpen
-        /// The ids given that the collection already has: the documents a save replaces.
-        @Sendable func existing(_ ctx: ReadContext) throws -> [DocumentValue] {
-            try ids.filter { try ctx.get(collection, id: $0) != nil }
-        }
         let n = batch.count
         let what = "\(n) document\(n == 1 ? "" : "s")"
         let verb = origin != nil ? "import" : (replacing ? "save" : "insert")
         let summary = "\(verb) \(what) into \(collection)" + (origin.map { " from \($0)" } ?? "")
         while true {
-            let replaced = replacing ? try await reading { try existing($0) } : []
-            if !replaced.isEmpty {
+            let replaced = replacing ? try await reading { try $0.matchedDocuments(collection, ids: ids) } : nil
+            if let replaced, !replaced.isEmpty {
                 let r = replaced.count
-                let which = r <= 5 ? " (id\(r == 1 ? "" : "s") \(replaced.map(\.literalText).joined(separator: ", ")))" : ""
+                let which = r <= 5 ? " (id\(r == 1 ? "" : "s") \(replaced.ids.map(\.literalText).joined(separator: ", ")))" : ""
                 let question = origin != nil
                     ? "Import \(what) into \(collection), replacing \(r) existing one\(r == 1 ? "" : "s")\(which)?"
                     : "Replace \(r) existing document\(r == 1 ? "" : "s") of \(collection)\(which)?"
@@ -620,26 +621,29 @@ final class Shell {
                     return
                 }
             }
-            let written: [DocumentValue]? = try await change(summary, applies: { $0 != nil },
-                                                             chosen: { Shell.chosenIDs(given: ids, stored: $0 ?? []) }) { ctx in
-                // Exactly the documents counted are replaced: if others now share ids with these, ask again.
-                guard try !replacing || existing(ctx) == replaced else { return nil }
-                var stored: [DocumentValue] = []
-                stored.reserveCapacity(batch.count)
-                for (i, d) in batch.enumerated() {
-                    if i % 1000 == 999 { try Task.checkCancellation() }   // Ctrl-C: the whole write is rolled back
-                    let kept = replacing ? try ctx.saveAndFetch(d, into: collection) : try ctx.insertAndFetch(d, into: collection)
-                    stored.append(kept[path: idPath] ?? .null)
-                    if showProgress && (i + 1) % 1000 == 0 { Progress.draw(label: "importing", done: i + 1, total: n) }
+            let storedIDs: [DocumentValue]
+            do {
+                storedIDs = try await change(summary, chosen: { Shell.chosenIDs(given: ids, stored: $0) }) { ctx in
+                    // Exactly the documents counted are replaced, as they were: if others now share ids with these,
+                    // or those changed, ask again.
+                    try replaced?.requireUnchanged(in: ctx)
+                    var stored: [DocumentValue] = []
+                    stored.reserveCapacity(batch.count)
+                    for (i, d) in batch.enumerated() {
+                        if i % 1000 == 999 { try Task.checkCancellation() }   // Ctrl-C: the whole write is rolled back
+                        let kept = replacing ? try ctx.saveAndFetch(d, into: collection) : try ctx.insertAndFetch(d, into: collection)
+                        stored.append(kept[path: idPath] ?? .null)
+                        if showProgress && (i + 1) % 1000 == 0 { Progress.draw(label: "importing", done: i + 1, total: n) }
+                    }
+                    if showProgress { Progress.draw(label: "importing", done: n, total: n) }
+                    return stored
                 }
-                if showProgress { Progress.draw(label: "importing", done: n, total: n) }
-                return stored
-            }
-            guard let storedIDs = written else {
-                console.note("The documents of \(collection) changed while you answered; asking again.")
+            } catch let error as DocStoreError where error.code == .changedSinceRead {
+                console.note("The documents of \(collection) changed while you answered (\(error)); asking again.")
                 continue
             }
-            let replacedText = replaced.isEmpty ? "" : ", replacing \(replaced.count)"
+            let replacedCount = replaced?.count ?? 0
+            let replacedText = replacedCount == 0 ? "" : ", replacing \(replacedCount)"
             if pending.isOpen {
                 let made = ids.count < n ? "; ids for those without one are chosen at commit" : ""
                 console.note("Pending: \(verb) \(what)\(origin == nil ? Shell.idText(ids, of: n) : "")\(replacedText)\(made).")
@@ -667,10 +671,15 @@ final class Shell {
         return "id\(chosen.count == 1 ? "" : "s") \(shown)" + (chosen.count > 5 ? " and \(chosen.count - 5) more" : "")
     }
 
-    private func findOrCreate(_ q: Query<DocumentValue>, _ literal: Literal) async throws {
+    private func findOrCreate(_ q: Query<DocumentValue>, _ literal: Literal, filtered: Bool) async throws {
         guard case .object = literal.value else {
             throw MeaningError(message: "findOrCreate takes the document to create ({...})",
                                location: literal.location, length: literal.length)
+        }
+        guard filtered else {
+            throw MeaningError(message: "findOrCreate finds a document that its filter matches, and without one any "
+                + "document matches: write \(q.collection).include(...).findOrCreate({...}), or insert({...}) to add "
+                + "one whatever is there", location: literal.location, length: literal.length)
         }
         if let found = try await reading({ try q.first(in: $0) }) {
             console.result(renderer.render(found))
@@ -694,18 +703,18 @@ final class Shell {
 
     /// The fields of a collection, from up to 10,000 of its documents (in the state shown).
     func fieldStats(_ collection: String) async throws -> FieldStats {
-        if let cached = statsCache[collection], pending.isEmpty {
-            let total = try await reading { try Query<DocumentValue>(collection).count(in: $0) }
-            if total == cached.total { return cached }
+        if let cached = statsCache[collection], pending.isEmpty,
+           try await reading({ $0.commitNumber }) == cached.commit {
+            return cached.stats
         }
-        let stats = try await reading { ctx in
+        let (commit, stats) = try await reading { ctx in
             var stats = FieldStats()
             stats.total = try Query<DocumentValue>(collection).count(in: ctx)
             let sample = try Query<DocumentValue>(collection)[0..<FieldStats.sampleLimit].cursor(in: ctx)
             while let d = try sample.next() { stats.add(d) }
-            return stats
+            return (ctx.commitNumber, stats)
         }
-        statsCache[collection] = stats
+        if pending.isEmpty { statsCache[collection] = (commit, stats) }
         return stats
     }
 
@@ -721,7 +730,7 @@ final class Shell {
             return words
         }
         var all = Set(words ?? [])
-        for stats in statsCache.values { for p in stats.paths { all.insert(p.written) } }
+        for cached in statsCache.values { for p in cached.stats.paths { all.insert(p.written) } }
         completionWords = all.sorted()
     }
 }
@@ -729,12 +738,6 @@ final class Shell {
 extension Shell.Output {
     /// Whether the query gives its documents (or what the step that runs it makes of them).
     var isDocuments: Bool { if case .documents = self { true } else { false } }
-}
-
-/// A pending change whose documents are no longer those it was confirmed for (another process changed them).
-struct PendingChangeOutdated: Error, CustomStringConvertible {
-    var summary: String
-    var description: String { "the documents that '\(summary)' was confirmed for have changed since" }
 }
 
 /// A pending change that failed when replayed for a query.
