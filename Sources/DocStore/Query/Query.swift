@@ -182,6 +182,23 @@ extension Query where Element: Document {
         sortBy(keyPath as AnyKeyPath, order: order)
     }
 
+    /// Orders by a field whose values are stored as their raw values (an enum of `String` or `Int` raw values): in
+    /// the order of the raw values, as stored.
+    ///
+    /// For example: `Flight.sortBy(\.origin)` with `enum Airport: String, Codable { case EWR, JFK, LGA }`.
+    @_disfavoredOverload
+    public func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Element, Value> & Sendable,
+                                                order: SortOrder = .forward) -> Query where Value.RawValue: Comparable {
+        sortBy(keyPath as AnyKeyPath, order: order)
+    }
+
+    /// Orders by an optional field stored as its raw values, `nil` first (last with `.reverse`).
+    @_disfavoredOverload
+    public func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Element, Value?> & Sendable,
+                                                order: SortOrder = .forward) -> Query where Value.RawValue: Comparable {
+        sortBy(keyPath as AnyKeyPath, order: order)
+    }
+
     private func sortBy(_ keyPath: AnyKeyPath, order: SortOrder) -> Query {
         guard let path = TypeRegistry.fieldPath(keyPath, of: Element.self) else {
             return with { s in

@@ -8,9 +8,10 @@ import Foundation
 /// agree, so that a computed property (`age + 1`) is not mistaken for the field whose value it happens to equal.
 /// Booleans have only two values, so a key path to a `Bool` is found in further passes, each with a single `true`.
 /// An array gets one element; a key path to the array finds the path of its element. A value the probe cannot make
-/// (an enum that rejects the probe string) is taken from `CaseIterable`, or, for a payload-less enum with raw
-/// values, is its first case; it is left `nil` where optional. When the whole type still cannot be probed, only
-/// key paths with explicit paths work, and the error names the cause.
+/// (an enum that rejects the probe string) is taken from `CaseIterable`, or, for an enum with raw values, is its
+/// first case; such values are found in further passes too, each giving one of them another case (the second).
+/// When the whole type still cannot be probed, only key paths with explicit paths work, and the error names the
+/// cause.
 struct FieldPathProbe<Root: Decodable> {
     let instance: Root
     let recorder: ProbeRecorder
@@ -18,10 +19,10 @@ struct FieldPathProbe<Root: Decodable> {
     let checkRecorder: ProbeRecorder
 
     init() throws {
-        recorder = ProbeRecorder(base: 0, stride: 1, truePosition: nil)
+        recorder = ProbeRecorder(base: 0, stride: 1)
         instance = try Root(from: ProbeDecoder(recorder: recorder, path: []))
         // Small enough for Int8 fields; a stride of 3 from another base makes aliases land differently.
-        checkRecorder = ProbeRecorder(base: 5, stride: 3, truePosition: nil)
+        checkRecorder = ProbeRecorder(base: 5, stride: 3)
         check = try Root(from: ProbeDecoder(recorder: checkRecorder, path: []))
     }
 
@@ -37,23 +38,41 @@ struct FieldPathProbe<Root: Decodable> {
     private func anyPath(of keyPath: PartialKeyPath<Root>) throws -> FieldPath? {
         let value = instance[keyPath: keyPath]
         if let found = recorder.path(of: value) {
-            guard checkRecorder.path(of: check[keyPath: keyPath]) == found else { return nil }
-            return FieldPath(components: found)
+            if checkRecorder.path(of: check[keyPath: keyPath]) == found { return FieldPath(components: found) }
+            // Else a computed property, or an enum's raw value equal to a probe value by chance: the passes
+            // below find the enum's field, and nothing for the property.
         }
-        guard ProbeRecorder.boolValue(value) == false else { return nil }
-        for position in 0..<recorder.boolCount {
-            let pass = ProbeRecorder(base: 0, stride: 1, truePosition: position)
-            let probed = try Root(from: ProbeDecoder(recorder: pass, path: []))
-            if ProbeRecorder.boolValue(probed[keyPath: keyPath]) == true, var found = pass.boolPaths[position] {
-                // An array of Bools: the array's own path, less the element marker.
-                if Mirror(reflecting: ProbeRecorder.unwrap(value)).displayStyle == .collection,
-                   found.last == ProbeRecorder.elementMarker {
-                    found.removeLast()
+        if ProbeRecorder.boolValue(value) == false {
+            for position in 0..<recorder.boolCount {
+                let pass = ProbeRecorder(base: 0, stride: 1, truePosition: position)
+                let probed = try Root(from: ProbeDecoder(recorder: pass, path: []))
+                if ProbeRecorder.boolValue(probed[keyPath: keyPath]) == true, let found = pass.boolPaths[position] {
+                    return fieldPath(found, of: value)
                 }
-                return FieldPath(components: found)
+            }
+            return nil
+        }
+        // A value made in place of one the type rejected (an enum's case): the pass that gives it another case
+        // changes the key path's value.
+        let shown = "\(ProbeRecorder.unwrap(value))"
+        for position in 0..<recorder.substitutionCount {
+            let pass = ProbeRecorder(base: 0, stride: 1, alternatePosition: position)
+            let probed = try Root(from: ProbeDecoder(recorder: pass, path: []))
+            if "\(ProbeRecorder.unwrap(probed[keyPath: keyPath]))" != shown, let found = pass.substitutionPaths[position] {
+                return fieldPath(found, of: value)
             }
         }
         return nil
+    }
+
+    /// The path of a value found in a pass: for an array of them, the array's own path, less the element marker.
+    private func fieldPath(_ found: [String], of value: Any) -> FieldPath {
+        var found = found
+        if Mirror(reflecting: ProbeRecorder.unwrap(value)).displayStyle == .collection,
+           found.last == ProbeRecorder.elementMarker {
+            found.removeLast()
+        }
+        return FieldPath(components: found)
     }
 }
 
@@ -69,12 +88,18 @@ final class ProbeRecorder {
     var uuids: [UUID: [String]] = [:]
     var boolCount = 0
     var boolPaths: [Int: [String]] = [:]
+    /// The one Bool handed out as `true` in this pass.
     let truePosition: Int?
+    /// Values made in place of one the type rejected, in the order made, and the one given another case.
+    var substitutionCount = 0
+    var substitutionPaths: [Int: [String]] = [:]
+    let alternatePosition: Int?
 
-    init(base: Int64, stride: Int64, truePosition: Int?) {
+    init(base: Int64, stride: Int64, truePosition: Int? = nil, alternatePosition: Int? = nil) {
         self.counter = base
         self.stride = stride
         self.truePosition = truePosition
+        self.alternatePosition = alternatePosition
     }
 
     func nextInteger(_ path: [String]) -> Int64 {
@@ -98,6 +123,13 @@ final class ProbeRecorder {
                             bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
         uuids[u] = path
         return u
+    }
+
+    /// Records a value made in place of one the type rejected; whether this pass gives it another case.
+    func nextSubstitution(_ path: [String]) -> Bool {
+        defer { substitutionCount += 1 }
+        substitutionPaths[substitutionCount] = path
+        return alternatePosition == substitutionCount
     }
 
     func nextBool(_ path: [String]) -> Bool {
@@ -146,16 +178,23 @@ final class ProbeRecorder {
     }
 }
 
-private func firstCase<C: CaseIterable>(_ type: C.Type) -> Any? { type.allCases.first }
+/// The first case, or with `second` the second (the first when there is one case only).
+private func someCase<C: CaseIterable>(_ type: C.Type, second: Bool) -> Any? {
+    let cases = Array(type.allCases)
+    return second && cases.count > 1 ? cases[1] : cases.first
+}
 
-/// The all-zero value of a one-byte (or empty) raw-representable type: the first case of a payload-less enum with
-/// raw values, or the zero of a one-byte raw value. `nil` for any other type, whose zero bytes may not be a value.
-private func zeroRawRepresentable<T>(_ type: T.Type) -> T? {
+/// The first (or, with `second`, the second) case of an enum with raw values, by its one-byte tag, or that byte's
+/// value of a one-byte raw value. An enum with raw values has no payloads, so a tag of one byte numbers at least
+/// two cases (one case takes no byte, and is the only value). `nil` for any other type, whose bytes may not be a
+/// value.
+private func rawRepresentable<T>(_ type: T.Type, second: Bool) -> T? {
     guard T.self is any RawRepresentable.Type, MemoryLayout<T>.size <= 1, MemoryLayout<T>.alignment == 1 else {
         return nil
     }
+    let byte: UInt8 = second && MemoryLayout<T>.size == 1 ? 1 : 0
     return withUnsafeTemporaryAllocation(byteCount: 1, alignment: 1) { buffer in
-        buffer.initializeMemory(as: UInt8.self, repeating: 0)
+        buffer.initializeMemory(as: UInt8.self, repeating: byte)
         return UnsafeRawBufferPointer(buffer).load(as: T.self)
     }
 }
@@ -181,11 +220,17 @@ struct ProbeDecoder: Decoder {
         if T.self == UUID.self { return recorder.nextUUID(path) as! T }
         if T.self == URL.self { return URL(fileURLWithPath: "/" + recorder.nextString(path)) as! T }
         if T.self == Data.self { return Data() as! T }
+        // An enum with raw values is given its cases, never probe values (which may or may not be raw values of
+        // it): the same in every pass, whatever the probe values are.
+        if T.self is any RawRepresentable.Type, MemoryLayout<T>.size <= 1,
+           let made = rawRepresentable(T.self, second: recorder.nextSubstitution(path)) {
+            return made
+        }
         do {
             return try T(from: ProbeDecoder(recorder: recorder, path: path))
         } catch {
-            if let iterable = T.self as? any CaseIterable.Type, let first = firstCase(iterable) as? T { return first }
-            if let zero = zeroRawRepresentable(T.self) { return zero }
+            guard let iterable = T.self as? any CaseIterable.Type else { throw error }
+            if let made = someCase(iterable, second: recorder.nextSubstitution(path)) as? T { return made }
             throw error
         }
     }

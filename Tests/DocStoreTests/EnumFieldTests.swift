@@ -1,0 +1,123 @@
+// Enums as model fields: String- and Int-raw-value enums, optional ones and ones inside nested structs, used as
+// index fields, group keys, sort keys, projections and planned predicates, checked against the documents in memory.
+
+import DocStore
+import Foundation
+import Testing
+
+enum Airport: String, Codable, Sendable, Hashable {
+    case EWR, JFK, LGA
+}
+
+enum Level: Int, Codable, Sendable, Hashable, CaseIterable {
+    case low = 1, mid = 2, high = 3
+}
+
+struct Leg: Codable, Sendable, Equatable {
+    var from: Airport
+    var level: Level?
+}
+
+struct Flight: Document, Equatable {
+    var id: Int
+    var origin: Airport
+    var dest: Airport?
+    var level: Level
+    var time: Int
+    var leg: Leg
+    var stops: [Airport]
+    static let collection = "flights"
+    static let indexes: [IndexSpec<Flight>] = [
+        .unique("origin_time", \.origin, \.time),
+        .index("dest", \.dest),
+        .index("level", \.level),
+        .index("leg_from", \.leg.from),
+        .multi("stops", \.stops),
+    ]
+}
+
+@Suite struct EnumFieldTests {
+    static let airports: [Airport] = [.EWR, .JFK, .LGA]
+
+    static func flights(_ n: Int, seed: UInt64) -> [Flight] {
+        var rng = SeededGenerator(seed: seed)
+        return (0..<n).map { i in
+            Flight(id: i + 1, origin: airports.randomElement(using: &rng)!,
+                   dest: Bool.random(using: &rng) ? airports.randomElement(using: &rng) : nil,
+                   level: Level.allCases.randomElement(using: &rng)!, time: i,
+                   leg: Leg(from: airports.randomElement(using: &rng)!,
+                            level: Bool.random(using: &rng) ? Level.allCases.randomElement(using: &rng) : nil),
+                   stops: (0..<Int.random(in: 0...2, using: &rng)).map { _ in airports.randomElement(using: &rng)! })
+        }
+    }
+
+    static func populated() async throws -> (DocStore, TemporaryDirectory, [Flight]) {
+        let (store, dir) = try await makeStore()
+        let flights = flights(600, seed: 7)
+        try await store.insert(contentsOf: flights)
+        return (store, dir, flights)
+    }
+
+    @Test func enumKeyPathsAreStoredFieldsEverywhere() async throws {
+        let (store, dir, flights) = try await Self.populated()
+        defer { withExtendedLifetime(dir) {} }
+        // The unique index on (origin, time) holds: a second flight at the same origin and time is refused.
+        var twin = flights[0]
+        twin.id = 10_000
+        await #expect(throws: DocStoreError.self) { try await store.insert(twin) }
+
+        // Groups, distinct values, sorting and projection by the enums' stored raw values.
+        let groups = try await Flight.query().groupBy(\.origin).count(in: store)
+        #expect(groups.map(\.key) == [.EWR, .JFK, .LGA])
+        for g in groups { #expect(g.value == flights.filter { $0.origin == g.key }.count) }
+        #expect(try await Flight.query().distinct(\.dest, in: store) == Self.airports.filter { a in
+            flights.contains { $0.dest == a } })
+        #expect(try await Flight.query().distinct(\.level, in: store) == Level.allCases)
+        #expect(try await Flight.query().distinct(\.leg.from, in: store) == Self.airports)
+        let sorted = try await Flight.query().sortBy(\.origin).sortBy(\.level, order: .reverse).results(in: store)
+        #expect(sorted.map(\.id) == flights.sorted {
+            ($0.origin.rawValue, -$0.level.rawValue, $0.id) < ($1.origin.rawValue, -$1.level.rawValue, $1.id)
+        }.map(\.id))
+        let byDest = try await Flight.query().sortBy(\.dest).results(in: store)
+        #expect(byDest.map(\.id) == flights.sorted {
+            ($0.dest?.rawValue ?? "", $0.id) < ($1.dest?.rawValue ?? "", $1.id)
+        }.map(\.id))
+        let projected = try await Flight.include(#Predicate { $0.time < 5 }).select(\.origin, \.leg.level).results(in: store)
+        #expect(projected.map { $0[path: "origin"] } == flights.prefix(5).map { .string($0.origin.rawValue) })
+        #expect(projected.map { $0[path: "leg.level"] ?? .null }
+                == flights.prefix(5).map { $0.leg.level.map { .int(Int64($0.rawValue)) } ?? .null })
+    }
+
+    @Test func predicatesOnEnumFieldsArePlannedOntoTheirIndexes() async throws {
+        let (store, dir, flights) = try await Self.populated()
+        defer { withExtendedLifetime(dir) {} }
+        for airport in Self.airports {
+            let a = airport
+            let raw = airport.rawValue
+            let optional: Airport? = airport
+            let cases: [(Query<Flight>, [Flight], String)] = [
+                (Flight.include(#Predicate { $0.origin == a && $0.time < 300 }),
+                 flights.filter { $0.origin == a && $0.time < 300 }, "origin_time"),
+                // (A unique index leaves out documents with a nil field, so a query must rule nil out to use it.)
+                (Flight.include(#Predicate { $0.origin.rawValue == raw && $0.time >= 0 }), flights.filter { $0.origin == a },
+                 "origin_time"),
+                (Flight.include(#Predicate { $0.dest == optional }), flights.filter { $0.dest == a }, "dest"),
+                (Flight.include(#Predicate { $0.leg.from == a }), flights.filter { $0.leg.from == a }, "leg_from"),
+                (Flight.include(#Predicate { $0.stops.contains(a) }), flights.filter { $0.stops.contains(a) }, "stops"),
+            ]
+            for (query, expected, index) in cases {
+                let explained = try await query.explain(in: store)
+                #expect(explained.index == index, "\(query): \(explained)")
+                #expect(explained.statistics.documentsRead == expected.count, "\(explained)")
+                #expect(try await query.results(in: store).map(\.id) == expected.map(\.id))
+            }
+        }
+        let mid = Level.mid
+        let atLeastMid = Flight.include(#Predicate { $0.level.rawValue >= 2 })
+        #expect(try await atLeastMid.explain(in: store).index == "level")
+        #expect(try await atLeastMid.results(in: store).map(\.id) == flights.filter { $0.level.rawValue >= 2 }.map(\.id))
+        let isMid = Flight.include(#Predicate { $0.level == mid })
+        #expect(try await isMid.explain(in: store).index == "level")
+        #expect(try await isMid.count(in: store) == flights.filter { $0.level == .mid }.count)
+    }
+}
