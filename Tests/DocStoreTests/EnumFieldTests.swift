@@ -121,3 +121,71 @@ struct Flight: Document, Equatable {
         #expect(try await isMid.count(in: store) == flights.filter { $0.level == .mid }.count)
     }
 }
+
+@Suite struct TypedFieldChangeTests {
+    @Test func aFieldChangeOnATypedQueryMustLeaveDocumentsOfTheType() async throws {
+        let (store, dir, flights) = try await EnumFieldTests.populated()
+        defer { withExtendedLifetime(dir) {} }
+        let early = Flight.include(#Predicate { $0.time < 10 })
+        for changes in [[FieldChange.set("origin", .string("lost"))], [.set("time", .string("noon"))], [.unset("level")],
+                        [.set("leg.from", .int(3))], [.push("stops", .string("XXX"))]] {
+            do {
+                try await early.update(in: store, changes)
+                Issue.record("\(changes) was written")
+            } catch let error as DocStoreError {
+                #expect(error.code == .invalidUpdate, "\(error)")
+                #expect(error.message.contains("does not decode as") || error.message.contains("decode"), "\(error)")
+            }
+        }
+        // Nothing was written, and every document still decodes.
+        #expect(try await Flight.query().results(in: store) == flights)
+        // A change the type takes is made.
+        #expect(try await early.update(in: store, [.set("origin", .string("JFK")), .set("leg.level", .null)]) == 10)
+        #expect(try await early.results(in: store).allSatisfy { $0.origin == .JFK && $0.leg.level == nil })
+    }
+}
+
+@Suite struct CaughtRefusalTests {
+    @Test func aCaughtRefusalOfAnUpdateLeavesTheTransactionAsBeforeAsARefusedInsertDoes() async throws {
+        let (store, dir) = try await makeStore()
+        defer { withExtendedLifetime(dir) {} }
+        try await store.write { ctx in
+            try ctx.createIndex(IndexDefinition(name: "code", kind: .unique, fields: ["code"]), in: "c")
+            for (i, n) in [DocumentValue.int(1), .int(2), .string("x"), .int(4)].enumerated() {
+                try ctx.insert(.object([("id", .int(Int64(i + 1))), ("n", n), ("code", .string("c\(i)"))]), into: "c")
+            }
+        }
+        let all = Query<DocumentValue>("c")
+        let before = try await all.results(in: store)
+        try await store.write { ctx in
+            try ctx.insert(.object([("id", .int(10)), ("n", .int(0)), ("code", .string("marker"))]), into: "c")
+            // The first two documents take the increment, the third refuses it: the whole update is undone.
+            expect(code: .invalidUpdate) { try all.update(in: ctx, [.increment("n", .int(1))]) }
+            // So is one whose second document takes a code the first already holds.
+            expect(code: .uniqueViolation) {
+                try all.include(.compare("id", .lessOrEqual, .int(2))).update(in: ctx, [.set("code", .string("same"))])
+            }
+            expect(code: .uniqueViolation) {
+                try ctx.insert(.object([("id", .int(11)), ("code", .string("c0"))]), into: "c")
+            }
+            expect(code: .invalidUpdate) {
+                try ctx.update("c", id: .int(3), [.set("code", .string("fine")), .increment("n", .int(1))])
+            }
+        }
+        // The marker committed; every refused change left nothing behind.
+        let after = try await all.results(in: store)
+        #expect(Array(after.prefix(4)) == before)
+        #expect(after.count == 5)
+        #expect(try await store.verify().isClean)
+    }
+}
+
+/// Expects `body` to throw a ``DocStoreError`` with `code`.
+private func expect(code: DocStoreError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
+    do {
+        try body()
+        Issue.record("no error was thrown; expected \(code)", sourceLocation: sourceLocation)
+    } catch {
+        #expect((error as? DocStoreError)?.code == code, "\(error)", sourceLocation: sourceLocation)
+    }
+}

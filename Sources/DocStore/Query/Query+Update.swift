@@ -209,7 +209,7 @@ extension CollectionHandle {
     }
 
     /// A stored document with `changes` applied, encoded; `nil` when they change nothing.
-    private func changed(_ raw: UnsafeRawBufferPointer, id: [UInt8], _ changes: [FieldChange]) throws -> [UInt8]? {
+    fileprivate func changed(_ raw: UnsafeRawBufferPointer, id: [UInt8], _ changes: [FieldChange]) throws -> [UInt8]? {
         let old = try DocumentValue(encoded: Array(raw))
         let new: DocumentValue
         do { new = try old.applying(changes) } catch {
@@ -226,12 +226,34 @@ extension CollectionHandle {
 extension Query {
     /// Applies `changes` to every result (within the slice, when sliced), with their index entries, and returns
     /// how many documents matched. A change that cannot apply to one of them (an increment of a string), a unique
-    /// conflict, or a change of the id throws, and the transaction cannot commit: all or none.
+    /// conflict, or a change of the id throws, and nothing of the update is written: the transaction is as it was
+    /// before the call.
     ///
     /// For example: `try Query<DocumentValue>("people").include(filter).update(in: ctx, [.set("city", .string("Bergen"))])`.
+    ///
+    /// On a query of a model type, each changed document must still decode as that type: a change that would leave
+    /// one that does not (a field set to a value of another kind, a required field unset) throws
+    /// ``DocStoreError/Code/invalidUpdate`` naming the document and the field, and nothing is written.
     @discardableResult
     public func update(in context: WriteContext, _ changes: [FieldChange]) throws -> Int {
-        try updateEach(in: context) { handle, id in try handle.update(id: id, changes: changes, in: context.txn) }
+        let typed = Element.self != DocumentValue.self
+        return try updateEach(in: context) { handle, id, txn in
+            try handle.update(id: id, in: txn) { raw in
+                guard let bytes = try handle.changed(raw, id: id, changes) else { return nil }
+                if typed {
+                    do {
+                        _ = try bytes.withUnsafeBytes { new in
+                            try kind.decode(new, from: handle) { CollectionHandle.describeID(id, in: bytes, idPath: handle.info.idPath) }
+                        }
+                    } catch let error as DocStoreError {
+                        throw DocStoreError(.invalidUpdate, "cannot \(changes.map(\.description).joined(separator: ", ")) "
+                            + "on a query of \(kind.typeName()): \(error.message)", collection: handle.name,
+                            underlying: error)
+                    }
+                }
+                return bytes
+            }
+        }
     }
 
     /// Sets, unsets, increments, pushes onto and pulls from fields of every result, in that order; returns how many
@@ -245,16 +267,19 @@ extension Query {
         try update(in: context, FieldChange.list(set: set, unset: unset, increment: increment, push: push, pull: pull))
     }
 
-    /// Runs `change` on every result's id in one all-or-none change of the transaction; returns how many matched.
-    func updateEach(in context: WriteContext, _ change: (CollectionHandle, [UInt8]) throws -> Bool) throws -> Int {
+    /// Runs `change` on every result's id, in a transaction nested in the context's (given to `change`), so that
+    /// the update is all or none on its own: one that throws leaves the context's transaction as it was before,
+    /// as a refused insert does, and the caller may catch the error and go on. Returns how many matched.
+    func updateEach(in context: WriteContext,
+                    _ change: (CollectionHandle, [UInt8], any StorageTransaction) throws -> Bool) throws -> Int {
         try context.checkWritable("update documents of '\(collection)'", collection: collection)
         guard let executor = try executor(in: context, writing: true) else { return 0 }
         let ids = try executor.resultIDs()
-        var matched = 0
-        try context.txn.changingAtomically {
-            for id in ids where try change(executor.handle, id) { matched += 1 }
+        return try context.txn.nested { txn in
+            var matched = 0
+            for id in ids where try change(executor.handle, id, txn) { matched += 1 }
+            return matched
         }
-        return matched
     }
 
     /// Applies `changes` to every result in one write transaction; returns how many matched.
@@ -279,13 +304,14 @@ extension Query {
 extension Query where Element: Document {
     /// Decodes every result, lets `change` modify it, and saves it with its index entries; returns how many
     /// documents matched. `change` may not change the id. A document that no longer decodes, a unique conflict or
-    /// an error `change` throws stops the update, and the transaction cannot commit: all or none.
+    /// an error `change` throws stops the update, and nothing of it is written: the transaction is as it was before
+    /// the call.
     ///
     /// For example: `try Person.include(#Predicate { $0.city == "Oslo" }).update(in: ctx) { $0.city = "Bergen" }`.
     @discardableResult
     public func update(in context: WriteContext, _ change: (inout Element) throws -> Void) throws -> Int {
-        try updateEach(in: context) { handle, id in
-            try handle.update(id: id, in: context.txn) { raw in try changed(raw, handle: handle, id: id, change) }
+        try updateEach(in: context) { handle, id, txn in
+            try handle.update(id: id, in: txn) { raw in try changed(raw, handle: handle, id: id, change) }
         }
     }
 
@@ -319,8 +345,7 @@ extension WriteContext {
     public func update(_ collection: String, id: DocumentValue, _ changes: [FieldChange]) throws -> Bool {
         try checkWritable("update a document of '\(collection)'", collection: collection)
         guard let handle = try scope.handle(named: collection) else { return false }
-        var found = false
-        try txn.changingAtomically { found = try handle.update(id: KeyEncoder.key(id), changes: changes, in: txn) }
-        return found
+        // All or none on its own, as a query's update is.
+        return try txn.nested { try handle.update(id: KeyEncoder.key(id), changes: changes, in: $0) }
     }
 }
