@@ -48,6 +48,42 @@ import Testing
         #expect(try await Query<DocumentValue>("contacts").count(in: store) == 30)
     }
 
+    struct Plane: Document {
+        var id: Int
+        var model: String
+        var year: Int?
+        var engine: Engine
+        struct Engine: Codable, Sendable { var kind: String; var count: Int? }
+        static let collection = "planes"
+    }
+
+    @Test func aFieldRenamedInTheStoreButNotInTheTypeIsReportedThoughEveryDocumentDecodes() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("check.db"))
+        try await store.write { ctx in
+            for id in 1...4 {
+                try ctx.insert(.object([("id", .int(Int64(id))), ("model", .string("A320")), ("builtYear", .int(2001)),
+                                        ("engine", .object([("kind", .string("jet")), ("thrust", .int(5))]))]),
+                               into: "planes")
+            }
+        }
+        let check = try await store.check(Plane.self)
+        #expect(check.failureCount == 0)
+        #expect(check.unreadFields == ["builtYear": 4, "engine.thrust": 4], "\(check)")
+        #expect(check.absentFields == ["engine.count", "year"], "\(check)")
+        #expect(!check.isClean)
+        #expect(check.description.contains("field 'builtYear' (in 4 documents) is never read by"), "\(check)")
+        #expect(check.description.contains("no document holds"), "\(check)")
+        // Once the documents have the type's fields, it checks clean.
+        try await store.write { ctx in
+            for id in 1...4 {
+                try ctx.save(.object([("id", .int(Int64(id))), ("model", .string("A320")), ("year", .int(2001)),
+                                      ("engine", .object([("kind", .string("jet")), ("count", .null)]))]), into: "planes")
+            }
+        }
+        #expect(try await store.check(Plane.self).isClean)
+    }
+
     @Test func aCollectionThatDoesNotExistChecksClean() async throws {
         let dir = TemporaryDirectory()
         let store = try await DocStore(path: dir.path("empty.db"))

@@ -412,6 +412,27 @@ private func everything(_ store: DocStore) async throws -> String {
         await #expect(throws: DocStoreError.self) { try await migrator.migrate(store, upTo: "nope") }
     }
 
+    @Test func aRenamedMigrationIsANewOneThatRunsAgainAndTheStoreIsSuperseded() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        func bump(_ name: String) -> Migrator {
+            var migrator = Migrator()
+            migrator.registerMigration(name) { m in
+                try m.context.save(.object([("id", .int(1)), ("n", .int(0))]), into: "counters")
+                try m.convertField("n", in: "counters") { v in if case .int(let i) = v { .int(i + 1) } else { v } }
+            }
+            return migrator
+        }
+        #expect(try await bump("v1").migrate(store) == ["v1"])
+        let renamed = bump("v1-counters")
+        // As the article says: the store's v1 is not this migrator's, which reports it, and the renamed one runs.
+        #expect(try await renamed.hasBeenSuperseded(store))
+        #expect(try await renamed.pendingMigrations(in: store) == ["v1-counters"])
+        #expect(try await renamed.migrate(store) == ["v1-counters"])
+        #expect(try await store.appliedMigrations().map(\.name) == ["v1", "v1-counters"])
+        #expect(try await renamed.migrate(store).isEmpty)
+    }
+
     @Test func openingWithAMigratorMigratesOrClosesTheStore() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("opened.db")

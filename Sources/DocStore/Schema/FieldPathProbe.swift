@@ -65,6 +65,23 @@ struct FieldPathProbe<Root: Decodable> {
         return nil
     }
 
+    /// The fields the type reads, as dotted paths (an array's elements are not looked into), and the fields it reads
+    /// whatever keys they hold (a dictionary): what ``DocStore/check(_:limit:)`` compares with the stored fields.
+    func fieldsRead() -> (fields: Set<String>, anyKeys: Set<String>) {
+        var paths = recorder.integers.values.map { $0 } + recorder.strings.values.map { $0 }
+        paths += recorder.uuids.values.map { $0 }
+        paths += recorder.boolPaths.values.map { $0 }
+        paths += recorder.substitutionPaths.values.map { $0 }
+        paths += recorder.otherPaths
+        var fields: Set<String> = []
+        for path in paths {
+            let own = path.prefix { $0 != ProbeRecorder.elementMarker }
+            if !own.isEmpty { fields.insert(own.joined(separator: ".")) }
+        }
+        let anyKeys = Set(recorder.anyKeyPaths.map { $0.prefix { $0 != ProbeRecorder.elementMarker }.joined(separator: ".") })
+        return (fields, anyKeys)
+    }
+
     /// The path of a value found in a pass: for an array of them, the array's own path, less the element marker.
     private func fieldPath(_ found: [String], of value: Any) -> FieldPath {
         var found = found
@@ -94,6 +111,10 @@ final class ProbeRecorder {
     var substitutionCount = 0
     var substitutionPaths: [Int: [String]] = [:]
     let alternatePosition: Int?
+    /// Where values were read that no map above holds (dates, data, URLs), and the containers whose keys were
+    /// asked for (dictionaries, which read whatever keys a document holds).
+    var otherPaths: [[String]] = []
+    var anyKeyPaths: [[String]] = []
 
     init(base: Int64, stride: Int64, truePosition: Int? = nil, alternatePosition: Int? = nil) {
         self.counter = base
@@ -219,7 +240,7 @@ struct ProbeDecoder: Decoder {
         }
         if T.self == UUID.self { return recorder.nextUUID(path) as! T }
         if T.self == URL.self { return URL(fileURLWithPath: "/" + recorder.nextString(path)) as! T }
-        if T.self == Data.self { return Data() as! T }
+        if T.self == Data.self { recorder.otherPaths.append(path); return Data() as! T }
         // An enum with raw values is given its cases, never probe values (which may or may not be raw values of
         // it): the same in every pass, whatever the probe values are.
         if T.self is any RawRepresentable.Type, MemoryLayout<T>.size <= 1,
@@ -239,7 +260,7 @@ struct ProbeDecoder: Decoder {
         let recorder: ProbeRecorder
         let path: [String]
         var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
-        var allKeys: [Key] { [] }
+        var allKeys: [Key] { recorder.anyKeyPaths.append(path); return [] }
         func contains(_ key: Key) -> Bool { true }
         func decodeNil(forKey key: Key) throws -> Bool { false }
         private func p(_ key: Key) -> [String] { path + [key.stringValue] }

@@ -20,13 +20,24 @@ public struct DecodingCheck: Sendable, CustomStringConvertible {
     public var failures: [UndecodableDocument]
     /// Every failure, listed or not.
     public var failureCount: Int
-    public var isClean: Bool { failureCount == 0 }
+    /// Stored fields the type never reads, with how many documents hold each: a field renamed in the store but
+    /// not in the type (or the other way), whose values the type then never sees.
+    public var unreadFields: [String: Int] = [:]
+    /// Fields the type reads that no stored document holds: with an optional field, every document decodes with
+    /// `nil` there.
+    public var absentFields: [String] = []
+    /// Whether every document decodes, and the type and the documents have the same fields.
+    public var isClean: Bool { failureCount == 0 && unreadFields.isEmpty && absentFields.isEmpty }
 
     public var description: String {
         var text = "checked \(documentsChecked) documents of '\(collection)' as \(type): "
-            + (isClean ? "every one decodes" : "\(failureCount) do not decode")
+            + (failureCount == 0 ? "every one decodes" : "\(failureCount) do not decode")
         for failure in failures { text += "\n  document \(failure.id): field '\(failure.field)': \(failure.reason)" }
         if failureCount > failures.count { text += "\n  (and \(failureCount - failures.count) more)" }
+        for (field, count) in unreadFields.sorted(by: { $0.key < $1.key }) {
+            text += "\n  field '\(field)' (in \(count) document\(count == 1 ? "" : "s")) is never read by \(type)"
+        }
+        for field in absentFields { text += "\n  no document holds \(type)'s field '\(field)'" }
         return text
     }
 }
@@ -46,10 +57,16 @@ extension DocStore {
         let schema = try TypeRegistry.schema(type)
         var check = DecodingCheck(collection: schema.collection, type: schema.typeName, documentsChecked: 0,
                                   failures: [], failureCount: 0)
+        // The fields the type reads, to compare with those the documents hold.
+        let read = try? FieldPathProbe<T>().fieldsRead()
+        var stored: [String: Int] = [:]
         try withRead { context in
             guard let handle = try context.scope.handle(named: schema.collection) else { return }
             try context.txn.forEachEntry(in: handle.documents) { key, value in
                 check.documentsChecked += 1
+                if read != nil, let document = try? DocumentValue(encoded: Array(value)) {
+                    FieldKinds.paths(of: document, prefix: "", into: &stored)
+                }
                 do {
                     _ = try DocumentDecoder().decode(T.self, from: value)
                 } catch {
@@ -66,6 +83,22 @@ extension DocStore {
                         field: field, reason: reason))
                 }
             }
+        }
+        if let read, check.documentsChecked > 0 {
+            func isRead(_ field: String) -> Bool {
+                // The field, a field inside it, or a field holding it (an object or dictionary read whole).
+                read.fields.contains(field) || read.fields.contains { $0.hasPrefix(field + ".") }
+                    || (read.fields.union(read.anyKeys)).contains { field.hasPrefix($0 + ".") }
+            }
+            // Only the outermost field of an unread object is named.
+            let unread = stored.filter { !isRead($0.key) }
+            check.unreadFields = unread.filter { field in
+                !unread.keys.contains { field.key.hasPrefix($0 + ".") }
+            }
+            check.absentFields = read.fields.filter { field in
+                stored[field] == nil && !read.fields.contains { $0.hasPrefix(field + ".") }
+                    && !read.anyKeys.contains { field.hasPrefix($0 + ".") }
+            }.sorted()
         }
         return check
     }
@@ -119,6 +152,16 @@ extension DocStore {
 }
 
 extension FieldKinds {
+    /// Counts, per dotted path, the documents that hold a field there (objects looked into, arrays not).
+    static func paths(of value: DocumentValue, prefix: String, into counts: inout [String: Int]) {
+        guard case .object(let fields) = value else { return }
+        for field in fields {
+            let path = prefix.isEmpty ? field.name : prefix + "." + field.name
+            counts[path, default: 0] += 1
+            if case .object = field.value { paths(of: field.value, prefix: path, into: &counts) }
+        }
+    }
+
     static func tally(_ value: DocumentValue, prefix: String, into seen: inout [String: [String: Int]]) {
         guard case .object(let fields) = value else { return }
         for field in fields {
