@@ -189,3 +189,27 @@ private func expect(code: DocStoreError.Code, sourceLocation: SourceLocation = #
         #expect((error as? DocStoreError)?.code == code, "\(error)", sourceLocation: sourceLocation)
     }
 }
+
+@Suite struct UntypedAnswerTests {
+    @Test func literalsDescriptionsAndDecodingOfUntypedValues() async throws {
+        let ann: DocumentValue = ["id": 1, "name": "Ann", "score": 9.5, "active": true, "tags": ["a", "b"]]
+        #expect(ann == .object([("id", .int(1)), ("name", .string("Ann")), ("score", .double(9.5)), ("active", .bool(true)),
+                                ("tags", .array([.string("a"), .string("b")]))]))
+        #expect("\(ann)" == #"{"id":1,"name":"Ann","score":9.5,"active":true,"tags":["a","b"]}"#)
+        #expect(try DocumentValue.string("JFK").decoded(as: Airport.self) == .JFK)
+        #expect(try DocumentValue.int(2).decoded(as: Level.self) == .mid)
+
+        let (store, dir, flights) = try await EnumFieldTests.populated()
+        defer { withExtendedLifetime(dir) {} }
+        let groups = try await Query<DocumentValue>("flights").groupBy("origin", "level").count(in: store)
+        #expect("\(groups[0].key)" == #"["EWR", 1]"#)
+        let typed = try groups.map { (try $0.key[0].decoded(as: Airport.self), try $0.key[1].decoded(as: Level.self), $0.value) }
+        for (origin, level, count) in typed {
+            #expect(count == flights.filter { $0.origin == origin && $0.level == level }.count)
+        }
+        // Field changes written as literals.
+        #expect(try await Query<DocumentValue>("flights").include(.compare("time", .less, 3))
+            .update(in: store, set: ["origin": "LGA"]) == 3)
+        #expect(try await Flight.include(#Predicate { $0.time < 3 }).results(in: store).allSatisfy { $0.origin == .LGA })
+    }
+}

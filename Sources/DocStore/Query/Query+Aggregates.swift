@@ -119,8 +119,11 @@ extension DocumentValue {
     /// The value, or `nil` for `.null`.
     var nonNull: DocumentValue? { self == .null ? nil : self }
 
-    /// The value decoded as `T` (a number of another width, a date, any `Decodable`).
-    func decoded<T: Decodable>(as type: T.Type) throws -> T {
+    /// The value decoded as `T` (a number of another width, a date, an enum by its raw value, any `Decodable`):
+    /// how an untyped answer (a group's key, a projected field, a document) is read as a Swift value.
+    ///
+    /// For example: `let origin = try group.key[0].decoded(as: Airport.self)`.
+    public func decoded<T: Decodable>(as type: T.Type) throws -> T {
         if T.self == DocumentValue.self { return unsafeBitCast(self, to: T.self) }
         // The common scalars directly: a group's key or an aggregate per group is converted once per group.
         switch self {
