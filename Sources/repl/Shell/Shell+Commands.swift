@@ -144,6 +144,7 @@ extension Shell {
             try need(1, ".read FILE")
             try await readFile(args[0])
         case "output":
+            if let file = args.first, !(try await mayWrite("the results", to: file)) { return }
             try console.redirect(to: args.first)
         case "save":
             try need(2, ".save NAME QUERY")
@@ -190,6 +191,7 @@ extension Shell {
         case "backup":
             try need(1, ".backup FILE")
             let store = try requireStore()
+            guard try await mayWrite("a backup", to: args[0]) else { return }
             if pending.isOpen && !pending.isEmpty {
                 console.note("The pending changes are not in the file, and are not in the backup.")
             }

@@ -129,6 +129,8 @@ extension Shell {
             for c in Shell.commands { entry(c.usage, c.summary) }
             entry("begin / commit / rollback", "a transaction")
             entry("it", "the next page of a long result, at a terminal")
+            out += "\nNo command writes over the open store's file or its lock file; another store's file only when "
+                + "confirmed.\n"
             out += "\n" + Shell.queryHelp + "\n"
             out += ".help STEP for one step (.help sortBy), .help NAME for one command (.help mode).\n"
             console.result(out)

@@ -183,6 +183,7 @@ extension Shell {
         let expression = try Parser.savedQuery(source)
         let resolved = try await resolve(expression)
         let q = resolved.query
+        guard try await mayWrite("an export", to: path) else { return }
         let total = try await reading { try q.count(in: $0) }
         // Written beside the file and renamed over it at the end: a failed or cancelled export leaves it as it was.
         let temporary = path + ".docstore-partial"
@@ -284,6 +285,7 @@ extension Shell {
     /// `.dump [FILE]`: the whole store as NDJSON, to FILE or to the output (`.output`), as of one commit.
     func dump(_ args: [String]) async throws {
         let store = try requireStore()
+        if let file = args.first, !(try await mayWrite("a dump", to: file)) { return }
         if pending.isOpen && !pending.isEmpty {
             console.note("The pending changes are not in the file, and are not in the dump.")
         }
