@@ -149,16 +149,22 @@ struct Renderer {
         }.joined(separator: "\n") + "\n"
     }
 
-    /// A document's fields as dotted paths and values; arrays stay whole.
-    static func flatten(_ value: DocumentValue, prefix: String = "",
-                        naming: (String) -> String = { $0 }) -> [(String, DocumentValue)] {
+    /// A document's fields as dotted paths and values; arrays stay whole. A name that holds a dot or a backtick is
+    /// written in backticks, as the query language writes it: a key `"a.b"` and a field `b` nested in `a` are two
+    /// columns, `` `a.b` `` and `a.b`, and `.import` reads a CSV header back as the names it came from.
+    static func flatten(_ value: DocumentValue, prefix: String = "") -> [(String, DocumentValue)] {
         guard case .object(let fields) = value else { return [(prefix.isEmpty ? "value" : prefix, value)] }
         if fields.isEmpty && !prefix.isEmpty { return [(prefix, value)] }
         return fields.flatMap { field -> [(String, DocumentValue)] in
-            let name = prefix.isEmpty ? naming(field.name) : prefix + "." + naming(field.name)
-            if case .object = field.value { return flatten(field.value, prefix: name, naming: naming) }
+            let name = prefix.isEmpty ? columnName(field.name) : prefix + "." + columnName(field.name)
+            if case .object = field.value { return flatten(field.value, prefix: name) }
             return [(name, field.value)]
         }
+    }
+
+    /// One field's name in a column's name: in backticks when it holds a dot or a backtick.
+    static func columnName(_ name: String) -> String {
+        name.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "`") } ? "`" + name + "`" : name
     }
 
     /// A value as a cell shows it: strings without quotes, the rest as JSON.
