@@ -70,10 +70,12 @@ extension Shell {
                  update(set: {...}, unset: [...], inc: {...}, push: {...}, pull: {...})
         Conditions: ==  !=  <  <=  >  >=  &&  ||  !  ( )   age in 18..<30   city in ["Oslo", "Bergen"]
           tags.contains("swift")   ["a", "b"].contains(city)   name.hasPrefix("An")   name.contains("nn")
+          nick?.hasPrefix("A") == true   nick!.contains("n")   (as #Predicate writes a method on an optional)
           email == nil   address.city == "Oslo"   active (a true/false field alone)
           `Body Mass (g)` > 5000 (a name that is not a plain word, in backticks)
         Values: JSON (numbers, "strings", true, false, null or nil, [lists], {objects}), date("2024-05-01")
         Transactions: begin, then changes stay pending (shown here only) until commit or rollback.
+        A statement may end in ; (a dot-command takes its words as written, as in sqlite3).
         """
 
     func command(_ name: String, _ args: [String], location: SourceLocation, text: String) async throws {
