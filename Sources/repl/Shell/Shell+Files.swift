@@ -91,3 +91,52 @@ extension Shell {
         return count.map { " (\($0) document\($0 == 1 ? "" : "s"))" } ?? ""
     }
 }
+
+extension Shell {
+    /// What ``whyUnreadable(_:)`` says of a file that is not there.
+    nonisolated static let noSuchFile = "no such file"
+
+    /// Why the file at `path` cannot be read, or `nil` when it can: there is no such file, or permission is denied
+    /// (naming the folder on its way that cannot be searched, when that is why), or it is a folder.
+    nonisolated static func whyUnreadable(_ path: String) -> String? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT: return noSuchFile
+            case EACCES:
+                return "permission denied" + (unsearchableFolder(on: path).map { " (the folder \($0) cannot be "
+                    + "searched by this user)" } ?? " (this user may not read it)")
+            case let code: return String(cString: strerror(code))
+            }
+        }
+        defer { Glibc.close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return "it is a folder; give a file's path" }
+        return nil
+    }
+
+    /// The first folder on the way to `path` that this user may not search (enter), if any.
+    private nonisolated static func unsearchableFolder(on path: String) -> String? {
+        var folders: [String] = []
+        var folder = (path as NSString).deletingLastPathComponent
+        while !folder.isEmpty && folder != "/" && !folders.contains(folder) {
+            folders.append(folder)
+            folder = (folder as NSString).deletingLastPathComponent
+        }
+        return folders.reversed().first { access($0, X_OK) != 0 && errno == EACCES }
+    }
+
+    /// Refuses a file a command is to read (`.read`, `.import`, `.restore`) that cannot be read, saying why.
+    nonisolated static func checkReadable(_ path: String) throws {
+        if let why = whyUnreadable(path) { throw ShellError("cannot read \(path): \(why)") }
+    }
+
+    /// The bytes of the file at `path`, or an error that says why they cannot be read.
+    nonisolated static func contents(ofFile path: String) throws -> Data {
+        try checkReadable(path)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ShellError("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        return data
+    }
+}

@@ -81,9 +81,7 @@ extension Shell {
             }
         }
         let format = try TransferFormat(path: path)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ShellError("cannot read \(path): no such file, or not readable")
-        }
+        let data = try Shell.contents(ofFile: path)
         guard let text = String(data: data, encoding: .utf8) else { throw ShellError("\(path) is not UTF-8 text") }
         var documents: [DocumentValue]
         switch format {
@@ -254,8 +252,8 @@ extension Shell {
         }
         readDepth += 1
         defer { readDepth -= 1 }
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw ShellError("cannot read \(path)")
+        guard let text = String(data: try Shell.contents(ofFile: path), encoding: .utf8) else {
+            throw ShellError("cannot read \(path): it is not UTF-8 text")
         }
         var failures = 0
         var statement = ""
@@ -304,6 +302,7 @@ extension Shell {
         guard !pending.isOpen else { throw ShellError("a restore applies at once: commit or rollback first") }
         let summary: DumpSummary
         if let file {
+            try Shell.checkReadable(file)
             summary = try await store.restore(from: file)
         } else {
             // The first line was read from standard input, which the library reads on from.

@@ -54,10 +54,15 @@ final class Shell {
             throw ShellError("a transaction is open: commit or rollback before opening another store")
         }
         if let store, store.path == path { return }
+        // A store that is missing is created; one that cannot be reached is refused, saying why.
+        if let why = Shell.whyUnreadable(path), why != Shell.noSuchFile { throw ShellError("cannot open \(path): \(why)") }
         var options = DocStore.Options()
         options.readOnly = readOnly
         options.checkFile = checkFiles && FileManager.default.fileExists(atPath: path)
-        let opened = try await DocStore(path: path, options: options)
+        let opened: DocStore
+        do { opened = try await DocStore(path: path, options: options) } catch let error as DocStoreError {
+            throw Shell.inShellTerms(error)
+        }
         if opened.isWithoutLockFile {
             console.error("warning: \(path) is open without its lock file (\(path)-lock cannot be written here): if "
                 + "another process writes the store meanwhile, answers may be wrong; open it again after it has")
@@ -70,6 +75,19 @@ final class Shell {
             _ = try? await fieldStats(name)
         }
         await refreshCompletions()
+    }
+
+    /// The library's options, as the shell's command line names them.
+    nonisolated static let optionFlags = [("DocStore.Options.readOnly", "docstore --readonly"),
+                                          ("DocStore.Options.checkFile", "docstore --check")]
+
+    /// A library error with the options it names given as the shell's flags: the library speaks to programs, the
+    /// shell to people at its command line.
+    nonisolated static func inShellTerms(_ error: DocStoreError) -> DocStoreError {
+        var message = error.message
+        for (option, flag) in optionFlags { message = message.replacingOccurrences(of: option, with: flag) }
+        return DocStoreError(error.code, message, collection: error.collection, index: error.index,
+                             underlying: error.underlying)
     }
 
     func close() async {
