@@ -36,6 +36,37 @@ extension ShellSessions {
         #expect(help.stdout.contains("--check ") && help.stdout.contains("--no-check"), "\(help)")
     }
 
+    /// An index on a collection that does not exist is refused, naming it (and the closest one); on a field no
+    /// document has, it is made with a warning; `.verify` of a collection that does not exist is an error.
+    @Test func createIndexAndVerifyNameAMissingCollection() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople + ["people.include(age >= 0).delete()",
+                                                        #"pets.insert({"id": 1, "name": "Rex"})"#])
+        let script = """
+            .createIndex by_date nosuch date
+            .createIndex by_name peple name
+            .createIndex by_city people city
+            .createIndex by_kind pets kind
+            .verify nosuch
+            .verify pet
+            .indexes
+
+            """
+        let result = try sandbox.run(["--yes", sandbox.storePath], input: script)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.containsInOrder([
+            "no collection is named 'nosuch'",
+            "no collection is named 'peple' (did you mean 'people'?)",
+            "warning: no document of 'people' has a field 'city' (it has no documents yet)",
+            "warning: no document of 'pets' has a field 'kind'",
+            "no collection is named 'nosuch'",
+            "no collection is named 'pet' (did you mean 'pets'?)",
+        ]), "\(result)")
+        #expect(result.stdout.contains("people.by_city") && result.stdout.contains("pets.by_kind"), "\(result)")
+        let collections = try sandbox.run([sandbox.storePath, ".collections"])
+        #expect(!collections.stdout.contains("nosuch") && !collections.stdout.contains("peple"), "\(collections)")
+    }
+
     /// A store this user may not write is refused naming `--readonly`, the shell's option, not the library's.
     @Test func aStoreThatCannotBeWrittenPointsToReadonly() throws {
         guard ShellUser.canDropPrivileges else { return }

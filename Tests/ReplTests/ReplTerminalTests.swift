@@ -176,6 +176,27 @@ extension ShellSessions {
         #expect(try shell.leaveWithControlD() == 0)
     }
 
+    /// A completed name gets no space after it, so that a step follows at once; a command's name gets one.
+    @Test func tabAddsNoSpaceAfterANameInAStatement() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let shell = try TerminalSession.shell(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.expect(prompt, timeout: patience)
+        try shell.send("peo")
+        try shell.sendTab()   // readline takes the keys in order: the line goes on where the completion ends
+        try shell.sendLine(".include(age > 20).count()")
+        try shell.expect("people.include(age > 20).count()", timeout: patience)
+        try shell.expect("\n1\n", timeout: patience)
+        try shell.expect(prompt, timeout: patience)
+        try shell.send(".fie")
+        try shell.sendTab()
+        try shell.sendLine("people")
+        try shell.expect(".fields people", timeout: patience)
+        try shell.expect("people:", timeout: patience)
+        #expect(try shell.leaveWithControlD() == 0)
+    }
+
     @Test func tabCompletesANameThatNeedsBackticksWithThem() throws {
         let sandbox = try ShellSandbox()
         try sandbox.prepare([#"penguins.insert({"id": 1, "Body Mass (g)": 3750, "island": "Dream"})"#,

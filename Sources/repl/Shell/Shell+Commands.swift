@@ -11,7 +11,8 @@ extension Shell {
         ("indexes", ".indexes [COLLECTION]", "the indexes, of one collection or all"),
         ("fields", ".fields COLLECTION", "the fields seen, their types, and the comparisons each allows"),
         ("createIndex", ".createIndex NAME COLLECTION FIELD[,FIELD...] [unique|multi]",
-         "index fields (compound when several; multi: one entry per array element)"),
+         "index fields of a collection that exists (compound when several; multi: one entry per array element); "
+            + "a field no document has yet is indexed, with a warning"),
         ("dropIndex", ".dropIndex NAME COLLECTION", "delete an index (asks first)"),
         ("drop", ".drop COLLECTION", "delete a collection with its documents and indexes (asks first)"),
         ("mode", ".mode [table|box|csv|json|line]", "how results are printed: a table drawn in ASCII or with "
@@ -166,8 +167,9 @@ extension Shell {
             console.note("Forgot the saved filter \(name).")
         case "status": status()
         case "verify":
-            if let collection = args.first {
-                let kinds = try await requireStore().fieldKinds(of: Shell.name(collection))
+            if let collection = args.first.map(Shell.name) {
+                try await requireCollection(collection)
+                let kinds = try await requireStore().fieldKinds(of: collection)
                 console.result(kinds.description + "\n")
             } else {
                 console.result(try await requireStore().verify().description + "\n")
@@ -249,6 +251,14 @@ extension Shell {
         return String(text[range.upperBound...]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Refuses a collection that does not exist, with the closest name when there is one.
+    func requireCollection(_ collection: String) async throws {
+        let names = try await reading { try $0.collections().map(\.name) }
+        guard !names.contains(collection) else { return }
+        throw ShellError("no collection is named '\(collection)'"
+            + (Suggest.closest(collection, in: names).map { " (did you mean '\($0)'?)" } ?? ""))
+    }
+
     private func refuseInTransaction(_ why: String) throws {
         if pending.isOpen { throw ShellError("\(why), not at commit: commit or rollback the open transaction first") }
     }
@@ -265,10 +275,8 @@ extension Shell {
     }
 
     private func listIndexes(_ collection: String?) async throws {
+        if let collection { try await requireCollection(collection) }
         let infos = try await reading { try $0.collections() }
-        if let collection, !infos.contains(where: { $0.name == collection }) {
-            throw ShellError("no collection is named '\(collection)'")
-        }
         var any = false
         for info in infos where collection == nil || info.name == collection {
             for index in info.indexes {
@@ -281,8 +289,7 @@ extension Shell {
     }
 
     private func listFields(_ collection: String) async throws {
-        let exists = try await reading { try $0.collections().contains { $0.name == collection } }
-        guard exists else { throw ShellError("no collection is named '\(collection)'") }
+        try await requireCollection(collection)
         let stats = try await fieldStats(collection)
         if stats.fields.isEmpty { console.note("\(collection) has no documents."); return }
         var out = ""
@@ -327,10 +334,14 @@ extension Shell {
         }
         let definition = IndexDefinition(name: Shell.name(args[0]), kind: kind, fields: fields)
         let collection = Shell.name(args[1])
+        // An index is made on a collection that exists, as sqlite3's on a table; on a field no document has yet it is
+        // made all the same (documents may come with it later), with a warning.
+        try await requireCollection(collection)
         let stats = try await fieldStats(collection)
-        for f in fields where stats.total > 0 && stats[f] == nil {
+        for f in fields where stats[f] == nil {
             console.error("warning: no document of '\(collection)' has a field '\(f.written)'"
-                + (Suggest.closest(f.written, in: stats.paths.map(\.written)).map { " (did you mean '\($0)'?)" } ?? ""))
+                + (stats.total == 0 ? " (it has no documents yet)"
+                    : Suggest.closest(f.written, in: stats.paths.map(\.written)).map { " (did you mean '\($0)'?)" } ?? ""))
         }
         try await requireStore().write { try $0.createIndex(definition, in: collection) }
         console.note("Created index \(definition.name) on \(collection) (\(definition.kind.rawValue) on "
