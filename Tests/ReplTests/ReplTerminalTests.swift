@@ -442,6 +442,26 @@ extension ShellSessions {
         #expect(try shell.leaveWithControlD() == 0)
     }
 
+    /// Groups and the fields of each result are watched as counts are: redrawn after a commit that changes them.
+    @Test func watchRedrawsGroupsAndProjections() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let shell = try TerminalSession.shell(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.type(".mode json")
+        try shell.type(".watch people.groupBy(city).count()", expecting: #"{"city":"Oslo","count()":1}"#)
+        try sandbox.prepare([#"people.insert({"id": 4, "name": "Di", "city": "Oslo"})"#])
+        try shell.expect(#"{"city":"Oslo","count()":2}"#, timeout: patience)
+        try shell.sendControlC()
+        try shell.expect("Stopped watching.", timeout: patience)
+        try shell.type(".watch people.include(city == \"Oslo\").sortBy(name).select(name)", expecting: #"{"name":"Di"}"#)
+        try sandbox.prepare([#"people.insert({"id": 5, "name": "Ed", "city": "Oslo"})"#])
+        try shell.expect(#"{"name":"Ed"}"#, timeout: patience)
+        try shell.sendControlC()
+        try shell.expect("Stopped watching.", timeout: patience)
+        #expect(try shell.leaveWithControlD() == 0)
+    }
+
     // MARK: Leaving
 
     @Test func controlCAtAnEmptyPromptHintsAndASecondInARowLeaves() throws {

@@ -214,6 +214,8 @@ struct Parser {
         case projection
         /// One value computed from the matches: explain() alone may follow.
         case value
+        /// A field's distinct values: count() (how many) or explain().
+        case distinct
         /// The query has run: nothing follows.
         case done
 
@@ -224,6 +226,7 @@ struct Parser {
             case .groups: return ["sortBy", "results", "first", "count", "explain"]
             case .projection: return ["results", "first"]
             case .value: return ["explain"]
+            case .distinct: return ["count", "explain"]
             case .done: return []
             }
         }
@@ -231,7 +234,8 @@ struct Parser {
         func after(_ step: Step) -> Stage {
             switch (self, step) {
             case (.documents, _) where !step.isTerminal: return .documents
-            case (.documents, .count), (.documents, .aggregate), (.documents, .distinct): return .value
+            case (.documents, .count), (.documents, .aggregate): return .value
+            case (.documents, .distinct): return .distinct
             case (.documents, .groupBy): return .groups
             case (.documents, .select): return .projection
             case (.groups, .sortGroups), (.groups, .slice): return .groups
@@ -271,6 +275,9 @@ struct Parser {
             throw error("\(only); not \(next.shown)", at: next, suggestion: suggestion)
         case .value:
             throw error("nothing but explain() can follow \(name), which runs the query")
+        case .distinct:
+            throw error("only count() (how many values) or explain() can follow \(name), which runs the query",
+                        at: next, suggestion: suggestion)
         default:
             throw error("nothing can follow \(name), which runs the query")
         }

@@ -74,6 +74,16 @@ struct Renderer {
         return (try? render([row], fitting: columns, counting: nil)) ?? ""
     }
 
+    /// What a query computed from its matches, all at once (`.watch` redraws it).
+    func render(_ computed: Shell.Computed, fitting columns: Int? = nil) throws -> String {
+        switch computed {
+        case .rows(let rows, let noun): return try render(rows, fitting: columns, counting: noun)
+        case .one(let row, let noun): return render(row, fitting: columns, counting: noun)
+        case .value(let value, let column): return render(value: value, named: column, fitting: columns)
+        case .count(let n): return render(count: n)
+        }
+    }
+
     /// A count: the number alone, named in line mode (`count = 3`) and under a header in CSV.
     func render(count: Int) -> String {
         switch mode {

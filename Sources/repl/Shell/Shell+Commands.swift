@@ -27,14 +27,16 @@ extension Shell {
         ("import", ".import FILE COLLECTION [--null MARKER] [--dates FIELD,...]",
          "load documents from JSON (an array), NDJSON or CSV, by extension; --null names the text of a missing "
             + "value (as NA), --dates the fields that hold ISO 8601 dates"),
-        ("export", ".export COLLECTION|QUERY FILE", "write documents to FILE as JSON, NDJSON (.ndjson) or CSV"),
+        ("export", ".export COLLECTION|QUERY FILE", "write documents, or the rows a query prints (select, groupBy, sum "
+            + "...), to FILE as JSON, NDJSON (.ndjson) or CSV"),
         ("read", ".read FILE", "run the statements in FILE"),
         ("output", ".output [FILE]", "send results to FILE, or back to the terminal"),
         ("save", ".save NAME QUERY", "keep a query by name: .save adults people.include(age >= 18)"),
         ("filters", ".filters", "the saved filters"),
         ("unsave", ".unsave NAME", "forget a saved filter"),
         ("status", ".status", "the transaction and its pending changes"),
-        ("watch", ".watch QUERY", "show a query's results (or count()) again after each commit, until Ctrl-C"),
+        ("watch", ".watch QUERY", "show what a query prints (its results, count(), groups, a sum, select(...) ...) "
+            + "again after each commit that changes it, until Ctrl-C"),
         ("verify", ".verify [COLLECTION]", "check the file's structure, every document (and its checksum) and index "
             + "entry; with a collection, list its fields whose documents hold values of more than one kind (those a "
             + "model would fail to decode)"),
@@ -426,7 +428,8 @@ extension Shell {
             + (bases.isEmpty ? "" : " (the steps of \(bases.joined(separator: ", then ")) written out)"))
     }
 
-    /// Redraws a query's results, or its count, after each commit that changes them, until Ctrl-C.
+    /// Redraws what a query prints (its results, a count, groups, a value...) after each commit that changes it,
+    /// until Ctrl-C.
     private func watch(_ text: String) async throws {
         guard !pending.isOpen else {
             throw ShellError(".watch follows committed changes: commit or rollback the open transaction first")
@@ -435,8 +438,9 @@ extension Shell {
             throw ShellError("usage: .watch QUERY, such as .watch people.include(age >= 18).count()")
         }
         let resolved = try await resolve(expression)
-        guard resolved.output.isDocuments else {
-            throw ShellError(".watch follows results, count() or first; it cannot run \(expression.text)")
+        let compute: (@Sendable (ReadContext) throws -> Computed)?
+        do { compute = try Shell.computation(of: resolved) } catch {
+            throw ShellError(".watch follows what a query prints; it cannot run \(expression.text): \(error)")
         }
         warn(resolved.warnings, in: text)
         let store = try requireStore()
@@ -445,19 +449,24 @@ extension Shell {
             (redraw ? "\u{1B}[H\u{1B}[2J" : "") + "\(expression.text)   (\(Shell.clockTime()); "
                 + "Ctrl-C stops)\n"
         }
-        switch resolved.terminal {
-        case .count?:
+        let columns = console.resultScreen?.columns
+        switch (resolved.output.isDocuments, resolved.terminal) {
+        case (true, .count?):
             for try await n in resolved.query.observeCount(in: store) { console.result(header() + "\(n)\n") }
-        case nil, .results?:
+        case (true, nil), (true, .results?):
             for try await documents in resolved.query.observe(in: store) {
-                console.result(header() + (try renderer.render(documents, fitting: console.resultScreen?.columns)))
+                console.result(header() + (try renderer.render(documents, fitting: columns)))
             }
-        case .first?:
+        case (true, .first?):
             for try await documents in resolved.query[0..<1].observe(in: store) {
-                console.result(header() + renderer.render(documents.first, fitting: console.resultScreen?.columns))
+                console.result(header() + renderer.render(documents.first, fitting: columns))
             }
         default:
-            throw ShellError(".watch follows results, count() or first; it cannot run \(expression.text)")
+            // Groups, values, fields of each result: computed again after each commit, redrawn when they change.
+            guard let compute else { return }
+            for try await computed in store.observe(ComputedRequest(compute: compute)) {
+                console.result(header() + (try renderer.render(computed, fitting: columns)))
+            }
         }
         console.note((console.interactive ? "\n" : "") + "Stopped watching.")
     }

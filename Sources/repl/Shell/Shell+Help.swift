@@ -60,7 +60,8 @@ extension Shell {
         StepHelp(name: "distinct", usage: "distinct(FIELD)",
                  text: "prints the values FIELD takes in the matching documents, each once, a row each, in key order "
                     + "(nil and missing left out; 3 and 3.0 are one value). With an index on FIELD and nothing to "
-                    + "filter, it is one step per distinct value along the index (explain() says so).",
+                    + "filter, it is one step per distinct value along the index (explain() says so). count() after it "
+                    + "prints how many values there are.",
                  example: "people.distinct(city)"),
         StepHelp(name: "groupBy", usage: "groupBy(FIELD[, FIELD...]).count() or .sum(F), .average(F), .min(F), .max(F)",
                  text: "groups the matching documents by the values of the fields (nil or missing is a group of its "
