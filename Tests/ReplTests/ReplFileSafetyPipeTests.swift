@@ -58,6 +58,25 @@ extension ShellSessions {
         #expect(!FileManager.default.fileExists(atPath: sandbox.path("link.json.docstore-partial")))
     }
 
+    /// The file results are written to (`.output`) is not opened as a store while they are.
+    @Test func theOutputFileIsNotOpenedAsAStore() async throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let script = """
+            .output results.db
+            .open ./results.db
+            people.count()
+            .output
+            people.count()
+
+            """
+        let result = try sandbox.run([sandbox.storePath], input: script)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("cannot open ./results.db: the results are being written to it"), "\(result)")
+        #expect(result.stdout == "3\n", "\(result)")
+        #expect(try sandbox.read("results.db") == "3\n")
+    }
+
     /// Another store's file (or its lock file) is written over only when confirmed: without a terminal the
     /// command is refused and the store is unchanged; with --yes the question is answered and the file written.
     @Test func anotherStoreIsWrittenOverOnlyWhenConfirmed() async throws {

@@ -54,6 +54,10 @@ final class Shell {
             throw ShellError("a transaction is open: commit or rollback before opening another store")
         }
         if let store, store.path == path { return }
+        if let output = console.outputPath, let file = FileIdentity(path), FileIdentity(output) == file {
+            throw ShellError("cannot open \(path): the results are being written to it (.output \(output)); "
+                + ".output alone sends them back to the terminal")
+        }
         // A store that is missing is created; one that cannot be reached is refused, saying why.
         if let why = Shell.whyUnreadable(path), why != Shell.noSuchFile { throw ShellError("cannot open \(path): \(why)") }
         var options = DocStore.Options()
