@@ -341,9 +341,9 @@ extension Shell {
         try await requireCollection(collection)
         let stats = try await fieldStats(collection)
         for f in fields where stats[f] == nil {
+            let closest = Suggest.closest(f.written, in: stats.paths.map(\.written))
             console.error("warning: no document of '\(collection)' has a field '\(f.written)'"
-                + (stats.total == 0 ? " (it has no documents yet)"
-                    : Suggest.closest(f.written, in: stats.paths.map(\.written)).map { " (did you mean '\($0)'?)" } ?? ""))
+                + (stats.total == 0 ? " (it has no documents yet)" : closest.map { " (did you mean '\($0)'?)" } ?? ""))
         }
         try await requireStore().write { try $0.createIndex(definition, in: collection) }
         console.note("Created index \(definition.name) on \(collection) (\(definition.kind.rawValue) on "

@@ -181,7 +181,8 @@ extension Shell {
     func export(_ source: String, to path: String) async throws {
         let format = try TransferFormat(path: path)
         guard case .query(let expression) = try Parser.statement(source) else {
-            throw ShellError("usage: .export COLLECTION|QUERY FILE, such as .export people.include(age >= 18) adults.json")
+            throw ShellError("usage: .export COLLECTION|QUERY FILE, such as .export people.include(age >= 18) "
+                + "adults.json")
         }
         let resolved = try await resolve(expression)
         let compute: (@Sendable (ReadContext) throws -> Computed)?

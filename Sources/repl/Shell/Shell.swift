@@ -59,7 +59,9 @@ final class Shell {
                 + ".output alone sends them back to the terminal")
         }
         // A store that is missing is created; one that cannot be reached is refused, saying why.
-        if let why = Shell.whyUnreadable(path), why != Shell.noSuchFile { throw ShellError("cannot open \(path): \(why)") }
+        if let why = Shell.whyUnreadable(path), why != Shell.noSuchFile {
+            throw ShellError("cannot open \(path): \(why)")
+        }
         var options = DocStore.Options()
         options.readOnly = readOnly
         options.checkFile = checkFiles && FileManager.default.fileExists(atPath: path)
