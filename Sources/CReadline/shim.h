@@ -10,6 +10,9 @@
 static inline int docstore_rl_end(void) { return rl_end; }
 static inline const char *docstore_rl_line_buffer(void) { return rl_line_buffer; }
 static inline void docstore_rl_set_completion_over(int over) { rl_attempted_completion_over = over; }
+/// What readline adds after a completed word (a space unless told otherwise; 0 adds nothing). Reset before each
+/// completion.
+static inline void docstore_rl_set_completion_append(int c) { rl_completion_append_character = c; }
 
 /// Readline's settings for the shell: no signal handlers of its own, a name for ~/.inputrc, completion.
 static inline void docstore_rl_configure(rl_completion_func_t *complete, const char *wordBreaks) {

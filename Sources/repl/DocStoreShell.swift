@@ -17,6 +17,7 @@ enum DocStoreShell {
           --bail          stop at the first error
           --yes           answer yes to confirmations (needed for deletes without a terminal)
           --readonly      open the store read-only: queries work, every change is refused
+          --check         check an existing store's file structure before opening it (the default)
           --no-check      open an existing store without first checking its file's structure (the check reads
                           every page once, and refuses a damaged file instead of crashing on it later; then
                           `docstore FILE .recover NEW` copies what can still be read into a new store)

@@ -58,6 +58,18 @@ enum LoweringFixture {
                      "expected \(condition.debugDescription) to be refused", sourceLocation: sourceLocation)
     }
 
+    /// `?.` and `!` before a method lower exactly as the method alone.
+    @Test func optionalChainingBeforeAMethodLowersAsTheMethod() throws {
+        for method in [#"contains("n")"#, #"hasPrefix("A")"#, #"starts(with: "A")"#] {
+            let plain = try LoweringFixture.described("name.\(method)")
+            for written in ["name?.\(method)", "name?.\(method) == true", "name!.\(method)"] {
+                #expect(try LoweringFixture.described(written) == plain, "\(written)")
+            }
+        }
+        #expect(try LoweringFixture.described(#"tags?.contains("swift") ?? false"#)
+                == LoweringFixture.described(#"tags.contains("swift")"#))
+    }
+
     // MARK: Type checks
 
     @Test func orderingATrueFalseFieldIsAnError() throws {

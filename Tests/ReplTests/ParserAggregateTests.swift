@@ -248,9 +248,13 @@ import Testing
             == "nothing can follow explain(), which runs the query")
     }
 
-    @Test func distinctIsExplainedAndNothingElseFollowsIt() throws {
+    @Test func distinctIsCountedOrExplainedAndNothingElseFollowsIt() throws {
         #expect(try failure("people.distinct(city).first").message
-            == "nothing but explain() can follow distinct(city), which runs the query")
+            == "only count() (how many values) or explain() can follow distinct(city), which runs the query")
+        #expect(try ParseFixture.steps("people.distinct(city).count()").last == .count)
+        #expect(try ParseFixture.steps("people.distinct(city).explain()").last == .explain)
+        #expect(try failure("people.distinct(city).count().first").message
+            == "nothing can follow count(), which runs the query")
     }
 
     @Test func anAggregateNeedsExactlyOneField() throws {

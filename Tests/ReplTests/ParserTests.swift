@@ -104,6 +104,24 @@ enum ParseFixture {
         #expect(try Parser.statement("\ncommit\n") == .commit)
     }
 
+    /// A `;` may end a statement, as sqlite3 and mongosh users type it; a dot-command's words stay as written.
+    @Test func aSemicolonMayEndAStatement() throws {
+        #expect(try Parser.statement("people.include(age > 3).count();") == Parser.statement("people.include(age > 3).count()"))
+        #expect(try Parser.statement("people ; -- all of them") == Parser.statement("people"))
+        #expect(try Parser.statement("begin;") == .begin)
+        #expect(try Parser.statement("commit ;") == .commit)
+        #expect(try Parser.statement("rollback;\n") == .rollback)
+        #expect(try Parser.statement(";") == .empty)
+        #expect(try ParseFixture.literal(#"{"note": "a;b"}"#) == .object([("note", .string("a;b"))]))
+        #expect(ParseFixture.failure("people.count();;") != nil)
+        #expect(ParseFixture.failure("people.count(); people.count()")?.message.contains("one statement per line") == true)
+        guard case .command(let name, let arguments, _) = try Parser.statement(".mode json;") else {
+            Issue.record("not a command")
+            return
+        }
+        #expect(name == "mode" && arguments == ["json;"])
+    }
+
     @Test func transactionWordFollowedByStepsIsACollectionName() throws {
         let query = try ParseFixture.query("begin.count()")
         #expect(query.base == "begin")
@@ -439,6 +457,24 @@ extension ParserTests {
             #expect(try ParseFixture.sketch("address.city.hasPrefix(\"O\")") == "address.city.hasPrefix(\"O\")")
             #expect(try ParseFixture.sketch("$0.tags.contains(3)") == "tags.contains(3)")
             #expect(try ParseFixture.sketch("scores.contains({\"a\": [1]})") == "scores.contains({\"a\":[1]})")
+        }
+
+        /// `?.` and `!` before a method, as `#Predicate` takes them on an optional field: the same condition as
+        /// without them; the test that makes `?.`'s optional result a condition as Swift reads it.
+        @Test func optionalFieldMethods() throws {
+            for method in [#"contains("5")"#, #"hasPrefix("N5")"#, #"starts(with: "N5")"#] {
+                let plain = try ParseFixture.sketch("tailnum.\(method)")
+                for written in ["tailnum?.\(method)", "tailnum?.\(method) == true", "tailnum?.\(method) ?? false",
+                                "tailnum?.\(method) != false", "tailnum!.\(method)", "tailnum.\(method) == true"] {
+                    #expect(try ParseFixture.sketch(written) == plain, "\(written)")
+                }
+                for written in ["tailnum?.\(method) != true", "tailnum?.\(method) ?? true"] {
+                    #expect(try ParseFixture.sketch(written) == "!" + plain, "\(written)")
+                }
+                #expect(try ParseFixture.sketch("tailnum?.\(method) == false") == "(tailnum != null && !\(plain))")
+            }
+            #expect(try ParseFixture.sketch(#"tailnum?.hasPrefix("N5") == true && !tags!.contains("x")"#)
+                    == #"(tailnum.hasPrefix("N5") && !tags.contains("x"))"#)
         }
 
         @Test func nilAndNullAreTheSameValue() throws {
@@ -884,9 +920,13 @@ extension ParserTests {
         }
 
         @Test func unexpectedCharacterIsNamed() throws {
-            let error = try failure("people.include(age > 3 ; x)")
-            #expect(error.message == "unexpected character ';'")
+            let error = try failure("people.include(age > 3 @ x)")
+            #expect(error.message == "unexpected character '@'")
             #expect(error.location.column == 24)
+            // `;` ends a statement, and nothing else.
+            let semicolon = try failure("people.include(age > 3 ; x)")
+            #expect(semicolon.message == "expected ')' to close include(, found ';'")
+            #expect(semicolon.location.column == 24)
         }
 
         @Test func notNeedsSomethingToNegate() throws {

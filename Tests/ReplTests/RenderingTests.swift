@@ -49,6 +49,21 @@ import Testing
         #expect(lines.last?.hasPrefix("1 document (") == true && lines.last?.contains("did not fit") == true, "\(text)")
     }
 
+    /// A key with a dot and a field nested at the same dotted path are two columns, named as CSV names them.
+    @Test func aKeyWithADotAndANestedFieldAreTwoColumns() throws {
+        let document = DocumentValue.object([.init("id", .int(1)), .init("a.b", .int(1)),
+                                             .init("a", .object([.init("b", .int(2))]))])
+        for mode in [OutputMode.table, .box] {
+            let lines = try Renderer(mode: mode).render([document]).split(separator: "\n").map(String.init)
+            let cells = { (line: String) in
+                line.split(whereSeparator: { $0 == "|" || $0 == "│" }).map { $0.trimmingCharacters(in: .whitespaces) }
+            }
+            #expect(cells(lines[1]) == ["id", "`a.b`", "a.b"], "\(lines)")
+            #expect(cells(lines[3]) == ["1", "1", "2"], "\(lines)")
+        }
+        #expect(try Renderer(mode: .csv).render([document]).hasPrefix("id,`a.b`,a.b\r\n1,1,2\r\n"))
+    }
+
     @Test func wideCharactersAreCutByTheColumnsTheyTake() {
         #expect(Renderer.clip("日本語のテキスト", 7) == "日本語…")
         #expect(Renderer.width(Renderer.clip("日本語のテキスト", 7)) <= 7)

@@ -361,12 +361,49 @@ extension ShellSessions {
         #expect(try documents(sandbox) == before, "a failed update changed documents")
     }
 
-    @Test func watchFollowsDocumentsAndCountsOnly() throws {
+    /// `.watch` follows what a query prints (the terminal tests watch groups and projections redrawn); a change or
+    /// explain() prints no rows to follow.
+    @Test func watchRefusesChangesAndExplain() throws {
         let sandbox = try store()
-        let result = try sandbox.run([sandbox.storePath, ".watch people.groupBy(city).count()"])
+        let result = try sandbox.run([sandbox.storePath, ".watch people.include(age > 200).delete()",
+                                      ".watch people.count().explain()"])
         #expect(result.status == 1, "\(result)")
-        #expect(result.stderr.contains(".watch follows results, count() or first; it cannot run people.groupBy(city)"),
+        #expect(result.stderr.containsInOrder([
+            ".watch follows what a query prints; it cannot run people.include(age > 200).delete(): delete() gives no rows",
+            ".watch follows what a query prints; it cannot run people.count().explain(): explain() gives no rows",
+        ]), "\(result)")
+    }
+
+    /// `.export` writes the rows a query prints: fields of each result, groups, a value, distinct values and their
+    /// count; a change is refused, saying why.
+    @Test func exportWritesTheRowsAComputingQueryPrints() throws {
+        let sandbox = try store()
+        let script = """
+            .export people.include(city == "Oslo").sortBy(name).select(name) names.ndjson
+            .export people.groupBy(city).count() groups.csv
+            .export people.sum(age) sum.ndjson
+            .export people.distinct(city).count() cities.ndjson
+            .export people.include(age > 200).delete() gone.json
+            people.distinct(city).count()
+
+            """
+        let result = try sandbox.run([sandbox.storePath], input: script)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout.containsInOrder(["Exported", "documents to names.ndjson", "groups to groups.csv",
+                                               "Exported 1 row to sum.ndjson", "Exported 1 row to cities.ndjson"]),
                 "\(result)")
+        #expect(result.stderr.contains("cannot export people.include(age > 200).delete(): delete() gives no rows"),
+                "\(result)")
+        #expect(!result.stderr.contains("saved filter"), "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("gone.json")))
+        let names = try sandbox.read("names.ndjson").split(separator: "\n")
+        #expect(!names.isEmpty && names.allSatisfy { $0.hasPrefix("{\"name\":") && !$0.contains(",") }, "\(names)")
+        let groups = try sandbox.read("groups.csv")
+        #expect(groups.hasPrefix("city,count()\r\n"), "\(groups)")
+        #expect(try sandbox.read("sum.ndjson").hasPrefix("{\"sum(age)\":"))
+        let distinct = Set(try documents(sandbox).values.compactMap { $0["city"] as? String }).count
+        #expect(try sandbox.read("cities.ndjson") == "{\"count\":\(distinct)}\n")
+        #expect(result.stdout.hasSuffix("\n\(distinct)\n"), "\(result)")
     }
 
     @Test func aReadOnlyStoreRefusesAnUpdateBeforeAskingAnything() throws {

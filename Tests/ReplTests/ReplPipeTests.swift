@@ -82,7 +82,8 @@ final class ShellSandbox: Sendable {
 
     /// Runs the shell with `arguments`, `input` on its standard input (a pipe, closed after the text), and
     /// standard output and error read from pipes. The shell is killed if it runs longer than `timeout` seconds.
-    func run(_ arguments: [String], input: String = "", timeout: Double = 30) throws -> ShellRun {
+    func run(_ arguments: [String], input: String = "", timeout: Double = 30, as user: ShellUser = .current) throws
+        -> ShellRun {
         try DocStoreBinary.require()
         let bytes = Data(input.utf8)
         // The whole script goes into the pipe before the shell starts, so writing never waits for the shell
@@ -93,8 +94,9 @@ final class ShellSandbox: Sendable {
         try stdin.fileHandleForWriting.close()
 
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: DocStoreBinary.path)
-        process.arguments = arguments
+        let launcher = user.launcher
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? DocStoreBinary.path)
+        process.arguments = launcher.isEmpty ? arguments : Array(launcher.dropFirst()) + [DocStoreBinary.path] + arguments
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         process.standardInput = stdin
@@ -150,6 +152,29 @@ final class ShellSandbox: Sendable {
         #"people.insert({"id": 2, "name": "Bo", "age": 17, "city": "Bergen", "active": false})"#,
         #"people.insert({"id": 3, "name": "Cy", "age": 9, "city": "Tromsø", "active": true})"#,
     ]
+}
+
+/// Who the shell runs as: this process's user, or one without privileges, for whom permissions hold (root passes
+/// them all).
+enum ShellUser {
+    case current
+    /// Root runs the shell as `nobody` through `setpriv`; any other user is without privileges already.
+    case unprivileged
+
+    /// The user id the shell runs as when unprivileged.
+    static let unprivilegedID: uid_t = 65534
+
+    /// Whether the shell can run as a user for whom permissions hold.
+    static var canDropPrivileges: Bool {
+        getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+    }
+
+    /// The command and arguments the shell's binary and arguments follow; empty to run it directly.
+    var launcher: [String] {
+        guard case .unprivileged = self, getuid() == 0 else { return [] }
+        return ["/usr/bin/setpriv", "--reuid=\(ShellUser.unprivilegedID)", "--regid=\(ShellUser.unprivilegedID)",
+                "--clear-groups", "--"]
+    }
 }
 
 struct ShellTestError: Error, CustomStringConvertible {

@@ -176,6 +176,27 @@ extension ShellSessions {
         #expect(try shell.leaveWithControlD() == 0)
     }
 
+    /// A completed name gets no space after it, so that a step follows at once; a command's name gets one.
+    @Test func tabAddsNoSpaceAfterANameInAStatement() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let shell = try TerminalSession.shell(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.expect(prompt, timeout: patience)
+        try shell.send("peo")
+        try shell.sendTab()   // readline takes the keys in order: the line goes on where the completion ends
+        try shell.sendLine(".include(age > 20).count()")
+        try shell.expect("people.include(age > 20).count()", timeout: patience)
+        try shell.expect("\n1\n", timeout: patience)
+        try shell.expect(prompt, timeout: patience)
+        try shell.send(".fie")
+        try shell.sendTab()
+        try shell.sendLine("people")
+        try shell.expect(".fields people", timeout: patience)
+        try shell.expect("people:", timeout: patience)
+        #expect(try shell.leaveWithControlD() == 0)
+    }
+
     @Test func tabCompletesANameThatNeedsBackticksWithThem() throws {
         let sandbox = try ShellSandbox()
         try sandbox.prepare([#"penguins.insert({"id": 1, "Body Mass (g)": 3750, "island": "Dream"})"#,
@@ -418,6 +439,26 @@ extension ShellSessions {
         try shell.sendControlC()
         try shell.expect("Stopped watching.", timeout: patience)
         try shell.type("people.count()", expecting: "\n5\n")
+        #expect(try shell.leaveWithControlD() == 0)
+    }
+
+    /// Groups and the fields of each result are watched as counts are: redrawn after a commit that changes them.
+    @Test func watchRedrawsGroupsAndProjections() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let shell = try TerminalSession.shell(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.type(".mode json")
+        try shell.type(".watch people.groupBy(city).count()", expecting: #"{"city":"Oslo","count()":1}"#)
+        try sandbox.prepare([#"people.insert({"id": 4, "name": "Di", "city": "Oslo"})"#])
+        try shell.expect(#"{"city":"Oslo","count()":2}"#, timeout: patience)
+        try shell.sendControlC()
+        try shell.expect("Stopped watching.", timeout: patience)
+        try shell.type(".watch people.include(city == \"Oslo\").sortBy(name).select(name)", expecting: #"{"name":"Di"}"#)
+        try sandbox.prepare([#"people.insert({"id": 5, "name": "Ed", "city": "Oslo"})"#])
+        try shell.expect(#"{"name":"Ed"}"#, timeout: patience)
+        try shell.sendControlC()
+        try shell.expect("Stopped watching.", timeout: patience)
         #expect(try shell.leaveWithControlD() == 0)
     }
 

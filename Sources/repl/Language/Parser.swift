@@ -12,8 +12,8 @@ struct Parser {
     static let updateLabels = ["set", "unset", "inc", "increment", "push", "pull"]
     static let statementWords = ["begin", "commit", "rollback"]
 
-    private let text: String
-    private let tokens: [Token]
+    private var text: String
+    private var tokens: [Token]
     private var position = 0
 
     init(_ text: String) throws(ParseError) {
@@ -26,6 +26,12 @@ struct Parser {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.hasPrefix(".") { return try command(text) }
         var parser = try Parser(text)
+        // A `;` may end a statement, as sqlite3 and mongosh users type it (a dot-command's words are taken as
+        // they are, as sqlite3 takes them).
+        if parser.tokens.count >= 2, parser.tokens[parser.tokens.count - 2].symbol == ";" {
+            let semicolon = parser.tokens.remove(at: parser.tokens.count - 2)
+            parser.text = String(String.UnicodeScalarView(text.unicodeScalars.prefix(semicolon.location.offset)))
+        }
         return try parser.parseStatement()
     }
 
@@ -156,7 +162,7 @@ struct Parser {
             _ = try expect(")", "after 'query(': it takes nothing")
         }
         var stage = Stage.documents
-        while current.kind != .end {
+        while current.kind != .end && current.symbol != ";" {
             if let last = steps.last, stage != .documents { try checkFollows(last, in: stage) }
             if current.symbol == "[" {
                 steps.append(try parseSlice())
@@ -208,6 +214,8 @@ struct Parser {
         case projection
         /// One value computed from the matches: explain() alone may follow.
         case value
+        /// A field's distinct values: count() (how many) or explain().
+        case distinct
         /// The query has run: nothing follows.
         case done
 
@@ -218,6 +226,7 @@ struct Parser {
             case .groups: return ["sortBy", "results", "first", "count", "explain"]
             case .projection: return ["results", "first"]
             case .value: return ["explain"]
+            case .distinct: return ["count", "explain"]
             case .done: return []
             }
         }
@@ -225,7 +234,8 @@ struct Parser {
         func after(_ step: Step) -> Stage {
             switch (self, step) {
             case (.documents, _) where !step.isTerminal: return .documents
-            case (.documents, .count), (.documents, .aggregate), (.documents, .distinct): return .value
+            case (.documents, .count), (.documents, .aggregate): return .value
+            case (.documents, .distinct): return .distinct
             case (.documents, .groupBy): return .groups
             case (.documents, .select): return .projection
             case (.groups, .sortGroups), (.groups, .slice): return .groups
@@ -265,6 +275,9 @@ struct Parser {
             throw error("\(only); not \(next.shown)", at: next, suggestion: suggestion)
         case .value:
             throw error("nothing but explain() can follow \(name), which runs the query")
+        case .distinct:
+            throw error("only count() (how many values) or explain() can follow \(name), which runs the query",
+                        at: next, suggestion: suggestion)
         default:
             throw error("nothing can follow \(name), which runs the query")
         }
@@ -664,36 +677,13 @@ struct Parser {
             _ = advance()
             return .compareValues(left, op, try parseRightValue())
         }
-        if current.symbol == "." {
+        // `tailnum?.hasPrefix("N")` and `tailnum!.contains("5")`, as Swift writes a method on an optional field:
+        // the same condition as without them (a document without the field does not match).
+        if current.symbol == "!" && tokens[position + 1].symbol == "." { _ = advance() }
+        if current.symbol == "." || current.symbol == "?." {
             // A method on the field.
             _ = advance()
-            let methodToken = current
-            guard let method = current.word else { throw error("expected a method name after '.'") }
-            _ = advance()
-            _ = try expect("(", "after \(method)")
-            switch method {
-            case "contains":
-                let value = try parseLiteral()
-                _ = try expect(")", "to close contains(")
-                return .contains(path, value)
-            case "hasPrefix", "starts":
-                if method == "starts" {
-                    guard current.word == "with", tokens[position + 1].symbol == ":" else {
-                        throw error("starts is written starts(with: \"...\")")
-                    }
-                    _ = advance(); _ = advance()
-                }
-                let value = try parseLiteral()
-                guard case .string = value.value else {
-                    throw ParseError(message: "\(method) takes a string", location: value.location, length: value.length)
-                }
-                _ = try expect(")", "to close \(method)(")
-                return .hasPrefix(path, value)
-            default:
-                throw error("unknown method '\(method)' on a field; a condition may use contains, hasPrefix or "
-                    + "starts(with:)", at: methodToken,
-                    suggestion: Suggest.closest(method, in: ["contains", "hasPrefix", "starts"]).map { "'\($0)'" })
-            }
+            return optionalTest(of: try parseMethod(on: path), on: path)
         }
         if current.word == "in" {
             _ = advance()
@@ -720,6 +710,57 @@ struct Parser {
         let right = try parseRightValue()
         if case .literal(let value) = right { return .compare(path, op, value) }
         return .compareValues(left, op, right)
+    }
+
+    /// A method on the field `path`, after its `.`: `contains(...)`, `hasPrefix(...)`, `starts(with: ...)`.
+    private mutating func parseMethod(on path: PathReference) throws(ParseError) -> PredicateNode {
+        let methodToken = current
+        guard let method = current.word else { throw error("expected a method name after '.'") }
+        _ = advance()
+        _ = try expect("(", "after \(method)")
+        switch method {
+        case "contains":
+            let value = try parseLiteral()
+            _ = try expect(")", "to close contains(")
+            return .contains(path, value)
+        case "hasPrefix", "starts":
+            if method == "starts" {
+                guard current.word == "with", tokens[position + 1].symbol == ":" else {
+                    throw error("starts is written starts(with: \"...\")")
+                }
+                _ = advance(); _ = advance()
+            }
+            let value = try parseLiteral()
+            guard case .string = value.value else {
+                throw ParseError(message: "\(method) takes a string", location: value.location, length: value.length)
+            }
+            _ = try expect(")", "to close \(method)(")
+            return .hasPrefix(path, value)
+        default:
+            throw error("unknown method '\(method)' on a field; a condition may use contains, hasPrefix or "
+                + "starts(with:)", at: methodToken,
+                suggestion: Suggest.closest(method, in: ["contains", "hasPrefix", "starts"]).map { "'\($0)'" })
+        }
+    }
+
+    /// After `field?.method(...)`, the test Swift asks for to make its optional result a condition, as Swift reads
+    /// it for a document without the field: `== true`, `!= false` and `?? false` are the method alone (such a
+    /// document does not match); `!= true` and `?? true` its negation (it does); `== false` the negation among the
+    /// documents that have the field. Nothing after it is the method alone.
+    private mutating func optionalTest(of method: PredicateNode, on path: PathReference) -> PredicateNode {
+        let test = (current.symbol ?? "") + " " + (tokens[min(position + 1, tokens.count - 1)].word ?? "")
+        let result: PredicateNode
+        switch test {
+        case "== true", "!= false", "?? false": result = method
+        case "!= true", "?? true": result = .not(method)
+        case "== false":
+            let none = Literal(value: .null, location: path.location, length: path.length)
+            result = .and([.compare(path, .notEqual, none), .not(method)])
+        default: return method
+        }
+        _ = advance()
+        _ = advance()
+        return result
     }
 
     // MARK: Values

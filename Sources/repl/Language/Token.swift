@@ -98,7 +98,7 @@ struct Lexer {
 
     private static let symbols = ["..<", "...", "==", "!=", "<=", ">=", "&&", "||", "??", "?.",
                                   ".", ",", "(", ")", "[", "]", "{", "}", ":", "<", ">", "!", "\\", "-", "+",
-                                  "*", "/", "%", "?"]
+                                  "*", "/", "%", "?", ";"]
 
     mutating func next() throws(ParseError) -> Token {
         // Blanks and comments: `--` as in SQL shells and `//` as in Swift, to the end of the line.

@@ -191,13 +191,9 @@ enum CSV {
     /// (`` `U.S. price` ``), anything else is a name as it is (`Body Mass (g)`).
     static func path(ofColumn name: String) -> FieldPath { Parser.path(named: name) }
 
-    /// A document's fields as columns, named as a header names them: a name that holds a dot or a backtick in
-    /// backticks, so that `.import` reads it back as one name.
-    static func flatten(_ document: DocumentValue) -> [(String, DocumentValue)] {
-        Renderer.flatten(document) { name in
-            name.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "`") } ? "`" + name + "`" : name
-        }
-    }
+    /// A document's fields as columns, named as a header names them (``Renderer/flatten(_:prefix:)``): a name that
+    /// holds a dot or a backtick in backticks, so that `.import` reads it back as one name.
+    static func flatten(_ document: DocumentValue) -> [(String, DocumentValue)] { Renderer.flatten(document) }
 
     /// The rows of a CSV text, each a list of cells.
     static func rows(_ text: String, origin: String) throws -> [[Cell]] {

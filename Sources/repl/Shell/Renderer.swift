@@ -74,6 +74,16 @@ struct Renderer {
         return (try? render([row], fitting: columns, counting: nil)) ?? ""
     }
 
+    /// What a query computed from its matches, all at once (`.watch` redraws it).
+    func render(_ computed: Shell.Computed, fitting columns: Int? = nil) throws -> String {
+        switch computed {
+        case .rows(let rows, let noun): return try render(rows, fitting: columns, counting: noun)
+        case .one(let row, let noun): return render(row, fitting: columns, counting: noun)
+        case .value(let value, let column): return render(value: value, named: column, fitting: columns)
+        case .count(let n): return render(count: n)
+        }
+    }
+
     /// A count: the number alone, named in line mode (`count = 3`) and under a header in CSV.
     func render(count: Int) -> String {
         switch mode {
@@ -149,16 +159,22 @@ struct Renderer {
         }.joined(separator: "\n") + "\n"
     }
 
-    /// A document's fields as dotted paths and values; arrays stay whole.
-    static func flatten(_ value: DocumentValue, prefix: String = "",
-                        naming: (String) -> String = { $0 }) -> [(String, DocumentValue)] {
+    /// A document's fields as dotted paths and values; arrays stay whole. A name that holds a dot or a backtick is
+    /// written in backticks, as the query language writes it: a key `"a.b"` and a field `b` nested in `a` are two
+    /// columns, `` `a.b` `` and `a.b`, and `.import` reads a CSV header back as the names it came from.
+    static func flatten(_ value: DocumentValue, prefix: String = "") -> [(String, DocumentValue)] {
         guard case .object(let fields) = value else { return [(prefix.isEmpty ? "value" : prefix, value)] }
         if fields.isEmpty && !prefix.isEmpty { return [(prefix, value)] }
         return fields.flatMap { field -> [(String, DocumentValue)] in
-            let name = prefix.isEmpty ? naming(field.name) : prefix + "." + naming(field.name)
-            if case .object = field.value { return flatten(field.value, prefix: name, naming: naming) }
+            let name = prefix.isEmpty ? columnName(field.name) : prefix + "." + columnName(field.name)
+            if case .object = field.value { return flatten(field.value, prefix: name) }
             return [(name, field.value)]
         }
+    }
+
+    /// One field's name in a column's name: in backticks when it holds a dot or a backtick.
+    static func columnName(_ name: String) -> String {
+        name.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "`") } ? "`" + name + "`" : name
     }
 
     /// A value as a cell shows it: strings without quotes, the rest as JSON.

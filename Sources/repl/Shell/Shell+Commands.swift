@@ -11,7 +11,8 @@ extension Shell {
         ("indexes", ".indexes [COLLECTION]", "the indexes, of one collection or all"),
         ("fields", ".fields COLLECTION", "the fields seen, their types, and the comparisons each allows"),
         ("createIndex", ".createIndex NAME COLLECTION FIELD[,FIELD...] [unique|multi]",
-         "index fields (compound when several; multi: one entry per array element)"),
+         "index fields of a collection that exists (compound when several; multi: one entry per array element); "
+            + "a field no document has yet is indexed, with a warning"),
         ("dropIndex", ".dropIndex NAME COLLECTION", "delete an index (asks first)"),
         ("drop", ".drop COLLECTION", "delete a collection with its documents and indexes (asks first)"),
         ("mode", ".mode [table|box|csv|json|line]", "how results are printed: a table drawn in ASCII or with "
@@ -26,14 +27,16 @@ extension Shell {
         ("import", ".import FILE COLLECTION [--null MARKER] [--dates FIELD,...]",
          "load documents from JSON (an array), NDJSON or CSV, by extension; --null names the text of a missing "
             + "value (as NA), --dates the fields that hold ISO 8601 dates"),
-        ("export", ".export COLLECTION|QUERY FILE", "write documents to FILE as JSON, NDJSON (.ndjson) or CSV"),
+        ("export", ".export COLLECTION|QUERY FILE", "write documents, or the rows a query prints (select, groupBy, sum "
+            + "...), to FILE as JSON, NDJSON (.ndjson) or CSV"),
         ("read", ".read FILE", "run the statements in FILE"),
         ("output", ".output [FILE]", "send results to FILE, or back to the terminal"),
         ("save", ".save NAME QUERY", "keep a query by name: .save adults people.include(age >= 18)"),
         ("filters", ".filters", "the saved filters"),
         ("unsave", ".unsave NAME", "forget a saved filter"),
         ("status", ".status", "the transaction and its pending changes"),
-        ("watch", ".watch QUERY", "show a query's results (or count()) again after each commit, until Ctrl-C"),
+        ("watch", ".watch QUERY", "show what a query prints (its results, count(), groups, a sum, select(...) ...) "
+            + "again after each commit that changes it, until Ctrl-C"),
         ("verify", ".verify [COLLECTION]", "check the file's structure, every document (and its checksum) and index "
             + "entry; with a collection, list its fields whose documents hold values of more than one kind (those a "
             + "model would fail to decode)"),
@@ -70,10 +73,12 @@ extension Shell {
                  update(set: {...}, unset: [...], inc: {...}, push: {...}, pull: {...})
         Conditions: ==  !=  <  <=  >  >=  &&  ||  !  ( )   age in 18..<30   city in ["Oslo", "Bergen"]
           tags.contains("swift")   ["a", "b"].contains(city)   name.hasPrefix("An")   name.contains("nn")
+          nick?.hasPrefix("A") == true   nick!.contains("n")   (as #Predicate writes a method on an optional)
           email == nil   address.city == "Oslo"   active (a true/false field alone)
           `Body Mass (g)` > 5000 (a name that is not a plain word, in backticks)
         Values: JSON (numbers, "strings", true, false, null or nil, [lists], {objects}), date("2024-05-01")
         Transactions: begin, then changes stay pending (shown here only) until commit or rollback.
+        A statement may end in ; (a dot-command takes its words as written, as in sqlite3).
         """
 
     func command(_ name: String, _ args: [String], location: SourceLocation, text: String) async throws {
@@ -144,6 +149,7 @@ extension Shell {
             try need(1, ".read FILE")
             try await readFile(args[0])
         case "output":
+            if let file = args.first, !(try await mayWrite("the results", to: file)) { return }
             try console.redirect(to: args.first)
         case "save":
             try need(2, ".save NAME QUERY")
@@ -163,8 +169,9 @@ extension Shell {
             console.note("Forgot the saved filter \(name).")
         case "status": status()
         case "verify":
-            if let collection = args.first {
-                let kinds = try await requireStore().fieldKinds(of: Shell.name(collection))
+            if let collection = args.first.map(Shell.name) {
+                try await requireCollection(collection)
+                let kinds = try await requireStore().fieldKinds(of: collection)
                 console.result(kinds.description + "\n")
             } else {
                 console.result(try await requireStore().verify().description + "\n")
@@ -190,6 +197,7 @@ extension Shell {
         case "backup":
             try need(1, ".backup FILE")
             let store = try requireStore()
+            guard try await mayWrite("a backup", to: args[0]) else { return }
             if pending.isOpen && !pending.isEmpty {
                 console.note("The pending changes are not in the file, and are not in the backup.")
             }
@@ -256,6 +264,14 @@ extension Shell {
         return String(text[range.upperBound...]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Refuses a collection that does not exist, with the closest name when there is one.
+    func requireCollection(_ collection: String) async throws {
+        let names = try await reading { try $0.collections().map(\.name) }
+        guard !names.contains(collection) else { return }
+        throw ShellError("no collection is named '\(collection)'"
+            + (Suggest.closest(collection, in: names).map { " (did you mean '\($0)'?)" } ?? ""))
+    }
+
     private func refuseInTransaction(_ why: String) throws {
         if pending.isOpen { throw ShellError("\(why), not at commit: commit or rollback the open transaction first") }
     }
@@ -272,10 +288,8 @@ extension Shell {
     }
 
     private func listIndexes(_ collection: String?) async throws {
+        if let collection { try await requireCollection(collection) }
         let infos = try await reading { try $0.collections() }
-        if let collection, !infos.contains(where: { $0.name == collection }) {
-            throw ShellError("no collection is named '\(collection)'")
-        }
         var any = false
         for info in infos where collection == nil || info.name == collection {
             for index in info.indexes {
@@ -288,8 +302,7 @@ extension Shell {
     }
 
     private func listFields(_ collection: String) async throws {
-        let exists = try await reading { try $0.collections().contains { $0.name == collection } }
-        guard exists else { throw ShellError("no collection is named '\(collection)'") }
+        try await requireCollection(collection)
         let stats = try await fieldStats(collection)
         if stats.fields.isEmpty { console.note("\(collection) has no documents."); return }
         var out = ""
@@ -334,10 +347,14 @@ extension Shell {
         }
         let definition = IndexDefinition(name: Shell.name(args[0]), kind: kind, fields: fields)
         let collection = Shell.name(args[1])
+        // An index is made on a collection that exists, as sqlite3's on a table; on a field no document has yet it is
+        // made all the same (documents may come with it later), with a warning.
+        try await requireCollection(collection)
         let stats = try await fieldStats(collection)
-        for f in fields where stats.total > 0 && stats[f] == nil {
+        for f in fields where stats[f] == nil {
+            let closest = Suggest.closest(f.written, in: stats.paths.map(\.written))
             console.error("warning: no document of '\(collection)' has a field '\(f.written)'"
-                + (Suggest.closest(f.written, in: stats.paths.map(\.written)).map { " (did you mean '\($0)'?)" } ?? ""))
+                + (stats.total == 0 ? " (it has no documents yet)" : closest.map { " (did you mean '\($0)'?)" } ?? ""))
         }
         try await requireStore().write { try $0.createIndex(definition, in: collection) }
         console.note("Created index \(definition.name) on \(collection) (\(definition.kind.rawValue) on "
@@ -422,7 +439,8 @@ extension Shell {
             + (bases.isEmpty ? "" : " (the steps of \(bases.joined(separator: ", then ")) written out)"))
     }
 
-    /// Redraws a query's results, or its count, after each commit that changes them, until Ctrl-C.
+    /// Redraws what a query prints (its results, a count, groups, a value...) after each commit that changes it,
+    /// until Ctrl-C.
     private func watch(_ text: String) async throws {
         guard !pending.isOpen else {
             throw ShellError(".watch follows committed changes: commit or rollback the open transaction first")
@@ -431,8 +449,9 @@ extension Shell {
             throw ShellError("usage: .watch QUERY, such as .watch people.include(age >= 18).count()")
         }
         let resolved = try await resolve(expression)
-        guard resolved.output.isDocuments else {
-            throw ShellError(".watch follows results, count() or first; it cannot run \(expression.text)")
+        let compute: (@Sendable (ReadContext) throws -> Computed)?
+        do { compute = try Shell.computation(of: resolved) } catch {
+            throw ShellError(".watch follows what a query prints; it cannot run \(expression.text): \(error)")
         }
         warn(resolved.warnings, in: text)
         let store = try requireStore()
@@ -441,19 +460,24 @@ extension Shell {
             (redraw ? "\u{1B}[H\u{1B}[2J" : "") + "\(expression.text)   (\(Shell.clockTime()); "
                 + "Ctrl-C stops)\n"
         }
-        switch resolved.terminal {
-        case .count?:
+        let columns = console.resultScreen?.columns
+        switch (resolved.output.isDocuments, resolved.terminal) {
+        case (true, .count?):
             for try await n in resolved.query.observeCount(in: store) { console.result(header() + "\(n)\n") }
-        case nil, .results?:
+        case (true, nil), (true, .results?):
             for try await documents in resolved.query.observe(in: store) {
-                console.result(header() + (try renderer.render(documents, fitting: console.resultScreen?.columns)))
+                console.result(header() + (try renderer.render(documents, fitting: columns)))
             }
-        case .first?:
+        case (true, .first?):
             for try await documents in resolved.query[0..<1].observe(in: store) {
-                console.result(header() + renderer.render(documents.first, fitting: console.resultScreen?.columns))
+                console.result(header() + renderer.render(documents.first, fitting: columns))
             }
         default:
-            throw ShellError(".watch follows results, count() or first; it cannot run \(expression.text)")
+            // Groups, values, fields of each result: computed again after each commit, redrawn when they change.
+            guard let compute else { return }
+            for try await computed in store.observe(ComputedRequest(compute: compute)) {
+                console.result(header() + (try renderer.render(computed, fitting: columns)))
+            }
         }
         console.note((console.interactive ? "\n" : "") + "Stopped watching.")
     }

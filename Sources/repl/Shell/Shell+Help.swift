@@ -60,7 +60,8 @@ extension Shell {
         StepHelp(name: "distinct", usage: "distinct(FIELD)",
                  text: "prints the values FIELD takes in the matching documents, each once, a row each, in key order "
                     + "(nil and missing left out; 3 and 3.0 are one value). With an index on FIELD and nothing to "
-                    + "filter, it is one step per distinct value along the index (explain() says so).",
+                    + "filter, it is one step per distinct value along the index (explain() says so). count() after it "
+                    + "prints how many values there are.",
                  example: "people.distinct(city)"),
         StepHelp(name: "groupBy", usage: "groupBy(FIELD[, FIELD...]).count() or .sum(F), .average(F), .min(F), .max(F)",
                  text: "groups the matching documents by the values of the fields (nil or missing is a group of its "
@@ -118,6 +119,21 @@ extension Shell {
             next page. Example: people.sortBy(name), then it, it, ...
         """
 
+    /// `begin`, `commit` and `rollback`, for `.help begin` (or commit, rollback, transaction).
+    static let transactionHelp = """
+        begin / commit / rollback   (a transaction)
+            begin opens a transaction: the changes after it stay pending, shown by the queries of this shell (the
+            prompt counts them, .status lists them) and by no other reader or process. commit applies them all, in
+            one transaction, or none: a commit that fails (another process took a unique value meanwhile, say) says
+            why and keeps them pending, to commit again. rollback drops them. Ids of pending inserts are chosen at
+            commit, which says which. Commands that apply at once (.createIndex, .drop, .save, .restore ...) are
+            refused while a transaction is open.
+            Example: begin, then people.include(age < 18).delete(), people.count(), commit
+        """
+
+    /// The topics `.help` takes besides the commands and steps: the language, `it`, and the transaction words.
+    static let otherTopics = ["query", "it", "begin", "commit", "rollback", "transaction"]
+
     /// `.help`, `.help query`, `.help COMMAND`, `.help STEP`; an unknown topic is an error that names the closest.
     func help(_ topic: String?) throws {
         guard let asked = topic else {
@@ -129,6 +145,8 @@ extension Shell {
             for c in Shell.commands { entry(c.usage, c.summary) }
             entry("begin / commit / rollback", "a transaction")
             entry("it", "the next page of a long result, at a terminal")
+            out += "\nNo command writes over the open store's file or its lock file; another store's file only when "
+                + "confirmed.\n"
             out += "\n" + Shell.queryHelp + "\n"
             out += ".help STEP for one step (.help sortBy), .help NAME for one command (.help mode).\n"
             console.result(out)
@@ -138,6 +156,10 @@ extension Shell {
         var name = isCommand ? String(asked.dropFirst()) : asked
         if name == "query" || name == "queries" { console.result(Shell.queryHelp + "\n"); return }
         if name == "it" { console.result(Shell.itHelp + "\n"); return }
+        if ["begin", "commit", "rollback", "transaction", "transactions"].contains(name) {
+            console.result(Shell.transactionHelp + "\n")
+            return
+        }
         let commands = Shell.commands.map(\.name)
         let steps = isCommand ? [] : Shell.steps.map(\.name)
         // sortby finds sortBy: a topic differs from another only in case when it is a misspelling of it.
@@ -158,7 +180,7 @@ extension Shell {
             sections.append(section)
         }
         guard !sections.isEmpty else {
-            let closest = Shell.closestTopic(name, in: steps + commands + ["query", "it"]).map { word in
+            let closest = Shell.closestTopic(name, in: steps + commands + Shell.otherTopics).map { word in
                 steps.contains(word) || !commands.contains(word) ? word : "." + word
             }
             throw ShellError("no help on '\(asked)'" + (closest.map { "; did you mean .help \($0)?" } ?? "")

@@ -40,6 +40,16 @@ extension Shell {
         console.result(renderer.render(value: value, named: column, fitting: console.resultScreen?.columns))
     }
 
+    /// Prints what a query computed from its matches.
+    func show(_ computed: Computed) throws {
+        switch computed {
+        case .rows(let rows, let noun): try show(rows, counting: noun)
+        case .one(let row, let noun): show(row, counting: noun)
+        case .value(let value, let column): show(value, named: column)
+        case .count(let n): show(count: n)
+        }
+    }
+
     /// Prints a count.
     func show(count: Int) {
         console.pager.rest = nil

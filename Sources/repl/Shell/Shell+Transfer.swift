@@ -81,9 +81,7 @@ extension Shell {
             }
         }
         let format = try TransferFormat(path: path)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ShellError("cannot read \(path): no such file, or not readable")
-        }
+        let data = try Shell.contents(ofFile: path)
         guard let text = String(data: data, encoding: .utf8) else { throw ShellError("\(path) is not UTF-8 text") }
         var documents: [DocumentValue]
         switch format {
@@ -178,12 +176,37 @@ extension Shell {
 
     // MARK: Export
 
+    /// `.export COLLECTION|QUERY FILE`: the rows the query prints (its documents, or the groups, values or fields it
+    /// computes from them) written to FILE in the format its extension names.
     func export(_ source: String, to path: String) async throws {
         let format = try TransferFormat(path: path)
-        let expression = try Parser.savedQuery(source)
+        guard case .query(let expression) = try Parser.statement(source) else {
+            throw ShellError("usage: .export COLLECTION|QUERY FILE, such as .export people.include(age >= 18) "
+                + "adults.json")
+        }
         let resolved = try await resolve(expression)
+        let compute: (@Sendable (ReadContext) throws -> Computed)?
+        do { compute = try Shell.computation(of: resolved) } catch {
+            throw ShellError("cannot export \(expression.text): \(error); .export writes the rows a query prints")
+        }
+        warn(resolved.warnings, in: source)
+        guard try await mayWrite("an export", to: path) else { return }
         let q = resolved.query
-        let total = try await reading { try q.count(in: $0) }
+        // What is written, read in one transaction: the documents one at a time, or the rows computed.
+        let rows: @Sendable (ReadContext, (DocumentValue) throws -> Void) throws -> Void
+        let noun: String
+        if let compute {
+            let computed = try await reading(compute)
+            rows = { _, body in for row in computed.rows { try body(row) } }
+            noun = computed.noun
+        } else {
+            rows = { ctx, body in
+                let documents = try q.cursor(in: ctx)
+                while let d = try documents.next() { try body(d) }
+            }
+            noun = "document"
+        }
+        let total = compute == nil ? try await reading { try q.count(in: $0) } : 0
         // Written beside the file and renamed over it at the end: a failed or cancelled export leaves it as it was.
         let temporary = path + ".docstore-partial"
         let writer = try FileWriter(path: temporary)
@@ -202,22 +225,18 @@ extension Shell {
             switch format {
             case .json:
                 try writer.write("[")
-                let documents = try q.cursor(in: ctx)
-                while let d = try documents.next() {
+                try rows(ctx) { d in
                     try writer.write((n == 0 ? "\n" : ",\n") + Shell.exportedJSON(d))
                     tick()
                 }
                 try writer.write(n == 0 ? "]\n" : "\n]\n")
             case .ndjson:
-                let documents = try q.cursor(in: ctx)
-                while let d = try documents.next() { try writer.write(Shell.exportedJSON(d) + "\n"); tick() }
+                try rows(ctx) { d in try writer.write(Shell.exportedJSON(d) + "\n"); tick() }
             case .csv:
                 var columns = CSV.Columns()
-                let first = try q.cursor(in: ctx)
-                while let d = try first.next() { columns.add(d) }
+                try rows(ctx) { columns.add($0) }
                 try writer.write(columns.header)
-                let documents = try q.cursor(in: ctx)
-                while let d = try documents.next() {
+                try rows(ctx) { d in
                     try writer.write(columns.row(d))
                     tick()
                 }
@@ -230,7 +249,7 @@ extension Shell {
             throw ShellError("cannot write \(path): \(String(cString: strerror(errno)))")
         }
         finished = true
-        console.note("Exported \(written) document\(written == 1 ? "" : "s") to \(path).")
+        console.note("Exported \(written) \(noun)\(written == 1 ? "" : "s") to \(path).")
     }
 
     // MARK: Scripts
@@ -253,8 +272,8 @@ extension Shell {
         }
         readDepth += 1
         defer { readDepth -= 1 }
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw ShellError("cannot read \(path)")
+        guard let text = String(data: try Shell.contents(ofFile: path), encoding: .utf8) else {
+            throw ShellError("cannot read \(path): it is not UTF-8 text")
         }
         var failures = 0
         var statement = ""
@@ -284,6 +303,7 @@ extension Shell {
     /// `.dump [FILE]`: the whole store as NDJSON, to FILE or to the output (`.output`), as of one commit.
     func dump(_ args: [String]) async throws {
         let store = try requireStore()
+        if let file = args.first, !(try await mayWrite("a dump", to: file)) { return }
         if pending.isOpen && !pending.isEmpty {
             console.note("The pending changes are not in the file, and are not in the dump.")
         }
@@ -302,6 +322,7 @@ extension Shell {
         guard !pending.isOpen else { throw ShellError("a restore applies at once: commit or rollback first") }
         let summary: DumpSummary
         if let file {
+            try Shell.checkReadable(file)
             summary = try await store.restore(from: file)
         } else {
             // The first line was read from standard input, which the library reads on from.

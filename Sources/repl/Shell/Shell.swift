@@ -55,10 +55,21 @@ final class Shell {
             throw ShellError("a transaction is open: commit or rollback before opening another store")
         }
         if let store, store.path == path { return }
+        if let output = console.outputPath, let file = FileIdentity(path), FileIdentity(output) == file {
+            throw ShellError("cannot open \(path): the results are being written to it (.output \(output)); "
+                + ".output alone sends them back to the terminal")
+        }
+        // A store that is missing is created; one that cannot be reached is refused, saying why.
+        if let why = Shell.whyUnreadable(path), why != Shell.noSuchFile {
+            throw ShellError("cannot open \(path): \(why)")
+        }
         var options = DocStore.Options()
         options.readOnly = readOnly
         options.checkFile = checkFiles && FileManager.default.fileExists(atPath: path)
-        let opened = try await DocStore(path: path, options: options)
+        let opened: DocStore
+        do { opened = try await DocStore(path: path, options: options) } catch let error as DocStoreError {
+            throw Shell.inShellTerms(error)
+        }
         if opened.isWithoutLockFile {
             console.error("warning: \(path) is open without its lock file (\(path)-lock cannot be written here): if "
                 + "another process writes the store meanwhile, answers may be wrong; open it again after it has")
@@ -71,6 +82,19 @@ final class Shell {
             _ = try? await fieldStats(name)
         }
         await refreshCompletions()
+    }
+
+    /// The library's options, as the shell's command line names them.
+    nonisolated static let optionFlags = [("DocStore.Options.readOnly", "docstore --readonly"),
+                                          ("DocStore.Options.checkFile", "docstore --check")]
+
+    /// A library error with the options it names given as the shell's flags: the library speaks to programs, the
+    /// shell to people at its command line.
+    nonisolated static func inShellTerms(_ error: DocStoreError) -> DocStoreError {
+        var message = error.message
+        for (option, flag) in optionFlags { message = message.replacingOccurrences(of: option, with: flag) }
+        return DocStoreError(error.code, message, collection: error.collection, index: error.index,
+                             underlying: error.underlying)
     }
 
     func close() async {
@@ -452,30 +476,82 @@ final class Shell {
     /// Runs a query that computes something from its matches (a value, distinct values, groups, some fields of each)
     /// and prints it as rows.
     private func showComputed(_ resolved: Resolved) async throws {
-        let q = resolved.query
+        guard let compute = try Shell.computation(of: resolved) else { return }
+        try show(try await reading(compute))
+    }
+
+    /// What a query prints when it is not a list of its documents: rows (groups, distinct values, projected
+    /// documents), one row (a value, a first document or group), or a count.
+    enum Computed: Sendable, Equatable {
+        case rows([DocumentValue], noun: String)
+        case one(DocumentValue?, noun: String)
+        case value(DocumentValue, column: String)
+        case count(Int)
+
+        /// The rows, as `.export` writes them: a value or a count as a row of one column, named as it prints.
+        var rows: [DocumentValue] {
+            switch self {
+            case .rows(let rows, _): return rows
+            case .one(let row, _): return row.map { [$0] } ?? []
+            case .value(let value, let column): return [.object([.init(column, value)])]
+            case .count(let n): return [.object([.init("count", .int(Int64(n)))])]
+            }
+        }
+
+        /// What a row is: a document, a group, a value.
+        var noun: String {
+            switch self {
+            case .rows(_, let noun), .one(_, let noun): return noun
+            case .value, .count: return "row"
+            }
+        }
+    }
+
+    /// What a watched query prints, as a request the store observes (redrawn when its value changes); equal only to
+    /// itself.
+    struct ComputedRequest: StoreRequest {
+        let id = UUID()
+        let compute: @Sendable (ReadContext) throws -> Computed
+
+        static func == (a: ComputedRequest, b: ComputedRequest) -> Bool { a.id == b.id }
+        func fetch(_ context: ReadContext) throws -> Computed { try compute(context) }
+    }
+
+    /// How to read what the query prints, in a read transaction, when it is not the list of its documents (`nil`
+    /// then). A query that changes documents, or explains itself, prints no rows: it is an error.
+    nonisolated static func computation(of resolved: Resolved) throws
+        -> (@Sendable (ReadContext) throws -> Computed)? {
+        let (q, terminal) = (resolved.query, resolved.terminal)
+        if let step = terminal, step == .explain || step.isChange {
+            throw ShellError("\(Parser.name(of: step)) gives no rows")
+        }
         switch resolved.output {
         case .documents:
-            break
+            switch terminal {
+            case nil, .results?: return nil
+            case .first?: return { .one(try q.first(in: $0), noun: "document") }
+            case .last?: return { .one(try q.last(in: $0), noun: "document") }
+            case .any?: return { .one(try q.any(in: $0), noun: "document") }
+            case .count?: return { .count(try q.count(in: $0)) }
+            case let step?: throw ShellError("\(Parser.name(of: step)) gives no rows")
+            }
         case .value(let aggregate, let column):
-            show(try await reading { try q.aggregate(aggregate, in: $0) }, named: column)
+            return { .value(try q.aggregate(aggregate, in: $0), column: column) }
         case .distinct(let path):
-            let values = try await reading { try q.distinct(path, in: $0) }
-            try show(values.map { Shell.row([$0], by: [path]) }, counting: "value")
+            if terminal == .count { return { .count(try q.distinct(path, in: $0).count) } }
+            return { .rows(try q.distinct(path, in: $0).map { Shell.row([$0], by: [path]) }, noun: "value") }
         case .groups(let groups, let paths, let column):
-            func row(_ group: Group<[DocumentValue], DocumentValue>) -> DocumentValue {
+            let row = { @Sendable (group: Group<[DocumentValue], DocumentValue>) -> DocumentValue in
                 Shell.row(group.key, by: paths, group.value, column: column)
             }
-            switch resolved.terminal {
-            case .first?: show(try await reading { try groups.first(in: $0) }.map(row), counting: "group")
-            case .count?: show(count: try await reading { try groups.count(in: $0) })
-            default: try show(try await reading { try groups.results(in: $0) }.map(row), counting: "group")
+            switch terminal {
+            case .first?: return { .one(try groups.first(in: $0).map(row), noun: "group") }
+            case .count?: return { .count(try groups.count(in: $0)) }
+            default: return { .rows(try groups.results(in: $0).map(row), noun: "group") }
             }
         case .projection(let projected):
-            if resolved.terminal == .first {
-                show(try await reading { try projected.first(in: $0) })
-            } else {
-                try show(try await reading { try projected.results(in: $0) })
-            }
+            if terminal == .first { return { .one(try projected.first(in: $0), noun: "document") } }
+            return { .rows(try projected.results(in: $0), noun: "document") }
         }
     }
 

@@ -151,7 +151,12 @@ private func completeLine(_ text: UnsafePointer<CChar>?, _ start: Int32, _ end: 
     let known = LineReader.completions.withLock { $0 }
     if trimmed == "." {
         LineReader.candidates = Shell.commands.map(\.name) + ["quit"]
-    } else if before.hasSuffix(".") {
+        return rl_completion_matches(text, nextCompletion)
+    }
+    // A name in a statement goes on with `.`, `(` or an operator: nothing is added after it (a command's name gets
+    // readline's space, before its arguments).
+    docstore_rl_set_completion_append(0)
+    if before.hasSuffix(".") {
         LineReader.candidates = Parser.stepWords + known
     } else {
         LineReader.candidates = known + Parser.statementWords + Parser.stepWords + ["true", "false", "nil", "date", "in"]
