@@ -112,6 +112,15 @@ struct Flight: Document, Equatable {
                 #expect(try await query.results(in: store).map(\.id) == expected.map(\.id))
             }
         }
+        // `!= nil` is the index's keys after nil's: counted without reading a document.
+        let withDest = Flight.include(#Predicate { $0.dest != nil })
+        let counted = try await store.read { try withDest.explain(.count, in: $0) }
+        #expect(counted.index == "dest" && counted.statistics.documentsRead == 0, "\(counted)")
+        #expect(!counted.description.contains("order:"), "\(counted)")
+        #expect(try await withDest.count(in: store) == flights.filter { $0.dest != nil }.count)
+        #expect(try await withDest.results(in: store).map(\.id) == flights.filter { $0.dest != nil }.map(\.id))
+        let byID = try await Flight.include(#Predicate { $0.time < 3 }).sortBy(\.id, order: .reverse).explain(in: store)
+        #expect(byID.description.contains("order:    id descending;"), "\(byID)")
         let mid = Level.mid
         let atLeastMid = Flight.include(#Predicate { $0.level.rawValue >= 2 })
         #expect(try await atLeastMid.explain(in: store).index == "level")

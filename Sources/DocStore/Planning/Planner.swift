@@ -143,6 +143,15 @@ struct Planner<Statistics: CollectionStatistics> {
                 // Not answered: a prefix of bytes is not always a prefix of characters; each match is checked.
                 return (ranges, answered, chosenFrom)
             }
+            // `!= nil`: every key after nil's, which sorts first (a unique index holds no nil, and is refused above).
+            if let condition = conjuncts.first(where: { $0 == .compare(field, .notEqual, .null) }) {
+                let ranges = prefixes.map { p in
+                    KeyRange(lower: p + [KeyEncoder.kindRange(of: .null).upper], upper: KeyEncoder.prefixUpperBound(p))
+                }
+                answered.append(condition)
+                chosenFrom.append(condition)
+                return (ranges, answered, chosenFrom)
+            }
             break
         }
         guard !answered.isEmpty || prefixes.count > 1 else { return nil }

@@ -124,12 +124,13 @@ extension Query {
             return QueryExplanation(plan: try ran.plan ?? plan(in: context), statistics: ran.statistics)
         }
         guard let executor = try executor(in: context, counting: true) else {
-            return QueryExplanation(plan: try plan(in: context, counting: true), statistics: QueryStatistics())
+            return QueryExplanation(plan: try plan(in: context, counting: true), statistics: QueryStatistics(),
+                                    counting: true)
         }
         let counted = try executor.count()
         var statistics = executor.statistics.value
         statistics.returned = finalCount(counted)
-        return QueryExplanation(plan: executor.plan, statistics: statistics)
+        return QueryExplanation(plan: executor.plan, statistics: statistics, counting: true)
     }
 
     /// The results one at a time, decoded as the loop reaches them: a query in index or id order streams from the

@@ -32,9 +32,11 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
     /// Whether some condition needs the decoded document.
     public let decodesForFilter: Bool
 
-    /// With `aggregate`, how an aggregate of the matches is computed (the order of the matches does not matter
-    /// then); with `keysOf`, the index whose keys alone answer it, in place of the plan's access.
-    init(plan: Plan, statistics: QueryStatistics, aggregate: String? = nil, keysOf keyIndex: IndexDefinition? = nil) {
+    /// With `aggregate`, how an aggregate of the matches is computed, and with `counting`, how they are counted (the
+    /// order of the matches does not matter then); with `keysOf`, the index whose keys alone answer it, in place of
+    /// the plan's access.
+    init(plan: Plan, statistics: QueryStatistics, aggregate: String? = nil, counting: Bool = false,
+         keysOf keyIndex: IndexDefinition? = nil) {
         self.plan = plan
         self.statistics = statistics
         var lines = ["query on \(plan.collection) (\(plan.documentCount) documents)"]
@@ -76,11 +78,13 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
                 + (plan.residual.needsDecoding ? "some of it needs the decoded document"
                                                : "evaluated on the encoded fields, no decoding"))
         }
+        // Ties come in id order, unless the query sorts by the id itself (then there are none).
+        let sortsByID = plan.sort.contains { $0.path == FieldPath("id") }
         let order = plan.sort.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }
-            + ["id \(plan.idDescending ? "descending" : "ascending")"]
+            + (sortsByID ? [] : ["id \(plan.idDescending ? "descending" : "ascending")"])
         switch plan.ordering {
-        case _ where aggregate != nil && plan.limit == nil:
-            break   // an aggregate of every match: their order does not matter
+        case _ where (aggregate != nil || counting) && plan.limit == nil:
+            break   // an aggregate or a count of every match: their order does not matter
         case .natural:
             if case .fullScan = plan.access {
                 lines.append("  order:    \(order.joined(separator: ", then ")); as stored, no sort")
