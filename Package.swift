@@ -55,6 +55,11 @@ let package = Package(
             name: "DocStoreTests",
             dependencies: ["DocStore", "DocStoreCrashWriter", "TestSupport"]
         ),
+        // The Swift blocks of the README and the DocC articles, compiled.
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: ["DocStore"]
+        ),
         .testTarget(
             name: "ReplTests",
             dependencies: ["repl", "DocStore", "TestSupport"]

@@ -1,0 +1,61 @@
+// The Swift blocks of the README and the DocC articles are code that compiles: each appears, line for line, in
+// Examples.swift of this target (which the tests build), so an example that no longer compiles, or one changed in
+// the documents but not here, fails the tests.
+
+import Foundation
+import Testing
+
+@Suite struct DocumentationTests {
+    /// The package's folder, from this file's path.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The lines that count: trimmed, without blank lines and `import`s (which a function cannot hold).
+    static func lines(_ text: some StringProtocol) -> [String] {
+        text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("import ") }
+    }
+
+    /// The Swift blocks of a Markdown text.
+    static func swiftBlocks(_ text: String) -> [String] {
+        var blocks: [String] = []
+        var current: [Substring]?
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if current == nil, line.trimmingCharacters(in: .whitespaces) == "```swift" {
+                current = []
+            } else if current != nil, line.trimmingCharacters(in: .whitespaces) == "```" {
+                blocks.append(current!.joined(separator: "\n"))
+                current = nil
+            } else {
+                current?.append(line)
+            }
+        }
+        return blocks
+    }
+
+    /// A block that is not Swift of the app (a package manifest's lines) is not compiled here.
+    static func isManifest(_ block: String) -> Bool { block.hasPrefix("dependencies: [") }
+
+    @Test func everySwiftBlockOfTheDocumentsIsCompiledHere() throws {
+        let documents = ["README.md"] + (try FileManager.default.contentsOfDirectory(
+            atPath: Self.root.appendingPathComponent("Sources/DocStore/DocStore.docc").path)
+            .filter { $0.hasSuffix(".md") }.sorted().map { "Sources/DocStore/DocStore.docc/" + $0 })
+        let examples = Self.lines(try String(contentsOf: Self.root.appendingPathComponent(
+            "Tests/DocumentationTests/Examples.swift"), encoding: .utf8))
+        var checked = 0
+        for document in documents {
+            let text = try String(contentsOf: Self.root.appendingPathComponent(document), encoding: .utf8)
+            for block in Self.swiftBlocks(text) where !Self.isManifest(block) {
+                let wanted = Self.lines(block)
+                guard !wanted.isEmpty else { continue }
+                let found = examples.indices.contains { start in
+                    start + wanted.count <= examples.count && Array(examples[start..<start + wanted.count]) == wanted
+                }
+                #expect(found, "a Swift block of \(document) is not in Examples.swift as written:\n\(block)")
+                checked += 1
+            }
+        }
+        #expect(checked >= 20, "only \(checked) blocks were found")
+    }
+}
