@@ -17,6 +17,9 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
         /// Documents found in versions that differ on pages no tree of the newest commit reaches, none of which can
         /// be told to be the newest: none was copied.
         public internal(set) var conflicting = 0
+        /// Recovered documents read from pages no tree reaches while the free list could not be read: each may be
+        /// an older version of a document whose newest version was lost, or one deleted since.
+        public internal(set) var possiblyStale = 0
         /// Documents the damaged file counted but whose pages could not be read: `nil` when its count is lost too.
         public internal(set) var unreachable: Int?
         /// Indexes made again from the recovered documents.
@@ -36,7 +39,7 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
     public internal(set) var unknowns: [String] = []
     /// Whether documents were taken from pages that may be older copies: the free list could not be read whole, so
     /// documents deleted or replaced before the newest commit may be among those recovered.
-    public internal(set) var mayHoldStaleDocuments = false
+    public var mayHoldStaleDocuments: Bool { collections.contains { $0.possiblyStale > 0 } }
     /// The damage met while reading the file: each page skipped, and why.
     public internal(set) var damage: [String] = []
     /// What `verify()` says of the new store.
@@ -44,7 +47,8 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
 
     /// Whether every document the newest readable commit of the damaged file counted was copied.
     public var lostNothing: Bool {
-        unknowns.isEmpty && unplaced == 0 && collections.allSatisfy { $0.lost == 0 && $0.unreachable != nil }
+        unknowns.isEmpty && unplaced == 0 && !mayHoldStaleDocuments
+            && collections.allSatisfy { $0.lost == 0 && $0.unreachable != nil }
     }
 
     public var description: String {
@@ -73,9 +77,13 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
             if damage.count > 20 { lines.append("  ... and \(damage.count - 20) more") }
         }
         let recovered = collections.reduce(0) { $0 + $1.recovered }
+        let stale = collections.reduce(0) { $0 + $1.possiblyStale }
+        let staleNote = stale == 0 ? "" : "; \(stale) of them were read from pages no tree reaches while the free list "
+            + "could not be read, and may be older versions of documents whose newest version was lost, or documents "
+            + "deleted since"
         if unknowns.isEmpty && collections.allSatisfy({ $0.unreachable != nil }) {
             let lost = collections.reduce(unplaced) { $0 + $1.lost }
-            lines.append("\(recovered) documents recovered, \(lost) lost")
+            lines.append("\(recovered) documents recovered, \(lost) lost" + staleNote)
         } else {
             var reasons = unknowns
             let uncounted = collections.filter { $0.unreachable == nil }.map { "'\($0.name)'" }
@@ -84,7 +92,7 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
                     + " could not be read")
             }
             lines.append("\(recovered) documents recovered; how many were lost cannot be known because "
-                + reasons.joined(separator: "; "))
+                + reasons.joined(separator: "; ") + staleNote)
         }
         if let verification { lines.append(verification.isClean ? "the new store verifies clean" : "\(verification)") }
         return lines.joined(separator: "\n")
@@ -204,10 +212,10 @@ extension DocStore {
         var documents: [DocumentValue]
     }
 
-    /// A document read from the file: its key, its bytes, and whether it lies on a page the newest commit's tree
-    /// reaches (which makes it the newest version of its key).
+    /// A document read from the file: its key, its bytes, whether it lies on a page the newest commit's tree
+    /// reaches (which makes it the newest version of its key), and whether it lies on a page no tree reaches.
     private struct Found {
-        var key: [UInt8], value: [UInt8], newest: Bool
+        var key: [UInt8], value: [UInt8], newest: Bool, loose: Bool
     }
 
     /// The documents of each collection of `names`: those its tree holds, and, when that is fewer than it had (or
@@ -240,24 +248,22 @@ extension DocStore {
                 if case .object(let members) = document { fields[name, default: []].formUnion(members.map(\.name)) }
             }
         }
-        let placed = place(salvage.loosePages, among: losing, infos: infos, fields: fields, into: &report)
+        var holes: [String: [LMDBFileCheck.KeyRange]] = [:]
+        for name in names { holes[name] = salvage.holes[StoreCore.documentsName(name)] }
+        let (placed, olderCopies) = place(salvage.loosePages, among: losing, infos: infos, fields: fields, holes: holes,
+                                          into: &report)
         for name in names {
             guard var entry = gathered[name] else { continue }
             let space = StoreCore.documentsName(name)
-            var found = (salvage.databases[space] ?? []).map { Found(key: $0.key, value: $0.value, newest: salvage.readNewest) }
-            let fromTree = found.count
-            // Where the collection's tree was read, a loose document counts only if its key lies where the tree
-            // could not be read: any other was deleted or replaced by the commit read (its page is an older copy).
-            var loose = placed[name] ?? []
-            if let holes = salvage.holes[space] {
-                let before = loose.count
-                loose.removeAll { item in !holes.contains { $0.contains(item.key) } }
-                if loose.count < before {
-                    entry.collection.notes.append("\(before - loose.count) documents on pages no tree reaches were left "
-                        + "out: the tree read holds their keys' place, so they are older copies or were deleted")
-                }
+            var found = (salvage.databases[space] ?? []).map {
+                Found(key: $0.key, value: $0.value, newest: salvage.readNewest, loose: false)
             }
-            found += loose
+            let fromTree = found.count
+            found += placed[name] ?? []
+            if let count = olderCopies[name] {
+                entry.collection.notes.append("\(count) documents on pages no tree reaches were left out as older "
+                    + "copies: keys of their pages lie where the collection's tree was read")
+            }
             // One version a key: the newest commit's, else the one found everywhere it is.
             var chosen: [[UInt8]: Found] = [:], conflicting = Set<[UInt8]>(), order: [[UInt8]] = []
             for item in found {
@@ -280,6 +286,7 @@ extension DocStore {
                 do {
                     _ = try item.value.withUnsafeBytes { try BinaryReader($0).checkChecksum() }
                     entry.documents.append(try DocumentValue(encoded: item.value))
+                    if item.loose && !salvage.freePagesLeftOut { entry.collection.possiblyStale += 1 }
                 } catch {
                     entry.collection.damaged += 1
                 }
@@ -288,11 +295,6 @@ extension DocStore {
                 entry.collection.unreachable = max(0, unreachable - added)
             }
             gathered[name] = entry
-        }
-        if !placed.isEmpty && !salvage.freePagesLeftOut {
-            report.mayHoldStaleDocuments = true
-            report.damage.append("the free list could not be read whole: documents found on pages no tree reaches "
-                + "may include ones deleted or replaced before the newest commit")
         }
         return names.compactMap { gathered[$0] }
     }
@@ -304,10 +306,16 @@ extension DocStore {
     /// documents of those collections (an index's, the catalog's, a full collection's); one that fits several
     /// equally is left out and counted. A document whose checksum fails, or that has none, is never placed (it may
     /// be an old copy of one found elsewhere; when it is not, the collection's count says it was lost).
+    ///
+    /// Where a collection's tree was read, a page of its documents cut off from it holds keys of one place the tree
+    /// could not be read (one of its `holes`: what a missing page below a branch holds). A page with keys elsewhere
+    /// is an older copy of a page, whose documents were replaced or deleted since: it is left out, and counted
+    /// (`olderCopies`) when it fits no other collection.
     private static func place(_ pages: [LMDBFileCheck.LoosePage], among losing: [String], infos: [String: CollectionInfo],
-                              fields: [String: Set<String>], into report: inout RecoveryReport) -> [String: [Found]] {
-        var documents: [String: [Found]] = [:]
-        guard !losing.isEmpty else { return [:] }
+                              fields: [String: Set<String>], holes: [String: [LMDBFileCheck.KeyRange]],
+                              into report: inout RecoveryReport) -> (documents: [String: [Found]], olderCopies: [String: Int]) {
+        var documents: [String: [Found]] = [:], olderCopies: [String: Int] = [:]
+        guard !losing.isEmpty else { return ([:], [:]) }
         for page in pages {
             var sound: [(key: [UInt8], value: [UInt8], fits: [String])] = [], pageFields = Set<String>()
             for (key, value) in page.entries {
@@ -326,8 +334,14 @@ extension DocStore {
                 sound.append((key, value, fits))
             }
             guard !sound.isEmpty else { continue }
-            let candidates = losing.filter { name in sound.allSatisfy { $0.fits.contains(name) } }
-            guard !candidates.isEmpty else { continue }
+            let keyed = losing.filter { name in sound.allSatisfy { $0.fits.contains(name) } }
+            let candidates = keyed.filter { name in
+                holes[name].map { $0.contains { hole in sound.allSatisfy { hole.contains($0.key) } } } ?? true
+            }
+            guard !candidates.isEmpty else {
+                if keyed.count == 1 { olderCopies[keyed[0], default: 0] += sound.count }
+                continue
+            }
             let matching = candidates.filter { fields[$0].map { pageFields.isSubset(of: $0) } ?? false }
             let unread = candidates.filter { fields[$0] == nil }
             let owner = candidates.count == 1 ? candidates[0]
@@ -337,9 +351,9 @@ extension DocStore {
                 report.unplaced += sound.count
                 continue
             }
-            documents[owner, default: []] += sound.map { Found(key: $0.key, value: $0.value, newest: false) }
+            documents[owner, default: []] += sound.map { Found(key: $0.key, value: $0.value, newest: false, loose: true) }
         }
-        return documents
+        return (documents, olderCopies)
     }
 
     /// Copies the gathered collections into this new store: catalog entries, documents, then indexes.
