@@ -316,6 +316,70 @@ import TestSupport
         }
     }
 
+    /// A file cut to 60%, then lied to: a page whose bounds are impossible, a node sent to an overflow page past
+    /// the end, an overflow page counting more pages than the file has, a branch whose child is itself, a page
+    /// saying it is another; then random damage of every kind. Recovery refuses each lie, never stops the process,
+    /// and copies only documents that are the originals (or deleted ones, where the report says they may be).
+    @Test func liesInAFileCutShortAreRefused() async throws {
+        let (path, dir) = try await FileCheckTests.storeFile(people: 2_000)
+        defer { _ = dir }
+        let originals = try await Self.originals(at: path)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+        let size = LMDBFileCheck.run(path: path).pageSize
+        let cut = whole.prefix(whole.count / size * 6 / 10 * size)
+        let pages = cut.count / size
+        func flags(_ data: Data, _ page: Int) -> UInt8 { data[page * size + 10] }
+        func put(_ value: UInt64, bytes: Int, at offset: Int, in data: inout Data) {
+            for i in 0..<bytes { data[offset + i] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(i))) }
+        }
+        func firstNode(_ data: Data, _ page: Int) -> Int {
+            page * size + (Int(data[page * size + 16]) | Int(data[page * size + 17]) << 8)
+        }
+        let leaves = (2..<pages).filter { flags(cut, $0) == 0x02 }
+        let branches = (2..<pages).filter { flags(cut, $0) == 0x01 }
+        let overflows = (2..<pages).filter { flags(cut, $0) & 0x04 != 0 }
+        try #require(leaves.count > 10 && !branches.isEmpty && !overflows.isEmpty)
+        var lies: [(String, Data)] = []
+        var copy = cut
+        for page in leaves.prefix(5) { put(0xFFFF_0002, bytes: 4, at: page * size + 12, in: &copy) }
+        lies.append(("impossible bounds", copy))
+        copy = cut
+        for page in leaves.suffix(5) {
+            let node = firstNode(copy, page)
+            let keySize = Int(copy[node + 6]) | Int(copy[node + 7]) << 8
+            put(1, bytes: 2, at: node + 4, in: &copy)
+            put(UInt64(pages + 7), bytes: 8, at: node + 8 + keySize, in: &copy)
+        }
+        lies.append(("an overflow page past the end", copy))
+        copy = cut
+        for page in overflows { put(0x7FFF_FFFF, bytes: 4, at: page * size + 12, in: &copy) }
+        lies.append(("overflow pages past the end", copy))
+        copy = cut
+        for page in branches {
+            let node = firstNode(copy, page)
+            put(UInt64(page), bytes: 6, at: node, in: &copy)
+        }
+        lies.append(("a branch whose child is itself", copy))
+        copy = cut
+        for page in leaves.prefix(20) { put(UInt64(page + 1), bytes: 8, at: page * size, in: &copy) }
+        lies.append(("pages saying they are others", copy))
+        var rng = SeededGenerator(seed: 60)
+        for round in 0..<FileCheckTests.cases(15) {
+            lies.append(("random damage \(round)", FileCheckTests.damaged(Data(cut), pageSize: size, from: 2, using: &rng)))
+        }
+        for (round, (lie, data)) in lies.enumerated() {
+            let damaged = dir.path("lie-\(round).db")
+            try data.write(to: URL(fileURLWithPath: damaged))
+            let report = try await Self.recoverAndCheck(damaged, into: dir.path("lie-\(round)-new.db"),
+                                                        originals: originals, deleted: 2_000 / 8)
+            #expect(!report.lostNothing, "\(lie): \(report)")
+            if !lie.hasPrefix("random") {   // the rest of the file still holds documents of its tree
+                #expect((report.collections.first { $0.name == "people" }?.recovered ?? 0) > 0, "\(lie): \(report)")
+            }
+            for path in [damaged, dir.path("lie-\(round)-new.db")] { FileCheckTests.remove(path) }
+        }
+    }
+
     /// The last leaf page under the branch or leaf page `page`.
     static func lastLeaf(in data: Data, pageSize: Int, from page: Int) -> Int {
         var offset = page * pageSize
