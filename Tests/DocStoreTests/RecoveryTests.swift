@@ -45,6 +45,17 @@ import TestSupport
         return report
     }
 
+    /// Writes `data` as a damaged file in `dir`, recovers and checks it as ``recoverAndCheck(_:into:originals:deleted:sourceLocation:)``
+    /// does, and removes both files.
+    private static func recoverAndCheck(_ data: Data, in dir: TemporaryDirectory, originals: [UUID: Person], deleted: Int,
+                                        sourceLocation: SourceLocation = #_sourceLocation) async throws -> RecoveryReport {
+        let damaged = dir.path("damaged.db"), recovered = dir.path("recovered.db")
+        try data.write(to: URL(fileURLWithPath: damaged))
+        defer { for path in [damaged, recovered] { FileCheckTests.remove(path) } }
+        return try await recoverAndCheck(damaged, into: recovered, originals: originals, deleted: deleted,
+                                         sourceLocation: sourceLocation)
+    }
+
     @Test func anUndamagedStoreComesBackWhole() async throws {
         let (path, dir) = try await FileCheckTests.storeFile(people: 1_000)
         defer { _ = dir }
@@ -136,14 +147,10 @@ import TestSupport
         var rng = SeededGenerator(seed: 2_024)
         var recoveredTotal = 0
         let cases = FileCheckTests.cases(25)
-        for round in 0..<cases {
+        for _ in 0..<cases {
             let copy = FileCheckTests.damaged(clean, pageSize: size, from: 2, using: &rng)
-            let damaged = dir.path("damaged-\(round).db")
-            try copy.write(to: URL(fileURLWithPath: damaged))
-            let report = try await Self.recoverAndCheck(damaged, into: dir.path("new-\(round).db"), originals: originals,
-                                                        deleted: 600 / 8)
+            let report = try await Self.recoverAndCheck(copy, in: dir, originals: originals, deleted: 600 / 8)
             recoveredTotal += report.collections.first { $0.name == "people" }?.recovered ?? 0
-            for path in [damaged, dir.path("new-\(round).db")] { FileCheckTests.remove(path) }
         }
         FileCheckTests.summarize("recovered \(recoveredTotal) of \(cases * originals.count) documents from \(cases) damaged files")
         #expect(recoveredTotal > cases * originals.count / 2, "most documents come back: \(recoveredTotal)")
@@ -367,16 +374,12 @@ import TestSupport
         for round in 0..<FileCheckTests.cases(15) {
             lies.append(("random damage \(round)", FileCheckTests.damaged(Data(cut), pageSize: size, from: 2, using: &rng)))
         }
-        for (round, (lie, data)) in lies.enumerated() {
-            let damaged = dir.path("lie-\(round).db")
-            try data.write(to: URL(fileURLWithPath: damaged))
-            let report = try await Self.recoverAndCheck(damaged, into: dir.path("lie-\(round)-new.db"),
-                                                        originals: originals, deleted: 2_000 / 8)
+        for (lie, data) in lies {
+            let report = try await Self.recoverAndCheck(data, in: dir, originals: originals, deleted: 2_000 / 8)
             #expect(!report.lostNothing, "\(lie): \(report)")
             if !lie.hasPrefix("random") {   // the rest of the file still holds documents of its tree
                 #expect((report.collections.first { $0.name == "people" }?.recovered ?? 0) > 0, "\(lie): \(report)")
             }
-            for path in [damaged, dir.path("lie-\(round)-new.db")] { FileCheckTests.remove(path) }
         }
     }
 
