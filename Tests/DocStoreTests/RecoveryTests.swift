@@ -158,19 +158,19 @@ import TestSupport
 
     // MARK: Files cut short
 
-    /// Writes `count` documents with the ids 1... into `collection` of the store at `path`, 1,000 a commit, each made
-    /// by `document(i)` with its id set; returns them by id.
-    private static func write(_ count: Int, into collection: String, at path: String,
+    /// Saves `count` documents with the ids 1... into `collection` of the store at `path` (replacing those it has),
+    /// `perCommit` a commit, each made by `document(i)` with its id set; returns them by id.
+    private static func write(_ count: Int, into collection: String, at path: String, perCommit: Int = 1_000,
                               _ document: @escaping @Sendable (Int) -> [DocumentValue.Field]) async throws
         -> [Int64: DocumentValue] {
         let store = try await DocStore(path: path)
         var written: [Int64: DocumentValue] = [:]
-        for start in stride(from: 0, to: count, by: 1_000) {
-            let batch = (start..<min(start + 1_000, count)).map { i in
+        for start in stride(from: 0, to: count, by: perCommit) {
+            let batch = (start..<min(start + perCommit, count)).map { i in
                 DocumentValue.object([.init("id", .int(Int64(i + 1)))] + document(i))
             }
             try await store.write { ctx in
-                for value in batch { try ctx.insert(value, into: collection) }
+                for value in batch { try ctx.save(value, into: collection) }
             }
             for value in batch { if let id = lookup(value, "id"), case .int(let n) = id { written[n] = value } }
         }
@@ -244,6 +244,39 @@ import TestSupport
         #expect(report.description.contains("\(3_000 + recoveredPlanes.recovered) documents recovered, \(lost) lost"),
                 "\(report)")
         #expect(report.description.contains("cut short"), "\(report)")
+    }
+
+    /// `people`, saved twice over (the second time in one commit, which frees every page of the first), then
+    /// `planes`, created by the last commit; the file cut short to its size before that commit, and the roots of
+    /// `planes`' tree and of the free list zeroed where they are still there. Pages of older copies of `people` are keyed as `planes`' would be
+    /// (integers at `id`), and fit where `planes`' tree could not be read (anywhere): they are told by their fields
+    /// to be `people`'s, whose tree was read whole, and are left out; `planes` gets only its own documents.
+    @Test func olderPagesOfACompleteCollectionAreNotTakenForAnother() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        _ = try await Self.write(6_000, into: "people", at: path, Self.person)
+        let people = try await Self.write(6_000, into: "people", at: path, perCommit: 6_000) { i in
+            [.init("name", .string("P\(i)")), .init("age", .int(Int64(i % 90 + 1)))]
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path)).count
+        let planes = try await Self.write(1_500, into: "planes", at: path, Self.plane)
+        let roots = LMDBFileCheck.run(path: path).roots
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path)).prefix(before)
+        for space in [StoreCore.documentsName("planes"), "free list"] {
+            let root = Int(try #require(roots[space]))
+            if (root + 1) * 4096 <= bytes.count {
+                bytes.replaceSubrange(root * 4096..<(root + 1) * 4096, with: Data(count: 4096))
+            }
+        }
+        let damaged = dir.path("cut.db")
+        try bytes.write(to: URL(fileURLWithPath: damaged))
+
+        let report = try await DocStore.recover(from: damaged, to: dir.path("new.db"))
+        let counts = try await Self.recoveredDocuments(at: dir.path("new.db"),
+                                                       written: ["people": people, "planes": planes])
+        #expect(counts["people"] == 6_000, "\(report)")
+        #expect(report.collections.first { $0.name == "planes" }?.recovered == counts["planes"], "\(report)")
+        #expect(!report.lostNothing, "\(report)")
     }
 
     /// Two collections of 30,000 and 3,000 small documents, the file cut to 60% of its size: both meta pages name

@@ -244,14 +244,19 @@ extension DocStore {
             if salvage.readNewest { collection.unreachable = missing }
             if missing != 0 { losing.append(name) }
             gathered[name] = Gathered(collection: collection, documents: [])
-            for document in (entries ?? []).compactMap({ try? DocumentValue(encoded: $0.value) }) {
-                if case .object(let members) = document { fields[name, default: []].formUnion(members.map(\.name)) }
+        }
+        // The fields each collection's documents have, to tell apart collections a page fits equally by its keys.
+        for name in names where names.count > 1 && !losing.isEmpty {
+            for entry in salvage.databases[StoreCore.documentsName(name)] ?? [] {
+                if case .object(let members)? = try? DocumentValue(encoded: entry.value) {
+                    fields[name, default: []].formUnion(members.map(\.name))
+                }
             }
         }
         var holes: [String: [LMDBFileCheck.KeyRange]] = [:]
         for name in names { holes[name] = salvage.holes[StoreCore.documentsName(name)] }
-        let (placed, olderCopies) = place(salvage.loosePages, among: losing, infos: infos, fields: fields, holes: holes,
-                                          into: &report)
+        let (placed, olderCopies) = place(salvage.loosePages, among: names, losing: Set(losing), infos: infos,
+                                          fields: fields, holes: holes, into: &report)
         for name in names {
             guard var entry = gathered[name] else { continue }
             let space = StoreCore.documentsName(name)
@@ -300,29 +305,32 @@ extension DocStore {
     }
 
     /// The sound documents of the loose pages placed in collections of `losing`, page by page (a leaf page belongs to
-    /// one database). A page's documents must each be keyed by its own id at a collection's id path; where that
-    /// fits several collections, the page goes to the one whose documents read from its tree have every field the
-    /// page's documents have, else to the only one none were read from. A page that fits none is not a page of
-    /// documents of those collections (an index's, the catalog's, a full collection's); one that fits several
-    /// equally is left out and counted. A document whose checksum fails, or that has none, is never placed (it may
-    /// be an old copy of one found elsewhere; when it is not, the collection's count says it was lost).
+    /// one database). The collection a page belongs to is told by what it holds, among all of `names`: each of its
+    /// documents must be keyed by its own id at that collection's id path; where that fits several collections, it
+    /// is the one whose documents read from its tree have every field the page's documents have, else the only one
+    /// none were read from. A page that fits none is not a page of a collection's documents (an index's, the
+    /// catalog's); one that fits several equally is left out and counted (``RecoveryReport/unplaced``). A page of a
+    /// collection that lost nothing is an older copy of one of its pages, and left out. A document whose checksum
+    /// fails, or that has none, is never placed (it may be an old copy of one found elsewhere; when it is not, the
+    /// collection's count says it was lost).
     ///
     /// Where a collection's tree was read, a page of its documents cut off from it holds keys of one place the tree
     /// could not be read (one of its `holes`: what a missing page below a branch holds). A page with keys elsewhere
     /// is an older copy of a page, whose documents were replaced or deleted since: it is left out, and counted
-    /// (`olderCopies`) when it fits no other collection.
-    private static func place(_ pages: [LMDBFileCheck.LoosePage], among losing: [String], infos: [String: CollectionInfo],
-                              fields: [String: Set<String>], holes: [String: [LMDBFileCheck.KeyRange]],
-                              into report: inout RecoveryReport) -> (documents: [String: [Found]], olderCopies: [String: Int]) {
+    /// (`olderCopies`).
+    private static func place(_ pages: [LMDBFileCheck.LoosePage], among names: [String], losing: Set<String>,
+                              infos: [String: CollectionInfo], fields: [String: Set<String>],
+                              holes: [String: [LMDBFileCheck.KeyRange]], into report: inout RecoveryReport)
+        -> (documents: [String: [Found]], olderCopies: [String: Int]) {
         var documents: [String: [Found]] = [:], olderCopies: [String: Int] = [:]
         guard !losing.isEmpty else { return ([:], [:]) }
         for page in pages {
-            var sound: [(key: [UInt8], value: [UInt8], fits: [String])] = [], pageFields = Set<String>()
+            var sound: [(key: [UInt8], value: [UInt8])] = [], pageFields = Set<String>(), keyed = names
             for (key, value) in page.entries {
                 let fits = value.withUnsafeBytes { raw -> [String]? in
                     let reader = BinaryReader(raw)
                     guard (try? reader.checkChecksum()) == true, let root = try? reader.root() else { return nil }
-                    return losing.filter { name in
+                    return keyed.filter { name in
                         guard let id = try? reader.value(atPath: infos[name]?.idPath ?? "id", from: root) else { return false }
                         return (try? KeyEncoder.key(id, in: reader)) == key
                     }
@@ -330,25 +338,23 @@ extension DocStore {
                 guard let fits, let document = try? DocumentValue(encoded: value), case .object(let members) = document else {
                     continue
                 }
+                keyed = fits
                 pageFields.formUnion(members.map(\.name))
-                sound.append((key, value, fits))
+                sound.append((key, value))
             }
-            guard !sound.isEmpty else { continue }
-            let keyed = losing.filter { name in sound.allSatisfy { $0.fits.contains(name) } }
-            let candidates = keyed.filter { name in
-                holes[name].map { $0.contains { hole in sound.allSatisfy { hole.contains($0.key) } } } ?? true
-            }
-            guard !candidates.isEmpty else {
-                if keyed.count == 1 { olderCopies[keyed[0], default: 0] += sound.count }
-                continue
-            }
-            let matching = candidates.filter { fields[$0].map { pageFields.isSubset(of: $0) } ?? false }
-            let unread = candidates.filter { fields[$0] == nil }
-            let owner = candidates.count == 1 ? candidates[0]
+            guard !sound.isEmpty, !keyed.isEmpty else { continue }
+            let matching = keyed.filter { fields[$0].map { pageFields.isSubset(of: $0) } ?? false }
+            let unread = keyed.filter { fields[$0] == nil }
+            let owner = keyed.count == 1 ? keyed[0]
                 : matching.count == 1 ? matching[0]
                 : matching.isEmpty && unread.count == 1 ? unread[0] : nil
             guard let owner else {
                 report.unplaced += sound.count
+                continue
+            }
+            guard losing.contains(owner) else { continue }
+            if let holes = holes[owner], !holes.contains(where: { hole in sound.allSatisfy { hole.contains($0.key) } }) {
+                olderCopies[owner, default: 0] += sound.count
                 continue
             }
             documents[owner, default: []] += sound.map { Found(key: $0.key, value: $0.value, newest: false, loose: true) }
