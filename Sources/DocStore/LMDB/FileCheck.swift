@@ -640,10 +640,10 @@ extension LMDBFileCheck {
         // The leaf pages no tree reaches, but those the free list of the commit read holds. In a file cut short,
         // every one left, even when the free list cannot be read; and when the newest commit cannot be read, those
         // the older commit's free list holds too, since the newest may have written on them.
-        let cutShort = result.cutShort != nil || read == nil
+        let everyPage = result.cutShort != nil || read == nil
         (result.loosePages, result.freePagesLeftOut) = loosePages(
-            freeList: cutShort && !result.readNewest ? nil : read?.free,
-            lastPage: metas.map(\.lastPage).max() ?? UInt64(pageCount), evenWithFreePages: cutShort)
+            freeList: everyPage && !result.readNewest ? nil : read?.free,
+            lastPage: metas.map(\.lastPage).max() ?? UInt64(pageCount), evenWithFreePages: everyPage)
         result.damage = problems
         return result
     }

@@ -56,7 +56,9 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
         for c in collections {
             var line = "collection '\(c.name)': \(c.recovered) documents recovered"
             if c.damaged > 0 { line += ", \(c.damaged) damaged and lost" }
-            if c.conflicting > 0 { line += ", \(c.conflicting) found in versions of which none is known to be the newest, and lost" }
+            if c.conflicting > 0 {
+                line += ", \(c.conflicting) found in versions of which none is known to be the newest, and lost"
+            }
             if let unreachable = c.unreachable {
                 if unreachable > 0 { line += ", \(unreachable) on unreadable pages and lost" }
             } else {
@@ -135,9 +137,10 @@ extension DocStore {
                 missed[item.space, default: 0] += 1
                 return true
             }
+            let more = salvage.damage.count >= 100 ? " or more" : ""   // the reading stops noting damage at 100
             for (space, count) in missed.sorted(by: { $0.key < $1.key }) {
-                report.damage.append("\(StoreCore.describe(space: space)): \(count)\(salvage.damage.count >= 100 ? " or more" : "") of its pages "
-                    + "lie past the end of the file")
+                report.damage.append("\(StoreCore.describe(space: space)): \(count)\(more) of its pages "
+                    + (count == 1 && more.isEmpty ? "lies" : "lie") + " past the end of the file")
             }
         }
         report.damage += damage.map(StoreCore.describe)
@@ -148,6 +151,7 @@ extension DocStore {
         for space in salvage.databases.keys {
             if let name = StoreCore.collectionName(ofKeySpace: space) { names.insert(name) }
         }
+        var namedOnLoosePages = Set<String>()
         if !salvage.readNewest {
             if let newest = salvage.newestCommit, let read = salvage.readCommit {
                 report.unknowns.append("the newest commit (transaction \(newest)) could not be read, only the one "
@@ -159,17 +163,23 @@ extension DocStore {
             // The newest catalog is lost: collections named on pages no tree reaches (catalog entries, records of
             // databases) are looked for too.
             var loose = RecoveredCatalog(entries: salvage.loosePages.flatMap(\.entries))
-            for (name, info) in loose.infos where catalog.infos[name] == nil {
-                catalog.infos[name] = info
-                names.insert(name)
-            }
+            for (name, info) in loose.infos where catalog.infos[name] == nil { catalog.infos[name] = info }
             if catalog.filters.isEmpty { swap(&catalog.filters, &loose.filters) }
+            var looseNames = Set(loose.infos.keys)
             for space in salvage.loosePages.flatMap(\.databaseNames) where space.hasPrefix(documentsPrefix) {
-                if let name = StoreCore.collectionName(ofKeySpace: space) { names.insert(name) }
+                if let name = StoreCore.collectionName(ofKeySpace: space) { looseNames.insert(name) }
+            }
+            for name in looseNames.subtracting(names).sorted() {
+                names.insert(name)
+                namedOnLoosePages.insert(name)
             }
         }
 
-        let gathered = DocStore.gather(names: names.sorted(), infos: catalog.infos, from: salvage, into: &report)
+        var gathered = DocStore.gather(names: names.sorted(), infos: catalog.infos, from: salvage, into: &report)
+        for i in gathered.indices where namedOnLoosePages.contains(gathered[i].collection.name) {
+            gathered[i].collection.notes.append("named only on a page no tree reaches (an older copy of the catalog, "
+                + "perhaps): it may have been dropped or renamed since")
+        }
         let store = try await DocStore(path: path)
         do {
             try await store.copy(gathered, infos: catalog.infos, filters: catalog.filters, into: &report)
@@ -335,9 +345,7 @@ extension DocStore {
                         return (try? KeyEncoder.key(id, in: reader)) == key
                     }
                 }
-                guard let fits, let document = try? DocumentValue(encoded: value), case .object(let members) = document else {
-                    continue
-                }
+                guard let fits, case .object(let members)? = try? DocumentValue(encoded: value) else { continue }
                 keyed = fits
                 pageFields.formUnion(members.map(\.name))
                 sound.append((key, value))
@@ -353,7 +361,10 @@ extension DocStore {
                 continue
             }
             guard losing.contains(owner) else { continue }
-            if let holes = holes[owner], !holes.contains(where: { hole in sound.allSatisfy { hole.contains($0.key) } }) {
+            // A hole is a range of keys: it holds them all when it holds the first and the last.
+            let first = sound.map(\.key).min { $0.lexicographicallyPrecedes($1) } ?? []
+            let last = sound.map(\.key).max { $0.lexicographicallyPrecedes($1) } ?? []
+            if let holes = holes[owner], !holes.contains(where: { $0.contains(first) && $0.contains(last) }) {
                 olderCopies[owner, default: 0] += sound.count
                 continue
             }
