@@ -315,7 +315,8 @@ import TestSupport
     /// Documents saved four times over, a commit for each thousand, the file cut short at several lengths. LMDB's
     /// pages do not record the commit that wrote them, so a page cut off from the tree may be an older copy: each
     /// recovered document is one of the versions written, every one that is not the newest is among those the report
-    /// says may be older versions, and the report never says nothing was lost.
+    /// says may be older versions, and the report never says nothing was lost. With the tree's root gone too,
+    /// versions of one document that differ are met, and none of them is taken.
     @Test func documentsReadFromPagesNoTreeReachesAreCountedAsPossiblyOlder() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("store.db")
@@ -332,9 +333,14 @@ import TestSupport
         }
         await store.close()
         let whole = try Data(contentsOf: URL(fileURLWithPath: path))
-        for tenths in [9, 7, 5, 3] {
-            let cut = dir.path("cut-\(tenths).db")
-            try whole.prefix(whole.count / 4096 * tenths / 10 * 4096).write(to: URL(fileURLWithPath: cut))
+        let root = Int(try #require(LMDBFileCheck.run(path: path).roots[StoreCore.documentsName("people")]))
+        for (tenths, withoutRoot) in [(9, false), (7, false), (5, false), (3, false), (9, true)] {
+            let cut = dir.path("cut-\(tenths)-\(withoutRoot).db")
+            var bytes = whole.prefix(whole.count / 4096 * tenths / 10 * 4096)
+            if withoutRoot, (root + 1) * 4096 <= bytes.count {
+                bytes.replaceSubrange(root * 4096..<(root + 1) * 4096, with: Data(count: 4096))
+            }
+            try bytes.write(to: URL(fileURLWithPath: cut))
             let report = try await DocStore.recover(from: cut, to: cut + ".new")
             let recovered = try await DocStore(path: cut + ".new")
             let documents = try await Query<DocumentValue>("people").results(in: recovered)
@@ -353,6 +359,11 @@ import TestSupport
             #expect(people.recovered == documents.count, "\(report)")
             #expect(older <= people.possiblyStale, "\(older) older versions; \(report)")
             #expect(!report.lostNothing, "\(report)")
+            if withoutRoot {
+                // Every page is cut off: copies of one document in different versions are met, and none is taken.
+                #expect(people.conflicting > 0, "\(report)")
+                #expect(people.recovered + people.lost == 6_000, "\(report)")
+            }
         }
     }
 
