@@ -84,7 +84,7 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
             + "could not be read, and may be older versions of documents whose newest version was lost, or documents "
             + "deleted since"
         if unknowns.isEmpty && collections.allSatisfy({ $0.unreachable != nil }) {
-            let lost = collections.reduce(unplaced) { $0 + $1.lost }
+            let lost = collections.reduce(0) { $0 + $1.lost }   // unplaced documents are among these, or older copies
             lines.append("\(recovered) documents recovered, \(lost) lost" + staleNote)
         } else {
             var reasons = unknowns
