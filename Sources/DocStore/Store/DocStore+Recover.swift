@@ -245,7 +245,7 @@ extension DocStore {
                     + "indexes (if it had any) are not made again")
             }
             let entries = salvage.databases[space]
-            if entries == nil { collection.notes.append("its documents could not be found") }
+            if entries == nil { collection.notes.append("the tree of its documents could not be found") }
             // Its count in the commit read; only the newest commit's says what was lost.
             var missing: Int?
             if let entries, let recorded = salvage.recordedEntries[space], recorded >= UInt64(entries.count) {
@@ -279,7 +279,8 @@ extension DocStore {
                 entry.collection.notes.append("\(count) documents on pages no tree reaches were left out as older "
                     + "copies: keys of their pages lie where the collection's tree was read")
             }
-            // One version a key: the newest commit's, else the one found everywhere it is.
+            // One version a key: the one the newest commit's tree holds, else the only one found; versions found
+            // elsewhere that differ cannot be ordered, and none of them is taken.
             var chosen: [[UInt8]: Found] = [:], conflicting = Set<[UInt8]>(), order: [[UInt8]] = []
             for item in found {
                 guard let earlier = chosen[item.key] else {
