@@ -13,11 +13,7 @@ import TestSupport
     /// pages, and a free list.
     static func storeFile(people count: Int = 3_000) async throws -> (path: String, dir: TemporaryDirectory) {
         let (store, dir) = try await makeStore()
-        var people: [Person] = []
-        for i in 0..<count {
-            people.append(Person(name: "P\(i)", age: i % 7, city: ["Oslo", "Bergen"][i % 2], email: "p\(i)@x.org",
-                                 tags: i % 500 == 0 ? (0..<800).map { "tag\($0)-\(i)" } : ["t\(i % 13)"]))
-        }
+        let people = (0..<count).map { person($0) }
         try await store.insert(contentsOf: people)
         for person in people.prefix(count / 8) { try await store.delete(Person.self, id: person.id) }
         let report = try await store.verify()
@@ -25,6 +21,13 @@ import TestSupport
         #expect(report.pagesChecked > count / 30, "\(report)")
         await store.close()
         return (dir.path("store.db"), dir)
+    }
+
+    /// The `i`th person of ``storeFile(people:)``, with the id `id` (a new one by default). The first eighth are
+    /// deleted once written.
+    static func person(_ i: Int, id: UUID = UUID()) -> Person {
+        Person(id: id, name: "P\(i)", age: i % 7, city: ["Oslo", "Bergen"][i % 2], email: "p\(i)@x.org",
+               tags: i % 500 == 0 ? (0..<800).map { "tag\($0)-\(i)" } : ["t\(i % 13)"])
     }
 
     @Test func aRealStoreIsClean() async throws {

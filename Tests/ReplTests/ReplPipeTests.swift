@@ -620,6 +620,54 @@ extension ShellSessions {
         #expect(again.status == 1 && again.stderr.contains("exists"), "\(again)")
     }
 
+    /// A file cut short to its size before its last commit, which created `planes`: `.recover` says what was lost,
+    /// or that it cannot be known, and never that nothing was. `people` is written in `commits` commits; `planes`
+    /// in one more, which LMDB writes partly on pages the earlier commits freed (the more of them, the more pages).
+    private func recoverCutShort(peopleIn commits: Int) throws -> (result: ShellRun, planes: Int?) {
+        let sandbox = try ShellSandbox()
+        for commit in 0..<commits {
+            let people = (0..<2_000 / commits).map { i in
+                #"{"name": "Person-\#(commit)-\#(i)", "age": \#(i % 50)}"#
+            }
+            let made = try sandbox.run([sandbox.storePath, "people.insert([\(people.joined(separator: ", "))])"])
+            #expect(made.status == 0, "\(made)")
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath)).count
+        let planes = (0..<1_500).map { #"{"model": "M-\#($0)", "seats": \#($0 % 300)}"# }.joined(separator: ", ")
+        let added = try sandbox.run([sandbox.storePath, "planes.insert([\(planes)])"])
+        #expect(added.status == 0, "\(added)")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath))
+        try bytes.prefix(before).write(to: URL(fileURLWithPath: sandbox.storePath))
+
+        let newPath = sandbox.path("recovered.db")
+        let result = try sandbox.run([sandbox.storePath, ".recover \(newPath)"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("collection 'people': 2000 documents recovered") && result.stdout.contains("cut short")
+                && result.stdout.contains("verifies clean"), "\(result)")
+        #expect(!result.stdout.contains("nothing was lost") && result.stdout.contains("Recovered what could be read"),
+                "\(result)")
+        let counted = try sandbox.run([newPath, "planes.count()"])
+        return (result, Int(counted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+    }
+
+    /// The newest commit's catalog is in the file (on a page an earlier commit freed), `planes`' pages mostly not:
+    /// the collection is named, with its documents recovered and lost.
+    @Test func aFileCutShortIsRecoveredWithItsLossesSaid() throws {
+        let (result, planes) = try recoverCutShort(peopleIn: 4)
+        let count = try #require(planes, "\(result)")
+        #expect(result.stdout.contains("collection 'planes': \(count) documents recovered, \(1_500 - count) on "
+                                       + "unreadable pages and lost"), "\(result)")
+        #expect(result.stdout.contains("\(2_000 + count) documents recovered, \(1_500 - count) lost"), "\(result)")
+    }
+
+    /// Nothing of the newest commit is left in the file: recovery reads the commit before, and says that what was
+    /// lost cannot be known, and why.
+    @Test func aFileCutShortOfItsNewestCommitSaysTheLossCannotBeKnown() throws {
+        let (result, _) = try recoverCutShort(peopleIn: 1)
+        #expect(result.stdout.contains("2000 documents recovered; how many were lost cannot be known because the "
+                                       + "newest commit (transaction 3) could not be read"), "\(result)")
+    }
+
     @Test func objectLiteralOverSeveralLinesIsOneStatement() throws {
         let sandbox = try ShellSandbox()
         let result = try sandbox.run([sandbox.storePath], input: """

@@ -19,6 +19,8 @@ struct LMDBFileCheck {
     private var pageCount = 0
     /// Pages found in use (1) or free (2), by page number.
     private var state: [UInt8] = []
+    /// The keys of the pages that the last walks of trees could not read.
+    private var holes: [KeyRange] = []
 
     private static let headerSize = 16, nodeHeaderSize = 8, recordSize = 48
     private static let magic: UInt32 = 0xBEEF_C0DE
@@ -167,19 +169,20 @@ struct LMDBFileCheck {
     }
 
     /// The valid meta pages. The page size is in the first one's free-list record; a damaged one is looked for in
-    /// the second.
-    private mutating func readMetas() -> [Meta] {
+    /// the second. With `pastTheEnd`, a meta page whose last page lies past the end of the file is valid too (a file
+    /// cut short): its pages that are still there can be read.
+    private mutating func readMetas(pastTheEnd: Bool = false) -> [Meta] {
         var metas: [Meta] = []
         for size in [Int(u32(40) ?? 0), 4096] where size >= 512 && size <= 65536 && size & (size - 1) == 0 {
             pageSize = size
-            metas = (0...1).compactMap { meta(at: $0) }
+            metas = (0...1).compactMap { meta(at: $0, pastTheEnd: pastTheEnd) }
             if !metas.isEmpty { break }
         }
         return metas
     }
 
     /// The meta page `index`, if it is one: a damaged one is reported.
-    private mutating func meta(at index: Int) -> Meta? {
+    private mutating func meta(at index: Int, pastTheEnd: Bool) -> Meta? {
         let base = index * pageSize
         let space = "meta page \(index)"
         guard let flags = u16(base + 10), let magic = u32(base + 16), let version = u32(base + 20) else {
@@ -196,7 +199,7 @@ struct LMDBFileCheck {
             return nil
         }
         let filePages = UInt64(bytes.count / pageSize)
-        guard last >= 1, last < filePages else {
+        guard last >= 1, last < filePages || pastTheEnd else {
             damage(UInt64(index), space, "its last page \(last) \(LMDBFileCheck.pastTheEnd) (\(filePages) pages)")
             return nil
         }
@@ -233,11 +236,14 @@ struct LMDBFileCheck {
         }
     }
 
+    /// How a page past the last of `pageCount` pages is reported.
+    static func pastTheLastPage(_ pageCount: Int) -> String { "lies past the last page \(pageCount - 1)" }
+
     /// Claims `count` pages from `page` for this walk; false (reported) when one is past the end or met before.
     private mutating func claim(_ page: UInt64, count: UInt64 = 1, space: String, free: Bool = false) -> Bool {
         guard page < UInt64(pageCount), count >= 1, count <= UInt64(pageCount) - page else {
-            damage(page, space, "page \(page)\(count > 1 ? " (and \(count - 1) after it)" : "") lies past the last page "
-                + "\(pageCount - 1)")
+            damage(page, space, "page \(page)\(count > 1 ? " (and \(count - 1) after it)" : "") "
+                + LMDBFileCheck.pastTheLastPage(pageCount))
             return false
         }
         for p in Int(page)..<Int(page + count) {
@@ -477,7 +483,7 @@ struct LMDBFileCheck {
 
     private mutating func claimOverflow(_ first: UInt64, size: Int, space: String, tally: inout Tally) -> Bool {
         guard first < UInt64(pageCount) else {
-            damage(first, space, "an overflow page \(first) lies past the last page \(pageCount - 1)")
+            damage(first, space, "an overflow page \(first) " + LMDBFileCheck.pastTheLastPage(pageCount))
             return false
         }
         let base = Int(first) * pageSize
@@ -505,7 +511,7 @@ struct LMDBFileCheck {
         for i in 0..<Int(count) {
             guard let page = u64(start + 8 + 8 * i) else { return }
             guard page < UInt64(pageCount) else {
-                damage(page, space, "free page \(page) lies past the last page \(pageCount - 1)")
+                damage(page, space, "free page \(page) " + LMDBFileCheck.pastTheLastPage(pageCount))
                 return
             }
             // A page freed by a commit can be in use again later, after the readers that kept it are gone; only
@@ -526,23 +532,62 @@ struct LMDBFileCheck {
 
 extension LMDBFileCheck {
     /// What can still be read of a file: the entries of the named databases asked for, read past every damaged
-    /// page, and the damage met on the way.
+    /// page, the leaf pages that no tree reaches, and the damage met on the way.
     struct Salvage {
         /// Each database's entries (key, value) in the order found: those of a damaged page are missing.
         var databases: [String: [(key: [UInt8], value: [UInt8])]] = [:]
         /// The number of entries each database's record says it has.
         var recordedEntries: [String: UInt64] = [:]
+        /// The keys of each database's pages that could not be read (below a page cut off or past the end): every
+        /// entry the database has that was not read lies in one of these. A database whose tree was read whole
+        /// has none.
+        var holes: [String: [KeyRange]] = [:]
         var damage: [StorageDamage] = []
-        /// The entries of leaf pages that no tree reaches and the free list does not hold: pages cut off from their
-        /// database by a damaged page above them (which database, the caller works out from what they hold).
-        /// Empty when the free list could not be read, since stale pages could not then be told from these.
-        var orphans: [(key: [UInt8], value: [UInt8])] = []
+        /// The leaf pages that no tree reaches, each with its entries: pages cut off from their database by a
+        /// damaged page above them or by the end of the file, and pages no longer in use unless the free list's are
+        /// left out (``freePagesLeftOut``). Which database a page belongs to, the caller works out from what it holds.
+        var loosePages: [LoosePage] = []
+        /// Whether the pages the free list holds are left out of ``loosePages``. When they are not (the free list
+        /// could not be read whole, or the trees read are an older commit's), loose pages may hold older versions of
+        /// entries, and entries deleted since.
+        var freePagesLeftOut = false
+        /// The newest commit a meta page records.
+        var newestCommit: UInt64?
+        /// The commit whose trees were read: the newest, or the one before when the newest's main database cannot
+        /// be read; `nil` when neither can be.
+        var readCommit: UInt64?
+        /// The pages the file has, and the last page its newest commit names, when that lies past its end.
+        var cutShort: (pages: Int, lastPage: UInt64)?
+
+        /// Whether the trees read are those of the newest commit.
+        var readNewest: Bool { readCommit != nil && readCommit == newestCommit }
+    }
+
+    /// The keys from `lower` (`nil`: from the first) up to but not including `upper` (`nil`: to the last), in LMDB's
+    /// default order.
+    struct KeyRange {
+        var lower: [UInt8]?
+        var upper: [UInt8]?
+
+        func contains(_ key: [UInt8]) -> Bool {
+            (lower.map { !key.lexicographicallyPrecedes($0) } ?? true) && (upper.map { key.lexicographicallyPrecedes($0) } ?? true)
+        }
+    }
+
+    /// A leaf page that no tree reaches.
+    struct LoosePage {
+        var page: Int
+        /// Its entries of plain values, kept in the page or on overflow pages.
+        var entries: [(key: [UInt8], value: [UInt8])] = []
+        /// The names of the databases whose records it holds (a page of the main database).
+        var databaseNames: [String] = []
     }
 
     /// Reads the named databases of the file at `path` that `wanted` accepts, without trusting anything: a page that
     /// is not what it should be is skipped (with what hangs from it) and reported, and the rest is read. The newest
-    /// commit is read, or the one before when the newest has no readable main database. `nil` when the file cannot be
-    /// read or is not an LMDB file.
+    /// commit is read, or the one before when the newest has no readable main database; a commit whose pages run
+    /// past the end of the file (a file cut short) is read as far as the file goes, and then every leaf page left is
+    /// read. `nil` when the file cannot be read or is not an LMDB file.
     static func salvage(path: String, databases wanted: (String) -> Bool) -> Salvage? {
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
         return data.withUnsafeBytes { raw -> Salvage? in
@@ -554,8 +599,14 @@ extension LMDBFileCheck {
 
     private mutating func salvage(_ wanted: (String) -> Bool) -> Salvage {
         var result = Salvage()
-        let metas = readMetas().sorted { $0.txnid > $1.txnid }
+        let metas = readMetas(pastTheEnd: true).sorted { $0.txnid > $1.txnid }
         pageCount = bytes.count / pageSize
+        state = [UInt8](repeating: 0, count: pageCount)
+        result.newestCommit = metas.first?.txnid
+        if let newest = metas.first, newest.lastPage >= UInt64(pageCount) {
+            result.cutShort = (pageCount, newest.lastPage)
+        }
+        var read: Meta?
         for meta in metas {
             state = [UInt8](repeating: 0, count: pageCount)
             var named: [(name: String, record: Record)] = []
@@ -565,99 +616,150 @@ extension LMDBFileCheck {
                 }
             }
             if named.isEmpty && meta.txnid != metas.last?.txnid { continue }
+            if !named.isEmpty {
+                read = meta
+                result.readCommit = meta.txnid
+            }
             for (name, record) in named where wanted(name) {
                 result.recordedEntries[name] = record.entries
                 var entries: [(key: [UInt8], value: [UInt8])] = []
+                holes = []
                 collect(record.root, level: 1, space: name) { reader, flags, key, data, size, pageEnd in
-                    switch flags {
-                    case 0 where data + size <= pageEnd:
-                        entries.append((Array(key), Array(UnsafeRawBufferPointer(rebasing: reader.bytes[data..<(data + size)]))))
-                    case NodeFlag.bigData where data + 8 <= pageEnd:
-                        if let first = reader.u64(data), let value = reader.overflowValue(first, size: size, space: name) {
-                            entries.append((Array(key), value))
-                        }
-                    default:
+                    if let value = reader.plainValue(flags: flags, data: data, size: size, pageEnd: pageEnd, space: name) {
+                        entries.append((Array(key), value))
+                    } else {
                         reader.damage(nil, name, "an entry with flags \(String(flags, radix: 16)) that cannot be read")
+                        reader.holes.append(KeyRange(lower: Array(key), upper: Array(key) + [0]))
                     }
                 }
                 result.databases[name] = entries
+                result.holes[name] = holes
             }
-            result.damage = problems
-            result.orphans = orphanEntries(freeList: meta.free, lastPage: meta.lastPage)
-            return result
+            break
         }
+        // The leaf pages no tree reaches, but those the free list of the commit read holds. In a file cut short,
+        // every one left, even when the free list cannot be read; and when the newest commit cannot be read, those
+        // the older commit's free list holds too, since the newest may have written on them.
+        let everyPage = result.cutShort != nil || read == nil
+        (result.loosePages, result.freePagesLeftOut) = loosePages(
+            freeList: everyPage && !result.readNewest ? nil : read?.free,
+            lastPage: metas.map(\.lastPage).max() ?? UInt64(pageCount), evenWithFreePages: everyPage)
         result.damage = problems
         return result
     }
 
-    /// The entries of the leaf pages up to `lastPage` that the walks so far did not reach and that the free list
-    /// does not hold; nothing if the free list is damaged.
-    private mutating func orphanEntries(freeList: Record, lastPage: UInt64) -> [(key: [UInt8], value: [UInt8])] {
+    /// The value of a leaf node of plain data, kept in its page or on overflow pages; `nil` for any other node, or
+    /// one that cannot be read.
+    private mutating func plainValue(flags: UInt16, data: Int, size: Int, pageEnd: Int, space: String) -> [UInt8]? {
+        switch flags {
+        case 0 where data + size <= pageEnd:
+            return Array(UnsafeRawBufferPointer(rebasing: bytes[data..<(data + size)]))
+        case NodeFlag.bigData where data + 8 <= pageEnd:
+            guard let first = u64(data) else { return nil }
+            return overflowValue(first, size: size, space: space)
+        default:
+            return nil
+        }
+    }
+
+    /// The leaf pages up to `lastPage` that the walks so far did not reach, and that the free list `freeList` does
+    /// not hold. When the free list cannot be read (or there is none to read), there are none, unless
+    /// `evenWithFreePages`: then they include the free pages the free list could not tell. Also says whether every
+    /// free page was left out.
+    private mutating func loosePages(freeList: Record?, lastPage: UInt64,
+                                     evenWithFreePages: Bool) -> (pages: [LoosePage], freeLeftOut: Bool) {
         let before = problems.count
-        // The free list's pages, then the pages it lists, marked as not to be read.
-        collect(freeList.root, level: 1, space: "free list") { reader, flags, _, data, size, pageEnd in
-            if flags == 0, data + size <= pageEnd {
-                reader.freePages(listAt: data, size: size, space: "free list")
-            } else if flags == NodeFlag.bigData, data + 8 <= pageEnd, let first = reader.u64(data) {
-                var tally = Tally()
-                if reader.claimOverflow(first, size: size, space: "free list", tally: &tally) {
-                    reader.freePages(listAt: Int(first) * reader.pageSize + LMDBFileCheck.headerSize, size: size,
-                                     space: "free list")
+        var freeLeftOut = false
+        if let freeList {
+            // The free list's pages, then the pages it lists, marked as not to be read.
+            collect(freeList.root, level: 1, space: "free list") { reader, flags, _, data, size, pageEnd in
+                if flags == 0, data + size <= pageEnd {
+                    reader.freePages(listAt: data, size: size, space: "free list")
+                } else if flags == NodeFlag.bigData, data + 8 <= pageEnd, let first = reader.u64(data) {
+                    var tally = Tally()
+                    if reader.claimOverflow(first, size: size, space: "free list", tally: &tally) {
+                        reader.freePages(listAt: Int(first) * reader.pageSize + LMDBFileCheck.headerSize, size: size,
+                                         space: "free list")
+                    }
                 }
             }
+            freeLeftOut = problems.count == before && before < 100
         }
-        guard problems.count == before, before < 100 else { return [] }
-        var entries: [(key: [UInt8], value: [UInt8])] = []
-        let end = min(pageCount, Int(min(lastPage, UInt64(pageCount))) + 1)
-        for page in 2..<max(end, 2) where state[page] == 0 {
-            let base = page * pageSize
-            guard u64(base) == UInt64(page), let flags = u16(base + 10),
-                  flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage | PageFlag.leaf2)
-                    == PageFlag.leaf else { continue }
-            collect(UInt64(page), level: 1, space: "page \(page), reached by no tree") { reader, flags, key, data, size, pageEnd in
-                if flags == 0, data + size <= pageEnd {
-                    entries.append((Array(key), Array(UnsafeRawBufferPointer(rebasing: reader.bytes[data..<(data + size)]))))
-                } else if flags == NodeFlag.bigData, data + 8 <= pageEnd, let first = reader.u64(data),
-                          let value = reader.overflowValue(first, size: size, space: "") {
-                    entries.append((Array(key), value))
+        var pages: [LoosePage] = []
+        if freeLeftOut || evenWithFreePages {
+            let end = pageCount == 0 ? 0 : Int(min(lastPage, UInt64(pageCount - 1))) + 1
+            for page in 2..<max(end, 2) where state[page] == 0 {
+                let base = page * pageSize
+                guard u64(base) == UInt64(page), let flags = u16(base + 10),
+                      flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage
+                               | PageFlag.leaf2) == PageFlag.leaf else { continue }
+                var loose = LoosePage(page: page)
+                collect(UInt64(page), level: 1, space: "page \(page), reached by no tree") { reader, flags, key, data, size, pageEnd in
+                    if let value = reader.plainValue(flags: flags, data: data, size: size, pageEnd: pageEnd, space: "") {
+                        loose.entries.append((Array(key), value))
+                    } else if flags == NodeFlag.subData, size == LMDBFileCheck.recordSize {
+                        loose.databaseNames.append(String(decoding: key, as: UTF8.self))
+                    }
                 }
+                if !loose.entries.isEmpty || !loose.databaseNames.isEmpty { pages.append(loose) }
             }
         }
         problems.removeSubrange(min(before, problems.count)...)   // what is not a tree's page is not damage
-        return entries
+        return (pages, freeLeftOut)
     }
 
     /// Calls `body` with each leaf node under `page` (its flags, key, where its value starts, its size, and the
-    /// end of its page), skipping any page that is not what a tree's page must be.
-    private mutating func collect(_ page: UInt64, level: Int, space: String,
+    /// end of its page), skipping any page that is not what a tree's page must be. The keys a skipped page would
+    /// hold (from `lower`, `nil` for the first, up to but not including `upper`, `nil` for past the last: what the
+    /// branch above says) are added to ``holes``.
+    private mutating func collect(_ page: UInt64, level: Int, space: String, lower: [UInt8]? = nil,
+                                  upper: [UInt8]? = nil,
                                   _ body: (inout LMDBFileCheck, UInt16, UnsafeRawBufferPointer, Int, Int, Int) -> Void) {
         guard page != LMDBFileCheck.noPage else { return }
         guard level <= 64 else {
             damage(page, space, "a tree deeper than 64 levels")
+            holes.append(KeyRange(lower: lower, upper: upper))
             return
         }
-        guard claim(page, space: space) else { return }
+        guard claim(page, space: space) else {
+            holes.append(KeyRange(lower: lower, upper: upper))
+            return
+        }
         let base = Int(page) * pageSize
-        guard let number = u64(base), let flags = u16(base + 10) else {
-            damage(page, space, "past the end of the file")
-            return
-        }
+        let flags = u16(base + 10) ?? 0, number = u64(base) ?? LMDBFileCheck.noPage
         let kind = flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage)
         guard number == page, kind == PageFlag.branch || kind == PageFlag.leaf, flags & PageFlag.leaf2 == 0 else {
             damage(page, space, "not a page of this tree (it says it is page \(number), flags \(String(flags, radix: 16)))")
+            holes.append(KeyRange(lower: lower, upper: upper))
             return
         }
-        guard let nodes = nodes(inPageAt: base, length: pageSize, page: page, space: space) else { return }
+        guard let nodes = nodes(inPageAt: base, length: pageSize, page: page, space: space) else {
+            holes.append(KeyRange(lower: lower, upper: upper))
+            return
+        }
+        if kind == PageFlag.branch {
+            // Child i holds the keys from the key of node i (the first node's is the page's lower bound) up to that
+            // of node i + 1. A node that cannot be read leaves its keys unknown: the whole page's are a hole then.
+            var children: [(page: UInt64, key: [UInt8])] = []
+            for node in nodes {
+                guard let key = key(of: node, within: base + pageSize, page: page, space: space),
+                      let lo = u16(node), let hi = u16(node + 2), let high = u16(node + 4) else { continue }
+                children.append((UInt64(lo) | UInt64(hi) << 16 | UInt64(high) << 32, Array(key)))
+            }
+            if children.count < nodes.count { holes.append(KeyRange(lower: lower, upper: upper)) }
+            for (i, child) in children.enumerated() {
+                let whole = children.count < nodes.count
+                collect(child.page, level: level + 1, space: space,
+                        lower: whole || i == 0 ? lower : child.key,
+                        upper: whole || i + 1 == children.count ? upper : children[i + 1].key, body)
+            }
+            return
+        }
         for node in nodes {
             guard let key = key(of: node, within: base + pageSize, page: page, space: space),
                   let lo = u16(node), let hi = u16(node + 2), let nodeFlags = u16(node + 4) else { continue }
-            if kind == PageFlag.branch {
-                let child = UInt64(lo) | UInt64(hi) << 16 | UInt64(nodeFlags) << 32
-                collect(child, level: level + 1, space: space, body)
-            } else {
-                body(&self, nodeFlags, key, node + LMDBFileCheck.nodeHeaderSize + key.count,
-                     Int(UInt32(lo) | UInt32(hi) << 16), base + pageSize)
-            }
+            body(&self, nodeFlags, key, node + LMDBFileCheck.nodeHeaderSize + key.count,
+                 Int(UInt32(lo) | UInt32(hi) << 16), base + pageSize)
         }
     }
 

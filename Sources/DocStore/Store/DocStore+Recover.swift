@@ -5,7 +5,7 @@ import Foundation
 /// For example:
 /// ```swift
 /// let report = try await DocStore.recover(from: "damaged.db", to: "recovered.db")
-/// print(report)   // per collection: documents copied and lost, indexes rebuilt; then the damage met
+/// print(report)   // per collection: documents copied and lost, indexes rebuilt; the damage met; the totals
 /// ```
 public struct RecoveryReport: Sendable, CustomStringConvertible {
     public struct Collection: Sendable {
@@ -14,6 +14,12 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
         public internal(set) var recovered = 0
         /// Documents found damaged (their bytes are not a document, or not the ones their checksum was made of).
         public internal(set) var damaged = 0
+        /// Documents found in versions that differ on pages no tree of the newest commit reaches, none of which can
+        /// be told to be the newest: none was copied.
+        public internal(set) var conflicting = 0
+        /// Recovered documents read from pages no tree reaches while the free list could not be read: each may be
+        /// an older version of a document whose newest version was lost, or one deleted since.
+        public internal(set) var possiblyStale = 0
         /// Documents the damaged file counted but whose pages could not be read: `nil` when its count is lost too.
         public internal(set) var unreachable: Int?
         /// Indexes made again from the recovered documents.
@@ -22,24 +28,37 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
         public internal(set) var notes: [String] = []
 
         /// Documents of the damaged file not in the new store, as far as can be known.
-        public var lost: Int { damaged + (unreachable ?? 0) }
+        public var lost: Int { damaged + conflicting + (unreachable ?? 0) }
     }
 
     public internal(set) var collections: [Collection] = []
     public internal(set) var savedFilters = 0
+    /// Sound documents found on pages no tree reaches that could not be placed in one collection, and were left out.
+    public internal(set) var unplaced = 0
+    /// Why how many documents were lost cannot be known, when it cannot: the newest commit could not be read, say.
+    public internal(set) var unknowns: [String] = []
+    /// Whether documents were taken from pages that may be older copies: the free list could not be read whole, so
+    /// documents deleted or replaced before the newest commit may be among those recovered.
+    public var mayHoldStaleDocuments: Bool { collections.contains { $0.possiblyStale > 0 } }
     /// The damage met while reading the file: each page skipped, and why.
     public internal(set) var damage: [String] = []
     /// What `verify()` says of the new store.
     public internal(set) var verification: VerificationReport?
 
-    /// Whether every document the damaged file counted was copied.
-    public var lostNothing: Bool { collections.allSatisfy { $0.lost == 0 && $0.unreachable != nil } }
+    /// Whether every document the newest readable commit of the damaged file counted was copied.
+    public var lostNothing: Bool {
+        unknowns.isEmpty && unplaced == 0 && !mayHoldStaleDocuments
+            && collections.allSatisfy { $0.lost == 0 && $0.unreachable != nil }
+    }
 
     public var description: String {
         var lines: [String] = []
         for c in collections {
             var line = "collection '\(c.name)': \(c.recovered) documents recovered"
             if c.damaged > 0 { line += ", \(c.damaged) damaged and lost" }
+            if c.conflicting > 0 {
+                line += ", \(c.conflicting) found in versions of which none is known to be the newest, and lost"
+            }
             if let unreachable = c.unreachable {
                 if unreachable > 0 { line += ", \(unreachable) on unreadable pages and lost" }
             } else {
@@ -50,10 +69,32 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
             lines += c.notes.map { "  \($0)" }
         }
         if savedFilters > 0 { lines.append("\(savedFilters) saved filters recovered") }
+        if unplaced > 0 {
+            lines.append("\(unplaced) documents on pages no tree reaches could not be placed in one collection, and "
+                + "were left out")
+        }
         if !damage.isEmpty {
             lines.append("damage met (\(damage.count)):")
             lines += damage.prefix(20).map { "  \($0)" }
             if damage.count > 20 { lines.append("  ... and \(damage.count - 20) more") }
+        }
+        let recovered = collections.reduce(0) { $0 + $1.recovered }
+        let stale = collections.reduce(0) { $0 + $1.possiblyStale }
+        let staleNote = stale == 0 ? "" : "; \(stale) of them were read from pages no tree reaches while the free list "
+            + "could not be read, and may be older versions of documents whose newest version was lost, or documents "
+            + "deleted since"
+        if unknowns.isEmpty && collections.allSatisfy({ $0.unreachable != nil }) {
+            let lost = collections.reduce(0) { $0 + $1.lost }   // unplaced documents are among these, or older copies
+            lines.append("\(recovered) documents recovered, \(lost) lost" + staleNote)
+        } else {
+            var reasons = unknowns
+            let uncounted = collections.filter { $0.unreachable == nil }.map { "'\($0.name)'" }
+            if reasons.isEmpty {
+                reasons.append("the file's count of the documents of " + uncounted.joined(separator: ", ")
+                    + " could not be read")
+            }
+            lines.append("\(recovered) documents recovered; how many were lost cannot be known because "
+                + reasons.joined(separator: "; ") + staleNote)
         }
         if let verification { lines.append(verification.isClean ? "the new store verifies clean" : "\(verification)") }
         return lines.joined(separator: "\n")
@@ -66,8 +107,11 @@ extension DocStore {
     ///
     /// The damaged file is read without LMDB and without trusting it (as ``Options/checkFile`` reads it): a damaged
     /// page is skipped with what hangs from it, and each document is checked (its structure and its checksum)
-    /// before it is copied. Index entries are not copied: the indexes are made again from the recovered documents.
-    /// The new store is checked with ``verify()`` before this returns. The damaged file is not changed.
+    /// before it is copied. The newest commit is read, as far as the file goes when it was cut short; when that
+    /// leaves documents out, the leaf pages no tree reaches are read too, and each is placed in the collection
+    /// whose documents it holds (see ``RecoveryReport``). Index entries are not copied: the indexes are made again
+    /// from the recovered documents. The new store is checked with ``verify()`` before this returns. The damaged
+    /// file is not changed.
     ///
     /// - Throws: ``DocStoreError/Code/alreadyExists`` when `path` exists, ``DocStoreError/Code/notAStore`` when
     ///   `damaged` is not a store's file (or cannot be read).
@@ -82,32 +126,64 @@ extension DocStore {
             throw DocStoreError(.notAStore, "cannot recover \(damaged): it cannot be read, or is not a DocStore store")
         }
         var report = RecoveryReport()
-        report.damage = salvage.damage.map(StoreCore.describe)
-
-        // The catalog: collections by name, and saved filters.
-        var infos: [String: CollectionInfo] = [:]
-        var filters: [SavedFilter] = []
-        var migrations: [(key: [UInt8], value: [UInt8])] = []
-        let collectionPrefix = StoreCore.catalogKey(""), filterPrefix = StoreCore.filterKey("")
-        for (key, value) in salvage.databases[StoreCore.metaName] ?? [] {
-            if key.starts(with: collectionPrefix) {
-                if let info = try? DocumentDecoder().decode(CollectionInfo.self, from: value) { infos[info.name] = info }
-            } else if key.starts(with: filterPrefix) {
-                if let filter = try? DocumentDecoder().decode(SavedFilter.self, from: value) { filters.append(filter) }
-            } else if key.starts(with: StoreCore.migrationKey("")) || key == StoreCore.knownMigrationsKey {
-                // The migrations the store had applied: a recovered store is not migrated again.
-                migrations.append((key, value))
+        var damage = salvage.damage
+        if let cut = salvage.cutShort {
+            report.damage.append("the file has \(cut.pages) pages, but its newest commit names pages up to "
+                + "\(cut.lastPage): it was cut short (or that meta page is damaged)")
+            // Pages past the end, counted by where they were missed rather than named one by one.
+            var missed: [String: Int] = [:]
+            damage.removeAll { item in
+                guard item.message.hasSuffix(LMDBFileCheck.pastTheLastPage(cut.pages)) else { return false }
+                missed[item.space, default: 0] += 1
+                return true
+            }
+            let more = salvage.damage.count >= 100 ? " or more" : ""   // the reading stops noting damage at 100
+            for (space, count) in missed.sorted(by: { $0.key < $1.key }) {
+                report.damage.append("\(StoreCore.describe(space: space)): \(count)\(more) of its pages "
+                    + (count == 1 && more.isEmpty ? "lies" : "lie") + " past the end of the file")
             }
         }
-        var names = Set(infos.keys)
+        report.damage += damage.map(StoreCore.describe)
+
+        // The catalog: collections by name, and saved filters.
+        var catalog = RecoveredCatalog(entries: salvage.databases[StoreCore.metaName] ?? [])
+        var names = Set(catalog.infos.keys)
         for space in salvage.databases.keys {
             if let name = StoreCore.collectionName(ofKeySpace: space) { names.insert(name) }
         }
+        var namedOnLoosePages = Set<String>()
+        if !salvage.readNewest {
+            if let newest = salvage.newestCommit, let read = salvage.readCommit {
+                report.unknowns.append("the newest commit (transaction \(newest)) could not be read, only the one "
+                    + "before it (transaction \(read)): what the newest added, changed or deleted is not known")
+            } else {
+                report.unknowns.append("no commit's catalog could be read: which collections the store had, and how "
+                    + "many documents they held, is not known")
+            }
+            // The newest catalog is lost: collections named on pages no tree reaches (catalog entries, records of
+            // databases) are looked for too.
+            var loose = RecoveredCatalog(entries: salvage.loosePages.flatMap(\.entries))
+            for (name, info) in loose.infos where catalog.infos[name] == nil { catalog.infos[name] = info }
+            if catalog.filters.isEmpty { swap(&catalog.filters, &loose.filters) }
+            var looseNames = Set(loose.infos.keys)
+            for space in salvage.loosePages.flatMap(\.databaseNames) where space.hasPrefix(documentsPrefix) {
+                if let name = StoreCore.collectionName(ofKeySpace: space) { looseNames.insert(name) }
+            }
+            for name in looseNames.subtracting(names).sorted() {
+                names.insert(name)
+                namedOnLoosePages.insert(name)
+            }
+        }
 
+        var gathered = DocStore.gather(names: names.sorted(), infos: catalog.infos, from: salvage, into: &report)
+        for i in gathered.indices where namedOnLoosePages.contains(gathered[i].collection.name) {
+            gathered[i].collection.notes.append("named only on a page no tree reaches (an older copy of the catalog, "
+                + "perhaps): it may have been dropped or renamed since")
+        }
         let store = try await DocStore(path: path)
         do {
-            try await store.copy(names: names.sorted(), infos: infos, filters: filters, from: salvage, into: &report)
-            try await store.write { [migrations] ctx in
+            try await store.copy(gathered, infos: catalog.infos, filters: catalog.filters, into: &report)
+            try await store.write { [migrations = catalog.migrations] ctx in
                 for (key, value) in migrations { try ctx.txn.put(ctx.scope.core.meta, key, value) }
             }
             report.verification = try await store.verify()
@@ -119,51 +195,203 @@ extension DocStore {
         return report
     }
 
-    /// Copies the collections `names` of `salvage` into this new store: catalog entries, documents, then indexes.
-    private func copy(names: [String], infos: [String: CollectionInfo], filters: [SavedFilter],
-                      from salvage: LMDBFileCheck.Salvage, into report: inout RecoveryReport) throws {
-        let orphans = DocStore.attribute(salvage.orphans, among: names, infos: infos, salvage: salvage,
-                                         into: &report)
-        for name in names {
-            guard (try? StoreCore.validateName(name, what: "collection")) != nil else {
-                report.damage.append("a collection named \(name.debugDescription), which cannot be a name, was skipped")
-                continue
+    /// The catalog read from entries of the store's own database: collections by name, saved filters, and the
+    /// migrations the store had applied (a recovered store is not migrated again).
+    private struct RecoveredCatalog {
+        var infos: [String: CollectionInfo] = [:]
+        var filters: [SavedFilter] = []
+        var migrations: [(key: [UInt8], value: [UInt8])] = []
+
+        init(entries: [(key: [UInt8], value: [UInt8])]) {
+            let collectionPrefix = StoreCore.catalogKey(""), filterPrefix = StoreCore.filterKey("")
+            for (key, value) in entries {
+                if key.starts(with: collectionPrefix) {
+                    if let info = try? DocumentDecoder().decode(CollectionInfo.self, from: value) { infos[info.name] = info }
+                } else if key.starts(with: filterPrefix) {
+                    if let filter = try? DocumentDecoder().decode(SavedFilter.self, from: value) { filters.append(filter) }
+                } else if key.starts(with: StoreCore.migrationKey("")) || key == StoreCore.knownMigrationsKey {
+                    migrations.append((key, value))
+                }
             }
+        }
+    }
+
+    /// One collection's documents, gathered from the file before they are copied.
+    private struct Gathered {
+        var collection: RecoveryReport.Collection
+        var documents: [DocumentValue]
+    }
+
+    /// A document read from the file: its key, its bytes, whether it lies on a page the newest commit's tree
+    /// reaches (which makes it the newest version of its key), and whether it lies on a page no tree reaches.
+    private struct Found {
+        var key: [UInt8], value: [UInt8], newest: Bool, loose: Bool
+    }
+
+    /// The documents of each collection of `names`: those its tree holds, and, when that is fewer than it had (or
+    /// how many it had is not known), those of the loose pages placed in it. Where several versions of one key are
+    /// found, the one the newest commit's tree holds wins; versions found elsewhere that differ cannot be ordered
+    /// (LMDB 0.9's pages do not record the transaction that wrote them), and none of them is taken.
+    private static func gather(names: [String], infos: [String: CollectionInfo], from salvage: LMDBFileCheck.Salvage,
+                               into report: inout RecoveryReport) -> [Gathered] {
+        var gathered: [String: Gathered] = [:]
+        var losing: [String] = []
+        var fields: [String: Set<String>] = [:]
+        for name in names {
+            let space = StoreCore.documentsName(name)
             var collection = RecoveryReport.Collection(name: name)
-            let info = infos[name] ?? CollectionInfo(name: name, idPath: "id", indexes: [])
             if infos[name] == nil {
                 collection.notes.append("its catalog entry was lost: its ids are taken to be at 'id', and its "
                     + "indexes (if it had any) are not made again")
             }
-            let space = StoreCore.documentsName(name)
-            var entries = salvage.databases[space] ?? []
-            if salvage.databases[space] == nil { collection.notes.append("its documents could not be found") }
-            let found = entries.count
-            if let extra = orphans[name], !extra.isEmpty {
-                let known = Set(entries.map(\.key))
-                let added = extra.filter { !known.contains($0.key) }
-                entries += added
-                collection.notes.append("\(added.count) documents found on pages cut off from the collection's tree")
+            let entries = salvage.databases[space]
+            if entries == nil { collection.notes.append("the tree of its documents could not be found") }
+            // Its count in the commit read; only the newest commit's says what was lost.
+            var missing: Int?
+            if let entries, let recorded = salvage.recordedEntries[space], recorded >= UInt64(entries.count) {
+                missing = Int(recorded) - entries.count
             }
-            var documents: [DocumentValue] = []
-            for (_, value) in entries {
-                do {
-                    _ = try value.withUnsafeBytes { try BinaryReader($0).checkChecksum() }
-                    documents.append(try DocumentValue(encoded: value))
-                } catch {
-                    collection.damaged += 1
+            if salvage.readNewest { collection.unreachable = missing }
+            if missing != 0 { losing.append(name) }
+            gathered[name] = Gathered(collection: collection, documents: [])
+        }
+        // The fields each collection's documents have, to tell apart collections a page fits equally by its keys.
+        for name in names where names.count > 1 && !losing.isEmpty {
+            for entry in salvage.databases[StoreCore.documentsName(name)] ?? [] {
+                if case .object(let members)? = try? DocumentValue(encoded: entry.value) {
+                    fields[name, default: []].formUnion(members.map(\.name))
                 }
             }
-            if let recorded = salvage.recordedEntries[space], recorded >= UInt64(found), salvage.databases[space] != nil {
-                collection.unreachable = max(0, Int(recorded) - entries.count)
+        }
+        var holes: [String: [LMDBFileCheck.KeyRange]] = [:]
+        for name in names { holes[name] = salvage.holes[StoreCore.documentsName(name)] }
+        let (placed, olderCopies) = place(salvage.loosePages, among: names, losing: Set(losing), infos: infos,
+                                          fields: fields, holes: holes, into: &report)
+        for name in names {
+            guard var entry = gathered[name] else { continue }
+            let space = StoreCore.documentsName(name)
+            var found = (salvage.databases[space] ?? []).map {
+                Found(key: $0.key, value: $0.value, newest: salvage.readNewest, loose: false)
             }
+            let fromTree = found.count
+            found += placed[name] ?? []
+            if let count = olderCopies[name] {
+                entry.collection.notes.append("\(count) documents on pages no tree reaches were left out as older "
+                    + "copies: keys of their pages lie where the collection's tree was read")
+            }
+            // One version a key: the one the newest commit's tree holds, else the only one found; versions found
+            // elsewhere that differ cannot be ordered, and none of them is taken.
+            var chosen: [[UInt8]: Found] = [:], conflicting = Set<[UInt8]>(), order: [[UInt8]] = []
+            for item in found {
+                guard let earlier = chosen[item.key] else {
+                    chosen[item.key] = item
+                    order.append(item.key)
+                    continue
+                }
+                if earlier.newest || earlier.value == item.value { continue }
+                if item.newest { chosen[item.key] = item } else { conflicting.insert(item.key) }
+            }
+            let added = order.count - fromTree
+            if added > 0 {
+                entry.collection.notes.append("\(added) documents found on pages "
+                    + (salvage.readNewest ? "cut off from the collection's tree" : "no tree reaches"))
+            }
+            entry.collection.conflicting = conflicting.count
+            for key in order where !conflicting.contains(key) {
+                guard let item = chosen[key] else { continue }
+                do {
+                    _ = try item.value.withUnsafeBytes { try BinaryReader($0).checkChecksum() }
+                    entry.documents.append(try DocumentValue(encoded: item.value))
+                    if item.loose && !salvage.freePagesLeftOut { entry.collection.possiblyStale += 1 }
+                } catch {
+                    entry.collection.damaged += 1
+                }
+            }
+            if let unreachable = entry.collection.unreachable {
+                entry.collection.unreachable = max(0, unreachable - added)
+            }
+            gathered[name] = entry
+        }
+        return names.compactMap { gathered[$0] }
+    }
+
+    /// The sound documents of the loose pages placed in collections of `losing`, page by page (a leaf page belongs to
+    /// one database). The collection a page belongs to is told by what it holds, among all of `names`: each of its
+    /// documents must be keyed by its own id at that collection's id path; where that fits several collections, it
+    /// is the one whose documents read from its tree have every field the page's documents have, else the only one
+    /// none were read from. A page that fits none is not a page of a collection's documents (an index's, the
+    /// catalog's); one that fits several equally is left out and counted (``RecoveryReport/unplaced``). A page of a
+    /// collection that lost nothing is an older copy of one of its pages, and left out. A document whose checksum
+    /// fails, or that has none, is never placed (it may be an old copy of one found elsewhere; when it is not, the
+    /// collection's count says it was lost).
+    ///
+    /// Where a collection's tree was read, a page of its documents cut off from it holds keys of one place the tree
+    /// could not be read (one of its `holes`: what a missing page below a branch holds). A page with keys elsewhere
+    /// is an older copy of a page, whose documents were replaced or deleted since: it is left out, and counted
+    /// (`olderCopies`).
+    private static func place(_ pages: [LMDBFileCheck.LoosePage], among names: [String], losing: Set<String>,
+                              infos: [String: CollectionInfo], fields: [String: Set<String>],
+                              holes: [String: [LMDBFileCheck.KeyRange]], into report: inout RecoveryReport)
+        -> (documents: [String: [Found]], olderCopies: [String: Int]) {
+        var documents: [String: [Found]] = [:], olderCopies: [String: Int] = [:]
+        guard !losing.isEmpty else { return ([:], [:]) }
+        for page in pages {
+            var sound: [(key: [UInt8], value: [UInt8])] = [], pageFields = Set<String>(), keyed = names
+            for (key, value) in page.entries {
+                let fits = value.withUnsafeBytes { raw -> [String]? in
+                    let reader = BinaryReader(raw)
+                    guard (try? reader.checkChecksum()) == true, let root = try? reader.root() else { return nil }
+                    return keyed.filter { name in
+                        guard let id = try? reader.value(atPath: infos[name]?.idPath ?? "id", from: root) else { return false }
+                        return (try? KeyEncoder.key(id, in: reader)) == key
+                    }
+                }
+                guard let fits, case .object(let members)? = try? DocumentValue(encoded: value) else { continue }
+                keyed = fits
+                pageFields.formUnion(members.map(\.name))
+                sound.append((key, value))
+            }
+            guard !sound.isEmpty, !keyed.isEmpty else { continue }
+            let matching = keyed.filter { fields[$0].map { pageFields.isSubset(of: $0) } ?? false }
+            let unread = keyed.filter { fields[$0] == nil }
+            let owner = keyed.count == 1 ? keyed[0]
+                : matching.count == 1 ? matching[0]
+                : matching.isEmpty && unread.count == 1 ? unread[0] : nil
+            guard let owner else {
+                report.unplaced += sound.count
+                continue
+            }
+            guard losing.contains(owner) else { continue }
+            // A hole is a range of keys: it holds them all when it holds the first and the last.
+            let first = sound.map(\.key).min { $0.lexicographicallyPrecedes($1) } ?? []
+            let last = sound.map(\.key).max { $0.lexicographicallyPrecedes($1) } ?? []
+            if let holes = holes[owner], !holes.contains(where: { $0.contains(first) && $0.contains(last) }) {
+                olderCopies[owner, default: 0] += sound.count
+                continue
+            }
+            documents[owner, default: []] += sound.map { Found(key: $0.key, value: $0.value, newest: false, loose: true) }
+        }
+        return (documents, olderCopies)
+    }
+
+    /// Copies the gathered collections into this new store: catalog entries, documents, then indexes.
+    private func copy(_ gathered: [Gathered], infos: [String: CollectionInfo], filters: [SavedFilter],
+                      into report: inout RecoveryReport) throws {
+        for entry in gathered {
+            let name = entry.collection.name
+            guard (try? StoreCore.validateName(name, what: "collection")) != nil else {
+                report.damage.append("a collection named \(name.debugDescription), which cannot be a name, was skipped")
+                continue
+            }
+            var collection = entry.collection
+            let info = infos[name] ?? CollectionInfo(name: name, idPath: "id", indexes: [])
             // The collection as it was (its ids where they were), then its documents in batches.
             try withWrite { ctx in
-                try ctx.scope.core.writeInfo(CollectionInfo(name: name, idPath: info.idPath, indexes: []), in: ctx.txn)
+                _ = try ctx.scope.createCollection(CollectionInfo(name: name, idPath: info.idPath, indexes: []))
             }
             var start = 0
-            while start < documents.count {
-                let batch = Array(documents[start..<min(start + 5_000, documents.count)])
+            while start < entry.documents.count {
+                let batch = Array(entry.documents[start..<min(start + 5_000, entry.documents.count)])
                 start += batch.count
                 let (saved, failures) = try withWrite { ctx in
                     var saved = 0, failures: [String] = []
@@ -194,37 +422,5 @@ extension DocStore {
         for filter in filters where (try? withWrite({ try $0.saveFilter(filter) })) != nil {
             report.savedFilters += 1
         }
-    }
-
-    /// The entries of pages no tree reaches that are sound documents of one collection: of one whose tree lost
-    /// documents, and whose id (at that collection's id path) is the entry's key. Entries that fit none, or several,
-    /// are counted in the report's damage.
-    private static func attribute(_ orphans: [(key: [UInt8], value: [UInt8])], among names: [String],
-                                  infos: [String: CollectionInfo], salvage: LMDBFileCheck.Salvage,
-                                  into report: inout RecoveryReport) -> [String: [(key: [UInt8], value: [UInt8])]] {
-        let losing = names.filter { name in
-            let space = StoreCore.documentsName(name)
-            return (salvage.recordedEntries[space] ?? 0) > UInt64(salvage.databases[space]?.count ?? 0)
-        }
-        var byCollection: [String: [(key: [UInt8], value: [UInt8])]] = [:]
-        var unplaced = 0
-        for orphan in orphans {
-            // A sound document (index entries, catalog entries and the like are not), keyed by its own id.
-            let owners = orphan.value.withUnsafeBytes { raw -> [String]? in
-                let reader = BinaryReader(raw)
-                guard (try? reader.checkChecksum()) != nil, let root = try? reader.root() else { return nil }
-                return losing.filter { name in
-                    guard let id = try? reader.value(atPath: infos[name]?.idPath ?? "id", from: root) else { return false }
-                    return (try? KeyEncoder.key(id, in: reader)) == orphan.key
-                }
-            }
-            guard let owners else { continue }
-            if owners.count == 1 { byCollection[owners[0], default: []].append(orphan) } else { unplaced += 1 }
-        }
-        if unplaced > 0 {
-            report.damage.append("\(unplaced) documents on pages no tree reaches could not be placed in one collection "
-                + "that lost documents, and were left out")
-        }
-        return byCollection
     }
 }

@@ -233,9 +233,13 @@ final class StoreCore {
 
     /// Damage found in the file, in the store's words: the collection whose key space it is in.
     static func describe(_ damage: StorageDamage) -> String {
-        let place = collectionName(ofKeySpace: damage.space).map { "collection '\($0)'" }
-            ?? (damage.space == metaName ? "the catalog" : damage.space)
+        let place = describe(space: damage.space)
         return (damage.page.map { "page \($0)" } ?? "the file") + (place.isEmpty ? "" : " (\(place))") + ": \(damage.message)"
+    }
+
+    /// A key space in the store's words: the collection it belongs to, the catalog, or its own name.
+    static func describe(space: String) -> String {
+        collectionName(ofKeySpace: space).map { "collection '\($0)'" } ?? (space == metaName ? "the catalog" : space)
     }
 
     /// The collection a key space belongs to (its documents or one of its indexes); `nil` for any other.
