@@ -222,3 +222,19 @@ private func expect(code: DocStoreError.Code, sourceLocation: SourceLocation = #
         #expect(try await Flight.include(#Predicate { $0.time < 3 }).results(in: store).allSatisfy { $0.origin == .LGA })
     }
 }
+
+@Suite struct TypedGroupPairTests {
+    @Test func groupsByTwoKeyPathsHavePairsForKeys() async throws {
+        let (store, dir, flights) = try await EnumFieldTests.populated()
+        defer { withExtendedLifetime(dir) {} }
+        let groups = try await Flight.query().groupBy(\.origin, \.dest).count(in: store)
+        var expected: [String: Int] = [:]
+        for f in flights { expected["\(f.origin)/\(f.dest.map { "\($0)" } ?? "nil")", default: 0] += 1 }
+        #expect(groups.count == expected.count)
+        for g in groups { #expect(g.value == expected["\(g.key.0)/\(g.key.1.map { "\($0)" } ?? "nil")"]) }
+        // Key order: by origin, then dest with nil first.
+        #expect(groups.first.map { $0.key.0 == .EWR && $0.key.1 == nil } == true)
+        let averages = try await Flight.query().groupBy(\.origin, \.level).average(\.time, in: store)
+        #expect(averages.count == 9)
+    }
+}

@@ -235,6 +235,24 @@ extension Query where Element: Document {
         return GroupedQuery(query: query, paths: path.map { [$0] } ?? [], key: { try $0[0].decoded(as: K.self) })
     }
 
+    /// The matches grouped by the values of two fields, each group's key a pair (`nil` a group of its own, first).
+    ///
+    /// For example: `let perRoute = try await Flight.query().groupBy(\.origin, \.dest).count(in: store)`, whose
+    /// groups' keys are `(origin, dest)`.
+    public func groupBy<K1: Decodable & Sendable, K2: Decodable & Sendable>(
+        _ first: KeyPath<Element, K1> & Sendable, _ second: KeyPath<Element, K2> & Sendable
+    ) -> GroupedQuery<Element, (K1, K2)> {
+        let paths = [first as AnyKeyPath, second as AnyKeyPath].map { TypeRegistry.fieldPath($0, of: Element.self) }
+        var query = self
+        if paths.contains(nil) && query.selection.problem == nil {
+            let keyPath = paths[0] == nil ? "\(first)" : "\(second)"
+            query.selection.problem = DocStoreError(.invalidSchema, "cannot group \(Element.self) by \(keyPath): it is "
+                + "not a stored field (a computed property, or a value the key path computes)", collection: collection)
+        }
+        return GroupedQuery(query: query, paths: paths.compactMap { $0 },
+                            key: { (try $0[0].decoded(as: K1.self), try $0[1].decoded(as: K2.self)) })
+    }
+
     // MARK: On the store
 
     /// The sum of a numeric field over the matches, in a read transaction of its own.
