@@ -120,11 +120,13 @@ extension Shell {
         return out
     }
 
-    /// A value with extended JSON's dates, `{"$date": "..."}`, read as dates, and strings equal to `nullMarker` as nil.
+    /// A value with extended JSON's dates, `{"$date": "..."}`, read as dates, the dump's `{"$double": "inf"}` as
+    /// the Double, and strings equal to `nullMarker` as nil.
     nonisolated static func readingDates(_ value: DocumentValue, nullMarker: String? = nil) -> DocumentValue {
         switch value {
         case .object(let fields):
             if let date = CSV.extendedDate(value) { return .date(date) }
+            if let d = value.taggedDouble { return .double(d) }
             return .object(fields.map { DocumentValue.Field($0.name, readingDates($0.value, nullMarker: nullMarker)) })
         case .array(let elements): return .array(elements.map { readingDates($0, nullMarker: nullMarker) })
         case .string(let s) where s == nullMarker: return .null
@@ -132,18 +134,11 @@ extension Shell {
         }
     }
 
-    /// A value as JSON for `.export`: dates written as extended JSON's `{"$date": "2024-05-01T00:00:00.000Z"}`, so
-    /// that `.import` reads them back as dates; the rest as ``DocumentValue/json(pretty:)`` writes it.
+    /// A value as JSON for `.export`: dates written as extended JSON's `{"$date": "2024-05-01T00:00:00.000Z"}`, and
+    /// NaN and the infinities as the dump writes them, `{"$double": "inf"}`, so that `.import` reads them back as
+    /// they were; the rest as ``DocumentValue/json(pretty:)`` writes it.
     nonisolated static func exportedJSON(_ value: DocumentValue) -> String {
-        func convert(_ value: DocumentValue) -> DocumentValue {
-            switch value {
-            case .date(let d): return .object([("$date", .string(CSV.printed(d)))])
-            case .object(let fields): return .object(fields.map { DocumentValue.Field($0.name, convert($0.value)) })
-            case .array(let elements): return .array(elements.map(convert))
-            default: return value
-            }
-        }
-        return convert(value).json()
+        value.extendedForJSON(dates: true).json()
     }
 
     static func parseJSONDocuments(_ text: String, origin: String) throws -> [DocumentValue] {
