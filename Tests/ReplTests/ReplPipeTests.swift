@@ -441,7 +441,7 @@ extension ShellSessions {
     /// Random documents with infinities, NaN, nil and the text "null" go out through `.export` and back in through
     /// `.import`, in each format, and come back as they were (through CSV, a missing field comes back as nil): the
     /// copy, printed in `.mode json`, is compared with the documents as the test made them.
-    @Test(arguments: ["json", "ndjson"])
+    @Test(arguments: ["json", "ndjson", "csv"])
     func nonFiniteNumbersNilAndNullTextSurviveAnExportAndImport(format: String) throws {
         var rng = ParserFuzzRandom(seed: 0x1F4 &+ UInt64(format.count))
         // Each value as the query language writes it, and as `.mode json` prints it.
