@@ -67,7 +67,9 @@ enum CSV {
         static func of(_ text: String) -> Kind {
             if let n = CSV.number(text) { return .number(n) }
             if text == "true" || text == "false" { return .bool(text == "true") }
-            if text.count == 24, text.hasSuffix("Z"), let d = Parser.date(text), CSV.printed(d) == text { return .date(d) }
+            if text.utf8.count == 24, text.utf8.last == UInt8(ascii: "Z"), let d = Parser.date(text), CSV.printed(d) == text {
+                return .date(d)
+            }
             return .text
         }
     }

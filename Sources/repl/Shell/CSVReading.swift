@@ -87,8 +87,14 @@ struct CSVRows<Source: CSVBytes> {
     }
 
     private mutating func take(quoted: Bool, into row: inout [CSV.Cell]) throws {
-        guard let text = String(validating: cell, as: UTF8.self) else {
-            throw ShellError("\(origin): line \(line) holds bytes that are not UTF-8 text")
+        let text: String
+        if cell.allSatisfy({ $0 < 0x80 }) {
+            text = String(decoding: cell, as: UTF8.self)   // ASCII, which needs no checking
+        } else {
+            guard let checked = String(validating: cell, as: UTF8.self) else {
+                throw ShellError("\(origin): line \(line) holds bytes that are not UTF-8 text")
+            }
+            text = checked
         }
         row.append(CSV.Cell(text: text, quoted: quoted))
         cell.removeAll(keepingCapacity: true)
@@ -163,6 +169,10 @@ extension CSV {
     /// `infinity`), as `.export` writes them. With `lenient` (a column given to `--number`), a leading `+`,
     /// leading zeros and a point with no digit on one side (`.5`, `5.`) are numbers too.
     static func number(_ text: String, lenient: Bool = false) -> Number? {
+        // Most cells of a file are short integers, or words: both are told from their bytes, without a copy.
+        if case let known?? = text.utf8.withContiguousStorageIfAvailable({ quickNumber($0, lenient: lenient) }) {
+            return known
+        }
         var text = Substring(text)
         if lenient, text.first == "+" { text = text.dropFirst() }
         var utf8 = text.utf8[...]
@@ -183,6 +193,8 @@ extension CSV {
             if !negative, let u = UInt64(String(Substring(utf8))) { return .integer(.uint(u)) }
         }
         guard let d = Double(String(text)), d.isFinite else { return nil }
+        // Written as the Double prints: the same digits, at once.
+        if !lenient, !parts.hasExponent, d.description == String(text) { return .double(d) }
         // The same digits as a form programs write the Double in: its shortest, its 17 significant digits (which
         // every Double has), or, for a whole number, its every digit (as `.export` writes one beyond 2^53).
         func same(_ written: String) -> Bool {
@@ -192,6 +204,32 @@ extension CSV {
         guard same(d.magnitude.description) || same(String(format: "%.17g", d.magnitude))
                 || (d == d.rounded() && same(String(format: "%.0f", d.magnitude))) else { return nil }
         return .double(d)
+    }
+
+    /// A cell's number when its bytes alone tell: an integer of up to 18 digits, written as `number` reads one;
+    /// `.some(nil)` for no number (text that starts with no digit, sign or point, and is no `inf` or `nan`);
+    /// `nil` when ``number(_:lenient:)`` has to look closer.
+    private static func quickNumber(_ bytes: UnsafeBufferPointer<UInt8>, lenient: Bool) -> Number?? {
+        guard let first = bytes.first else { return .some(nil) }
+        func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
+        if !isDigit(first) && first != UInt8(ascii: "-") && first != UInt8(ascii: ".") && first != UInt8(ascii: "+") {
+            // Only inf, infinity and nan (any case) start with a letter.
+            let lower = first | 0x20
+            guard lower == UInt8(ascii: "i") || lower == UInt8(ascii: "n"), bytes.count == 3 || bytes.count == 8
+            else { return .some(nil) }
+            return nil
+        }
+        let negative = first == UInt8(ascii: "-")
+        let start = negative ? 1 : 0
+        let count = bytes.count - start
+        guard count > 0, count <= 18, lenient || count == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
+        var value: Int64 = 0
+        for i in start..<bytes.count {
+            let b = bytes[i]
+            guard isDigit(b) else { return nil }
+            value = value * 10 + Int64(b - 0x30)
+        }
+        return .some(.integer(.int(negative ? -value : value)))
     }
 
     /// A number's significant digits and the power of ten of the last one: `48.0500` and `4805e-2` are both
@@ -387,17 +425,20 @@ extension CSV {
             case nil:
                 break
             }
+            let jsonLooking = looksLikeJSON(cell.text)
+            // Once a cell is text, the rest are looked at only until one shows the column had numbers too.
+            let typing = !cell.quoted && (column.allTyped || !column.sawTyped)
+            let kind = !jsonLooking && (typing || column.allJSON) ? Kind.of(cell.text) : nil
             if column.allJSON {
-                if looksLikeJSON(cell.text) {
+                if jsonLooking {
                     column.looksJSON = true
                     if jsonValue(cell.text) == nil { column.allJSON = false }
-                } else if !isJSONScalar(cell.text) {
+                } else if !isJSONScalar(cell.text, kind) {
                     column.allJSON = false
                 }
             }
-            // Once a cell is text, the rest are looked at only until one shows the column had numbers too.
-            guard !cell.quoted, column.allTyped || !column.sawTyped else { return }
-            switch Kind.of(cell.text) {
+            guard typing, let kind else { return }
+            switch kind {
             case .number, .bool, .date:
                 column.sawTyped = true
             case .text:
@@ -407,10 +448,12 @@ extension CSV {
         }
 
         /// Whether a cell is JSON's `true`, `false`, `null` or a number as JSON writes it (not `inf` or `nan`).
-        private func isJSONScalar(_ text: String) -> Bool {
-            if text == "true" || text == "false" || text == "null" { return true }
-            guard CSV.number(text) != nil, let last = text.utf8.last else { return false }
-            return (0x30...0x39).contains(last)
+        private func isJSONScalar(_ text: String, _ kind: Kind?) -> Bool {
+            switch kind {
+            case .bool?: return true
+            case .number?: return text.utf8.last.map { (0x30...0x39).contains($0) } ?? false
+            default: return text == "null"
+            }
         }
 
         /// A cell of a `--dates` column as a date.
