@@ -4,7 +4,7 @@ import Foundation
 /// `dd.MM.yyyy HH:mm`), read in the POSIX locale (English month names, whatever the machine's language) and in UTC
 /// unless the pattern has a zone (`Z`, `XXX`, `zzz`), whose offset the text then gives.
 ///
-/// Used by ``FieldConversion/date`` and by the shell's `.import --date-format`.
+/// Used by ``MigrationContext/convertField(_:in:to:format:)`` and by the shell's `.import --date-format`.
 public final class DateTextFormat: @unchecked Sendable, CustomStringConvertible {
     // `@unchecked Sendable`: the formatter, which is not, is only used under the lock.
     public let pattern: String
@@ -36,6 +36,17 @@ public final class DateTextFormat: @unchecked Sendable, CustomStringConvertible 
     }
 
     public var description: String { pattern }
+
+    /// The date text in ISO 8601 is written for: a day (`2024-05-01`), or a time with `Z` or a zone's offset, with
+    /// or without fractional seconds (`2024-05-01T10:30:00Z`, `2024-05-01T10:30:00.250+02:00`); `nil` for other
+    /// text.
+    public static func iso8601(_ text: String) -> Date? {
+        if let d = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return d }
+        if let d = try? Date(text, strategy: Date.ISO8601FormatStyle()) { return d }
+        let dayOnly = Date.ISO8601FormatStyle().year().month().day()
+        if text.utf8.count == 10, let d = try? Date(text, strategy: dayOnly) { return d }
+        return nil
+    }
 }
 
 /// A date pattern ``DateTextFormat`` refuses.

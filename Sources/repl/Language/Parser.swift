@@ -972,13 +972,7 @@ struct Parser {
     }
 
     /// An ISO 8601 date (`2024-05-01`, midnight UTC) or date and time.
-    static func date(_ text: String) -> Date? {
-        if let d = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return d }
-        if let d = try? Date(text, strategy: Date.ISO8601FormatStyle()) { return d }
-        let dayOnly = Date.ISO8601FormatStyle().year().month().day()
-        if text.count == 10, let d = try? Date(text, strategy: dayOnly) { return d }
-        return nil
-    }
+    static func date(_ text: String) -> Date? { DateTextFormat.iso8601(text) }
 }
 
 /// "Did you mean": the closest word by edit distance, when it is close enough.

@@ -60,7 +60,8 @@ extension Shell {
             + "migrator has that it has not"),
         ("migrate", ".migrate NAME STEP [; STEP ...]", "apply a migration of these steps, once, in one transaction "
             + "(asks first): renameField C FIELD NEW; addField C FIELD VALUE; removeField C FIELD; convertField C "
-            + "FIELD string|int|double|bool; renameCollection C NEW; dropCollection C; createIndex NAME C FIELDS "
+            + "FIELD string|int|double|bool|date [DATEFORMAT] (text in ISO 8601, or as \"MMM d yyyy\" writes it, in "
+            + "UTC unless the format has a zone); renameCollection C NEW; dropCollection C; createIndex NAME C FIELDS "
             + "[unique|multi]; dropIndex NAME C"),
         ("exit", ".exit [CODE]", "leave the shell (also .quit, or Ctrl-D)"),
     ]
