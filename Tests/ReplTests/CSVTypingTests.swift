@@ -298,6 +298,40 @@ import Testing
         }
     }
 
+    /// Text handed over a few bytes at a time.
+    private struct Trickle: CSVBytes {
+        var bytes: [UInt8]
+        var rng: ParserFuzzRandom
+        mutating func nextBlock() throws -> [UInt8] {
+            let n = min(bytes.count, Int.random(in: 1...7, using: &rng))
+            defer { bytes.removeFirst(n) }
+            return Array(bytes.prefix(n))
+        }
+    }
+
+    /// Rows whose quotes, CRLFs, multi-byte letters and byte order mark fall across the blocks of the file read the
+    /// same as from one block.
+    @Test func rowsReadTheSameWhateverTheBlocks() throws {
+        let text = "\u{FEFF}name,note\r\n\"Ann \"\"A\"\"\",\"two\r\nlines\"\r\nTromsø,\r\n\r\nØ,\"\"\nlast,row"
+        func rows<Source: CSVBytes>(_ source: Source) throws -> [[CSV.Cell]] {
+            var reader = CSVRows(source, origin: "t")
+            var out: [[CSV.Cell]] = []
+            while let (cells, _) = try reader.next() { out.append(cells) }
+            return out
+        }
+        let whole = try rows(CSVTextBytes(text: text))
+        #expect(whole.map { $0.map(\.text) } == [["name", "note"], ["Ann \"A\"", "two\r\nlines"], ["Tromsø", ""],
+                                                 ["Ø", ""], ["last", "row"]])
+        #expect(whole[3][1].quoted && !whole[2][1].quoted)
+        for seed in 0..<50 {
+            #expect(try rows(Trickle(bytes: Array(text.utf8), rng: ParserFuzzRandom(seed: UInt64(seed)))) == whole)
+        }
+        var lines = FileLines(Trickle(bytes: Array("a\r\nbø\n\nc".utf8), rng: ParserFuzzRandom(seed: 9)), origin: "t")
+        var read: [String] = []
+        while let line = try lines.next() { read.append(line) }
+        #expect(read == ["a", "bø", "", "c"])
+    }
+
     @Test func numbersAreExportedWithoutAnExponentAndReadBackTheSame() {
         var rng = ParserFuzzRandom(seed: 0xD0B)
         var values: [Double] = [0.00001, 1e21, -1e-7, 123456789.125, 1e15, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 0.1, -0.0]

@@ -87,6 +87,9 @@ struct CSVRows<Source: CSVBytes> {
     }
 
     private mutating func take(quoted: Bool, into row: inout [CSV.Cell]) throws {
+        if line == 1, row.isEmpty, cell.starts(with: [0xEF, 0xBB, 0xBF]) {
+            cell.removeFirst(3)   // a byte order mark before the header is no part of its first name
+        }
         let text: String
         if cell.allSatisfy({ $0 < 0x80 }) {
             text = String(decoding: cell, as: UTF8.self)   // ASCII, which needs no checking
@@ -105,9 +108,6 @@ struct CSVRows<Source: CSVBytes> {
         var row: [CSV.Cell] = []
         var quoted = false, wasQuoted = false, atCellStart = true
         var start = line
-        if line == 1, bytes.at == 0, try peek() == 0xEF, bytes.block.starts(with: [0xEF, 0xBB, 0xBF]) {
-            bytes.at = 3   // a byte order mark before the header is no part of its first name
-        }
         while let byte = try nextByte() {
             if quoted {
                 if byte == UInt8(ascii: "\"") {
