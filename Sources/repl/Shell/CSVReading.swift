@@ -67,6 +67,10 @@ struct ByteBlocks<Source: CSVBytes> {
 struct CSVRows<Source: CSVBytes> {
     private var bytes: ByteBlocks<Source>
     private var cell: [UInt8] = []
+    /// The bits of the cell's bytes together: below 0x80, it is ASCII.
+    private var cellBits: UInt8 = 0
+    /// How many cells the last row had, to make room for as many.
+    private var width = 0
     private let origin: String
     /// The line the next row starts on.
     private(set) var line = 1
@@ -76,22 +80,12 @@ struct CSVRows<Source: CSVBytes> {
         self.origin = origin
     }
 
-    private mutating func nextByte() throws -> UInt8? {
-        guard try bytes.hasMore() else { return nil }
-        defer { bytes.at += 1 }
-        return bytes.block[bytes.at]
-    }
-
-    private mutating func peek() throws -> UInt8? {
-        try bytes.hasMore() ? bytes.block[bytes.at] : nil
-    }
-
     private mutating func take(quoted: Bool, into row: inout [CSV.Cell]) throws {
         if line == 1, row.isEmpty, cell.starts(with: [0xEF, 0xBB, 0xBF]) {
             cell.removeFirst(3)   // a byte order mark before the header is no part of its first name
         }
         let text: String
-        if cell.allSatisfy({ $0 < 0x80 }) {
+        if cellBits < 0x80 {
             text = String(decoding: cell, as: UTF8.self)   // ASCII, which needs no checking
         } else {
             guard let checked = String(validating: cell, as: UTF8.self) else {
@@ -101,38 +95,78 @@ struct CSVRows<Source: CSVBytes> {
         }
         row.append(CSV.Cell(text: text, quoted: quoted))
         cell.removeAll(keepingCapacity: true)
+        cellBits = 0
+    }
+
+    /// Moves the bytes before the next of `stop`s in the block into the cell; whether it stopped at one (else the
+    /// block ended first).
+    private mutating func copy(until stops: (UInt8, UInt8, UInt8, UInt8)) -> Bool {
+        let from = bytes.at
+        var bits: UInt8 = 0
+        let end = bytes.block.withUnsafeBufferPointer { p -> Int in
+            var i = from
+            while i < p.count {
+                let b = p[i]
+                if b == stops.0 || b == stops.1 || b == stops.2 || b == stops.3 { break }
+                bits |= b
+                i += 1
+            }
+            return i
+        }
+        if end > from { cell.append(contentsOf: bytes.block[from..<end]) }
+        cellBits |= bits
+        bytes.at = end
+        return end < bytes.block.count
     }
 
     /// The next row and the line it starts on, or `nil` after the last.
     mutating func next() throws -> (cells: [CSV.Cell], line: Int)? {
         var row: [CSV.Cell] = []
+        row.reserveCapacity(width)
         var quoted = false, wasQuoted = false, atCellStart = true
         var start = line
-        while let byte = try nextByte() {
+        let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ",")
+        while try bytes.hasMore() {
             if quoted {
-                if byte == UInt8(ascii: "\"") {
-                    if try peek() == UInt8(ascii: "\"") { bytes.at += 1; cell.append(byte) } else { quoted = false }
-                } else {
-                    if byte == 0x0A { line += 1 }
+                // Up to the next quote, counting lines.
+                guard copy(until: (quote, 0x0A, quote, quote)) else { continue }
+                let byte = bytes.block[bytes.at]
+                bytes.at += 1
+                if byte == 0x0A {
+                    line += 1
                     cell.append(byte)
+                } else if try bytes.hasMore(), bytes.block[bytes.at] == quote {
+                    bytes.at += 1
+                    cell.append(quote)
+                } else {
+                    quoted = false
                 }
                 continue
             }
+            if !(atCellStart && bytes.block[bytes.at] == quote) {
+                let before = cell.count
+                let stopped = copy(until: (comma, 0x0A, 0x0D, atCellStart ? quote : comma))
+                if cell.count > before { atCellStart = false }
+                guard stopped else { continue }
+            }
+            let byte = bytes.block[bytes.at]
+            bytes.at += 1
             switch byte {
-            case UInt8(ascii: "\"") where atCellStart:
+            case quote where atCellStart:
                 quoted = true; wasQuoted = true; atCellStart = false
-            case UInt8(ascii: ","):
+            case comma:
                 try take(quoted: wasQuoted, into: &row)
                 atCellStart = true; wasQuoted = false
             case 0x0A, 0x0D:
-                if byte == 0x0D, try peek() == 0x0A { bytes.at += 1 }
+                if byte == 0x0D, try bytes.hasMore(), bytes.block[bytes.at] == 0x0A { bytes.at += 1 }
                 let blank = row.isEmpty && cell.isEmpty && !wasQuoted
                 try take(quoted: wasQuoted, into: &row)
                 line += 1
-                if !blank { return (row, start) }
+                if !blank { width = row.count; return (row, start) }
                 row = []; atCellStart = true; wasQuoted = false; start = line
             default:
                 cell.append(byte)
+                cellBits |= byte
                 atCellStart = false
             }
         }
@@ -222,11 +256,20 @@ extension CSV {
         let negative = first == UInt8(ascii: "-")
         let start = negative ? 1 : 0
         let count = bytes.count - start
-        guard count > 0, count <= 18, lenient || count == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
+        guard count > 0, count <= 18, lenient || count == 1 || bytes[start] != UInt8(ascii: "0") else {
+            // A byte no number has (a space, a colon, a letter but e) rules one out at once: `2013-01-01 05:00:00`.
+            let letter = count > 0 && !isDigit(bytes[start]) && bytes[start] != UInt8(ascii: ".")
+            if !letter, bytes.contains(where: { !isDigit($0) && !".eE+-".utf8.contains($0) }) { return .some(nil) }
+            return nil
+        }
         var value: Int64 = 0
         for i in start..<bytes.count {
             let b = bytes[i]
-            guard isDigit(b) else { return nil }
+            guard isDigit(b) else {
+                let letter = i == start && b != UInt8(ascii: ".")
+                if !letter, bytes.contains(where: { !isDigit($0) && !".eE+-".utf8.contains($0) }) { return .some(nil) }
+                return nil
+            }
             value = value * 10 + Int64(b - 0x30)
         }
         return .some(.integer(.int(negative ? -value : value)))
@@ -566,17 +609,38 @@ extension CSV {
         -> (Plan, Shell.DocumentBatch) {
         var first = CSVRows(try CSVFileBytes(path: path), origin: path)
         let plan = try Plan(&first, origin: path, reading: reading, idPath: idPath)
+        /// Each document in turn, read and built on a thread of its own while those before it are written.
         @Sendable func forEach(_ body: (DocumentValue) throws -> Void) throws {
-            var rows = CSVRows(try CSVFileBytes(path: path), origin: path)
-            guard let header = try rows.next(), header.cells.map(\.text) == plan.header else {
-                throw ShellError("\(path) changed while it was imported (its header is not what it was); nothing was "
-                    + "imported")
+            let pipe = DocumentPipe()
+            let reader = Thread {
+                do {
+                    var rows = CSVRows(try CSVFileBytes(path: path), origin: path)
+                    guard let header = try rows.next(), header.cells.map(\.text) == plan.header else {
+                        throw ShellError("\(path) changed while it was imported (its header is not what it was); "
+                            + "nothing was imported")
+                    }
+                    var row = 1
+                    var batch: [DocumentValue] = []
+                    batch.reserveCapacity(DocumentPipe.batchSize)
+                    while let (cells, _) = try rows.next() {
+                        row += 1
+                        batch.append(try plan.document(cells, row: row))
+                        if batch.count == DocumentPipe.batchSize {
+                            guard pipe.put(batch) else { break }
+                            batch.removeAll(keepingCapacity: true)
+                        }
+                    }
+                    if !batch.isEmpty { _ = pipe.put(batch) }
+                    pipe.finish(nil)
+                } catch {
+                    pipe.finish(error)
+                }
             }
-            var row = 1
-            while let (cells, _) = try rows.next() {
-                row += 1
-                if row % 1000 == 0 { try Task.checkCancellation() }   // Ctrl-C: the whole write is rolled back
-                try body(try plan.document(cells, row: row))
+            reader.start()
+            defer { pipe.stop() }
+            while let batch = try pipe.take() {
+                try Task.checkCancellation()   // Ctrl-C: the whole write is rolled back
+                for d in batch { try body(d) }
             }
         }
         guard inMemory else { return (plan, Shell.DocumentBatch(count: plan.count, ids: plan.ids, forEach: forEach)) }
@@ -585,5 +649,61 @@ extension CSV {
         return (plan, Shell.DocumentBatch(count: plan.count, ids: plan.ids) { [held] body in
             for d in held { try body(d) }
         })
+    }
+}
+
+/// Batches of documents handed from the thread that builds them to the one that writes them: a few wait at most, so
+/// that memory stays bounded however long the file.
+final class DocumentPipe: @unchecked Sendable {
+    // `@unchecked Sendable`: every property is used under the condition's lock.
+    static let batchSize = 1024
+    private static let capacity = 4
+    private let condition = NSCondition()
+    private var batches: [[DocumentValue]] = []
+    private var finished = false
+    private var failure: (any Error)?
+    private var stopped = false
+
+    /// Hands a batch over, waiting while the pipe is full; false once the writer stopped taking them.
+    func put(_ batch: [DocumentValue]) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while batches.count >= Self.capacity && !stopped { condition.wait() }
+        guard !stopped else { return false }
+        batches.append(batch)
+        condition.broadcast()
+        return true
+    }
+
+    /// Says that no batch follows: the builder got to the end, or failed with `error`.
+    func finish(_ error: (any Error)?) {
+        condition.lock()
+        defer { condition.unlock() }
+        finished = true
+        failure = error
+        condition.broadcast()
+    }
+
+    /// The next batch, waiting for it; `nil` after the last; the builder's error after the batches before it.
+    func take() throws -> [DocumentValue]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while batches.isEmpty && !finished { condition.wait() }
+        if !batches.isEmpty {
+            condition.broadcast()
+            return batches.removeFirst()
+        }
+        if let failure { throw failure }
+        return nil
+    }
+
+    /// Stops taking batches, and waits until the builder has stopped too.
+    func stop() {
+        condition.lock()
+        defer { condition.unlock() }
+        stopped = true
+        condition.broadcast()
+        while !finished { condition.wait() }
+        batches.removeAll()
     }
 }
