@@ -494,7 +494,8 @@ extension CSV {
         private func isJSONScalar(_ text: String, _ kind: Kind?) -> Bool {
             switch kind {
             case .bool?: return true
-            case .number?: return text.utf8.last.map { (0x30...0x39).contains($0) } ?? false
+            case .number(.double(let d))?: return d.isFinite   // not inf or nan
+            case .number?: return true
             default: return text == "null"
             }
         }
