@@ -386,7 +386,8 @@ extension CSV {
         /// The columns kept as text though some of their cells were numbers, with the cell that decided it.
         var keptText: [KeptText] = []
         let origin: String
-        private var flat: Bool { paths.allSatisfy { $0.components.count == 1 } }
+        /// Whether every column is a field of the document itself, none nested.
+        private var flat = true
 
         /// Reads every row of `rows` once.
         init<Source: CSVBytes>(_ rows: inout CSVRows<Source>, origin: String, reading: Reading, idPath: FieldPath?)
@@ -401,6 +402,7 @@ extension CSV {
                 if name.isEmpty { throw ShellError("\(origin): column \(i + 1) of the header has no name") }
                 paths.append(path(ofColumn: name))
             }
+            flat = paths.allSatisfy { $0.components.count == 1 }
             var seen: [FieldPath: Int] = [:]
             for (i, path) in paths.enumerated() {
                 if let first = seen[path] {
