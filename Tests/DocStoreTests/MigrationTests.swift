@@ -368,6 +368,51 @@ private func everything(_ store: DocStore) async throws -> String {
         #expect(try await store.verify().isClean)
     }
 
+    @Test func convertFieldReadsDatesInISO8601OrInAFormat() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.write { ctx in
+            try ctx.insert(.object([("id", .int(1)), ("day", .string("Jan 5 2013")), ("iso", .string("2013-01-05"))]),
+                           into: "flights")
+            try ctx.insert(.object([("id", .int(2)), ("day", .string("Dec 31 2013")), ("iso", .null)]), into: "flights")
+            try ctx.insert(.object([("id", .int(3)), ("slashed", .string("2013/01/05 10:00 +0100"))]), into: "flights")
+        }
+        try await store.applyMigration("dates") { m in
+            try m.convertField("day", in: "flights", to: .date, format: "MMM d yyyy")
+            try m.convertField("iso", in: "flights", to: .date)
+            try m.convertField("slashed", in: "flights", to: .date, format: "yyyy/MM/dd HH:mm Z")
+        }
+        let stored = try await Query<DocumentValue>("flights").results(in: store)
+        let jan5 = Date(timeIntervalSince1970: 1_357_344_000)
+        #expect(stored[0][field: "day"] == .date(jan5))
+        #expect(stored[0][field: "iso"] == .date(jan5))
+        #expect(stored[1][field: "day"] == .date(Date(timeIntervalSince1970: 1_388_448_000)))
+        #expect(stored[1][field: "iso"] == .null)
+        #expect(stored[2][field: "slashed"] == .date(Date(timeIntervalSince1970: 1_357_376_400)))
+        // Text in another format fails the migration, naming the value and the format; nothing is written.
+        try await store.write { try $0.insert(.object([("id", .int(4)), ("when", .string("2013-01-05"))]), into: "later") }
+        try await store.write { try $0.insert(.object([("id", .int(5)), ("when", .string("Jan 6 2013"))]), into: "later") }
+        do {
+            try await store.applyMigration("bad") { m in
+                try m.convertField("when", in: "later", to: .date, format: "MMM d yyyy")
+            }
+            Issue.record("a date in another format was converted")
+        } catch let error as DocStoreError {
+            #expect(error.code == .migrationFailed)
+            #expect("\(error)".contains("\"2013-01-05\" is not a date written as MMM d yyyy"), "\(error)")
+        }
+        #expect(try await Query<DocumentValue>("later").results(in: store).map { $0[field: "when"] }
+                == [.string("2013-01-05"), .string("Jan 6 2013")])
+        // A format for another kind, or one that reads no whole date, is refused.
+        for (kind, format) in [(FieldConversion.int, "yyyy"), (.date, "MM/dd")] {
+            await #expect(throws: DocStoreError.self) {
+                try await store.applyMigration("format \(kind) \(format)") { m in
+                    try m.convertField("when", in: "later", to: kind, format: format)
+                }
+            }
+        }
+    }
+
     @Test func migrationsAreRecordedAndRunOnce() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }

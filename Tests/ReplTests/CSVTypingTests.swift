@@ -1,5 +1,6 @@
-// How `.import` reads CSV: a column is typed only when every cell of it reads as a value written as it prints, so
-// that no text is ever changed into a number; missing values, dates, and rows that do not fit the header.
+// How `.import` reads CSV: a column is typed only when every cell of it reads as a number (in any form that loses no
+// digit), true/false or a printed date, so that no text is ever changed into a number; missing values, dates, the
+// columns given to --number and --text, and rows that do not fit the header.
 
 import DocStore
 import Foundation
@@ -7,8 +8,16 @@ import Testing
 @testable import repl
 
 @Suite struct CSVTypingTests {
-    private func documents(_ text: String, null: String? = nil, dates: [FieldPath] = []) throws -> [DocumentValue] {
-        try CSV.documents(text, origin: "test.csv", reading: CSV.Reading(nullMarker: null, dates: Set(dates)))
+    private func documents(_ text: String, null: String? = nil, dates: [FieldPath] = [], format: String? = nil,
+                           numbers: [FieldPath] = [], texts: [FieldPath] = []) throws -> [DocumentValue] {
+        try CSV.documents(text, origin: "test.csv", reading: reading(null: null, dates: dates, format: format,
+                                                                     numbers: numbers, texts: texts))
+    }
+
+    private func reading(null: String? = nil, dates: [FieldPath] = [], format: String? = nil, numbers: [FieldPath] = [],
+                         texts: [FieldPath] = []) throws -> CSV.Reading {
+        CSV.Reading(nullMarker: null, dates: Set(dates), dateFormat: try format.map(DateTextFormat.init),
+                    numbers: Set(numbers), texts: Set(texts))
     }
 
     private func column(_ name: String, _ docs: [DocumentValue]) -> [DocumentValue?] {
@@ -16,13 +25,21 @@ import Testing
     }
 
     @Test func textThatLooksLikeANumberKeepsItsColumnText() throws {
-        // The airports file's iata codes, zip codes with leading zeros, exponents, a plus sign.
-        let docs = try documents("iata,zip,code,big,signed\nMOR,00501,007,1e5,+3\n0E0,12345,42,2,4\n0E8,90210,1,3,5\n")
+        // The airports file's iata codes, zip codes with leading zeros, a plus sign; an exponent is a number.
+        let text = "iata,zip,code,big,signed\nMOR,00501,007,1e5,+3\n0E0,12345,42,2,4\n0E8,90210,1,3,5\n"
+        let (docs, plan) = try CSV.importing(text, origin: "test.csv", reading: CSV.Reading())
         #expect(column("iata", docs) == [.string("MOR"), .string("0E0"), .string("0E8")])
         #expect(column("zip", docs) == [.string("00501"), .string("12345"), .string("90210")])
         #expect(column("code", docs) == [.string("007"), .string("42"), .string("1")])
-        #expect(column("big", docs) == [.string("1e5"), .string("2"), .string("3")])
+        #expect(column("big", docs) == [.double(100_000), .int(2), .int(3)])
         #expect(column("signed", docs) == [.string("+3"), .string("4"), .string("5")])
+        // Each column kept as text is named, with the first cell that kept it so.
+        #expect(plan.keptText == [CSV.KeptText(column: "iata", row: 2, text: "MOR"),
+                                  CSV.KeptText(column: "zip", row: 2, text: "00501"),
+                                  CSV.KeptText(column: "code", row: 2, text: "007"),
+                                  CSV.KeptText(column: "signed", row: 2, text: "+3")])
+        // A column of words alone is not named: nothing in it was a number.
+        #expect(try CSV.importing("w\nOslo\nBergen\n", origin: "t", reading: CSV.Reading()).plan.keptText.isEmpty)
     }
 
     @Test func columnsOfNumbersAsTheyPrintAreNumbers() throws {
@@ -97,62 +114,119 @@ import Testing
         #expect(docs[0][field: "Body Mass (g)"] == .int(3750))
     }
 
-    /// Random columns of number-like, word, true/false and empty cells: each column is typed exactly when every
-    /// cell is written as its value prints, checked against a plain reading of that rule.
+    /// Random columns of numbers in many forms, words, true/false and empty cells: each column is typed exactly when
+    /// every cell is a number, true/false or empty, checked against an oracle of its own: a regular expression for
+    /// the form, and Foundation's Decimal for whether the Double keeps every digit written.
     @Test func randomColumnsAreTypedByTheRule() throws {
         var rng = ParserFuzzRandom(seed: 0xC5F)
-        let canonical = ["0", "7", "-12", "340", "2.5", "-0.25", "10.0", "0.001", "9007199254740993", "true", "false"]
-        let odd = ["007", "1e5", "0E0", "+3", "1.", ".5", "1,5", "Oslo", "NaN", "inf", "0x1F", "-", "1.2.3", " 4"]
-        for _ in 0..<200 {
+        let numbers = ["0", "7", "-12", "340", "2.5", "-0.25", "10.0", "0.001", "9007199254740993", "1e3", "1E+03",
+                       "-0.5", "2.50", "48.053808600000004", "1013.3", "4.8e-05", "-2E-3", "0.0", "true", "false",
+                       "inf", "-inf", "nan", "NaN", "Infinity", "3.14159265358979323846", "1.0000000000000001", "1e400",
+                       "0.10000000000000001", "0.30000000000000004"]
+        let words = ["007", "0150", "+3", "1.", ".5", "1,5", "Oslo", "0x1F", "-", "1.2.3", " 4", "N14228", "e5", "1e",
+                     "--1", "-nan", "1_000"]
+        let form = try NSRegularExpression(pattern: "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?$")
+        func oracle(_ raw: String) -> DocumentValue? {
+            switch raw.lowercased() {
+            case "true", "false": return .bool(raw == "true")
+            case "inf", "infinity": return .double(.infinity)
+            case "-inf", "-infinity": return .double(-.infinity)
+            case "nan": return .double(.nan)
+            default: break
+            }
+            guard form.firstMatch(in: raw, range: NSRange(raw.startIndex..., in: raw)) != nil else { return nil }
+            if !raw.contains(where: { ".eE".contains($0) }) { return Int64(raw).map { .int($0) } }
+            // The digits of the Double's shortest form or of its 17 significant digits.
+            guard let d = Double(raw), d.isFinite, let decimal = Decimal(string: raw),
+                  decimal == Decimal(string: "\(d)") || decimal == Decimal(string: String(format: "%.17g", d))
+            else { return nil }
+            return .double(d)
+        }
+        func same(_ a: DocumentValue?, _ b: DocumentValue?) -> Bool {
+            if case .double(let x)? = a, case .double(let y)? = b, x.isNaN && y.isNaN { return true }
+            return a == b
+        }
+        for _ in 0..<300 {
             let columns = Int.random(in: 1...4, using: &rng)
             let rows = Int.random(in: 1...6, using: &rng)
             var cells = [[String]](repeating: [], count: rows)
-            var expectTyped: [Bool] = []
             for _ in 0..<columns {
-                let pool = Bool.random(using: &rng) ? canonical : canonical + odd
-                var typed = true
+                let pool = Int.random(in: 0..<3, using: &rng) == 0 ? numbers + words : numbers
                 for r in 0..<rows {
                     // (A row of one empty cell would be a blank line, which CSV readers skip.)
                     let empty = columns > 1 && Int.random(in: 0..<5, using: &rng) == 0
-                    let cell = empty ? "" : pool.randomElement(using: &rng)!
-                    // A quoted cell (one with a comma or a leading space) is text and types nothing.
-                    if odd.contains(cell) && !cell.contains(",") && !cell.hasPrefix(" ") { typed = false }
-                    cells[r].append(cell)
+                    cells[r].append(empty ? "" : pool.randomElement(using: &rng)!)
                 }
-                expectTyped.append(typed)
             }
             let header = (0..<columns).map { "c\($0)" }
-            let text = ([header] + cells).map { $0.map { $0.contains(",") || $0.hasPrefix(" ") ? "\"\($0)\"" : $0 }
+            // A cell with a comma or a leading space is quoted, and so text, which types nothing.
+            func quoted(_ cell: String) -> Bool { cell.contains(",") || cell.hasPrefix(" ") }
+            let text = ([header] + cells).map { $0.map { quoted($0) ? "\"\($0)\"" : $0 }
                 .joined(separator: ",") }.joined(separator: "\n") + "\n"
             let docs = try documents(text)
             try #require(docs.count == rows)
             for (c, name) in header.enumerated() {
+                let typed = (0..<rows).allSatisfy { r in
+                    let raw = cells[r][c]
+                    return raw.isEmpty || quoted(raw) || oracle(raw) != nil
+                }
                 for r in 0..<rows {
                     let raw = cells[r][c]
                     let got = docs[r][field: name]
                     if raw.isEmpty { #expect(got == .null, "\(text)"); continue }
-                    // A quoted cell (here those with a comma or a leading space) is always text.
-                    if !expectTyped[c] || raw.contains(",") || raw.hasPrefix(" ") {
-                        #expect(got == .string(raw), "column \(name) of\n\(text)")
-                        continue
-                    }
-                    switch raw {
-                    case "true", "false": #expect(got == .bool(raw == "true"), "\(text)")
-                    default:
-                        if raw.contains(".") {
-                            #expect(got == .double(Double(raw)!), "\(raw) in\n\(text)")
-                        } else {
-                            #expect(got == .int(Int64(raw)!), "\(raw) in\n\(text)")
-                        }
-                    }
+                    let expected = typed && !quoted(raw) ? oracle(raw) : .string(raw)
+                    #expect(same(got, expected), "\(raw) in column \(name) of\n\(text)")
                 }
             }
         }
     }
 
-    @Test func trailingZerosAndQuotedJSONLookingTextStayText() throws {
-        // 2.50 would print as 2.5: the column keeps what was written.
-        #expect(column("v", try documents("v\n2.50\n1.5\n")) == [.string("2.50"), .string("1.5")])
+    @Test func numbersInAnyFormThatKeepsTheirDigitsAreNumbers() throws {
+        let docs = try documents("pressure,lat\n1013.3,48.053808600000004\n1e3,-0.5\n1E+03,61.5\n2.50,\n")
+        #expect(column("pressure", docs) == [.double(1013.3), .double(1000), .double(1000), .double(2.5)])
+        #expect(column("lat", docs) == [.double(48.053808600000004), .double(-0.5), .double(61.5), .null])
+        // One more digit than the Double holds: the column keeps the text, as written.
+        #expect(column("x", try documents("x\n1.0000000000000001\n2\n")) == [.string("1.0000000000000001"), .string("2")])
+    }
+
+    @Test func numberAndTextOverrideTheTypingOfTheirColumns() throws {
+        let text = "zip,code,n\n0150,+3,1\n12345,.5,\"2\"\n"
+        let docs = try documents(text, numbers: ["zip", "code"], texts: ["n"])
+        #expect(column("zip", docs) == [.int(150), .int(12345)])
+        #expect(column("code", docs) == [.int(3), .double(0.5)])
+        #expect(column("n", docs) == [.string("1"), .string("2")])
+        // A cell of a --number column that is no number is an error naming its row and text.
+        do {
+            _ = try documents("zip\n0150\nN/A\n", numbers: ["zip"])
+            Issue.record("a --number column with a word was accepted")
+        } catch let error as ShellError {
+            #expect(error.description.contains("row 3") && error.description.contains("N/A"), "\(error)")
+        }
+        #expect(throws: ShellError.self) { try documents("zip\n1\n", numbers: ["zips"]) }
+        #expect(throws: ShellError.self) { try documents("zip\n1\n", numbers: ["zip"], texts: ["zip"]) }
+    }
+
+    @Test func dateColumnsReadTheirFormat() throws {
+        let docs = try documents("day,note\nJan 5 2013,a\nDec 31 2013,b\n,c\n", dates: ["day"], format: "MMM d yyyy")
+        #expect(column("day", docs) == [.date(Date(timeIntervalSince1970: 1_357_344_000)),
+                                        .date(Date(timeIntervalSince1970: 1_388_448_000)), .null])
+        let slashed = try documents("day\n2013/01/05\n", dates: ["day"], format: "yyyy/MM/dd")
+        #expect(column("day", slashed) == [.date(Date(timeIntervalSince1970: 1_357_344_000))])
+        // A zone in the format is read from the text.
+        let zoned = try documents("at\n2013/01/05 10:00 +0100\n", dates: ["at"], format: "yyyy/MM/dd HH:mm Z")
+        #expect(column("at", zoned) == [.date(Date(timeIntervalSince1970: 1_357_376_400))])
+        do {
+            _ = try documents("day\nJan 5 2013\n2013-01-06\n", dates: ["day"], format: "MMM d yyyy")
+            Issue.record("a date in another format was accepted")
+        } catch let error as ShellError {
+            #expect(error.description.contains("row 3") && error.description.contains("2013-01-06")
+                    && error.description.contains("MMM d yyyy"), "\(error)")
+        }
+        // A format that cannot read a whole date back is refused.
+        #expect(throws: DateFormatError.self) { try DateTextFormat("MM/dd") }
+    }
+
+    @Test func quotedJSONLookingTextStaysText() throws {
         // Quoted text that looks like JSON, beside plain text, is text.
         let docs = try documents("p\n\"{\"\"a\"\":1}\"\nplain\n")
         #expect(column("p", docs) == [.string(#"{"a":1}"#), .string("plain")])
@@ -224,6 +298,40 @@ import Testing
         }
     }
 
+    /// Text handed over a few bytes at a time.
+    private struct Trickle: CSVBytes {
+        var bytes: [UInt8]
+        var rng: ParserFuzzRandom
+        mutating func nextBlock() throws -> [UInt8] {
+            let n = min(bytes.count, Int.random(in: 1...7, using: &rng))
+            defer { bytes.removeFirst(n) }
+            return Array(bytes.prefix(n))
+        }
+    }
+
+    /// Rows whose quotes, CRLFs, multi-byte letters and byte order mark fall across the blocks of the file read the
+    /// same as from one block.
+    @Test func rowsReadTheSameWhateverTheBlocks() throws {
+        let text = "\u{FEFF}name,note\r\n\"Ann \"\"A\"\"\",\"two\r\nlines\"\r\nTromsø,\r\n\r\nØ,\"\"\nlast,row"
+        func rows<Source: CSVBytes>(_ source: Source) throws -> [[CSV.Cell]] {
+            var reader = CSVRows(source, origin: "t")
+            var out: [[CSV.Cell]] = []
+            while let (cells, _) = try reader.next() { out.append(cells) }
+            return out
+        }
+        let whole = try rows(CSVTextBytes(text: text))
+        #expect(whole.map { $0.map(\.text) } == [["name", "note"], ["Ann \"A\"", "two\r\nlines"], ["Tromsø", ""],
+                                                 ["Ø", ""], ["last", "row"]])
+        #expect(whole[3][1].quoted && !whole[2][1].quoted)
+        for seed in 0..<50 {
+            #expect(try rows(Trickle(bytes: Array(text.utf8), rng: ParserFuzzRandom(seed: UInt64(seed)))) == whole)
+        }
+        var lines = FileLines(Trickle(bytes: Array("a\r\nbø\n\nc".utf8), rng: ParserFuzzRandom(seed: 9)), origin: "t")
+        var read: [String] = []
+        while let line = try lines.next() { read.append(line) }
+        #expect(read == ["a", "bø", "", "c"])
+    }
+
     @Test func numbersAreExportedWithoutAnExponentAndReadBackTheSame() {
         var rng = ParserFuzzRandom(seed: 0xD0B)
         var values: [Double] = [0.00001, 1e21, -1e-7, 123456789.125, 1e15, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 0.1, -0.0]
@@ -238,7 +346,8 @@ import Testing
                 Issue.record("\(d) written as \(cell) does not read back as a number")
                 continue
             }
-            #expect(back == .double(d) || (d == 0 && back == .double(0)), "\(d) written as \(cell) read back as \(back)")
+            #expect(back.value == .double(d) || (d == 0 && back.value == .double(0)),
+                    "\(d) written as \(cell) read back as \(back)")
         }
     }
 }

@@ -86,6 +86,25 @@ extension ShellSessions {
         #expect(try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath)) == before, "the store's file changed")
     }
 
+    /// `.migrate ... convertField C FIELD date FORMAT` reads text written in the format as dates.
+    @Test func migrateConvertsTextToDatesInAFormat() throws {
+        let sandbox = try ShellSandbox()
+        let script = """
+            flights.insert([{"id": 1, "day": "2013/01/05"}, {"id": 2, "day": "2013/12/31"}])
+            .migrate dates convertField flights day date "yyyy/MM/dd"
+            .mode json
+            flights.sortBy(id)
+            .migrate bad convertField flights day int "yyyy"
+
+            """
+        let result = try sandbox.run([sandbox.storePath, "--yes"], input: script)
+        #expect(result.stdout.contains(#""day":"2013-01-05T00:00:00.000Z""#), "\(result.stdout)")
+        #expect(result.stdout.contains(#""day":"2013-12-31T00:00:00.000Z""#), "\(result.stdout)")
+        #expect(result.stderr.contains("usage: convertField COLLECTION FIELD"), "\(result.stderr)")
+        let migrations = try sandbox.run([sandbox.storePath, ".migrations"])
+        #expect(migrations.stdout.contains("convert field flights.day to date written as yyyy/MM/dd"), "\(migrations)")
+    }
+
     /// `.migrate` applies steps once, recorded; `.migrations` lists them; a failing step changes nothing.
     @Test func migrationsFromTheShell() throws {
         let sandbox = try ShellSandbox()

@@ -463,6 +463,112 @@ extension ShellSessions {
         #expect(copied.stdout.contains(#""address":{"city":"Oslo","street":"Storgata 1"}"#), "\(copied)")
     }
 
+    /// Random documents with infinities, NaN, nil and the text "null" go out through `.export` and back in through
+    /// `.import`, in each format, and come back as they were (through CSV, a missing field comes back as nil): the
+    /// copy, printed in `.mode json`, is compared with the documents as the test made them.
+    @Test(arguments: ["json", "ndjson", "csv"])
+    func nonFiniteNumbersNilAndNullTextSurviveAnExportAndImport(format: String) throws {
+        var rng = ParserFuzzRandom(seed: 0x1F4 &+ UInt64(format.count))
+        // Each value as the query language writes it, and as `.mode json` prints it.
+        let numbers: [(String, Any?)] = [("inf", ["$double": "inf"]), ("-inf", ["$double": "-inf"]),
+                                         ("nan", ["$double": "nan"]), ("nil", NSNull()), ("1.25", 1.25),
+                                         ("-0.5", -0.5), ("2.5e-7", 2.5e-7), ("", nil)]
+        let texts: [(String, Any?)] = [(#""null""#, "null"), (#""inf""#, "inf"), (#""nan""#, "nan"), (#""""#, ""),
+                                       ("nil", NSNull()), (#""Oslo""#, "Oslo"), ("", nil)]
+        var literals: [String] = [], expected: [[String: Any]] = []
+        for id in 1...40 {
+            var fields = [#""id": \#(id)"#]
+            var document: [String: Any] = ["id": id]
+            for (name, pool) in [("x", numbers), ("s", texts)] {
+                let (literal, printed) = pool.randomElement(using: &rng)!
+                if literal.isEmpty {
+                    if format == "csv" { document[name] = NSNull() }   // CSV cannot tell missing from nil
+                    continue
+                }
+                fields.append(#""\#(name)": \#(literal)"#)
+                document[name] = printed
+            }
+            literals.append("{" + fields.joined(separator: ", ") + "}")
+            expected.append(document)
+        }
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(["people.insert([" + literals.joined(separator: ", ") + "])"])
+        let file = sandbox.path("people.\(format)")
+        let result = try sandbox.run([sandbox.storePath, ".export people \(file)", ".import \(file) copy"])
+        try #require(result.status == 0, "\(result)")
+        let copy = try sandbox.documents("copy.sortBy(id)")
+        let written = try sandbox.read("people.\(format)")
+        try #require(copy.count == expected.count, "\(copy)")
+        for (got, want) in zip(copy, expected) {
+            #expect(got == want as NSDictionary, "\(format): got \(got), want \(want)\n\(written)")
+        }
+    }
+
+    /// A CSV import types its columns from every cell, names those kept as text and the cell that decided it, and
+    /// takes --number, --text and --date-format; a cell --number cannot read imports nothing.
+    @Test func csvImportTypesColumnsSaysWhichStayedTextAndTakesOverrides() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.write("""
+            id,faa,lat,pressure,zip,day
+            1,04G,41.1304722,1013.3,0150,Jan 5 2013
+            2,06A,32.4605722,1e3,12345,Feb 1 2013
+            3,1000,48.053808600000004,998,+3,Dec 31 2013
+
+            """, to: "airports.csv")
+        let file = sandbox.path("airports.csv")
+        let result = try sandbox.run([sandbox.storePath, ".import \(file) airports --dates day --date-format \"MMM d yyyy\"",
+                                      "airports.include(lat > 40).count()", "airports.max(pressure)"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("Imported 3 documents into airports."), "\(result)")
+        #expect(result.stdout.contains(#"Kept as text, for a cell that is not a number: faa (row 2: "04G"), zip (row 2: "0150")"#),
+                "\(result)")
+        #expect(result.stdout.contains("\n2\n"), "\(result)")
+        #expect(result.stdout.contains("1013.3"), "\(result)")
+        let docs = try sandbox.documents("airports.sortBy(id)")
+        #expect(docs.map { $0["day"] as? String } == ["2013-01-05T00:00:00.000Z", "2013-02-01T00:00:00.000Z",
+                                                      "2013-12-31T00:00:00.000Z"])
+        #expect(docs.map { $0["pressure"] as? Double } == [1013.3, 1000, 998])
+
+        // --number reads 0150 and +3; --text keeps lat as written; the import replaces the three, asking first.
+        let again = try sandbox.run(["--yes", sandbox.storePath, ".import \(file) airports --number zip --text lat",
+                                     "airports.sortBy(id)"])
+        #expect(again.status == 0, "\(again)")
+        #expect(again.stdout.contains("replacing 3"), "\(again)")
+        let typed = try sandbox.documents("airports.sortBy(id)")
+        #expect(typed.map { $0["zip"] as? Int } == [150, 12345, 3])
+        #expect(typed.map { $0["lat"] as? String } == ["41.1304722", "32.4605722", "48.053808600000004"])
+
+        // A cell --number cannot read, or a date in another format: an error naming it, and nothing imported.
+        let refused = try sandbox.run([sandbox.storePath, ".import \(file) other --number faa"])
+        #expect(refused.status == 1 && refused.stderr.contains(#"row 2, column 'faa': "04G" is not a number"#), "\(refused)")
+        let badDate = try sandbox.run([sandbox.storePath, ".import \(file) other --dates day --date-format yyyy/MM/dd"])
+        #expect(badDate.status == 1 && badDate.stderr.contains("'Jan 5 2013' is not a date written as yyyy/MM/dd"),
+                "\(badDate)")
+        #expect(!(try sandbox.run([sandbox.storePath, ".collections"]).stdout.contains("other")))
+    }
+
+    /// Inside a transaction, an import is held until commit, and a rollback drops it.
+    @Test func csvAndNDJSONImportsInATransactionApplyAtCommit() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.write("id,n\n1,10\n2,20\n", to: "a.csv")
+        try sandbox.write("{\"id\": 3, \"n\": 30}\n\n{\"id\": 4, \"n\": 40}\n", to: "b.ndjson")
+        let result = try sandbox.run([sandbox.storePath], input: """
+            begin
+            .import \(sandbox.path("a.csv")) t
+            .import \(sandbox.path("b.ndjson")) t
+            t.count()
+            commit
+            begin
+            .import \(sandbox.path("b.ndjson")) dropped
+            rollback
+
+            """)
+        #expect(result.status == 0, "\(result)")
+        #expect(try sandbox.count("t.count()") == 4)
+        #expect(!(try sandbox.run([sandbox.storePath, ".collections"]).stdout.contains("dropped")))
+        #expect(try sandbox.documents("t.sortBy(id)").map { $0["n"] as? Int } == [10, 20, 30, 40])
+    }
+
     @Test func savedFilterIsKeptInTheStoreForTheNextProcess() throws {
         let sandbox = try ShellSandbox()
         try sandbox.prepare(ShellSandbox.threePeople)

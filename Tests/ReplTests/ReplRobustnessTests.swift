@@ -37,6 +37,21 @@ extension ShellSessions {
         #expect(!(try sandbox.run([sandbox.storePath, ".collections"]).stdout.contains("people:")))
     }
 
+    @Test func importRefusesACommaBeforeAClosingBracketNamingWhereItIs() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.write("[{\"a\": 1},\n {\"a\": 2},\n]\n", to: "list.json")
+        try sandbox.write("{\"a\": 1}\n{\"a\": 1, \"b\": 2,}\n", to: "object.ndjson")
+        let list = try sandbox.run([sandbox.storePath, ".import \(sandbox.path("list.json")) people"])
+        #expect(list.status == 1 && list.stderr.contains("line 2, column 10"), "\(list)")
+        #expect(list.stderr.contains("a comma before ']'"), "\(list)")
+        let object = try sandbox.run([sandbox.storePath, ".import \(sandbox.path("object.ndjson")) people"])
+        #expect(object.status == 1 && object.stderr.contains("line 2, column 16"), "\(object)")
+        #expect(!(try sandbox.run([sandbox.storePath, ".collections"]).stdout.contains("people:")))
+        // The query language keeps allowing it.
+        let query = try sandbox.run([sandbox.storePath, "people.insert([{\"a\": 1,},])", "people.count()"])
+        #expect(query.status == 0 && query.stdout.contains("1"), "\(query)")
+    }
+
     @Test func readOfAFileThatReadsItselfStopsWithAnError() throws {
         let sandbox = try ShellSandbox()
         let loop = sandbox.path("loop.txt")

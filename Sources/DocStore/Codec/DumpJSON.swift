@@ -18,7 +18,7 @@ enum DumpJSON {
         case .int(let i): append(String(i), &out)
         case .string(let s): string(s, &out)
         case .double(let d):
-            if d.isFinite { append(value.json(), &out) } else { tagged("$double", d.isNaN ? "nan" : d > 0 ? "inf" : "-inf", &out) }
+            if d.isFinite { append(value.json(), &out) } else { tagged("$double", nonFiniteText(d), &out) }
         case .uint(let u): tagged("$uint", String(u), &out)
         case .uuid(let u): tagged("$uuid", u.uuidString, &out)
         case .bytes(let b): tagged("$bytes", Data(b).base64EncodedString(), &out)
@@ -132,6 +132,19 @@ enum DumpJSON {
         append("{\"\(tag)\":", &out)
         string(text, &out)
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// The text of `{"$double": ...}` for a Double JSON cannot write: `nan`, `inf` or `-inf`.
+    static func nonFiniteText(_ d: Double) -> String { d.isNaN ? "nan" : d > 0 ? "inf" : "-inf" }
+
+    /// The Double that ``nonFiniteText(_:)`` wrote `text` for.
+    static func nonFinite(_ text: String) -> Double? {
+        switch text {
+        case "nan": return .nan
+        case "inf": return .infinity
+        case "-inf": return -.infinity
+        default: return nil
+        }
     }
 
     static func parseDate(_ text: String) -> Date? {
@@ -326,12 +339,8 @@ enum DumpJSON {
                 guard let d = Data(base64Encoded: try text()) else { throw failure("$bytes holds no base64") }
                 return .bytes(Array(d))
             case ("$double", 1):
-                switch try text() {
-                case "nan": return .double(.nan)
-                case "inf": return .double(.infinity)
-                case "-inf": return .double(-.infinity)
-                default: throw failure("$double holds no nan, inf or -inf")
-                }
+                guard let d = DumpJSON.nonFinite(try text()) else { throw failure("$double holds no nan, inf or -inf") }
+                return .double(d)
             case ("$date", 1), ("$date", 2):
                 if fields.count == 2 {
                     guard fields[1].name == "$seconds", case .double(let s) = fields[1].value else {
@@ -345,5 +354,21 @@ enum DumpJSON {
                 throw failure("an object whose first field is \(tag) is not one a dump writes")
             }
         }
+    }
+}
+
+extension DocumentValue {
+    /// A Double JSON cannot write (NaN or an infinity) as a dump writes it: the object `{"$double": "inf"}` (or
+    /// `"-inf"`, `"nan"`), which ``taggedDouble`` reads back; `nil` for a finite Double.
+    public static func tagged(nonFinite d: Double) -> DocumentValue? {
+        d.isFinite ? nil : .object([Field("$double", .string(DumpJSON.nonFiniteText(d)))])
+    }
+
+    /// The Double an object `{"$double": "nan"}` (`"inf"`, `"-inf"`) stands for, as a dump writes it; `nil` for
+    /// any other value.
+    public var taggedDouble: Double? {
+        guard case .object(let fields) = self, fields.count == 1, fields[0].name == "$double",
+              case .string(let text) = fields[0].value else { return nil }
+        return DumpJSON.nonFinite(text)
     }
 }

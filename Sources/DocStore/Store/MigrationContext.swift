@@ -95,6 +95,28 @@ public final class MigrationContext {
         }
     }
 
+    /// Changes a field's text to dates written as `format` says, a pattern of Unicode's date fields read in the
+    /// POSIX locale and in UTC unless it has a zone (see ``DateTextFormat``):
+    /// `try m.convertField("day", in: "flights", to: .date, format: "MMM d yyyy")`. Dates stay as they are; `null`
+    /// stays `null`.
+    ///
+    /// - Throws: ``DocStoreError/Code/migrationFailed`` when `kind` is not ``FieldConversion/date``, when the
+    ///   pattern does not read a whole date, or, naming the document and its value, when a value is not text
+    ///   written in that format; nothing of the migration is written.
+    public func convertField(_ path: FieldPath, in collection: String, to kind: FieldConversion, format: String)
+        throws {
+        let step = "convert field \(collection).\(path) to \(kind.rawValue) written as \(format)"
+        guard kind == .date else {
+            throw DocStoreError(.migrationFailed, "\(step): only a date has a format; convert to \(kind.rawValue) "
+                + "without one")
+        }
+        let dates: DateTextFormat
+        do { dates = try DateTextFormat(format) } catch {
+            throw DocStoreError(.migrationFailed, "\(step): \(error)")
+        }
+        try convertField(path, in: collection, step: step) { try kind.convert($0, format: dates) }
+    }
+
     /// Replaces a field's value in every document that has it with what `convert` makes of it.
     public func convertField(_ path: FieldPath, in collection: String,
                              _ convert: (DocumentValue) throws -> DocumentValue) throws {
@@ -312,9 +334,18 @@ public enum FieldConversion: String, Sendable, CaseIterable {
     case double
     /// A Bool: from `true`/`false`/`yes`/`no`/`1`/`0` in text (any case), or the integers 0 and 1.
     case bool
+    /// A date: from text in ISO 8601 (`2024-05-01`, `2024-05-01T10:30:00Z`, with a zone's offset or fractional
+    /// seconds), or in the format given to ``MigrationContext/convertField(_:in:to:format:)``.
+    case date
 
-    /// `value` as this kind; throws, naming the value, when it has no such form.
-    public func convert(_ value: DocumentValue) throws -> DocumentValue {
+    /// `value` as this kind; throws, naming the value, when it has no such form. `format` says how text is written
+    /// when converting it to a date (ISO 8601 without it).
+    public func convert(_ value: DocumentValue, format: DateTextFormat? = nil) throws -> DocumentValue {
+        if self == .date, case .string(let text) = value {
+            let date = format.map { $0.date(from: text) } ?? DateTextFormat.iso8601(text)
+            if let date { return .date(date) }
+            throw ConversionFailure(value: value, kind: self, format: format?.pattern)
+        }
         if let converted = converted(value) { return converted }
         throw ConversionFailure(value: value, kind: self)
     }
@@ -322,6 +353,7 @@ public enum FieldConversion: String, Sendable, CaseIterable {
     private func converted(_ value: DocumentValue) -> DocumentValue? {
         switch (self, value) {
         case (_, .null): return .null
+        case (.date, .date): return value
         case (.string, .string): return value
         case (.string, .int(let i)): return .string(String(i))
         case (.string, .uint(let u)): return .string(String(u))
@@ -359,7 +391,21 @@ public enum FieldConversion: String, Sendable, CaseIterable {
 public struct ConversionFailure: Error, Sendable, CustomStringConvertible {
     public let value: DocumentValue
     public let kind: FieldConversion
-    public var description: String { "\(value.json()) has no \(kind.rawValue) form" }
+    /// The pattern dates were to be written in, for a conversion to a date with one.
+    public var format: String?
+
+    public init(value: DocumentValue, kind: FieldConversion, format: String? = nil) {
+        self.value = value
+        self.kind = kind
+        self.format = format
+    }
+
+    public var description: String {
+        if kind == .date {
+            return "\(value.json()) is not a date " + (format.map { "written as \($0)" } ?? "in ISO 8601")
+        }
+        return "\(value.json()) has no \(kind.rawValue) form"
+    }
 }
 
 extension FieldPath {

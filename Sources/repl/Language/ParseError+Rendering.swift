@@ -5,10 +5,12 @@ extension ParseError {
     /// The message with the line of `source` it is about and a caret under the spot, as the shell prints it.
     ///
     /// A line wider than ``sourceWindow`` columns is shown as a window around the spot, each end that was cut
-    /// marked with `…`, the caret still under the spot.
-    func rendered(source: String, origin: String? = nil) -> String {
+    /// marked with `…`, the caret still under the spot. `firstLine` is the number of the source's first line in its
+    /// file, for a source that is one line of a longer file.
+    func rendered(source: String, origin: String? = nil, firstLine: Int = 1) -> String {
         let lines = source.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
-        var out = "error" + (origin.map { " in \($0)" } ?? "") + " at line \(location.line), column \(location.column): "
+        var out = "error" + (origin.map { " in \($0)" } ?? "")
+            + " at line \(location.line + firstLine - 1), column \(location.column): "
             + message + "\n"
         if location.line - 1 < lines.count {
             var line = Array(lines[location.line - 1])

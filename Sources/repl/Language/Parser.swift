@@ -15,6 +15,9 @@ struct Parser {
     private var text: String
     private var tokens: [Token]
     private var position = 0
+    /// Whether literals are read as a file's JSON, which has no comma before a closing bracket (the query language
+    /// allows one).
+    private var json = false
 
     init(_ text: String) throws(ParseError) {
         self.text = text
@@ -38,6 +41,7 @@ struct Parser {
     /// One value filling the whole text (a file's JSON): anything after it is an error.
     static func wholeLiteral(_ text: String) throws(ParseError) -> DocumentValue {
         var parser = try Parser(text)
+        parser.json = true
         let value = try parser.parseLiteral()
         guard parser.current.kind == .end else {
             throw parser.error("unexpected \(parser.current.shown) after the value; a file holds one value")
@@ -918,6 +922,12 @@ struct Parser {
                        length: max(1, last.location.offset + last.length - start.location.offset))
     }
 
+    /// A comma right before a closing bracket: the query language lets it be, JSON does not.
+    private func closingAfterComma(_ comma: Token) throws(ParseError) {
+        guard json else { return }
+        throw error("a comma before \(current.shown): JSON has none after the last value", at: comma)
+    }
+
     private mutating func parseValue(depth: Int) throws(ParseError) -> DocumentValue {
         guard depth < 200 else { throw error("values are nested too deeply") }
         let token = advance()
@@ -941,7 +951,11 @@ struct Parser {
             if current.symbol == "]" { _ = advance(); return .array([]) }
             while true {
                 elements.append(try parseValue(depth: depth + 1))
-                if current.symbol == "," { _ = advance(); if current.symbol == "]" { _ = advance(); break }; continue }
+                if current.symbol == "," {
+                    let comma = advance()
+                    if current.symbol == "]" { try closingAfterComma(comma); _ = advance(); break }
+                    continue
+                }
                 _ = try expect("]", "or ',' in the list")
                 break
             }
@@ -963,7 +977,11 @@ struct Parser {
                 }
                 _ = try expect(":", "after the field name")
                 fields.append(.init(key, try parseValue(depth: depth + 1)))
-                if current.symbol == "," { _ = advance(); if current.symbol == "}" { _ = advance(); break }; continue }
+                if current.symbol == "," {
+                    let comma = advance()
+                    if current.symbol == "}" { try closingAfterComma(comma); _ = advance(); break }
+                    continue
+                }
                 _ = try expect("}", "or ',' in the object")
                 break
             }
@@ -995,13 +1013,7 @@ struct Parser {
     }
 
     /// An ISO 8601 date (`2024-05-01`, midnight UTC) or date and time.
-    static func date(_ text: String) -> Date? {
-        if let d = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return d }
-        if let d = try? Date(text, strategy: Date.ISO8601FormatStyle()) { return d }
-        let dayOnly = Date.ISO8601FormatStyle().year().month().day()
-        if text.count == 10, let d = try? Date(text, strategy: dayOnly) { return d }
-        return nil
-    }
+    static func date(_ text: String) -> Date? { DateTextFormat.iso8601(text) }
 }
 
 /// "Did you mean": the closest word by edit distance, when it is close enough.

@@ -9,8 +9,10 @@ import Foundation
 /// - a column where every cell is a JSON value, at least one of them a list, an object or a string in quotes, is
 ///   read as JSON (`{"$date": "..."}` as a date); it is how a column holding lists or objects is written;
 /// - otherwise a quoted cell is text, and the unquoted cells are numbers, true/false or dates only when every one of
-///   them reads as such a value written exactly as it prints here; when any does not (`00501`, `0E0`, `1e5`,
-///   `2.50`, `Oslo`), the whole column stays text, as written;
+///   them reads as such a value: a number in any form whose digits a Double keeps (``CSV/number(_:lenient:)``), a
+///   date as DocStore prints it; when any does not (`00501`, `+3`, `.5`, `Oslo`), the whole column stays text, as
+///   written, and ``Plan/keptText`` says which cell decided it;
+/// - `--number` and `--text` (``Reading``) decide a column's rule instead;
 /// - an empty unquoted cell, or the null marker, is nil.
 enum CSV {
     static func quote(_ s: String, always: Bool = false) -> String {
@@ -55,57 +57,20 @@ enum CSV {
 
     /// What an unquoted cell of a column that is not JSON reads as, when its column allows it.
     enum Kind: Equatable {
-        /// A number written as it prints here: an optional minus, no leading zero, no `+`, no exponent, the
-        /// fraction's shortest digits.
-        case number(DocumentValue)
+        /// A number as ``CSV/number(_:lenient:)`` reads one.
+        case number(Number)
         case bool(Bool)
         /// A date written as DocStore prints it.
         case date(Date)
         case text
 
         static func of(_ text: String) -> Kind {
-            if let n = number(text) { return .number(n) }
+            if let n = CSV.number(text) { return .number(n) }
             if text == "true" || text == "false" { return .bool(text == "true") }
-            if text.count == 24, text.hasSuffix("Z"), let d = Parser.date(text), CSV.printed(d) == text { return .date(d) }
-            return .text
-        }
-
-        private static func number(_ text: String) -> DocumentValue? {
-            // Only the bytes are looked at until the shape is right: most cells of most columns are not numbers.
-            let shape = text.utf8.withContiguousStorageIfAvailable { Self.shape(of: $0) } ?? Self.shape(of: Array(text.utf8)[...])
-            switch shape {
-            case .integer:
-                if let i = Int64(text), String(i) == text { return .int(i) }
-                if let u = UInt64(text), String(u) == text { return .uint(u) }
-                return nil
-            case .fraction:
-                // Written with the shortest digits that give the same Double back, as `.export` writes it.
-                guard let d = Double(text), d.isFinite else { return nil }
-                let shortest = d.description
-                let same = shortest.utf8.contains(UInt8(ascii: "e")) ? CSV.plain(d) == text : shortest == text
-                return same ? .double(d) : nil
-            case nil:
-                return nil
+            if text.utf8.count == 24, text.utf8.last == UInt8(ascii: "Z"), let d = Parser.date(text), CSV.printed(d) == text {
+                return .date(d)
             }
-        }
-
-        private enum Shape { case integer, fraction }
-
-        /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?`, at most 1,100 fraction digits.
-        private static func shape<Bytes: Collection<UInt8>>(of bytes: Bytes) -> Shape? {
-            var i = bytes.startIndex
-            if i != bytes.endIndex, bytes[i] == UInt8(ascii: "-") { i = bytes.index(after: i) }
-            let wholeStart = i
-            while i != bytes.endIndex, (0x30...0x39).contains(bytes[i]) { i = bytes.index(after: i) }
-            let wholeCount = bytes.distance(from: wholeStart, to: i)
-            guard wholeCount > 0, bytes[wholeStart] != UInt8(ascii: "0") || wholeCount == 1 else { return nil }
-            if i == bytes.endIndex { return .integer }
-            guard bytes[i] == UInt8(ascii: ".") else { return nil }
-            i = bytes.index(after: i)
-            let fractionStart = i
-            while i != bytes.endIndex, (0x30...0x39).contains(bytes[i]) { i = bytes.index(after: i) }
-            let fractionCount = bytes.distance(from: fractionStart, to: i)
-            return i == bytes.endIndex && fractionCount > 0 && fractionCount <= 1_100 ? .fraction : nil
+            return .text
         }
     }
 
@@ -181,7 +146,7 @@ enum CSV {
             case let v? where style.isJSON: return CSV.quote(Shell.exportedJSON(v))
             case .string(let s)?: return CSV.quote(s, always: style.hasNonText || Kind.of(s) != .text)
             case .date(let d)?: return CSV.printed(d)
-            case .double(let d)? where d.isFinite: return CSV.plain(d)
+            case .double(let d)?: return d.isFinite ? CSV.plain(d) : DocumentValue.double(d).literalText
             case let v?: return CSV.quote(v.json())
             }
         }
@@ -195,163 +160,58 @@ enum CSV {
     /// holds a dot or a backtick in backticks, so that `.import` reads it back as one name.
     static func flatten(_ document: DocumentValue) -> [(String, DocumentValue)] { Renderer.flatten(document) }
 
-    /// The rows of a CSV text, each a list of cells.
-    static func rows(_ text: String, origin: String) throws -> [[Cell]] {
-        var rows: [[Cell]] = []
-        var row: [Cell] = []
-        var cell = ""
-        var quoted = false
-        var wasQuoted = false
-        var atCellStart = true
-        var line = 1
-        var chars = text.makeIterator()
-        var pending: Character? = nil
-        func nextChar() -> Character? {
-            if let p = pending { pending = nil; return p }
-            return chars.next()
-        }
-        while let c = nextChar() {
-            if quoted {
-                if c == "\"" {
-                    if let n = nextChar() {
-                        if n == "\"" { cell.append("\"") } else { quoted = false; pending = n }
-                    } else { quoted = false }
-                } else {
-                    if c == "\n" || c == "\r\n" { line += 1 }
-                    cell.append(c)
-                }
-                continue
-            }
-            switch c {
-            case "\"" where atCellStart:
-                quoted = true
-                wasQuoted = true
-                atCellStart = false
-            case ",":
-                row.append(Cell(text: cell, quoted: wasQuoted)); cell = ""; atCellStart = true; wasQuoted = false
-            case "\n", "\r\n", "\r":
-                row.append(Cell(text: cell, quoted: wasQuoted)); cell = ""; atCellStart = true; wasQuoted = false
-                if !(row.count == 1 && row[0].text.isEmpty && !row[0].quoted) { rows.append(row) }
-                row = []
-                line += 1
-            default:
-                cell.append(c)
-                atCellStart = false
-            }
-        }
-        if quoted { throw ShellError("\(origin): a quoted cell opened before line \(line) never closes") }
-        if !cell.isEmpty || !row.isEmpty || wasQuoted { row.append(Cell(text: cell, quoted: wasQuoted)); rows.append(row) }
-        return rows
-    }
-
     /// A cell's text, and whether it was in quotes (then it is text, whatever it looks like).
-    struct Cell: Equatable {
+    struct Cell: Equatable, Sendable {
         var text: String
         var quoted: Bool
     }
 
     /// How cells that are not quoted become values.
-    struct Reading {
+    struct Reading: Sendable {
         /// Unquoted cells that mean nil, besides the empty cell: `NA`.
         var nullMarker: String?
-        /// Columns whose cells are dates in ISO 8601 (`2024-05-01`, `2024-05-01T10:00:00Z`, ...).
+        /// Columns whose cells are dates: in ISO 8601 (`2024-05-01`, `2024-05-01T10:00:00Z`, ...), or as
+        /// `dateFormat` writes them.
         var dates: Set<FieldPath> = []
+        /// How the cells of `dates` are written, when not in ISO 8601.
+        var dateFormat: DateTextFormat?
+        /// Columns whose cells are all numbers, in any form (`--number`).
+        var numbers: Set<FieldPath> = []
+        /// Columns whose cells are all text, as written (`--text`).
+        var texts: Set<FieldPath> = []
+
+        /// The date a cell or string of `dates` is written for: as `dateFormat` writes dates, else in ISO 8601.
+        func date(_ text: String) -> Date? {
+            if let dateFormat { return dateFormat.date(from: text) }
+            return Parser.date(text)
+        }
+
+        /// What a date of `dates` is, for messages.
+        var dateWording: String {
+            if let dateFormat { return "a date written as \(dateFormat.pattern)" }
+            return "a date in ISO 8601 (such as 2024-05-01 or 2024-05-01T10:30:00Z; --date-format reads others)"
+        }
     }
 
-    /// Documents from CSV: the header names each column's field (dots nest; a name in backticks is one name), and
-    /// each column is read by the rules above. Columns named in `reading.dates` are dates, and a cell that is not
-    /// one is an error.
+    /// Documents from CSV text, read by the rules above: the header names each column's field (dots nest; a name in
+    /// backticks is one name). Columns named in `reading.dates` are dates, and a cell that is not one is an error.
     static func documents(_ text: String, origin: String, reading: Reading = Reading()) throws -> [DocumentValue] {
-        let rows = try rows(text, origin: origin)
-        guard let header = rows.first else { return [] }
-        var paths: [FieldPath] = []
-        for (i, cell) in header.enumerated() {
-            let name = cell.text.trimmingCharacters(in: .whitespaces)
-            if name.isEmpty { throw ShellError("\(origin): column \(i + 1) of the header has no name") }
-            paths.append(path(ofColumn: name))
-        }
-        var seen: [FieldPath: Int] = [:]
-        for (i, path) in paths.enumerated() {
-            if let first = seen[path] {
-                throw ShellError("\(origin): the header names '\(header[i].text)' twice (columns \(first + 1) and "
-                    + "\(i + 1)); each column needs a name of its own")
-            }
-            seen[path] = i
-        }
-        for path in reading.dates where !paths.contains(path) {
-            throw ShellError("\(origin): --dates names '\(path.written)', but no column of the header is named so "
-                + "(the header: \(paths.map(\.written).joined(separator: ", ")))")
-        }
-        for (r, row) in rows.dropFirst().enumerated() where row.count != header.count {
-            throw ShellError("\(origin): row \(r + 2) has \(row.count) cell\(row.count == 1 ? "" : "s"), the header "
-                + "\(header.count); every row needs one cell per column (an empty cell for a missing value)")
-        }
-        func isNull(_ cell: Cell) -> Bool {
-            !cell.quoted && (cell.text.isEmpty || cell.text == reading.nullMarker)
-        }
-        let body = rows.dropFirst()
-        // Each column's rule, from all its cells.
-        // Each column's cells as JSON values when it is a JSON column; else each unquoted cell's reading. Worked out
-        // once, for the column's rule and for the values.
-        var jsonValues: [[DocumentValue?]?] = [], typed: [Bool] = [], kinds: [[Kind?]] = []
-        for (c, path) in paths.enumerated() {
-            let dates = reading.dates.contains(path)
-            // Parsing every cell is costly: only a column with a cell that looks like JSON can be one.
-            var values: [DocumentValue?]?
-            if !dates, body.contains(where: { looksLikeJSON($0[c].text) }) {
-                values = []
-                for row in body {
-                    if isNull(row[c]) { values?.append(nil); continue }
-                    guard let value = jsonValue(row[c].text) else { values = nil; break }
-                    values?.append(value)
-                }
-            }
-            jsonValues.append(values)
-            var column: [Kind?] = []
-            column.reserveCapacity(body.count)
-            var allRead = true
-            for row in body {
-                let cell = row[c]
-                if cell.quoted || isNull(cell) || dates || !allRead { column.append(nil); continue }
-                let kind = Kind.of(cell.text)
-                if kind == .text { allRead = false }
-                column.append(kind)
-            }
-            typed.append(dates || allRead)
-            kinds.append(column)
-        }
+        try importing(text, origin: origin, reading: reading).documents
+    }
+
+    /// Documents from CSV text, and the import's plan (with the columns kept as text).
+    static func importing(_ text: String, origin: String, reading: Reading) throws
+        -> (documents: [DocumentValue], plan: Plan) {
+        var first = CSVRows(CSVTextBytes(text: text), origin: origin)
+        let plan = try Plan(&first, origin: origin, reading: reading, idPath: nil)
+        var rows = CSVRows(CSVTextBytes(text: text), origin: origin)
+        _ = try rows.next()
         var out: [DocumentValue] = []
-        out.reserveCapacity(body.count)
-        for (r, row) in body.enumerated() {
-            var document = DocumentValue.object([DocumentValue.Field]())
-            for (c, cell) in row.enumerated() {
-                let value: DocumentValue
-                if isNull(cell) {
-                    // Nil only where nothing is yet: an empty `address` beside an `address.city` keeps the object.
-                    if document[path: paths[c]] == nil { document = document.setting(.null, at: paths[c]) }
-                    continue
-                } else if reading.dates.contains(paths[c]) {
-                    guard let date = Parser.date(cell.text) else {
-                        throw ShellError("\(origin): row \(r + 2), column '\(header[c].text)': '\(cell.text)' is not a "
-                            + "date in ISO 8601 (such as 2024-05-01 or 2024-05-01T10:30:00Z)")
-                    }
-                    value = .date(date)
-                } else if let values = jsonValues[c], let parsed = values[r] {
-                    value = Shell.readingDates(parsed)
-                } else if cell.quoted || !typed[c] {
-                    value = .string(cell.text)
-                } else {
-                    switch kinds[c][r] ?? Kind.of(cell.text) {
-                    case .number(let n): value = n
-                    case .bool(let b): value = .bool(b)
-                    case .date(let d): value = .date(d)
-                    case .text: value = .string(cell.text)
-                    }
-                }
-                document = document.setting(value, at: paths[c])
-            }
-            out.append(document)
+        var row = 1
+        while let (cells, _) = try rows.next() {
+            row += 1
+            out.append(try plan.document(cells, row: row))
         }
-        return out
+        return (out, plan)
     }
 }

@@ -61,7 +61,7 @@ struct Renderer {
             case .table, .box, .line: return "(no \(noun))\n"
             }
         }
-        if mode == .json { return document.json(pretty: true) + "\n" }
+        if mode == .json { return document.extendedForJSON(dates: false).json(pretty: true) + "\n" }
         // A list of one is laid out at once, never stopped by Ctrl-C.
         return (try? render([document], fitting: columns, counting: noun)) ?? ""
     }
@@ -70,7 +70,7 @@ struct Renderer {
     /// as JSON an object, and with no line under a table (there is always one row).
     func render(value: DocumentValue, named column: String, fitting columns: Int? = nil) -> String {
         let row = DocumentValue.object([.init(column, value)])
-        if mode == .json { return row.json(pretty: true) + "\n" }
+        if mode == .json { return row.extendedForJSON(dates: false).json(pretty: true) + "\n" }
         return (try? render([row], fitting: columns, counting: nil)) ?? ""
     }
 
@@ -240,6 +240,19 @@ extension String {
 }
 
 extension DocumentValue {
+    /// The value as JSON output writes it: NaN and the infinities, which JSON lacks, as the dump writes them
+    /// (`{"$double": "inf"}`), and with `dates`, dates as `{"$date": "2024-05-01T00:00:00.000Z"}`; `.import` reads
+    /// both back.
+    func extendedForJSON(dates: Bool) -> DocumentValue {
+        switch self {
+        case .double(let d): return DocumentValue.tagged(nonFinite: d) ?? self
+        case .date(let d) where dates: return .object([Field("$date", .string(CSV.printed(d)))])
+        case .object(let fields): return .object(fields.map { Field($0.name, $0.value.extendedForJSON(dates: dates)) })
+        case .array(let elements): return .array(elements.map { $0.extendedForJSON(dates: dates) })
+        default: return self
+        }
+    }
+
     /// The value as the query language writes it: JSON, with `date("...")` for dates and `nil` for null.
     var literalText: String {
         switch self {

@@ -24,11 +24,19 @@ extension Shell {
             + "next (on at first)"),
         ("timer", ".timer on|off", "print the time, entries scanned and documents returned after each query"),
         ("explain", ".explain on|off", "print the plan before each query"),
-        ("import", ".import FILE COLLECTION [--null MARKER] [--dates FIELD,...]",
-         "load documents from JSON (an array), NDJSON or CSV, by extension; --null names the text of a missing "
-            + "value (as NA), --dates the fields that hold ISO 8601 dates"),
-        ("export", ".export COLLECTION|QUERY FILE", "write documents, or the rows a query prints (select, groupBy, sum "
-            + "...), to FILE as JSON, NDJSON (.ndjson) or CSV"),
+        ("import", ".import FILE COLLECTION [--null MARKER] [--dates FIELD,...] [--date-format FORMAT] "
+            + "[--number COLUMN,...] [--text COLUMN,...]",
+         "load documents from JSON (an array), NDJSON or CSV, by extension, all or none; --null names the text of "
+            + "a missing value (as NA), --dates the fields that hold dates, in ISO 8601 or as --date-format writes "
+            + "them (\"MMM d yyyy\", yyyy/MM/dd: in UTC unless the format has a zone). A CSV column is numbers when "
+            + "every cell is one in a form that loses no digit (1e3, 2.50, 48.053808600000004; inf, -inf, nan), "
+            + "else text, as with a leading zero (0150), a + or a word; the import names each column kept as text "
+            + "and the cell that decided it, and --number or --text decides instead. An empty cell is nil (quoted, "
+            + "\"\" is empty text). CSV and NDJSON are read as they are written, in bounded memory"),
+        ("export", ".export COLLECTION|QUERY FILE",
+         "write documents, or the rows a query prints (select, groupBy, sum ...), to FILE as JSON, NDJSON (.ndjson) "
+            + "or CSV; dates, and NaN and the infinities, as the dump writes them in JSON ({\"$double\": \"inf\"}), "
+            + "as inf, -inf, nan in CSV, nil as an empty cell, so that .import reads back the same values"),
         ("read", ".read FILE", "run the statements in FILE"),
         ("output", ".output [FILE]", "send results to FILE, or back to the terminal"),
         ("save", ".save NAME QUERY", "keep a query by name: .save adults people.include(age >= 18)"),
@@ -54,7 +62,8 @@ extension Shell {
             + "migrator has that it has not"),
         ("migrate", ".migrate NAME STEP [; STEP ...]", "apply a migration of these steps, once, in one transaction "
             + "(asks first): renameField C FIELD NEW; addField C FIELD VALUE; removeField C FIELD; convertField C "
-            + "FIELD string|int|double|bool; renameCollection C NEW; dropCollection C; createIndex NAME C FIELDS "
+            + "FIELD string|int|double|bool|date [DATEFORMAT] (text in ISO 8601, or as \"MMM d yyyy\" writes it, in "
+            + "UTC unless the format has a zone); renameCollection C NEW; dropCollection C; createIndex NAME C FIELDS "
             + "[unique|multi]; dropIndex NAME C"),
         ("exit", ".exit [CODE]", "leave the shell (also .quit, or Ctrl-D)"),
     ]

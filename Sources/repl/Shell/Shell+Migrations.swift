@@ -5,7 +5,7 @@ extension Shell {
     /// The steps `.migrate` takes, as written after the migration's name.
     nonisolated static let migrationSteps = [
         "renameField COLLECTION FIELD NEWNAME", "addField COLLECTION FIELD VALUE", "removeField COLLECTION FIELD",
-        "convertField COLLECTION FIELD string|int|double|bool", "renameCollection COLLECTION NEWNAME",
+        "convertField COLLECTION FIELD string|int|double|bool|date [DATEFORMAT]", "renameCollection COLLECTION NEWNAME",
         "dropCollection COLLECTION", "createIndex NAME COLLECTION FIELD[,FIELD...] [unique|multi]",
         "dropIndex NAME COLLECTION",
     ]
@@ -134,10 +134,15 @@ extension Shell {
             let path = try field(1)
             return { try $0.removeField(path, in: a[0]) }
         case "convertField":
-            try need(3, "convertField COLLECTION FIELD string|int|double|bool")
+            let usage = "convertField COLLECTION FIELD string|int|double|bool|date [DATEFORMAT]"
+            guard a.count == 3 || (a.count == 4 && a[2] == "date") else { throw ShellError("usage: \(usage)") }
             let path = try field(1)
             guard let kind = FieldConversion(rawValue: a[2]) else {
-                throw ShellError("a field converts to string, int, double or bool, not '\(a[2])'")
+                throw ShellError("a field converts to string, int, double, bool or date, not '\(a[2])'")
+            }
+            if a.count == 4 {
+                let format = a[3]
+                return { try $0.convertField(path, in: a[0], to: kind, format: format) }
             }
             return { try $0.convertField(path, in: a[0], to: kind) }
         case "renameCollection":

@@ -61,41 +61,64 @@ final class FileWriter: @unchecked Sendable {
 extension Shell {
     // MARK: Import
 
-    /// `.import FILE COLLECTION [--null MARKER] [--dates FIELD,...]`.
+    /// `.import FILE COLLECTION [--null MARKER] [--dates FIELD,...] [--date-format FORMAT] [--number COLUMN,...]
+    /// [--text COLUMN,...]`.
     func importFile(_ arguments: [String]) async throws {
-        let usage = ".import FILE COLLECTION [--null MARKER] [--dates FIELD,FIELD...]"
+        let usage = ".import FILE COLLECTION [--null MARKER] [--dates FIELD,...] [--date-format FORMAT] "
+            + "[--number COLUMN,...] [--text COLUMN,...]"
         guard arguments.count >= 2 else { throw ShellError("usage: \(usage)") }
         let (path, collection) = (arguments[0], Shell.name(arguments[1]))
         var reading = CSV.Reading()
         var options = arguments.dropFirst(2)
+        func fields(_ value: String, of option: String) throws -> [FieldPath] {
+            do { return try Parser.fieldPaths(value) } catch {
+                throw ShellError("\(option) takes field names separated by commas (`in backticks` when a name has "
+                    + "spaces or punctuation): \(error.message)")
+            }
+        }
         while let option = options.popFirst() {
             guard let value = options.popFirst() else { throw ShellError("\(option) needs a value; usage: \(usage)") }
             switch option {
             case "--null": reading.nullMarker = value
-            case "--dates":
-                do { reading.dates.formUnion(try Parser.fieldPaths(value)) } catch {
-                    throw ShellError("--dates takes field names separated by commas (`in backticks` when a name has "
-                        + "spaces or punctuation): \(error.message)")
-                }
+            case "--dates": reading.dates.formUnion(try fields(value, of: option))
+            case "--date-format":
+                do { reading.dateFormat = try DateTextFormat(value) } catch { throw ShellError("--date-format: \(error)") }
+            case "--number": reading.numbers.formUnion(try fields(value, of: option))
+            case "--text": reading.texts.formUnion(try fields(value, of: option))
             default: throw ShellError("unknown option '\(option)'; usage: \(usage)")
             }
         }
         let format = try TransferFormat(path: path)
-        let data = try Shell.contents(ofFile: path)
-        guard let text = String(data: data, encoding: .utf8) else { throw ShellError("\(path) is not UTF-8 text") }
-        var documents: [DocumentValue]
-        switch format {
-        case .json: documents = try Shell.parseJSONDocuments(text, origin: path)
-        case .ndjson: documents = try Shell.parseNDJSON(text, origin: path)
-        case .csv: documents = try CSV.documents(text, origin: path, reading: reading)
+        if format != .csv, let option = [("--number", reading.numbers), ("--text", reading.texts)].first(where: { !$0.1.isEmpty }) {
+            throw ShellError("\(option.0) types the columns of a CSV file; \(path) is JSON, whose values have their types")
         }
-        if format != .csv {
-            documents = try documents.enumerated().map { (i, d) in
-                try Shell.readingExtendedJSON(d, reading: reading, origin: "\(path), document \(i + 1)")
+        if reading.dateFormat != nil && reading.dates.isEmpty {
+            throw ShellError("--date-format says how the fields of --dates are written; name them with --dates")
+        }
+        try Shell.checkReadable(path)
+        let idPath = try await idPath(of: collection)
+        let batch: DocumentBatch
+        switch format {
+        case .csv:
+            let (plan, documents) = try CSV.streamed(path: path, reading: reading, idPath: idPath,
+                                                     inMemory: pending.isOpen)
+            batch = documents
+            if batch.count > 0 {
+                try await writeDocuments(batch, into: collection, idPath: idPath, replacing: true, from: path)
+            }
+            if !plan.keptText.isEmpty {
+                let kept = plan.keptText.map { "\($0.column) (row \($0.row): \($0.text.debugDescription))" }
+                console.note("Kept as text, for a cell that is not a number: \(kept.joined(separator: ", ")); "
+                    + "--number reads such a column as numbers, --text keeps any column as text.")
+            }
+        case .json, .ndjson:
+            batch = try Shell.jsonDocuments(path: path, format: format, reading: reading, idPath: idPath,
+                                            inMemory: pending.isOpen)
+            if batch.count > 0 {
+                try await writeDocuments(batch, into: collection, idPath: idPath, replacing: true, from: path)
             }
         }
-        if documents.isEmpty { console.note("\(path) holds no documents; nothing was imported."); return }
-        try await writeDocuments(documents, into: collection, replacing: true, from: path)
+        if batch.count == 0 { console.note("\(path) holds no documents; nothing was imported.") }
     }
 
     /// A JSON document as stored: `{"$date": "..."}` becomes a date, and so do the strings at the paths of
@@ -105,24 +128,25 @@ extension Shell {
         for path in reading.dates.sorted(by: { $0.description < $1.description }) {
             switch out[path: path] {
             case .string(let text)?:
-                guard let date = Parser.date(text) else {
-                    throw ShellError("\(origin): '\(path)' is \(text.debugDescription), not a date in ISO 8601 "
-                        + "(such as 2024-05-01 or 2024-05-01T10:30:00Z)")
+                guard let date = reading.date(text) else {
+                    throw ShellError("\(origin): '\(path)' is \(text.debugDescription), not \(reading.dateWording)")
                 }
                 out = out.setting(.date(date), at: path)
             case nil, .null?, .date?: break
             case let other?:
-                throw ShellError("\(origin): '\(path)' is \(other.json()), not a date in ISO 8601")
+                throw ShellError("\(origin): '\(path)' is \(other.json()), not \(reading.dateWording)")
             }
         }
         return out
     }
 
-    /// A value with extended JSON's dates, `{"$date": "..."}`, read as dates, and strings equal to `nullMarker` as nil.
+    /// A value with extended JSON's dates, `{"$date": "..."}`, read as dates, the dump's `{"$double": "inf"}` as
+    /// the Double, and strings equal to `nullMarker` as nil.
     nonisolated static func readingDates(_ value: DocumentValue, nullMarker: String? = nil) -> DocumentValue {
         switch value {
         case .object(let fields):
             if let date = CSV.extendedDate(value) { return .date(date) }
+            if let d = value.taggedDouble { return .double(d) }
             return .object(fields.map { DocumentValue.Field($0.name, readingDates($0.value, nullMarker: nullMarker)) })
         case .array(let elements): return .array(elements.map { readingDates($0, nullMarker: nullMarker) })
         case .string(let s) where s == nullMarker: return .null
@@ -130,21 +154,14 @@ extension Shell {
         }
     }
 
-    /// A value as JSON for `.export`: dates written as extended JSON's `{"$date": "2024-05-01T00:00:00.000Z"}`, so
-    /// that `.import` reads them back as dates; the rest as ``DocumentValue/json(pretty:)`` writes it.
+    /// A value as JSON for `.export`: dates written as extended JSON's `{"$date": "2024-05-01T00:00:00.000Z"}`, and
+    /// NaN and the infinities as the dump writes them, `{"$double": "inf"}`, so that `.import` reads them back as
+    /// they were; the rest as ``DocumentValue/json(pretty:)`` writes it.
     nonisolated static func exportedJSON(_ value: DocumentValue) -> String {
-        func convert(_ value: DocumentValue) -> DocumentValue {
-            switch value {
-            case .date(let d): return .object([("$date", .string(CSV.printed(d)))])
-            case .object(let fields): return .object(fields.map { DocumentValue.Field($0.name, convert($0.value)) })
-            case .array(let elements): return .array(elements.map(convert))
-            default: return value
-            }
-        }
-        return convert(value).json()
+        value.extendedForJSON(dates: true).json()
     }
 
-    static func parseJSONDocuments(_ text: String, origin: String) throws -> [DocumentValue] {
+    nonisolated static func parseJSONDocuments(_ text: String, origin: String) throws -> [DocumentValue] {
         let value: DocumentValue
         do { value = try Parser.wholeLiteral(text) } catch { throw ShellError(error.rendered(source: text, origin: origin)) }
         switch value {
@@ -154,24 +171,58 @@ extension Shell {
         }
     }
 
-    static func parseNDJSON(_ text: String, origin: String) throws -> [DocumentValue] {
-        var out: [DocumentValue] = []
-        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)
-        for (i, line) in lines.enumerated() where !line.allSatisfy(\.isWhitespace) {
+    /// The documents of a JSON or NDJSON file, with `reading`'s dates and null marker, to write. NDJSON is read a
+    /// line at a time, once to check every line and take the ids, and again as the documents are written (held in
+    /// memory instead with `inMemory`, for a transaction that applies its changes at commit); a JSON array is read
+    /// whole.
+    nonisolated static func jsonDocuments(path: String, format: TransferFormat, reading: CSV.Reading,
+                                          idPath: FieldPath, inMemory: Bool) throws -> DocumentBatch {
+        func id(_ d: DocumentValue) -> DocumentValue? { d[path: idPath].flatMap { $0 == .null ? nil : $0 } }
+        guard format == .ndjson else {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ShellError("cannot read \(path): no such file, or not readable")
+            }
+            guard let text = String(data: data, encoding: .utf8) else { throw ShellError("\(path) is not UTF-8 text") }
+            let documents = try parseJSONDocuments(text, origin: path).enumerated().map { (i, d) in
+                try readingExtendedJSON(d, reading: reading, origin: "\(path), document \(i + 1)")
+            }
+            return DocumentBatch(count: documents.count, ids: documents.compactMap(id)) { body in
+                for d in documents { try body(d) }
+            }
+        }
+        var ids: [DocumentValue] = [], count = 0, held: [DocumentValue] = []
+        try forEachNDJSON(path: path, reading: reading) { d in
+            count += 1
+            if let id = id(d) { ids.append(id) }
+            if inMemory { held.append(d) }
+        }
+        if inMemory {
+            return DocumentBatch(count: count, ids: ids) { [held] body in for d in held { try body(d) } }
+        }
+        return DocumentBatch(count: count, ids: ids) { body in try forEachNDJSON(path: path, reading: reading, body) }
+    }
+
+    /// Each document of an NDJSON file, one a line (blank lines skipped), read in blocks.
+    nonisolated static func forEachNDJSON(path: String, reading: CSV.Reading,
+                                          _ body: (DocumentValue) throws -> Void) throws {
+        var lines = FileLines(try CSVFileBytes(path: path), origin: path)
+        var number = 0
+        while let line = try lines.next() {
+            number += 1
+            if number % 1000 == 0 { try Task.checkCancellation() }
+            guard !line.allSatisfy(\.isWhitespace) else { continue }
+            let value: DocumentValue
             do throws(ParseError) {
-                let value = try Parser.wholeLiteral(String(line))
+                value = try Parser.wholeLiteral(line)
                 guard case .object = value else {
                     throw ParseError(message: "each line holds one document ({...})",
                                      location: SourceLocation(offset: 0, line: 1, column: 1))
                 }
-                out.append(value)
             } catch {
-                var e = error
-                e.location.line = i + 1
-                throw ShellError(e.rendered(source: lines.joined(separator: "\n"), origin: origin))
+                throw ShellError(error.rendered(source: line, origin: path, firstLine: number))
             }
+            try body(try readingExtendedJSON(value, reading: reading, origin: "\(path), line \(number)"))
         }
-        return out
     }
 
     // MARK: Export

@@ -668,13 +668,31 @@ final class Shell {
         try await writeDocuments(documents, into: collection, replacing: replacing, from: nil)
     }
 
+    /// The path of a collection's ids (`id` for a collection that does not exist yet).
+    func idPath(of collection: String) async throws -> FieldPath {
+        try await reading { ctx in try ctx.collections().first { $0.name == collection }?.idPath } ?? FieldPath("id")
+    }
+
     /// Writes documents: inserts, or saves (`replacing`), which counts the documents it would replace, asks, and
     /// replaces exactly those, asking again if they changed meanwhile. `origin` is the file of an import.
     func writeDocuments(_ batch: [DocumentValue], into collection: String, replacing: Bool, from origin: String?)
         async throws {
-        let idPath = try await reading { ctx in try ctx.collections().first { $0.name == collection }?.idPath }
-            ?? FieldPath("id")
+        let idPath = try await idPath(of: collection)
         let ids = batch.compactMap { d in d[path: idPath].flatMap { $0 == .null ? nil : $0 } }
+        let documents = DocumentBatch(count: batch.count, ids: ids) { body in
+            for (i, d) in batch.enumerated() {
+                if i % 1000 == 999 { try Task.checkCancellation() }   // Ctrl-C: the whole write is rolled back
+                try body(d)
+            }
+        }
+        try await writeDocuments(documents, into: collection, idPath: idPath, replacing: replacing, from: origin)
+    }
+
+    /// Writes a batch of documents as ``writeDocuments(_:into:replacing:from:)`` does, in one transaction, taking
+    /// them one at a time from the batch (which may read them from a file as they are written).
+    func writeDocuments(_ batch: DocumentBatch, into collection: String, idPath: FieldPath, replacing: Bool,
+                        from origin: String?) async throws {
+        let ids = batch.ids
         if Set(ids).count != ids.count {
             throw ShellError("\(origin ?? "the documents") hold\(origin == nil ? "" : "s") two documents with the same id")
         }
@@ -699,21 +717,26 @@ final class Shell {
             }
             let storedIDs: [DocumentValue]
             do {
-                storedIDs = try await change(summary, chosen: { Shell.chosenIDs(given: ids, stored: $0) }) { ctx in
+                storedIDs = try await change(summary, chosen: { $0.chosenText }) { ctx in
                     // Exactly the documents counted are replaced, as they were: if others now share ids with these,
                     // or those changed, ask again.
                     try replaced?.requireUnchanged(in: ctx)
-                    var stored: [DocumentValue] = []
-                    stored.reserveCapacity(batch.count)
-                    for (i, d) in batch.enumerated() {
-                        if i % 1000 == 999 { try Task.checkCancellation() }   // Ctrl-C: the whole write is rolled back
+                    var stored = StoredIDs()
+                    var i = 0
+                    try batch.forEach { d in
                         let kept = replacing ? try ctx.saveAndFetch(d, into: collection) : try ctx.insertAndFetch(d, into: collection)
-                        stored.append(kept[path: idPath] ?? .null)
-                        if showProgress && (i + 1) % 1000 == 0 { Progress.draw(label: "importing", done: i + 1, total: n) }
+                        let given = d[path: idPath].map { $0 != .null } ?? false
+                        stored.add(kept[path: idPath] ?? .null, chosen: !given, of: n)
+                        i += 1
+                        if showProgress && i % 1000 == 0 { Progress.draw(label: "importing", done: i, total: n) }
+                    }
+                    guard i == n else {
+                        throw ShellError("\(origin ?? "the input") changed while it was written: \(i) documents instead "
+                            + "of \(n); nothing was written")
                     }
                     if showProgress { Progress.draw(label: "importing", done: n, total: n) }
                     return stored
-                }
+                }.all
             } catch let error as DocStoreError where error.code == .changedSinceRead {
                 console.note("The documents of \(collection) changed while you answered (\(error)); asking again.")
                 continue
@@ -738,13 +761,34 @@ final class Shell {
         return " (id\(count == 1 ? "" : "s") \(ids.map(\.literalText).joined(separator: ", ")))"
     }
 
-    /// The ids the store chose for documents that had none, for the note after a commit.
-    nonisolated static func chosenIDs(given: [DocumentValue], stored: [DocumentValue]) -> String? {
-        let given = Set(given)
-        let chosen = stored.filter { !given.contains($0) }
-        guard !chosen.isEmpty else { return nil }
-        let shown = chosen.prefix(5).map(\.literalText).joined(separator: ", ")
-        return "id\(chosen.count == 1 ? "" : "s") \(shown)" + (chosen.count > 5 ? " and \(chosen.count - 5) more" : "")
+    /// Documents to write, counted, with the ids they give; `forEach` hands them over one at a time.
+    struct DocumentBatch: Sendable {
+        var count: Int
+        var ids: [DocumentValue]
+        var forEach: @Sendable (_ body: (DocumentValue) throws -> Void) throws -> Void
+    }
+
+    /// The ids a write stored, as much of them as its notes show: every id of a few documents, and the first of
+    /// those the store chose, with how many it chose.
+    struct StoredIDs: Sendable {
+        /// Every id, for five documents or fewer.
+        var all: [DocumentValue] = []
+        var chosen: [DocumentValue] = []
+        var chosenCount = 0
+
+        mutating func add(_ id: DocumentValue, chosen isChosen: Bool, of count: Int) {
+            if count <= 5 { all.append(id) }
+            guard isChosen else { return }
+            chosenCount += 1
+            if chosen.count < 5 { chosen.append(id) }
+        }
+
+        /// The ids the store chose for documents that had none, for the note after a commit.
+        var chosenText: String? {
+            guard chosenCount > 0 else { return nil }
+            let shown = chosen.map(\.literalText).joined(separator: ", ")
+            return "id\(chosenCount == 1 ? "" : "s") \(shown)" + (chosenCount > 5 ? " and \(chosenCount - 5) more" : "")
+        }
     }
 
     private func findOrCreate(_ q: Query<DocumentValue>, _ literal: Literal, filtered: Bool) async throws {
