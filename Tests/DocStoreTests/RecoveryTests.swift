@@ -420,7 +420,10 @@ import TestSupport
         }
         for (lie, data) in lies {
             let report = try await Self.recoverAndCheck(data, in: dir, originals: originals, deleted: 2_000 / 8)
-            #expect(!report.lostNothing, "\(lie): \(report)")
+            // Where the ids fall (they are random) decides whether the cut took documents or only index pages:
+            // "nothing was lost" is said only where every document came back.
+            let recovered = report.collections.first { $0.name == "people" }?.recovered ?? 0
+            if report.lostNothing { #expect(recovered >= originals.count, "\(lie): \(report)") }
             if !lie.hasPrefix("random") {   // the rest of the file still holds documents of its tree
                 #expect((report.collections.first { $0.name == "people" }?.recovered ?? 0) > 0, "\(lie): \(report)")
             }

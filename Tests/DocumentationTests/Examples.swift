@@ -142,6 +142,7 @@ enum Examples {
                 return .string(String(name.split(separator: " ").compactMap(\.first)))
             }
             try m.convertField("zip", in: "contacts", to: .int)                  // "0150" -> 150
+            try m.convertField("since", in: "contacts", to: .date, format: "MMM d yyyy")  // "Jan 5 2013" -> a date
             try m.createIndex(IndexDefinition(name: "zip", kind: .regular, fields: ["zip"]), in: "contacts")
         }
         let store = try await DocStore(path: path, migrator: migrator)           // runs what the store has not had
