@@ -37,6 +37,37 @@ import Testing
     /// A block that is not Swift of the app (a package manifest's lines) is not compiled here.
     static func isManifest(_ block: String) -> Bool { block.hasPrefix("dependencies: [") }
 
+    /// The Swift blocks of the doc comments of a source file (`/// ```swift` ... `/// ````), without the slashes.
+    static func docCommentBlocks(_ text: String) -> [String] {
+        let comments = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard trimmed.hasPrefix("///") else { return "" }
+            return String(trimmed.dropFirst(3).drop { $0 == " " })
+        }
+        return swiftBlocks(comments.joined(separator: "\n"))
+    }
+
+    @Test func everySwiftBlockOfTheDocCommentsIsCompiledHere() throws {
+        let sources = Self.root.appendingPathComponent("Sources/DocStore")
+        let examples = Self.lines(try String(contentsOf: Self.root.appendingPathComponent(
+            "Tests/DocumentationTests/CodeExamples.swift"), encoding: .utf8))
+        var checked = 0
+        for case let file as String in FileManager.default.enumerator(atPath: sources.path) ?? .init()
+        where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            for block in Self.docCommentBlocks(text) {
+                let wanted = Self.lines(block)
+                guard !wanted.isEmpty else { continue }
+                let found = examples.indices.contains { start in
+                    start + wanted.count <= examples.count && Array(examples[start..<start + wanted.count]) == wanted
+                }
+                #expect(found, "a Swift block of \(file)'s doc comments is not in CodeExamples.swift as written:\n\(block)")
+                checked += 1
+            }
+        }
+        #expect(checked >= 40, "only \(checked) blocks were found")
+    }
+
     @Test func everySwiftBlockOfTheDocumentsIsCompiledHere() throws {
         let documents = ["README.md"] + (try FileManager.default.contentsOfDirectory(
             atPath: Self.root.appendingPathComponent("Sources/DocStore/DocStore.docc").path)

@@ -59,7 +59,7 @@ extension WriteContext {
     ///
     /// For example:
     /// ```swift
-    /// try await store.write { try $0.createIndex(IndexDefinition(name: "age", kind: .index, fields: ["age"]), in: "people") }
+    /// try await store.write { try $0.createIndex(IndexDefinition(name: "age", kind: .regular, fields: ["age"]), in: "people") }
     /// ```
     /// - Throws: ``DocStoreError/Code/alreadyExists`` when the collection has an index of that name;
     ///   ``DocStoreError/Code/uniqueViolation`` when a unique index meets a value twice (nothing is created).
