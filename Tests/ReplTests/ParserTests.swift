@@ -66,6 +66,8 @@ enum ParseFixture {
         case .oneOf(let path, let literals):
             return "\(path.path) in [\(literals.map { $0.value.json() }.joined(separator: ", "))]"
         case .hasPrefix(let path, let literal): return "\(path.path).hasPrefix(\(literal.value.json()))"
+        case .ignoringCase(let path, let test, let literal, let lowered):
+            return "\(path.path) \(test)\(lowered ? "" : " (localized)") \(literal.value.json()) ignoring case"
         case .compareValues(let a, let op, let b): return "\(sketch(a)) \(op.rawValue) \(sketch(b))"
         case .choice(let test, let a, let b): return "(\(sketch(test)) ? \(sketch(a)) : \(sketch(b)))"
         }

@@ -187,6 +187,23 @@ extension ShellSessions {
         #expect(out.stderr.contains("in the saved filter 'big': no document of 'c' has a field 'zip'"), "\(out)")
     }
 
+    @Test func textIsComparedIgnoringCaseAsSwiftWritesIt() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare([#"c.insert([{"id": 1, "name": "Ann"}, {"id": 2, "name": "ANNA"}, {"id": 3, "name": "Bob"}, "#
+            + #"{"id": 4, "name": 7}])"#])
+        #expect(try sandbox.count(#"c.include(name.lowercased() == "ann").count()"#) == 1)
+        #expect(try sandbox.count(#"c.include(name.lowercased() != "ann").count()"#) == 3)
+        #expect(try sandbox.count(#"c.include(name.lowercased().hasPrefix("an")).count()"#) == 2)
+        #expect(try sandbox.count(#"c.include(name.lowercased().contains("nn")).count()"#) == 2)
+        #expect(try sandbox.count(#"c.include(name.localizedCaseInsensitiveContains("NN")).count()"#) == 2)
+        #expect(try sandbox.count(#"c.include(name?.localizedStandardContains("o") == true).count()"#) == 1)
+        let capitals = try sandbox.run([sandbox.storePath, #"c.include(name.lowercased() == "Ann").count()"#])
+        #expect(capitals.stdout == "0\n", "\(capitals)")
+        #expect(capitals.stderr.contains("has capitals, which lowercased() never has"), "\(capitals)")
+        let number = try sandbox.run([sandbox.storePath, #"c.include(id.lowercased() == "1").count()"#])
+        #expect(number.status != 0 && number.stderr.contains("not strings"), "\(number)")
+    }
+
     @Test func findOrCreateWithoutAFilterIsRefused() throws {
         let sandbox = try ShellSandbox()
         try sandbox.prepare(ShellSandbox.threePeople)

@@ -80,6 +80,8 @@ class CompiledCondition {
             return StartsWith(path, keys, prefix)
         case .containsText(let path, let text):
             return ContainsText(path, keys, text)
+        case .textIgnoringCase(let path, let test, let folded):
+            return TextIgnoringCase(path, keys, folded, test: test)
         case .anyElement(let path, let c):
             return Elements(CompiledPath(path), make(c, keys: keys), every: false)
         case .everyElement(let path, let c):
@@ -230,6 +232,20 @@ class CompiledCondition {
                 return text.withUTF8 { ValueComparison.occurs(UnsafeRawBufferPointer($0), in: bytes) }
             }
             return ValueComparison.containsCharacters(String(decoding: bytes, as: UTF8.self), constant)
+        }
+    }
+
+    /// A string equal to, starting with or containing a text, cases folded (``TextTest``).
+    private final class TextIgnoringCase: AtPath<String> {
+        let test: TextTest
+        init(_ path: FieldPath, _ keys: ComparisonKeys, _ folded: String, test: TextTest) {
+            self.test = test
+            super.init(path, keys, folded)
+        }
+
+        override func check(_ document: Document) throws -> Bool {
+            guard let bytes = try ValueComparison.string(try value(in: document), in: document.reader) else { return false }
+            return test.holds(String(decoding: bytes, as: UTF8.self), constant)
         }
     }
 

@@ -18,6 +18,10 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
     case startsWith(FieldPath, String)
     /// The string at `field` contains the text, by characters (every string contains the empty text).
     case containsText(FieldPath, String)
+    /// A string field equal to, starting with or containing text, compared with their cases folded (the text is
+    /// held folded): what `lowercased()` and `localizedCaseInsensitiveContains` are for, which Foundation's
+    /// `#Predicate` does not take on Linux.
+    case textIgnoringCase(FieldPath, TextTest, String)
     /// Some element of the array at `field` satisfies the condition, whose paths start at the element (`$0`):
     /// `contains(where:)`. An empty, missing or `nil` array has none.
     case anyElement(FieldPath, Condition)
@@ -43,6 +47,8 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
         case .oneOf(let f, let vs): return "[\(vs.map(\.literal).joined(separator: ", "))].contains(\(f))"
         case .startsWith(let f, let p): return "\(f).starts(with: \(DocumentValue.string(p).json()))"
         case .containsText(let f, let t): return "\(f).contains(\(DocumentValue.string(t).json()))"
+        case .textIgnoringCase(let f, let test, let t):
+            return "\(f) \(test.rawValue) \(DocumentValue.string(t).json()), ignoring case"
         case .test(let a, let op, let b): return "\(a) \(op.rawValue) \(b)"
         case .anyElement(let f, let c): return "\(f).contains { \(c) }"
         case .everyElement(let f, let c): return "\(f).allSatisfy { \(c) }"
@@ -148,7 +154,7 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
             case .compare(let f, .notEqual, .null): present.insert(f)
             case .compare(let f, let op, let v) where v != .null && op != .notEqual: valued.insert(f)   // nil != 5
             case .oneOf(let f, let vs) where !vs.contains(.null): valued.insert(f)
-            case .startsWith(let f, _), .containsText(let f, _): valued.insert(f)
+            case .startsWith(let f, _), .containsText(let f, _), .textIgnoringCase(let f, _, _): valued.insert(f)
             default: break
             }
         }
@@ -184,6 +190,7 @@ extension Condition {
             return f1 == f2 && v1.count == v2.count && zip(v1, v2).allSatisfy { Condition.same($0, $1) }
         case let (.startsWith(f1, p1), .startsWith(f2, p2)), let (.containsText(f1, p1), .containsText(f2, p2)):
             return f1 == f2 && p1 == p2
+        case let (.textIgnoringCase(f1, t1, p1), .textIgnoringCase(f2, t2, p2)): return f1 == f2 && t1 == t2 && p1 == p2
         case let (.test(a1, o1, b1), .test(a2, o2, b2)): return a1 == a2 && o1 == o2 && b1 == b2
         case let (.anyElement(f1, c1), .anyElement(f2, c2)), let (.everyElement(f1, c1), .everyElement(f2, c2)):
             return f1 == f2 && c1 == c2
@@ -241,6 +248,27 @@ extension Condition {
         case .and(let cs), .or(let cs): return cs.lazy.compactMap(\.firstOpaque).first
         case .not(let c), .falseOnStop(let c): return c.firstOpaque
         default: return nil
+        }
+    }
+}
+
+/// How a text is matched by ``Condition/textIgnoringCase(_:_:_:)``.
+enum TextTest: String, Sendable {
+    case equal = "equals", prefix = "starts with", contains = "contains"
+
+    /// Text with its case folded as every such match compares it (Unicode's case folding: "STRASSE" and "straße"
+    /// fold alike, as do "Ann" and "aNN").
+    static func folded(_ text: some StringProtocol) -> String {
+        String(text).folding(options: [.caseInsensitive], locale: nil)
+    }
+
+    /// Whether `string`, folded, passes the test against `folded`.
+    func holds(_ string: String, _ folded: String) -> Bool {
+        let mine = TextTest.folded(string)
+        switch self {
+        case .equal: return mine == folded
+        case .prefix: return mine.hasPrefix(folded)
+        case .contains: return folded.isEmpty || mine.contains(folded)
         }
     }
 }

@@ -50,6 +50,28 @@ public struct Filter: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Every filter holds (`true` when there is none).
+    /// The string at `path` equals `text`, ignoring case (their cases folded, as Unicode folds them): what
+    /// SwiftData users write as `$0.name.lowercased() == text`, which Foundation's `#Predicate` does not take on
+    /// Linux. A document whose field is not a string does not match. Checked on each candidate: no index answers it.
+    ///
+    /// For example: `Person.query().include(.equalIgnoringCase("city", "oslo"))`.
+    public static func equalIgnoringCase(_ path: FieldPath, _ text: String) -> Filter {
+        Filter(.textIgnoringCase(path, .equal, TextTest.folded(text)))
+    }
+
+    /// The string at `path` starts with `prefix`, ignoring case.
+    public static func hasPrefixIgnoringCase(_ path: FieldPath, _ prefix: String) -> Filter {
+        Filter(.textIgnoringCase(path, .prefix, TextTest.folded(prefix)))
+    }
+
+    /// The string at `path` contains `text`, ignoring case: SwiftData's `localizedStandardContains` for a search
+    /// field.
+    ///
+    /// For example: `try await Person.query().include(.containsIgnoringCase("name", search)).results(in: store)`.
+    public static func containsIgnoringCase(_ path: FieldPath, _ text: String) -> Filter {
+        Filter(.textIgnoringCase(path, .contains, TextTest.folded(text)))
+    }
+
     public static func and(_ filters: [Filter]) -> Filter { Filter(Condition.and(filters.map(\.condition)).simplified) }
 
     /// At least one filter holds (`false` when there is none).

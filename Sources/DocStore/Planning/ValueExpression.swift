@@ -197,7 +197,8 @@ extension Condition {
     /// The fields a condition reads, in order of appearance (with repeats).
     var fields: [FieldPath] {
         switch self {
-        case .compare(let f, _, _), .contains(let f, _), .oneOf(let f, _), .startsWith(let f, _), .containsText(let f, _):
+        case .compare(let f, _, _), .contains(let f, _), .oneOf(let f, _), .startsWith(let f, _), .containsText(let f, _),
+             .textIgnoringCase(let f, _, _):
             return [f]
         case .test(let a, _, let b): return a.fields + b.fields
         case .anyElement(let f, _), .everyElement(let f, _): return [f]

@@ -124,6 +124,28 @@ struct Lowering {
                                    length: literal.length)
             }
             return .hasPrefix(path.path, prefix)
+        case .ignoringCase(let path, let test, let literal, let lowered):
+            let kinds = known(path)
+            if !kinds.isEmpty && !kinds.contains(.string) {
+                throw MeaningError(message: "'\(path.path.written)' holds \(describe(kinds)), not strings: a test that "
+                    + "ignores case needs text", location: path.location, length: path.length)
+            }
+            guard case .string(let text) = literal.value else {
+                throw MeaningError(message: "a test that ignores case takes a string", location: literal.location,
+                                   length: literal.length)
+            }
+            // As in Swift: a lowercased string never equals, starts with or contains text with capitals.
+            if lowered && text != text.lowercased() {
+                warnings.append(Warning(message: "\(literal.value.json()) has capitals, which lowercased() never "
+                    + "has: this matches nothing (compare with \(DocumentValue.string(text.lowercased()).json()))",
+                    location: literal.location, length: literal.length))
+                return .constant(false)
+            }
+            switch test {
+            case .equal: return .equalIgnoringCase(path.path, text)
+            case .prefix: return .hasPrefixIgnoringCase(path.path, text)
+            case .contains: return .containsIgnoringCase(path.path, text)
+            }
         case .compareValues(let a, let op, let b):
             if op != .equal && op != .notEqual {
                 for case .literal(let literal) in [a, b] where [.null, .bool].contains(ValueKind(literal.value)) {

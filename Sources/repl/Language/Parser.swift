@@ -740,10 +740,32 @@ struct Parser {
             }
             _ = try expect(")", "to close \(method)(")
             return .hasPrefix(path, value)
+        case "lowercased":
+            _ = try expect(")", "to close lowercased(")
+            if current.symbol == "." {
+                _ = advance()
+                switch try parseMethod(on: path) {
+                case .contains(let p, let value): return .ignoringCase(p, .contains, value, lowered: true)
+                case .hasPrefix(let p, let value): return .ignoringCase(p, .prefix, value, lowered: true)
+                default: throw error("after lowercased(), a condition uses contains, hasPrefix or starts(with:)")
+                }
+            }
+            guard let symbol = current.symbol, symbol == "==" || symbol == "!=" else {
+                throw error("lowercased() is compared with == or != a string, or followed by .contains(...), "
+                    + ".hasPrefix(...) or .starts(with: ...); found \(current.shown)")
+            }
+            _ = advance()
+            let node = PredicateNode.ignoringCase(path, .equal, try parseLiteral(), lowered: true)
+            return symbol == "==" ? node : .not(node)
+        case "localizedCaseInsensitiveContains", "localizedStandardContains":
+            let value = try parseLiteral()
+            _ = try expect(")", "to close \(method)(")
+            return .ignoringCase(path, .contains, value, lowered: false)
         default:
-            throw error("unknown method '\(method)' on a field; a condition may use contains, hasPrefix or "
-                + "starts(with:)", at: methodToken,
-                suggestion: Suggest.closest(method, in: ["contains", "hasPrefix", "starts"]).map { "'\($0)'" })
+            throw error("unknown method '\(method)' on a field; a condition may use contains, hasPrefix, "
+                + "starts(with:), lowercased() or localizedCaseInsensitiveContains", at: methodToken,
+                suggestion: Suggest.closest(method, in: ["contains", "hasPrefix", "starts", "lowercased",
+                                                         "localizedCaseInsensitiveContains"]).map { "'\($0)'" })
         }
     }
 

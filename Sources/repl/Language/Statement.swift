@@ -119,10 +119,18 @@ indirect enum PredicateNode: Equatable, Sendable {
     case oneOf(PathReference, [Literal])
     /// `path.hasPrefix("x")`, `path.starts(with: "x")`.
     case hasPrefix(PathReference, Literal)
+    /// A text test with cases folded: `path.lowercased() == "x"`, `path.lowercased().hasPrefix("x")`,
+    /// `path.lowercased().contains("x")` (`lowered`), `path.localizedCaseInsensitiveContains("x")`.
+    case ignoringCase(PathReference, CaseTest, Literal, lowered: Bool)
     /// Two values compared where one is computed or both are fields: `depDelay ?? 0 > 10`, `arrDelay > depDelay`.
     case compareValues(ValueNode, Filter.Comparison, ValueNode)
     /// `test ? a : b`.
     case choice(PredicateNode, PredicateNode, PredicateNode)
+}
+
+/// What a text test with cases folded asks.
+enum CaseTest: Sendable, Equatable {
+    case equal, prefix, contains
 }
 
 /// A value computed in a condition, as written: `depDelay ?? 0`, `distance * 2`, `tailnum?.count`, `-hour`.
