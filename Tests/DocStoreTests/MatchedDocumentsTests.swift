@@ -72,7 +72,8 @@ import Testing
             } catch let error as DocStoreError where error.code == .changedSinceRead {
                 #expect(!expected.isEmpty, "round \(round): the check failed, but nothing changed: \(error)")
                 for (id, fate) in expected {
-                    #expect(error.message.contains("\(id) \(fate.rawValue)"), "round \(round): \(error)")
+                    #expect(error.message.contains("id \(id) \(fate.rawValue)") || error.message.contains(", \(id) \(fate.rawValue)"),
+                            "round \(round): \(error)")
                 }
                 #expect(error.message.hasPrefix("\(expected.count) document\(expected.count == 1 ? "" : "s") of 'things'"),
                         "\(error)")

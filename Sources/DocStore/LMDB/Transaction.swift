@@ -22,7 +22,7 @@ final class LMDBTransaction: StorageTransaction {
     /// The transaction's id: for a read, the id of the last commit it sees.
     ///
     /// The corresponding LMDB function is `mdb_txn_id`.
-    var id: Int { Int(mdb_txn_id(raw)) }
+    var id: Int { Int(truncatingIfNeeded: mdb_txn_id(raw)) }
 
     /// Set when a change made of several LMDB calls failed after its first call: the transaction then holds half of
     /// it and must not commit.

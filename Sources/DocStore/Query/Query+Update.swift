@@ -237,7 +237,7 @@ extension Query {
     @discardableResult
     public func update(in context: WriteContext, _ changes: [FieldChange]) throws -> Int {
         let typed = Element.self != DocumentValue.self
-        return try updateEach(in: context) { handle, id, txn in
+        return try updateEach(in: context, nested: true) { handle, id, txn in
             try handle.update(id: id, in: txn) { raw in
                 guard let bytes = try handle.changed(raw, id: id, changes) else { return nil }
                 if typed {
@@ -267,19 +267,28 @@ extension Query {
         try update(in: context, FieldChange.list(set: set, unset: unset, increment: increment, push: push, pull: pull))
     }
 
-    /// Runs `change` on every result's id, in a transaction nested in the context's (given to `change`), so that
-    /// the update is all or none on its own: one that throws leaves the context's transaction as it was before,
-    /// as a refused insert does, and the caller may catch the error and go on. Returns how many matched.
-    func updateEach(in context: WriteContext,
+    /// Runs `change` on every result's id; returns how many matched. With `nested`, in a transaction nested in the
+    /// context's (given to `change`), so that the update is all or none on its own: one that throws leaves the
+    /// context's transaction as it was before, as a refused insert does, and the caller may catch the error and go
+    /// on. Without (a closure of the caller's runs for each document, and may use the context, which a nested
+    /// transaction would bar), one that throws after changing some documents leaves a transaction that cannot
+    /// commit.
+    func updateEach(in context: WriteContext, nested: Bool,
                     _ change: (CollectionHandle, [UInt8], any StorageTransaction) throws -> Bool) throws -> Int {
         try context.checkWritable("update documents of '\(collection)'", collection: collection)
         guard let executor = try executor(in: context, writing: true) else { return 0 }
         let ids = try executor.resultIDs()
-        return try context.txn.nested { txn in
-            var matched = 0
-            for id in ids where try change(executor.handle, id, txn) { matched += 1 }
-            return matched
+        var matched = 0
+        if nested {
+            return try context.txn.nested { txn in
+                for id in ids where try change(executor.handle, id, txn) { matched += 1 }
+                return matched
+            }
         }
+        try context.txn.changingAtomically {
+            for id in ids where try change(executor.handle, id, context.txn) { matched += 1 }
+        }
+        return matched
     }
 
     /// Applies `changes` to every result in one write transaction; returns how many matched.
@@ -304,13 +313,13 @@ extension Query {
 extension Query where Element: Document {
     /// Decodes every result, lets `change` modify it, and saves it with its index entries; returns how many
     /// documents matched. `change` may not change the id. A document that no longer decodes, a unique conflict or
-    /// an error `change` throws stops the update, and nothing of it is written: the transaction is as it was before
-    /// the call.
+    /// an error `change` throws stops the update, and the transaction cannot commit (`change` may read and write
+    /// through the context, which a transaction nested for the update alone would bar).
     ///
     /// For example: `try Person.include(#Predicate { $0.city == "Oslo" }).update(in: ctx) { $0.city = "Bergen" }`.
     @discardableResult
     public func update(in context: WriteContext, _ change: (inout Element) throws -> Void) throws -> Int {
-        try updateEach(in: context) { handle, id, txn in
+        try updateEach(in: context, nested: false) { handle, id, txn in
             try handle.update(id: id, in: txn) { raw in try changed(raw, handle: handle, id: id, change) }
         }
     }
@@ -345,7 +354,7 @@ extension WriteContext {
     public func update(_ collection: String, id: DocumentValue, _ changes: [FieldChange]) throws -> Bool {
         try checkWritable("update a document of '\(collection)'", collection: collection)
         guard let handle = try scope.handle(named: collection) else { return false }
-        // All or none on its own, as a query's update is.
-        return try txn.nested { try handle.update(id: KeyEncoder.key(id), changes: changes, in: $0) }
+        // All or none on its own: every check comes before the first change (CollectionHandle.write).
+        return try handle.update(id: KeyEncoder.key(id), changes: changes, in: txn)
     }
 }

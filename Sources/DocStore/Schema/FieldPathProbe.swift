@@ -54,11 +54,15 @@ struct FieldPathProbe<Root: Decodable> {
         }
         // A value made in place of one the type rejected (an enum's case): the pass that gives it another case
         // changes the key path's value.
-        let shown = "\(ProbeRecorder.unwrap(value))"
+        // Only the value made there (or its raw value) counts: a computed property reading it, or a struct holding
+        // it, changes too, but is not that value.
         for position in 0..<recorder.substitutionCount {
+            guard let first = recorder.substitutionValues[position],
+                  ProbeRecorder.holds(value, made: first) else { continue }
             let pass = ProbeRecorder(base: 0, stride: 1, alternatePosition: position)
             let probed = try Root(from: ProbeDecoder(recorder: pass, path: []))
-            if "\(ProbeRecorder.unwrap(probed[keyPath: keyPath]))" != shown, let found = pass.substitutionPaths[position] {
+            if let second = pass.substitutionValues[position], "\(second)" != "\(first)",
+               ProbeRecorder.holds(probed[keyPath: keyPath], made: second), let found = pass.substitutionPaths[position] {
                 return fieldPath(found, of: value)
             }
         }
@@ -110,6 +114,7 @@ final class ProbeRecorder {
     /// Values made in place of one the type rejected, in the order made, and the one given another case.
     var substitutionCount = 0
     var substitutionPaths: [Int: [String]] = [:]
+    var substitutionValues: [Int: Any] = [:]
     let alternatePosition: Int?
     /// Where values were read that no map above holds (dates, data, URLs), and the containers whose keys were
     /// asked for (dictionaries, which read whatever keys a document holds).
@@ -146,11 +151,30 @@ final class ProbeRecorder {
         return u
     }
 
-    /// Records a value made in place of one the type rejected; whether this pass gives it another case.
-    func nextSubstitution(_ path: [String]) -> Bool {
-        defer { substitutionCount += 1 }
-        substitutionPaths[substitutionCount] = path
-        return alternatePosition == substitutionCount
+    /// Records a value made in place of one the type rejected (or an enum's case): `make` makes it, told whether
+    /// this pass gives it another case.
+    func substitute<T>(_ path: [String], _ make: (_ second: Bool) -> T?) -> T? {
+        let position = substitutionCount
+        substitutionCount += 1
+        substitutionPaths[position] = path
+        let made = make(alternatePosition == position)
+        substitutionValues[position] = made
+        return made
+    }
+
+    /// Whether `value` (unwrapped from an optional, or an array's element) is `made`, or `made`'s raw value.
+    static func holds(_ value: Any, made: Any) -> Bool {
+        var unwrapped = unwrap(value)
+        let mirror = Mirror(reflecting: unwrapped)
+        if mirror.displayStyle == .collection || mirror.displayStyle == .set {
+            guard let first = mirror.children.first else { return false }
+            unwrapped = unwrap(first.value)
+        }
+        if type(of: unwrapped) == type(of: made) { return "\(unwrapped)" == "\(made)" }
+        if let raw = (made as? any RawRepresentable)?.rawValue {
+            return type(of: unwrapped) == type(of: raw) && "\(unwrapped)" == "\(raw)"
+        }
+        return false
     }
 
     func nextBool(_ path: [String]) -> Bool {
@@ -244,14 +268,14 @@ struct ProbeDecoder: Decoder {
         // An enum with raw values is given its cases, never probe values (which may or may not be raw values of
         // it): the same in every pass, whatever the probe values are.
         if T.self is any RawRepresentable.Type, MemoryLayout<T>.size <= 1,
-           let made = rawRepresentable(T.self, second: recorder.nextSubstitution(path)) {
+           let made = recorder.substitute(path, { rawRepresentable(T.self, second: $0) }) {
             return made
         }
         do {
             return try T(from: ProbeDecoder(recorder: recorder, path: path))
         } catch {
             guard let iterable = T.self as? any CaseIterable.Type else { throw error }
-            if let made = someCase(iterable, second: recorder.nextSubstitution(path)) as? T { return made }
+            if let made = recorder.substitute(path, { someCase(iterable, second: $0) as? T }) { return made }
             throw error
         }
     }

@@ -26,8 +26,11 @@ public struct DecodingCheck: Sendable, CustomStringConvertible {
     /// Fields the type reads that no stored document holds: with an optional field, every document decodes with
     /// `nil` there.
     public var absentFields: [String] = []
-    /// Whether every document decodes, and the type and the documents have the same fields.
-    public var isClean: Bool { failureCount == 0 && unreadFields.isEmpty && absentFields.isEmpty }
+    /// Whether every document decodes.
+    public var isClean: Bool { failureCount == 0 }
+    /// Whether the type reads every field the documents hold, and the documents hold every field the type reads
+    /// (a field just added to the type, optional, is one no document holds yet).
+    public var fieldsMatch: Bool { unreadFields.isEmpty && absentFields.isEmpty }
 
     public var description: String {
         var text = "checked \(documentsChecked) documents of '\(collection)' as \(type): "
