@@ -467,11 +467,13 @@ extension ParserTests {
             for method in [#"contains("5")"#, #"hasPrefix("N5")"#, #"starts(with: "N5")"#] {
                 let plain = try ParseFixture.sketch("tailnum.\(method)")
                 for written in ["tailnum?.\(method)", "tailnum?.\(method) == true", "tailnum?.\(method) ?? false",
-                                "tailnum?.\(method) != false", "tailnum!.\(method)", "tailnum.\(method) == true"] {
+                                "tailnum!.\(method)", "tailnum.\(method) == true"] {
                     #expect(try ParseFixture.sketch(written) == plain, "\(written)")
                 }
-                for written in ["tailnum?.\(method) != true", "tailnum?.\(method) ?? true"] {
-                    #expect(try ParseFixture.sketch(written) == "!" + plain, "\(written)")
+                #expect(try ParseFixture.sketch("tailnum?.\(method) != true") == "!" + plain)
+                // nil != false, and nil ?? true is true: a document without the field matches.
+                for written in ["tailnum?.\(method) != false", "tailnum?.\(method) ?? true"] {
+                    #expect(try ParseFixture.sketch(written) == "(tailnum == null || \(plain))", "\(written)")
                 }
                 #expect(try ParseFixture.sketch("tailnum?.\(method) == false") == "(tailnum != null && !\(plain))")
             }

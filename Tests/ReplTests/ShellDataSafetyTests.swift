@@ -204,6 +204,21 @@ extension ShellSessions {
         #expect(number.status != 0 && number.stderr.contains("not strings"), "\(number)")
     }
 
+    @Test func anOptionalMethodsResultIsReadAsSwiftReadsIt() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare([#"c.insert([{"id": 1, "t": "N512"}, {"id": 2, "t": "X1"}, {"id": 3}])"#])
+        func ids(_ condition: String) throws -> [Int] {
+            try sandbox.documents("c.include(\(condition)).sortBy(id)").compactMap { $0["id"] as? Int }
+        }
+        // As Swift evaluates `t?.hasPrefix("N5")` (nil where t is missing) against each test.
+        #expect(try ids(#"t?.hasPrefix("N5") == true"#) == [1])
+        #expect(try ids(#"t?.hasPrefix("N5") ?? false"#) == [1])
+        #expect(try ids(#"t?.hasPrefix("N5") != true"#) == [2, 3])
+        #expect(try ids(#"t?.hasPrefix("N5") == false"#) == [2])
+        #expect(try ids(#"t?.hasPrefix("N5") != false"#) == [1, 3])
+        #expect(try ids(#"t?.hasPrefix("N5") ?? true"#) == [1, 3])
+    }
+
     @Test func findOrCreateWithoutAFilterIsRefused() throws {
         let sandbox = try ShellSandbox()
         try sandbox.prepare(ShellSandbox.threePeople)

@@ -769,19 +769,20 @@ struct Parser {
         }
     }
 
-    /// After `field?.method(...)`, the test Swift asks for to make its optional result a condition, as Swift reads
-    /// it for a document without the field: `== true`, `!= false` and `?? false` are the method alone (such a
-    /// document does not match); `!= true` and `?? true` its negation (it does); `== false` the negation among the
-    /// documents that have the field. Nothing after it is the method alone.
+    /// After `field?.method(...)`, the test Swift asks for to make its optional result a condition, read as Swift
+    /// reads it for a document without the field (the result is nil there): `== true` and `?? false` are the method
+    /// alone (such a document does not match); `!= true` its negation (it does); `!= false` and `?? true` the method
+    /// or no field; `== false` the negation among the documents that have the field. Nothing after it is the method
+    /// alone.
     private mutating func optionalTest(of method: PredicateNode, on path: PathReference) -> PredicateNode {
         let test = (current.symbol ?? "") + " " + (tokens[min(position + 1, tokens.count - 1)].word ?? "")
         let result: PredicateNode
+        let none = Literal(value: .null, location: path.location, length: path.length)
         switch test {
-        case "== true", "!= false", "?? false": result = method
-        case "!= true", "?? true": result = .not(method)
-        case "== false":
-            let none = Literal(value: .null, location: path.location, length: path.length)
-            result = .and([.compare(path, .notEqual, none), .not(method)])
+        case "== true", "?? false": result = method
+        case "!= true": result = .not(method)
+        case "!= false", "?? true": result = .or([.compare(path, .equal, none), method])
+        case "== false": result = .and([.compare(path, .notEqual, none), .not(method)])
         default: return method
         }
         _ = advance()
