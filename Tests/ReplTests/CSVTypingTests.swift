@@ -326,6 +326,13 @@ import Testing
         for seed in 0..<50 {
             #expect(try rows(Trickle(bytes: Array(text.utf8), rng: ParserFuzzRandom(seed: UInt64(seed)))) == whole)
         }
+        // A byte order mark before a quoted header (as Windows PowerShell's Export-Csv writes it).
+        let quotedHeader = "\u{FEFF}\"id\",\"name\"\r\n\"1\",\"Ann\"\r\n"
+        let quotedRows = try rows(CSVTextBytes(text: quotedHeader))
+        #expect(quotedRows.map { $0.map(\.text) } == [["id", "name"], ["1", "Ann"]])
+        for seed in 0..<20 {
+            #expect(try rows(Trickle(bytes: Array(quotedHeader.utf8), rng: ParserFuzzRandom(seed: UInt64(seed)))) == quotedRows)
+        }
         var lines = FileLines(Trickle(bytes: Array("a\r\nbø\n\nc".utf8), rng: ParserFuzzRandom(seed: 9)), origin: "t")
         var read: [String] = []
         while let line = try lines.next() { read.append(line) }

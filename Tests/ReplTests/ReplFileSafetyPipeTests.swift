@@ -105,7 +105,7 @@ extension ShellSessions {
 
         let confirmed = try sandbox.run(["--yes", sandbox.storePath, ".backup other.db"])
         #expect(confirmed.status == 0, "\(confirmed)")
-        #expect(confirmed.stdout.contains("other.db is a DocStore store (2 documents); overwrite it? [y/N] y (--yes)"),
+        #expect(confirmed.stdout.contains("other.db is a DocStore store (") && confirmed.stdout.contains(" UTC); overwrite it? [y/N] y (--yes)"),
                 "\(confirmed.stdout)")
         let replaced = try await Self.contents(of: other)
         #expect(replaced.ids == [1, 2, 3])

@@ -78,3 +78,24 @@ extension ShellSessions {
     }
 }
 }
+
+extension ShellSessions {
+@Suite struct ImportRereadTerminalTests {
+    /// An import reads its file twice: one rewritten while the question about replacing waits is refused at the
+    /// first id that is not the one counted, and nothing is written.
+    @Test func aFileRewrittenWhileTheImportAsksWritesNothing() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare([#"c.insert([{"id": 1, "name": "Old1"}, {"id": 2, "name": "Old2"}])"#])
+        try sandbox.write("id,name\n1,Ann\n", to: "a.csv")
+        let shell = try TerminalSession.docstore(sandbox, [sandbox.storePath])
+        defer { shell.terminate() }
+        try shell.enter(".import a.csv c", expecting: "replacing 1 existing one (id 1)? [y/N] ")
+        try sandbox.write("id,name\n2,Bob\n", to: "a.csv")
+        try shell.sendLine("y")
+        try shell.expect("changed while it was written", timeout: TerminalSession.shellPatience)
+        try shell.enter(".exit")
+        _ = try shell.waitForExit(timeout: TerminalSession.shellPatience)
+        #expect(try sandbox.count(#"c.include(name == "Old1" || name == "Old2").count()"#) == 2)
+    }
+}
+}

@@ -48,11 +48,25 @@ struct ByteBlocks<Source: CSVBytes> {
     private(set) var block: [UInt8] = []
     var at = 0
     private var ended = false
+    private var started = false
 
     init(_ source: Source) { self.source = source }
 
-    /// Whether there is a next byte, reading the next block when this one is used up.
+    /// Whether there is a next byte, reading the next block when this one is used up. A byte order mark at the start
+    /// is skipped, however the first blocks fall, before any byte is read (a quote after it opens a quoted cell).
     mutating func hasMore() throws -> Bool {
+        if !started {
+            started = true
+            var first: [UInt8] = []
+            while first.count < 3 {
+                let more = try source.nextBlock()
+                if more.isEmpty { break }
+                first += more
+            }
+            block = first
+            at = first.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+            ended = first.isEmpty
+        }
         if at < block.count { return true }
         guard !ended else { return false }
         block = try source.nextBlock()
@@ -81,9 +95,6 @@ struct CSVRows<Source: CSVBytes> {
     }
 
     private mutating func take(quoted: Bool, into row: inout [CSV.Cell]) throws {
-        if line == 1, row.isEmpty, cell.starts(with: [0xEF, 0xBB, 0xBF]) {
-            cell.removeFirst(3)   // a byte order mark before the header is no part of its first name
-        }
         let text: String
         if cellBits < 0x80 {
             text = String(decoding: cell, as: UTF8.self)   // ASCII, which needs no checking

@@ -67,7 +67,7 @@ extension Shell {
         let question: String
         switch kind {
         case .dataFile:
-            question = "\(path) is a DocStore store\(await Shell.documentCount(ofStoreAt: path)); overwrite it?"
+            question = "\(path) is a DocStore store\(Shell.sizeAndAge(of: path)); overwrite it?"
         case .lockFile:
             question = "\(path) is the lock file of a store, which a process that has the store open needs; "
                 + "overwrite it?"
@@ -79,16 +79,16 @@ extension Shell {
         return true
     }
 
-    /// ` (N documents)` for the store at `path`, opened read-only for a moment; empty when it does not open.
-    private static func documentCount(ofStoreAt path: String) async -> String {
-        var options = DocStore.Options()
-        options.readOnly = true
-        guard let other = try? await DocStore(path: path, options: options) else { return "" }
-        let count = try? await other.read { ctx in
-            try ctx.collections().reduce(0) { $0 + (try Query<DocumentValue>($1.name).count(in: ctx)) }
-        }
-        await other.close()
-        return count.map { " (\($0) document\($0 == 1 ? "" : "s"))" } ?? ""
+    /// ` (12.3 MB, changed 2026-11-26 14:03 UTC)` for the file at `path`: what a person needs to know which store it
+    /// is, without opening it (a damaged store could not be read safely, and opening one may leave a lock file).
+    private static func sizeAndAge(of path: String) -> String {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return "" }
+        let size = (attributes[.size] as? Int).map(Shell.bytes) ?? "?"
+        guard let changed = attributes[.modificationDate] as? Date else { return " (\(size))" }
+        var format = Date.ISO8601FormatStyle(timeZone: .gmt)
+        format = format.dateSeparator(.dash).timeSeparator(.colon)
+        let stamp = changed.formatted(format).replacingOccurrences(of: "T", with: " ").prefix(16)
+        return " (\(size), changed \(stamp) UTC)"
     }
 }
 

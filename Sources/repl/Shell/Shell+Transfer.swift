@@ -96,6 +96,12 @@ extension Shell {
             throw ShellError("--date-format says how the fields of --dates are written; name them with --dates")
         }
         try Shell.checkReadable(path)
+        // The file is read twice (to type its columns and check its rows, then to write them): a pipe cannot be.
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ShellError("cannot import \(path): it is not a regular file, and an import reads its file twice (to "
+                + "type the columns and check the rows, then to write them); copy it to a file first")
+        }
         let idPath = try await idPath(of: collection)
         let batch: DocumentBatch
         switch format {

@@ -723,14 +723,22 @@ final class Shell {
                     try replaced?.requireUnchanged(in: ctx)
                     var stored = StoredIDs()
                     var i = 0
+                    var k = 0   // the ids given so far, each the one counted when asked (a file read again may differ)
                     try batch.forEach { d in
+                        let id = d[path: idPath].flatMap { $0 == .null ? nil : $0 }
+                        if let id {
+                            guard k < ids.count, ids[k] == id else {
+                                throw ShellError("\(origin ?? "the input") changed while it was written: document "
+                                    + "\(i + 1) has id \(id.literalText), not the one counted; nothing was written")
+                            }
+                            k += 1
+                        }
                         let kept = replacing ? try ctx.saveAndFetch(d, into: collection) : try ctx.insertAndFetch(d, into: collection)
-                        let given = d[path: idPath].map { $0 != .null } ?? false
-                        stored.add(kept[path: idPath] ?? .null, chosen: !given, of: n)
+                        stored.add(kept[path: idPath] ?? .null, chosen: id == nil, of: n)
                         i += 1
                         if showProgress && i % 1000 == 0 { Progress.draw(label: "importing", done: i, total: n) }
                     }
-                    guard i == n else {
+                    guard i == n && k == ids.count else {
                         throw ShellError("\(origin ?? "the input") changed while it was written: \(i) documents instead "
                             + "of \(n); nothing was written")
                     }
