@@ -358,3 +358,18 @@ import Testing
         }
     }
 }
+
+@Suite struct CSVLenientNumberTests {
+    /// `--number` reads a number whatever its form, more digits than a Double keeps included (the nearest Double).
+    @Test func numberColumnsTakeEveryFormOfANumber() {
+        for (text, value) in [("3.14159265358979323846", 3.14159265358979323846), ("+3", 3.0), (".5", 0.5), ("0150", 150.0),
+                              ("1.0000000000000001", 1.0)] {
+            switch CSV.number(text, lenient: true) {
+            case .double(let d)?: #expect(d == value, "\(text)")
+            case .integer(let i)?: #expect(i == .int(Int64(value)), "\(text)")
+            case nil: Issue.record("\(text) is no number under --number")
+            }
+        }
+        #expect(CSV.number("3.14159265358979323846") == nil)
+    }
+}

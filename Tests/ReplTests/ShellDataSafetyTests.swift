@@ -116,7 +116,7 @@ extension ShellSessions {
         try shell.send("commit\n.status\nrollback\n" + #"people.include(id == 9)"# + "\n")
         let out = try shell.finish()
         #expect(out.stderr.contains("the pending save 1 document into people was confirmed for documents that another "
-            + "writer has changed since (1 document of 'people' changed since the 0 were read: id 9 matches now). The 1 "
+            + "writer has changed since (1 document of 'people' changed since they were read (none was there then): id 9 matches now). The 1 "
             + "change is still pending: rollback to drop it"), "\(out)")
         #expect(out.stdout.containsInOrder(["save 1 document into people", "Rolled back 1 pending change.", "Theirs"]),
                 "\(out)")

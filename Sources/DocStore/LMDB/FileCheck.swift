@@ -21,6 +21,9 @@ struct LMDBFileCheck {
     private var state: [UInt8] = []
     /// The keys of the pages that the last walks of trees could not read.
     private var holes: [KeyRange] = []
+    /// Whether the file is read knowing it was cut short: free pages listed past its end are passed over (LMDB lists
+    /// the highest first), rather than ending the free list there.
+    private var cutShort = false
 
     private static let headerSize = 16, nodeHeaderSize = 8, recordSize = 48
     private static let magic: UInt32 = 0xBEEF_C0DE
@@ -511,6 +514,7 @@ struct LMDBFileCheck {
         for i in 0..<Int(count) {
             guard let page = u64(start + 8 + 8 * i) else { return }
             guard page < UInt64(pageCount) else {
+                if cutShort { continue }
                 damage(page, space, "free page \(page) " + LMDBFileCheck.pastTheLastPage(pageCount))
                 return
             }
@@ -605,6 +609,7 @@ extension LMDBFileCheck {
         result.newestCommit = metas.first?.txnid
         if let newest = metas.first, newest.lastPage >= UInt64(pageCount) {
             result.cutShort = (pageCount, newest.lastPage)
+            cutShort = true
         }
         var read: Meta?
         for meta in metas {

@@ -83,6 +83,8 @@ struct Plan: Sendable, Equatable {
     var access: Access
     var residual: Condition
     let sort: [SortSpec]
+    /// Where the collection's documents hold their ids, which order the ties of every sort.
+    var idPath: FieldPath = "id"
     let idDescending: Bool
     var ordering: Ordering
     let offset: Int

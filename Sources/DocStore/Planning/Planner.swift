@@ -16,6 +16,7 @@ struct Planner<Statistics: CollectionStatistics> {
     func plan(_ selection: Selection) throws -> Plan {
         let documents = try statistics.documentCount()
         var plan = Plan(selection, collection: statistics.collection, documentCount: documents)
+        plan.idPath = statistics.idPath
         if case .constant(false) = plan.filter {
             return Plan(selection, collection: plan.collection, documentCount: documents, nothing: Plan.Access.none)
         }
@@ -322,6 +323,16 @@ struct Planner<Statistics: CollectionStatistics> {
             scan.estimate = try statistics.entryCount(of: scan.index)   // the whole index
             return
         }
+        let afterNil = [KeyEncoder.kindRange(of: .null).upper]
+        if scan.ranges == [KeyRange(lower: afterNil, upper: nil)] {
+            // Every key but nil's (`x != nil`): the whole index less its nil keys, which are counted, so that a
+            // field most documents hold is not taken for a narrow range.
+            let nilKeys = KeyRange(lower: [KeyEncoder.kindRange(of: .null).lower], upper: afterNil)
+            let (nils, capped) = try statistics.entryCount(of: scan.index, in: [nilKeys], countingAtMost: Planner.countCap)
+            scan.estimate = max(0, try statistics.entryCount(of: scan.index) - nils)
+            scan.estimateIsCapped = capped
+            return
+        }
         let (total, capped) = try statistics.entryCount(of: scan.index, in: scan.ranges, countingAtMost: Planner.countCap)
         scan.estimate = capped ? max(total, try statistics.entryCount(of: scan.index) / 4) : total
         scan.estimateIsCapped = capped
@@ -331,6 +342,8 @@ struct Planner<Statistics: CollectionStatistics> {
 /// What the planner knows of a collection: its indexes, and how many documents and index entries it holds.
 protocol CollectionStatistics {
     var collection: String { get }
+    /// Where the documents hold their ids.
+    var idPath: FieldPath { get }
     var indexes: [IndexDefinition] { get }
     func documentCount() throws -> Int
     /// The entries of a whole index.

@@ -66,8 +66,9 @@ public struct MatchedDocuments: Sendable {
         }
         let n = what.count
         let shown = what.prefix(10).joined(separator: ", ") + (n > 10 ? ", and \(n - 10) more" : "")
+        let read = count == 0 ? "they were read (none was there then)" : count == 1 ? "it was read" : "the \(count) were read"
         throw DocStoreError(.changedSinceRead, "\(n) document\(n == 1 ? "" : "s") of '\(collection)' changed since "
-            + "\(count == 1 ? "it was" : "the \(count) were") read: id \(shown)", collection: collection)
+            + "\(read): id \(shown)", collection: collection)
     }
 
     /// The documents of `handle` with these keys, as the walk hands them over.

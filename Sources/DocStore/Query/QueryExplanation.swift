@@ -79,7 +79,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
                                                : "evaluated on the encoded fields, no decoding"))
         }
         // Ties come in id order, unless the query sorts by the id itself (then there are none).
-        let sortsByID = plan.sort.contains { $0.path == FieldPath("id") }
+        let sortsByID = plan.sort.contains { $0.path == plan.idPath }
         let order = plan.sort.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }
             + (sortsByID ? [] : ["id \(plan.idDescending ? "descending" : "ascending")"])
         switch plan.ordering {

@@ -14,6 +14,7 @@ extension CollectionHandle {
         let txn: any StorageTransaction
 
         var collection: String { handle.name }
+        var idPath: FieldPath { handle.info.idPath }
         var indexes: [IndexDefinition] { handle.indexes.map(\.definition) }
 
         /// O(1) (`mdb_stat`).

@@ -212,7 +212,8 @@ extension CSV {
     /// whole number (`48.053808600000004`, `0.10000000000000001`, `2.50`, `1e3`, `1E+03`, but not
     /// `3.14159265358979323846` or `1.0000000000000001`, which read as a Double written otherwise); or `inf`, `-inf`, `nan` (any case, also
     /// `infinity`), as `.export` writes them. With `lenient` (a column given to `--number`), a leading `+`,
-    /// leading zeros and a point with no digit on one side (`.5`, `5.`) are numbers too.
+    /// leading zeros, a point with no digit on one side (`.5`, `5.`) and more digits than a Double keeps (read as
+    /// the nearest Double) are numbers too.
     static func number(_ text: String, lenient: Bool = false) -> Number? {
         // Most cells of a file are short integers, or words: both are told from their bytes, without a copy.
         if case let known?? = text.utf8.withContiguousStorageIfAvailable({ quickNumber($0, lenient: lenient) }) {
@@ -238,8 +239,10 @@ extension CSV {
             if !negative, let u = UInt64(String(Substring(utf8))) { return .integer(.uint(u)) }
         }
         guard let d = Double(String(text)), d.isFinite else { return nil }
+        // Asked for by --number: the nearest Double, whatever digits it keeps.
+        if lenient { return .double(d) }
         // Written as the Double prints: the same digits, at once.
-        if !lenient, !parts.hasExponent, d.description == String(text) { return .double(d) }
+        if !parts.hasExponent, d.description == String(text) { return .double(d) }
         // The same digits as a form programs write the Double in: its shortest, its 17 significant digits (which
         // every Double has), or, for a whole number, its every digit (as `.export` writes one beyond 2^53).
         func same(_ written: String) -> Bool {
