@@ -138,6 +138,11 @@ struct CSVRows<Source: CSVBytes> {
         var start = line
         let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ",")
         while try bytes.hasMore() {
+            if cell.count > CSV.largestValue {
+                throw ShellError("\(origin): the cell of line \(start) grows past 64 MiB, the "
+                    + "most a cell may hold" + (quoted ? " (a quote opened there that never closes?)" : "")
+                    + "; nothing was imported")
+            }
             if quoted {
                 // Up to the next quote, counting lines.
                 guard copy(until: (quote, 0x0A, quote, quote)) else { continue }
@@ -191,6 +196,10 @@ struct CSVRows<Source: CSVBytes> {
 }
 
 extension CSV {
+    /// The most a cell of a CSV file, or a line of an NDJSON one, may hold (64 MiB): what reading one keeps in
+    /// memory at once, whatever the file's size.
+    static let largestValue = 64 << 20
+
     /// A number as a cell writes it, the way a column of numbers reads it.
     enum Number: Equatable {
         /// Written as an integer, without a point or an exponent, that a 64-bit integer holds.
@@ -605,6 +614,10 @@ struct FileLines<Source: CSVBytes> {
             }
             line.append(contentsOf: rest)
             bytes.at = bytes.block.count
+            if line.count > CSV.largestValue {
+                throw ShellError("\(origin): line \(number + 1) is longer than 64 MiB, "
+                    + "the most a line may hold; nothing was imported")
+            }
         }
         return line.isEmpty ? nil : try text(ending: false)
     }
