@@ -363,4 +363,14 @@ enum Examples {
         }
         _ = (store, id, n)
     }
+
+    // README.md
+    static func readmeTextIgnoringCase() async throws {
+        let store = try await exampleStore()
+        let search = "ann"
+        let found = try await Person.query().include(.containsIgnoringCase("name", search)).results(in: store)
+        let inOslo = try await Person.query().include(.equalIgnoringCase("city", "OSLO")).count(in: store)
+        let an = Person.include(#Predicate { $0.age > 20 }).include(.hasPrefixIgnoringCase("name", "AN"))
+        _ = (store, search, found, inOslo, an)
+    }
 }
