@@ -219,6 +219,15 @@ extension ShellSessions {
         #expect(try ids(#"t?.hasPrefix("N5") ?? true"#) == [1, 3])
     }
 
+    @Test func verifyReadsTheFileAndSaysPendingChangesAreNotInIt() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        let out = try sandbox.run([sandbox.storePath, "begin", #"fresh.insert({"a": 1})"#, ".verify fresh", ".verify people"])
+        #expect(out.stderr.contains("'fresh' is made by a pending change: commit it to verify it"), "\(out)")
+        #expect(out.stdout.contains("The pending changes are not in the file, and are not verified."), "\(out)")
+        #expect(out.stdout.contains("collection 'people': 3 documents"), "\(out)")
+    }
+
     @Test func findOrCreateWithoutAFilterIsRefused() throws {
         let sandbox = try ShellSandbox()
         try sandbox.prepare(ShellSandbox.threePeople)

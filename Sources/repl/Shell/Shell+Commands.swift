@@ -178,8 +178,14 @@ extension Shell {
             console.note("Forgot the saved filter \(name).")
         case "status": status()
         case "verify":
+            if pending.isOpen && !pending.isEmpty {
+                console.note("The pending changes are not in the file, and are not verified.")
+            }
             if let collection = args.first.map(Shell.name) {
                 try await requireCollection(collection)
+                // What is verified is the file: a collection only a pending change makes is not there yet.
+                guard try await requireStore().read({ try $0.collections() }).contains(where: { $0.name == collection })
+                else { throw ShellError("'\(collection)' is made by a pending change: commit it to verify it") }
                 let kinds = try await requireStore().fieldKinds(of: collection)
                 console.result(kinds.description + "\n")
             } else {
