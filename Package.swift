@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let package = Package(
@@ -8,8 +8,13 @@ let package = Package(
         .executable(name: "docstore", targets: ["repl"]),
         .executable(name: "bench", targets: ["bench"]),
     ],
+    traits: [
+        // The bench's GRDB peer (`swift build -c release --traits GRDB --product bench`): off by default, so that a
+        // package depending on DocStore neither resolves nor builds GRDB.
+        .trait(name: "GRDB", description: "Builds the bench's GRDB peer"),
+    ],
     dependencies: [
-        // For the bench only: a library user who depends on DocStore alone never builds it.
+        // For the bench's GRDB peer only, behind the GRDB trait.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
@@ -33,7 +38,8 @@ let package = Package(
         // Filter and sort throughput beside GRDB, SQLite's C API and raw LMDB.
         .executableTarget(
             name: "bench",
-            dependencies: ["DocStore", "CLMDB", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["DocStore", "CLMDB", "CSQLite",
+                           .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["GRDB"]))]
         ),
         // The `docstore` shell: the query language as text, commands, rendering, readline.
         .executableTarget(

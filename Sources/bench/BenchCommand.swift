@@ -16,7 +16,8 @@ enum BenchCommand {
         var counts = [10_000, 100_000, 1_000_000]
         var scenarios = Scenario.allCases
         var extras: Set<String> = ["codec", "streaming"]
-        var peers = ["docstore", "grdb", "sqlite", "lmdb"]
+        // GRDB is a peer of a bench built with --traits GRDB.
+        var peers = ["docstore", "grdb", "sqlite", "lmdb"].filter { Harness.makePeer($0) != nil }
         var runs = 5
         var durability = BenchDurability.full
         var jsonPath: String?
@@ -42,7 +43,10 @@ enum BenchCommand {
                 }
             case "--peer":
                 peers = list(a)
-                for p in peers where Harness.makePeer(p) == nil { fail("unknown peer '\(p)'\n\(usage)") }
+                for p in peers where Harness.makePeer(p) == nil {
+                    fail(p.lowercased() == "grdb" ? "the GRDB peer is built with the GRDB trait: swift build -c release "
+                        + "--traits GRDB --product bench" : "unknown peer '\(p)'\n\(usage)")
+                }
             case "--runs":
                 guard let n = list(a).first.flatMap(Int.init), n >= 1 else { fail("--runs takes a number ≥ 1") }
                 runs = n

@@ -113,7 +113,9 @@ struct Harness {
         switch name.lowercased() {
         case "docstore": return DocStorePeer(durability: durability)
         case "docstore1": return DocStorePeer(scanThreads: 1, durability: durability)
+        #if GRDB
         case "grdb": return GRDBPeer(durability: durability)
+        #endif
         case "sqlite", "sqlite c", "sqlitec": return SQLitePeer(durability: durability)
         case "lmdb", "raw lmdb", "rawlmdb": return LMDBPeer()
         default: return nil

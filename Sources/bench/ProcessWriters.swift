@@ -1,6 +1,8 @@
 import DocStore
 import Foundation
+#if GRDB
 import GRDB
+#endif
 import CSQLite
 import Synchronization
 
@@ -85,6 +87,7 @@ enum ProcessWriters {
                     try await group.waitForAll()
                 }
                 await store.close()
+            #if GRDB
             case "grdb":
                 let pool = try DatabasePool(path: path, configuration: GRDBPeer.configuration(durability))
                 say("ready")
@@ -95,6 +98,7 @@ enum ProcessWriters {
                     }
                     try await group.waitForAll()
                 }
+            #endif
             case "sqlite":
                 let connections = try lists.map { _ in try SQLitePeer.writerConnection(path, durability) }
                 say("ready")

@@ -1,3 +1,4 @@
+#if GRDB
 import Foundation
 import GRDB
 
@@ -237,3 +238,4 @@ final class GRDBPeer: Peer {
         pool = nil
     }
 }
+#endif
