@@ -17,6 +17,7 @@ enum CodeExamples {
         var email: String?
         var tags: [String]
         var status: Status = .active
+        var score: Double = 0
         static let collection = "people"
     }
 
@@ -438,5 +439,209 @@ enum CodeExamples {
         }
         try await migrator.migrate(store)
         _ = store
+    }
+
+    // The one-line examples of the doc comments (`For example: ...`), each in a scope of its own.
+    enum Airport: String, Codable, Sendable { case EWR, JFK, LGA }
+    struct Flight: Document {
+        var id: Int
+        var origin: Airport
+        var dest: Airport?
+        static let collection = "flights"
+    }
+
+    static func inlineExamples() async throws {
+        let store = try await exampleStore()
+        let filter: Filter = .compare("age", .greater, .int(20))
+        let q = Query<DocumentValue>("people")
+        let people = q
+        let search = "ann"
+        let group = try await Query<DocumentValue>("flights").groupBy("origin").count(in: store)[0]
+        do { // Filter.swift
+            let example: Filter = .compare("age", .less, .int(13))
+            _ = example
+        }
+        do { // Filter.swift
+            let example: Filter = .contains("tags", .string("swift"))
+            _ = example
+        }
+        do { // Filter.swift
+            let example: Filter = .containsText("name", "nn")
+            _ = example
+        }
+        do { // Filter.swift
+            let example: Filter = .oneOf("city", [.string("Oslo"), .string("Bergen")])
+            _ = example
+        }
+        do { // Filter.swift
+            let example: Filter = .hasPrefix("name", "An")
+            _ = example
+        }
+        do { // Filter.swift
+            _ = Person.query().include(.equalIgnoringCase("city", "oslo"))
+        }
+        do { // Filter.swift
+            _ = try await Person.query().include(.containsIgnoringCase("name", search)).results(in: store)
+        }
+        do { // Filter.swift
+            let example: Filter = .compare(.field("arrDelay"), .greater, .field("depDelay"))
+            _ = example
+        }
+        do { // Query+Aggregates.swift
+            try await store.write { ctx in
+                _ = try Query<DocumentValue>("people").aggregate(.sum("score"), in: ctx)
+            }
+        }
+        do { // Query+Aggregates.swift
+            try await store.write { ctx in
+                _ = try Query<DocumentValue>("people").distinct("city", in: ctx)
+            }
+        }
+        do { // Query+Aggregates.swift
+            try await store.write { ctx in
+                _ = try Query<DocumentValue>("people").groupBy("city", "active").count().results(in: ctx)
+            }
+        }
+        do { // Query+Aggregates.swift
+            let origin = try group.key[0].decoded(as: Airport.self)
+            _ = origin
+        }
+        do { // Query+Aggregates.swift
+            try await store.write { ctx in
+                let total = try Person.query().sum(\.score, in: ctx)
+                _ = total
+            }
+        }
+        do { // Query+Aggregates.swift
+            try await store.write { ctx in
+                let mean = try Person.include(#Predicate { $0.city == "Oslo" }).average(\.age, in: ctx)
+                _ = mean
+            }
+        }
+        do { // Query+Aggregates.swift
+            try await store.write { ctx in
+                let oldest = try Person.query().max(\.age, in: ctx)
+                _ = oldest
+            }
+        }
+        do { // Query+Aggregates.swift
+            try await store.write { ctx in
+                let cities = try Person.query().distinct(\.city, in: ctx)
+                _ = cities
+            }
+        }
+        do { // Query+Aggregates.swift
+            let perCity = try await Person.query().groupBy(\.city).count(in: store)
+            _ = perCity
+        }
+        do { // Query+Aggregates.swift
+            let perRoute = try await Flight.query().groupBy(\.origin, \.dest).count(in: store)
+            _ = perRoute
+        }
+        do { // Query+Aggregates.swift
+            let ages = try await Person.query().groupBy(\.city).average(\.age, in: store)
+            _ = ages
+        }
+        do { // Query+Aggregates.swift
+            _ = Person.query().groupBy(\.city).count().sortBy(.value, order: .reverse)[0..<10]
+        }
+        do { // Query+Aggregates.swift
+            try await store.write { ctx in
+                print(try Person.query().explain(aggregate: .max("age"), in: ctx))
+            }
+        }
+        do { // Query+Aggregates.swift
+            try await store.write { ctx in
+                print(try Person.query().explain(distinct: "city", in: ctx))
+            }
+        }
+        do { // Query+Observation.swift
+            for try await n in Person.query().observeCount(in: store) { print(n) }
+        }
+        do { // Query+Select.swift
+            _ = Query<DocumentValue>("people").include(filter).select("name", "address.city")
+        }
+        do { // Query+Select.swift
+            _ = Person.include(#Predicate { $0.age > 90 }).select(\.name, \.age)
+        }
+        do { // Query+Update.swift
+            try await store.write { ctx in
+                _ = try Query<DocumentValue>("people").include(filter).update(in: ctx, [.set("city", .string("Bergen"))])
+            }
+        }
+        do { // Query+Update.swift
+            try await store.write { ctx in
+                _ = try q.update(in: ctx, set: ["city": .string("Bergen")], increment: ["age": .int(1)])
+            }
+        }
+        do { // Query+Update.swift
+            _ = try await people.include(filter).update(in: store, set: ["city": .string("Bergen")], increment: ["age": .int(1)])
+        }
+        do { // Query+Update.swift
+            try await store.write { ctx in
+                _ = try Person.include(#Predicate { $0.city == "Oslo" }).update(in: ctx) { $0.city = "Bergen" }
+            }
+        }
+        do { // Query+Update.swift
+            let moved = try await Person.include(#Predicate { $0.city == "Oslo" }).update(in: store) { $0.city = "Bergen" }
+            _ = moved
+        }
+        do { // Query+Verbs.swift
+            try await store.write { ctx in
+                print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))
+            }
+        }
+        do { // Query+Verbs.swift
+            _ = try await Person.sortBy(\.age)[0..<10].results(in: store)
+        }
+        do { // Query+Verbs.swift
+            print(try await q.explain(in: store))
+        }
+        do { // Query+Verbs.swift
+            try await store.write { ctx in
+                let ids = try Person.include(#Predicate { $0.age < 18 }).ids(in: ctx)
+                _ = ids
+            }
+        }
+        do { // Query.swift
+            _ = Query<DocumentValue>("people").include(.compare("age", .greaterOrEqual, .int(18)))
+        }
+        do { // Query.swift
+            _ = Query<DocumentValue>("people").sortBy("age").sortBy("name", order: .reverse)
+        }
+        do { // Query.swift
+            _ = try await Person.sortBy(\.age).reverse().first(in: store)
+        }
+        do { // Query.swift
+            _ = Person.sortBy(\.name)[0..<10]
+        }
+        do { // Query.swift
+            _ = try await Person.include(#Predicate { $0.age > 40 }).decoded(as: DocumentValue.self).first(in: store)?.json()
+        }
+        do { // Query.swift
+            _ = try await Query<DocumentValue>("people").include(filter).decoded(as: Person.self).results(in: store)
+        }
+        do { // Query.swift
+            _ = try await Query<DocumentValue>("people").count(in: store)
+        }
+        do { // Query.swift
+            _ = Person.query().include(#Predicate { $0.age >= 18 && $0.tags.contains("swift") })
+        }
+        do { // Query.swift
+            _ = Person.query().exclude(#Predicate { $0.city == "Oslo" })
+        }
+        do { // Query.swift
+            _ = Person.sortBy(\.age).sortBy(\.name, order: .reverse)
+        }
+        do { // Query.swift
+            _ = Flight.sortBy(\.origin)
+        }
+        do { // Query.swift
+            _ = try await Person.query().count(in: store)
+        }
+        do { // DocStore.swift
+            _ = try await store.prepare(Person.self)
+        }
+        _ = (filter, people, search, group)
     }
 }

@@ -68,6 +68,48 @@ import Testing
         #expect(checked >= 40, "only \(checked) blocks were found")
     }
 
+    /// The one-line examples of a source file's doc comments: the code after `For example:`, in backticks.
+    static func inlineExamples(_ text: String) -> [String] {
+        var examples: [String] = []
+        var paragraph: [String] = []
+        func flush() {
+            let joined = paragraph.joined(separator: " ")
+            var rest = joined[...]
+            while let marker = rest.range(of: "For example:") {
+                rest = rest[marker.upperBound...].drop { $0 == " " }
+                guard rest.first == "`", let end = rest.dropFirst().firstIndex(of: "`") else { continue }
+                examples.append(String(rest[rest.index(after: rest.startIndex)..<end]))
+                rest = rest[end...]
+            }
+            paragraph = []
+        }
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard trimmed.hasPrefix("///") else { flush(); continue }
+            let comment = trimmed.dropFirst(3).trimmingCharacters(in: .whitespaces)
+            if comment.isEmpty || comment.hasPrefix("```") { flush() } else { paragraph.append(comment) }
+        }
+        flush()
+        return examples
+    }
+
+    @Test func everyOneLineExampleOfTheDocCommentsIsCompiledHere() throws {
+        let sources = Self.root.appendingPathComponent("Sources/DocStore")
+        let examples = try String(contentsOf: Self.root.appendingPathComponent(
+            "Tests/DocumentationTests/CodeExamples.swift"), encoding: .utf8)
+        var checked = 0
+        for case let file as String in FileManager.default.enumerator(atPath: sources.path) ?? .init()
+        where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            for example in Self.inlineExamples(text) {
+                let found = examples.contains(example)
+                #expect(found, "a one-line example of \(file) is not in CodeExamples.swift: \(example)")
+                checked += 1
+            }
+        }
+        #expect(checked >= 40, "only \(checked) examples were found")
+    }
+
     @Test func everySwiftBlockOfTheDocumentsIsCompiledHere() throws {
         let documents = ["README.md"] + (try FileManager.default.contentsOfDirectory(
             atPath: Self.root.appendingPathComponent("Sources/DocStore/DocStore.docc").path)

@@ -71,7 +71,7 @@ public struct Query<Element: Sendable>: Sendable {
 
     /// Flips every ordering (the id order of ties too); on a sliced query, reverses the slice.
     ///
-    /// For example: `Person.sortBy(\.age).reverse().first(in: store)` is the oldest person.
+    /// For example: `try await Person.sortBy(\.age).reverse().first(in: store)` is the oldest person.
     public func reverse() -> Query {
         with { s in
             if let window = s.window {
@@ -236,6 +236,23 @@ extension Document {
     /// A query for every document, ordered by an optional field.
     public static func sortBy<Value: Comparable>(_ keyPath: KeyPath<Self, Value?> & Sendable,
                                                  order: SortOrder = .forward) -> Query<Self> {
+        Query().sortBy(keyPath, order: order)
+    }
+
+    /// A query for every document, ordered by a field stored as its raw values (an enum of `String` or `Int`
+    /// raw values).
+    @_disfavoredOverload
+    public static func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Self, Value> & Sendable,
+                                                       order: SortOrder = .forward) -> Query<Self>
+        where Value.RawValue: Comparable {
+        Query().sortBy(keyPath, order: order)
+    }
+
+    /// A query for every document, ordered by an optional field stored as its raw values, `nil` first.
+    @_disfavoredOverload
+    public static func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Self, Value?> & Sendable,
+                                                       order: SortOrder = .forward) -> Query<Self>
+        where Value.RawValue: Comparable {
         Query().sortBy(keyPath, order: order)
     }
 }
