@@ -15,6 +15,11 @@ struct KeyRange: Sendable, Equatable {
         return true
     }
 
+    /// The keys that start with `prefix` and continue with any value but nil (which sorts first): `x != nil`.
+    static func notNil(after prefix: [UInt8]) -> KeyRange {
+        KeyRange(lower: prefix + [KeyEncoder.kindRange(of: .null).upper], upper: KeyEncoder.prefixUpperBound(prefix))
+    }
+
     /// The range holding exactly the keys that start with `prefix`.
     static func prefix(_ prefix: [UInt8]) -> KeyRange {
         KeyRange(lower: prefix, upper: KeyEncoder.prefixUpperBound(prefix))

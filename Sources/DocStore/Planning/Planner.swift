@@ -146,9 +146,7 @@ struct Planner<Statistics: CollectionStatistics> {
             }
             // `!= nil`: every key after nil's, which sorts first (a unique index holds no nil, and is refused above).
             if let condition = conjuncts.first(where: { $0 == .compare(field, .notEqual, .null) }) {
-                let ranges = prefixes.map { p in
-                    KeyRange(lower: p + [KeyEncoder.kindRange(of: .null).upper], upper: KeyEncoder.prefixUpperBound(p))
-                }
+                let ranges = prefixes.map(KeyRange.notNil(after:))
                 answered.append(condition)
                 chosenFrom.append(condition)
                 return (ranges, answered, chosenFrom)
@@ -323,11 +321,10 @@ struct Planner<Statistics: CollectionStatistics> {
             scan.estimate = try statistics.entryCount(of: scan.index)   // the whole index
             return
         }
-        let afterNil = [KeyEncoder.kindRange(of: .null).upper]
-        if scan.ranges == [KeyRange(lower: afterNil, upper: nil)] {
+        if scan.ranges == [KeyRange.notNil(after: [])] {
             // Every key but nil's (`x != nil`): the whole index less its nil keys, which are counted, so that a
             // field most documents hold is not taken for a narrow range.
-            let nilKeys = KeyRange(lower: [KeyEncoder.kindRange(of: .null).lower], upper: afterNil)
+            let nilKeys = KeyRange.prefix(KeyEncoder.key(.null))
             let (nils, capped) = try statistics.entryCount(of: scan.index, in: [nilKeys], countingAtMost: Planner.countCap)
             scan.estimate = max(0, try statistics.entryCount(of: scan.index) - nils)
             scan.estimateIsCapped = capped

@@ -53,9 +53,8 @@ struct FieldPathProbe<Root: Decodable> {
             return nil
         }
         // A value made in place of one the type rejected (an enum's case): the pass that gives it another case
-        // changes the key path's value.
-        // Only the value made there (or its raw value) counts: a computed property reading it, or a struct holding
-        // it, changes too, but is not that value.
+        // changes the key path's value to that case. Only that value (or its raw value) counts: a computed property
+        // reading it, or a struct holding it, changes too, but is not that value.
         for position in 0..<recorder.substitutionCount {
             guard let first = recorder.substitutionValues[position],
                   ProbeRecorder.holds(value, made: first) else { continue }

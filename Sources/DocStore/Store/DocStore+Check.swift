@@ -62,13 +62,13 @@ extension DocStore {
                                   failures: [], failureCount: 0)
         // The fields the type reads, to compare with those the documents hold.
         let read = try? FieldPathProbe<T>().fieldsRead()
-        var stored: [String: Int] = [:]
+        var kinds: [String: [String: Int]] = [:]
         try withRead { context in
             guard let handle = try context.scope.handle(named: schema.collection) else { return }
             try context.txn.forEachEntry(in: handle.documents) { key, value in
                 check.documentsChecked += 1
                 if read != nil, let document = try? DocumentValue(encoded: Array(value)) {
-                    FieldKinds.paths(of: document, prefix: "", into: &stored)
+                    FieldKinds.tally(document, prefix: "", into: &kinds)
                 }
                 do {
                     _ = try DocumentDecoder().decode(T.self, from: value)
@@ -88,10 +88,13 @@ extension DocStore {
             }
         }
         if let read, check.documentsChecked > 0 {
+            // How many documents hold each field, whatever its kinds.
+            let stored = kinds.mapValues { $0.values.reduce(0, +) }
+            let holders = read.fields.union(read.anyKeys)
             func isRead(_ field: String) -> Bool {
                 // The field, a field inside it, or a field holding it (an object or dictionary read whole).
                 read.fields.contains(field) || read.fields.contains { $0.hasPrefix(field + ".") }
-                    || (read.fields.union(read.anyKeys)).contains { field.hasPrefix($0 + ".") }
+                    || holders.contains { field.hasPrefix($0 + ".") }
             }
             // Only the outermost field of an unread object is named.
             let unread = stored.filter { !isRead($0.key) }
@@ -155,16 +158,6 @@ extension DocStore {
 }
 
 extension FieldKinds {
-    /// Counts, per dotted path, the documents that hold a field there (objects looked into, arrays not).
-    static func paths(of value: DocumentValue, prefix: String, into counts: inout [String: Int]) {
-        guard case .object(let fields) = value else { return }
-        for field in fields {
-            let path = prefix.isEmpty ? field.name : prefix + "." + field.name
-            counts[path, default: 0] += 1
-            if case .object = field.value { paths(of: field.value, prefix: path, into: &counts) }
-        }
-    }
-
     static func tally(_ value: DocumentValue, prefix: String, into seen: inout [String: [String: Int]]) {
         guard case .object(let fields) = value else { return }
         for field in fields {
