@@ -185,9 +185,7 @@ extension Shell {
                                           idPath: FieldPath, inMemory: Bool) throws -> DocumentBatch {
         func id(_ d: DocumentValue) -> DocumentValue? { d[path: idPath].flatMap { $0 == .null ? nil : $0 } }
         guard format == .ndjson else {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw ShellError("cannot read \(path): no such file, or not readable")
-            }
+            let data = try Shell.contents(ofFile: path)
             guard let text = String(data: data, encoding: .utf8) else { throw ShellError("\(path) is not UTF-8 text") }
             let documents = try parseJSONDocuments(text, origin: path).enumerated().map { (i, d) in
                 try readingExtendedJSON(d, reading: reading, origin: "\(path), document \(i + 1)")
