@@ -17,21 +17,8 @@ import Synchronization
 /// LMDB still registers readers in the lock file, which it opens for writing; on a read-only file system it goes
 /// without. Where the lock file cannot be opened for another reason (a folder or lock file this process may not
 /// write), the environment is opened without locking (`MDB_NOLOCK`), provided no process has it open then.
-final class LMDBEnvironment: StorageEngine {
-    struct Configuration {
-        var initialMapSize: Int
-        var maximumMapSize: Int
-        var maxDatabases: UInt32
-        var maxReaders: UInt32
-        /// Open with `MDB_RDONLY`: reads only.
-        var readOnly = false
-        /// What a commit syncs: both the data and the meta page (none of these flags), the data only
-        /// (`MDB_NOMETASYNC`), or nothing (`MDB_NOSYNC`).
-        var syncFlags: UInt32 = 0
-        /// With `MDB_NOSYNC`, how often a thread of the environment's own syncs the file; `nil`: only when closing
-        /// or asked to.
-        var flushInterval: Duration? = nil
-    }
+final class LMDBEnvironment: FileStorageEngine {
+    typealias Configuration = FileStorage.Configuration
 
     let path: String
     private(set) var raw: OpaquePointer?
@@ -157,7 +144,7 @@ final class LMDBEnvironment: StorageEngine {
         if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
         // Commits that were not synced (`MDB_NOSYNC`, or a meta page left unsynced) are made durable: LMDB's close
         // does not sync.
-        if !configuration.readOnly && configuration.syncFlags != 0 { _ = mdb_env_sync(env, 1) }
+        if !configuration.readOnly && configuration.sync != .full { _ = mdb_env_sync(env, 1) }
         mdb_env_close(env)
         raw = nil
         _ = LMDBEnvironment.openFiles.withLock { $0.remove(fileID) }
@@ -506,4 +493,45 @@ final class LMDBEnvironment: StorageEngine {
     private func translatingErrors<R>(_ body: () throws -> R) throws -> R {
         do { return try body() } catch let error as LMDBError { throw error.storageError }
     }
+}
+
+extension FileStorage.Configuration {
+    /// What a commit syncs, as LMDB's flags: both the data and the meta page (none of these flags), the data only
+    /// (`MDB_NOMETASYNC`), or nothing (`MDB_NOSYNC`).
+    var syncFlags: UInt32 {
+        switch sync {
+        case .full: 0
+        case .dataOnly: LMDBFlags.noMetaSync
+        case .none: LMDBFlags.noSync
+        }
+    }
+}
+
+/// The file engine of ``FileStorage``: LMDB.
+extension FileStorage {
+    /// Opens (or creates) the file at `path`.
+    static func open(path: String, configuration: Configuration) throws -> any FileStorageEngine {
+        try LMDBEnvironment(path: path, configuration: configuration)
+    }
+
+    /// Checks the structure of the file at `path` without trusting it (the newest commit, or an older one by
+    /// `snapshot`): the damage found, and the pages read.
+    static func check(path: String, snapshot: Int = 0) -> (damage: [StorageDamage], pages: Int) {
+        LMDBFileCheck.check(path: path, snapshot: snapshot)
+    }
+
+    /// Replaces the file at `path`, which no process may have open, by a compact copy of itself; its sizes before
+    /// and after.
+    static func compact(path: String, configuration: Configuration) throws -> (before: Int, after: Int) {
+        try LMDBEnvironment.compactFile(at: path, configuration: configuration)
+    }
+
+    /// What can be read of the damaged file at `path`: the key spaces `wanted` accepts; `nil` when it cannot be
+    /// read at all or is not the engine's file.
+    static func salvage(path: String, spaces wanted: (String) -> Bool) -> Salvage? {
+        LMDBFileCheck.salvage(path: path, databases: wanted)
+    }
+
+    /// How the damage reported for a page past the end of a file cut short to `pageCount` pages ends.
+    static func pastTheLastPage(_ pageCount: Int) -> String { LMDBFileCheck.pastTheLastPage(pageCount) }
 }

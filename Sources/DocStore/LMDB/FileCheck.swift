@@ -20,7 +20,7 @@ struct LMDBFileCheck {
     /// Pages found in use (1) or free (2), by page number.
     private var state: [UInt8] = []
     /// The keys of the pages that the last walks of trees could not read.
-    private var holes: [KeyRange] = []
+    private var holes: [FileStorage.KeyInterval] = []
     /// Whether the file is read knowing it was cut short: free pages listed past its end are passed over (LMDB lists
     /// the highest first), rather than ending the free list there.
     private var cutShort = false
@@ -535,57 +535,8 @@ struct LMDBFileCheck {
 // MARK: - Salvage
 
 extension LMDBFileCheck {
-    /// What can still be read of a file: the entries of the named databases asked for, read past every damaged
-    /// page, the leaf pages that no tree reaches, and the damage met on the way.
-    struct Salvage {
-        /// Each database's entries (key, value) in the order found: those of a damaged page are missing.
-        var databases: [String: [(key: [UInt8], value: [UInt8])]] = [:]
-        /// The number of entries each database's record says it has.
-        var recordedEntries: [String: UInt64] = [:]
-        /// The keys of each database's pages that could not be read (below a page cut off or past the end): every
-        /// entry the database has that was not read lies in one of these. A database whose tree was read whole
-        /// has none.
-        var holes: [String: [KeyRange]] = [:]
-        var damage: [StorageDamage] = []
-        /// The leaf pages that no tree reaches, each with its entries: pages cut off from their database by a
-        /// damaged page above them or by the end of the file, and pages no longer in use unless the free list's are
-        /// left out (``freePagesLeftOut``). Which database a page belongs to, the caller works out from what it holds.
-        var loosePages: [LoosePage] = []
-        /// Whether the pages the free list holds are left out of ``loosePages``. When they are not (the free list
-        /// could not be read whole, or the trees read are an older commit's), loose pages may hold older versions of
-        /// entries, and entries deleted since.
-        var freePagesLeftOut = false
-        /// The newest commit a meta page records.
-        var newestCommit: UInt64?
-        /// The commit whose trees were read: the newest, or the one before when the newest's main database cannot
-        /// be read; `nil` when neither can be.
-        var readCommit: UInt64?
-        /// The pages the file has, and the last page its newest commit names, when that lies past its end.
-        var cutShort: (pages: Int, lastPage: UInt64)?
-
-        /// Whether the trees read are those of the newest commit.
-        var readNewest: Bool { readCommit != nil && readCommit == newestCommit }
-    }
-
-    /// The keys from `lower` (`nil`: from the first) up to but not including `upper` (`nil`: to the last), in LMDB's
-    /// default order.
-    struct KeyRange {
-        var lower: [UInt8]?
-        var upper: [UInt8]?
-
-        func contains(_ key: [UInt8]) -> Bool {
-            (lower.map { !key.lexicographicallyPrecedes($0) } ?? true) && (upper.map { key.lexicographicallyPrecedes($0) } ?? true)
-        }
-    }
-
-    /// A leaf page that no tree reaches.
-    struct LoosePage {
-        var page: Int
-        /// Its entries of plain values, kept in the page or on overflow pages.
-        var entries: [(key: [UInt8], value: [UInt8])] = []
-        /// The names of the databases whose records it holds (a page of the main database).
-        var databaseNames: [String] = []
-    }
+    typealias Salvage = FileStorage.Salvage
+    typealias LoosePage = FileStorage.LoosePage
 
     /// Reads the named databases of the file at `path` that `wanted` accepts, without trusting anything: a page that
     /// is not what it should be is skipped (with what hangs from it) and reported, and the rest is read. The newest
@@ -634,7 +585,7 @@ extension LMDBFileCheck {
                         entries.append((Array(key), value))
                     } else {
                         reader.damage(nil, name, "an entry with flags \(String(flags, radix: 16)) that cannot be read")
-                        reader.holes.append(KeyRange(lower: Array(key), upper: Array(key) + [0]))
+                        reader.holes.append(FileStorage.KeyInterval(lower: Array(key), upper: Array(key) + [0]))
                     }
                 }
                 result.databases[name] = entries
@@ -723,11 +674,11 @@ extension LMDBFileCheck {
         guard page != LMDBFileCheck.noPage else { return }
         guard level <= 64 else {
             damage(page, space, "a tree deeper than 64 levels")
-            holes.append(KeyRange(lower: lower, upper: upper))
+            holes.append(FileStorage.KeyInterval(lower: lower, upper: upper))
             return
         }
         guard claim(page, space: space) else {
-            holes.append(KeyRange(lower: lower, upper: upper))
+            holes.append(FileStorage.KeyInterval(lower: lower, upper: upper))
             return
         }
         let base = Int(page) * pageSize
@@ -735,11 +686,11 @@ extension LMDBFileCheck {
         let kind = flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage)
         guard number == page, kind == PageFlag.branch || kind == PageFlag.leaf, flags & PageFlag.leaf2 == 0 else {
             damage(page, space, "not a page of this tree (it says it is page \(number), flags \(String(flags, radix: 16)))")
-            holes.append(KeyRange(lower: lower, upper: upper))
+            holes.append(FileStorage.KeyInterval(lower: lower, upper: upper))
             return
         }
         guard let nodes = nodes(inPageAt: base, length: pageSize, page: page, space: space) else {
-            holes.append(KeyRange(lower: lower, upper: upper))
+            holes.append(FileStorage.KeyInterval(lower: lower, upper: upper))
             return
         }
         if kind == PageFlag.branch {
@@ -751,7 +702,7 @@ extension LMDBFileCheck {
                       let lo = u16(node), let hi = u16(node + 2), let high = u16(node + 4) else { continue }
                 children.append((UInt64(lo) | UInt64(hi) << 16 | UInt64(high) << 32, Array(key)))
             }
-            if children.count < nodes.count { holes.append(KeyRange(lower: lower, upper: upper)) }
+            if children.count < nodes.count { holes.append(FileStorage.KeyInterval(lower: lower, upper: upper)) }
             for (i, child) in children.enumerated() {
                 let whole = children.count < nodes.count
                 collect(child.page, level: level + 1, space: space,

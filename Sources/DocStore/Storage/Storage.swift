@@ -1,8 +1,10 @@
 import Foundation
 
 /// The storage a store runs on, as every layer above it sees it: named spaces of ordered keys and values,
-/// transactions, cursors and counts. LMDB implements it (the `LMDB` folder, the only code that calls LMDB); no
-/// type of that implementation is named above this interface, except where a store opens its file.
+/// transactions, cursors and counts: what any engine offers. What an engine kept in one file adds (copies, page
+/// usage, the structural check and salvage, the lock file) is ``FileStorageEngine`` (FileStorage.swift). LMDB
+/// implements both (the `LMDB` folder, the only code that calls LMDB); no type of that implementation is named
+/// above this interface.
 ///
 /// Keys are compared as bytes. A space may be *duplicate-sorted*: a key then holds several values, kept in byte
 /// order (index entries are stored so, one value per document id).
@@ -16,79 +18,20 @@ struct KeySpace: Hashable, Sendable {
 /// and copied out (or decoded) before either.
 typealias StorageEntry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
 
-/// The engine: one file, opened once per process, and its transactions.
+/// An engine: its transactions, and what every engine offers whatever keeps its data (a file, a server).
 protocol StorageEngine: AnyObject {
     /// Runs `body` in a read transaction that sees the last committed state.
     func read<R>(_ body: (any StorageTransaction) throws -> R) throws -> R
     /// Runs `body` in a write transaction, committed when it returns and rolled back when it throws. `body` may run
-    /// more than once (when the file must grow): it must have no effect outside the transaction.
+    /// more than once (when the file must grow, or a server asks for it again): it must have no effect outside the
+    /// transaction.
     func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R
-    /// Bytes in use and the size the file may use now.
-    func usage() throws -> (used: Int, mapSize: Int)
     /// The id of the last committed write, by any process: it changes with every commit.
     func lastCommittedTransaction() throws -> Int
-    /// Whether the file is read without its lock file: writers in other processes do not see this reader.
-    var isWithoutLockFile: Bool { get }
-    /// Closes the file, after making every commit durable; later calls throw ``StorageError/closed``.
+    /// Closes the engine, after making every commit durable; later calls throw ``StorageError/closed``.
     func close()
-    /// Makes every commit so far durable, whatever the durability of each commit (a sync of the file).
+    /// Makes every commit so far durable, whatever the durability of each commit.
     func flush() throws
-    /// Writes the file as of its last commit into a new file at a path (which must not exist) or to an open file
-    /// descriptor, in a read transaction of its own: writers go on meanwhile, in this process and others. With
-    /// `compact`, free pages are left out and the pages renumbered, so the copy holds only what is in use. Safe on
-    /// any thread.
-    func copy(to destination: CopyDestination, compact: Bool) throws
-    /// The file's pages: its page size, pages in use (up to the last one written) and free pages among them,
-    /// which later commits reuse.
-    func pageUsage() throws -> (pageSize: Int, inUse: Int, free: Int)
-
-    /// Checks the file's structure without trusting it (every page number and offset checked before use), as
-    /// `txn`'s commit, or a later one, has it; the damage found, and the pages read.
-    func checkStructure(holding txn: any StorageTransaction) -> (damage: [StorageDamage], pages: Int)
-}
-
-/// Files made durable by path: the copies that replace a file (a backup, a compaction) are synced, then their folder.
-enum DurableFile {
-    /// `fsync` of a file or a folder.
-    static func sync(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw StorageError.failed("cannot open \(path) to sync it: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw StorageError.failed("cannot sync \(path): \(String(cString: strerror(errno)))") }
-    }
-
-    /// `fsync` of the folder that holds `path`, so that a rename into it is durable.
-    static func syncFolder(of path: String) throws {
-        try sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
-    }
-
-    /// Puts the complete copy at `temporary` in the place of `path`, durably: the copy is synced, renamed over
-    /// `path` (so `path` holds the old file or the new one, never part of one), and the folder is synced.
-    static func replace(_ path: String, with temporary: String) throws {
-        try sync(temporary)
-        guard rename(temporary, path) == 0 else {
-            throw StorageError.failed("cannot move \(temporary) onto \(path): \(String(cString: strerror(errno)))")
-        }
-        try syncFolder(of: path)
-    }
-}
-
-/// Where a copy of the file goes.
-enum CopyDestination {
-    case path(String)
-    case descriptor(Int32)
-}
-
-/// Damage the storage engine's own check of the file found: where (a page, a key space) and what.
-struct StorageDamage: Sendable, Equatable, CustomStringConvertible {
-    var page: Int?
-    /// The key space (a named database, "main", "free list"), or "" for the file as a whole.
-    var space: String
-    var message: String
-
-    var description: String {
-        (page.map { "page \($0)" } ?? "the file") + (space.isEmpty ? "" : " (\(space))") + ": \(message)"
-    }
 }
 
 /// A transaction, valid only inside the `read` or `write` closure that received it.

@@ -66,7 +66,7 @@ extension DocStore {
     /// Copies on a thread of its own: a copy is long I/O, and must hold neither the store's thread nor the pool's.
     private nonisolated func copy(to destination: CopyDestination, compact: Bool, naming target: String) async throws {
         try checkOpen()
-        let engine = UncheckedEngine(engine: core.env)
+        let engine = UncheckedEngine(engine: try core.fileEngine(for: "a copy of the file"))
         for attempt in 1...4 {
             do {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -93,7 +93,7 @@ extension DocStore {
     public func spaceUsage() throws -> SpaceUsage {
         try checkOpen()
         return try mapErrors {
-            let pages = try core.env.pageUsage()
+            let pages = try core.fileEngine(for: "the file's pages").pageUsage()
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
             return SpaceUsage(fileBytes: size, pageSize: pages.pageSize, pages: pages.inUse, freePages: pages.free)
         }
@@ -127,5 +127,5 @@ extension DocStore {
 
 /// The engine, handed to a copy's thread: its ``StorageEngine/copy(to:compact:)`` may run on any thread.
 private struct UncheckedEngine: @unchecked Sendable {
-    let engine: any StorageEngine
+    let engine: any FileStorageEngine
 }

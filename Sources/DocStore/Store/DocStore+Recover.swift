@@ -120,7 +120,7 @@ extension DocStore {
             throw DocStoreError(.alreadyExists, "cannot recover into \(path): it exists; recovery makes a new store")
         }
         let documentsPrefix = StoreCore.documentsName("")
-        guard let salvage = LMDBFileCheck.salvage(path: damaged, databases: {
+        guard let salvage = FileStorage.salvage(path: damaged, spaces: {
             $0 == StoreCore.metaName || $0.hasPrefix(documentsPrefix)
         }) else {
             throw DocStoreError(.notAStore, "cannot recover \(damaged): it cannot be read, or is not a DocStore store")
@@ -133,7 +133,7 @@ extension DocStore {
             // Pages past the end, counted by where they were missed rather than named one by one.
             var missed: [String: Int] = [:]
             damage.removeAll { item in
-                guard item.message.hasSuffix(LMDBFileCheck.pastTheLastPage(cut.pages)) else { return false }
+                guard item.message.hasSuffix(FileStorage.pastTheLastPage(cut.pages)) else { return false }
                 missed[item.space, default: 0] += 1
                 return true
             }
@@ -232,7 +232,7 @@ extension DocStore {
     /// how many it had is not known), those of the loose pages placed in it. Where several versions of one key are
     /// found, the one the newest commit's tree holds wins; versions found elsewhere that differ cannot be ordered
     /// (LMDB 0.9's pages do not record the transaction that wrote them), and none of them is taken.
-    private static func gather(names: [String], infos: [String: CollectionInfo], from salvage: LMDBFileCheck.Salvage,
+    private static func gather(names: [String], infos: [String: CollectionInfo], from salvage: FileStorage.Salvage,
                                into report: inout RecoveryReport) -> [Gathered] {
         var gathered: [String: Gathered] = [:]
         var losing: [String] = []
@@ -263,7 +263,7 @@ extension DocStore {
                 }
             }
         }
-        var holes: [String: [LMDBFileCheck.KeyRange]] = [:]
+        var holes: [String: [FileStorage.KeyInterval]] = [:]
         for name in names { holes[name] = salvage.holes[StoreCore.documentsName(name)] }
         let (placed, olderCopies) = place(salvage.loosePages, among: names, losing: Set(losing), infos: infos,
                                           fields: fields, holes: holes, into: &report)
@@ -329,9 +329,9 @@ extension DocStore {
     /// could not be read (one of its `holes`: what a missing page below a branch holds). A page with keys elsewhere
     /// is an older copy of a page, whose documents were replaced or deleted since: it is left out, and counted
     /// (`olderCopies`).
-    private static func place(_ pages: [LMDBFileCheck.LoosePage], among names: [String], losing: Set<String>,
+    private static func place(_ pages: [FileStorage.LoosePage], among names: [String], losing: Set<String>,
                               infos: [String: CollectionInfo], fields: [String: Set<String>],
-                              holes: [String: [LMDBFileCheck.KeyRange]], into report: inout RecoveryReport)
+                              holes: [String: [FileStorage.KeyInterval]], into report: inout RecoveryReport)
         -> (documents: [String: [Found]], olderCopies: [String: Int]) {
         var documents: [String: [Found]] = [:], olderCopies: [String: Int] = [:]
         guard !losing.isEmpty else { return ([:], [:]) }

@@ -66,7 +66,7 @@ extension DocStore {
     /// A file that another process writes meanwhile is looked at again when damage is seen while it changed, and
     /// reported clean if it never stood still.
     public static func checkFile(at path: String) -> VerificationReport {
-        let (damage, pages) = LMDBFileCheck.check(path: path, snapshot: 0)
+        let (damage, pages) = FileStorage.check(path: path)
         var report = VerificationReport()
         report.pagesChecked = pages
         report.problems = damage.map(VerificationReport.Problem.init(damage:))
@@ -85,7 +85,8 @@ extension DocStore {
     /// It reads the whole store in one read transaction; writers are not blocked.
     public func verify() throws -> VerificationReport {
         try checkOpen()
-        let structure = try mapErrors { try core.env.read { core.env.checkStructure(holding: $0) } }
+        let file = try core.fileEngine(for: "the structural check")
+        let structure = try mapErrors { try file.read { file.checkStructure(holding: $0) } }
         var report = VerificationReport()
         report.pagesChecked = structure.pages
         guard structure.damage.isEmpty else {

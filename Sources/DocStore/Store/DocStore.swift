@@ -152,7 +152,7 @@ public actor DocStore {
         let changes = ChangeNotifier()
         self.changes = changes
         self.core = try StoreCore(path: path, options: options, changes: changes)
-        self.isWithoutLockFile = core.env.isWithoutLockFile
+        self.isWithoutLockFile = core.file?.isWithoutLockFile ?? false
         self.thread = StoreThread(name: "DocStore " + (path as NSString).lastPathComponent)
     }
 
@@ -429,7 +429,7 @@ public actor DocStore {
     /// The size of the map in bytes and how much of it is in use.
     public func mapUsage() throws -> (used: Int, mapSize: Int) {
         try checkOpen()
-        return try mapErrors { try core.env.usage() }
+        return try mapErrors { try core.fileEngine(for: "the map's usage").usage() }
     }
 }
 

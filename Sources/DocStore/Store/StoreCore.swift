@@ -9,8 +9,11 @@ final class StoreCore {
     static let metaName = "__docstore__"
     static let separator: Character = "\u{1F}"
 
-    /// The storage: LMDB, opened in ``openEnvironment(path:options:)``, the one place that names it.
+    /// The storage, opened in ``openEnvironment(path:options:)``.
     let env: any StorageEngine
+    /// The same engine, for what only a store kept in a file has (copies, pages, the structural check); `nil` for
+    /// an engine of another kind.
+    let file: (any FileStorageEngine)?
     let path: String
     /// Opened with ``DocStore/Options/readOnly``: every change is refused.
     let isReadOnly: Bool
@@ -39,7 +42,9 @@ final class StoreCore {
         self.checksChecksums = options.checkChecksums
         self.scan = ParallelScan.Settings(threads: max(1, options.scanThreads),
                                           documentsPerThread: options.documentsPerScanThread)
-        self.env = try StoreCore.openEnvironment(path: path, options: options)
+        let file = try StoreCore.openEnvironment(path: path, options: options)
+        self.env = file
+        self.file = file
         do {
             if options.readOnly {
                 try env.read { txn in try self.prepareCatalog(in: txn) }
@@ -70,7 +75,15 @@ final class StoreCore {
         changes.finishAll()
     }
 
-    private static func openEnvironment(path: String, options: DocStore.Options) throws -> any StorageEngine {
+    /// The engine as a file, for `what` (a backup, a check), or an error saying only a store kept in a file has it.
+    func fileEngine(for what: String) throws -> any FileStorageEngine {
+        guard let file else {
+            throw DocStoreError(.storage, "\(what) needs a store kept in a file; this store is not")
+        }
+        return file
+    }
+
+    private static func openEnvironment(path: String, options: DocStore.Options) throws -> any FileStorageEngine {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw DocStoreError(.cannotOpen, "cannot open a store at \(path): it is a directory; give the path of a file")
@@ -91,7 +104,7 @@ final class StoreCore {
         if options.checkFile, let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int,
            size > 0 {
             // Before LMDB reads a page: a damaged file is refused here rather than crashing the process later.
-            let damage = LMDBFileCheck.check(path: path, snapshot: 0).damage
+            let damage = FileStorage.check(path: path).damage
             if let first = damage.first {
                 throw DocStoreError(.damagedFile, "\(path) is damaged: " + StoreCore.describe(first)
                     + (damage.count > 1 ? " (and \(damage.count - 1) more problems)" : "")
@@ -99,10 +112,10 @@ final class StoreCore {
             }
         }
         do {
-            return try LMDBEnvironment(path: path, configuration: .init(
+            return try FileStorage.open(path: path, configuration: .init(
                 initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
                 maxDatabases: options.maxDatabases, maxReaders: options.maxReaders, readOnly: options.readOnly,
-                syncFlags: StoreCore.syncFlags(options.durability), flushInterval: StoreCore.flushInterval(options.durability)))
+                sync: StoreCore.sync(options.durability), flushInterval: StoreCore.flushInterval(options.durability)))
         } catch let error as StorageError {
             switch error {
             case .notAStore(let why):
@@ -133,7 +146,7 @@ final class StoreCore {
             throw DocStoreError(.cannotOpen, "cannot compact \(path): there is no store there")
         }
         do {
-            return try LMDBEnvironment.compactFile(at: path, configuration: .init(
+            return try FileStorage.compact(path: path, configuration: .init(
                 initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
                 maxDatabases: options.maxDatabases, maxReaders: options.maxReaders))
         } catch let error as StorageError {
@@ -203,11 +216,11 @@ final class StoreCore {
     static func bytes(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
 
     /// What a commit syncs at each durability.
-    static func syncFlags(_ durability: DocStore.Durability) -> UInt32 {
+    static func sync(_ durability: DocStore.Durability) -> FileStorage.Sync {
         switch durability {
-        case .full: return 0
-        case .normal: return LMDBFlags.noMetaSync
-        case .off, .periodic: return LMDBFlags.noSync
+        case .full: .full
+        case .normal: .dataOnly
+        case .off, .periodic: .none
         }
     }
 

@@ -1,0 +1,145 @@
+import Foundation
+
+/// What an engine that keeps a store in one file adds to ``StorageEngine``: a copy of the file, its pages, a
+/// structural check, and the lock file beside it.
+protocol FileStorageEngine: StorageEngine {
+    /// Bytes in use and the size the file may use now.
+    func usage() throws -> (used: Int, mapSize: Int)
+    /// Whether the file is read without its lock file: writers in other processes do not see this reader.
+    var isWithoutLockFile: Bool { get }
+    /// Writes the file as of its last commit into a new file at a path (which must not exist) or to an open file
+    /// descriptor, in a read transaction of its own: writers go on meanwhile, in this process and others. With
+    /// `compact`, free pages are left out and the pages renumbered, so the copy holds only what is in use. Safe on
+    /// any thread.
+    func copy(to destination: CopyDestination, compact: Bool) throws
+    /// The file's pages: its page size, pages in use (up to the last one written) and free pages among them,
+    /// which later commits reuse.
+    func pageUsage() throws -> (pageSize: Int, inUse: Int, free: Int)
+    /// Checks the file's structure without trusting it (every page number and offset checked before use), as
+    /// `txn`'s commit, or a later one, has it; the damage found, and the pages read.
+    func checkStructure(holding txn: any StorageTransaction) -> (damage: [StorageDamage], pages: Int)
+}
+
+/// The file engine's work on a file by its path: opening it, and what needs no open store (a check before opening,
+/// a compaction, a salvage). The file engine supplies these functions (`FileStorage.open`, `.check`, `.compact`,
+/// `.salvage`, in the LMDB folder); the store calls them by these names, never the engine's own.
+enum FileStorage {
+    /// How a file is opened.
+    struct Configuration {
+        var initialMapSize: Int
+        var maximumMapSize: Int
+        var maxDatabases: UInt32
+        var maxReaders: UInt32
+        /// Reads only: no write transaction can begin.
+        var readOnly = false
+        var sync: Sync = .full
+        /// With ``Sync/none``, how often the engine syncs the file on a thread of its own; `nil`: only when closing
+        /// or asked to.
+        var flushInterval: Duration? = nil
+    }
+
+    /// What a commit syncs.
+    enum Sync {
+        /// The data, then the page that makes the commit the last one.
+        case full
+        /// The data only: the last commits may be lost in a crash of the machine, never the file's consistency.
+        case dataOnly
+        /// Nothing: the file is synced when asked to, or on the engine's flush thread.
+        case none
+    }
+
+    /// What can still be read of a damaged file: the entries of the named key spaces asked for, read past every
+    /// damaged page, the leaf pages that no tree reaches, and the damage met on the way.
+    struct Salvage {
+        /// Each key space's entries (key, value) in the order found: those of a damaged page are missing.
+        var databases: [String: [(key: [UInt8], value: [UInt8])]] = [:]
+        /// The number of entries each key space's record says it has.
+        var recordedEntries: [String: UInt64] = [:]
+        /// The keys of each key space's pages that could not be read (below a page cut off or past the end): every
+        /// entry the space has that was not read lies in one of these. A space whose tree was read whole has none.
+        var holes: [String: [KeyInterval]] = [:]
+        var damage: [StorageDamage] = []
+        /// The leaf pages that no tree reaches, each with its entries: pages cut off from their space by a
+        /// damaged page above them or by the end of the file, and pages no longer in use unless the free list's are
+        /// left out (``freePagesLeftOut``). Which space a page belongs to, the caller works out from what it holds.
+        var loosePages: [LoosePage] = []
+        /// Whether the pages the free list holds are left out of ``loosePages``. When they are not (the free list
+        /// could not be read whole, or the trees read are an older commit's), loose pages may hold older versions of
+        /// entries, and entries deleted since.
+        var freePagesLeftOut = false
+        /// The newest commit a meta page records.
+        var newestCommit: UInt64?
+        /// The commit whose trees were read: the newest, or the one before when the newest's main space cannot
+        /// be read; `nil` when neither can be.
+        var readCommit: UInt64?
+        /// The pages the file has, and the last page its newest commit names, when that lies past its end.
+        var cutShort: (pages: Int, lastPage: UInt64)?
+
+        /// Whether the trees read are those of the newest commit.
+        var readNewest: Bool { readCommit != nil && readCommit == newestCommit }
+    }
+
+    /// The keys from `lower` (`nil`: from the first) up to but not including `upper` (`nil`: to the last), in byte
+    /// order.
+    struct KeyInterval {
+        var lower: [UInt8]?
+        var upper: [UInt8]?
+
+        func contains(_ key: [UInt8]) -> Bool {
+            (lower.map { !key.lexicographicallyPrecedes($0) } ?? true) && (upper.map { key.lexicographicallyPrecedes($0) } ?? true)
+        }
+    }
+
+    /// A leaf page that no tree reaches.
+    struct LoosePage {
+        var page: Int
+        /// Its entries of plain values, kept in the page or on overflow pages.
+        var entries: [(key: [UInt8], value: [UInt8])] = []
+        /// The names of the key spaces whose records it holds (a page of the main space).
+        var databaseNames: [String] = []
+    }
+}
+
+/// Files made durable by path: the copies that replace a file (a backup, a compaction) are synced, then their folder.
+enum DurableFile {
+    /// `fsync` of a file or a folder.
+    static func sync(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StorageError.failed("cannot open \(path) to sync it: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw StorageError.failed("cannot sync \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    /// `fsync` of the folder that holds `path`, so that a rename into it is durable.
+    static func syncFolder(of path: String) throws {
+        try sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+    }
+
+    /// Puts the complete copy at `temporary` in the place of `path`, durably: the copy is synced, renamed over
+    /// `path` (so `path` holds the old file or the new one, never part of one), and the folder is synced.
+    static func replace(_ path: String, with temporary: String) throws {
+        try sync(temporary)
+        guard rename(temporary, path) == 0 else {
+            throw StorageError.failed("cannot move \(temporary) onto \(path): \(String(cString: strerror(errno)))")
+        }
+        try syncFolder(of: path)
+    }
+}
+
+/// Where a copy of the file goes.
+enum CopyDestination {
+    case path(String)
+    case descriptor(Int32)
+}
+
+/// Damage the storage engine's own check of the file found: where (a page, a key space) and what.
+struct StorageDamage: Sendable, Equatable, CustomStringConvertible {
+    var page: Int?
+    /// The key space (a named database, "main", "free list"), or "" for the file as a whole.
+    var space: String
+    var message: String
+
+    var description: String {
+        (page.map { "page \($0)" } ?? "the file") + (space.isEmpty ? "" : " (\(space))") + ": \(message)"
+    }
+}
