@@ -1,59 +1,5 @@
 import Foundation
 
-/// A field path laid out for many look-ups: every name's bytes in one allocation owned by this object, so that
-/// finding the field in a document allocates nothing and retains nothing.
-final class CompiledPath {
-    /// The laid-out names, a plain value: whoever holds it must keep this object alive. Hot loops copy it out so
-    /// that each look-up touches no reference count.
-    struct Layout {
-        fileprivate let names: UnsafeMutableRawPointer
-        fileprivate let spans: UnsafeMutableBufferPointer<(offset: Int, count: Int)>
-
-        /// The value at this path from `root`, or `nil` when a step is missing or not an object. The same answer as
-        /// ``BinaryReader/value(atPath:from:)``.
-        @inline(__always)
-        func value(in reader: BinaryReader, from root: ValueRef) throws -> ValueRef? {
-            var current = root
-            for span in spans {
-                let name = UnsafeRawBufferPointer(start: names + span.offset, count: span.count)
-                guard let found = try reader.field(current, named: name) else { return nil }
-                current = found
-            }
-            return current
-        }
-    }
-
-    let layout: Layout
-    let path: FieldPath
-
-    init(_ path: FieldPath) {
-        self.path = path
-        let total = path.utf8Components.reduce(0) { $0 + $1.count }
-        let names = UnsafeMutableRawPointer.allocate(byteCount: max(total, 1), alignment: 1)
-        let spans = UnsafeMutableBufferPointer<(offset: Int, count: Int)>.allocate(capacity: path.utf8Components.count)
-        var offset = 0
-        for (i, name) in path.utf8Components.enumerated() {
-            name.withUnsafeBytes { bytes in
-                if let from = bytes.baseAddress { (names + offset).copyMemory(from: from, byteCount: bytes.count) }
-            }
-            spans[i] = (offset, name.count)
-            offset += name.count
-        }
-        layout = Layout(names: names, spans: spans)
-    }
-
-    deinit {
-        layout.names.deallocate()
-        layout.spans.deallocate()
-    }
-
-    /// The value at this path from `root`, or `nil` when a step is missing or not an object.
-    @inline(__always)
-    func value(in reader: BinaryReader, from root: ValueRef) throws -> ValueRef? {
-        try layout.value(in: reader, from: root)
-    }
-}
-
 /// A residual condition prepared once for a run over many documents: a tree of objects holding their paths laid
 /// out as bytes and their constants ready, so that checking a document costs the look-ups and the comparisons
 /// alone. The comparisons are ``ValueComparison``'s.

@@ -14,10 +14,6 @@ enum Operand {
     }
 }
 
-/// Thrown where Swift would trap or Foundation throw (an overflow, an integer division by zero, `nil!`): the
-/// document does not match. ``Condition/falseOnStop(_:)`` turns it into a non-match; it never leaves a query.
-struct NoMatch: Error {}
-
 /// A ``ValueExpression`` prepared once for a run over many documents, as ``CompiledCondition`` prepares conditions.
 class CompiledExpression {
     func value(_ document: CompiledCondition.Document) throws -> Operand { fatalError("subclasses compute values") }

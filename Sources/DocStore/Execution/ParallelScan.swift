@@ -10,14 +10,7 @@ import Synchronization
 /// so a second thread on a second core nearly halves a long scan.
 struct ParallelScan {
     /// How far a store splits its scans.
-    struct Settings: Sendable {
-        /// The most threads a scan uses (``DocStore/Options/scanThreads``); 1 turns splitting off.
-        var threads: Int
-        /// The fewest documents a thread is given: below this, starting it costs more than it saves.
-        var documentsPerThread = 16_384
-
-        static let off = Settings(threads: 1)
-    }
+    typealias Settings = ScanSettings
 
     /// Ranges per thread: a thread that finishes early takes the next range, so that uneven ranges even out.
     static let rangesPerThread = 8

@@ -272,3 +272,7 @@ enum TextTest: String, Sendable {
         }
     }
 }
+
+/// Thrown where Swift would trap or Foundation throw (an overflow, an integer division by zero, `nil!`): the
+/// document does not match. ``Condition/falseOnStop(_:)`` turns it into a non-match; it never leaves a query.
+struct NoMatch: Error {}

@@ -151,30 +151,10 @@ public actor DocStore {
         self.isReadOnly = options.readOnly
         let changes = ChangeNotifier()
         self.changes = changes
-        self.core = try StoreCore(path: path, options: options, changes: changes)
+        self.core = try StoreCore(path: path, options: options)
+        core.onRelease = { [changes] in changes.finishAll() }
         self.isWithoutLockFile = core.file?.isWithoutLockFile ?? false
         self.thread = StoreThread(name: "DocStore " + (path as NSString).lastPathComponent)
-    }
-
-    /// Opens (or creates) the store at `path`, then runs the migrations of `migrator` it has not applied, in
-    /// order: the store returned holds documents of the app's current models.
-    ///
-    /// For example:
-    /// ```swift
-    /// var migrator = Migrator()
-    /// migrator.registerMigration("v2") { m in try m.renameField("name", to: "fullName", in: "people") }
-    /// let store = try await DocStore(path: path, migrator: migrator)
-    /// ```
-    /// - Throws: what ``init(path:options:)`` throws, and what ``Migrator/migrate(_:upTo:)`` throws; a migration
-    ///   that fails changed nothing, and the store is closed.
-    public init(path: String, options: Options = Options(), migrator: Migrator) async throws {
-        try await self.init(path: path, options: options)
-        do {
-            try await migrator.migrate(self)
-        } catch {
-            close()
-            throw error
-        }
     }
 
     deinit { thread.stop() }
@@ -433,3 +413,27 @@ public actor DocStore {
     }
 }
 
+extension DocStore {
+    /// Runs `body` in a write transaction that is then rolled back, and returns what it returned: a rehearsal
+    /// that sees its own changes and leaves the store as it was.
+    ///
+    /// For example, how many documents a change would leave:
+    /// ```swift
+    /// let left = try await store.dryRun { ctx in
+    ///     try Query<DocumentValue>("people").include(.compare("age", .less, .int(13))).delete(in: ctx)
+    ///     return try Query<DocumentValue>("people").count(in: ctx)
+    /// }
+    /// ```
+    public func dryRun<R: Sendable>(_ body: @Sendable (WriteContext) throws -> R) throws -> R {
+        do {
+            _ = try withWrite { ctx -> Never in throw RolledBack(result: try body(ctx)) }
+        } catch let rolledBack as RolledBack<R> {
+            return rolledBack.result
+        }
+    }
+}
+
+/// Carries a dry run's result out of the transaction it aborts.
+private struct RolledBack<R: Sendable>: Error {
+    let result: R
+}

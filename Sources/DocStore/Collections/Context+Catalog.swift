@@ -108,27 +108,3 @@ extension WriteContext {
     }
 }
 
-extension DocStore {
-    /// Runs `body` in a write transaction that is then rolled back, and returns what it returned: a rehearsal
-    /// that sees its own changes and leaves the store as it was.
-    ///
-    /// For example, how many documents a change would leave:
-    /// ```swift
-    /// let left = try await store.dryRun { ctx in
-    ///     try Query<DocumentValue>("people").include(.compare("age", .less, .int(13))).delete(in: ctx)
-    ///     return try Query<DocumentValue>("people").count(in: ctx)
-    /// }
-    /// ```
-    public func dryRun<R: Sendable>(_ body: @Sendable (WriteContext) throws -> R) throws -> R {
-        do {
-            _ = try withWrite { ctx -> Never in throw RolledBack(result: try body(ctx)) }
-        } catch let rolledBack as RolledBack<R> {
-            return rolledBack.result
-        }
-    }
-}
-
-/// Carries a dry run's result out of the transaction it aborts.
-private struct RolledBack<R: Sendable>: Error {
-    let result: R
-}

@@ -177,6 +177,27 @@ public struct AppliedMigration: Codable, Sendable, Hashable, CustomStringConvert
 
 /// The store's migrations: applied ones as recorded, and the names the last migrator to run had registered.
 extension DocStore {
+    /// Opens (or creates) the store at `path`, then runs the migrations of `migrator` it has not applied, in
+    /// order: the store returned holds documents of the app's current models.
+    ///
+    /// For example:
+    /// ```swift
+    /// var migrator = Migrator()
+    /// migrator.registerMigration("v2") { m in try m.renameField("name", to: "fullName", in: "people") }
+    /// let store = try await DocStore(path: path, migrator: migrator)
+    /// ```
+    /// - Throws: what ``init(path:options:)`` throws, and what ``Migrator/migrate(_:upTo:)`` throws; a migration
+    ///   that fails changed nothing, and the store is closed.
+    public init(path: String, options: Options = Options(), migrator: Migrator) async throws {
+        try await self.init(path: path, options: options)
+        do {
+            try await migrator.migrate(self)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
     /// The migrations this store has applied, in the order it applied them.
     public nonisolated func appliedMigrations() async throws -> [AppliedMigration] {
         try await read { ctx in try ctx.appliedMigrations() }

@@ -18,7 +18,7 @@ final class StoreCore {
     /// Opened with ``DocStore/Options/readOnly``: every change is refused.
     let isReadOnly: Bool
     /// How far full scans are split among threads (``DocStore/Options/scanThreads``).
-    let scan: ParallelScan.Settings
+    let scan: ScanSettings
     /// ``DocStore/Options/checkChecksums``.
     let checksChecksums: Bool
     /// Open collections. Each serves while the collection's catalog entry is the one it was opened with; see
@@ -32,21 +32,21 @@ final class StoreCore {
     /// Per collection, the schema of the Swift type last used with it, for reports.
     var declared: [String: ResolvedSchema] = [:]
     private(set) var meta = KeySpace(number: 0)
-    /// The store's observers, ended when the core goes.
-    let changes: ChangeNotifier
+    /// Run when the core goes, after the engine is closed: the store's observers end there.
+    var onRelease: (() -> Void)?
 
-    init(path: String, options: DocStore.Options, changes: ChangeNotifier) throws {
+    /// Takes over an open engine and prepares its catalog (a new file becomes a store); closes the engine when
+    /// that fails.
+    init(path: String, engine: any StorageEngine, file: (any FileStorageEngine)?, isReadOnly: Bool,
+         checksChecksums: Bool, scan: ScanSettings) throws {
         self.path = path
-        self.changes = changes
-        self.isReadOnly = options.readOnly
-        self.checksChecksums = options.checkChecksums
-        self.scan = ParallelScan.Settings(threads: max(1, options.scanThreads),
-                                          documentsPerThread: options.documentsPerScanThread)
-        let file = try StoreCore.openEnvironment(path: path, options: options)
-        self.env = file
+        self.isReadOnly = isReadOnly
+        self.checksChecksums = checksChecksums
+        self.scan = scan
+        self.env = engine
         self.file = file
         do {
-            if options.readOnly {
+            if isReadOnly {
                 try env.read { txn in try self.prepareCatalog(in: txn) }
             } else {
                 try env.write { txn in try self.prepareCatalog(in: txn) }
@@ -72,7 +72,7 @@ final class StoreCore {
     /// an observer that sees its observation end can open the file again.
     deinit {
         env.close()
-        changes.finishAll()
+        onRelease?()
     }
 
     /// The engine as a file, for `what` (a backup, a check), or an error saying only a store kept in a file has it.
@@ -81,90 +81,6 @@ final class StoreCore {
             throw DocStoreError(.storage, "\(what) needs a store kept in a file; this store is not")
         }
         return file
-    }
-
-    private static func openEnvironment(path: String, options: DocStore.Options) throws -> any FileStorageEngine {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw DocStoreError(.cannotOpen, "cannot open a store at \(path): it is a directory; give the path of a file")
-        }
-        let lockPath = path + "-lock"
-        let lockExisted = FileManager.default.fileExists(atPath: lockPath)
-        if options.readOnly {
-            // LMDB would make a new environment of a missing or empty file, which it cannot write.
-            guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
-                throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: there is no such file "
-                    + "(a store opened read-only is never created)")
-            }
-            if size == 0 {
-                throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: the file is empty, so "
-                    + "there is no store in it to read (a store opened read-only is never created)")
-            }
-        }
-        if options.checkFile, let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int,
-           size > 0 {
-            // Before LMDB reads a page: a damaged file is refused here rather than crashing the process later.
-            let damage = FileStorage.check(path: path).damage
-            if let first = damage.first {
-                throw DocStoreError(.damagedFile, "\(path) is damaged: " + StoreCore.describe(first)
-                    + (damage.count > 1 ? " (and \(damage.count - 1) more problems)" : "")
-                    + "; the structural check (DocStore.Options.checkFile) refused to open it")
-            }
-        }
-        do {
-            return try FileStorage.open(path: path, configuration: .init(
-                initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
-                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders, readOnly: options.readOnly,
-                sync: StoreCore.sync(options.durability), flushInterval: StoreCore.flushInterval(options.durability)))
-        } catch let error as StorageError {
-            switch error {
-            case .notAStore(let why):
-                // The data file is not the engine's, so no process can be using the lock file just made beside it.
-                if !lockExisted { try? FileManager.default.removeItem(atPath: lockPath) }
-                throw DocStoreError(.notAStore, "\(path) is not a DocStore store: \(why)", underlying: error)
-            case .lockFileUnavailable(let why):
-                throw DocStoreError(.cannotOpen, "cannot open a store at \(path) read-only: its lock file \(lockPath) "
-                    + "cannot be opened for writing (\(why)), and another process has the store open; "
-                    + "reading it without the lock file is safe only while no process writes it", underlying: error)
-            case .alreadyOpenInProcess:
-                throw DocStoreError(.alreadyOpen, "\(path) is already open in this process; share that DocStore "
-                    + "instead of opening it twice (LMDB allows one environment per file and process)")
-            default:
-                let how = options.readOnly ? " read-only" : ""
-                var denied = false
-                if case .permissionDenied = error, !options.readOnly { denied = true }
-                throw DocStoreError(.cannotOpen, "cannot open a store at \(path)\(how): \(error)"
-                    + (denied ? "; to read it without changing it, open it read-only (DocStore.Options.readOnly)" : ""),
-                    underlying: error)
-            }
-        }
-    }
-
-    /// ``DocStore/compact(path:options:)``: the one other place that opens the storage, with no store around it.
-    static func compact(path: String, options: DocStore.Options) throws -> (before: Int, after: Int) {
-        guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > 0 else {
-            throw DocStoreError(.cannotOpen, "cannot compact \(path): there is no store there")
-        }
-        do {
-            return try FileStorage.compact(path: path, configuration: .init(
-                initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
-                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders))
-        } catch let error as StorageError {
-            switch error {
-            case .alreadyOpenInProcess:
-                throw DocStoreError(.alreadyOpen, "cannot compact \(path): it is open in this process; close it first")
-            case .openElsewhere:
-                throw DocStoreError(.alreadyOpen, "cannot compact \(path): another process has it open; compaction "
-                    + "needs the store to itself, and the store is left as it was")
-            case .notAStore(let why):
-                throw DocStoreError(.notAStore, "\(path) is not a DocStore store: \(why)", underlying: error)
-            case .damaged(let why):
-                throw StoreCore.damagedFile(path, why)
-            default:
-                throw DocStoreError(.storage, "cannot compact \(path): \(error); the store is left as it was",
-                                    underlying: error)
-            }
-        }
     }
 
     /// Checks that the file is a DocStore store of a known format, or makes it one if it is new.
@@ -214,21 +130,6 @@ final class StoreCore {
     }
 
     static func bytes(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
-
-    /// What a commit syncs at each durability.
-    static func sync(_ durability: DocStore.Durability) -> FileStorage.Sync {
-        switch durability {
-        case .full: .full
-        case .normal: .dataOnly
-        case .off, .periodic: .none
-        }
-    }
-
-    /// How often the file is synced in the background, at ``DocStore/Durability/periodic(milliseconds:)``.
-    static func flushInterval(_ durability: DocStore.Durability) -> Duration? {
-        if case .periodic(let ms) = durability { return .milliseconds(max(1, ms)) }
-        return nil
-    }
 
     func readGeneration(in txn: any StorageTransaction) throws -> UInt64 {
         guard let raw = try txn.get(meta, Array("generation".utf8)), raw.count == 8 else { return 0 }
@@ -429,4 +330,14 @@ final class StoreCore {
         handles = [:]
         synced = [:]
     }
+}
+
+/// How far a full scan is split among threads.
+struct ScanSettings: Sendable {
+    /// The most threads a scan uses (``DocStore/Options/scanThreads``); 1 turns splitting off.
+    var threads: Int
+    /// The fewest documents a thread is given: below this, starting it costs more than it saves.
+    var documentsPerThread = 16_384
+
+    static let off = ScanSettings(threads: 1)
 }
