@@ -262,7 +262,7 @@ import TestSupport
         let planes = try await Self.write(1_500, into: "planes", at: path, Self.plane)
         let roots = LMDBFileCheck.run(path: path).roots
         var bytes = try Data(contentsOf: URL(fileURLWithPath: path)).prefix(before)
-        for space in [StoreCore.documentsName("planes"), "free list"] {
+        for space in [Catalog.documentsSpace("planes"), "free list"] {
             let root = Int(try #require(roots[space]))
             if (root + 1) * 4096 <= bytes.count {
                 bytes.replaceSubrange(root * 4096..<(root + 1) * 4096, with: Data(count: 4096))
@@ -333,7 +333,7 @@ import TestSupport
         }
         await store.close()
         let whole = try Data(contentsOf: URL(fileURLWithPath: path))
-        let root = Int(try #require(LMDBFileCheck.run(path: path).roots[StoreCore.documentsName("people")]))
+        let root = Int(try #require(LMDBFileCheck.run(path: path).roots[Catalog.documentsSpace("people")]))
         for (tenths, withoutRoot) in [(9, false), (7, false), (5, false), (3, false), (9, true)] {
             let cut = dir.path("cut-\(tenths)-\(withoutRoot).db")
             var bytes = whole.prefix(whole.count / 4096 * tenths / 10 * 4096)

@@ -127,7 +127,7 @@ private final class FaultContextBox: @unchecked Sendable {
         let (value, catalogExists) = try env.read { txn -> ([UInt8]?, Bool) in
             guard let db = try txn.openKeySpace("other", create: false) else { return (nil, false) }
             let value = try txn.get(db, Array("key".utf8)).map { Array($0) }
-            return (value, try txn.openKeySpace(StoreCore.metaName, create: false) != nil)
+            return (value, try txn.openKeySpace(Catalog.spaceName, create: false) != nil)
         }
         #expect(value == Array("their value".utf8))
         #expect(!catalogExists, "DocStore must not add its catalog to another program's environment")
@@ -155,12 +155,12 @@ private final class FaultContextBox: @unchecked Sendable {
             let env = try LMDBEnvironment(path: path, configuration: .init(initialMapSize: 1 << 20, maximumMapSize: 1 << 30,
                                                                        maxDatabases: 64, maxReaders: 16))
             let format = try env.read { txn -> [UInt8]? in
-                guard let meta = try txn.openKeySpace(StoreCore.metaName, create: false) else { return nil }
+                guard let meta = try txn.openKeySpace(Catalog.spaceName, create: false) else { return nil }
                 return try txn.get(meta, Array("format".utf8)).map { Array($0) }
             }
             #expect(format == [StoreCore.formatVersion + 1], "opening must not rewrite the newer format")
             try env.write { txn in
-                guard let meta = try txn.openKeySpace(StoreCore.metaName, create: false) else { throw StorageError.failed("no key space") }
+                guard let meta = try txn.openKeySpace(Catalog.spaceName, create: false) else { throw StorageError.failed("no key space") }
                 try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])
             }
             env.close()

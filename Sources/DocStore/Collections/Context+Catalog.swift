@@ -16,41 +16,23 @@ public struct SavedFilter: Codable, Sendable, Hashable {
     }
 }
 
-extension StoreCore {
-    static func filterKey(_ name: String) -> [UInt8] { Array(("filter" + String(separator) + name).utf8) }
-}
-
 extension ReadContext {
     /// The collections in the catalog, with their indexes.
     public func collections() throws -> [CollectionInfo] {
         try checkValid()
-        return try scope.core.allInfos(in: txn)
+        return try scope.catalog.collections()
     }
 
     /// The saved filters, by name.
     public func savedFilters() throws -> [SavedFilter] {
         try checkValid()
-        return try catalogEntries(SavedFilter.self, prefix: StoreCore.filterKey(""), what: "the saved filter")
-    }
-
-    /// The catalog's records whose keys start with `prefix`, decoded as `T`, in key order; a damaged one is
-    /// named in the error as `what` and its name.
-    func catalogEntries<T: Decodable>(_ type: T.Type, prefix: [UInt8], what: String) throws -> [T] {
-        var out: [T] = []
-        try txn.forEachEntry(in: scope.core.meta, prefix: prefix) { key, value in
-            do {
-                out.append(try DocumentDecoder().decode(T.self, from: value))
-            } catch {
-                let name = String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
-                throw DocStoreError(.corruptDocument, "\(what) '\(name)' in the catalog is damaged: \(error)")
-            }
-        }
-        return out
+        return try scope.catalog.filters()
     }
 
     /// The saved filter named `name`, or `nil`.
     public func savedFilter(named name: String) throws -> SavedFilter? {
-        try savedFilters().first { $0.name == name }
+        try checkValid()
+        return try scope.catalog.filter(named: name)
     }
 }
 
@@ -88,23 +70,23 @@ extension WriteContext {
     /// - Throws: ``DocStoreError/Code/alreadyExists`` when a filter or a collection of that name exists.
     public func saveFilter(_ filter: SavedFilter) throws {
         try checkWritable("save the filter '\(filter.name)'")
-        try StoreCore.validateName(filter.name, what: "filter")
+        try Catalog.validateName(filter.name, what: "filter")
         if try savedFilter(named: filter.name) != nil {
             throw DocStoreError(.alreadyExists, "a saved filter named '\(filter.name)' already exists; delete it "
                 + "first to replace it")
         }
-        if try scope.core.readInfo(filter.name, in: txn) != nil {
+        if try scope.catalog.collection(filter.name) != nil {
             throw DocStoreError(.alreadyExists, "cannot save a filter named '\(filter.name)': a collection has that "
                 + "name; choose another", collection: filter.name)
         }
-        try txn.put(scope.core.meta, StoreCore.filterKey(filter.name), try DocumentEncoder().encode(filter))
+        try scope.catalog.setFilter(filter)
     }
 
     /// Removes a saved filter. Returns whether there was one.
     @discardableResult
     public func deleteFilter(named name: String) throws -> Bool {
         try checkWritable("delete the saved filter '\(name)'")
-        return try txn.delete(scope.core.meta, StoreCore.filterKey(name))
+        return try scope.catalog.removeFilter(named: name)
     }
 }
 

@@ -6,8 +6,6 @@ import Foundation
 final class StoreCore {
     /// 2: documents end with a checksum (format 1 stores open, and are marked 2 when opened for writing).
     static let formatVersion: UInt8 = 2
-    static let metaName = "__docstore__"
-    static let separator: Character = "\u{1F}"
 
     /// The storage, opened in ``openEnvironment(path:options:)``.
     let env: any StorageEngine
@@ -85,18 +83,18 @@ final class StoreCore {
 
     /// Checks that the file is a DocStore store of a known format, or makes it one if it is new.
     private func prepareCatalog(in txn: any StorageTransaction) throws {
-        if let meta = try txn.openKeySpace(StoreCore.metaName, create: false) {
+        if let meta = try txn.openKeySpace(Catalog.spaceName, create: false) {
             self.meta = meta
-            guard let format = try txn.get(meta, Array("format".utf8)), format.count == 1 else {
+            guard let format = try catalog(txn).format() else {
                 throw DocStoreError(.notAStore, "\(path) is not a DocStore store: its catalog has no format version")
             }
-            guard format[0] <= StoreCore.formatVersion else {
-                throw DocStoreError(.formatTooNew, "\(path) was written in DocStore format \(format[0]); this build "
+            guard format <= StoreCore.formatVersion else {
+                throw DocStoreError(.formatTooNew, "\(path) was written in DocStore format \(format); this build "
                     + "reads format \(StoreCore.formatVersion) and older: open it with a newer DocStore")
             }
             // Format 2 documents end with a checksum: a store that will hold some says so to older builds.
-            if format[0] < StoreCore.formatVersion, !isReadOnly {
-                try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])
+            if format < StoreCore.formatVersion, !isReadOnly {
+                try catalog(txn).setFormat(StoreCore.formatVersion)
             }
         } else {
             if isReadOnly {
@@ -120,112 +118,33 @@ final class StoreCore {
                     + "store: it holds \(names.map { "'\($0)'" }.joined(separator: ", ")) and no DocStore catalog; "
                     + "nothing was changed")
             }
-            guard let meta = try txn.openKeySpace(StoreCore.metaName, create: true) else {
+            guard let meta = try txn.openKeySpace(Catalog.spaceName, create: true) else {
                 throw DocStoreError(.storage, "cannot create the catalog in \(path)")
             }
             self.meta = meta
-            try txn.put(meta, Array("format".utf8), [StoreCore.formatVersion])
-            try txn.put(meta, Array("generation".utf8), StoreCore.bytes(UInt64(0)))
+            try catalog(txn).setFormat(StoreCore.formatVersion)
+            try catalog(txn).setGeneration(0)
         }
     }
 
-    static func bytes(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
-
-    func readGeneration(in txn: any StorageTransaction) throws -> UInt64 {
-        guard let raw = try txn.get(meta, Array("generation".utf8)), raw.count == 8 else { return 0 }
-        return UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
-    }
-
-    func bumpGeneration(in txn: any StorageTransaction) throws {
-        try txn.put(meta, Array("generation".utf8), StoreCore.bytes(try readGeneration(in: txn) &+ 1))
-    }
-
-    // MARK: Catalog entries
-
-    static func catalogKey(_ collection: String) -> [UInt8] { Array(("collection" + String(separator) + collection).utf8) }
-    static func documentsName(_ collection: String) -> String { "doc" + String(separator) + collection }
-
-    /// Damage found in the file, in the store's words: the collection whose key space it is in.
-    static func describe(_ damage: StorageDamage) -> String {
-        let place = describe(space: damage.space)
-        return (damage.page.map { "page \($0)" } ?? "the file") + (place.isEmpty ? "" : " (\(place))") + ": \(damage.message)"
-    }
-
-    /// A key space in the store's words: the collection it belongs to, the catalog, or its own name.
-    static func describe(space: String) -> String {
-        collectionName(ofKeySpace: space).map { "collection '\($0)'" } ?? (space == metaName ? "the catalog" : space)
-    }
-
-    /// The collection a key space belongs to (its documents or one of its indexes); `nil` for any other.
-    static func collectionName(ofKeySpace name: String) -> String? {
-        let parts = name.split(separator: separator, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[0] == "doc" || parts[0] == "idx" else { return nil }
-        return String(parts[1])
-    }
-    /// The index's database. Its kind is part of the name: a kind changed (by this process or another) means a
-    /// database of another name, never a handle still open with the old kind's flags.
-    static func indexName(_ collection: String, _ index: IndexDefinition) -> String {
-        "idx" + String(separator) + collection + String(separator) + index.name + String(separator) + index.kind.rawValue
-    }
-
-    /// Deletes an index's database, with its entries, if it exists.
-    static func dropIndexSpace(_ collection: String, _ index: IndexDefinition, in txn: any StorageTransaction) throws {
-        if let space = try txn.openKeySpace(indexName(collection, index), create: false,
-                                            duplicateSort: index.kind != .unique) {
-            try txn.drop(space, delete: true)
-        }
-    }
+    /// The catalog as `txn` sees it.
+    func catalog(_ txn: any StorageTransaction) -> Catalog { Catalog(space: meta, txn: txn, path: path) }
 
     func readInfo(_ collection: String, in txn: any StorageTransaction) throws -> CollectionInfo? {
-        guard let raw = try txn.get(meta, StoreCore.catalogKey(collection)) else { return nil }
-        do {
-            return try DocumentDecoder().decode(CollectionInfo.self, from: raw)
-        } catch {
-            throw DocStoreError(.corruptDocument, "the catalog entry of collection '\(collection)' in \(path) is "
-                + "damaged: \(error)", collection: collection)
-        }
-    }
-
-    /// Records a collection in the catalog, and moves the catalog's generation. A new collection may not take a
-    /// saved filter's name: both are used by name in queries, and the filter would hide it.
-    func writeInfo(_ info: CollectionInfo, in txn: any StorageTransaction) throws {
-        let key = StoreCore.catalogKey(info.name)
-        if try txn.get(meta, key) == nil, try txn.get(meta, StoreCore.filterKey(info.name)) != nil {
-            throw DocStoreError(.alreadyExists, "cannot create collection '\(info.name)': a saved filter has that name; "
-                + "delete the filter or choose another name", collection: info.name)
-        }
-        try txn.put(meta, key, try DocumentEncoder().encode(info))
-        try bumpGeneration(in: txn)
-    }
-
-    /// Every collection in the catalog.
-    func allInfos(in txn: any StorageTransaction) throws -> [CollectionInfo] {
-        let prefix = StoreCore.catalogKey("")
-        var names: [String] = []
-        try txn.forEachEntry(in: meta, prefix: prefix) { key, _ in
-            names.append(String(decoding: key.dropFirst(prefix.count), as: UTF8.self))
-        }
-        return try names.compactMap { try readInfo($0, in: txn) }
-    }
-
-    static func validateName(_ name: String, what: String) throws {
-        guard !name.isEmpty, !name.contains(separator), !name.contains("\0") else {
-            throw DocStoreError(.invalidSchema, "invalid \(what) name '\(name)': it must be non-empty and contain "
-                + "no NUL or U+001F character")
-        }
+        try catalog(txn).collection(collection)
     }
 
     // MARK: Opening collections
 
     /// Opens the databases of a collection as the catalog describes it.
     func openHandle(_ info: CollectionInfo, in txn: any StorageTransaction) throws -> CollectionHandle {
-        guard let documents = try txn.openKeySpace(StoreCore.documentsName(info.name), create: !txn.isReadOnly) else {
+        guard let documents = try txn.openKeySpace(Catalog.documentsSpace(info.name), create: !txn.isReadOnly) else {
             throw DocStoreError(.corruptDocument, "collection '\(info.name)' is in the catalog but its documents "
                 + "are missing", collection: info.name)
         }
         var indexes: [CollectionHandle.Index] = []
         for definition in info.indexes {
-            guard let db = try txn.openKeySpace(StoreCore.indexName(info.name, definition), create: !txn.isReadOnly,
+            guard let db = try txn.openKeySpace(Catalog.indexSpace(info.name, definition), create: !txn.isReadOnly,
                                                 duplicateSort: definition.kind != .unique) else {
                 throw DocStoreError(.corruptDocument, "index '\(definition.name)' of '\(info.name)' is in the catalog "
                     + "but its entries are missing", collection: info.name, index: definition.name)
@@ -239,12 +158,12 @@ final class StoreCore {
     /// builds indexes that are declared but missing, rebuilds those whose definition changed, and keeps (and
     /// reports) those no longer declared. Returns the open collection.
     func sync(_ schema: ResolvedSchema, in txn: any StorageTransaction) throws -> CollectionHandle {
-        try StoreCore.validateName(schema.collection, what: "collection")
-        for index in schema.indexes { try StoreCore.validateName(index.name, what: "index") }
+        try Catalog.validateName(schema.collection, what: "collection")
+        for index in schema.indexes { try Catalog.validateName(index.name, what: "index") }
         let existing = try readInfo(schema.collection, in: txn)
         var info = existing ?? CollectionInfo(name: schema.collection, idPath: schema.idPath, indexes: [])
         var changed = existing == nil
-        guard let documents = try txn.openKeySpace(StoreCore.documentsName(schema.collection), create: true) else {
+        guard let documents = try txn.openKeySpace(Catalog.documentsSpace(schema.collection), create: true) else {
             throw DocStoreError(.storage, "cannot create collection '\(schema.collection)'")
         }
         if info.idPath != schema.idPath {
@@ -257,7 +176,7 @@ final class StoreCore {
             if let i = info.indexes.firstIndex(where: { $0.name == declared.name }) {
                 let current = info.indexes[i]
                 if !current.hasSameShape(as: declared) {
-                    try StoreCore.dropIndexSpace(info.name, current, in: txn)
+                    try catalog(txn).dropIndexSpace(info.name, current)
                     info.indexes[i] = declared
                     toBuild.append(declared)
                     changed = true
@@ -268,7 +187,7 @@ final class StoreCore {
                 changed = true
             }
         }
-        if changed { try writeInfo(info, in: txn) }
+        if changed { try catalog(txn).setCollection(info) }
         let handle = try openHandle(info, in: txn)
         for index in handle.indexes where toBuild.contains(index.definition) {
             try handle.build(index, in: txn)
@@ -287,8 +206,8 @@ final class StoreCore {
         guard var info = try readInfo(collection, in: txn),
               let i = info.indexes.firstIndex(where: { $0.name == name }) else { return false }
         let definition = info.indexes.remove(at: i)
-        try StoreCore.dropIndexSpace(collection, definition, in: txn)
-        try writeInfo(info, in: txn)
+        try catalog(txn).dropIndexSpace(collection, definition)
+        try catalog(txn).setCollection(info)
         return true
     }
 

@@ -23,10 +23,13 @@ final class TransactionScope {
     private(set) var touchedCatalog = false
     private var dropped: Set<String> = []
 
+    /// The catalog as this transaction sees it.
+    var catalog: Catalog { core.catalog(txn) }
+
     init(core: StoreCore, txn: any StorageTransaction) throws {
         self.core = core
         self.txn = txn
-        self.startGeneration = try core.readGeneration(in: txn)
+        self.startGeneration = try core.catalog(txn).generation()
     }
 
     /// The collection of a Swift type as the catalog has it, for reading: `nil` when there is none yet. Indexes the
@@ -99,12 +102,12 @@ final class TransactionScope {
 
     /// Records a new collection as `info` describes it (its indexes empty, to be built), and opens it.
     func createCollection(_ info: CollectionInfo) throws -> CollectionHandle {
-        try StoreCore.validateName(info.name, what: "collection")
+        try Catalog.validateName(info.name, what: "collection")
         if try core.readInfo(info.name, in: txn) != nil {
             throw DocStoreError(.alreadyExists, "collection '\(info.name)' exists already", collection: info.name)
         }
         touchedCatalog = true
-        try core.writeInfo(info, in: txn)
+        try catalog.setCollection(info)
         let handle = try core.openHandle(info, in: txn)
         handles[info.name] = handle
         return handle
@@ -119,9 +122,9 @@ final class TransactionScope {
 
     /// Records a new collection, keyed by its field `id`, with no index.
     private func createCollection(_ name: String) throws -> CollectionInfo {
-        try StoreCore.validateName(name, what: "collection")
+        try Catalog.validateName(name, what: "collection")
         let info = CollectionInfo(name: name, idPath: "id", indexes: [])
-        try core.writeInfo(info, in: txn)
+        try catalog.setCollection(info)
         return info
     }
 
@@ -150,7 +153,7 @@ final class TransactionScope {
 
     /// Adds an index to a collection (created when missing) and builds its entries from the documents.
     func createIndex(_ definition: IndexDefinition, in collection: String) throws {
-        try StoreCore.validateName(definition.name, what: "index")
+        try Catalog.validateName(definition.name, what: "index")
         guard let existing = try handle(named: collection, create: true) else { return }
         if let same = existing.info.indexes.first(where: { $0.name == definition.name }) {
             throw DocStoreError(.alreadyExists, "collection '\(collection)' already has an index named "
@@ -168,7 +171,7 @@ final class TransactionScope {
         touchedCatalog = true
         var info = existing.info
         info.indexes.append(definition)
-        try core.writeInfo(info, in: txn)
+        try catalog.setCollection(info)
         let reopened = try core.openHandle(info, in: txn)
         for index in reopened.indexes where index.definition == definition { try reopened.build(index, in: txn) }
         handles[collection] = reopened
@@ -178,12 +181,11 @@ final class TransactionScope {
     func dropCollection(_ collection: String) throws -> Bool {
         guard let info = try core.readInfo(collection, in: txn) else { return false }
         touchedCatalog = true   // first: dropped key spaces are closed even if the transaction then aborts
-        for definition in info.indexes { try StoreCore.dropIndexSpace(collection, definition, in: txn) }
-        if let documents = try txn.openKeySpace(StoreCore.documentsName(collection), create: false) {
+        for definition in info.indexes { try catalog.dropIndexSpace(collection, definition) }
+        if let documents = try txn.openKeySpace(Catalog.documentsSpace(collection), create: false) {
             try txn.drop(documents, delete: true)
         }
-        _ = try txn.delete(core.meta, StoreCore.catalogKey(collection))
-        try core.bumpGeneration(in: txn)
+        try catalog.removeCollection(collection)
         handles[collection] = nil
         dropped.insert(collection)
         return true
@@ -196,7 +198,7 @@ final class TransactionScope {
     func renameCollection(_ name: String, to newName: String) throws -> Bool {
         guard let info = try core.readInfo(name, in: txn) else { return false }
         guard name != newName else { return true }
-        try StoreCore.validateName(newName, what: "collection")
+        try Catalog.validateName(newName, what: "collection")
         if try core.readInfo(newName, in: txn) != nil {
             throw DocStoreError(.alreadyExists, "cannot rename collection '\(name)' to '\(newName)': a collection "
                 + "has that name", collection: newName)
@@ -204,7 +206,7 @@ final class TransactionScope {
         guard let source = try handle(named: name) else { return false }
         touchedCatalog = true
         let moved = CollectionInfo(name: newName, idPath: info.idPath, indexes: info.indexes)
-        try core.writeInfo(moved, in: txn)
+        try catalog.setCollection(moved)
         let target = try core.openHandle(moved, in: txn)
         try txn.forEachEntry(in: source.documents) { key, value in
             try txn.put(target.documents, key, value, noOverwrite: false, noDuplicate: false)
@@ -216,17 +218,10 @@ final class TransactionScope {
         }
         handles[newName] = target
         _ = try dropCollection(name)
-        let prefix = StoreCore.filterKey("")
-        var filters: [SavedFilter] = []
-        try txn.forEachEntry(in: core.meta, prefix: prefix) { _, value in
-            if let filter = try? DocumentDecoder().decode(SavedFilter.self, from: value), filter.collection == name {
-                filters.append(filter)
-            }
-        }
-        for var filter in filters {
+        for var filter in try catalog.filters() where filter.collection == name {
             filter.collection = newName
             filter.text = TransactionScope.naming(newName, insteadOf: name, in: filter.text)
-            try txn.put(core.meta, StoreCore.filterKey(filter.name), try DocumentEncoder().encode(filter))
+            try catalog.setFilter(filter)
         }
         return true
     }

@@ -88,7 +88,7 @@ extension DocStore {
                                       ("steps", .array(record.steps.map { .string($0) }))]))
                 summary.migrations += 1
             }
-            if let known = try ctx.knownMigrations() {
+            if let known = try ctx.scope.catalog.knownMigrations() {
                 try out.line(.object([("knownMigrations", .array(known.map { .string($0) }))]))
             }
             for info in infos {
@@ -255,7 +255,7 @@ private struct Restore {
             summary.documents += 1
         } else if let name = value[field: "collection"], value[field: "filter"] == nil {
             let name = try self.text(name, "collection")
-            try StoreCore.validateName(name, what: "collection")
+            try Catalog.validateName(name, what: "collection")
             guard handles[name] == nil else { throw failure("collection '\(name)' is described twice") }
             var indexes: [IndexDefinition] = []
             if case .array(let list)? = value[field: "indexes"] {
@@ -289,7 +289,7 @@ private struct Restore {
             }
             let record = AppliedMigration(name: try self.text(name, "migration"), position: Int(position),
                                           appliedAt: at, steps: try steps.map { try self.text($0, "steps") })
-            try ctx.txn.put(ctx.scope.core.meta, StoreCore.migrationKey(record.name), try DocumentEncoder().encode(record))
+            try ctx.scope.catalog.setMigration(record)
             summary.migrations += 1
         } else if case .array(let names)? = value[field: "knownMigrations"] {
             known = try names.map { try self.text($0, "knownMigrations") }
@@ -324,7 +324,7 @@ private struct Restore {
             }
         }
         if let known {
-            try ctx.txn.put(ctx.scope.core.meta, StoreCore.knownMigrationsKey, try DocumentEncoder().encode(known))
+            try ctx.scope.catalog.setKnownMigrations(known)
         }
         return summary
     }

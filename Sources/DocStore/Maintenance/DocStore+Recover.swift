@@ -119,9 +119,9 @@ extension DocStore {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw DocStoreError(.alreadyExists, "cannot recover into \(path): it exists; recovery makes a new store")
         }
-        let documentsPrefix = StoreCore.documentsName("")
+        let documentsPrefix = Catalog.documentsSpace("")
         guard let salvage = FileStorage.salvage(path: damaged, spaces: {
-            $0 == StoreCore.metaName || $0.hasPrefix(documentsPrefix)
+            $0 == Catalog.spaceName || $0.hasPrefix(documentsPrefix)
         }) else {
             throw DocStoreError(.notAStore, "cannot recover \(damaged): it cannot be read, or is not a DocStore store")
         }
@@ -139,17 +139,17 @@ extension DocStore {
             }
             let more = salvage.damage.count >= 100 ? " or more" : ""   // the reading stops noting damage at 100
             for (space, count) in missed.sorted(by: { $0.key < $1.key }) {
-                report.damage.append("\(StoreCore.describe(space: space)): \(count)\(more) of its pages "
+                report.damage.append("\(Catalog.describe(space: space)): \(count)\(more) of its pages "
                     + (count == 1 && more.isEmpty ? "lies" : "lie") + " past the end of the file")
             }
         }
-        report.damage += damage.map(StoreCore.describe)
+        report.damage += damage.map(Catalog.describe)
 
         // The catalog: collections by name, and saved filters.
-        var catalog = RecoveredCatalog(entries: salvage.databases[StoreCore.metaName] ?? [])
+        var catalog = RecoveredCatalog(entries: salvage.databases[Catalog.spaceName] ?? [])
         var names = Set(catalog.infos.keys)
         for space in salvage.databases.keys {
-            if let name = StoreCore.collectionName(ofKeySpace: space) { names.insert(name) }
+            if let name = Catalog.collectionName(ofKeySpace: space) { names.insert(name) }
         }
         var namedOnLoosePages = Set<String>()
         if !salvage.readNewest {
@@ -167,7 +167,7 @@ extension DocStore {
             if catalog.filters.isEmpty { swap(&catalog.filters, &loose.filters) }
             var looseNames = Set(loose.infos.keys)
             for space in salvage.loosePages.flatMap(\.databaseNames) where space.hasPrefix(documentsPrefix) {
-                if let name = StoreCore.collectionName(ofKeySpace: space) { looseNames.insert(name) }
+                if let name = Catalog.collectionName(ofKeySpace: space) { looseNames.insert(name) }
             }
             for name in looseNames.subtracting(names).sorted() {
                 names.insert(name)
@@ -183,8 +183,9 @@ extension DocStore {
         let store = try await DocStore(path: path)
         do {
             try await store.copy(gathered, infos: catalog.infos, filters: catalog.filters, into: &report)
-            try await store.write { [migrations = catalog.migrations] ctx in
-                for (key, value) in migrations { try ctx.txn.put(ctx.scope.core.meta, key, value) }
+            try await store.write { [catalog] ctx in
+                for record in catalog.migrations { try ctx.scope.catalog.setMigration(record) }
+                if let known = catalog.knownMigrations { try ctx.scope.catalog.setKnownMigrations(known) }
             }
             report.verification = try await store.verify()
         } catch {
@@ -200,17 +201,24 @@ extension DocStore {
     private struct RecoveredCatalog {
         var infos: [String: CollectionInfo] = [:]
         var filters: [SavedFilter] = []
-        var migrations: [(key: [UInt8], value: [UInt8])] = []
+        var migrations: [AppliedMigration] = []
+        var knownMigrations: [String]?
 
         init(entries: [(key: [UInt8], value: [UInt8])]) {
-            let collectionPrefix = StoreCore.catalogKey(""), filterPrefix = StoreCore.filterKey("")
             for (key, value) in entries {
-                if key.starts(with: collectionPrefix) {
+                switch Catalog.Record(key: key) {
+                case .collection:
                     if let info = try? DocumentDecoder().decode(CollectionInfo.self, from: value) { infos[info.name] = info }
-                } else if key.starts(with: filterPrefix) {
+                case .filter:
                     if let filter = try? DocumentDecoder().decode(SavedFilter.self, from: value) { filters.append(filter) }
-                } else if key.starts(with: StoreCore.migrationKey("")) || key == StoreCore.knownMigrationsKey {
-                    migrations.append((key, value))
+                case .migration:
+                    if let record = try? DocumentDecoder().decode(AppliedMigration.self, from: value) {
+                        migrations.append(record)
+                    }
+                case .knownMigrations:
+                    knownMigrations = try? DocumentDecoder().decode([String].self, from: value)
+                case .format, .generation, nil:
+                    break
                 }
             }
         }
@@ -238,7 +246,7 @@ extension DocStore {
         var losing: [String] = []
         var fields: [String: Set<String>] = [:]
         for name in names {
-            let space = StoreCore.documentsName(name)
+            let space = Catalog.documentsSpace(name)
             var collection = RecoveryReport.Collection(name: name)
             if infos[name] == nil {
                 collection.notes.append("its catalog entry was lost: its ids are taken to be at 'id', and its "
@@ -257,19 +265,19 @@ extension DocStore {
         }
         // The fields each collection's documents have, to tell apart collections a page fits equally by its keys.
         for name in names where names.count > 1 && !losing.isEmpty {
-            for entry in salvage.databases[StoreCore.documentsName(name)] ?? [] {
+            for entry in salvage.databases[Catalog.documentsSpace(name)] ?? [] {
                 if case .object(let members)? = try? DocumentValue(encoded: entry.value) {
                     fields[name, default: []].formUnion(members.map(\.name))
                 }
             }
         }
         var holes: [String: [FileStorage.KeyInterval]] = [:]
-        for name in names { holes[name] = salvage.holes[StoreCore.documentsName(name)] }
+        for name in names { holes[name] = salvage.holes[Catalog.documentsSpace(name)] }
         let (placed, olderCopies) = place(salvage.loosePages, among: names, losing: Set(losing), infos: infos,
                                           fields: fields, holes: holes, into: &report)
         for name in names {
             guard var entry = gathered[name] else { continue }
-            let space = StoreCore.documentsName(name)
+            let space = Catalog.documentsSpace(name)
             var found = (salvage.databases[space] ?? []).map {
                 Found(key: $0.key, value: $0.value, newest: salvage.readNewest, loose: false)
             }
@@ -379,7 +387,7 @@ extension DocStore {
                       into report: inout RecoveryReport) throws {
         for entry in gathered {
             let name = entry.collection.name
-            guard (try? StoreCore.validateName(name, what: "collection")) != nil else {
+            guard (try? Catalog.validateName(name, what: "collection")) != nil else {
                 report.damage.append("a collection named \(name.debugDescription), which cannot be a name, was skipped")
                 continue
             }

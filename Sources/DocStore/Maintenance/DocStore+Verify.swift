@@ -221,7 +221,7 @@ extension DocStore {
 extension VerificationReport.Problem {
     /// Damage the structural check found, named by collection where its key space is one's.
     init(damage: StorageDamage) {
-        self.init(kind: .damagedFile, collection: StoreCore.collectionName(ofKeySpace: damage.space) ?? "", index: nil,
-                  document: "", detail: StoreCore.describe(damage))
+        self.init(kind: .damagedFile, collection: Catalog.collectionName(ofKeySpace: damage.space) ?? "", index: nil,
+                  document: "", detail: Catalog.describe(damage))
     }
 }

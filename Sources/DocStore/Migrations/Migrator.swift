@@ -57,7 +57,7 @@ public struct Migrator: Sendable {
     public mutating func registerMigration(_ name: String, _ body: @escaping Body) {
         if migrations.contains(where: { $0.name == name }) {
             registrationError = registrationError ?? "the migration '\(name)' is registered twice"
-        } else if name.isEmpty || name.contains(StoreCore.separator) || name.contains("\0") {
+        } else if name.isEmpty || name.contains(Catalog.separator) || name.contains("\0") {
             registrationError = registrationError ?? "invalid migration name '\(name)': it must be non-empty and "
                 + "contain no NUL or U+001F character"
         }
@@ -161,20 +161,6 @@ public struct Migrator: Sendable {
     }
 }
 
-/// A migration a store has applied, as it recorded it.
-public struct AppliedMigration: Codable, Sendable, Hashable, CustomStringConvertible {
-    /// The migration's name.
-    public var name: String
-    /// 1 for the first migration the store applied, 2 for the next, ...
-    public var position: Int
-    /// When it was applied.
-    public var appliedAt: Date
-    /// Its steps, in words: `rename field people.name to fullName`.
-    public var steps: [String]
-
-    public var description: String { "\(position). \(name)" + (steps.isEmpty ? "" : ": " + steps.joined(separator: "; ")) }
-}
-
 /// The store's migrations: applied ones as recorded, and the names the last migrator to run had registered.
 extension DocStore {
     /// Opens (or creates) the store at `path`, then runs the migrations of `migrator` it has not applied, in
@@ -206,7 +192,7 @@ extension DocStore {
     /// The names of the migrations the last ``Migrator`` to run on this store had registered, in order: with
     /// ``appliedMigrations()``, what a tool without the app's migrator (the shell) knows of pending ones.
     public nonisolated func knownMigrations() async throws -> [String] {
-        try await read { ctx in try ctx.knownMigrations() ?? [] }
+        try await read { ctx in try ctx.scope.catalog.knownMigrations() ?? [] }
     }
 
     /// Runs one migration unless the store has applied it, in a write transaction of its own with its record.
@@ -215,19 +201,19 @@ extension DocStore {
     public func applyMigration(_ name: String, _ body: Migrator.Body) throws -> Bool {
         if isReadOnly {
             // A read-only store that has the migration opens; one that lacks it cannot be given it.
-            if try withRead({ try $0.appliedMigration(named: name) }) != nil { return false }
+            if try withRead({ try $0.scope.catalog.migration(named: name) }) != nil { return false }
             try checkWritable("apply the migration '\(name)', which it has not had")
         }
         do {
             return try withWrite { ctx in
-                if try ctx.appliedMigration(named: name) != nil { return false }
+                if try ctx.scope.catalog.migration(named: name) != nil { return false }
                 let migration = MigrationContext(context: ctx, migration: name)
                 try body(migration)
                 try migration.checkValid()
                 let position = try ctx.appliedMigrations().count + 1
                 let record = AppliedMigration(name: name, position: position, appliedAt: Date(),
                                               steps: migration.steps)
-                try ctx.txn.put(ctx.scope.core.meta, StoreCore.migrationKey(name), try DocumentEncoder().encode(record))
+                try ctx.scope.catalog.setMigration(record)
                 return true
             }
         } catch let error as DocStoreError where error.code == .closed || error.code == .readOnly {
@@ -242,10 +228,8 @@ extension DocStore {
 
     func recordKnownMigrations(_ names: [String]) throws {
         guard !core.isReadOnly else { return }
-        let stored = try withRead { ctx in try ctx.txn.get(ctx.scope.core.meta, StoreCore.knownMigrationsKey).map(Array.init) }
-        let encoded = try DocumentEncoder().encode(names)
-        guard stored != encoded else { return }
-        _ = try withWrite { ctx in try ctx.txn.put(ctx.scope.core.meta, StoreCore.knownMigrationsKey, encoded) }
+        guard try withRead({ try $0.scope.catalog.knownMigrations() }) != names else { return }
+        _ = try withWrite { ctx in try ctx.scope.catalog.setKnownMigrations(names) }
     }
 
     /// Erases every collection, saved filter and migration record, in one transaction.
@@ -255,39 +239,16 @@ extension DocStore {
             for info in try ctx.collections() { try ctx.dropCollection(info.name) }
             for filter in try ctx.savedFilters() { try ctx.deleteFilter(named: filter.name) }
             for record in try ctx.appliedMigrations() {
-                try ctx.txn.delete(ctx.scope.core.meta, StoreCore.migrationKey(record.name))
+                try ctx.scope.catalog.removeMigration(named: record.name)
             }
         }
     }
-}
-
-extension StoreCore {
-    static func migrationKey(_ name: String) -> [UInt8] { Array(("migration" + String(separator) + name).utf8) }
-    static let knownMigrationsKey = Array("migrations-known".utf8)
 }
 
 extension ReadContext {
     /// The migrations the store has applied, in the order it applied them.
     public func appliedMigrations() throws -> [AppliedMigration] {
         try checkValid()
-        let out = try catalogEntries(AppliedMigration.self, prefix: StoreCore.migrationKey(""),
-                                     what: "the record of the migration")
-        return out.sorted { $0.position < $1.position }
-    }
-
-    /// The names the last migrator to run had registered, or `nil` when none has run (or its record is damaged).
-    func knownMigrations() throws -> [String]? {
-        guard let raw = try txn.get(scope.core.meta, StoreCore.knownMigrationsKey) else { return nil }
-        return try? DocumentDecoder().decode([String].self, from: raw)
-    }
-
-    func appliedMigration(named name: String) throws -> AppliedMigration? {
-        guard let raw = try txn.get(scope.core.meta, StoreCore.migrationKey(name)) else { return nil }
-        do {
-            return try DocumentDecoder().decode(AppliedMigration.self, from: raw)
-        } catch {
-            throw DocStoreError(.corruptDocument, "the record of the migration '\(name)' in the catalog is damaged: "
-                + "\(error)")
-        }
+        return try scope.catalog.migrations()
     }
 }

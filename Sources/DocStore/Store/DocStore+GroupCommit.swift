@@ -63,7 +63,7 @@ extension DocStore {
                                 let context = WriteContext(scope: scope)
                                 defer { context.invalidate() }
                                 try write.run(context)
-                                return try core.readGeneration(in: child)
+                                return try core.catalog(child).generation()
                             }
                             published = true
                             attempt.scope?.committed(endGeneration: end)

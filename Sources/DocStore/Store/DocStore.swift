@@ -293,7 +293,7 @@ public actor DocStore {
                     let context = WriteContext(scope: current)
                     defer { context.invalidate() }
                     let result = try body(context)
-                    return (result, try core.readGeneration(in: txn))
+                    return (result, try core.catalog(txn).generation())
                 }
                 attempt.scope?.committed(endGeneration: end)
                 if changes.hasSubscribers { changes.notify(lastCommitted: try? core.env.lastCommittedTransaction()) }

@@ -35,7 +35,7 @@ extension StoreCore {
             // Before LMDB reads a page: a damaged file is refused here rather than crashing the process later.
             let damage = FileStorage.check(path: path).damage
             if let first = damage.first {
-                throw DocStoreError(.damagedFile, "\(path) is damaged: " + StoreCore.describe(first)
+                throw DocStoreError(.damagedFile, "\(path) is damaged: " + Catalog.describe(first)
                     + (damage.count > 1 ? " (and \(damage.count - 1) more problems)" : "")
                     + "; the structural check (DocStore.Options.checkFile) refused to open it")
             }

@@ -1,0 +1,235 @@
+import Foundation
+
+/// The store's catalog, as one transaction sees it: the key space that records the store's format and
+/// generation, its collections, saved filters and applied migrations, and the names of the key spaces that hold
+/// each collection's documents and indexes. The only code that knows how these are laid out.
+struct Catalog {
+    /// The catalog's own key space.
+    static let spaceName = "__docstore__"
+    /// Joins the parts of a record's key and of a key space's name; no name may contain it.
+    static let separator: Character = "\u{1F}"
+
+    let space: KeySpace
+    let txn: any StorageTransaction
+    /// The store's path, for messages.
+    let path: String
+
+    /// A record of the catalog, by what it describes.
+    enum Record: Equatable {
+        case format, generation, knownMigrations
+        case collection(String), filter(String), migration(String)
+
+        var key: [UInt8] {
+            switch self {
+            case .format: Array("format".utf8)
+            case .generation: Array("generation".utf8)
+            case .knownMigrations: Array("migrations-known".utf8)
+            case .collection(let name): Catalog.key("collection", name)
+            case .filter(let name): Catalog.key("filter", name)
+            case .migration(let name): Catalog.key("migration", name)
+            }
+        }
+
+        /// The record a stored key is; `nil` for a key of no kind this build knows.
+        init?(key: [UInt8]) {
+            let text = String(decoding: key, as: UTF8.self)
+            switch text {
+            case "format": self = .format
+            case "generation": self = .generation
+            case "migrations-known": self = .knownMigrations
+            default:
+                let parts = text.split(separator: Catalog.separator, maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2 else { return nil }
+                let name = String(parts[1])
+                switch parts[0] {
+                case "collection": self = .collection(name)
+                case "filter": self = .filter(name)
+                case "migration": self = .migration(name)
+                default: return nil
+                }
+            }
+        }
+    }
+
+    private static func key(_ kind: String, _ name: String) -> [UInt8] { Array((kind + String(separator) + name).utf8) }
+
+    // MARK: Format and generation
+
+    func format() throws -> UInt8? {
+        guard let raw = try txn.get(space, Record.format.key), raw.count == 1 else { return nil }
+        return raw[0]
+    }
+
+    func setFormat(_ format: UInt8) throws { try txn.put(space, Record.format.key, [format]) }
+
+    /// A number every change of the catalog moves: open collections check it to know they are still right.
+    func generation() throws -> UInt64 {
+        guard let raw = try txn.get(space, Record.generation.key), raw.count == 8 else { return 0 }
+        return UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
+    }
+
+    func bumpGeneration() throws { try setGeneration(try generation() &+ 1) }
+
+    func setGeneration(_ generation: UInt64) throws {
+        try txn.put(space, Record.generation.key, withUnsafeBytes(of: generation.littleEndian) { Array($0) })
+    }
+
+    // MARK: Collections
+
+    func collection(_ name: String) throws -> CollectionInfo? {
+        try decoded(CollectionInfo.self, .collection(name), what: "the catalog entry of collection '\(name)'",
+                    collection: name)
+    }
+
+    /// Records a collection, and moves the generation. A new collection may not take a saved filter's name: both
+    /// are used by name in queries, and the filter would hide it.
+    func setCollection(_ info: CollectionInfo) throws {
+        let key = Record.collection(info.name).key
+        if try txn.get(space, key) == nil, try txn.get(space, Record.filter(info.name).key) != nil {
+            throw DocStoreError(.alreadyExists, "cannot create collection '\(info.name)': a saved filter has that name; "
+                + "delete the filter or choose another name", collection: info.name)
+        }
+        try txn.put(space, key, try DocumentEncoder().encode(info))
+        try bumpGeneration()
+    }
+
+    /// Forgets a collection, and moves the generation.
+    func removeCollection(_ name: String) throws {
+        _ = try txn.delete(space, Record.collection(name).key)
+        try bumpGeneration()
+    }
+
+    /// Every collection, by name.
+    func collections() throws -> [CollectionInfo] {
+        try names(of: { if case .collection(let name) = $0 { name } else { nil } }).compactMap { try collection($0) }
+    }
+
+    // MARK: Saved filters
+
+    func filters() throws -> [SavedFilter] {
+        try names(of: { if case .filter(let name) = $0 { name } else { nil } }).compactMap { try filter(named: $0) }
+    }
+
+    func filter(named name: String) throws -> SavedFilter? {
+        try decoded(SavedFilter.self, .filter(name), what: "the saved filter '\(name)' in the catalog")
+    }
+
+    func setFilter(_ filter: SavedFilter) throws {
+        try txn.put(space, Record.filter(filter.name).key, try DocumentEncoder().encode(filter))
+    }
+
+    func removeFilter(named name: String) throws -> Bool { try txn.delete(space, Record.filter(name).key) }
+
+    // MARK: Migrations
+
+    /// The applied migrations, in the order they were applied.
+    func migrations() throws -> [AppliedMigration] {
+        try names(of: { if case .migration(let name) = $0 { name } else { nil } })
+            .compactMap { try migration(named: $0) }.sorted { $0.position < $1.position }
+    }
+
+    func migration(named name: String) throws -> AppliedMigration? {
+        try decoded(AppliedMigration.self, .migration(name), what: "the record of the migration '\(name)' in the catalog")
+    }
+
+    func setMigration(_ record: AppliedMigration) throws {
+        try txn.put(space, Record.migration(record.name).key, try DocumentEncoder().encode(record))
+    }
+
+    func removeMigration(named name: String) throws { _ = try txn.delete(space, Record.migration(name).key) }
+
+    /// The names the last migrator to run had registered, or `nil` when none has run (or its record is damaged).
+    func knownMigrations() throws -> [String]? {
+        guard let raw = try txn.get(space, Record.knownMigrations.key) else { return nil }
+        return try? DocumentDecoder().decode([String].self, from: raw)
+    }
+
+    /// Records the names a migrator registered; returns whether that changed the record.
+    @discardableResult
+    func setKnownMigrations(_ names: [String]) throws -> Bool {
+        let encoded = try DocumentEncoder().encode(names)
+        if let stored = try txn.get(space, Record.knownMigrations.key), Array(stored) == encoded { return false }
+        try txn.put(space, Record.knownMigrations.key, encoded)
+        return true
+    }
+
+    // MARK: Reading records
+
+    private func decoded<T: Decodable>(_ type: T.Type, _ record: Record, what: String,
+                                       collection: String? = nil) throws -> T? {
+        guard let raw = try txn.get(space, record.key) else { return nil }
+        do {
+            return try DocumentDecoder().decode(T.self, from: raw)
+        } catch {
+            throw DocStoreError(.corruptDocument, "\(what) in \(path) is damaged: \(error)", collection: collection)
+        }
+    }
+
+    /// The names of the records `name` picks, in key order.
+    private func names(of name: (Record) -> String?) throws -> [String] {
+        var names: [String] = []
+        try txn.forEachEntry(in: space) { key, _ in
+            if let record = Record(key: Array(key)), let picked = name(record) { names.append(picked) }
+        }
+        return names
+    }
+
+    // MARK: Key spaces
+
+    /// The key space of a collection's documents.
+    static func documentsSpace(_ collection: String) -> String { "doc" + String(separator) + collection }
+
+    /// The key space of an index. Its kind is part of the name: a kind changed (by this process or another) means a
+    /// space of another name, never a handle still open with the old kind's flags.
+    static func indexSpace(_ collection: String, _ index: IndexDefinition) -> String {
+        "idx" + String(separator) + collection + String(separator) + index.name + String(separator) + index.kind.rawValue
+    }
+
+    /// The collection a key space belongs to (its documents or one of its indexes); `nil` for any other.
+    static func collectionName(ofKeySpace name: String) -> String? {
+        let parts = name.split(separator: separator, omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts[0] == "doc" || parts[0] == "idx" else { return nil }
+        return String(parts[1])
+    }
+
+    /// A key space in the store's words: the collection it belongs to, the catalog, or its own name.
+    static func describe(space: String) -> String {
+        collectionName(ofKeySpace: space).map { "collection '\($0)'" } ?? (space == spaceName ? "the catalog" : space)
+    }
+
+    /// Damage found in the file, in the store's words: the collection whose key space it is in.
+    static func describe(_ damage: StorageDamage) -> String {
+        let place = describe(space: damage.space)
+        return (damage.page.map { "page \($0)" } ?? "the file") + (place.isEmpty ? "" : " (\(place))") + ": \(damage.message)"
+    }
+
+    /// Deletes an index's key space, with its entries, if it exists.
+    func dropIndexSpace(_ collection: String, _ index: IndexDefinition) throws {
+        if let space = try txn.openKeySpace(Catalog.indexSpace(collection, index), create: false,
+                                            duplicateSort: index.kind != .unique) {
+            try txn.drop(space, delete: true)
+        }
+    }
+
+    /// A name for a collection, index or filter: non-empty, without the separator or NUL.
+    static func validateName(_ name: String, what: String) throws {
+        guard !name.isEmpty, !name.contains(separator), !name.contains("\0") else {
+            throw DocStoreError(.invalidSchema, "invalid \(what) name '\(name)': it must be non-empty and contain "
+                + "no NUL or U+001F character")
+        }
+    }
+}
+
+/// A migration a store has applied, as it recorded it.
+public struct AppliedMigration: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// The migration's name.
+    public var name: String
+    /// 1 for the first migration the store applied, 2 for the next, ...
+    public var position: Int
+    /// When it was applied.
+    public var appliedAt: Date
+    /// Its steps, in words: `rename field people.name to fullName`.
+    public var steps: [String]
+
+    public var description: String { "\(position). \(name)" + (steps.isEmpty ? "" : ": " + steps.joined(separator: "; ")) }
+}
