@@ -110,6 +110,51 @@ final class CollectionHandle {
         return id.json()
     }
 
+    // MARK: Rewrites
+
+    /// What a rewrite makes of a document.
+    enum Rewrite {
+        /// Leaves it as it is.
+        case keep
+        /// Writes these bytes in its place; nothing is written when they are the stored bytes.
+        case replace([UInt8])
+        /// Deletes it.
+        case delete
+    }
+
+    /// Rewrites document `id` (whose bytes the caller may have read: `stored`) with what `change` makes of its
+    /// bytes, keeping every index right; `false` when there is no such document. The one way an update and a
+    /// migration change a stored document: new bytes are compared with the stored ones as bytes (`==` on values
+    /// would call a NaN changed and -0.0 the same as 0), and must keep the document's id; `idChanged` makes the
+    /// error when they do not, given how the new document is named (its id, or `nil` when it has none) and why.
+    @discardableResult
+    func rewrite(id: [UInt8], stored: [UInt8]? = nil, in txn: any StorageTransaction,
+                 idChanged: (_ newID: String?, _ why: String) -> DocStoreError,
+                 _ change: (UnsafeRawBufferPointer) throws -> Rewrite) throws -> Bool {
+        guard let stored = try stored ?? txn.get(documents, id).map({ Array($0) }) else { return false }
+        let bytes: [UInt8]
+        switch try stored.withUnsafeBytes({ try change($0) }) {
+        case .keep: return true
+        case .delete: return try delete(id: id, in: txn)
+        case .replace(let new): bytes = new
+        }
+        guard !bytes.elementsEqual(stored) else { return true }
+        let newID: [UInt8]
+        do {
+            newID = try bytes.withUnsafeBytes { raw in
+                let reader = BinaryReader(raw)
+                return try idKey(reader: reader, root: try reader.root())
+            }
+        } catch let error as DocStoreError where error.code == .invalidSchema {
+            throw idChanged(nil, error.message)
+        }
+        guard newID == id else {
+            throw idChanged(CollectionHandle.describeID(newID, in: bytes, idPath: info.idPath), "")
+        }
+        try write(bytes, mode: .save, in: txn, stored: stored)
+        return true
+    }
+
     // MARK: Writes
 
     enum WriteMode { case insert, save }

@@ -294,33 +294,25 @@ public final class MigrationContext {
         }
     }
 
-    /// One document of ``rewrite(_:step:_:)``.
+    /// One document of ``rewrite(_:step:_:)``, through the collection's one rewrite (bytes compared, the id kept).
     private func rewrite(id: [UInt8], stored: [UInt8], of handle: CollectionHandle, step: String,
                          _ change: (DocumentValue) throws -> DocumentValue?) throws {
         let collection = handle.name
         let name = { CollectionHandle.describeID(id, in: stored, idPath: handle.info.idPath) }
-        let document = try stored.withUnsafeBytes {
-            try ElementKind<DocumentValue>.documentValue.decode($0, from: handle, id: name)
+        try handle.rewrite(id: id, stored: stored, in: txn, idChanged: { _, _ in
+            DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)' would change its "
+                + "id, which a migration cannot do", collection: collection)
+        }) { raw in
+            let document = try ElementKind<DocumentValue>.documentValue.decode(raw, from: handle, id: name)
+            do {
+                return try change(document).map { .replace($0.encoded()) } ?? .delete
+            } catch let error as DocStoreError {
+                throw error
+            } catch {
+                throw DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)': "
+                    + "\(error)", collection: collection, underlying: error)
+            }
         }
-        let changed: DocumentValue?
-        do {
-            changed = try change(document)
-        } catch let error as DocStoreError {
-            throw error
-        } catch {
-            throw DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)': "
-                + "\(error)", collection: collection, underlying: error)
-        }
-        guard let changed else {
-            try handle.delete(id: id, in: txn)
-            return
-        }
-        guard changed != document else { return }
-        guard changed[path: handle.info.idPath] == document[path: handle.info.idPath] else {
-            throw DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)' would "
-                + "change its id, which a migration cannot do", collection: collection)
-        }
-        try handle.write(changed.encoded(), mode: .save, in: txn, stored: stored)
     }
 }
 

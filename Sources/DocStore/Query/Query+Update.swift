@@ -177,30 +177,18 @@ struct UpdateRefusal: Error {
 
 extension CollectionHandle {
     /// Replaces document `id` with what `change` makes of its bytes (`nil`: leave it as it is), keeping every index
-    /// right; `false` when there is no such document. The new document must keep its id.
+    /// right; `false` when there is no such document. An update may not change or remove the id.
     func update(id: [UInt8], in txn: any StorageTransaction,
                 _ change: (UnsafeRawBufferPointer) throws -> [UInt8]?) throws -> Bool {
-        guard let raw = try txn.get(documents, id) else { return false }
-        let stored = Array(raw)
-        guard let bytes = try stored.withUnsafeBytes({ try change($0) }) else { return true }
-        let newID: [UInt8]
-        do {
-            newID = try bytes.withUnsafeBytes { raw in
-                let reader = BinaryReader(raw)
-                return try idKey(reader: reader, root: try reader.root())
+        try rewrite(id: id, in: txn, idChanged: { newID, why in
+            let old = CollectionHandle.describeID(id, in: nil, idPath: info.idPath)
+            guard let newID else {
+                return DocStoreError(.invalidUpdate, "an update may not remove a document's id: document \(old) of "
+                    + "collection '\(name)' would have none (\(why))", collection: name)
             }
-        } catch let error as DocStoreError where error.code == .invalidSchema {
-            throw DocStoreError(.invalidUpdate, "an update may not remove a document's id: document "
-                + "\(CollectionHandle.describeID(id, in: stored, idPath: info.idPath)) of collection '\(name)' would "
-                + "have none (\(error.message))", collection: name)
-        }
-        guard newID == id else {
-            throw DocStoreError(.invalidUpdate, "an update may not change a document's id: document "
-                + "\(CollectionHandle.describeID(id, in: nil, idPath: info.idPath)) of collection '\(name)' would get id "
-                + "\(CollectionHandle.describeID(newID, in: bytes, idPath: info.idPath))", collection: name)
-        }
-        try write(bytes, mode: .save, in: txn, stored: stored)
-        return true
+            return DocStoreError(.invalidUpdate, "an update may not change a document's id: document \(old) of "
+                + "collection '\(name)' would get id \(newID)", collection: name)
+        }) { raw in try change(raw).map(Rewrite.replace) ?? .keep }
     }
 
     /// Applies field changes to document `id`; `false` when there is none.
@@ -217,9 +205,7 @@ extension CollectionHandle {
             throw DocStoreError(error.code, "cannot \(error.change) in document \(document) of collection '\(name)': "
                 + "\(error.reason)", collection: name)
         }
-        // Compared as bytes: `==` would call a NaN changed and -0.0 the same as 0.
-        let bytes = new.encoded()
-        return bytes.elementsEqual(raw) ? nil : bytes
+        return new.encoded()
     }
 }
 
