@@ -233,7 +233,7 @@ struct RandomValues {
             }
             #expect(try await Query<DocumentValue>("big").count(in: target) == 4000)
             #expect(try await target.verify().isClean)
-            #expect(try await target.mapUsage().mapSize > 1 << 20)
+            #expect(try await target.spaceUsage().mapBytes > 1 << 20)
             await target.close()
         }
     }

@@ -238,8 +238,8 @@ private final class FaultContextBox: @unchecked Sendable {
         let report = try await store.verify()
         #expect(report.isClean, "\(report)")
         #expect(report.documentsChecked == committed)
-        let usage = try await store.mapUsage()
-        #expect(usage.mapSize <= 1 << 20)
+        let usage = try await store.spaceUsage()
+        #expect(usage.mapBytes <= 1 << 20)
     }
 
     @Test func mapGrowsByItselfUpToWhatTheDataNeeds() async throws {
@@ -247,7 +247,7 @@ private final class FaultContextBox: @unchecked Sendable {
         options.initialMapSize = 128 << 10
         let (store, dir) = try await makeStore(options: options)
         _ = dir
-        let before = try await store.mapUsage().mapSize
+        let before = try await store.spaceUsage().mapBytes
         #expect(before <= 128 << 10)
 
         var ids: [UUID] = []
@@ -260,10 +260,10 @@ private final class FaultContextBox: @unchecked Sendable {
             try await store.insert(contentsOf: people)
         }
         #expect(try await Person.query().count(in: store) == 1_000)
-        let after = try await store.mapUsage()
-        #expect(after.mapSize > before)
-        #expect(after.mapSize >= 5_000_000)
-        #expect(after.used <= after.mapSize)
+        let after = try await store.spaceUsage()
+        #expect(after.mapBytes > before)
+        #expect(after.mapBytes >= 5_000_000)
+        #expect(after.pages * after.pageSize <= after.mapBytes)
         #expect(try await store.get(Person.self, id: ids[0])?.name.count == 5_000)
         #expect(try await store.get(Person.self, id: ids[999])?.age == 999)
         #expect(try await store.verify().isClean)
@@ -314,7 +314,7 @@ private final class FaultContextBox: @unchecked Sendable {
         await expectError(.closed, mentions: mentions) { try await store.write { ctx in _ = try Person.query().count(in: ctx) } }
         await expectError(.closed, mentions: mentions) { _ = try await store.collections() }
         await expectError(.closed, mentions: mentions) { _ = try await store.verify() }
-        await expectError(.closed, mentions: mentions) { _ = try await store.mapUsage() }
+        await expectError(.closed, mentions: mentions) { _ = try await store.spaceUsage() }
         await expectError(.closed, mentions: mentions) { _ = try await store.undeclaredIndexes(of: Person.self) }
         await expectError(.closed, mentions: mentions) { try await store.dropIndex("age", from: "people") }
 

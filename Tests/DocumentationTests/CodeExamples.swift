@@ -217,14 +217,14 @@ enum CodeExamples {
         }
     }
 
-    // Sources/DocStore/Store/Context+Catalog.swift
+    // Sources/DocStore/Collections/Context+Catalog.swift
     static func contextCatalog1() async throws {
         let store = try await exampleStore()
         try await store.write { try $0.createIndex(IndexDefinition(name: "age", kind: .regular, fields: ["age"]), in: "people") }
         _ = store
     }
 
-    // Sources/DocStore/Store/Context+Catalog.swift
+    // Sources/DocStore/Collections/Context+Catalog.swift
     static func contextCatalog2() async throws {
         let store = try await exampleStore()
         let left = try await store.dryRun { ctx in
@@ -234,7 +234,7 @@ enum CodeExamples {
         _ = (store, left)
     }
 
-    // Sources/DocStore/Store/Context+Untyped.swift
+    // Sources/DocStore/Collections/Context+Untyped.swift
     static func contextUntyped1() async throws {
         let store = try await exampleStore()
         let ann = try await store.read { ctx in try ctx.get("people", id: .string("ann")) }
@@ -242,7 +242,7 @@ enum CodeExamples {
         _ = (store, ann)
     }
 
-    // Sources/DocStore/Store/Context.swift
+    // Sources/DocStore/Collections/Context.swift
     static func context1() async throws {
         let store = try await exampleStore()
         let annID = UUID()
@@ -250,7 +250,7 @@ enum CodeExamples {
         _ = (store, annID, ann)
     }
 
-    // Sources/DocStore/Store/Context.swift
+    // Sources/DocStore/Collections/Context.swift
     static func context2() async throws {
         let store = try await exampleStore()
         let id = UUID()
@@ -263,7 +263,7 @@ enum CodeExamples {
         _ = (store, id, n)
     }
 
-    // Sources/DocStore/Store/DocStore+Backup.swift
+    // Sources/DocStore/Maintenance/DocStore+Backup.swift
     static func docStoreBackup1() async throws {
         let store = try await exampleStore()
         let day = "monday"
@@ -271,13 +271,13 @@ enum CodeExamples {
         _ = (store, day)
     }
 
-    // Sources/DocStore/Store/DocStore+Backup.swift
+    // Sources/DocStore/Maintenance/DocStore+Backup.swift
     static func docStoreBackup2() async throws {
         let (before, after) = try await DocStore.compact(path: "people.db")
         _ = (before, after)
     }
 
-    // Sources/DocStore/Store/DocStore+Check.swift
+    // Sources/DocStore/Maintenance/DocStore+Check.swift
     static func docStoreCheck1() async throws {
         let store = try await exampleStore()
         let check = try await store.check(Person.self)
@@ -285,7 +285,7 @@ enum CodeExamples {
         _ = (store, check)
     }
 
-    // Sources/DocStore/Store/DocStore+Observation.swift
+    // Sources/DocStore/Observation/DocStore+Observation.swift
     static func docStoreObservation1() async throws {
         let store = try await exampleStore()
         let ann = Person(id: UUID(), name: "Ann", age: 41, city: "Oslo", email: nil, tags: [])
@@ -299,14 +299,14 @@ enum CodeExamples {
         _ = (store, ann)
     }
 
-    // Sources/DocStore/Store/DocStore+Recover.swift
+    // Sources/DocStore/Maintenance/DocStore+Recover.swift
     static func docStoreRecover1() async throws {
         let report = try await DocStore.recover(from: "damaged.db", to: "recovered.db")
         print(report)   // per collection: documents copied and lost, indexes rebuilt; the damage met; the totals
         _ = report
     }
 
-    // Sources/DocStore/Store/DocStore+Requests.swift
+    // Sources/DocStore/Observation/DocStore+Requests.swift
     static func docStoreRequests1() async throws {
         let store = try await exampleStore()
         func show(_ names: [String]) { print(names) }
@@ -327,7 +327,7 @@ enum CodeExamples {
         _ = (store, requests, next)
     }
 
-    // Sources/DocStore/Store/DocStore+Verify.swift
+    // Sources/DocStore/Maintenance/DocStore+Verify.swift
     static func docStoreVerify1() async throws {
         let store = try await exampleStore()
         let report = try await store.verify()
@@ -376,14 +376,7 @@ enum CodeExamples {
         _ = (path, store)
     }
 
-    // Sources/DocStore/Store/DocStore.swift
-    static func docStore6() async throws {
-        let store = try await exampleStore()
-        try store.checkWritable("drop collection 'people'")
-        _ = store
-    }
-
-    // Sources/DocStore/Store/DocStore.swift
+    // Sources/DocStore/Migrations/Migrator.swift
     static func docStore7() async throws {
         let store = try await exampleStore()
         let (adults, total) = try await store.read { ctx in
@@ -412,7 +405,7 @@ enum CodeExamples {
         _ = store
     }
 
-    // Sources/DocStore/Store/MigrationContext.swift
+    // Sources/DocStore/Migrations/MigrationContext.swift
     static func migrationContext1() async throws {
         var migrator = Migrator()
         migrator.registerMigration("split") { m in
@@ -424,7 +417,7 @@ enum CodeExamples {
         }
     }
 
-    // Sources/DocStore/Store/Migrator.swift
+    // Sources/DocStore/Migrations/Migrator.swift
     static func migrator1() async throws {
         let store = try await exampleStore()
         var migrator = Migrator()

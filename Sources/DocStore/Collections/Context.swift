@@ -35,8 +35,6 @@ public class ReadContext {
     /// ```
     /// - Throws: ``DocStoreError/Code/decodingFailed`` naming the collection, id and field when the stored
     ///   document does not decode as `T`.
-    ///
-    /// The corresponding LMDB function is `mdb_get`.
     public func get<T: Document>(_ type: T.Type, id: T.ID) throws -> T? {
         guard let (raw, handle) = try stored(type, id: id) else { return nil }
         return try decode(type, from: raw, handle: handle) { "\(id)" }
@@ -98,8 +96,6 @@ public final class WriteContext: ReadContext {
     ///
     /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
     ///   ``DocStoreError/Code/uniqueViolation`` when a unique index already holds one of its values.
-    ///
-    /// The corresponding LMDB function is `mdb_put`.
     public func insert<T: Document>(_ document: T) throws {
         try write(document, mode: .insert)
     }
@@ -117,8 +113,6 @@ public final class WriteContext: ReadContext {
     }
 
     /// Deletes the document of type `T` with `id` and its index entries. Returns whether there was one.
-    ///
-    /// The corresponding LMDB function is `mdb_del`.
     @discardableResult
     public func delete<T: Document>(_ type: T.Type, id: T.ID) throws -> Bool {
         try checkWritable("delete a document from '\(try collection(of: type))'", collection: try collection(of: type))

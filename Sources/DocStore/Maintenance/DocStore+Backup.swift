@@ -11,6 +11,9 @@ public struct SpaceUsage: Sendable, Equatable, CustomStringConvertible {
     public var pages: Int
     /// Pages among those that hold nothing, and that later commits reuse.
     public var freePages: Int
+    /// The size the file may grow to before the store enlarges its map (up to
+    /// ``DocStore/Options/maximumMapSize``).
+    public var mapBytes: Int
 
     /// Bytes that hold data: the pages written, less the free ones.
     public var bytesInUse: Int { max(0, pages - freePages) * pageSize }
@@ -33,8 +36,6 @@ extension DocStore {
     /// ```swift
     /// try await store.backup(to: "/var/backups/people-\(day).db")
     /// ```
-    ///
-    /// The corresponding LMDB function is `mdb_env_copy2`, with `MDB_CP_COMPACT` when `compact`.
     public nonisolated func backup(to path: String, compact: Bool = true) async throws {
         let target = URL(fileURLWithPath: path).standardizedFileURL.path
         guard target != URL(fileURLWithPath: self.path).standardizedFileURL.path else {
@@ -57,8 +58,6 @@ extension DocStore {
 
     /// Writes a copy of the store, as of its last commit, to an open file descriptor (a pipe, a socket, a file),
     /// as ``backup(to:compact:)`` does to a path. The descriptor is neither synced nor closed.
-    ///
-    /// The corresponding LMDB function is `mdb_env_copyfd2`.
     public nonisolated func backup(toDescriptor descriptor: Int32, compact: Bool = true) async throws {
         try await copy(to: .descriptor(descriptor), compact: compact, naming: "file descriptor \(descriptor)")
     }
@@ -89,13 +88,16 @@ extension DocStore {
         }
     }
 
-    /// The store's file: its size, what is in use and the free pages, so that a user knows when compacting pays.
+    /// The store's file: its size, what is in use, the free pages and the map, so that a user knows when
+    /// compacting pays.
     public func spaceUsage() throws -> SpaceUsage {
         try checkOpen()
         return try mapErrors {
-            let pages = try core.fileEngine(for: "the file's pages").pageUsage()
+            let file = try core.fileEngine(for: "the file's space")
+            let pages = try file.pageUsage()
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-            return SpaceUsage(fileBytes: size, pageSize: pages.pageSize, pages: pages.inUse, freePages: pages.free)
+            return SpaceUsage(fileBytes: size, pageSize: pages.pageSize, pages: pages.inUse, freePages: pages.free,
+                              mapBytes: try file.usage().mapSize)
         }
     }
 
@@ -111,8 +113,6 @@ extension DocStore {
     /// ```swift
     /// let (before, after) = try await DocStore.compact(path: "people.db")
     /// ```
-    ///
-    /// The corresponding LMDB function is `mdb_env_copy2` with `MDB_CP_COMPACT`.
     @discardableResult
     public static func compact(path: String, options: Options = Options()) async throws -> (before: Int, after: Int) {
         try await withCheckedThrowingContinuation { continuation in

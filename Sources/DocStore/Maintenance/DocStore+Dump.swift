@@ -125,11 +125,17 @@ extension DocStore {
         return try restore(fromDescriptor: fd, origin: path)
     }
 
-    /// Builds this store from a dump read from an open descriptor (standard input, say), to its end; `origin`
-    /// names it in errors. `alreadyRead` is the dump's beginning when the caller has read it from the descriptor
-    /// already (a first line it looked at). See ``restore(from:)``.
+    /// Builds this store from a dump read from an open descriptor (standard input, say), to its end. See
+    /// ``restore(from:)``.
     @discardableResult
-    public func restore(fromDescriptor fd: Int32, origin: String = "the input", alreadyRead: String = "") throws
+    public func restore(fromDescriptor fd: Int32) throws -> DumpSummary {
+        try restore(fromDescriptor: fd, origin: "the input")
+    }
+
+    /// ``restore(fromDescriptor:)``, whose errors name the dump as `origin`; `alreadyRead` is the dump's beginning
+    /// when the caller has read it from the descriptor already (the shell looks at a first line).
+    @discardableResult
+    package func restore(fromDescriptor fd: Int32, origin: String, alreadyRead: String = "") throws
         -> DumpSummary {
         // A write that outgrows the map runs again with a larger one, from the dump's first line: a dump that cannot
         // be read again from its start (a pipe, or one partly read) is first copied into a temporary file, unlinked

@@ -41,8 +41,6 @@ public actor DocStore {
         /// options.readOnly = true
         /// let archive = try await DocStore(path: "/mnt/backup/people.db", options: options)
         /// ```
-        ///
-        /// The corresponding LMDB flags are `MDB_RDONLY` and, where the lock file cannot be used, `MDB_NOLOCK`.
         public var readOnly = false
         /// The most threads one query's full scan uses to check its condition: the documents' ids are cut into
         /// ranges, read at once by as many LMDB readers, each seeing the same commit, and the matches put back in
@@ -144,8 +142,6 @@ public actor DocStore {
     /// - Throws: ``DocStoreError`` with code ``DocStoreError/Code/cannotOpen`` (unwritable folder, a directory,
     ///   no file to open read-only), ``DocStoreError/Code/notAStore`` (a file of another kind, or another program's
     ///   LMDB environment), ``DocStoreError/Code/formatTooNew``, or ``DocStoreError/Code/alreadyOpen``.
-    ///
-    /// The corresponding LMDB functions are `mdb_env_create` and `mdb_env_open`.
     public init(path: String, options: Options = Options()) async throws {
         self.path = path
         self.isReadOnly = options.readOnly
@@ -160,19 +156,12 @@ public actor DocStore {
     deinit { thread.stop() }
 
     /// Throws ``DocStoreError/Code/readOnly`` when the store was opened read-only, saying that `what` was refused:
-    /// for a tool that would rather refuse a change before asking anyone to confirm it.
-    ///
-    /// For example:
-    /// ```swift
-    /// try store.checkWritable("drop collection 'people'")
-    /// ```
-    public nonisolated func checkWritable(_ what: String) throws {
+    /// for the shell, which refuses a change before asking anyone to confirm it.
+    package nonisolated func checkWritable(_ what: String) throws {
         if isReadOnly { throw StoreCore.readOnlyRefusal(what, path: path) }
     }
 
     /// Closes the store. Later calls throw ``DocStoreError/Code/closed``. The store also closes when released.
-    ///
-    /// The corresponding LMDB function is `mdb_env_close`.
     public func close() {
         isClosed = true
         core.env.close()
@@ -182,8 +171,6 @@ public actor DocStore {
     /// Makes every write that has returned durable now, whatever ``Options/durability`` says: a sync of the file.
     /// For a store opened with ``Durability/off`` or ``Durability/periodic(milliseconds:)``, at a moment that
     /// matters (before answering a request that must not be lost, say).
-    ///
-    /// The corresponding LMDB function is `mdb_env_sync`.
     public func flush() throws {
         try checkOpen()
         do { try core.env.flush() } catch let error as StorageError {
@@ -404,12 +391,6 @@ public actor DocStore {
     @discardableResult
     public func dropIndex(_ name: String, from collection: String) throws -> Bool {
         try withWrite { try $0.dropIndex(name, from: collection) }
-    }
-
-    /// The size of the map in bytes and how much of it is in use.
-    public func mapUsage() throws -> (used: Int, mapSize: Int) {
-        try checkOpen()
-        return try mapErrors { try core.fileEngine(for: "the map's usage").usage() }
     }
 }
 

@@ -513,11 +513,10 @@ extension Shell {
     private func stats() async throws {
         let store = try requireStore()
         let rows = try await reading { ctx in try ctx.collections().map { ($0, try Query<DocumentValue>($0.name).count(in: ctx)) } }
-        let map = try await store.mapUsage()
         let space = try await store.spaceUsage()
         var out = "store:  \(store.path)\n"
         out += "file:   \(Shell.bytes(space.fileBytes)), \(Shell.bytes(space.bytesInUse)) in use, "
-            + "\(space.freePages) free pages of \(Shell.bytes(space.pageSize)); map \(Shell.bytes(map.mapSize))\n"
+            + "\(space.freePages) free pages of \(Shell.bytes(space.pageSize)); map \(Shell.bytes(space.mapBytes))\n"
         if space.reclaimableBytes > space.fileBytes / 2 && space.fileBytes > 1 << 20 {
             out += "        compacting would give back about \(Shell.bytes(space.reclaimableBytes)) (.compact)\n"
         }
