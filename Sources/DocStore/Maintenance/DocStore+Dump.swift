@@ -212,8 +212,8 @@ private struct Restore {
     var line = 0
     var sawHeader = false
     var ended = false
-    var collections: [(info: CollectionInfo, expected: Int)] = []
-    var handles: [String: CollectionHandle] = [:]
+    var builder = StoreBuilder()
+    var expected: [String: Int] = [:]
     var counts: [String: Int] = [:]
     var known: [String]?
     var summary = DumpSummary()
@@ -250,10 +250,9 @@ private struct Restore {
         }
         if let document = value[field: "document"] {
             let name = try self.text(value[field: "in"], "in")
-            guard let handle = handles[name] else { throw failure("a document of '\(name)', which the catalog lacks") }
-            guard case .object = document else { throw failure("the document is not an object") }
+            guard expected[name] != nil else { throw failure("a document of '\(name)', which the catalog lacks") }
             do {
-                try handle.write(document.encoded(), mode: .insert, in: ctx.txn)
+                try builder.add(document, to: name, replacing: false, in: ctx)
             } catch let error as DocStoreError {
                 throw failure(error.message)
             }
@@ -262,7 +261,7 @@ private struct Restore {
         } else if let name = value[field: "collection"], value[field: "filter"] == nil {
             let name = try self.text(name, "collection")
             try Catalog.validateName(name, what: "collection")
-            guard handles[name] == nil else { throw failure("collection '\(name)' is described twice") }
+            guard expected[name] == nil else { throw failure("collection '\(name)' is described twice") }
             var indexes: [IndexDefinition] = []
             if case .array(let list)? = value[field: "indexes"] {
                 for entry in list {
@@ -279,14 +278,13 @@ private struct Restore {
             guard case .int(let expected)? = value[field: "documents"] else {
                 throw failure("collection '\(name)' has no count of documents")
             }
-            // The indexes are built once the documents are in.
-            handles[name] = try ctx.scope.createCollection(CollectionInfo(name: name, idPath: info.idPath, indexes: []))
-            collections.append((info, Int(expected)))
+            try builder.begin(info, in: ctx)
+            self.expected[name] = Int(expected)
             summary.collections += 1
         } else if let name = value[field: "filter"] {
-            try ctx.saveFilter(SavedFilter(name: try self.text(name, "filter"),
-                                           collection: try self.text(value[field: "collection"], "collection"),
-                                           text: try self.text(value[field: "text"], "text")))
+            try builder.record(filters: [SavedFilter(name: try self.text(name, "filter"),
+                                                     collection: try self.text(value[field: "collection"], "collection"),
+                                                     text: try self.text(value[field: "text"], "text"))], in: ctx)
             summary.savedFilters += 1
         } else if let name = value[field: "migration"] {
             guard case .int(let position)? = value[field: "position"], case .date(let at)? = value[field: "appliedAt"],
@@ -295,7 +293,7 @@ private struct Restore {
             }
             let record = AppliedMigration(name: try self.text(name, "migration"), position: Int(position),
                                           appliedAt: at, steps: try steps.map { try self.text($0, "steps") })
-            try ctx.scope.catalog.setMigration(record)
+            try builder.record(migrations: [record], in: ctx)
             summary.migrations += 1
         } else if case .array(let names)? = value[field: "knownMigrations"] {
             known = try names.map { try self.text($0, "knownMigrations") }
@@ -315,23 +313,22 @@ private struct Restore {
         guard ended else {
             throw failure("the dump ends without its end line: it was cut short")
         }
-        for (info, expected) in collections {
+        for info in builder.collections {
+            let expected = self.expected[info.name, default: 0]
             guard counts[info.name, default: 0] == expected else {
                 throw failure("collection '\(info.name)' should have \(expected) documents, and the dump held "
                     + "\(counts[info.name, default: 0])")
             }
             for index in info.indexes {
                 do {
-                    try ctx.createIndex(index, in: info.name)
+                    try builder.build(index, of: info.name, in: ctx)
                 } catch let error as DocStoreError {
                     throw failure(error.message)
                 }
                 summary.indexes += 1
             }
         }
-        if let known {
-            try ctx.scope.catalog.setKnownMigrations(known)
-        }
+        try builder.record(knownMigrations: known, in: ctx)
         return summary
     }
 }

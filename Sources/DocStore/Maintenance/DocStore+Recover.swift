@@ -182,11 +182,7 @@ extension DocStore {
         }
         let store = try await DocStore(path: path)
         do {
-            try await store.copy(gathered, infos: catalog.infos, filters: catalog.filters, into: &report)
-            try await store.write { [catalog] ctx in
-                for record in catalog.migrations { try ctx.scope.catalog.setMigration(record) }
-                if let known = catalog.knownMigrations { try ctx.scope.catalog.setKnownMigrations(known) }
-            }
+            try await store.copy(gathered, catalog: catalog, into: &report)
             report.verification = try await store.verify()
         } catch {
             await store.close()
@@ -383,8 +379,8 @@ extension DocStore {
     }
 
     /// Copies the gathered collections into this new store: catalog entries, documents, then indexes.
-    private func copy(_ gathered: [Gathered], infos: [String: CollectionInfo], filters: [SavedFilter],
-                      into report: inout RecoveryReport) throws {
+    private func copy(_ gathered: [Gathered], catalog: RecoveredCatalog, into report: inout RecoveryReport) throws {
+        var builder = StoreBuilder()
         for entry in gathered {
             let name = entry.collection.name
             guard (try? Catalog.validateName(name, what: "collection")) != nil else {
@@ -392,11 +388,9 @@ extension DocStore {
                 continue
             }
             var collection = entry.collection
-            let info = infos[name] ?? CollectionInfo(name: name, idPath: "id", indexes: [])
+            let info = catalog.infos[name] ?? CollectionInfo(name: name, idPath: "id", indexes: [])
             // The collection as it was (its ids where they were), then its documents in batches.
-            try withWrite { ctx in
-                _ = try ctx.scope.createCollection(CollectionInfo(name: name, idPath: info.idPath, indexes: []))
-            }
+            try withWrite { ctx in try builder.begin(info, in: ctx) }
             var start = 0
             while start < entry.documents.count {
                 let batch = Array(entry.documents[start..<min(start + 5_000, entry.documents.count)])
@@ -405,7 +399,7 @@ extension DocStore {
                     var saved = 0, failures: [String] = []
                     for document in batch {
                         do {
-                            try ctx.save(document, into: name)
+                            try builder.add(document, to: name, replacing: true, in: ctx)
                             saved += 1
                         } catch let error as DocStoreError where error.code != .storeFull {
                             failures.append(error.message)
@@ -419,7 +413,7 @@ extension DocStore {
             }
             for definition in info.indexes {
                 do {
-                    try withWrite { try $0.createIndex(definition, in: name) }
+                    try withWrite { try builder.build(definition, of: name, in: $0) }
                     collection.indexes.append(definition.name)
                 } catch let error as DocStoreError {
                     collection.notes.append("index '\(definition.name)' not made again: \(error.message)")
@@ -427,8 +421,9 @@ extension DocStore {
             }
             report.collections.append(collection)
         }
-        for filter in filters where (try? withWrite({ try $0.saveFilter(filter) })) != nil {
+        for filter in catalog.filters where (try? withWrite({ try builder.record(filters: [filter], in: $0) })) != nil {
             report.savedFilters += 1
         }
+        try withWrite { try builder.record(migrations: catalog.migrations, knownMigrations: catalog.knownMigrations, in: $0) }
     }
 }
