@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -73,3 +74,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The DocC plugin, only to build the documentation (`DOCSTORE_DOCS=1 swift package generate-documentation
+// --target DocStore`): a package that depends on DocStore, and the tests, resolve nothing more.
+if ProcessInfo.processInfo.environment["DOCSTORE_DOCS"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

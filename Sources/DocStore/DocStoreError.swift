@@ -52,7 +52,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
         public static let transactionExpired = Code(kind: .transactionExpired)
         /// The store was closed.
         public static let closed = Code(kind: .closed)
-        /// LMDB reported an error; ``DocStoreError/underlying`` is the ``LMDBError``.
+        /// The storage engine reported an error; ``DocStoreError/underlying`` is its error.
         public static let storage = Code(kind: .storage)
         /// The store was opened with ``DocStore/Options/readOnly`` and the call would change it; the message says
         /// what was refused. Nothing was written.
@@ -80,7 +80,7 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
     public let message: String
     public let collection: String?
     public let index: String?
-    /// The error DocStore met underneath, if any: an ``LMDBError``, a `DecodingError`, ...
+    /// The error DocStore met underneath, if any: the storage engine's error, a `DecodingError`, ...
     public let underlying: (any Error & Sendable)?
 
     public init(_ code: Code, _ message: String, collection: String? = nil, index: String? = nil,

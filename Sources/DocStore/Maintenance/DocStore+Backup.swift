@@ -1,7 +1,7 @@
 import Foundation
 
 /// How much of a store's file is in use: what ``DocStore/spaceUsage()`` reports, and what tells a user when
-/// ``DocStore/compact(path:)`` would pay. An LMDB file never shrinks by itself: pages freed by deletes are reused by
+/// ``DocStore/compact(path:options:)`` would pay. An LMDB file never shrinks by itself: pages freed by deletes are reused by
 /// later writes, not given back.
 public struct SpaceUsage: Sendable, Equatable, CustomStringConvertible {
     /// The size of the data file.
