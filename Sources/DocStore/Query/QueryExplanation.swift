@@ -12,11 +12,6 @@
 ///   ran:      10 entries scanned, 10 documents read, 10 decoded, 10 returned
 /// ```
 public struct QueryExplanation: Sendable, CustomStringConvertible {
-    /// What is explained: the query's results, or its count.
-    public enum Verb: Sendable {
-        case results, count
-    }
-
     /// The plan itself, as a value.
     let plan: Plan
     /// The plan, line by line.
@@ -32,13 +27,12 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
     /// Whether some condition needs the decoded document.
     public let decodesForFilter: Bool
 
-    /// With `aggregate`, how an aggregate of the matches is computed, and with `counting`, how they are counted (the
-    /// order of the matches does not matter then); with `keysOf`, the index whose keys alone answer it, in place of
-    /// the plan's access.
-    init(plan: Plan, statistics: QueryStatistics, aggregate: String? = nil, counting: Bool = false,
-         keysOf keyIndex: IndexDefinition? = nil) {
+    /// The plan, and what running it took.
+    init(plan: Plan, statistics: QueryStatistics) {
         self.plan = plan
         self.statistics = statistics
+        var keyIndex: IndexDefinition?
+        if case .indexKeys(let index, _, _)? = plan.aggregateAccess { keyIndex = index }
         var lines = ["query on \(plan.collection) (\(plan.documentCount) documents)"]
         lines.append("  filter:   \(plan.filter)")
         switch (plan.access, keyIndex) {
@@ -83,7 +77,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
         let order = plan.sort.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }
             + (sortsByID ? [] : ["id \(plan.idDescending ? "descending" : "ascending")"])
         switch plan.ordering {
-        case _ where (aggregate != nil || counting) && plan.limit == nil:
+        case _ where plan.aggregateAccess != nil && plan.limit == nil:
             break   // an aggregate or a count of every match: their order does not matter
         case .natural:
             if case .fullScan = plan.access {
@@ -111,7 +105,20 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
                 }
             }.joined(separator: ", "))
         }
-        if let aggregate { lines.append("  aggregate: \(aggregate)") }
+        switch plan.aggregateAccess {
+        case .indexKeys(let index, _, firstOnly: true)?:
+            lines.append("  aggregate: the first key of index \(index.name) in the walk's direction (nil skipped): one "
+                + "cursor step, no document read unless the key does not give its value back")
+        case .indexKeys(let index, _, firstOnly: false)?:
+            lines.append("  aggregate: from the keys of index \(index.name): each distinct key once, with its number of "
+                + "entries; no document read unless a key does not give its value back")
+        case .matches(let fields)?:
+            lines.append("  aggregate: over the matches, reading "
+                + "\(fields.isEmpty ? "no field" : fields.map(\.description).joined(separator: ", ")) "
+                + "from each document's bytes; groups in a hash table, then in key order")
+        case .counting?, nil:
+            break
+        }
         lines.append("  ran:      \(statistics)")
         self.lines = lines
         if case .index = plan.access, plan.ordering == .natural { orderFromIndex = true } else { orderFromIndex = false }
