@@ -103,17 +103,18 @@ enum Examples {
     // README.md
     static func readmeAggregates() async throws {
         let store = try await exampleStore()
-        let total   = try await Person.query().aggregate(.sum(\.score)).value(in: store)                 // 0 when there is nothing
-        let mean    = try await Person.include(#Predicate { $0.city == "Oslo" }).aggregate(.average(\.age)).value(in: store)   // nil when empty
-        let oldest  = try await Person.query().aggregate(.max(\.age)).value(in: store)                   // one step along the age index
-        let cities  = try await Person.query().distinct(\.city).results(in: store)             // ["Bergen", "Oslo", ...], key order
-        let perCity = try await Person.query().groupBy(\.city).results(in: store)        // [Group(key: "Bergen", value: 120), ...]
+        let total   = try await Person.query().aggregate(.sum(\.score)).value(in: store)   // 0 when there is nothing
+        let mean    = try await Person.include(#Predicate { $0.city == "Oslo" })
+            .aggregate(.average(\.age)).value(in: store)                                   // nil when empty
+        let oldest  = try await Person.query().aggregate(.max(\.age)).value(in: store)     // one step along the age index
+        let cities  = try await Person.query().distinct(\.city).results(in: store)         // ["Bergen", "Oslo", ...], key order
+        let perCity = try await Person.query().groupBy(\.city).results(in: store)          // [Group(key: "Bergen", value: 120), ...]
         let top10   = try await Person.query().groupBy(\.city)
             .sortBy(.value, order: .reverse)[0..<10].results(in: store)
-        let ages    = try await Person.query().groupBy(\.city, .average(\.age)).results(in: store)
+        let ages    = try await Person.query().groupBy(\.city, .average(\.age)).results(in: store)   // Group<String, Double?>
         let names   = try await Person.include(#Predicate { $0.age > 90 }).select(\.name, \.age).results(in: store)
         let rows    = try await Person.include(#Predicate { $0.age > 90 }).select(\.name, \.age)
-            .decoded(as: NameAndAge.self).results(in: store)                                  // a smaller Decodable
+            .decoded(as: NameAndAge.self).results(in: store)                              // a smaller Decodable
         let moved   = try await Person.include(#Predicate { $0.city == "Oslo" }).update(in: store) { $0.city = "Bergen" }
         let bumped  = try await Query<DocumentValue>("people").include(.compare("city", .equal, .string("Bergen")))
             .update(in: store, set: ["active": .bool(true)], increment: ["age": .int(1)])   // no Swift type
