@@ -3,7 +3,7 @@ import Foundation
 /// Runs a ``Plan``: walks its candidates, checks the residual condition on each document's bytes, orders and
 /// slices the matches, and hands back documents (or ids, a count, some fields of each, or groups).
 ///
-/// Its entry points: ``walk(collectFirst:whole:_:)`` and ``cursor(collectFirst:_:)`` for the results' stored bytes,
+/// Its entry points: ``walk(collectFirst:whole:_:)`` and ``cursor(collectFirst:_:)`` for the results,
 /// ``documents(_:)`` for them decoded, ``project(_:)`` for some fields of each, ``resultIDs()``, ``count()`` and
 /// ``aggregate()``. It keeps the statistics of what it did.
 final class Executor {
@@ -229,12 +229,13 @@ final class Executor {
         return results
     }
 
-    /// The results one at a time, each made by `decode` as the loop asks for it: in the access order they stream
-    /// from the scan; with `collectFirst` (or a sort) the matches are found first.
+    /// The results one at a time, each made by `decode` as the loop asks for it (`nil` after the last): in the
+    /// access order they stream from the scan; with `collectFirst` (or a sort) the matches are found first.
     func cursor<T>(collectFirst: Bool,
                    _ decode: @escaping (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> T)
-        throws -> Cursor<T> {
-        Cursor(walk: try Walk(self, collectFirst: collectFirst)) { try self.decoded($0, $1, decode) }
+        throws -> () throws -> T? {
+        let walk = try Walk(self, collectFirst: collectFirst)
+        return { try walk.next { try self.decoded($0, $1, decode) } }
     }
 
     /// A result being returned, made by `decode`, and counted.
@@ -243,20 +244,6 @@ final class Executor {
         statistics.value.documentsDecoded += 1
         statistics.value.returned += 1
         return try decode(id, raw)
-    }
-
-    /// Results handed on one at a time.
-    final class Cursor<T> {
-        private let walk: Walk
-        private let decode: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> T
-
-        fileprivate init(walk: Walk, decode: @escaping (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> T) {
-            self.walk = walk
-            self.decode = decode
-        }
-
-        /// The next result, or `nil` after the last.
-        func next() throws -> T? { try walk.next(decode) }
     }
 
     /// Each result with only the fields at `paths`, read from its stored bytes where they lie (the rest never

@@ -157,8 +157,8 @@ extension Query {
         // In a write transaction the loop may write: a document moved ahead of a live cursor would be met again
         // (saving each person one year older while walking by age would never end). There the matches are
         // collected first.
-        let cursor = try executor.cursor(collectFirst: !context.txn.isReadOnly, decoder(executor))
-        return QueryCursor(context: context, executor: executor, next: cursor.next)
+        return QueryCursor(context: context, executor: executor,
+                           next: try executor.cursor(collectFirst: !context.txn.isReadOnly, decoder(executor)))
     }
 
     /// Calls `body` with each result's stored bytes, undecoded, as `results(in:)` finds them, until it

@@ -242,34 +242,14 @@ extension Query where Element: Document {
         with { $0.add(Query.condition(predicate), excluded: true) }
     }
 
-    /// Orders by a field, within the ties of earlier `sortBy`s.
+    /// Orders by a stored field, within the ties of earlier `sortBy`s: an optional one `nil` first (last with
+    /// `.reverse`), in the order of index keys.
     ///
     /// For example: `Person.sortBy(\.age).sortBy(\.name, order: .reverse)`.
-    public func sortBy<Value: Comparable>(_ keyPath: KeyPath<Element, Value> & Sendable,
-                                          order: SortOrder = .forward) -> Query {
-        sortBy(keyPath as AnyKeyPath, order: order)
-    }
-
-    /// Orders by an optional field, `nil` first (last with `.reverse`).
-    public func sortBy<Value: Comparable>(_ keyPath: KeyPath<Element, Value?> & Sendable,
-                                          order: SortOrder = .forward) -> Query {
-        sortBy(keyPath as AnyKeyPath, order: order)
-    }
-
-    /// Orders by a field whose values are stored as their raw values (an enum of `String` or `Int` raw values): in
-    /// the order of the raw values, as stored.
     ///
-    /// For example: `Flight.sortBy(\.origin)` with `enum Airport: String, Codable { case EWR, JFK, LGA }`.
-    @_disfavoredOverload
-    public func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Element, Value> & Sendable,
-                                                order: SortOrder = .forward) -> Query where Value.RawValue: Comparable {
-        sortBy(keyPath as AnyKeyPath, order: order)
-    }
-
-    /// Orders by an optional field stored as its raw values, `nil` first (last with `.reverse`).
-    @_disfavoredOverload
-    public func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Element, Value?> & Sendable,
-                                                order: SortOrder = .forward) -> Query where Value.RawValue: Comparable {
+    /// A field stored as its raw values (an enum of `String` or `Int` raw values) orders by them, as stored. For
+    /// example: `Flight.sortBy(\.origin)` with `enum Airport: String, Codable { case EWR, JFK, LGA }`.
+    public func sortBy<Value>(_ keyPath: KeyPath<Element, Value> & Sendable, order: SortOrder = .forward) -> Query {
         sortBy(keyPath as AnyKeyPath, order: order)
     }
 
@@ -301,32 +281,8 @@ extension Document {
     /// A query for the documents that do not satisfy `predicate`.
     public static func exclude(_ predicate: Predicate<Self>) -> Query<Self> { Query().exclude(predicate) }
 
-    /// A query for every document, ordered by a field.
-    public static func sortBy<Value: Comparable>(_ keyPath: KeyPath<Self, Value> & Sendable,
-                                                 order: SortOrder = .forward) -> Query<Self> {
-        Query().sortBy(keyPath, order: order)
-    }
-
-    /// A query for every document, ordered by an optional field.
-    public static func sortBy<Value: Comparable>(_ keyPath: KeyPath<Self, Value?> & Sendable,
-                                                 order: SortOrder = .forward) -> Query<Self> {
-        Query().sortBy(keyPath, order: order)
-    }
-
-    /// A query for every document, ordered by a field stored as its raw values (an enum of `String` or `Int`
-    /// raw values).
-    @_disfavoredOverload
-    public static func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Self, Value> & Sendable,
-                                                       order: SortOrder = .forward) -> Query<Self>
-        where Value.RawValue: Comparable {
-        Query().sortBy(keyPath, order: order)
-    }
-
-    /// A query for every document, ordered by an optional field stored as its raw values, `nil` first.
-    @_disfavoredOverload
-    public static func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Self, Value?> & Sendable,
-                                                       order: SortOrder = .forward) -> Query<Self>
-        where Value.RawValue: Comparable {
+    /// A query for every document, ordered by a stored field.
+    public static func sortBy<Value>(_ keyPath: KeyPath<Self, Value> & Sendable, order: SortOrder = .forward) -> Query<Self> {
         Query().sortBy(keyPath, order: order)
     }
 }
@@ -337,32 +293,18 @@ extension Document {
 struct ElementKind<Element: Sendable>: Sendable {
     /// The type, for messages; made only when a message needs it (it costs more than building a query).
     let typeName: @Sendable () -> String
-    private let decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element
+    var decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element = { _ in
+        throw DocStoreError(.invalidSchema, "a request of fields or groups has no stored documents to decode")
+    }
     /// A computed row as an element: a group's values and its aggregate; for fields, or an aggregate of every match,
     /// no values.
     let row: @Sendable (_ values: [DocumentValue], _ value: DocumentValue) throws -> Element
     /// The collection as the catalog has it, for reading; `nil` when there is none. Never a write.
-    let openForReading: @Sendable (TransactionScope, String) throws -> CollectionHandle?
+    var openForReading: @Sendable (TransactionScope, String) throws -> CollectionHandle? = { try $0.handle(named: $1) }
     /// The collection for a change: a type's collection is synced with what it declares first.
-    let openForWriting: @Sendable (TransactionScope, String) throws -> CollectionHandle?
+    var openForWriting: @Sendable (TransactionScope, String) throws -> CollectionHandle? = { try $0.handle(named: $1) }
     /// Inserts an element; returns it as stored. `nil`: elements that are not documents.
-    let insert: (@Sendable (WriteContext, Element, String) throws -> Element)?
-
-    init(typeName: @escaping @Sendable () -> String,
-         decodeRaw: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Element = { _ in
-             throw DocStoreError(.invalidSchema, "a request of fields or groups has no stored documents to decode")
-         },
-         row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> Element,
-         openForReading: @escaping @Sendable (TransactionScope, String) throws -> CollectionHandle? = { try $0.handle(named: $1) },
-         openForWriting: @escaping @Sendable (TransactionScope, String) throws -> CollectionHandle? = { try $0.handle(named: $1) },
-         insert: (@Sendable (WriteContext, Element, String) throws -> Element)? = nil) {
-        self.typeName = typeName
-        self.decodeRaw = decodeRaw
-        self.row = row
-        self.openForReading = openForReading
-        self.openForWriting = openForWriting
-        self.insert = insert
-    }
+    var insert: (@Sendable (WriteContext, Element, String) throws -> Element)? = nil
 
     static var documentValue: ElementKind<DocumentValue> {
         ElementKind<DocumentValue>(typeName: { "DocumentValue" }, decodeRaw: { try DocumentValue(encoded: Array($0)) },
