@@ -64,7 +64,10 @@ struct Grouping: Sendable, Equatable {
 
 /// What groups are ordered by: their key (the default, `nil` first) or their aggregate.
 public enum GroupOrder: Sendable {
-    case key, value
+    /// The values of the fields grouped by, in the order of index keys.
+    case key
+    /// The group's aggregate, ties by key.
+    case value
 }
 
 /// How an aggregate is computed.

@@ -35,6 +35,7 @@ public struct MatchedDocuments: Sendable {
 
     /// How many documents there are.
     public var count: Int { ids.count }
+    /// Whether there are none.
     public var isEmpty: Bool { ids.isEmpty }
 
     /// Whether `other` names the same documents, with the same bytes (in any order).

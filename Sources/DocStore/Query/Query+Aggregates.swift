@@ -21,12 +21,7 @@ extension Query {
     ///
     /// For example: `Person.query().groupBy(\.city).sortBy(.value, order: .reverse)[0..<10]`.
     public func sortBy<Key, Value>(_ by: GroupOrder, order: SortOrder = .forward) -> Query where Element == Group<Key, Value> {
-        guard case .groups(var grouping) = output else { return self }
-        grouping.order = by
-        grouping.descending = order == .reverse
-        var q = self
-        q.output = .groups(grouping)
-        return q
+        withGroups { $0.order = by; $0.descending = order == .reverse } ?? self
     }
 
     /// This request's matches in groups by `paths`, each with `aggregate`, its rows made by `row`.

@@ -44,17 +44,10 @@ import Foundation
 public struct Query<Element: Sendable>: Sendable {
     /// The collection the query reads.
     public let collection: String
-    var selection: Selection
+    var selection = Selection()
     /// What the request answers of its matches.
-    var output: Output
+    var output = Output.documents
     let kind: ElementKind<Element>
-
-    init(collection: String, selection: Selection = Selection(), output: Output = .documents, kind: ElementKind<Element>) {
-        self.collection = collection
-        self.selection = selection
-        self.output = output
-        self.kind = kind
-    }
 
     /// The same request answering `output`, its results made by `kind`.
     func answering<T>(_ output: Output, as kind: ElementKind<T>) -> Query<T> {
@@ -67,6 +60,15 @@ public struct Query<Element: Sendable>: Sendable {
     private func with(_ change: (inout Selection) -> Void) -> Query {
         var q = self
         change(&q.selection)
+        return q
+    }
+
+    /// The request with its groups changed by `change`; `nil` when it answers no groups.
+    func withGroups(_ change: (inout Grouping) -> Void) -> Query? {
+        guard case .groups(var grouping) = output else { return nil }
+        var q = self
+        change(&grouping)
+        q.output = .groups(grouping)
         return q
     }
 
@@ -90,20 +92,15 @@ public struct Query<Element: Sendable>: Sendable {
     ///
     /// For example: `try await Person.sortBy(\.age).reverse().first(in: store)` is the oldest person.
     public func reverse() -> Query {
-        if case .groups(var grouping) = output {
-            var q = self
-            if let window = grouping.window { grouping.window = window.reversed() } else { grouping.descending.toggle() }
-            q.output = .groups(grouping)
-            return q
-        }
-        return with { s in
-            if let window = s.window {
-                s.window = window.reversed()
-            } else {
-                for i in s.sort.indices { s.sort[i].descending.toggle() }
-                s.idDescending.toggle()
+        withGroups { g in if let window = g.window { g.window = window.reversed() } else { g.descending.toggle() } }
+            ?? with { s in
+                if let window = s.window {
+                    s.window = window.reversed()
+                } else {
+                    for i in s.sort.indices { s.sort[i].descending.toggle() }
+                    s.idDescending.toggle()
+                }
             }
-        }
     }
 
     /// The results at positions `range` of this query's results (of its groups, on groups). Negative bounds count
@@ -111,13 +108,8 @@ public struct Query<Element: Sendable>: Sendable {
     ///
     /// For example: `Person.sortBy(\.name)[0..<10]` is the first ten by name.
     public subscript(_ range: Range<Int>) -> Query {
-        if case .groups(var grouping) = output {
-            var q = self
-            grouping.window = QueryWindow.slicing(grouping.window, range)
-            q.output = .groups(grouping)
-            return q
-        }
-        return with { $0.window = QueryWindow.slicing($0.window, range) }
+        withGroups { $0.window = QueryWindow.slicing($0.window, range) }
+            ?? with { $0.window = QueryWindow.slicing($0.window, range) }
     }
 
     /// The same request, its results as values without a Swift type: documents, their fields, an aggregate, or

@@ -126,5 +126,6 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
         decodesForFilter = plan.residual.needsDecoding
     }
 
+    /// The lines, as printed.
     public var description: String { lines.joined(separator: "\n") }
 }
