@@ -181,8 +181,8 @@ public struct Group<Key: Sendable, Value: Sendable>: Sendable {
 extension Group: Equatable where Key: Equatable, Value: Equatable {}
 extension Group: Hashable where Key: Hashable, Value: Hashable {}
 
-/// An aggregate of a field of a ``Document`` type, typed: what ``Query/aggregate(_:)-(Aggregation<Element,Value>)``
-/// computes over every match and ``Query/groupBy(_:_:)`` over each group, as a `Value`.
+/// An aggregate of a field of a ``Document`` type, typed: what `aggregate(_:)`
+/// computes over every match and `groupBy(_:_:)` over each group, as a `Value`.
 ///
 /// For example: `Person.query().aggregate(.average(\.age))` is a `Query<Double?>`, and
 /// `Person.query().groupBy(\.city, .max(\.age))` a `Query<Group<String, Int?>>`.

@@ -54,16 +54,13 @@ extension Query {
             if !grouping.isCount { statistics.returned = rows.count }
             return (rows.map { ($0.values, $0.result) }, plan, statistics)
         }
+        let rows: [(values: [DocumentValue], value: DocumentValue)]
         switch output {
-        case .documents:
-            return ([], executor.plan, executor.statistics.value)
-        case .fields(let paths):
-            let rows = try executor.project(paths).map { ([DocumentValue](), $0) }
-            return (rows, executor.plan, executor.statistics.value)
-        case .groups:
-            let rows = try executor.aggregate().map { ($0.values, $0.result) }
-            return (rows, executor.plan, executor.statistics.value)
+        case .documents: rows = []
+        case .fields(let paths): rows = try executor.project(paths).map { ([], $0) }
+        case .groups: rows = try executor.aggregate().map { ($0.values, $0.result) }
         }
+        return (rows, executor.plan, executor.statistics.value)
     }
 
     /// The request of the number of matches (within the slice, when sliced).
@@ -129,7 +126,7 @@ extension Query {
     }
 
     /// How the request runs, then what running it took: it is run as ``results(in:)`` runs it (a count of every
-    /// match, ``aggregate(_:)-(Aggregate)`` of `.count`, as ``count(in:)`` counts).
+    /// match, `aggregate(.count)`, as ``count(in:)`` counts).
     ///
     /// For example: `print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))`.
     public func explain(in context: ReadContext) throws -> QueryExplanation {

@@ -5,8 +5,8 @@ import Foundation
 /// refinement, that runs nothing until asked (`results`, `first`, `count`, `explain`, ...).
 ///
 /// `Element` is what a result decodes to: a ``Document`` model or a ``DocumentValue`` for documents, any `Decodable`
-/// for some fields of each (``select(_:)-([FieldPath])``), a ``Group`` for groups (``groupBy(_:)-(KeyPath<Element,K>&Sendable)``)
-/// and the aggregate's value for an aggregate of every match (``aggregate(_:)-(Aggregation<Element,V>)``).
+/// for some fields of each (`select`), a ``Group`` for groups (`groupBy`), and the aggregate's value for an aggregate
+/// of every match (`aggregate`, read with `value(in:)`).
 ///
 /// A query of a ``Document`` type is written with `#Predicate`s and key paths; a query without the type (what a tool
 /// such as the shell builds from text) names its collection, and its fields by their paths. Both are the same
