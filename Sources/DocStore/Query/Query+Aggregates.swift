@@ -73,7 +73,7 @@ extension Query where Element: Document {
     }
 
     /// The request with only the fields the key paths name, as ``DocumentValue`` objects; decode them as a smaller
-    /// type with ``decoded(as:)-(T.Type)``.
+    /// type with `decoded(as:)`.
     ///
     /// For example: `Person.include(#Predicate { $0.age > 90 }).select(\.name, \.age)`.
     public func select(_ keyPaths: PartialKeyPath<Element>...) -> Query<DocumentValue> {
