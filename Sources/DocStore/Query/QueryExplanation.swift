@@ -14,23 +14,27 @@
 public struct QueryExplanation: Sendable, CustomStringConvertible {
     /// The plan itself, as a value.
     let plan: Plan
-    /// The plan, line by line.
-    public let lines: [String]
     /// What running the query took.
     public let statistics: QueryStatistics
-    /// The index the plan scans, if any (the first of a union).
-    public let index: String?
-    /// Whether the order comes from an index walk (no sort).
-    public let orderFromIndex: Bool
-    /// Whether matches are sorted with a bounded top-k heap.
-    public let usesTopK: Bool
-    /// Whether some condition needs the decoded document.
-    public let decodesForFilter: Bool
 
-    /// The plan, and what running it took.
-    init(plan: Plan, statistics: QueryStatistics) {
-        self.plan = plan
-        self.statistics = statistics
+    /// The index the plan scans, if any (the first of a union; the one whose keys answer an aggregate).
+    public var index: String? {
+        switch (plan.access, plan.aggregateAccess) {
+        case (.fullScan, .indexKeys(let index, _, _)?): return index.name
+        case (.index(let scan), _): return scan.index.name
+        case (.union(let scans), _): return scans.first?.index.name
+        default: return nil
+        }
+    }
+    /// Whether the order comes from an index walk (no sort).
+    public var orderFromIndex: Bool { if case .index = plan.access { plan.ordering == .natural } else { false } }
+    /// Whether matches are sorted with a bounded top-k heap.
+    public var usesTopK: Bool { plan.ordering == .sorted && plan.needed != nil }
+    /// Whether some condition needs the decoded document.
+    public var decodesForFilter: Bool { plan.residual.needsDecoding }
+
+    /// The plan, line by line, then what running it took.
+    public var lines: [String] {
         var keyIndex: IndexDefinition?
         if case .indexKeys(let index, _, _)? = plan.aggregateAccess { keyIndex = index }
         var lines = ["query on \(plan.collection) (\(plan.documentCount) documents)"]
@@ -39,28 +43,22 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
         case (.fullScan, let keyIndex?):
             lines.append("  access:   the keys of index \(keyIndex.name) (\(keyIndex.kind.rawValue) on "
                 + "\(keyIndex.fields.map(\.description).joined(separator: ", "))), not the documents")
-            index = keyIndex.name
         case (.noCollection, _):
             lines.append("  access:   none: there is no such collection, so no document")
-            index = nil
         case (.none, _):
             lines.append("  access:   none: the filter is always false")
-            index = nil
         case (.fullScan(let descending), _):
             lines.append("  access:   full scan of the documents in \(descending ? "descending" : "ascending") id order")
-            index = nil
         case (.index(let scan), _):
             lines.append("  access:   index \(scan.index.name) (\(scan.index.kind.rawValue) on "
                 + "\(scan.index.fields.map(\.description).joined(separator: ", "))): \(scan.bounds); "
                 + "\(scan.ranges.count) key range\(scan.ranges.count == 1 ? "" : "s"), \(scan.estimateText) entries"
                 + (scan.deduplicate ? ", deduplicated" : ""))
-            index = scan.index.name
         case (.union(let scans), _):
             lines.append("  access:   union of \(scans.count) index scans, deduplicated:")
             for scan in scans {
                 lines.append("              index \(scan.index.name): \(scan.bounds), \(scan.estimateText) entries")
             }
-            index = scans.first?.index.name
         }
         if plan.considered.count > 1 {
             lines.append("  chosen among: " + plan.considered.map(\.description).joined(separator: "; "))
@@ -120,10 +118,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
             break
         }
         lines.append("  ran:      \(statistics)")
-        self.lines = lines
-        if case .index = plan.access, plan.ordering == .natural { orderFromIndex = true } else { orderFromIndex = false }
-        usesTopK = plan.ordering == .sorted && plan.needed != nil
-        decodesForFilter = plan.residual.needsDecoding
+        return lines
     }
 
     /// The lines, as printed.
