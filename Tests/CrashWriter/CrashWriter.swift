@@ -203,7 +203,7 @@ struct CrashWriter {
             let store = try await DocStore(path: arguments[1], options: options)
             // Eight tasks write at once, so that commits hold groups of batches; task t writes batches
             // start + t, start + t + 8, ... after the highest batch an earlier round left.
-            let start = (try await CrashRecord.query().max(\.batch, in: store) ?? -1) + 1
+            let start = (try await CrashRecord.query().aggregate(.max(\.batch)).value(in: store) ?? -1) + 1
             await withThrowingTaskGroup(of: Void.self) { group in
                 for t in 0..<CrashRecord.writers {
                     group.addTask {

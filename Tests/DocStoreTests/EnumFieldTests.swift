@@ -67,13 +67,13 @@ struct Flight: Document, Equatable {
         await #expect(throws: DocStoreError.self) { try await store.insert(twin) }
 
         // Groups, distinct values, sorting and projection by the enums' stored raw values.
-        let groups = try await Flight.query().groupBy(\.origin).count(in: store)
+        let groups = try await Flight.query().groupBy(\.origin).results(in: store)
         #expect(groups.map(\.key) == [.EWR, .JFK, .LGA])
         for g in groups { #expect(g.value == flights.filter { $0.origin == g.key }.count) }
-        #expect(try await Flight.query().distinct(\.dest, in: store) == Self.airports.filter { a in
+        #expect(try await Flight.query().distinct(\.dest).results(in: store) == Self.airports.filter { a in
             flights.contains { $0.dest == a } })
-        #expect(try await Flight.query().distinct(\.level, in: store) == Level.allCases)
-        #expect(try await Flight.query().distinct(\.leg.from, in: store) == Self.airports)
+        #expect(try await Flight.query().distinct(\.level).results(in: store) == Level.allCases)
+        #expect(try await Flight.query().distinct(\.leg.from).results(in: store) == Self.airports)
         let sorted = try await Flight.query().sortBy(\.origin).sortBy(\.level, order: .reverse).results(in: store)
         #expect(sorted.map(\.id) == flights.sorted {
             ($0.origin.rawValue, -$0.level.rawValue, $0.id) < ($1.origin.rawValue, -$1.level.rawValue, $1.id)
@@ -114,7 +114,7 @@ struct Flight: Document, Equatable {
         }
         // `!= nil` is the index's keys after nil's: counted without reading a document.
         let withDest = Flight.include(#Predicate { $0.dest != nil })
-        let counted = try await store.read { try withDest.explain(.count, in: $0) }
+        let counted = try await store.read { try withDest.aggregate(.count).explain(in: $0) }
         #expect(counted.index == "dest" && counted.statistics.documentsRead == 0, "\(counted)")
         #expect(!counted.description.contains("order:"), "\(counted)")
         #expect(try await withDest.count(in: store) == flights.filter { $0.dest != nil }.count)
@@ -210,7 +210,7 @@ private func expect(code: DocStoreError.Code, sourceLocation: SourceLocation = #
 
         let (store, dir, flights) = try await EnumFieldTests.populated()
         defer { withExtendedLifetime(dir) {} }
-        let groups = try await Query<DocumentValue>("flights").groupBy("origin", "level").count(in: store)
+        let groups = try await Query<DocumentValue>("flights").groupBy("origin", "level").results(in: store)
         #expect("\(groups[0].key)" == #"["EWR", 1]"#)
         let typed = try groups.map { (try $0.key[0].decoded(as: Airport.self), try $0.key[1].decoded(as: Level.self), $0.value) }
         for (origin, level, count) in typed {
@@ -227,14 +227,14 @@ private func expect(code: DocStoreError.Code, sourceLocation: SourceLocation = #
     @Test func groupsByTwoKeyPathsHavePairsForKeys() async throws {
         let (store, dir, flights) = try await EnumFieldTests.populated()
         defer { withExtendedLifetime(dir) {} }
-        let groups = try await Flight.query().groupBy(\.origin, \.dest).count(in: store)
+        let groups = try await Flight.query().groupBy(\.origin, \.dest).results(in: store)
         var expected: [String: Int] = [:]
         for f in flights { expected["\(f.origin)/\(f.dest.map { "\($0)" } ?? "nil")", default: 0] += 1 }
         #expect(groups.count == expected.count)
         for g in groups { #expect(g.value == expected["\(g.key.0)/\(g.key.1.map { "\($0)" } ?? "nil")"]) }
         // Key order: by origin, then dest with nil first.
         #expect(groups.first.map { $0.key.0 == .EWR && $0.key.1 == nil } == true)
-        let averages = try await Flight.query().groupBy(\.origin, \.level).average(\.time, in: store)
+        let averages = try await Flight.query().groupBy(\.origin, \.level, .average(\.time)).results(in: store)
         #expect(averages.count == 9)
     }
 }
@@ -262,10 +262,10 @@ struct Booking: Document, Equatable {
         let label = try await Booking.include(#Predicate { $0.label == "jfk" }).results(in: store)
         #expect(label == bookings.filter { $0.label == "jfk" })
         // Not stored fields: refused, as for any computed property.
-        await #expect(throws: DocStoreError.self) { try await Booking.query().groupBy(\.label).count(in: store) }
-        await #expect(throws: DocStoreError.self) { try await Booking.query().distinct(\.fromNewark, in: store) }
+        await #expect(throws: DocStoreError.self) { try await Booking.query().groupBy(\.label).results(in: store) }
+        await #expect(throws: DocStoreError.self) { try await Booking.query().distinct(\.fromNewark).results(in: store) }
         // The enum inside the struct is a field; the struct key path is not an enum's.
-        #expect(try await Booking.query().distinct(\.leg.from, in: store) == EnumFieldTests.airports)
+        #expect(try await Booking.query().distinct(\.leg.from).results(in: store) == EnumFieldTests.airports)
     }
 
     @Test func anUpdateClosureMayReadThroughTheContext() async throws {

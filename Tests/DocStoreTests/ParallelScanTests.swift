@@ -100,8 +100,9 @@ private struct Tagged: Document, Equatable {
     @Test func aSplitScanCountsEachDocumentOnce() async throws {
         let (store, dir, models) = try await Self.loaded(seed: 11)
         defer { _ = dir }
-        for verb in [QueryExplanation.Verb.results, .count] {
-            let explanation = try await Reading.include(#Predicate { $0.value > 0 }).explain(verb, in: store)
+        let query = Reading.include(#Predicate { $0.value > 0 })
+        for explained in [try await query.explain(in: store), try await query.aggregate(.count).explain(in: store)] {
+            let explanation = explained
             #expect(explanation.statistics.entriesScanned == models.count, "\(explanation)")
             #expect(explanation.statistics.documentsRead == models.count, "\(explanation)")
             #expect(explanation.statistics.returned == models.filter { $0.value > 0 }.count, "\(explanation)")

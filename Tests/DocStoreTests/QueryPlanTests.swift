@@ -62,7 +62,7 @@ struct QueryPlanReading: Document, Equatable {
     /// What `count` takes, read from the counting executor itself.
     static func countStatistics(_ query: Query<Person>, in store: DocStore) async throws -> (Int, QueryStatistics) {
         try await store.read { ctx in
-            guard let executor = try query.executor(in: ctx, counting: true) else { return (0, QueryStatistics()) }
+            guard let executor = try query.counting.executor(in: ctx) else { return (0, QueryStatistics()) }
             let count = try executor.count()
             return (count, executor.statistics.value)
         }

@@ -116,9 +116,9 @@ enum CodeExamples {
     // Sources/DocStore/Query/Query+Aggregates.swift
     static func queryAggregates1() async throws {
         let store = try await exampleStore()
-        let perCity = try await Person.query().groupBy(\.city).count(in: store)          // [Group(key: "Bergen", value: 120), ...]
-        let top10 = try await Person.query().groupBy(\.city).count().sortBy(.value, order: .reverse)[0..<10].results(in: store)
-        let ages = try await Person.query().groupBy(\.city).average(\.age, in: store)
+        let perCity = try await Person.query().groupBy(\.city).results(in: store)          // [Group(key: "Bergen", value: 120), ...]
+        let top10 = try await Person.query().groupBy(\.city).sortBy(.value, order: .reverse)[0..<10].results(in: store)
+        let ages = try await Person.query().groupBy(\.city, .average(\.age)).results(in: store)
         _ = (store, perCity, top10, ages)
     }
 
@@ -138,7 +138,7 @@ enum CodeExamples {
         struct NameAndAge: Decodable { var name: String; var age: Int }
         let rows = try await Person.include(#Predicate { $0.age > 90 }).select(\.name, \.age).results(in: store)
         let typed = try await Person.include(#Predicate { $0.age > 90 }).select(\.name, \.age)
-            .results(as: NameAndAge.self, in: store)
+            .decoded(as: NameAndAge.self).results(in: store)
         _ = (store, rows, typed)
     }
 
@@ -449,7 +449,7 @@ enum CodeExamples {
         let q = Query<DocumentValue>("people")
         let people = q
         let search = "ann"
-        let group = try await Query<DocumentValue>("flights").groupBy("origin").count(in: store)[0]
+        let group = try await Query<DocumentValue>("flights").groupBy("origin").results(in: store)[0]
         do { // Filter.swift
             let example: Filter = .compare("age", .less, .int(13))
             _ = example
@@ -482,17 +482,17 @@ enum CodeExamples {
         }
         do { // Query+Aggregates.swift
             try await store.write { ctx in
-                _ = try Query<DocumentValue>("people").aggregate(.sum("score"), in: ctx)
+                _ = try Query<DocumentValue>("people").aggregate(.sum("score")).value(in: ctx)
             }
         }
         do { // Query+Aggregates.swift
             try await store.write { ctx in
-                _ = try Query<DocumentValue>("people").distinct("city", in: ctx)
+                _ = try Query<DocumentValue>("people").distinct("city").results(in: ctx)
             }
         }
         do { // Query+Aggregates.swift
             try await store.write { ctx in
-                _ = try Query<DocumentValue>("people").groupBy("city", "active").count().results(in: ctx)
+                _ = try Query<DocumentValue>("people").groupBy("city", "active").results(in: ctx)
             }
         }
         do { // Query+Aggregates.swift
@@ -501,52 +501,56 @@ enum CodeExamples {
         }
         do { // Query+Aggregates.swift
             try await store.write { ctx in
-                let total = try Person.query().sum(\.score, in: ctx)
+                let total = try Person.query().aggregate(.sum(\.score)).value(in: ctx)
                 _ = total
             }
         }
         do { // Query+Aggregates.swift
             try await store.write { ctx in
-                let mean = try Person.include(#Predicate { $0.city == "Oslo" }).average(\.age, in: ctx)
+                let mean = try Person.include(#Predicate { $0.city == "Oslo" }).aggregate(.average(\.age)).value(in: ctx)
                 _ = mean
             }
         }
         do { // Query+Aggregates.swift
             try await store.write { ctx in
-                let oldest = try Person.query().max(\.age, in: ctx)
+                let oldest = try Person.query().aggregate(.max(\.age)).value(in: ctx)
                 _ = oldest
             }
         }
         do { // Query+Aggregates.swift
             try await store.write { ctx in
-                let cities = try Person.query().distinct(\.city, in: ctx)
+                let cities = try Person.query().distinct(\.city).results(in: ctx)
                 _ = cities
             }
         }
         do { // Query+Aggregates.swift
-            let perCity = try await Person.query().groupBy(\.city).count(in: store)
+            let perCity = try await Person.query().groupBy(\.city).results(in: store)
             _ = perCity
         }
         do { // Query+Aggregates.swift
-            let perRoute = try await Flight.query().groupBy(\.origin, \.dest).count(in: store)
+            let perRoute = try await Flight.query().groupBy(\.origin, \.dest).results(in: store)
             _ = perRoute
         }
         do { // Query+Aggregates.swift
-            let ages = try await Person.query().groupBy(\.city).average(\.age, in: store)
+            let ages = try await Person.query().groupBy(\.city, .average(\.age)).results(in: store)
             _ = ages
         }
         do { // Query+Aggregates.swift
-            _ = Person.query().groupBy(\.city).count().sortBy(.value, order: .reverse)[0..<10]
+            _ = Person.query().groupBy(\.city).sortBy(.value, order: .reverse)[0..<10]
         }
         do { // Query+Aggregates.swift
-            try await store.write { ctx in
-                print(try Person.query().explain(aggregate: .max("age"), in: ctx))
-            }
+            _ = Query<DocumentValue>("people").groupBy(["city"], .average("age"))
         }
         do { // Query+Aggregates.swift
-            try await store.write { ctx in
-                print(try Person.query().explain(distinct: "city", in: ctx))
-            }
+            _ = Person.query().aggregate(.average(\.age))
+        }
+        do { // Query+Verbs.swift
+            let total = try await Person.query().aggregate(.sum(\.score)).value(in: store)
+            _ = total
+        }
+        do { // Query.swift
+            struct NameAndAge: Decodable { var name: String; var age: Int }
+            _ = try await Person.query().select(\.name, \.age).decoded(as: NameAndAge.self).results(in: store)
         }
         do { // Query+Observation.swift
             for try await n in Person.query().observeCount(in: store) { print(n) }

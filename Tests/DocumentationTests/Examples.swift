@@ -103,22 +103,23 @@ enum Examples {
     // README.md
     static func readmeAggregates() async throws {
         let store = try await exampleStore()
-        let total   = try await Person.query().sum(\.score, in: store)                 // 0 when there is nothing
-        let mean    = try await Person.include(#Predicate { $0.city == "Oslo" }).average(\.age, in: store)   // nil when empty
-        let oldest  = try await Person.query().max(\.age, in: store)                   // one step along the age index
-        let cities  = try await Person.query().distinct(\.city, in: store)             // ["Bergen", "Oslo", ...], key order
-        let perCity = try await Person.query().groupBy(\.city).count(in: store)        // [Group(key: "Bergen", value: 120), ...]
-        let top10   = try await Person.query().groupBy(\.city).count()
+        let total   = try await Person.query().aggregate(.sum(\.score)).value(in: store)   // 0 when there is nothing
+        let mean    = try await Person.include(#Predicate { $0.city == "Oslo" })
+            .aggregate(.average(\.age)).value(in: store)                                   // nil when empty
+        let oldest  = try await Person.query().aggregate(.max(\.age)).value(in: store)     // one step along the age index
+        let cities  = try await Person.query().distinct(\.city).results(in: store)         // ["Bergen", "Oslo", ...], key order
+        let perCity = try await Person.query().groupBy(\.city).results(in: store)          // [Group(key: "Bergen", value: 120), ...]
+        let top10   = try await Person.query().groupBy(\.city)
             .sortBy(.value, order: .reverse)[0..<10].results(in: store)
-        let ages    = try await Person.query().groupBy(\.city).average(\.age, in: store)
+        let ages    = try await Person.query().groupBy(\.city, .average(\.age)).results(in: store)   // Group<String, Double?>
         let names   = try await Person.include(#Predicate { $0.age > 90 }).select(\.name, \.age).results(in: store)
         let rows    = try await Person.include(#Predicate { $0.age > 90 }).select(\.name, \.age)
-            .results(as: NameAndAge.self, in: store)                                  // a smaller Decodable
+            .decoded(as: NameAndAge.self).results(in: store)                              // a smaller Decodable
         let moved   = try await Person.include(#Predicate { $0.city == "Oslo" }).update(in: store) { $0.city = "Bergen" }
         let bumped  = try await Query<DocumentValue>("people").include(.compare("city", .equal, .string("Bergen")))
             .update(in: store, set: ["active": .bool(true)], increment: ["age": .int(1)])   // no Swift type
-        let perCityAndFlag = try await Query<DocumentValue>("people").groupBy("city", "active").average("age").results(in: store)
-        print(try await Person.query().groupBy(\.city).count().explain(in: store))
+        let perCityAndFlag = try await Query<DocumentValue>("people").groupBy(["city", "active"], .average("age")).results(in: store)
+        print(try await Person.query().groupBy(\.city).explain(in: store))
         _ = (store, total, mean, oldest, cities, perCity, top10, ages, names, rows, moved, bumped, perCityAndFlag)
     }
 
@@ -197,12 +198,12 @@ enum Examples {
     // Sources/DocStore/DocStore.docc/Aggregates.md
     static func aggregatesArticle() async throws {
         let store = try await exampleStore()
-        let total   = try await Person.query().sum(\.score, in: store)
-        let mean    = try await Person.include(#Predicate { $0.city == "Oslo" }).average(\.age, in: store)
-        let oldest  = try await Person.query().max(\.age, in: store)
-        let cities  = try await Person.query().distinct(\.city, in: store)
-        let perCity = try await Person.query().groupBy(\.city).count(in: store)
-        let top10   = try await Person.query().groupBy(\.city).count().sortBy(.value, order: .reverse)[0..<10]
+        let total   = try await Person.query().aggregate(.sum(\.score)).value(in: store)
+        let mean    = try await Person.include(#Predicate { $0.city == "Oslo" }).aggregate(.average(\.age)).value(in: store)
+        let oldest  = try await Person.query().aggregate(.max(\.age)).value(in: store)
+        let cities  = try await Person.query().distinct(\.city).results(in: store)
+        let perCity = try await Person.query().groupBy(\.city).results(in: store)
+        let top10   = try await Person.query().groupBy(\.city).sortBy(.value, order: .reverse)[0..<10]
             .results(in: store)
         let names   = try await Person.include(#Predicate { $0.age > 90 }).select(\.name, \.age).results(in: store)
         let moved   = try await Person.include(#Predicate { $0.city == "Oslo" }).update(in: store) { $0.city = "Bergen" }

@@ -1,47 +1,5 @@
 import Foundation
 
-/// What an aggregate computes over the documents of a query, or over each group's.
-///
-/// Values are read from the encoded documents; nothing is decoded. `nil` and missing values are skipped, as SQL
-/// skips `NULL`; `sum` and `average` skip values that are not numbers as well.
-public enum Aggregate: Sendable, Hashable, CustomStringConvertible {
-    /// The number of documents.
-    case count
-    /// The sum of the field's numbers; 0 when there are none. Whole numbers (integers of any width, and `Double`s
-    /// without a fraction from -2^63 up to 2^64, where an index key cannot tell them from integers) add exactly: a
-    /// sum that does not fit in an `Int64` is an error, not a wrap. Once a number with a fraction comes in, the sum is
-    /// a `Double`.
-    case sum(FieldPath)
-    /// The mean of the field's numbers, as a `Double`; `nil` when there are none.
-    case average(FieldPath)
-    /// The least value, in the order of index keys (numbers of every width by their value, `nil` skipped).
-    case min(FieldPath)
-    /// The greatest value, in the order of index keys.
-    case max(FieldPath)
-
-    /// The field the aggregate reads, if any.
-    public var path: FieldPath? {
-        switch self {
-        case .count: return nil
-        case .sum(let p), .average(let p), .min(let p), .max(let p): return p
-        }
-    }
-
-    /// Whether this is `max`.
-    var isMax: Bool { if case .max = self { true } else { false } }
-
-    /// As the shell writes it: `count()`, `sum(score)`.
-    public var description: String {
-        switch self {
-        case .count: return "count()"
-        case .sum(let p): return "sum(\(p))"
-        case .average(let p): return "average(\(p))"
-        case .min(let p): return "min(\(p))"
-        case .max(let p): return "max(\(p))"
-        }
-    }
-}
-
 /// One group's key and aggregate, as execution produces them: `key` orders the groups (the key bytes of the
 /// group's values, one part per field), `values` are the group's field values as stored (those of the first
 /// document met), and `result` the aggregate.
@@ -59,13 +17,23 @@ struct GroupRow: Sendable, Equatable {
     var isNilGroup: Bool { key == [KeyEncoder.Kind.null] }
 }
 
-/// How an aggregate was (or will be) computed, for `explain`.
-enum AggregateAccess: Sendable, Equatable {
-    /// From the keys of an index and their entry counts: no document read, except one per distinct key whose
-    /// value the key does not give back exactly.
-    case indexKeys(IndexDefinition, firstOnly: Bool)
-    /// Over the query's matches, reading the named fields from each.
-    case matches(reading: [FieldPath])
+extension Grouping {
+    /// Groups in key order put in this order (by key, or by aggregate with ties by key), then sliced.
+    func arranged(_ rows: [GroupRow]) -> [GroupRow] {
+        var rows = rows
+        switch order {
+        case .key: if descending { rows.reverse() }
+        case .value:
+            let keyed = rows.map { (KeyEncoder.key($0.result), $0) }
+            rows = keyed.sorted { a, b in
+                if a.0 != b.0 { return descending ? b.0.lexicographicallyPrecedes(a.0) : a.0.lexicographicallyPrecedes(b.0) }
+                return a.1.key.lexicographicallyPrecedes(b.1.key)
+            }.map(\.1)
+        }
+        guard let window else { return rows }
+        let lower = Swift.min(window.range.lowerBound, rows.count)
+        return WindowStep.apply(window.afterwards, to: Array(rows[lower..<Swift.min(window.range.upperBound, rows.count)]))
+    }
 }
 
 /// The running state of one aggregate over one group.
@@ -247,34 +215,38 @@ final class GroupScan {
 }
 
 extension Executor {
-    /// The groups of the query's matches (one group of all of them when `groupBy` is empty), each with its
-    /// aggregate, in key order; and how they were found.
-    ///
-    /// With `ordered`, the matches are the query's results in order and within its slice (an aggregate of a
-    /// slice); otherwise in whatever order is cheapest, and an index that holds the group fields (and the
-    /// aggregate's field after them) may answer from its keys alone.
-    func aggregate(groupBy: [FieldPath], _ aggregate: Aggregate, ordered: Bool,
-                   dropNilGroup: Bool = false) throws -> (rows: [GroupRow], access: AggregateAccess) {
-        var (rows, access) = try groups(groupBy: groupBy, aggregate, ordered: ordered)
-        if dropNilGroup { rows.removeAll(where: \.isNilGroup) }
-        if groupBy.isEmpty && rows.isEmpty { rows = [try GroupRow.ofNothing(aggregate, collection: handle.name)] }
+    /// The groups of the plan's matches (one group of all of them when it groups by no field), each with its
+    /// aggregate, computed as the plan says: in the plan's order of the groups (by key unless by value) and within
+    /// its slice of them.
+    func aggregate() throws -> [GroupRow] {
+        guard let grouping = plan.grouping, let access = plan.aggregateAccess else { return [] }
+        var rows: [GroupRow]
+        switch access {
+        case .counting(let afterwards):
+            let n = WindowStep.apply(afterwards, toCount: try count())
+            statistics.value.returned = n
+            return grouping.arranged([GroupRow(key: [], values: [], result: .int(Int64(n)))])
+        case .indexKeys(let index, let ranges, let firstOnly):
+            rows = try aggregateFromKeys(of: index, ranges: ranges, groupBy: grouping.by, grouping.aggregate,
+                                         firstOnly: firstOnly)
+        case .matches:
+            rows = try groups(grouping)
+        }
+        if grouping.dropsNil { rows.removeAll(where: \.isNilGroup) }
+        if grouping.by.isEmpty && rows.isEmpty { rows = [try GroupRow.ofNothing(grouping.aggregate, collection: handle.name)] }
+        rows = grouping.arranged(rows)
         statistics.value.returned = rows.count
-        return (rows, access)
+        return rows
     }
 
-    /// The groups of the matches, from an index's keys or over the documents.
-    private func groups(groupBy: [FieldPath], _ aggregate: Aggregate, ordered: Bool)
-        throws -> (rows: [GroupRow], access: AggregateAccess) {
-        if !ordered, let (index, ranges, firstOnly) = indexForAggregate(groupBy: groupBy, aggregate) {
-            let rows = try aggregateFromKeys(of: index, ranges: ranges, groupBy: groupBy, aggregate, firstOnly: firstOnly)
-            return (rows, .indexKeys(index, firstOnly: firstOnly))
-        }
-        let scan = GroupScan(groupBy: groupBy, aggregate: aggregate)
+    /// The groups of the matches, over the documents: the query's results in order and within its slice when it is
+    /// sliced (an aggregate of a slice), otherwise every match in whatever order is cheapest.
+    private func groups(_ grouping: Grouping) throws -> [GroupRow] {
+        let scan = GroupScan(groupBy: grouping.by, aggregate: grouping.aggregate)
         var parts: [GroupScan.Part]
-        if ordered {
+        if plan.limit != nil {
             var part = GroupScan.Part()
-            let walk = try Executor.Walk(self, collectFirst: false, whole: true)
-            while try walk.next({ _, document in try scan.add(document, to: &part) }) != nil {}
+            try walk { _, document in try scan.add(document, to: &part); return true }
             parts = [part]
         } else if let split = try matchesInParts(start: { GroupScan.Part() }, add: { try scan.add($1.document, to: &$0) }) {
             parts = split
@@ -284,36 +256,7 @@ extension Executor {
             try forEachMatchInIDOrder { try scan.add($0.document, to: &part); return true }
             parts = [part]
         }
-        return (try scan.rows(parts, collection: handle.name), .matches(reading: groupBy + (aggregate.path.map { [$0] } ?? [])))
-    }
-
-    /// The index whose keys answer an aggregate, and the key ranges to walk: the plan reads every document or
-    /// scans that index alone with nothing left to check; the index is a regular one (every document has an entry)
-    /// whose fields begin with the group fields, followed by the aggregate's field if it reads one.
-    /// `firstOnly`: a `min` or `max` of everything, which the first key in the walk's direction answers.
-    private func indexForAggregate(groupBy: [FieldPath], _ aggregate: Aggregate)
-        -> (IndexDefinition, [KeyRange], firstOnly: Bool)? {
-        guard case .constant(true) = plan.residual, plan.offset == 0, plan.limit == nil else { return nil }
-        let wanted = groupBy + (aggregate.path.map { [$0] } ?? [])
-        func fits(_ index: IndexDefinition) -> Bool {
-            index.kind == .regular && index.fields.count >= wanted.count && Array(index.fields.prefix(wanted.count)) == wanted
-        }
-        var firstOnly = false
-        if groupBy.isEmpty { switch aggregate { case .min, .max: firstOnly = true; default: break } }
-        switch plan.access {
-        case .fullScan:
-            // The shortest index that fits: fewer bytes per key.
-            guard let index = handle.indexes.map(\.definition).filter(fits).min(by: { $0.fields.count < $1.fields.count }) else {
-                return nil
-            }
-            return (index, [KeyRange(lower: [], upper: nil)], firstOnly)
-        case .index(let scan) where fits(scan.index):
-            // Ranges of distinct equality values, or one bounded range: disjoint, walked in key order.
-            let ranges = scan.ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) }
-            return (scan.index, ranges, firstOnly)
-        default:
-            return nil
-        }
+        return try scan.rows(parts, collection: handle.name)
     }
 
     /// Walks the distinct keys of an index in `ranges`, each counted as many times as it has entries

@@ -1,7 +1,11 @@
 import Foundation
 
 /// Runs a ``Plan``: walks its candidates, checks the residual condition on each document's bytes, orders and
-/// slices the matches, and hands back documents (or ids, or a count).
+/// slices the matches, and hands back documents (or ids, a count, some fields of each, or groups).
+///
+/// Its entry points: ``walk(collectFirst:whole:_:)`` and ``cursor(collectFirst:_:)`` for the results,
+/// ``documents(_:)`` for them decoded, ``project(_:)`` for some fields of each, ``resultIDs()``, ``count()`` and
+/// ``aggregate()``. It keeps the statistics of what it did.
 final class Executor {
     let plan: Plan
     let handle: CollectionHandle
@@ -53,16 +57,6 @@ final class Executor {
         guard let raw = try txn.get(handle.documents, id) else { return nil }
         if scanSkippedDocuments { statistics.value.documentsRead += 1 }
         return raw
-    }
-
-    /// A document being returned, decoded as the query's elements and counted; a failure names the document.
-    func decodeReturned<Element>(_ raw: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
-                                 as kind: ElementKind<Element>) throws -> Element {
-        statistics.value.documentsDecoded += 1
-        statistics.value.returned += 1
-        return try kind.decode(raw, from: handle) {
-            CollectionHandle.describeID(Array(id), in: Array(raw), idPath: handle.info.idPath)
-        }
     }
 
     /// Calls `body` with each matching candidate in the access order until it returns false. With
@@ -135,7 +129,7 @@ final class Executor {
     /// In the access order (no sort), documents are handed on as the scan finds them: one look-up each. Sorted
     /// results, and with `collectFirst` all of them, are ordered by their ids first and then read one by one: a
     /// loop that writes between two results cannot then move a document ahead of the walk and meet it again.
-    final class Walk {
+    fileprivate final class Walk {
         private let executor: Executor
         // Everything the per-result path reads is a constant of the walk: nothing is copied or checked for
         // exclusive access per result (a copy of the plan per result cost a third of a raw walk).
@@ -212,6 +206,69 @@ final class Executor {
             source?.close()
             if let documents { executor.txn.closeCursor(documents) }
         }
+    }
+
+    /// Calls `body` with each result's id and stored bytes (valid during the call), in order, until it returns
+    /// `false`. With `collectFirst`, the matches are found before the first is handed on (a loop that writes cannot
+    /// then meet a document twice); with `whole`, the caller takes every result, and a full scan may be split among
+    /// threads.
+    func walk(collectFirst: Bool = false, whole: Bool = true,
+              _ body: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> Bool) throws {
+        let walk = try Walk(self, collectFirst: collectFirst, whole: whole)
+        while let more = try walk.next(body), more {}
+    }
+
+    /// The results, each made by `decode` from its stored bytes (counted as decoded and returned), in order.
+    func documents<T>(_ decode: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> T)
+        throws -> [T] {
+        var results: [T] = []
+        try walk { id, raw in
+            results.append(try decoded(id, raw, decode))
+            return true
+        }
+        return results
+    }
+
+    /// The results one at a time, each made by `decode` as the loop asks for it (`nil` after the last): in the
+    /// access order they stream from the scan; with `collectFirst` (or a sort) the matches are found first.
+    func cursor<T>(collectFirst: Bool,
+                   _ decode: @escaping (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> T)
+        throws -> () throws -> T? {
+        let walk = try Walk(self, collectFirst: collectFirst)
+        return { try walk.next { try self.decoded($0, $1, decode) } }
+    }
+
+    /// A result being returned, made by `decode`, and counted.
+    private func decoded<T>(_ id: UnsafeRawBufferPointer, _ raw: UnsafeRawBufferPointer,
+                            _ decode: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> T) throws -> T {
+        statistics.value.documentsDecoded += 1
+        statistics.value.returned += 1
+        return try decode(id, raw)
+    }
+
+    /// Each result with only the fields at `paths`, read from its stored bytes where they lie (the rest never
+    /// decoded; a missing field left out, a dotted path keeping its nesting).
+    func project(_ paths: [FieldPath]) throws -> [DocumentValue] {
+        let compiled = paths.map(CompiledPath.init)
+        var results: [DocumentValue] = []
+        try walk { id, raw in
+            let reader = BinaryReader(raw)
+            var value = DocumentValue.object([DocumentValue.Field]())
+            do {
+                let root = try reader.root()
+                for path in compiled {
+                    guard let ref = try path.value(in: reader, from: root) else { continue }
+                    value = value.setting(try DocumentValue(reader: reader, ref: ref), at: path.path)
+                }
+            } catch let error as MalformedDocument {
+                throw DocStoreError(.corruptDocument, "document \(DocStore.hex(id)) of collection '\(handle.name)' "
+                    + "is damaged: \(error)", collection: handle.name, underlying: error)
+            }
+            statistics.value.returned += 1
+            results.append(value)
+            return true
+        }
+        return results
     }
 
     /// The ids of the results, in order: within the window, and after what was done to it.

@@ -98,6 +98,9 @@ struct Plan: Sendable, Equatable {
     let afterwards: [WindowStep]
     /// The accesses considered (the full scan first), for `explain`.
     var considered: [ConsideredAccess] = []
+    /// The groups the request answers, and how their aggregate is computed; `nil` for documents or their fields.
+    var grouping: Grouping?
+    var aggregateAccess: AggregateAccess?
 
     /// The number of results the walk needs before it can stop: `offset + limit`.
     var needed: Int? { limit.map { offset + $0 } }
@@ -115,6 +118,26 @@ extension Plan {
                   idDescending: selection.idDescending, ordering: sorted ? .sorted : .natural,
                   offset: selection.window?.range.lowerBound ?? 0, limit: selection.window?.range.count,
                   afterwards: selection.window?.afterwards ?? [])
+    }
+
+    /// The plan of a request on a collection that does not exist: it reads nothing.
+    static func noCollection(_ selection: Selection, output: Output, collection: String) -> Plan {
+        var plan = Plan(selection.planned(for: output), collection: collection, documentCount: 0, nothing: .noCollection)
+        if case .groups(let grouping) = output {
+            plan.grouping = grouping
+            plan.aggregateAccess = grouping.isCount ? .counting(afterwards: selection.window?.afterwards ?? [])
+                                                    : .matches(reading: [])
+        }
+        return plan
+    }
+}
+
+extension Selection {
+    /// The selection whose matches `output` reads: an aggregate of every match (not of a slice) drops the order, and
+    /// a count also what is done to the slice afterwards (it is applied to the count).
+    func planned(for output: Output) -> Selection {
+        guard case .groups(let grouping) = output, grouping.isCount || window == nil else { return self }
+        return forCounting
     }
 }
 

@@ -12,8 +12,48 @@ struct Planner<Statistics: CollectionStatistics> {
 
     let statistics: Statistics
 
-    /// The plan of what `selection` asks of the collection.
-    func plan(_ selection: Selection) throws -> Plan {
+    /// The plan of a request: what `selection` asks of the collection, and for groups, how their aggregate is
+    /// computed.
+    func plan(_ selection: Selection, output: Output = .documents) throws -> Plan {
+        var plan = try access(selection.planned(for: output))
+        guard case .groups(let grouping) = output else { return plan }
+        plan.grouping = grouping
+        plan.aggregateAccess = grouping.isCount ? .counting(afterwards: selection.window?.afterwards ?? [])
+                                                : aggregateAccess(grouping, plan: plan)
+        return plan
+    }
+
+    /// How the aggregate of `grouping` is computed on `plan`'s matches: from the keys of an index when the plan
+    /// reads every document, or scans that index alone with nothing left to check, and the index is a regular one
+    /// (every document has an entry) whose fields begin with the group fields, followed by the aggregate's field if
+    /// it reads one; otherwise over the matches.
+    func aggregateAccess(_ grouping: Grouping, plan: Plan) -> AggregateAccess {
+        let wanted = grouping.by + (grouping.aggregate.path.map { [$0] } ?? [])
+        let overMatches = AggregateAccess.matches(reading: wanted)
+        guard case .constant(true) = plan.residual, plan.offset == 0, plan.limit == nil else { return overMatches }
+        func fits(_ index: IndexDefinition) -> Bool {
+            index.kind == .regular && index.fields.count >= wanted.count && Array(index.fields.prefix(wanted.count)) == wanted
+        }
+        var firstOnly = false
+        if grouping.by.isEmpty { switch grouping.aggregate { case .min, .max: firstOnly = true; default: break } }
+        switch plan.access {
+        case .fullScan:
+            // The shortest index that fits: fewer bytes per key.
+            guard let index = statistics.indexes.filter(fits).min(by: { $0.fields.count < $1.fields.count }) else {
+                return overMatches
+            }
+            return .indexKeys(index, ranges: [KeyRange(lower: [], upper: nil)], firstOnly: firstOnly)
+        case .index(let scan) where fits(scan.index):
+            // Ranges of distinct equality values, or one bounded range: disjoint, walked in key order.
+            return .indexKeys(scan.index, ranges: scan.ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) },
+                              firstOnly: firstOnly)
+        default:
+            return overMatches
+        }
+    }
+
+    /// Where the matches of `selection` come from, what is checked on each, and how they are ordered.
+    private func access(_ selection: Selection) throws -> Plan {
         let documents = try statistics.documentCount()
         var plan = Plan(selection, collection: statistics.collection, documentCount: documents)
         plan.idPath = statistics.idPath

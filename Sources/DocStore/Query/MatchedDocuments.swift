@@ -35,6 +35,7 @@ public struct MatchedDocuments: Sendable {
 
     /// How many documents there are.
     public var count: Int { ids.count }
+    /// Whether there are none.
     public var isEmpty: Bool { ids.isEmpty }
 
     /// Whether `other` names the same documents, with the same bytes (in any order).
@@ -110,12 +111,11 @@ extension Query {
     /// ones counted.
     public func matchedDocuments(in context: ReadContext) throws -> MatchedDocuments {
         let retake: @Sendable (ReadContext) throws -> MatchedDocuments = { try self.matchedDocuments(in: $0) }
-        guard let executor = try executor(in: context) else {
+        guard let executor = try documents.executor(in: context) else {
             return try MatchedDocuments(collection: collection, retake: retake, gather: nil, idPath: "id")
         }
         return try MatchedDocuments(collection: collection, retake: retake, gather: { add in
-            let walk = try Executor.Walk(executor, collectFirst: false, whole: true)
-            while try walk.next({ try add($0, $1) }) != nil {}
+            try executor.walk { try add($0, $1); return true }
         }, idPath: executor.handle.info.idPath)
     }
 }

@@ -13,17 +13,25 @@ extension Query {
     /// store only while it reads); errors (a document that no longer decodes) end it with that error.
     public func observe(in store: DocStore) -> AsyncThrowingStream<[Element], Error> {
         store.observation { ctx, previous -> ([UInt8], [Element]?) in
-            guard let executor = try self.executor(in: ctx) else { return ([], []) }
             var fingerprint: [UInt8] = []
+            let executor = try self.executor(in: ctx)
+            guard let executor, self.output == .documents else {
+                // What is computed, compared as the encoded rows.
+                let rows = try self.computedRows(executor).rows
+                for row in rows { Fingerprint.append(DocumentValue.array(row.values + [row.value]).encoded(), to: &fingerprint) }
+                if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
+                return (fingerprint, try rows.map { try self.kind.row($0.values, $0.value) })
+            }
             var documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)] = []
-            let walk = try Executor.Walk(executor, collectFirst: false, whole: true)
-            while try walk.next({ (id, raw) -> Void in
+            try executor.walk { id, raw in
                 Fingerprint.append(raw, to: &fingerprint)
                 documents.append((Array(id), raw))
-            }) != nil {}
+                return true
+            }
             if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
+            let decode = self.decoder(executor)
             return (fingerprint, try documents.map { document in
-                try document.id.withUnsafeBytes { try executor.decodeReturned(document.bytes, id: $0, as: self.kind) }
+                try document.id.withUnsafeBytes { try decode($0, document.bytes) }
             })
         }
     }
@@ -43,6 +51,8 @@ extension Query {
 /// What an observer compares: the stored bytes of the results, each with its length, so that equal fingerprints
 /// mean equal results.
 enum Fingerprint {
+    static func append(_ raw: [UInt8], to fingerprint: inout [UInt8]) { raw.withUnsafeBytes { append($0, to: &fingerprint) } }
+
     static func append(_ raw: UnsafeRawBufferPointer, to fingerprint: inout [UInt8]) {
         withUnsafeBytes(of: UInt32(raw.count).littleEndian) { fingerprint.append(contentsOf: $0) }
         fingerprint.append(contentsOf: raw)

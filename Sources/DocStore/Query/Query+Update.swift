@@ -262,7 +262,7 @@ extension Query {
     func updateEach(in context: WriteContext, nested: Bool,
                     _ change: (CollectionHandle, [UInt8], any StorageTransaction) throws -> Bool) throws -> Int {
         try context.checkWritable("update documents of '\(collection)'", collection: collection)
-        guard let executor = try executor(in: context, writing: true) else { return 0 }
+        guard let executor = try documents.executor(in: context, writing: true) else { return 0 }
         let ids = try executor.resultIDs()
         var matched = 0
         if nested {
@@ -280,7 +280,7 @@ extension Query {
     /// Applies `changes` to every result in one write transaction; returns how many matched.
     @discardableResult
     public func update(in store: DocStore, _ changes: [FieldChange]) async throws -> Int {
-        try await store.write { try self.update(in: $0, changes) }
+        try await writing(store) { try $0.update(in: $1, changes) }
     }
 
     /// Sets, unsets, increments, pushes onto and pulls from fields of every result in one write transaction.
@@ -292,7 +292,7 @@ extension Query {
                        increment: [FieldPath: DocumentValue] = [:], push: [FieldPath: DocumentValue] = [:],
                        pull: [FieldPath: DocumentValue] = [:]) async throws -> Int {
         let changes = FieldChange.list(set: set, unset: unset, increment: increment, push: push, pull: pull)
-        return try await store.write { try self.update(in: $0, changes) }
+        return try await writing(store) { try $0.update(in: $1, changes) }
     }
 }
 
@@ -329,7 +329,7 @@ extension Query where Element: Document {
     /// `let moved = try await Person.include(#Predicate { $0.city == "Oslo" }).update(in: store) { $0.city = "Bergen" }`.
     @discardableResult
     public func update(in store: DocStore, _ change: @escaping @Sendable (inout Element) throws -> Void) async throws -> Int {
-        try await store.write { try self.update(in: $0, change) }
+        try await writing(store) { try $0.update(in: $1, change) }
     }
 }
 

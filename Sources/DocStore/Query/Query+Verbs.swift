@@ -1,44 +1,262 @@
 import Foundation
 
-// The verbs of a query, the same for typed and untyped ones: each in a transaction (synchronous, inside
-// `store.read {}` or `store.write {}`) and on the store (asynchronous, in a transaction of its own).
+// The verbs of a request, the same whatever it answers: each written once on a transaction's context (synchronous,
+// inside `store.read {}` or `store.write {}`); its form on the store (asynchronous, in a transaction of its own) runs
+// it through `reading` or `writing`.
 
 extension Query {
-    /// The plan of this query in a transaction, ready to run; `nil` when the collection does not exist (nothing
+    /// The plan of this request in a transaction, ready to run; `nil` when the collection does not exist (nothing
     /// matches). Reading never creates the collection nor builds an index.
-    func executor(in context: ReadContext, counting: Bool = false, writing: Bool = false) throws -> Executor? {
+    func executor(in context: ReadContext, writing: Bool = false) throws -> Executor? {
         try context.checkValid()
         if let problem = selection.problem { throw problem }
         let open = writing ? kind.openForWriting : kind.openForReading
         guard let handle = try open(context.scope, collection) else { return nil }
         let plan = try Planner(statistics: CollectionHandle.Statistics(handle: handle, txn: context.txn))
-            .plan(counting ? selection.forCounting : selection)
+            .plan(selection, output: output)
         return Executor(plan: plan, handle: handle, txn: context.txn, scan: context.scope.core.scan)
     }
 
-    /// The plan of this query, as `explain` shows it: for a missing collection, one that reads nothing.
-    func plan(in context: ReadContext, counting: Bool = false) throws -> Plan {
-        if let executor = try executor(in: context, counting: counting) { return executor.plan }
-        return Plan(counting ? selection.forCounting : selection, collection: collection, documentCount: 0,
-                    nothing: .noCollection)
+    /// The plan of this request, as `explain` shows it: for a missing collection, one that reads nothing.
+    func plan(in context: ReadContext) throws -> Plan {
+        try executor(in: context)?.plan ?? .noCollection(selection, output: output, collection: collection)
     }
 
-    /// Runs the query: its results, what finding them took, and the plan it ran (`nil`: no collection).
-    private func run(in context: ReadContext) throws
-        -> (results: [Element], statistics: QueryStatistics, plan: Plan?) {
-        guard let executor = try executor(in: context) else { return ([], QueryStatistics(), nil) }
-        var results: [Element] = []
+    /// Runs the request: its results, and the plan it ran with what running it took.
+    private func run(in context: ReadContext) throws -> (results: [Element], plan: Plan, statistics: QueryStatistics) {
+        let executor = try executor(in: context)
+        guard let executor, output == .documents else {
+            let (rows, plan, statistics) = try computedRows(executor)
+            return (try rows.map { try kind.row($0.values, $0.value) }, plan, statistics)
+        }
         // Only the documents returned are decoded, as the walk finds them.
-        let walk = try Executor.Walk(executor, collectFirst: false, whole: true)
-        while let result = try walk.next({ try executor.decodeReturned($1, id: $0, as: kind) }) { results.append(result) }
-        return (results, executor.statistics.value, executor.plan)
+        return (try executor.documents(decoder(executor)), executor.plan, executor.statistics.value)
     }
 
-    /// The count of a counting executor's matches, after what was done to the slice.
-    private func finalCount(_ counted: Int) -> Int {
-        WindowStep.apply(selection.window?.afterwards ?? [], toCount: counted)
+    /// The stored documents made into elements, a failure naming the document.
+    func decoder(_ executor: Executor) -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Element {
+        { [kind] id, raw in
+            try kind.decode(raw, from: executor.handle) {
+                CollectionHandle.describeID(Array(id), in: Array(raw), idPath: executor.handle.info.idPath)
+            }
+        }
     }
 
+    /// What a request of fields or groups computes, before its rows are elements: each document's fields, or each
+    /// group's values and aggregate; with no collection, the groups of nothing.
+    func computedRows(_ executor: Executor?) throws
+        -> (rows: [(values: [DocumentValue], value: DocumentValue)], plan: Plan, statistics: QueryStatistics) {
+        guard let executor else {
+            let plan = Plan.noCollection(selection, output: output, collection: collection)
+            guard let grouping = plan.grouping, grouping.by.isEmpty else { return ([], plan, QueryStatistics()) }
+            let rows = grouping.arranged([try GroupRow.ofNothing(grouping.aggregate, collection: collection)])
+            var statistics = QueryStatistics()
+            if !grouping.isCount { statistics.returned = rows.count }
+            return (rows.map { ($0.values, $0.result) }, plan, statistics)
+        }
+        let rows: [(values: [DocumentValue], value: DocumentValue)]
+        switch output {
+        case .documents: rows = []
+        case .fields(let paths): rows = try executor.project(paths).map { ([], $0) }
+        case .groups: rows = try executor.aggregate().map { ($0.values, $0.result) }
+        }
+        return (rows, executor.plan, executor.statistics.value)
+    }
+
+    /// The request of the number of matches (within the slice, when sliced).
+    var counting: Query<Int> {
+        documents.answering(.groups(Grouping(by: [], aggregate: .count)), as: kind.opening(as: .rows { _, value in
+            if case .int(let n) = value { Int(n) } else { 0 }
+        }))
+    }
+
+    /// Throws unless the request is of documents: what `verb` changes.
+    private func requireDocuments(_ verb: String) throws {
+        guard output == .documents else {
+            throw DocStoreError(.invalidSchema, "cannot \(verb) \(self): a request of fields or groups changes no document",
+                                collection: collection)
+        }
+    }
+
+    // MARK: In a transaction
+
+    /// The results, in order: documents, some fields of each, groups, or the one aggregate of every match.
+    ///
+    /// For example, inside `write`: `let page = try Person.sortBy(\.name)[0..<20].results(in: ctx)`.
+    public func results(in context: ReadContext) throws -> [Element] { try run(in: context).results }
+
+    /// The first result, or `nil`. `q.first` is `q[0..<1]`'s only result.
+    public func first(in context: ReadContext) throws -> Element? { try self[0..<1].results(in: context).first }
+
+    /// The last result, or `nil`: the last of the slice when the query is sliced (`q[0..<5].last` is the fifth
+    /// result of `q`), else the last of all, which for an unsorted query is the document with the greatest id.
+    public func last(in context: ReadContext) throws -> Element? {
+        // Unsliced, reverse() flips the ordering; sliced, it reverses the slice: either way its first is our last.
+        try reverse().first(in: context)
+    }
+
+    /// Any one result, or `nil`: the cheapest to find, whatever the ordering (within the slice, when sliced).
+    public func any(in context: ReadContext) throws -> Element? {
+        // A slice is a slice of the ordered results: only without one may the order be dropped. Groups have no
+        // cheaper one than the first.
+        guard selection.window == nil, !output.isGroups else { return try first(in: context) }
+        var q = self
+        q.selection.sort = []
+        return try q[0..<1].results(in: context).first
+    }
+
+    /// The number of results (within the slice, if sliced): of documents, answered from index entries alone when
+    /// the indexes answer the whole condition, no document decoded unless a condition needs it; of groups, how
+    /// many groups.
+    public func count(in context: ReadContext) throws -> Int {
+        if output.isGroups { return try computedRows(try executor(in: context)).rows.count }
+        return try counting.value(in: context)
+    }
+
+    /// The one result of a request that has one, such as an aggregate of every match (which has one even when
+    /// nothing matches: a count or a sum of 0, an average, a `min` or a `max` of `nil`). A request without a result
+    /// throws.
+    ///
+    /// For example: `let oldest = try Person.query().aggregate(.max(\.age)).value(in: ctx)`.
+    public func value(in context: ReadContext) throws -> Element {
+        guard let value = try first(in: context) else {
+            throw DocStoreError(.invalidSchema, "\(self) has no result", collection: collection)
+        }
+        return value
+    }
+
+    /// How the request runs, then what running it took: it is run as ``results(in:)`` runs it (a count of every
+    /// match, `aggregate(.count)`, as ``count(in:)`` counts).
+    ///
+    /// For example: `print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))`.
+    public func explain(in context: ReadContext) throws -> QueryExplanation {
+        let ran = try run(in: context)
+        return QueryExplanation(plan: ran.plan, statistics: ran.statistics)
+    }
+
+    /// The results one at a time, decoded as the loop reaches them: a query of documents in index or id order
+    /// streams from the index with O(1) memory; a sorted one keeps only the sort keys of its matches.
+    ///
+    /// For example:
+    /// ```swift
+    /// try await store.read { ctx in
+    ///     let adults = try Person.include(#Predicate { $0.age >= 18 }).cursor(in: ctx)
+    ///     while let person = try adults.next() { print(person.name) }
+    /// }
+    /// ```
+    /// The cursor is valid inside the closure that received `context`.
+    public func cursor(in context: ReadContext) throws -> QueryCursor<Element> {
+        let executor = try executor(in: context)
+        guard let executor, output == .documents else {
+            var results = try computedRows(executor).rows.map { try kind.row($0.values, $0.value) }.makeIterator()
+            return QueryCursor(context: context, executor: executor) { results.next() }
+        }
+        // In a write transaction the loop may write: a document moved ahead of a live cursor would be met again
+        // (saving each person one year older while walking by age would never end). There the matches are
+        // collected first.
+        return QueryCursor(context: context, executor: executor,
+                           next: try executor.cursor(collectFirst: !context.txn.isReadOnly, decoder(executor)))
+    }
+
+    /// Calls `body` with each result's stored bytes, undecoded, as `results(in:)` finds them, until it
+    /// returns `false`: for measuring a query apart from decoding. The bytes are valid only during the call.
+    @_spi(Benchmarks)
+    public func forEachEncoded(in context: ReadContext, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
+        try documents.executor(in: context)?.walk(collectFirst: !context.txn.isReadOnly) { try body($1) }
+    }
+
+    /// Deletes the documents (within the slice, if sliced) and their index entries. Returns how many.
+    @discardableResult
+    public func delete(in context: WriteContext) throws -> Int {
+        try context.checkWritable("delete documents from '\(collection)'", collection: collection)
+        try requireDocuments("delete")
+        guard let executor = try executor(in: context, writing: true) else { return 0 }
+        var deleted = 0
+        for id in try executor.resultIDs() where try executor.handle.delete(id: id, in: context.txn) {
+            deleted += 1
+        }
+        return deleted
+    }
+
+    /// The first result; or, when there is none, the element `create` makes, inserted (its collection created, and
+    /// its id chosen when it is a document without one). Concurrent callers, in this process or another, create
+    /// exactly one.
+    ///
+    /// For example:
+    /// ```swift
+    /// let jill = try await Person.include(#Predicate { $0.name == "Jill" }).findOrCreate(in: store) {
+    ///     Person(id: UUID(), name: "Jill", age: 30, city: "Bergen", email: nil, tags: [])
+    /// }
+    /// ```
+    public func findOrCreate(in context: WriteContext, _ create: () throws -> Element) throws -> Element {
+        try requireDocuments("findOrCreate")
+        if let found = try first(in: context) { return found }
+        guard let insert = kind.insert else {
+            throw DocStoreError(.invalidSchema, "cannot insert a \(kind.typeName())", collection: collection)
+        }
+        return try insert(context, try create(), collection)
+    }
+
+    // MARK: On the store
+
+    /// Runs `verb` in a read transaction of its own: the store's form of every read verb.
+    func reading<T: Sendable>(_ store: DocStore, _ verb: @escaping @Sendable (Query, ReadContext) throws -> T)
+        async throws -> T {
+        try await store.read { [self] in try verb(self, $0) }
+    }
+
+    /// Runs `verb` in a write transaction of its own: the store's form of every verb that writes.
+    func writing<T: Sendable>(_ store: DocStore, _ verb: @escaping @Sendable (Query, WriteContext) throws -> T)
+        async throws -> T {
+        try await store.write { [self] in try verb(self, $0) }
+    }
+
+    /// The results, in order. For example: `try await Person.sortBy(\.age)[0..<10].results(in: store)`.
+    public func results(in store: DocStore) async throws -> [Element] { try await reading(store) { try $0.results(in: $1) } }
+
+    /// The first result, or `nil`.
+    public func first(in store: DocStore) async throws -> Element? { try await reading(store) { try $0.first(in: $1) } }
+
+    /// The last result, or `nil` (of the slice, when sliced).
+    public func last(in store: DocStore) async throws -> Element? { try await reading(store) { try $0.last(in: $1) } }
+
+    /// Any one result, or `nil`.
+    public func any(in store: DocStore) async throws -> Element? { try await reading(store) { try $0.any(in: $1) } }
+
+    /// The number of results (within the slice, when sliced).
+    public func count(in store: DocStore) async throws -> Int { try await reading(store) { try $0.count(in: $1) } }
+
+    /// The one result of a request that has one, such as an aggregate of every match.
+    ///
+    /// For example: `let total = try await Person.query().aggregate(.sum(\.score)).value(in: store)`.
+    public func value(in store: DocStore) async throws -> Element { try await reading(store) { try $0.value(in: $1) } }
+
+    /// How the request runs, then what running it took. For example: `print(try await q.explain(in: store))`.
+    public func explain(in store: DocStore) async throws -> QueryExplanation {
+        try await reading(store) { try $0.explain(in: $1) }
+    }
+
+    /// Deletes the documents and their index entries in one transaction; returns how many.
+    @discardableResult
+    public func delete(in store: DocStore) async throws -> Int { try await writing(store) { try $0.delete(in: $1) } }
+
+    /// The first result, or the element `create` makes, inserted, in one write transaction. A read looks first, so
+    /// that finding costs no write; when it finds nothing, the write looks again before it inserts.
+    public func findOrCreate(in store: DocStore, _ create: @escaping @Sendable () throws -> Element) async throws
+        -> Element {
+        if let found = try await first(in: store) { return found }
+        return try await writing(store) { try $0.findOrCreate(in: $1, create) }
+    }
+}
+
+extension Output {
+    /// Whether the request answers groups (or an aggregate of every match).
+    var isGroups: Bool { if case .groups = self { true } else { false } }
+}
+
+// MARK: Ids
+
+extension Query {
     /// Every key converted to its id, in one concrete pass; `nil` as soon as one key does not hold its id exactly.
     static func exactIDs<T>(_ keys: [[UInt8]], _ convert: ([UInt8]) -> T?) -> [T]? {
         var ids: [T] = []
@@ -50,13 +268,13 @@ extension Query {
         return ids
     }
 
-    /// The ids of the results, in order: given back by their primary keys where a key holds its value exactly
+    /// The ids of the documents, in order: given back by their primary keys where a key holds its value exactly
     /// (`allFromKeys` when every key does, else `fromKey`; a number only with `numbers`, as a key does not say
     /// whether it was an integer or a `Double`), and otherwise read from each document at the collection's id path
     /// (`decode`).
     func ids<ID>(in context: ReadContext, numbers: Bool, allFromKeys: ([[UInt8]]) -> [ID]?,
                  fromKey: (DocumentValue) -> ID?, _ decode: (BinaryReader, ValueRef) throws -> ID) throws -> [ID] {
-        guard let executor = try executor(in: context) else { return [] }
+        guard let executor = try documents.executor(in: context) else { return [] }
         let keys = try executor.resultIDs()
         if let all = allFromKeys(keys) { return all }
         var ids: [ID] = []
@@ -80,159 +298,10 @@ extension Query {
         }
         return ids
     }
-
-    // MARK: In a transaction
-
-    /// The results, decoded, in order.
-    ///
-    /// For example, inside `write`: `let page = try Person.sortBy(\.name)[0..<20].results(in: ctx)`.
-    public func results(in context: ReadContext) throws -> [Element] { try run(in: context).results }
-
-    /// The first result, or `nil`. `q.first` is `q[0..<1]`'s only result.
-    public func first(in context: ReadContext) throws -> Element? { try self[0..<1].results(in: context).first }
-
-    /// The last result, or `nil`: the last of the slice when the query is sliced (`q[0..<5].last` is the fifth
-    /// result of `q`), else the last of all, which for an unsorted query is the document with the greatest id.
-    public func last(in context: ReadContext) throws -> Element? {
-        // Unsliced, reverse() flips the ordering; sliced, it reverses the slice: either way its first is our last.
-        try reverse().first(in: context)
-    }
-
-    /// Any one result, or `nil`: the cheapest to find, whatever the ordering (within the slice, when sliced).
-    public func any(in context: ReadContext) throws -> Element? {
-        // A slice is a slice of the ordered results: only without one may the order be dropped.
-        guard selection.window == nil else { return try first(in: context) }
-        var q = self
-        q.selection.sort = []
-        return try q[0..<1].results(in: context).first
-    }
-
-    /// The number of results (within the slice, if sliced). Answered from index entries alone when the
-    /// indexes answer the whole condition; no document is decoded unless a condition needs it.
-    public func count(in context: ReadContext) throws -> Int {
-        guard let executor = try executor(in: context, counting: true) else { return 0 }
-        return finalCount(try executor.count())
-    }
-
-    /// How the query runs, then what running it took (`.results` runs it as ``results(in:)`` does, `.count` as
-    /// ``count(in:)``).
-    ///
-    /// For example: `print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))`.
-    public func explain(_ verb: QueryExplanation.Verb = .results, in context: ReadContext) throws -> QueryExplanation {
-        guard verb == .count else {
-            let ran = try run(in: context)
-            return QueryExplanation(plan: try ran.plan ?? plan(in: context), statistics: ran.statistics)
-        }
-        guard let executor = try executor(in: context, counting: true) else {
-            return QueryExplanation(plan: try plan(in: context, counting: true), statistics: QueryStatistics(),
-                                    counting: true)
-        }
-        let counted = try executor.count()
-        var statistics = executor.statistics.value
-        statistics.returned = finalCount(counted)
-        return QueryExplanation(plan: executor.plan, statistics: statistics, counting: true)
-    }
-
-    /// The results one at a time, decoded as the loop reaches them: a query in index or id order streams from the
-    /// index with O(1) memory; a sorted one keeps only the sort keys of its matches.
-    ///
-    /// For example:
-    /// ```swift
-    /// try await store.read { ctx in
-    ///     let adults = try Person.include(#Predicate { $0.age >= 18 }).cursor(in: ctx)
-    ///     while let person = try adults.next() { print(person.name) }
-    /// }
-    /// ```
-    /// The cursor is valid inside the closure that received `context`.
-    public func cursor(in context: ReadContext) throws -> QueryCursor<Element> {
-        try QueryCursor(executor: try executor(in: context), kind: kind, context: context)
-    }
-
-    /// Calls `body` with each result's stored bytes, undecoded, as `results(in:)` finds them, until it
-    /// returns `false`: for measuring a query apart from decoding. The bytes are valid only during the call.
-    @_spi(Benchmarks)
-    public func forEachEncoded(in context: ReadContext, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
-        guard let executor = try executor(in: context) else { return }
-        let walk = try Executor.Walk(executor, collectFirst: !context.txn.isReadOnly, whole: true)
-        while let more = try walk.next({ try body($1) }), more {}
-    }
-
-    /// Deletes the results (within the slice, if sliced) and their index entries. Returns how many.
-    @discardableResult
-    public func delete(in context: WriteContext) throws -> Int {
-        try context.checkWritable("delete documents from '\(collection)'", collection: collection)
-        guard let executor = try executor(in: context, writing: true) else { return 0 }
-        var deleted = 0
-        for id in try executor.resultIDs() where try executor.handle.delete(id: id, in: context.txn) {
-            deleted += 1
-        }
-        return deleted
-    }
-
-    /// The first result; or, when there is none, the element `create` makes, inserted (its collection created, and
-    /// its id chosen when it is a document without one). Concurrent callers, in this process or another, create
-    /// exactly one.
-    ///
-    /// For example:
-    /// ```swift
-    /// let jill = try await Person.include(#Predicate { $0.name == "Jill" }).findOrCreate(in: store) {
-    ///     Person(id: UUID(), name: "Jill", age: 30, city: "Bergen", email: nil, tags: [])
-    /// }
-    /// ```
-    public func findOrCreate(in context: WriteContext, _ create: () throws -> Element) throws -> Element {
-        if let found = try first(in: context) { return found }
-        return try kind.insert(context, try create(), collection)
-    }
-
-    // MARK: On the store
-
-    /// The results, decoded, in order. For example: `try await Person.sortBy(\.age)[0..<10].results(in: store)`.
-    public func results(in store: DocStore) async throws -> [Element] {
-        try await store.read { try self.results(in: $0) }
-    }
-
-    /// The first result, or `nil`.
-    public func first(in store: DocStore) async throws -> Element? {
-        try await store.read { try self.first(in: $0) }
-    }
-
-    /// The last result, or `nil` (of the slice, when sliced).
-    public func last(in store: DocStore) async throws -> Element? {
-        try await store.read { try self.last(in: $0) }
-    }
-
-    /// Any one result, or `nil`.
-    public func any(in store: DocStore) async throws -> Element? {
-        try await store.read { try self.any(in: $0) }
-    }
-
-    /// The number of results (within the slice, when sliced).
-    public func count(in store: DocStore) async throws -> Int {
-        try await store.read { try self.count(in: $0) }
-    }
-
-    /// How the query runs, then what running it took. For example: `print(try await q.explain(in: store))`.
-    public func explain(_ verb: QueryExplanation.Verb = .results, in store: DocStore) async throws -> QueryExplanation {
-        try await store.read { try self.explain(verb, in: $0) }
-    }
-
-    /// Deletes the results and their index entries in one transaction; returns how many.
-    @discardableResult
-    public func delete(in store: DocStore) async throws -> Int {
-        try await store.write { try self.delete(in: $0) }
-    }
-
-    /// The first result, or the element `create` makes, inserted, in one write transaction. A read looks first, so
-    /// that finding costs no write; when it finds nothing, the write looks again before it inserts.
-    public func findOrCreate(in store: DocStore, _ create: @escaping @Sendable () throws -> Element) async throws
-        -> Element {
-        if let found = try await first(in: store) { return found }
-        return try await store.write { try self.findOrCreate(in: $0, create) }
-    }
 }
 
 extension Query where Element: Document {
-    /// The ids of the results, in order.
+    /// The ids of the documents, in order.
     ///
     /// For example: `let ids = try Person.include(#Predicate { $0.age < 18 }).ids(in: ctx)`.
     public func ids(in context: ReadContext) throws -> [Element.ID] {
@@ -273,14 +342,12 @@ extension Query where Element: Document {
         return try? DocumentDecoder().decode(Element.ID.self, from: value.encoded())
     }
 
-    /// The ids of the results, in order.
-    public func ids(in store: DocStore) async throws -> [Element.ID] {
-        try await store.read { try self.ids(in: $0) }
-    }
+    /// The ids of the documents, in order.
+    public func ids(in store: DocStore) async throws -> [Element.ID] { try await reading(store) { try $0.ids(in: $1) } }
 }
 
 extension Query where Element == DocumentValue {
-    /// The ids of the results, in order: what a tool counts, confirms, and then deletes with
+    /// The ids of the documents, in order: what a tool counts, confirms, and then deletes with
     /// ``WriteContext/delete(id:from:)``.
     public func ids(in context: ReadContext) throws -> [DocumentValue] {
         let exact = { (key: [UInt8]) in KeyEncoder.exactValue(ofKey: key, numbers: false) }
@@ -289,30 +356,23 @@ extension Query where Element == DocumentValue {
         }
     }
 
-    /// The ids of the results, in order.
-    public func ids(in store: DocStore) async throws -> [DocumentValue] {
-        try await store.read { try self.ids(in: $0) }
-    }
+    /// The ids of the documents, in order.
+    public func ids(in store: DocStore) async throws -> [DocumentValue] { try await reading(store) { try $0.ids(in: $1) } }
 }
 
-/// A query's results decoded one at a time, as a loop asks for them, inside a transaction.
+/// A request's results decoded one at a time, as a loop asks for them, inside a transaction.
 ///
 /// Made by ``Query/cursor(in:)``; valid inside the closure that received the context. An error (a document that
 /// does not decode, a transaction that has ended) is thrown by the `next()` that meets it.
 public final class QueryCursor<Element: Sendable> {
     private let context: ReadContext
-    private let kind: ElementKind<Element>
     private let executor: Executor?
-    private let walk: Executor.Walk?
+    private let nextResult: () throws -> Element?
 
-    init(executor: Executor?, kind: ElementKind<Element>, context: ReadContext) throws {
+    init(context: ReadContext, executor: Executor?, next: @escaping () throws -> Element?) {
         self.context = context
-        self.kind = kind
         self.executor = executor
-        // In a write transaction the loop may write: a document moved ahead of a live cursor would be met again
-        // (saving each person one year older while walking by age would never end). There the matches are
-        // collected first.
-        walk = try executor.map { try Executor.Walk($0, collectFirst: !context.txn.isReadOnly) }
+        nextResult = next
     }
 
     /// What the walk has taken so far.
@@ -321,7 +381,6 @@ public final class QueryCursor<Element: Sendable> {
     /// The next result, or `nil` after the last.
     public func next() throws -> Element? {
         try context.checkValid()
-        guard let executor, let walk else { return nil }
-        return try walk.next { try executor.decodeReturned($1, id: $0, as: kind) }
+        return try nextResult()
     }
 }

@@ -1,7 +1,12 @@
 import Foundation
 
-/// A query: which documents of a collection, in what order, which slice of them, decoded as what. A value, built
-/// by refinement, that runs nothing until asked (`results`, `first`, `count`, ...).
+/// A request: which documents of a collection, in what order, which slice of them, what it answers of them (the
+/// documents, some fields of each, or groups with an aggregate each), decoded as what. A value, built by
+/// refinement, that runs nothing until asked (`results`, `first`, `count`, `explain`, ...).
+///
+/// `Element` is what a result decodes to: a ``Document`` model or a ``DocumentValue`` for documents, any `Decodable`
+/// for some fields of each (`select`), a ``Group`` for groups (`groupBy`), and the aggregate's value for an aggregate
+/// of every match (`aggregate`, read with `value(in:)`).
 ///
 /// A query of a ``Document`` type is written with `#Predicate`s and key paths; a query without the type (what a tool
 /// such as the shell builds from text) names its collection, and its fields by their paths. Both are the same
@@ -39,18 +44,31 @@ import Foundation
 public struct Query<Element: Sendable>: Sendable {
     /// The collection the query reads.
     public let collection: String
-    var selection: Selection
+    var selection = Selection()
+    /// What the request answers of its matches.
+    var output = Output.documents
     let kind: ElementKind<Element>
 
-    init(collection: String, selection: Selection = Selection(), kind: ElementKind<Element>) {
-        self.collection = collection
-        self.selection = selection
-        self.kind = kind
+    /// The same request answering `output`, its results made by `kind`.
+    func answering<T>(_ output: Output, as kind: ElementKind<T>) -> Query<T> {
+        Query<T>(collection: collection, selection: selection, output: output, kind: kind)
     }
+
+    /// The request of the documents it selects.
+    var documents: Query { Query(collection: collection, selection: selection, kind: kind) }
 
     private func with(_ change: (inout Selection) -> Void) -> Query {
         var q = self
         change(&q.selection)
+        return q
+    }
+
+    /// The request with its groups changed by `change`; `nil` when it answers no groups.
+    func withGroups(_ change: (inout Grouping) -> Void) -> Query? {
+        guard case .groups(var grouping) = output else { return nil }
+        var q = self
+        change(&grouping)
+        q.output = .groups(grouping)
         return q
     }
 
@@ -69,35 +87,65 @@ public struct Query<Element: Sendable>: Sendable {
         with { $0.sort.append(SortSpec(path: path, descending: order == .reverse)) }
     }
 
-    /// Flips every ordering (the id order of ties too); on a sliced query, reverses the slice.
+    /// Flips every ordering (the id order of ties too); on a sliced query, reverses the slice. On groups, flips
+    /// their order (or reverses their slice).
     ///
     /// For example: `try await Person.sortBy(\.age).reverse().first(in: store)` is the oldest person.
     public func reverse() -> Query {
-        with { s in
-            if let window = s.window {
-                s.window = window.reversed()
-            } else {
-                for i in s.sort.indices { s.sort[i].descending.toggle() }
-                s.idDescending.toggle()
+        withGroups { g in if let window = g.window { g.window = window.reversed() } else { g.descending.toggle() } }
+            ?? with { s in
+                if let window = s.window {
+                    s.window = window.reversed()
+                } else {
+                    for i in s.sort.indices { s.sort[i].descending.toggle() }
+                    s.idDescending.toggle()
+                }
             }
-        }
     }
 
-    /// The results at positions `range` of this query's results. Negative bounds count as 0.
+    /// The results at positions `range` of this query's results (of its groups, on groups). Negative bounds count
+    /// as 0.
     ///
     /// For example: `Person.sortBy(\.name)[0..<10]` is the first ten by name.
     public subscript(_ range: Range<Int>) -> Query {
-        with { $0.window = QueryWindow.slicing($0.window, range) }
+        withGroups { $0.window = QueryWindow.slicing($0.window, range) }
+            ?? with { $0.window = QueryWindow.slicing($0.window, range) }
     }
 
-    /// The same request, its results decoded as documents without their Swift type.
+    /// The same request, its results as values without a Swift type: documents, their fields, an aggregate, or
+    /// groups as objects (the fields grouped by at their paths, and the aggregate named as written: `count()`).
     ///
     /// For example: `try await Person.include(#Predicate { $0.age > 40 }).decoded(as: DocumentValue.self).first(in: store)?.json()`.
     public func decoded(as type: DocumentValue.Type) -> Query<DocumentValue> {
-        Query<DocumentValue>(collection: collection, selection: selection, kind: .documentValue)
+        guard case .groups(let grouping) = output else {
+            return answering(output, as: kind.opening(as: .documentValue))
+        }
+        return answering(output, as: kind.opening(as: .rows { values, value in
+            var row = DocumentValue.object([DocumentValue.Field]())
+            for (path, v) in zip(grouping.by, values) { row = row.setting(v, at: path) }
+            return row.setting(value, at: FieldPath(components: [grouping.aggregate.description]))
+        }))
     }
 
-    /// The same request, its results decoded as `T`, whose collection it must read.
+    /// The same request, its results decoded as `T`: some fields of each as a smaller type than the model (its
+    /// properties the selected fields), or whole documents as any `Decodable`.
+    ///
+    /// For example: `try await Person.query().select(\.name, \.age).decoded(as: NameAndAge.self).results(in: store)`.
+    public func decoded<T: Decodable & Sendable>(as type: T.Type) -> Query<T> {
+        let (collection, output) = (collection, output)
+        return answering(output, as: kind.opening(as: ElementKind<T>(typeName: { String(reflecting: T.self) }, decodeRaw: {
+            try DocumentDecoder().decode(T.self, from: $0)
+        }, row: { _, value in
+            do { return try value.decoded(as: T.self) } catch {
+                guard case .fields(let fields) = output else { throw error }
+                throw DocStoreError(.decodingFailed, "the fields \(fields.map(\.description).joined(separator: ", ")) of "
+                    + "collection '\(collection)' do not decode as \(String(reflecting: T.self)): \(error)",
+                    collection: collection)
+            }
+        })))
+    }
+
+    /// The same request, its documents decoded as `T`, whose collection it must read.
     ///
     /// For example: `try await Query<DocumentValue>("people").include(filter).decoded(as: Person.self).results(in: store)`.
     public func decoded<T: Document>(as type: T.Type) -> Query<T> {
@@ -112,13 +160,31 @@ public struct Query<Element: Sendable>: Sendable {
             selection.problem = DocStoreError(.invalidSchema, "a query with conditions on \(opaque.typeName()) cannot be "
                 + "decoded as \(typeName): some of them are evaluated on the decoded document", collection: collection)
         }
-        return Query<T>(collection: collection, selection: selection, kind: .model(T.self))
+        return Query<T>(collection: collection, selection: selection, output: output, kind: .model(T.self))
     }
 }
 
 extension Query: CustomStringConvertible {
-    /// The query in the shell's words: `people.include(age >= 18).sortBy(name)[0..<10]`.
+    /// The query in the shell's words: `people.include(age >= 18).sortBy(name)[0..<10]`,
+    /// `people.groupBy(city).count().sortBy(value, .reverse)[0..<10]`.
     public var description: String {
+        var text = selectionDescription
+        switch output {
+        case .documents: break
+        case .fields(let paths): text += ".select(\(paths.map(\.description).joined(separator: ", ")))"
+        case .groups(let g) where g.dropsNil: text += ".distinct(\(g.by.map(\.description).joined(separator: ", ")))"
+        case .groups(let g) where g.by.isEmpty: text += ".\(g.aggregate)"
+        case .groups(let g):
+            text += ".groupBy(\(g.by.map(\.description).joined(separator: ", "))).\(g.aggregate)"
+            if g.order == .value || g.descending {
+                text += ".sortBy(\(g.order == .key ? "key" : "value")\(g.descending ? ", .reverse" : ""))"
+            }
+            if let window = g.window { text += "[\(window.range.lowerBound)..<\(window.range.upperBound)]" }
+        }
+        return text
+    }
+
+    private var selectionDescription: String {
         var text = collection
         if !selection.conditions.isEmpty { text += ".include(\(selection.condition))" }
         for field in selection.sort { text += ".sortBy(\(field.path)\(field.descending ? ", .reverse" : ""))" }
@@ -168,34 +234,14 @@ extension Query where Element: Document {
         with { $0.add(Query.condition(predicate), excluded: true) }
     }
 
-    /// Orders by a field, within the ties of earlier `sortBy`s.
+    /// Orders by a stored field, within the ties of earlier `sortBy`s: an optional one `nil` first (last with
+    /// `.reverse`), in the order of index keys.
     ///
     /// For example: `Person.sortBy(\.age).sortBy(\.name, order: .reverse)`.
-    public func sortBy<Value: Comparable>(_ keyPath: KeyPath<Element, Value> & Sendable,
-                                          order: SortOrder = .forward) -> Query {
-        sortBy(keyPath as AnyKeyPath, order: order)
-    }
-
-    /// Orders by an optional field, `nil` first (last with `.reverse`).
-    public func sortBy<Value: Comparable>(_ keyPath: KeyPath<Element, Value?> & Sendable,
-                                          order: SortOrder = .forward) -> Query {
-        sortBy(keyPath as AnyKeyPath, order: order)
-    }
-
-    /// Orders by a field whose values are stored as their raw values (an enum of `String` or `Int` raw values): in
-    /// the order of the raw values, as stored.
     ///
-    /// For example: `Flight.sortBy(\.origin)` with `enum Airport: String, Codable { case EWR, JFK, LGA }`.
-    @_disfavoredOverload
-    public func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Element, Value> & Sendable,
-                                                order: SortOrder = .forward) -> Query where Value.RawValue: Comparable {
-        sortBy(keyPath as AnyKeyPath, order: order)
-    }
-
-    /// Orders by an optional field stored as its raw values, `nil` first (last with `.reverse`).
-    @_disfavoredOverload
-    public func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Element, Value?> & Sendable,
-                                                order: SortOrder = .forward) -> Query where Value.RawValue: Comparable {
+    /// A field stored as its raw values (an enum of `String` or `Int` raw values) orders by them, as stored. For
+    /// example: `Flight.sortBy(\.origin)` with `enum Airport: String, Codable { case EWR, JFK, LGA }`.
+    public func sortBy<Value>(_ keyPath: KeyPath<Element, Value> & Sendable, order: SortOrder = .forward) -> Query {
         sortBy(keyPath as AnyKeyPath, order: order)
     }
 
@@ -227,100 +273,56 @@ extension Document {
     /// A query for the documents that do not satisfy `predicate`.
     public static func exclude(_ predicate: Predicate<Self>) -> Query<Self> { Query().exclude(predicate) }
 
-    /// A query for every document, ordered by a field.
-    public static func sortBy<Value: Comparable>(_ keyPath: KeyPath<Self, Value> & Sendable,
-                                                 order: SortOrder = .forward) -> Query<Self> {
-        Query().sortBy(keyPath, order: order)
-    }
-
-    /// A query for every document, ordered by an optional field.
-    public static func sortBy<Value: Comparable>(_ keyPath: KeyPath<Self, Value?> & Sendable,
-                                                 order: SortOrder = .forward) -> Query<Self> {
-        Query().sortBy(keyPath, order: order)
-    }
-
-    /// A query for every document, ordered by a field stored as its raw values (an enum of `String` or `Int`
-    /// raw values).
-    @_disfavoredOverload
-    public static func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Self, Value> & Sendable,
-                                                       order: SortOrder = .forward) -> Query<Self>
-        where Value.RawValue: Comparable {
-        Query().sortBy(keyPath, order: order)
-    }
-
-    /// A query for every document, ordered by an optional field stored as its raw values, `nil` first.
-    @_disfavoredOverload
-    public static func sortBy<Value: RawRepresentable>(_ keyPath: KeyPath<Self, Value?> & Sendable,
-                                                       order: SortOrder = .forward) -> Query<Self>
-        where Value.RawValue: Comparable {
+    /// A query for every document, ordered by a stored field.
+    public static func sortBy<Value>(_ keyPath: KeyPath<Self, Value> & Sendable, order: SortOrder = .forward) -> Query<Self> {
         Query().sortBy(keyPath, order: order)
     }
 }
 
-/// What a query selects, whatever it decodes to: the conditions, the ordering and the slice. What the planner reads.
-struct Selection: Sendable, Equatable {
-    /// All must hold.
-    var conditions: [Condition] = []
-    var sort: [SortSpec] = []
-    /// Ties, and unsorted results, come in descending id order.
-    var idDescending = false
-    var window: QueryWindow?
-    /// Why the query cannot run (a sort by a computed property), thrown when it is run.
-    var problem: DocStoreError?
-
-    var condition: Condition { .and(conditions) }
-
-    /// Adds the condition of one `include` (with `excluded`, one `exclude`), its own bound for a part that stops
-    /// (``Condition/settled``): `exclude` keeps the documents its condition does not match, including those where
-    /// evaluating it stops.
-    mutating func add(_ condition: Condition, excluded: Bool = false) {
-        conditions.append(excluded ? .not(condition.settled) : condition.settled)
-    }
-
-    /// The same selection for counting: the order does not matter, nor what is done to the slice afterwards.
-    var forCounting: Selection {
-        var s = self
-        s.sort = []
-        s.idDescending = false
-        s.window?.afterwards = []
-        return s
-    }
-
-    static func == (a: Selection, b: Selection) -> Bool {
-        a.conditions == b.conditions && a.sort == b.sort && a.idDescending == b.idDescending && a.window == b.window
-            && a.problem?.message == b.problem?.message
-    }
-}
-
-/// What a query's elements are: a ``Document`` type, or ``DocumentValue``s. How they are decoded, how the
+/// What a request's elements are, and how they are made: a stored document decoded (a ``Document`` type, or
+/// ``DocumentValue``s), or a computed row converted (some fields of a document, a group, an aggregate). How the
 /// collection is opened for them, and how one is inserted (for `findOrCreate`).
 struct ElementKind<Element: Sendable>: Sendable {
     /// The type, for messages; made only when a message needs it (it costs more than building a query).
     let typeName: @Sendable () -> String
-    private let decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element
+    var decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element = { _ in
+        throw DocStoreError(.invalidSchema, "a request of fields or groups has no stored documents to decode")
+    }
+    /// A computed row as an element: a group's values and its aggregate; for fields, or an aggregate of every match,
+    /// no values.
+    let row: @Sendable (_ values: [DocumentValue], _ value: DocumentValue) throws -> Element
     /// The collection as the catalog has it, for reading; `nil` when there is none. Never a write.
-    let openForReading: @Sendable (TransactionScope, String) throws -> CollectionHandle?
+    var openForReading: @Sendable (TransactionScope, String) throws -> CollectionHandle? = { try $0.handle(named: $1) }
     /// The collection for a change: a type's collection is synced with what it declares first.
-    let openForWriting: @Sendable (TransactionScope, String) throws -> CollectionHandle?
-    /// Inserts an element; returns it as stored.
-    let insert: @Sendable (WriteContext, Element, String) throws -> Element
+    var openForWriting: @Sendable (TransactionScope, String) throws -> CollectionHandle? = { try $0.handle(named: $1) }
+    /// Inserts an element; returns it as stored. `nil`: elements that are not documents.
+    var insert: (@Sendable (WriteContext, Element, String) throws -> Element)? = nil
 
     static var documentValue: ElementKind<DocumentValue> {
-        ElementKind<DocumentValue>(
-            typeName: { "DocumentValue" },
-            decodeRaw: { try DocumentValue(encoded: Array($0)) },
-            openForReading: { scope, name in try scope.handle(named: name) },
-            openForWriting: { scope, name in try scope.handle(named: name) },
-            insert: { context, document, collection in try context.insertAndFetch(document, into: collection) })
+        ElementKind<DocumentValue>(typeName: { "DocumentValue" }, decodeRaw: { try DocumentValue(encoded: Array($0)) },
+                                   row: { _, value in value },
+                                   insert: { context, document, collection in try context.insertAndFetch(document, into: collection) })
     }
 
     static func model<T: Document>(_ type: T.Type) -> ElementKind<T> {
         ElementKind<T>(
             typeName: { String(reflecting: T.self) },
             decodeRaw: { try DocumentDecoder().decode(T.self, from: $0) },
+            row: { _, value in try value.decoded(as: T.self) },
             openForReading: { scope, _ in try scope.handleForReading(T.self) },
             openForWriting: { scope, _ in try scope.handle(for: T.self) },
             insert: { context, document, _ in try context.insert(document); return document })
+    }
+
+    /// Elements made from computed rows by `row`.
+    static func rows(_ row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> Element) -> ElementKind {
+        ElementKind(typeName: { String(reflecting: Element.self) }, row: row)
+    }
+
+    /// `kind`'s elements, the collection opened as this kind opens it (a type's collection as the type declares it).
+    func opening<T>(as kind: ElementKind<T>) -> ElementKind<T> {
+        ElementKind<T>(typeName: kind.typeName, decodeRaw: kind.decodeRaw, row: kind.row, openForReading: openForReading,
+                       openForWriting: openForWriting, insert: kind.insert)
     }
 
     /// Decodes a stored document of `handle`'s collection (checking its checksum first if the store asks for it); a

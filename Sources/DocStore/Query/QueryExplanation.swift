@@ -12,61 +12,53 @@
 ///   ran:      10 entries scanned, 10 documents read, 10 decoded, 10 returned
 /// ```
 public struct QueryExplanation: Sendable, CustomStringConvertible {
-    /// What is explained: the query's results, or its count.
-    public enum Verb: Sendable {
-        case results, count
-    }
-
     /// The plan itself, as a value.
     let plan: Plan
-    /// The plan, line by line.
-    public let lines: [String]
     /// What running the query took.
     public let statistics: QueryStatistics
-    /// The index the plan scans, if any (the first of a union).
-    public let index: String?
-    /// Whether the order comes from an index walk (no sort).
-    public let orderFromIndex: Bool
-    /// Whether matches are sorted with a bounded top-k heap.
-    public let usesTopK: Bool
-    /// Whether some condition needs the decoded document.
-    public let decodesForFilter: Bool
 
-    /// With `aggregate`, how an aggregate of the matches is computed, and with `counting`, how they are counted (the
-    /// order of the matches does not matter then); with `keysOf`, the index whose keys alone answer it, in place of
-    /// the plan's access.
-    init(plan: Plan, statistics: QueryStatistics, aggregate: String? = nil, counting: Bool = false,
-         keysOf keyIndex: IndexDefinition? = nil) {
-        self.plan = plan
-        self.statistics = statistics
+    /// The index the plan scans, if any (the first of a union; the one whose keys answer an aggregate).
+    public var index: String? {
+        switch (plan.access, plan.aggregateAccess) {
+        case (.fullScan, .indexKeys(let index, _, _)?): return index.name
+        case (.index(let scan), _): return scan.index.name
+        case (.union(let scans), _): return scans.first?.index.name
+        default: return nil
+        }
+    }
+    /// Whether the order comes from an index walk (no sort).
+    public var orderFromIndex: Bool { if case .index = plan.access { plan.ordering == .natural } else { false } }
+    /// Whether matches are sorted with a bounded top-k heap.
+    public var usesTopK: Bool { plan.ordering == .sorted && plan.needed != nil }
+    /// Whether some condition needs the decoded document.
+    public var decodesForFilter: Bool { plan.residual.needsDecoding }
+
+    /// The plan, line by line, then what running it took.
+    public var lines: [String] {
+        var keyIndex: IndexDefinition?
+        if case .indexKeys(let index, _, _)? = plan.aggregateAccess { keyIndex = index }
         var lines = ["query on \(plan.collection) (\(plan.documentCount) documents)"]
         lines.append("  filter:   \(plan.filter)")
         switch (plan.access, keyIndex) {
         case (.fullScan, let keyIndex?):
             lines.append("  access:   the keys of index \(keyIndex.name) (\(keyIndex.kind.rawValue) on "
                 + "\(keyIndex.fields.map(\.description).joined(separator: ", "))), not the documents")
-            index = keyIndex.name
         case (.noCollection, _):
             lines.append("  access:   none: there is no such collection, so no document")
-            index = nil
         case (.none, _):
             lines.append("  access:   none: the filter is always false")
-            index = nil
         case (.fullScan(let descending), _):
             lines.append("  access:   full scan of the documents in \(descending ? "descending" : "ascending") id order")
-            index = nil
         case (.index(let scan), _):
             lines.append("  access:   index \(scan.index.name) (\(scan.index.kind.rawValue) on "
                 + "\(scan.index.fields.map(\.description).joined(separator: ", "))): \(scan.bounds); "
                 + "\(scan.ranges.count) key range\(scan.ranges.count == 1 ? "" : "s"), \(scan.estimateText) entries"
                 + (scan.deduplicate ? ", deduplicated" : ""))
-            index = scan.index.name
         case (.union(let scans), _):
             lines.append("  access:   union of \(scans.count) index scans, deduplicated:")
             for scan in scans {
                 lines.append("              index \(scan.index.name): \(scan.bounds), \(scan.estimateText) entries")
             }
-            index = scans.first?.index.name
         }
         if plan.considered.count > 1 {
             lines.append("  chosen among: " + plan.considered.map(\.description).joined(separator: "; "))
@@ -83,7 +75,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
         let order = plan.sort.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }
             + (sortsByID ? [] : ["id \(plan.idDescending ? "descending" : "ascending")"])
         switch plan.ordering {
-        case _ where (aggregate != nil || counting) && plan.limit == nil:
+        case _ where plan.aggregateAccess != nil && plan.limit == nil:
             break   // an aggregate or a count of every match: their order does not matter
         case .natural:
             if case .fullScan = plan.access {
@@ -111,13 +103,24 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
                 }
             }.joined(separator: ", "))
         }
-        if let aggregate { lines.append("  aggregate: \(aggregate)") }
+        switch plan.aggregateAccess {
+        case .indexKeys(let index, _, firstOnly: true)?:
+            lines.append("  aggregate: the first key of index \(index.name) in the walk's direction (nil skipped): one "
+                + "cursor step, no document read unless the key does not give its value back")
+        case .indexKeys(let index, _, firstOnly: false)?:
+            lines.append("  aggregate: from the keys of index \(index.name): each distinct key once, with its number of "
+                + "entries; no document read unless a key does not give its value back")
+        case .matches(let fields)?:
+            lines.append("  aggregate: over the matches, reading "
+                + "\(fields.isEmpty ? "no field" : fields.map(\.description).joined(separator: ", ")) "
+                + "from each document's bytes; groups in a hash table, then in key order")
+        case .counting?, nil:
+            break
+        }
         lines.append("  ran:      \(statistics)")
-        self.lines = lines
-        if case .index = plan.access, plan.ordering == .natural { orderFromIndex = true } else { orderFromIndex = false }
-        usesTopK = plan.ordering == .sorted && plan.needed != nil
-        decodesForFilter = plan.residual.needsDecoding
+        return lines
     }
 
+    /// The lines, as printed.
     public var description: String { lines.joined(separator: "\n") }
 }

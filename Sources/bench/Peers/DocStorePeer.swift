@@ -116,18 +116,18 @@ final class DocStorePeer: Peer {
             guard report.isClean else { throw BenchFailure(description: "verify() failed: \(report)") }
             return report.documentsChecked
         case .groupByIndexedCount:
-            return try await StoredPerson.query().groupBy(\.city).count().results(in: store).count
+            return try await StoredPerson.query().groupBy(\.city).results(in: store).count
         case .groupByUnindexedSum:
-            return try await StoredPerson.query().groupBy(\.name).sum(\.score).results(in: store).count
+            return try await StoredPerson.query().groupBy(\.name, .sum(\.score)).results(in: store).count
         case .distinctIndexed:
-            return try await StoredPerson.query().distinct(\.city, in: store).count
+            return try await StoredPerson.query().distinct(\.city).count(in: store)
         case .maxIndexed:
-            return try await StoredPerson.query().max(\.age, in: store) ?? -1
+            return try await StoredPerson.query().aggregate(.max(\.age)).value(in: store) ?? -1
         case .averageRange10:
-            let mean = try await StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).average(\.age, in: store)
+            let mean = try await StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).aggregate(.average(\.age)).value(in: store)
             return Int(((mean ?? -1) * 100).rounded())
         case .averageScoreRange10:
-            let mean = try await StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).average(\.score, in: store)
+            let mean = try await StoredPerson.include(#Predicate { $0.age >= 20 && $0.age < 30 }).aggregate(.average(\.score)).value(in: store)
             return Int(((mean ?? -1) * 100).rounded())
         case .insertProcesses4:
             return try ProcessWriters.run(kind: "docstore", path: path, durability: durability, p)

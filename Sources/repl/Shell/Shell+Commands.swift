@@ -476,7 +476,7 @@ extension Shell {
                 + "Ctrl-C stops)\n"
         }
         let columns = console.resultScreen?.columns
-        switch (resolved.output.isDocuments, resolved.terminal) {
+        switch (resolved.rows == nil, resolved.terminal) {
         case (true, .count?):
             for try await n in resolved.query.observeCount(in: store) { console.result(header() + "\(n)\n") }
         case (true, nil), (true, .results?):

@@ -279,7 +279,9 @@ final class Shell {
     /// A query resolved against the store: its collection, the query, what it computes, and the step that runs it.
     struct Resolved {
         var query: Query<DocumentValue>
-        var output: Output
+        /// What the query computes from its matches, printed as rows; `nil`: its documents (or what the step that
+        /// runs it makes of them).
+        var rows: Rows?
         var terminal: Step?
         var warnings: [Warning]
         var stats: FieldStats
@@ -287,18 +289,35 @@ final class Shell {
         var filtered: Bool
     }
 
-    /// What a query gives: its documents (or what the step that runs it makes of them), or what a step computes from
-    /// its matches, printed as rows.
-    enum Output {
-        case documents
-        /// One value, in a column named as the aggregate is written (`sum(score)`).
-        case value(Aggregate, column: String)
-        /// A field's distinct values, a row each.
-        case distinct(FieldPath)
+    /// What a query computes from its matches and prints as rows (groups, distinct values, an aggregate, some fields
+    /// of each): a request, read and explained as any request is, whatever its elements.
+    struct Rows: Sendable {
+        let compute: @Sendable (ReadContext, Step?) throws -> Computed
+        let explain: @Sendable (ReadContext) throws -> QueryExplanation
+
+        /// The results of `request`, a row each as `row` makes it (a `noun` each); `first` or `count()` may end it.
+        init<E>(_ request: Query<E>, noun: String, row: @escaping @Sendable (E) -> DocumentValue) {
+            compute = { ctx, terminal in
+                switch terminal {
+                case .first?: return .one(try request.first(in: ctx).map(row), noun: noun)
+                case .count?: return .count(try request.count(in: ctx))
+                default: return .rows(try request.results(in: ctx).map(row), noun: noun)
+                }
+            }
+            explain = { try request.explain(in: $0) }
+        }
+
+        /// The one value of `request` (an aggregate of every match), in a column named as it is written.
+        init(value request: Query<DocumentValue>, column: String) {
+            compute = { ctx, _ in .value(try request.value(in: ctx), column: column) }
+            explain = { try request.explain(in: $0) }
+        }
+
         /// Groups, a row each: the values grouped by, at their paths, and the aggregate in a column of its own.
-        case groups(GroupQuery<[DocumentValue], DocumentValue>, by: [FieldPath], column: String)
-        /// Some fields of each result.
-        case projection(ProjectedQuery<DocumentValue>)
+        static func groups(_ request: Query<Group<[DocumentValue], DocumentValue>>, by paths: [FieldPath],
+                           column: String) -> Rows {
+            Rows(request, noun: "group") { Shell.row($0.key, by: paths, $0.value, column: column) }
+        }
     }
 
     /// Finds the collection or saved filter a query starts from, and lowers its steps.
@@ -331,7 +350,11 @@ final class Shell {
         let stats = try await fieldStats(collection)
         var lowering = Lowering(collection: collection, stats: stats)
         var query = Query<DocumentValue>(collection)
-        var output = Output.documents
+        var rows: Rows?
+        // Groups take the steps after them (a slice, an order) until they are printed.
+        var groups: (request: Query<Group<[DocumentValue], DocumentValue>>, by: [FieldPath], column: String)? {
+            didSet { rows = groups.map { Rows.groups($0.request, by: $0.by, column: $0.column) } }
+        }
         var terminal: Step?
         // The steps of saved filters come first: what they warn of is said of the filter, where its name is typed.
         let fromFilters = steps.count - expression.steps.count
@@ -352,38 +375,31 @@ final class Shell {
             case .reverse: query = query.reverse()
             case .slice(let range):
                 // After groupBy, a slice of the groups.
-                if case .groups(let groups, let paths, let column) = output {
-                    output = .groups(groups[range], by: paths, column: column)
-                } else {
-                    query = query[range]
-                }
+                if let g = groups { groups?.request = g.request[range] } else { query = query[range] }
             case .aggregate(let call):
                 lowering.aggregated(call)
-                output = .value(call.aggregate, column: call.written)
+                rows = Rows(value: query.aggregate(call.aggregate), column: call.written)
             case .explain where terminal == .count:
-                output = .value(.count, column: "count()")
+                rows = Rows(value: query.aggregate(.count), column: "count()")
                 terminal = step
             case .distinct(let path):
                 _ = lowering.known(path)
-                output = .distinct(path.path)
+                rows = Rows(query.distinct(path.path), noun: "value") { Shell.row([$0], by: [path.path]) }
             case .groupBy(let paths, let call):
                 for path in paths { _ = lowering.known(path) }
                 lowering.aggregated(call)
-                output = .groups(query.groupBy(paths.map(\.path)).aggregate(call.aggregate), by: paths.map(\.path),
-                                 column: call.written)
+                groups = (query.groupBy(paths.map(\.path), call.aggregate), paths.map(\.path), call.written)
             case .sortGroups(let by, let order):
-                if case .groups(let groups, let paths, let column) = output {
-                    output = .groups(groups.sortBy(by, order: order), by: paths, column: column)
-                }
+                groups?.request = groups!.request.sortBy(by, order: order)
             case .select(let paths):
                 for path in paths { _ = lowering.known(path) }
-                output = .projection(query.select(paths.map(\.path)))
+                rows = Rows(query.select(paths.map(\.path)), noun: "document") { $0 }
             default: terminal = step
             }
         }
         if fromFilters > 0 && fromFilters == steps.count { sayOfTheFilter(&lowering) }
         let filtered = steps.contains { if case .include = $0 { true } else if case .exclude = $0 { true } else { false } }
-        return Resolved(query: query, output: output, terminal: terminal, warnings: lowering.warnings, stats: stats,
+        return Resolved(query: query, rows: rows, terminal: terminal, warnings: lowering.warnings, stats: stats,
                         filtered: filtered)
     }
 
@@ -423,7 +439,7 @@ final class Shell {
         let started = clock.now, answeredBefore = answering
         var statistics: QueryStatistics?
         switch resolved.terminal {
-        case _ where resolved.terminal != .explain && !resolved.output.isDocuments:
+        case _ where resolved.terminal != .explain && resolved.rows != nil:
             try await showComputed(resolved)
         case nil, .results?:
             let (documents, stats) = try await reading { ctx in
@@ -442,7 +458,7 @@ final class Shell {
             show(try await reading { try q.any(in: $0) })
         case .count?:
             // The count is what the run returned.
-            let stats = try await reading { try q.explain(.count, in: $0).statistics }
+            let stats = try await reading { try q.aggregate(.count).explain(in: $0).statistics }
             let n = stats.returned
             statistics = stats
             show(count: n)
@@ -525,8 +541,7 @@ final class Shell {
         if let step = terminal, step == .explain || step.isChange {
             throw ShellError("\(Parser.name(of: step)) gives no rows")
         }
-        switch resolved.output {
-        case .documents:
+        guard let rows = resolved.rows else {
             switch terminal {
             case nil, .results?: return nil
             case .first?: return { .one(try q.first(in: $0), noun: "document") }
@@ -535,24 +550,8 @@ final class Shell {
             case .count?: return { .count(try q.count(in: $0)) }
             case let step?: throw ShellError("\(Parser.name(of: step)) gives no rows")
             }
-        case .value(let aggregate, let column):
-            return { .value(try q.aggregate(aggregate, in: $0), column: column) }
-        case .distinct(let path):
-            if terminal == .count { return { .count(try q.distinct(path, in: $0).count) } }
-            return { .rows(try q.distinct(path, in: $0).map { Shell.row([$0], by: [path]) }, noun: "value") }
-        case .groups(let groups, let paths, let column):
-            let row = { @Sendable (group: Group<[DocumentValue], DocumentValue>) -> DocumentValue in
-                Shell.row(group.key, by: paths, group.value, column: column)
-            }
-            switch terminal {
-            case .first?: return { .one(try groups.first(in: $0).map(row), noun: "group") }
-            case .count?: return { .count(try groups.count(in: $0)) }
-            default: return { .rows(try groups.results(in: $0).map(row), noun: "group") }
-            }
-        case .projection(let projected):
-            if terminal == .first { return { .one(try projected.first(in: $0), noun: "document") } }
-            return { .rows(try projected.results(in: $0), noun: "document") }
         }
+        return { try rows.compute($0, terminal) }
     }
 
     /// A row of computed values: `values` at the `paths` they were read from (nested as in the documents), then
@@ -567,19 +566,8 @@ final class Shell {
 
     /// How a query runs, or how what it computes is computed, then what running it took.
     func explanation(of resolved: Resolved) async throws -> QueryExplanation {
-        let q = resolved.query
-        switch resolved.output {
-        case .documents, .projection:
-            return try await reading { try q.explain(in: $0) }
-        case .value(.count, _):
-            return try await reading { try q.explain(.count, in: $0) }
-        case .value(let aggregate, _):
-            return try await reading { try q.explain(aggregate: aggregate, in: $0) }
-        case .distinct(let path):
-            return try await reading { try q.explain(distinct: path, in: $0) }
-        case .groups(let groups, _, _):
-            return try await reading { try groups.explain(in: $0) }
-        }
+        let (q, rows) = (resolved.query, resolved.rows)
+        return try await reading { try rows?.explain($0) ?? q.explain(in: $0) }
     }
 
     static func format(_ d: Duration) -> String {
@@ -861,11 +849,6 @@ final class Shell {
         for cached in statsCache.values { for p in cached.stats.paths { all.insert(p.written) } }
         completionWords = all.sorted()
     }
-}
-
-extension Shell.Output {
-    /// Whether the query gives its documents (or what the step that runs it makes of them).
-    var isDocuments: Bool { if case .documents = self { true } else { false } }
 }
 
 /// A pending change that failed when replayed for a query.

@@ -1,3 +1,38 @@
+/// What a query selects, whatever it decodes to: the conditions, the ordering and the slice. What the planner reads.
+struct Selection: Sendable, Equatable {
+    /// All must hold.
+    var conditions: [Condition] = []
+    var sort: [SortSpec] = []
+    /// Ties, and unsorted results, come in descending id order.
+    var idDescending = false
+    var window: QueryWindow?
+    /// Why the query cannot run (a sort by a computed property), thrown when it is run.
+    var problem: DocStoreError?
+
+    var condition: Condition { .and(conditions) }
+
+    /// Adds the condition of one `include` (with `excluded`, one `exclude`), its own bound for a part that stops
+    /// (``Condition/settled``): `exclude` keeps the documents its condition does not match, including those where
+    /// evaluating it stops.
+    mutating func add(_ condition: Condition, excluded: Bool = false) {
+        conditions.append(excluded ? .not(condition.settled) : condition.settled)
+    }
+
+    /// The same selection for counting: the order does not matter, nor what is done to the slice afterwards.
+    var forCounting: Selection {
+        var s = self
+        s.sort = []
+        s.idDescending = false
+        s.window?.afterwards = []
+        return s
+    }
+
+    static func == (a: Selection, b: Selection) -> Bool {
+        a.conditions == b.conditions && a.sort == b.sort && a.idDescending == b.idDescending && a.window == b.window
+            && a.problem?.message == b.problem?.message
+    }
+}
+
 /// A step applied to a slice's documents after it is taken.
 enum WindowStep: Sendable, Equatable {
     case reverse
