@@ -100,6 +100,11 @@ final class CollectionHandle {
         }
     }
 
+    /// Bytes as hexadecimal, for messages: `0x01ff`.
+    static func hex<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
+        "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
     /// Text for an id in messages.
     static func describeID(_ idKey: [UInt8], in bytes: [UInt8]?, idPath: FieldPath) -> String {
         guard let bytes, let value = try? DocumentValue(encoded: bytes), let id = value[path: idPath] else {

@@ -261,7 +261,7 @@ final class Executor {
                     value = value.setting(try DocumentValue(reader: reader, ref: ref), at: path.path)
                 }
             } catch let error as MalformedDocument {
-                throw DocStoreError(.corruptDocument, "document \(DocStore.hex(id)) of collection '\(handle.name)' "
+                throw DocStoreError(.corruptDocument, "document \(CollectionHandle.hex(id)) of collection '\(handle.name)' "
                     + "is damaged: \(error)", collection: handle.name, underlying: error)
             }
             statistics.value.returned += 1

@@ -31,7 +31,7 @@ final class Residual {
         let reader = BinaryReader(candidate.document)
         let root: ValueRef
         do { root = try reader.root() } catch let error as MalformedDocument {
-            throw DocStoreError(.corruptDocument, "document \(DocStore.hex(candidate.id)) of collection '\(handle.name)' "
+            throw DocStoreError(.corruptDocument, "document \(CollectionHandle.hex(candidate.id)) of collection '\(handle.name)' "
                 + "is damaged: \(error)", collection: handle.name)
         }
         guard needsDecoding, let decodeForCondition else {

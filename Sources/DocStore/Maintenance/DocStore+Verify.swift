@@ -119,11 +119,6 @@ extension DocStore {
         }
     }
 
-    /// Bytes as hexadecimal, for messages: `0x01ff`.
-    static func hex<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
-        "0x" + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
-
     /// Checks each document, and that each of its index entries is there. Returns, per index, how many entries the
     /// documents produce, or `nil` when one is missing or a document could not be read.
     private func verifyDocuments(of handle: CollectionHandle, in txn: any StorageTransaction,
@@ -207,12 +202,12 @@ extension DocStore {
                     report.problems.append(.init(kind: .staleEntry, collection: handle.name,
                         index: index.definition.name,
                         document: CollectionHandle.describeID(id, in: document, idPath: handle.info.idPath),
-                        detail: "entry \(DocStore.hex(key)) does not match the document's values"))
+                        detail: "entry \(CollectionHandle.hex(key)) does not match the document's values"))
                 }
             } else {
                 report.problems.append(.init(kind: .entryWithoutDocument, collection: handle.name,
-                    index: index.definition.name, document: DocStore.hex(id),
-                    detail: "entry \(DocStore.hex(key))"))
+                    index: index.definition.name, document: CollectionHandle.hex(id),
+                    detail: "entry \(CollectionHandle.hex(key))"))
             }
         }
     }

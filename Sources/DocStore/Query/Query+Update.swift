@@ -201,7 +201,7 @@ extension CollectionHandle {
         let old = try DocumentValue(encoded: Array(raw))
         let new: DocumentValue
         do { new = try old.applying(changes) } catch {
-            let document = old[path: info.idPath]?.json() ?? DocStore.hex(id)
+            let document = old[path: info.idPath]?.json() ?? CollectionHandle.hex(id)
             throw DocStoreError(error.code, "cannot \(error.change) in document \(document) of collection '\(name)': "
                 + "\(error.reason)", collection: name)
         }
@@ -277,23 +277,7 @@ extension Query {
         return matched
     }
 
-    /// Applies `changes` to every result in one write transaction; returns how many matched.
-    @discardableResult
-    public func update(in store: DocStore, _ changes: [FieldChange]) async throws -> Int {
-        try await writing(store) { try $0.update(in: $1, changes) }
-    }
 
-    /// Sets, unsets, increments, pushes onto and pulls from fields of every result in one write transaction.
-    ///
-    /// For example:
-    /// `try await people.include(filter).update(in: store, set: ["city": .string("Bergen")], increment: ["age": .int(1)])`.
-    @discardableResult
-    public func update(in store: DocStore, set: [FieldPath: DocumentValue] = [:], unset: [FieldPath] = [],
-                       increment: [FieldPath: DocumentValue] = [:], push: [FieldPath: DocumentValue] = [:],
-                       pull: [FieldPath: DocumentValue] = [:]) async throws -> Int {
-        let changes = FieldChange.list(set: set, unset: unset, increment: increment, push: push, pull: pull)
-        return try await writing(store) { try $0.update(in: $1, changes) }
-    }
 }
 
 extension Query where Element: Document {
@@ -323,14 +307,6 @@ extension Query where Element: Document {
         }
     }
 
-    /// Decodes, modifies and saves every result in one write transaction; returns how many matched.
-    ///
-    /// For example:
-    /// `let moved = try await Person.include(#Predicate { $0.city == "Oslo" }).update(in: store) { $0.city = "Bergen" }`.
-    @discardableResult
-    public func update(in store: DocStore, _ change: @escaping @Sendable (inout Element) throws -> Void) async throws -> Int {
-        try await writing(store) { try $0.update(in: $1, change) }
-    }
 }
 
 extension WriteContext {

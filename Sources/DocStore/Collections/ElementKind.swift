@@ -1,0 +1,59 @@
+import Foundation
+
+/// What a request's elements are, and how they are made: a stored document decoded (a ``Document`` type, or
+/// ``DocumentValue``s), or a computed row converted (some fields of a document, a group, an aggregate). How the
+/// collection is opened for them, and how one is inserted (for `findOrCreate`).
+struct ElementKind<Element: Sendable>: Sendable {
+    /// The type, for messages; made only when a message needs it (it costs more than building a query).
+    let typeName: @Sendable () -> String
+    var decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element = { _ in
+        throw DocStoreError(.invalidSchema, "a request of fields or groups has no stored documents to decode")
+    }
+    /// A computed row as an element: a group's values and its aggregate; for fields, or an aggregate of every match,
+    /// no values.
+    let row: @Sendable (_ values: [DocumentValue], _ value: DocumentValue) throws -> Element
+    /// The collection as the catalog has it, for reading; `nil` when there is none. Never a write.
+    var openForReading: @Sendable (TransactionScope, String) throws -> CollectionHandle? = { try $0.handle(named: $1) }
+    /// The collection for a change: a type's collection is synced with what it declares first.
+    var openForWriting: @Sendable (TransactionScope, String) throws -> CollectionHandle? = { try $0.handle(named: $1) }
+    /// Inserts an element; returns it as stored. `nil`: elements that are not documents.
+    var insert: (@Sendable (WriteContext, Element, String) throws -> Element)? = nil
+
+    static var documentValue: ElementKind<DocumentValue> {
+        ElementKind<DocumentValue>(typeName: { "DocumentValue" }, decodeRaw: { try DocumentValue(encoded: Array($0)) },
+                                   row: { _, value in value },
+                                   insert: { context, document, collection in try context.insertAndFetch(document, into: collection) })
+    }
+
+    static func model<T: Document>(_ type: T.Type) -> ElementKind<T> {
+        ElementKind<T>(
+            typeName: { String(reflecting: T.self) },
+            decodeRaw: { try DocumentDecoder().decode(T.self, from: $0) },
+            row: { _, value in try value.decoded(as: T.self) },
+            openForReading: { scope, _ in try scope.handleForReading(T.self) },
+            openForWriting: { scope, _ in try scope.handle(for: T.self) },
+            insert: { context, document, _ in try context.insert(document); return document })
+    }
+
+    /// Elements made from computed rows by `row`.
+    static func rows(_ row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> Element) -> ElementKind {
+        ElementKind(typeName: { String(reflecting: Element.self) }, row: row)
+    }
+
+    /// `kind`'s elements, the collection opened as this kind opens it (a type's collection as the type declares it).
+    func opening<T>(as kind: ElementKind<T>) -> ElementKind<T> {
+        ElementKind<T>(typeName: kind.typeName, decodeRaw: kind.decodeRaw, row: kind.row, openForReading: openForReading,
+                       openForWriting: openForWriting, insert: kind.insert)
+    }
+
+    /// Decodes a stored document of `handle`'s collection (checking its checksum first if the store asks for it); a
+    /// failure names the collection, the document and the field.
+    func decode(_ raw: UnsafeRawBufferPointer, from handle: CollectionHandle, id: () -> String) throws -> Element {
+        do {
+            if handle.checksChecksums { try BinaryReader(raw).checkChecksum() }
+            return try decodeRaw(raw)
+        } catch {
+            throw DecodingFailure.named(error, type: typeName(), collection: handle.name, id: id)
+        }
+    }
+}
