@@ -272,6 +272,14 @@ enum CodeExamples {
     }
 
     // Sources/DocStore/Maintenance/DocStore+Backup.swift
+    static func docStoreBackupSpace() async throws {
+        let store = try await exampleStore()
+        let usage = try await store.spaceUsage()
+        if usage.reclaimableBytes > usage.fileBytes / 2 { print("compacting would give back \(usage.reclaimableBytes) bytes") }
+        _ = (store, usage)
+    }
+
+    // Sources/DocStore/Maintenance/DocStore+Backup.swift
     static func docStoreBackup2() async throws {
         let (before, after) = try await DocStore.compact(path: "people.db")
         _ = (before, after)

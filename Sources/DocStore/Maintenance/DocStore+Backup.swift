@@ -90,6 +90,12 @@ extension DocStore {
 
     /// The store's file: its size, what is in use, the free pages and the map, so that a user knows when
     /// compacting pays.
+    ///
+    /// For example:
+    /// ```swift
+    /// let usage = try await store.spaceUsage()
+    /// if usage.reclaimableBytes > usage.fileBytes / 2 { print("compacting would give back \(usage.reclaimableBytes) bytes") }
+    /// ```
     public func spaceUsage() throws -> SpaceUsage {
         try checkOpen()
         return try mapErrors {
