@@ -167,7 +167,7 @@ enum ExtendedJSON {
         try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)
     }
 
-    /// The value a text holds, its tags read back into the kinds they stand for.
+    /// The value a text holds, its tags read back into the kinds they stand for; throws ``JSONError``.
     static func read(_ line: some StringProtocol) throws -> DocumentValue {
         var reader = Reader(bytes: Array(line.utf8))
         reader.skipSpace()
@@ -177,20 +177,13 @@ enum ExtendedJSON {
         return value
     }
 
-    /// What is wrong with a text, and where: `offset` counts its UTF-8 bytes before the spot.
-    struct Malformed: Error, CustomStringConvertible {
-        let reason: String
-        let offset: Int
-        var description: String { "\(reason) at column \(offset + 1)" }
-    }
-
     private struct Reader {
         let bytes: [UInt8]
         var at = 0
         /// Arrays and objects open around the value being read: no deeper than a stored document may be.
         var depth = 0
 
-        func failure(_ what: String, at offset: Int? = nil) -> Malformed { Malformed(reason: what, offset: offset ?? at) }
+        func failure(_ what: String, at offset: Int? = nil) -> JSONError { JSONError(reason: what, offset: offset ?? at) }
 
         /// After a comma: a closing `close` there is an error, where the comma is.
         mutating func refuseCommaBefore(_ close: UInt8) throws {
@@ -403,7 +396,7 @@ enum ExtendedJSON {
 }
 
 extension DocumentValue {
-    /// The value as DocStore's JSON (``ExtendedJSON``): plain JSON, with the kinds JSON lacks as objects of one
+    /// The value as DocStore's JSON, which dumps hold too: plain JSON, with the kinds JSON lacks as objects of one
     /// tagged field, `{"$date": "2024-05-01T10:00:00.000Z"}`, `{"$uuid": "..."}`, `{"$double": "inf"}` and so on,
     /// which ``init(json:)`` reads back as they were.
     public func json(pretty: Bool = false) -> String {
@@ -414,10 +407,8 @@ extension DocumentValue {
     ///
     /// - Throws: ``JSONError`` when the text is not one JSON value, saying what is wrong and where.
     public init(json text: some StringProtocol) throws(JSONError) {
-        do { self = try ExtendedJSON.read(text) } catch let error as ExtendedJSON.Malformed {
-            throw JSONError(reason: error.reason, offset: error.offset)
-        } catch {
-            throw JSONError(reason: "\(error)", offset: 0)
+        do { self = try ExtendedJSON.read(text) } catch {
+            throw error as? JSONError ?? JSONError(reason: "\(error)", offset: 0)
         }
     }
 

@@ -1,9 +1,6 @@
-/// The kinds of value each field holds across documents added one at a time: what ``DocStore/fieldKinds(of:)``
-/// and ``DocStore/check(_:limit:)`` count, and what a tool shows of a collection's fields.
-///
-/// Fields are followed into nested objects (each at its own path); an array's elements are not, but their kinds
-/// are kept. Kinds are named `null`, `bool`, `int` (signed or unsigned), `double`, `string`, `bytes`, `date`,
-/// `uuid`, `array` and `object`.
+/// The kinds of value each field holds across documents added one at a time (what ``DocStore/fieldKinds(of:)``
+/// counts, and the shell's `.fields` shows), by path into nested objects; of an array, the kinds of its elements.
+/// Kinds are named as ``FieldKinds/fields`` names them.
 public struct FieldTally: Sendable {
     public struct Field: Sendable {
         public let path: FieldPath
@@ -11,8 +8,6 @@ public struct FieldTally: Sendable {
         public internal(set) var kinds: [String: Int] = [:]
         /// For arrays: the kinds of their elements.
         public internal(set) var elementKinds: Set<String> = []
-        /// How many documents hold the field.
-        public var count: Int { kinds.values.reduce(0, +) }
     }
 
     /// The fields, in the order first seen.
@@ -55,8 +50,7 @@ public struct FieldTally: Sendable {
         }
     }
 
-    /// The name of `value`'s kind.
-    public static func kind(_ value: DocumentValue) -> String {
+    static func kind(_ value: DocumentValue) -> String {
         switch value {
         case .null: "null"
         case .bool: "bool"

@@ -86,6 +86,6 @@ extension FieldStats.Field {
     init(_ field: FieldTally.Field) {
         func kind(_ name: String) -> ValueKind { ValueKind(rawValue: name) ?? .number }   // int, double
         self.init(path: field.path, kinds: Set(field.kinds.keys.map(kind)),
-                  elementKinds: Set(field.elementKinds.map(kind)), count: field.count)
+                  elementKinds: Set(field.elementKinds.map(kind)), count: field.kinds.values.reduce(0, +))
     }
 }
