@@ -10,7 +10,8 @@ import Testing
 // The model, from the documentation of aggregates:
 // - a value is read at its path; a missing field is nil, the same as a stored null;
 // - `count` counts documents; `sum` and `average` take numbers only; whole numbers (integers, and Doubles without a
-//   fraction where an Int64 or a UInt64 may lie: an index key does not tell them apart) add exactly, and a whole sum outside Int64 is an overflow; a fraction makes the
+//   fraction where an Int64 or a UInt64 may lie: an index key does not tell them apart) add exactly, and a whole sum outside Int64 is an overflow
+//   (unless it fits UInt64 and one of them lay above Int64.max: then it is a UInt64); a fraction makes the
 //   sum a Double; `average` is a Double, nil of nothing;
 // - `min` and `max` order non-nil values as index keys do (KeyEncoder.key, whose order other tests hold);
 // - groups and distinct values come in the key order of their values, nil first; values equal as keys are one group.
@@ -120,6 +121,8 @@ private enum Addend {
 private enum Expected: CustomStringConvertible {
     /// A count, or a sum of whole numbers.
     case int(Int64)
+    /// A sum of whole numbers past Int64, one of them above Int64.max.
+    case uint(UInt64)
     /// A sum with a fraction, or an average: within `tolerance`.
     case double(Double, tolerance: Double)
     /// An average, min or max of nothing.
@@ -132,6 +135,7 @@ private enum Expected: CustomStringConvertible {
     var description: String {
         switch self {
         case .int(let n): return ".int(\(n))"
+        case .uint(let n): return ".uint(\(n))"
         case .double(let d, let t): return ".double(\(d) ± \(t))"
         case .none: return "nil"
         case .value(_, let candidates): return "one of \(candidates.map { $0.json() })"
@@ -143,6 +147,7 @@ private enum Expected: CustomStringConvertible {
     var key: [UInt8] {
         switch self {
         case .int(let n): return KeyEncoder.key(.int(n))
+        case .uint(let n): return KeyEncoder.key(.uint(n))
         case .double(let d, _): return KeyEncoder.key(.double(d))
         case .none, .overflow: return KeyEncoder.key(.null)
         case .value(let key, _): return key
@@ -152,6 +157,7 @@ private enum Expected: CustomStringConvertible {
     func accepts(_ actual: DocumentValue) -> Bool {
         switch self {
         case .int(let n): return actual == .int(n)
+        case .uint(let n): return actual == .uint(n)
         case .double(let d, let tolerance):
             guard case .double(let a) = actual else { return false }
             if d.isNaN { return a.isNaN }
@@ -173,11 +179,12 @@ private enum Expected: CustomStringConvertible {
             var magnitude = 0.0
             var numbers = 0
             var sawFraction = false
+            var sawAboveInt64 = false
             for document in documents {
                 guard let addend = Addend(lookup(document, path.description)) else { continue }
                 numbers += 1
                 switch addend {
-                case .whole(let w): whole += w; magnitude += abs(Double(w))
+                case .whole(let w): whole += w; magnitude += abs(Double(w)); sawAboveInt64 = sawAboveInt64 || w > Int128(Int64.max)
                 case .fraction(let f): fraction += f; magnitude += abs(f); sawFraction = true
                 }
             }
@@ -187,8 +194,9 @@ private enum Expected: CustomStringConvertible {
                 return .double((Double(whole) + fraction) / n, tolerance: 1e-12 * magnitude / n + 1e-12)
             }
             if sawFraction { return .double(Double(whole) + fraction, tolerance: 1e-12 * magnitude + 1e-12) }
-            guard let exact = Int64(exactly: whole) else { return .overflow }
-            return .int(exact)
+            if let exact = Int64(exactly: whole) { return .int(exact) }
+            if sawAboveInt64, let exact = UInt64(exactly: whole) { return .uint(exact) }
+            return .overflow
         case .min(let path), .max(let path):
             var best: (key: [UInt8], candidates: [DocumentValue])?
             for document in documents {

@@ -433,6 +433,13 @@ private func replacing(_ path: [Step], inJSON value: Any, with replacement: Any?
     }
 }
 
+/// The text of a tag object `{"<tag>": "text"}` (which may hold fields of `others` too), or nil when `parsed` is
+/// not one.
+private func tag(_ parsed: Any, _ name: String, alongside others: Set<String> = []) -> String? {
+    guard let dict = parsed as? [String: Any], Set(dict.keys).subtracting(others) == [name] else { return nil }
+    return dict[name] as? String
+}
+
 /// Where `parsed` (from JSONSerialization) differs from what `value.json()` should say, or nil when it does not.
 private func jsonMismatch(_ value: DocumentValue, _ parsed: Any, at path: String = "$") -> String? {
     func check(_ ok: Bool) -> String? { ok ? nil : "\(path): \(value) read back as \(type(of: parsed)) \(parsed)" }
@@ -440,16 +447,16 @@ private func jsonMismatch(_ value: DocumentValue, _ parsed: Any, at path: String
     case .null: return check(parsed is NSNull)
     case .bool(let b): return check((parsed as? NSNumber)?.boolValue == b)
     case .int(let i): return check((parsed as? NSNumber)?.stringValue == String(i))
-    case .uint(let u): return check((parsed as? NSNumber)?.stringValue == String(u))
+    case .uint(let u): return check(tag(parsed, "$uint") == String(u))
     case .double(let d):
         // JSONSerialization reads some numbers as NSDecimalNumber, whose doubleValue rounds; its text does not.
         guard let n = parsed as? NSNumber else { return check(false) }
         return check(n.doubleValue == d || Double(n.stringValue) == d)
     case .string(let s): return check((parsed as? String).map { Array($0.unicodeScalars) == Array(s.unicodeScalars) } ?? false)
-    case .bytes(let b): return check((parsed as? String) == Data(b).base64EncodedString())
-    case .uuid(let u): return check((parsed as? String) == u.uuidString)
+    case .bytes(let b): return check(tag(parsed, "$bytes") == Data(b).base64EncodedString())
+    case .uuid(let u): return check(tag(parsed, "$uuid") == u.uuidString)
     case .date(let d):
-        guard let text = parsed as? String else { return check(false) }
+        guard let text = tag(parsed, "$date", alongside: ["$seconds"]) else { return check(false) }
         // Foundation's ISO 8601 style truncates to milliseconds (and misprints intervals in (-1e-3, 0)), so the
         // instant is checked only where that cannot matter.
         let t = d.timeIntervalSinceReferenceDate
@@ -463,6 +470,14 @@ private func jsonMismatch(_ value: DocumentValue, _ parsed: Any, at path: String
         }
         return nil
     case .object(let fields):
+        var parsed = parsed
+        // An object with a field named with a `$` is wrapped.
+        if fields.contains(where: { $0.name.hasPrefix("$") }) {
+            guard let wrapper = parsed as? [String: Any], wrapper.count == 1, let inner = wrapper["$object"] else {
+                return check(false)
+            }
+            parsed = inner
+        }
         guard let dict = parsed as? [String: Any], dict.count == fields.count else { return check(false) }
         for f in fields {
             guard let p = dict[f.name] else { return "\(path): no field \(scalarsDescription(f.name)) in \(dict.keys.map(scalarsDescription))" }
@@ -723,8 +738,8 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
         }
         #expect(failures.count == 0, failures.report(seed: 1081))
         #expect(DocumentValue.object([("name", .string("Ann")), ("age", .int(41))]).json() == #"{"name":"Ann","age":41}"#)
-        #expect(DocumentValue.double(.nan).json() == "null")
-        #expect(DocumentValue.double(-.infinity).json() == "null")
+        #expect(DocumentValue.double(.nan).json() == #"{"$double":"nan"}"#)
+        #expect(DocumentValue.double(-.infinity).json() == #"{"$double":"-inf"}"#)
     }
 
     @Test func readingByPathFindsEveryNestedValueWithoutDecoding() throws {

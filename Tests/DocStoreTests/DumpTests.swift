@@ -51,9 +51,9 @@ struct RandomValues {
         var values = RandomValues(rng: SeededGenerator(seed: seed))
         for _ in 0..<2000 {
             let value = values.value()
-            let text = DumpJSON.text(value)
+            let text = ExtendedJSON.text(value)
             #expect(!text.contains("\n"))
-            let back = try DumpJSON.read(text)
+            let back = try ExtendedJSON.read(text)
             #expect(back == value, "\(text)")
             #expect(back.encoded() == value.encoded(), "\(text)")
         }
@@ -64,14 +64,14 @@ struct RandomValues {
             var fromBytes: [UInt8] = []
             try stored.withUnsafeBytes { raw in
                 let reader = BinaryReader(raw)
-                try DumpJSON.write(reader: reader, ref: try reader.root(), to: &fromBytes)
+                try ExtendedJSON.write(reader: reader, ref: try reader.root(), to: &fromBytes)
             }
-            #expect(String(decoding: fromBytes, as: UTF8.self) == DumpJSON.text(try DocumentValue(encoded: stored)))
+            #expect(String(decoding: fromBytes, as: UTF8.self) == ExtendedJSON.text(try DocumentValue(encoded: stored)))
         }
         // NaN and the infinities, which JSON cannot write.
         for d in [Double.nan, .infinity, -.infinity] {
-            let text = DumpJSON.text(.double(d))
-            guard case .double(let back) = try DumpJSON.read(text) else { Issue.record("\(text)"); continue }
+            let text = ExtendedJSON.text(.double(d))
+            guard case .double(let back) = try ExtendedJSON.read(text) else { Issue.record("\(text)"); continue }
             #expect(back.isNaN == d.isNaN && (d.isNaN || back == d), "\(text)")
         }
     }
@@ -243,7 +243,7 @@ struct RandomValues {
         let lines = [#""\ud800\u0041""#, deep, "{\"$object\": " + String(repeating: "{\"$object\":", count: 300),
                      "[1,", "{\"a\" 1}", "\"unterminated", "-", "1e", "{\"$date\": 5}", "{\"$uint\": \"-1\"}", "tru"]
         for line in lines {
-            #expect(throws: (any Error).self, "\(line.prefix(30))") { _ = try DumpJSON.read(line) }
+            #expect(throws: (any Error).self, "\(line.prefix(30))") { _ = try ExtendedJSON.read(line) }
         }
     }
 

@@ -57,17 +57,22 @@ import Testing
         options.readOnly = true
         options.durability = .periodic(milliseconds: 1)
         let reader = try await DocStore(path: path, options: options)
-        try await Task.sleep(for: .milliseconds(20))
-        #expect(await reader.syncState().flushes == 0)
+        #expect(await !reader.syncState().flushThread, "a read-only store started a flush thread")
         try await reader.flush()
         #expect(try await Person.query().count(in: reader) == 1)
+        await reader.close()
+        // The same options, writable: the thread is there.
+        options.readOnly = false
+        let writable = try await DocStore(path: path, options: options)
+        #expect(await writable.syncState().flushThread)
+        await writable.close()
     }
 }
 
 extension DocStore {
-    /// The flags the file was opened with, and the syncs of the background flush thread so far.
-    func syncState() -> (flags: UInt32, flushes: Int) {
+    /// The flags the file was opened with, whether it has a background flush thread, and that thread's syncs so far.
+    func syncState() -> (flags: UInt32, flushThread: Bool, flushes: Int) {
         let environment = core.env as? LMDBEnvironment
-        return (environment?.openFlags ?? 0, environment?.flushesDone ?? 0)
+        return (environment?.openFlags ?? 0, environment?.flusher != nil, environment?.flushesDone ?? 0)
     }
 }

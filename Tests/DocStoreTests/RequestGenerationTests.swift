@@ -12,14 +12,19 @@ import TestSupport
         let first = generation.next()
         let events = Mutex<[String]>([])
         let moved = DispatchSemaphore(value: 0)
+        let mover = WatchedThread()
+        let hasMoved = Atomic(false)
         generation.ifCurrent(first) {
             Thread {
+                mover.isCurrent()
                 _ = generation.next()
+                hasMoved.store(true, ordering: .releasing)
                 events.withLock { $0.append("moved") }
                 moved.signal()
             }.start()
-            // Time for the other thread to move, were it not held back until this send is done.
-            usleep(50_000)
+            // The other thread waits for this send to be done, or, were it not held back, moves.
+            let waited = mover.waitUntilWaitingForLock { hasMoved.load(ordering: .acquiring) }
+            #expect(waited, "the other thread neither waited nor moved")
             events.withLock { $0.append("sent") }
         }
         moved.wait()

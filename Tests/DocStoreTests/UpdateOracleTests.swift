@@ -13,7 +13,8 @@ import Testing
 // - `set` makes the objects on its way where they are missing or nil; a step through anything else is refused;
 // - `unset` removes the field, if there is one;
 // - `increment` of a missing or nil field makes it the number; integers add exactly, and a sum outside Int64 is an
-//   overflow; a Double on either side makes a Double; anything that is not a number is refused;
+//   overflow (a UInt64 when one of them lay above Int64.max); so do whole Doubles; a fraction makes a Double;
+//   anything that is not a number is refused;
 // - `push` onto a missing or nil field makes an array; `pull` removes every element equal as a key; either on
 //   something that is not an array is refused;
 // - an update may not change the id; a unique index may not meet a value twice.
@@ -68,12 +69,14 @@ private enum Refusal: Error {
     var code: DocStoreError.Code { self == .invalid ? .invalidUpdate : .overflow }
 }
 
-/// `a + b` for an increment.
+/// `a + b` for an increment: whole numbers (integers, and Doubles without a fraction where an Int64 or a UInt64 may
+/// lie) exactly, to an Int64, or a UInt64 when one of them lay above Int64.max; a fraction makes a Double.
 private func add(_ a: DocumentValue, _ b: DocumentValue) throws(Refusal) -> DocumentValue {
-    func integer(_ v: DocumentValue) -> Int128? {
+    func whole(_ v: DocumentValue) -> Int128? {
         switch v {
         case .int(let i): return Int128(i)
         case .uint(let u): return Int128(u)
+        case .double(let d) where d.isFinite && d.rounded() == d && d >= -0x1p63 && d < 0x1p64: return Int128(d)
         default: return nil
         }
     }
@@ -85,9 +88,10 @@ private func add(_ a: DocumentValue, _ b: DocumentValue) throws(Refusal) -> Docu
         default: return nil
         }
     }
-    if let x = integer(a), let y = integer(b) {
-        guard let sum = Int64(exactly: x + y) else { throw .overflow }
-        return .int(sum)
+    if let x = whole(a), let y = whole(b) {
+        if let sum = Int64(exactly: x + y) { return .int(sum) }
+        if max(x, y) > Int128(Int64.max), let sum = UInt64(exactly: x + y) { return .uint(sum) }
+        throw .overflow
     }
     guard let x = double(a), let y = double(b) else { throw .invalid }
     return .double(x + y)

@@ -58,16 +58,16 @@ enum ParseFixture {
         case .or(let items): return "(" + items.map(sketch).joined(separator: " || ") + ")"
         case .not(let a): return "!\(sketch(a))"
         case .constant(let b): return b ? "true" : "false"
-        case .compare(let path, let op, let literal): return "\(path.path) \(op.rawValue) \(literal.value.json())"
+        case .compare(let path, let op, let literal): return "\(path.path) \(op.rawValue) \(literal.value.sketched)"
         case .isTrue(let path): return "\(path.path)?"
         case .inRange(let path, let lower, let upper, let closed):
-            return "\(path.path) in \(lower.value.json())\(closed ? "..." : "..<")\(upper.value.json())"
-        case .contains(let path, let literal): return "\(path.path).contains(\(literal.value.json()))"
+            return "\(path.path) in \(lower.value.sketched)\(closed ? "..." : "..<")\(upper.value.sketched)"
+        case .contains(let path, let literal): return "\(path.path).contains(\(literal.value.sketched))"
         case .oneOf(let path, let literals):
-            return "\(path.path) in [\(literals.map { $0.value.json() }.joined(separator: ", "))]"
-        case .hasPrefix(let path, let literal): return "\(path.path).hasPrefix(\(literal.value.json()))"
+            return "\(path.path) in [\(literals.map { $0.value.sketched }.joined(separator: ", "))]"
+        case .hasPrefix(let path, let literal): return "\(path.path).hasPrefix(\(literal.value.sketched))"
         case .ignoringCase(let path, let test, let literal, let lowered):
-            return "\(path.path) \(test)\(lowered ? "" : " (localized)") \(literal.value.json()) ignoring case"
+            return "\(path.path) \(test)\(lowered ? "" : " (localized)") \(literal.value.sketched) ignoring case"
         case .compareValues(let a, let op, let b): return "\(sketch(a)) \(op.rawValue) \(sketch(b))"
         case .choice(let test, let a, let b): return "(\(sketch(test)) ? \(sketch(a)) : \(sketch(b)))"
         }
@@ -76,7 +76,7 @@ enum ParseFixture {
     static func sketch(_ value: ValueNode) -> String {
         switch value {
         case .path(let path): return path.path.description
-        case .literal(let literal): return literal.value.json()
+        case .literal(let literal): return literal.value.sketched
         case .arithmetic(let op, let a, let b, _): return "(\(sketch(a)) \(op) \(sketch(b)))"
         case .negate(let a, _): return "-\(sketch(a))"
         case .coalesce(let a, let b): return "(\(sketch(a)) ?? \(sketch(b)))"
@@ -988,5 +988,13 @@ extension ParserTests {
             #expect(error.location.line == 2)
             #expect(error.location.column == 16)
         }
+    }
+}
+
+extension DocumentValue {
+    /// The value as JSON, a date as its text in quotes.
+    fileprivate var sketched: String {
+        if case .date(let d) = self { return DocumentValue.string(DocumentValue.iso8601(d)).json() }
+        return json()
     }
 }

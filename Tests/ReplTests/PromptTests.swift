@@ -175,9 +175,14 @@ import TestSupport
     @Test func cancellationBeforeTheQuestionIsStoredStillEndsIt() async throws {
         for round in 0..<5 {
             let prompt = Prompt<Int, Int>()
+            let thread = WatchedThread()
             let asker = prompt.state.withLock { _ in
-                let asker = Task(executorPreference: GrowingThreadPool.shared) { try await prompt.query(with: round) }
-                usleep(20_000)  // time for the asker to pass its first check and wait for the lock
+                let asker = Task(executorPreference: GrowingThreadPool.shared) {
+                    thread.isCurrent()
+                    return try await prompt.query(with: round)
+                }
+                // The asker has passed its first check and waits for the lock.
+                #expect(thread.waitUntilWaitingForLock(), "round \(round): the asker did not wait for the lock")
                 asker.cancel()
                 return asker
             }

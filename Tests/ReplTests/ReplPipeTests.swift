@@ -525,7 +525,7 @@ extension ShellSessions {
         #expect(result.stdout.contains("\n2\n"), "\(result)")
         #expect(result.stdout.contains("1013.3"), "\(result)")
         let docs = try sandbox.documents("airports.sortBy(id)")
-        #expect(docs.map { $0["day"] as? String } == ["2013-01-05T00:00:00.000Z", "2013-02-01T00:00:00.000Z",
+        #expect(docs.map { ($0["day"] as? NSDictionary)?["$date"] as? String } == ["2013-01-05T00:00:00.000Z", "2013-02-01T00:00:00.000Z",
                                                       "2013-12-31T00:00:00.000Z"])
         #expect(docs.map { $0["pressure"] as? Double } == [1013.3, 1000, 998])
 

@@ -41,38 +41,24 @@ struct Accumulator {
     var documents = 0
     /// Numbers seen (for `average`).
     var numbers = 0
-    var wholeSum: Int128 = 0
-    var fractionSum = 0.0
-    var sawFraction = false
+    var sum = NumberSum()
     /// The best value so far for `min`/`max`: its key, its value, and the value as a `Double` when a number.
     var best: (key: [UInt8], value: DocumentValue, number: Double?)?
 
-    /// Adds one number: `whole` when it is a whole number within `Int64`'s range (counted `times` times).
+    /// Adds one number: `whole` when it is a whole number (``NumberSum/parts(_:)``), counted `times` times.
     @inline(__always)
     mutating func addNumber(whole: Int128?, _ double: Double, times: Int = 1) {
         numbers += times
-        if let whole {
-            wholeSum += whole * Int128(times)
-        } else {
-            sawFraction = true
-            fractionSum += double * Double(times)
-        }
+        sum.add(whole: whole, double, times: times)
     }
 
     /// A number read from a document, as `addNumber` takes it; `nil` for anything else.
     @inline(__always)
     static func number(_ ref: ValueRef, in reader: BinaryReader) -> (whole: Int128?, double: Double)? {
         if let i = reader.integer(ref) { return (Int128(i), Double(i)) }
-        if let d = reader.double(ref) { return (Accumulator.whole(d), d) }
+        if let d = reader.double(ref) { return (NumberSum.whole(d), d) }
         if let u = reader.unsigned(ref) { return (Int128(u), Double(u)) }
         return nil
-    }
-
-    /// A `Double` as a whole number, when it has no fraction and lies where an `Int64` or a `UInt64` may: an index
-    /// key does not say whether a number was an integer or a `Double`, so both must add alike.
-    @inline(__always)
-    static func whole(_ d: Double) -> Int128? {
-        d.rounded() == d && d >= -0x1p63 && d < 0x1p64 ? Int128(d) : nil
     }
 
     /// Offers a value to `min` (or with `greatest`, `max`): kept when it orders before (after) the best so far.
@@ -105,9 +91,7 @@ struct Accumulator {
     mutating func merge(_ other: Accumulator, _ aggregate: Aggregate) {
         documents += other.documents
         numbers += other.numbers
-        wholeSum += other.wholeSum
-        fractionSum += other.fractionSum
-        sawFraction = sawFraction || other.sawFraction
+        sum.merge(other.sum)
         if let theirs = other.best { offer(key: theirs.key, value: { theirs.value }, greatest: aggregate.isMax) }
     }
 
@@ -117,15 +101,14 @@ struct Accumulator {
         case .count:
             return .int(Int64(documents))
         case .sum(let path):
-            if sawFraction { return .double(Double(wholeSum) + fractionSum) }
-            guard let sum = Int64(exactly: wholeSum) else {
-                throw DocStoreError(.overflow, "the sum of '\(path)' in collection '\(collection)' is \(wholeSum), "
+            guard let value = sum.value else {
+                throw DocStoreError(.overflow, "the sum of '\(path)' in collection '\(collection)' is \(sum.whole), "
                     + "which does not fit in a 64-bit integer", collection: collection)
             }
-            return .int(sum)
+            return value
         case .average:
             guard numbers > 0 else { return .null }
-            return .double((Double(wholeSum) + fractionSum) / Double(numbers))
+            return .double(sum.double / Double(numbers))
         case .min, .max:
             return best?.value ?? .null
         }
@@ -419,14 +402,14 @@ extension KeyEncoder {
         }
     }
 
-    /// The number a key part holds, as ``Accumulator/addNumber(whole:_:times:)`` takes it; `nil` for a part that
+    /// The number a key part holds, as ``NumberSum/add(whole:_:times:)`` takes it; `nil` for a part that
     /// is not a number. NaN is a number (it makes a sum NaN, as adding it does).
     static func number(ofPart part: UnsafeRawBufferPointer) -> (whole: Int128?, double: Double)? {
         switch part.first {
         case Kind.nan: return (nil, .nan)
         case Kind.number where part.count >= 10:
             let d = orderedDouble(Array(part[1..<9])[...])
-            guard part[9] != Exactness.exact, part.count >= 18 else { return (Accumulator.whole(d), d) }
+            guard part[9] != Exactness.exact, part.count >= 18 else { return (NumberSum.whole(d), d) }
             guard d.isFinite, d.magnitude <= 0x1p64 else { return nil }   // no integer's key: a damaged one
             // An integer beyond 2^53: the nearest Double, and how far the integer lies from it.
             var bits: UInt64 = 0

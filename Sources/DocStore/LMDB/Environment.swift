@@ -28,7 +28,7 @@ final class LMDBEnvironment: FileStorageEngine {
     private var cachedReader: OpaquePointer?
     private let fileID: FileID
     /// The thread that syncs the file every ``Configuration/flushInterval``, if any.
-    private var flusher: Flusher?
+    private(set) var flusher: Flusher?
     /// Copies running (``copy(to:compact:)``), which may run on any thread: the map may not be resized, nor the
     /// environment closed, while one runs.
     private let copies = NSCondition()

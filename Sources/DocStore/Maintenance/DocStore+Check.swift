@@ -62,13 +62,13 @@ extension DocStore {
                                   failures: [], failureCount: 0)
         // The fields the type reads, to compare with those the documents hold.
         let read = try? FieldPathProbe<T>().fieldsRead()
-        var kinds: [String: [String: Int]] = [:]
+        var tally = FieldTally()
         try withRead { context in
             guard let handle = try context.scope.handle(named: schema.collection) else { return }
             try context.txn.forEachEntry(in: handle.documents) { key, value in
                 check.documentsChecked += 1
                 if read != nil, let document = try? DocumentValue(encoded: Array(value)) {
-                    FieldKinds.tally(document, prefix: "", into: &kinds)
+                    tally.add(document)
                 }
                 do {
                     _ = try DocumentDecoder().decode(T.self, from: value)
@@ -89,7 +89,7 @@ extension DocStore {
         }
         if let read, check.documentsChecked > 0 {
             // How many documents hold each field, whatever its kinds.
-            let stored = kinds.mapValues { $0.values.reduce(0, +) }
+            let stored = tally.dotted.mapValues { $0.values.reduce(0, +) }
             let holders = read.fields.union(read.anyKeys)
             func isRead(_ field: String) -> Bool {
                 // The field, a field inside it, or a field holding it (an object or dictionary read whole).
@@ -141,11 +141,12 @@ extension DocStore {
         var result = FieldKinds(collection: collection, documents: 0, fields: [:])
         try withRead { context in
             guard let handle = try context.scope.handle(named: collection) else { return }
-            var seen: [String: [String: Int]] = [:]
+            var tally = FieldTally()
             try context.txn.forEachEntry(in: handle.documents) { _, value in
-                result.documents += 1
-                FieldKinds.tally(try DocumentValue(encoded: Array(value)), prefix: "", into: &seen)
+                tally.add(try DocumentValue(encoded: Array(value)))
             }
+            result.documents = tally.documents
+            var seen = tally.dotted
             // A field is missing from the documents that do not count it.
             for (field, kinds) in seen {
                 let present = kinds.values.reduce(0, +)
@@ -154,31 +155,5 @@ extension DocStore {
             result.fields = seen
         }
         return result
-    }
-}
-
-extension FieldKinds {
-    static func tally(_ value: DocumentValue, prefix: String, into seen: inout [String: [String: Int]]) {
-        guard case .object(let fields) = value else { return }
-        for field in fields {
-            let path = prefix.isEmpty ? field.name : prefix + "." + field.name
-            seen[path, default: [:]][kind(field.value), default: 0] += 1
-            if case .object = field.value { tally(field.value, prefix: path, into: &seen) }
-        }
-    }
-
-    static func kind(_ value: DocumentValue) -> String {
-        switch value {
-        case .null: "null"
-        case .bool: "bool"
-        case .int, .uint: "int"
-        case .double: "double"
-        case .string: "string"
-        case .bytes: "bytes"
-        case .date: "date"
-        case .uuid: "uuid"
-        case .array: "array"
-        case .object: "object"
-        }
     }
 }

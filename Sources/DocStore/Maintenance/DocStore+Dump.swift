@@ -20,7 +20,7 @@ public struct DumpSummary: Sendable, Equatable, CustomStringConvertible {
 ///
 /// A dump is NDJSON, one JSON object per line: a header, then the catalog (each collection with its id path and
 /// indexes, each saved filter, each applied migration), then every document, then an end line with the counts, by
-/// which a dump cut short is refused. Values are written so that each reads back as the kind it was (``DumpJSON``;
+/// which a dump cut short is refused. Values are written so that each reads back as the kind it was (``ExtendedJSON``;
 /// the Transactions article describes the format): a restore gives documents equal to the dumped ones, field order
 /// included.
 extension DocStore {
@@ -94,7 +94,7 @@ extension DocStore {
             for info in infos {
                 guard let handle = try ctx.scope.handle(named: info.name) else { continue }
                 var prefix: [UInt8] = []
-                DumpJSON.write(.object([("in", .string(info.name)), ("document", .null)]), to: &prefix)
+                ExtendedJSON.write(.object([("in", .string(info.name)), ("document", .null)]), to: &prefix)
                 prefix.removeLast("null}".utf8.count)
                 try ctx.txn.forEachEntry(in: handle.documents) { key, raw in
                     try out.line(prefix: prefix, document: raw, checksum: handle.checksChecksums) {
@@ -235,7 +235,7 @@ private struct Restore {
     mutating func take(_ text: Substring) throws {
         if text.allSatisfy(\.isWhitespace) { return }
         let value: DocumentValue
-        do { value = try DumpJSON.read(text) } catch { throw failure("\(error)") }
+        do { value = try ExtendedJSON.read(text) } catch { throw failure("\(error)") }
         guard !ended else { throw failure("text after the end of the dump") }
         guard sawHeader else {
             guard value[field: "docstore"] == .string("dump") else {
@@ -339,7 +339,7 @@ private struct DumpWriter {
     var buffer: [UInt8] = []
 
     mutating func line(_ value: DocumentValue) throws {
-        DumpJSON.write(value, to: &buffer)
+        ExtendedJSON.write(value, to: &buffer)
         buffer.append(0x0A)
         if buffer.count >= 1 << 16 { try flush() }
     }
@@ -353,7 +353,7 @@ private struct DumpWriter {
             let reader = BinaryReader(raw)
             if checksum { try reader.checkChecksum() }
             buffer.append(contentsOf: prefix)
-            try DumpJSON.write(reader: reader, ref: try reader.root(), to: &buffer)
+            try ExtendedJSON.write(reader: reader, ref: try reader.root(), to: &buffer)
         } catch {
             buffer.removeSubrange(mark...)
             try failed()

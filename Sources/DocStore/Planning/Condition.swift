@@ -211,7 +211,7 @@ extension DocumentValue {
     var literal: String {
         switch self {
         case .double(let d) where !d.isFinite: return "\(d)"
-        case .date: return "date(\(json()))"
+        case .date(let d): return "date(\(DocumentValue.string(DocumentValue.iso8601(d)).json()))"
         default: return json()
         }
     }

@@ -75,14 +75,15 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// A number as arithmetic reads it: an integer stays one; any other number is a `Double`.
+    /// A number as arithmetic reads it: an integer stays one; any other number is a `Double` (an unsigned integer
+    /// above `Int64.max` too, except in a sum).
     enum Number {
-        case int(Int64), double(Double)
+        case int(Int64), uint(UInt64), double(Double)
 
         init?(_ value: DocumentValue) {
             switch value {
             case .int(let i): self = .int(i)
-            case .uint(let u): self = Int64(exactly: u).map(Number.int) ?? .double(Double(u))
+            case .uint(let u): self = Int64(exactly: u).map(Number.int) ?? .uint(u)
             case .double(let d): self = .double(d)
             default: return nil
             }
@@ -91,6 +92,7 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         var value: DocumentValue {
             switch self {
             case .int(let i): return .int(i)
+            case .uint(let u): return .uint(u)
             case .double(let d): return .double(d)
             }
         }
@@ -98,13 +100,15 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         var double: Double {
             switch self {
             case .int(let i): return Double(i)
+            case .uint(let u): return Double(u)
             case .double(let d): return d
             }
         }
 
         /// `self op other` as Swift computes it (two integers as `Int`, else as `Double`); `nil` where Swift traps:
-        /// an overflow, an integer division by zero.
+        /// an overflow, an integer division by zero. A sum is ``NumberSum``'s.
         func applying(_ op: Operator, _ other: Number) -> Number? {
+            if op == .add { return DocumentValue.adding(value, other.value).flatMap(Number.init) }
             guard case .int(let i) = self, case .int(let j) = other else {
                 let (p, q) = (double, other.double)
                 switch op {
@@ -131,6 +135,7 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         var negated: Number? {
             switch self {
             case .int(let i): return i == .min ? nil : .int(-i)
+            case .uint(let u): return .double(-Double(u))
             case .double(let d): return .double(-d)
             }
         }

@@ -6,8 +6,10 @@ public enum FieldChange: Sendable, Hashable, CustomStringConvertible {
     case set(FieldPath, DocumentValue)
     /// Removes the field (nothing, if it is missing).
     case unset(FieldPath)
-    /// Adds a number to the field's number; a missing or `nil` field becomes the number. Integers add exactly (an
-    /// overflow is an error); with a `Double` on either side the result is a `Double`.
+    /// Adds a number to the field's number; a missing or `nil` field becomes the number. Numbers add as a `sum`
+    /// adds them: whole numbers (integers, and `Double`s without a fraction) exactly, to an `Int64` (a `UInt64`
+    /// past `Int64.max` when an unsigned number above it was added; an overflow is an error); with a fraction on
+    /// either side the result is a `Double`.
     case increment(FieldPath, DocumentValue)
     /// Appends a value to the field's array; a missing or `nil` field becomes an array of the value.
     case push(FieldPath, DocumentValue)
@@ -64,7 +66,7 @@ extension DocumentValue {
                 case (.null, .int), (.null, .uint), (.null, .double): value = amount
                 default:
                     guard let sum = DocumentValue.adding(current, amount) else {
-                        if DocumentValue.integer(current) != nil && DocumentValue.integer(amount) != nil {
+                        if DocumentValue.isNumber(current) && DocumentValue.isNumber(amount) {
                             throw refusal("the sum does not fit in a 64-bit integer", .overflow)
                         }
                         throw refusal(DocumentValue.isNumber(amount) ? "the field holds \(current.kindName), not a number"
@@ -114,42 +116,6 @@ extension DocumentValue {
         case .int, .uint, .double: return true
         default: return false
         }
-    }
-
-    /// An integer of either width.
-    static func integer(_ v: DocumentValue) -> Int128? {
-        switch v {
-        case .int(let i): return Int128(i)
-        case .uint(let u): return Int128(u)
-        default: return nil
-        }
-    }
-
-    /// `a + b` for two numbers: exact for integers (`nil` on overflow: past `Int64`, or past `UInt64` when one of
-    /// them is an unsigned integer above `Int64.max`), a `Double` when either is one; `nil` when either is not a
-    /// number.
-    static func adding(_ a: DocumentValue, _ b: DocumentValue) -> DocumentValue? {
-        func double(_ v: DocumentValue) -> Double? {
-            switch v {
-            case .int(let i): return Double(i)
-            case .uint(let u): return Double(u)
-            case .double(let d): return d
-            default: return nil
-            }
-        }
-        if let x = integer(a), let y = integer(b) {
-            let s = x + y
-            if let i = Int64(exactly: s) { return .int(i) }
-            let unsigned: Bool
-            switch (a, b) {
-            case (.uint, _), (_, .uint): unsigned = true
-            default: unsigned = false
-            }
-            if unsigned, let u = UInt64(exactly: s) { return .uint(u) }
-            return nil
-        }
-        guard let x = double(a), let y = double(b) else { return nil }
-        return .double(x + y)
     }
 
     /// What kind of value this is, for messages: "a string", "an array".

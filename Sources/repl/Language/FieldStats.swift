@@ -51,53 +51,41 @@ enum ValueKind: String, CaseIterable, Sendable, Comparable {
     }
 }
 
-/// The fields seen in a collection, with the kinds each holds: what `.fields` shows, what checks a condition's
-/// comparisons, and what warns about a field no document has.
+/// The fields seen in a collection, with the kinds each holds (the store's ``FieldTally``, numbers of every kind
+/// counted as one): what `.fields` shows, what checks a condition's comparisons, and what warns about a field no
+/// document has.
 struct FieldStats: Sendable {
     struct Field: Sendable {
         var path: FieldPath
-        var kinds: Set<ValueKind> = []
+        var kinds: Set<ValueKind>
         /// For arrays: the kinds of their elements.
-        var elementKinds: Set<ValueKind> = []
-        var count = 0
+        var elementKinds: Set<ValueKind>
+        var count: Int
     }
 
-    /// The fields by path, in the order first seen.
-    private(set) var fields: [Field] = []
-    private var positions: [FieldPath: Int] = [:]
-    /// Documents looked at, and documents in the collection.
-    var sampled = 0
+    private var tally = FieldTally()
+    /// Documents in the collection.
     var total = 0
 
     static let sampleLimit = 10_000
 
-    subscript(path: FieldPath) -> Field? { positions[path].map { fields[$0] } }
+    /// Documents looked at.
+    var sampled: Int { tally.documents }
 
-    var paths: [FieldPath] { fields.map(\.path) }
+    /// The fields, in the order first seen.
+    var fields: [Field] { tally.fields.map(Field.init) }
 
-    mutating func add(_ document: DocumentValue) {
-        sampled += 1
-        guard case .object(let top) = document else { return }
-        add(top, under: [])
-    }
+    subscript(path: FieldPath) -> Field? { tally[path].map(Field.init) }
 
-    private mutating func add(_ object: [DocumentValue.Field], under prefix: [String]) {
-        for field in object {
-            let path = FieldPath(components: prefix + [field.name])
-            let i: Int
-            if let p = positions[path] { i = p } else {
-                i = fields.count
-                positions[path] = i
-                fields.append(Field(path: path))
-            }
-            fields[i].kinds.insert(ValueKind(field.value))
-            fields[i].count += 1
-            switch field.value {
-            case .object(let inner): add(inner, under: prefix + [field.name])
-            case .array(let elements):
-                for e in elements { fields[i].elementKinds.insert(ValueKind(e)) }
-            default: break
-            }
-        }
+    var paths: [FieldPath] { tally.fields.map(\.path) }
+
+    mutating func add(_ document: DocumentValue) { tally.add(document) }
+}
+
+extension FieldStats.Field {
+    init(_ field: FieldTally.Field) {
+        func kind(_ name: String) -> ValueKind { ValueKind(rawValue: name) ?? .number }   // int, double
+        self.init(path: field.path, kinds: Set(field.kinds.keys.map(kind)),
+                  elementKinds: Set(field.elementKinds.map(kind)), count: field.kinds.values.reduce(0, +))
     }
 }

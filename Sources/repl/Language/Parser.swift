@@ -15,9 +15,6 @@ struct Parser {
     private var text: String
     private var tokens: [Token]
     private var position = 0
-    /// Whether literals are read as a file's JSON, which has no comma before a closing bracket (the query language
-    /// allows one).
-    private var json = false
 
     init(_ text: String) throws(ParseError) {
         self.text = text
@@ -36,17 +33,6 @@ struct Parser {
             parser.text = String(String.UnicodeScalarView(text.unicodeScalars.prefix(semicolon.location.offset)))
         }
         return try parser.parseStatement()
-    }
-
-    /// One value filling the whole text (a file's JSON): anything after it is an error.
-    static func wholeLiteral(_ text: String) throws(ParseError) -> DocumentValue {
-        var parser = try Parser(text)
-        parser.json = true
-        let value = try parser.parseLiteral()
-        guard parser.current.kind == .end else {
-            throw parser.error("unexpected \(parser.current.shown) after the value; a file holds one value")
-        }
-        return value.value
     }
 
     /// A query kept by `.save`: a name and refinements, without a step that runs it.
@@ -945,12 +931,6 @@ struct Parser {
                        length: max(1, last.location.offset + last.length - start.location.offset))
     }
 
-    /// A comma right before a closing bracket: the query language lets it be, JSON does not.
-    private func closingAfterComma(_ comma: Token) throws(ParseError) {
-        guard json else { return }
-        throw error("a comma before \(current.shown): JSON has none after the last value", at: comma)
-    }
-
     private mutating func parseValue(depth: Int) throws(ParseError) -> DocumentValue {
         guard depth < 200 else { throw error("values are nested too deeply") }
         let token = advance()
@@ -975,8 +955,8 @@ struct Parser {
             while true {
                 elements.append(try parseValue(depth: depth + 1))
                 if current.symbol == "," {
-                    let comma = advance()
-                    if current.symbol == "]" { try closingAfterComma(comma); _ = advance(); break }
+                    _ = advance()
+                    if current.symbol == "]" { _ = advance(); break }
                     continue
                 }
                 _ = try expect("]", "or ',' in the list")
@@ -1001,8 +981,8 @@ struct Parser {
                 _ = try expect(":", "after the field name")
                 fields.append(.init(key, try parseValue(depth: depth + 1)))
                 if current.symbol == "," {
-                    let comma = advance()
-                    if current.symbol == "}" { try closingAfterComma(comma); _ = advance(); break }
+                    _ = advance()
+                    if current.symbol == "}" { _ = advance(); break }
                     continue
                 }
                 _ = try expect("}", "or ',' in the object")

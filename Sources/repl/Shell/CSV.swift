@@ -23,7 +23,7 @@ enum CSV {
 
     /// A date as DocStore prints it: `2024-05-01T00:00:00.000Z`.
     static func printed(_ date: Date) -> String {
-        DocumentValue.date(date).json().trimmingCharacters(in: ["\""])
+        DocumentValue.iso8601(date)
     }
 
     /// A finite Double in positional notation, never an exponent: a fraction with its shortest digits (`0.00001`),
@@ -84,14 +84,7 @@ enum CSV {
     static func jsonValue(_ text: String) -> DocumentValue? {
         guard let first = text.first, looksLikeJSON(text) || first == "-" || (first.isASCII && first.isNumber)
                 || text == "true" || text == "false" || text == "null" else { return nil }
-        return try? Parser.wholeLiteral(text)
-    }
-
-    /// `{"$date": "2024-05-01T00:00:00.000Z"}`, extended JSON's date, as a date.
-    static func extendedDate(_ value: DocumentValue) -> Date? {
-        guard case .object(let fields) = value, fields.count == 1, fields[0].name == "$date",
-              case .string(let text) = fields[0].value else { return nil }
-        return Parser.date(text)
+        return try? DocumentValue(json: text)
     }
 
     // MARK: Writing
@@ -143,7 +136,7 @@ enum CSV {
         private func cell(_ value: DocumentValue?, _ style: Style) -> String {
             switch value {
             case nil, .null?: return ""
-            case let v? where style.isJSON: return CSV.quote(Shell.exportedJSON(v))
+            case let v? where style.isJSON: return CSV.quote(v.json())
             case .string(let s)?: return CSV.quote(s, always: style.hasNonText || Kind.of(s) != .text)
             case .date(let d)?: return CSV.printed(d)
             case .double(let d)?: return d.isFinite ? CSV.plain(d) : DocumentValue.double(d).literalText

@@ -543,7 +543,7 @@ extension CSV {
                 guard let value = jsonValue(cell.text) else {
                     throw ShellError("\(origin): row \(row), column '\(header[c])' is not JSON as the other rows are")
                 }
-                return Shell.readingDates(value)
+                return value
             case .number:
                 guard let n = CSV.number(cell.text, lenient: true) else {
                     throw ShellError("\(origin): row \(row), column '\(header[c])': \(cell.text.debugDescription) is not "

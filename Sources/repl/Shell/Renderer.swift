@@ -61,7 +61,7 @@ struct Renderer {
             case .table, .box, .line: return "(no \(noun))\n"
             }
         }
-        if mode == .json { return document.extendedForJSON(dates: false).json(pretty: true) + "\n" }
+        if mode == .json { return document.json(pretty: true) + "\n" }
         // A list of one is laid out at once, never stopped by Ctrl-C.
         return (try? render([document], fitting: columns, counting: noun)) ?? ""
     }
@@ -70,7 +70,7 @@ struct Renderer {
     /// as JSON an object, and with no line under a table (there is always one row).
     func render(value: DocumentValue, named column: String, fitting columns: Int? = nil) -> String {
         let row = DocumentValue.object([.init(column, value)])
-        if mode == .json { return row.extendedForJSON(dates: false).json(pretty: true) + "\n" }
+        if mode == .json { return row.json(pretty: true) + "\n" }
         return (try? render([row], fitting: columns, counting: nil)) ?? ""
     }
 
@@ -182,7 +182,7 @@ struct Renderer {
         switch value {
         case .string(let s): return s
         case .null: return "nil"
-        case .date: return value.json().trimmingCharacters(in: ["\""])
+        case .date(let d): return DocumentValue.iso8601(d)
         default: return value.literalText
         }
     }
@@ -240,25 +240,16 @@ extension String {
 }
 
 extension DocumentValue {
-    /// The value as JSON output writes it: NaN and the infinities, which JSON lacks, as the dump writes them
-    /// (`{"$double": "inf"}`), and with `dates`, dates as `{"$date": "2024-05-01T00:00:00.000Z"}`; `.import` reads
-    /// both back.
-    func extendedForJSON(dates: Bool) -> DocumentValue {
-        switch self {
-        case .double(let d): return DocumentValue.tagged(nonFinite: d) ?? self
-        case .date(let d) where dates: return .object([Field("$date", .string(CSV.printed(d)))])
-        case .object(let fields): return .object(fields.map { Field($0.name, $0.value.extendedForJSON(dates: dates)) })
-        case .array(let elements): return .array(elements.map { $0.extendedForJSON(dates: dates) })
-        default: return self
-        }
-    }
-
-    /// The value as the query language writes it: JSON, with `date("...")` for dates and `nil` for null.
+    /// The value as the query language writes it: JSON, with `date("...")` for dates and `nil` for null; a UUID as
+    /// its text and bytes as base64, in quotes (the language has no words for them), an unsigned integer as digits.
     var literalText: String {
         switch self {
         case .null: return "nil"
-        case .date: return "date(\(json()))"
+        case .date(let d): return "date(\"\(DocumentValue.iso8601(d))\")"
         case .double(let d) where !d.isFinite: return d.isNaN ? "nan" : (d < 0 ? "-inf" : "inf")
+        case .uuid(let u): return DocumentValue.string(u.uuidString).json()
+        case .bytes(let b): return DocumentValue.string(Data(b).base64EncodedString()).json()
+        case .uint(let u): return String(u)
         default: return json()
         }
     }

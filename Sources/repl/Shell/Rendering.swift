@@ -123,7 +123,7 @@ struct Rendering {
         case .csv:
             return csv.row(document)
         case .json:
-            return (index > 0 ? ",\n" : "") + "  " + document.extendedForJSON(dates: false).json()
+            return (index > 0 ? ",\n" : "") + "  " + document.json()
         case .line:
             return (index > 0 ? "\n" : "") + Renderer.lines(document)
         }

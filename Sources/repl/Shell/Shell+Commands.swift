@@ -378,49 +378,42 @@ extension Shell {
 
     private func dropIndex(_ name: String, from collection: String) async throws {
         guard !pending.isOpen else { throw ShellError("index changes apply at once: commit or rollback first") }
-        let found = try await reading { ctx in
-            try ctx.collections().first { $0.name == collection }?.indexes.first { $0.name == name }
-        }
-        guard let definition = found else { throw ShellError("\(collection) has no index named '\(name)'") }
-        guard try await confirm("Drop index \(name) of \(collection) (\(definition))?",
-                                refusing: "drop index \(name)") else {
-            console.note("Nothing was dropped.")
-            return
-        }
-        let dropped = try await requireStore().write { ctx -> Bool in
-            // Only the index that was shown: one dropped and re-made meanwhile is not this one.
-            guard try ctx.collections().first(where: { $0.name == collection })?.indexes
-                .contains(definition) == true else { return false }
-            return try ctx.dropIndex(name, from: collection)
-        }
-        guard dropped else { throw ShellError("index \(name) of \(collection) changed while you answered; nothing was dropped") }
-        console.note("Dropped index \(name) of \(collection).")
+        let made = try await askingAgain("Index \(name) of \(collection)", look: {
+            let found = try await reading { ctx in
+                try ctx.collections().first { $0.name == collection }?.indexes.first { $0.name == name }
+            }
+            guard let definition = found else { throw ShellError("\(collection) has no index named '\(name)'") }
+            return (definition, ChangeQuestion(text: "Drop index \(name) of \(collection) (\(definition))?",
+                                               refusing: "drop index \(name)", declined: "Nothing was dropped."))
+        }, apply: { (definition: IndexDefinition) in
+            try await requireStore().write { ctx -> Bool? in
+                // Only the index that was shown: one dropped and re-made meanwhile is not this one.
+                guard try ctx.collections().first(where: { $0.name == collection })?.indexes
+                    .contains(definition) == true else { return nil }
+                return try ctx.dropIndex(name, from: collection) ? true : nil
+            }
+        })
+        if made != nil { console.note("Dropped index \(name) of \(collection).") }
     }
 
     private func dropCollection(_ collection: String) async throws {
         guard !pending.isOpen else { throw ShellError("dropping a collection applies at once: commit or rollback first") }
-        while true {
-            let all = Query<DocumentValue>(collection)
+        func what(_ count: Int) -> String { "collection \(collection) and its \(count) document\(count == 1 ? "" : "s")" }
+        let all = Query<DocumentValue>(collection)
+        let made = try await askingAgain(collection, look: {
             let found = try await reading { ctx -> [DocumentValue]? in
                 try ctx.collections().contains { $0.name == collection } ? try all.ids(in: ctx) : nil
             }
             guard let ids = found else { throw ShellError("no collection is named '\(collection)'") }
-            let count = ids.count
-            let what = "collection \(collection) and its \(count) document\(count == 1 ? "" : "s")"
-            guard try await confirm("Drop \(what)?", refusing: "drop \(what)") else {
-                console.note("Nothing was dropped.")
-                return
+            return (ids, ChangeQuestion(text: "Drop \(what(ids.count))?", refusing: "drop \(what(ids.count))",
+                                        declined: "Nothing was dropped."))
+        }, apply: { (ids: [DocumentValue]) in
+            try await requireStore().write { ctx -> Bool? in
+                guard try all.ids(in: ctx) == ids else { return nil }
+                return try ctx.dropCollection(collection) ? true : nil
             }
-            let dropped = try await requireStore().write { ctx -> Bool in
-                guard try all.ids(in: ctx) == ids else { return false }
-                return try ctx.dropCollection(collection)
-            }
-            if dropped {
-                console.note("Dropped \(what).")
-                return
-            }
-            console.note("\(collection) changed while you answered; asking again.")
-        }
+        })
+        if let (ids, _) = made { console.note("Dropped \(what(ids.count)).") }
     }
 
     private func saveFilter(_ name: String, _ text: String) async throws {

@@ -127,10 +127,10 @@ extension Shell {
         if batch.count == 0 { console.note("\(path) holds no documents; nothing was imported.") }
     }
 
-    /// A JSON document as stored: `{"$date": "..."}` becomes a date, and so do the strings at the paths of
-    /// `--dates` (one that is not a date is an error); with `--null`, strings equal to the marker become nil.
+    /// A JSON document as stored: the strings at the paths of `--dates` become dates (one that is not a date is an
+    /// error); with `--null`, strings equal to the marker become nil.
     nonisolated static func readingExtendedJSON(_ document: DocumentValue, reading: CSV.Reading, origin: String) throws -> DocumentValue {
-        var out = readingDates(document, nullMarker: reading.nullMarker)
+        var out = reading.nullMarker.map { nulling(document, marker: $0) } ?? document
         for path in reading.dates.sorted(by: { $0.description < $1.description }) {
             switch out[path: path] {
             case .string(let text)?:
@@ -146,30 +146,30 @@ extension Shell {
         return out
     }
 
-    /// A value with extended JSON's dates, `{"$date": "..."}`, read as dates, the dump's `{"$double": "inf"}` as
-    /// the Double, and strings equal to `nullMarker` as nil.
-    nonisolated static func readingDates(_ value: DocumentValue, nullMarker: String? = nil) -> DocumentValue {
+    /// A value with the strings equal to `marker` as nil.
+    nonisolated static func nulling(_ value: DocumentValue, marker: String) -> DocumentValue {
         switch value {
-        case .object(let fields):
-            if let date = CSV.extendedDate(value) { return .date(date) }
-            if let d = value.taggedDouble { return .double(d) }
-            return .object(fields.map { DocumentValue.Field($0.name, readingDates($0.value, nullMarker: nullMarker)) })
-        case .array(let elements): return .array(elements.map { readingDates($0, nullMarker: nullMarker) })
-        case .string(let s) where s == nullMarker: return .null
+        case .object(let fields): return .object(fields.map { .init($0.name, nulling($0.value, marker: marker)) })
+        case .array(let elements): return .array(elements.map { nulling($0, marker: marker) })
+        case .string(let s) where s == marker: return .null
         default: return value
         }
     }
 
-    /// A value as JSON for `.export`: dates written as extended JSON's `{"$date": "2024-05-01T00:00:00.000Z"}`, and
-    /// NaN and the infinities as the dump writes them, `{"$double": "inf"}`, so that `.import` reads them back as
-    /// they were; the rest as ``DocumentValue/json(pretty:)`` writes it.
-    nonisolated static func exportedJSON(_ value: DocumentValue) -> String {
-        value.extendedForJSON(dates: true).json()
+    /// The value JSON `text` holds (as ``DocumentValue/init(json:)`` reads it), or an error showing where it is not
+    /// JSON.
+    nonisolated static func json(_ text: String, origin: String, firstLine: Int = 1) throws -> DocumentValue {
+        do { return try DocumentValue(json: text) } catch {
+            let before = String(decoding: text.utf8.prefix(error.offset), as: UTF8.self).unicodeScalars
+            let line = before.split(separator: "\n", omittingEmptySubsequences: false)
+            let spot = SourceLocation(offset: before.count, line: line.count, column: (line.last?.count ?? 0) + 1)
+            throw ShellError(ParseError(message: error.reason, location: spot)
+                .rendered(source: text, origin: origin, firstLine: firstLine))
+        }
     }
 
     nonisolated static func parseJSONDocuments(_ text: String, origin: String) throws -> [DocumentValue] {
-        let value: DocumentValue
-        do { value = try Parser.wholeLiteral(text) } catch { throw ShellError(error.rendered(source: text, origin: origin)) }
+        let value = try json(text, origin: origin)
         switch value {
         case .array(let list): return list
         case .object: return [value]
@@ -215,15 +215,11 @@ extension Shell {
             number += 1
             if number % 1000 == 0 { try Task.checkCancellation() }
             guard !line.allSatisfy(\.isWhitespace) else { continue }
-            let value: DocumentValue
-            do throws(ParseError) {
-                value = try Parser.wholeLiteral(line)
-                guard case .object = value else {
-                    throw ParseError(message: "each line holds one document ({...})",
-                                     location: SourceLocation(offset: 0, line: 1, column: 1))
-                }
-            } catch {
-                throw ShellError(error.rendered(source: line, origin: path, firstLine: number))
+            let value = try json(String(line), origin: path, firstLine: number)
+            guard case .object = value else {
+                throw ShellError(ParseError(message: "each line holds one document ({...})",
+                                            location: SourceLocation(offset: 0, line: 1, column: 1))
+                    .rendered(source: String(line), origin: path, firstLine: number))
             }
             try body(try readingExtendedJSON(value, reading: reading, origin: "\(path), line \(number)"))
         }
@@ -281,12 +277,12 @@ extension Shell {
             case .json:
                 try writer.write("[")
                 try rows(ctx) { d in
-                    try writer.write((n == 0 ? "\n" : ",\n") + Shell.exportedJSON(d))
+                    try writer.write((n == 0 ? "\n" : ",\n") + d.json())
                     tick()
                 }
                 try writer.write(n == 0 ? "]\n" : "\n]\n")
             case .ndjson:
-                try rows(ctx) { d in try writer.write(Shell.exportedJSON(d) + "\n"); tick() }
+                try rows(ctx) { d in try writer.write(d.json() + "\n"); tick() }
             case .csv:
                 var columns = CSV.Columns()
                 try rows(ctx) { columns.add($0) }

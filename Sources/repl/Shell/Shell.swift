@@ -168,6 +168,41 @@ final class Shell {
         }
     }
 
+    /// What a change asks before it is made: the question, the action refused when no one can answer, and the note
+    /// when the answer is no.
+    struct ChangeQuestion {
+        var text: String
+        var refusing: String
+        var declined: String
+    }
+
+    /// Asks before a change and makes it, asking again while what the change touches changes as the person answers:
+    /// the loop of every change that asks about what it touches.
+    ///
+    /// Each round, `look` reads what the change touches and the question about it (`nil` altogether: there is
+    /// nothing to do, and it has said why; a `nil` question: nothing to ask). `apply` then makes the change, first
+    /// checking that what it touches is still what was read: when it is not (`apply` returns `nil`, or throws
+    /// ``DocStoreError/Code/changedSinceRead``), the shell notes that `what` changed while the person answered
+    /// and asks again, with what the change touches now.
+    /// - Returns: What was read and what `apply` returned; `nil` when there was nothing to do or the answer was no.
+    func askingAgain<Seen, Done>(_ what: String, look: () async throws -> (seen: Seen, question: ChangeQuestion?)?,
+                                 apply: (Seen) async throws -> Done?) async throws -> (seen: Seen, done: Done)? {
+        while true {
+            guard let (seen, question) = try await look() else { return nil }
+            if let question, try await !confirm(question.text, refusing: question.refusing) {
+                console.note(question.declined)
+                return nil
+            }
+            var reason = ""
+            do {
+                if let done = try await apply(seen) { return (seen, done) }
+            } catch let error as DocStoreError where error.code == .changedSinceRead {
+                reason = " (\(error))"
+            }
+            console.note("\(what) changed while you answered\(reason); asking again.")
+        }
+    }
+
     /// Ends the read of a confirmation's answer (set by the terminal loop).
     var endQuestionRead: (@Sendable () -> Void)?
 
@@ -605,35 +640,26 @@ final class Shell {
     private func changeMatches(of q: Query<DocumentValue>, verb: String, done: String, preposition: String,
                                detail: String? = nil,
                                _ apply: @escaping @Sendable (WriteContext, DocumentValue) throws -> Bool) async throws {
-        while true {
+        func what(_ n: Int) -> String { "\(n) document\(n == 1 ? "" : "s") \(preposition) \(q.collection)" }
+        let made = try await askingAgain("The matching documents", look: {
             let matched = try await reading { try q.matchedDocuments(in: $0) }
             if matched.isEmpty {
                 console.note("No document matches; nothing to \(verb).")
-                return
+                return nil
             }
-            let n = matched.count
-            let what = "\(n) document\(n == 1 ? "" : "s") \(preposition) \(q.collection)"
-            guard try await confirm("\(verb.prefix(1).uppercased() + verb.dropFirst()) \(what)"
-                                        + (detail.map { " (\($0))" } ?? "") + "?",
-                                    refusing: "\(verb) \(what)") else {
-                console.note("Nothing was \(done).")
-                return
+            let what = what(matched.count)
+            return (matched, ChangeQuestion(
+                text: "\(verb.prefix(1).uppercased() + verb.dropFirst()) \(what)" + (detail.map { " (\($0))" } ?? "") + "?",
+                refusing: "\(verb) \(what)", declined: "Nothing was \(done)."))
+        }, apply: { (matched: MatchedDocuments) in
+            try await change("\(verb) \(what(matched.count)) (\(q))" + (detail.map { ": \($0)" } ?? "")) { ctx in
+                try matched.requireUnchanged(in: ctx)
+                return try matched.ids.filter { try apply(ctx, $0) }.count
             }
-            let summary = "\(verb) \(what) (\(q))" + (detail.map { ": \($0)" } ?? "")
-            let changed: Int
-            do {
-                changed = try await change(summary) { ctx in
-                    try matched.requireUnchanged(in: ctx)
-                    return try matched.ids.filter { try apply(ctx, $0) }.count
-                }
-            } catch let error as DocStoreError where error.code == .changedSinceRead {
-                console.note("The matching documents changed while you answered (\(error)); asking again.")
-                continue
-            }
-            console.note(pending.isOpen ? "Pending: \(verb) \(what)."
-                : "\(done.prefix(1).uppercased() + done.dropFirst()) \(changed) document\(changed == 1 ? "" : "s").")
-            return
-        }
+        })
+        guard let (matched, changed) = made else { return }
+        console.note(pending.isOpen ? "Pending: \(verb) \(what(matched.count))."
+            : "\(done.prefix(1).uppercased() + done.dropFirst()) \(changed) document\(changed == 1 ? "" : "s").")
     }
 
     /// Inserts (or saves) one document or a list of them. Those without an id are given one by the store, in the
@@ -689,65 +715,57 @@ final class Shell {
         let what = "\(n) document\(n == 1 ? "" : "s")"
         let verb = origin != nil ? "import" : (replacing ? "save" : "insert")
         let summary = "\(verb) \(what) into \(collection)" + (origin.map { " from \($0)" } ?? "")
-        while true {
+        let written = try await askingAgain("The documents of \(collection)", look: {
             let replaced = replacing ? try await reading { try $0.matchedDocuments(collection, ids: ids) } : nil
-            if let replaced, !replaced.isEmpty {
-                let r = replaced.count
-                let which = r <= 5 ? " (id\(r == 1 ? "" : "s") \(replaced.ids.map(\.literalText).joined(separator: ", ")))" : ""
-                let question = origin != nil
-                    ? "Import \(what) into \(collection), replacing \(r) existing one\(r == 1 ? "" : "s")\(which)?"
-                    : "Replace \(r) existing document\(r == 1 ? "" : "s") of \(collection)\(which)?"
-                guard try await confirm(question, refusing: "replace \(r) document\(r == 1 ? "" : "s") of \(collection)")
-                else {
-                    console.note(origin != nil ? "Nothing was imported." : "Nothing was saved.")
-                    return
-                }
-            }
-            let storedIDs: [DocumentValue]
-            do {
-                storedIDs = try await change(summary, chosen: { $0.chosenText }) { ctx in
-                    // Exactly the documents counted are replaced, as they were: if others now share ids with these,
-                    // or those changed, ask again.
-                    try replaced?.requireUnchanged(in: ctx)
-                    var stored = StoredIDs()
-                    var i = 0
-                    var k = 0   // the ids given so far, each the one counted when asked (a file read again may differ)
-                    try batch.forEach { d in
-                        let id = d[path: idPath].flatMap { $0 == .null ? nil : $0 }
-                        if let id {
-                            guard k < ids.count, ids[k] == id else {
-                                throw ShellError("\(origin ?? "the input") changed while it was written: document "
-                                    + "\(i + 1) has id \(id.literalText), not the one counted; nothing was written")
-                            }
-                            k += 1
+            guard let replaced, !replaced.isEmpty else { return (replaced, nil) }
+            let r = replaced.count
+            let which = r <= 5 ? " (id\(r == 1 ? "" : "s") \(replaced.ids.map(\.literalText).joined(separator: ", ")))" : ""
+            let question = origin != nil
+                ? "Import \(what) into \(collection), replacing \(r) existing one\(r == 1 ? "" : "s")\(which)?"
+                : "Replace \(r) existing document\(r == 1 ? "" : "s") of \(collection)\(which)?"
+            return (replaced, ChangeQuestion(text: question,
+                                             refusing: "replace \(r) document\(r == 1 ? "" : "s") of \(collection)",
+                                             declined: origin != nil ? "Nothing was imported." : "Nothing was saved."))
+        }, apply: { (replaced: MatchedDocuments?) in
+            try await change(summary, chosen: { $0.chosenText }) { ctx in
+                // Exactly the documents counted are replaced, as they were: if others now share ids with these,
+                // or those changed, ask again.
+                try replaced?.requireUnchanged(in: ctx)
+                var stored = StoredIDs()
+                var i = 0
+                var k = 0   // the ids given so far, each the one counted when asked (a file read again may differ)
+                try batch.forEach { d in
+                    let id = d[path: idPath].flatMap { $0 == .null ? nil : $0 }
+                    if let id {
+                        guard k < ids.count, ids[k] == id else {
+                            throw ShellError("\(origin ?? "the input") changed while it was written: document "
+                                + "\(i + 1) has id \(id.literalText), not the one counted; nothing was written")
                         }
-                        let kept = replacing ? try ctx.saveAndFetch(d, into: collection) : try ctx.insertAndFetch(d, into: collection)
-                        stored.add(kept[path: idPath] ?? .null, chosen: id == nil, of: n)
-                        i += 1
-                        if showProgress && i % 1000 == 0 { Progress.draw(label: "importing", done: i, total: n) }
+                        k += 1
                     }
-                    guard i == n && k == ids.count else {
-                        throw ShellError("\(origin ?? "the input") changed while it was written: \(i) documents instead "
-                            + "of \(n); nothing was written")
-                    }
-                    if showProgress { Progress.draw(label: "importing", done: n, total: n) }
-                    return stored
-                }.all
-            } catch let error as DocStoreError where error.code == .changedSinceRead {
-                console.note("The documents of \(collection) changed while you answered (\(error)); asking again.")
-                continue
-            }
-            let replacedCount = replaced?.count ?? 0
-            let replacedText = replacedCount == 0 ? "" : ", replacing \(replacedCount)"
-            if pending.isOpen {
-                let made = ids.count < n ? "; ids for those without one are chosen at commit" : ""
-                console.note("Pending: \(verb) \(what)\(origin == nil ? Shell.idText(ids, of: n) : "")\(replacedText)\(made).")
-            } else {
-                let done = origin != nil ? "Imported" : (replacing ? "Saved" : "Inserted")
-                let shownIDs = origin == nil && (n == 1 || ids.count < n) ? Shell.idText(storedIDs, of: n) : ""
-                console.note("\(done) \(what)\(origin == nil ? "" : " into \(collection)")\(shownIDs)\(replacedText).")
-            }
-            return
+                    let kept = replacing ? try ctx.saveAndFetch(d, into: collection) : try ctx.insertAndFetch(d, into: collection)
+                    stored.add(kept[path: idPath] ?? .null, chosen: id == nil, of: n)
+                    i += 1
+                    if showProgress && i % 1000 == 0 { Progress.draw(label: "importing", done: i, total: n) }
+                }
+                guard i == n && k == ids.count else {
+                    throw ShellError("\(origin ?? "the input") changed while it was written: \(i) documents instead "
+                        + "of \(n); nothing was written")
+                }
+                if showProgress { Progress.draw(label: "importing", done: n, total: n) }
+                return stored
+            }.all
+        })
+        guard let (replaced, storedIDs) = written else { return }
+        let replacedCount = replaced?.count ?? 0
+        let replacedText = replacedCount == 0 ? "" : ", replacing \(replacedCount)"
+        if pending.isOpen {
+            let made = ids.count < n ? "; ids for those without one are chosen at commit" : ""
+            console.note("Pending: \(verb) \(what)\(origin == nil ? Shell.idText(ids, of: n) : "")\(replacedText)\(made).")
+        } else {
+            let done = origin != nil ? "Imported" : (replacing ? "Saved" : "Inserted")
+            let shownIDs = origin == nil && (n == 1 || ids.count < n) ? Shell.idText(storedIDs, of: n) : ""
+            console.note("\(done) \(what)\(origin == nil ? "" : " into \(collection)")\(shownIDs)\(replacedText).")
         }
     }
 

@@ -1,24 +1,36 @@
 import Foundation
 
-/// Documents as the text of a dump: JSON that keeps every value exactly, so that a restore gives equal documents.
+/// DocStore's JSON: the text of a document, of a dump, of the shell's JSON output and of what its `.import` reads,
+/// written and read here alone. It keeps every value exactly, so that what is read back is what was written.
 ///
 /// Strings, booleans, `null`, arrays and objects (with their fields in order) are plain JSON. An integer is written
 /// without a point, a Double always with one (`1.0`) or an exponent, so each reads back as what it was. The kinds
 /// JSON lacks are objects of one tagged field: `{"$date": "2024-05-01T10:00:00.000Z"}` (with `"$seconds"`, the
 /// exact seconds since 2001, when milliseconds do not hold the date exactly), `{"$uuid": "..."}`,
-/// `{"$bytes": "base64"}`, `{"$uint": "12"}` for an unsigned integer, `{"$double": "nan"}` for a Double JSON cannot
-/// write. A document's own object with a field whose name starts with `$` is wrapped as `{"$object": {...}}`.
+/// `{"$bytes": "base64"}`, `{"$uint": "12"}` for an unsigned integer, `{"$double": "nan"}`
+/// (`"inf"`, `"-inf"`) for a Double JSON cannot write. A document's own object with a field whose name starts
+/// with `$` is wrapped as `{"$object": {...}}`. Reading, a `$date` may be any ISO 8601 text the shell reads (a day,
+/// a time with or without a fraction), an object whose first field is a `$` name of no tag above is an object, and
+/// comments (`//`, `/* */`) are skipped.
 /// (The Backups and compaction section of the Transactions article describes the format for users.)
-enum DumpJSON {
-    /// Appends `value`'s text to `out`, as UTF-8.
-    static func write(_ value: DocumentValue, to out: inout [UInt8]) {
+enum ExtendedJSON {
+    /// Appends `value`'s text to `out`, as UTF-8; `pretty`, with each element and field on a line of its own,
+    /// indented by two spaces a level (a tag stays on one line).
+    static func write(_ value: DocumentValue, to out: inout [UInt8], pretty: Bool = false, indent: Int = 0) {
+        func newline(_ level: Int) {
+            guard pretty else { return }
+            out.append(0x0A)
+            out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
+        }
         switch value {
         case .null: append("null", &out)
         case .bool(let b): append(b ? "true" : "false", &out)
         case .int(let i): append(String(i), &out)
         case .string(let s): string(s, &out)
         case .double(let d):
-            if d.isFinite { append(value.json(), &out) } else { tagged("$double", nonFiniteText(d), &out) }
+            if !d.isFinite { tagged("$double", nonFiniteText(d), &out) }
+            else if d == d.rounded(), abs(d) < 1e15 { append(String(format: "%.1f", d), &out) }
+            else { append("\(d)", &out) }
         case .uint(let u): tagged("$uint", String(u), &out)
         case .uuid(let u): tagged("$uuid", u.uuidString, &out)
         case .bytes(let b): tagged("$bytes", Data(b).base64EncodedString(), &out)
@@ -32,18 +44,22 @@ enum DumpJSON {
             out.append(UInt8(ascii: "["))
             for (i, e) in elements.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                write(e, to: &out)
+                newline(indent + 1)
+                write(e, to: &out, pretty: pretty, indent: indent + 1)
             }
+            if !elements.isEmpty { newline(indent) }
             out.append(UInt8(ascii: "]"))
         case .object(let fields):
             let wrapped = fields.contains { $0.name.utf8.first == UInt8(ascii: "$") }
             append(wrapped ? "{\"$object\":{" : "{", &out)
             for (i, f) in fields.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
+                newline(indent + 1)
                 string(f.name, &out)
-                out.append(UInt8(ascii: ":"))
-                write(f.value, to: &out)
+                append(pretty ? ": " : ":", &out)
+                write(f.value, to: &out, pretty: pretty, indent: indent + 1)
             }
+            if !fields.isEmpty { newline(indent) }
             append(wrapped ? "}}" : "}", &out)
         }
     }
@@ -91,9 +107,9 @@ enum DumpJSON {
     }
 
     /// `value`'s text.
-    static func text(_ value: DocumentValue) -> String {
+    static func text(_ value: DocumentValue, pretty: Bool = false) -> String {
         var out: [UInt8] = []
-        write(value, to: &out)
+        write(value, to: &out, pretty: pretty)
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -151,7 +167,7 @@ enum DumpJSON {
         try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)
     }
 
-    /// The value a line of dump text holds, its tags read back into the kinds they stand for.
+    /// The value a text holds, its tags read back into the kinds they stand for; throws ``JSONError``.
     static func read(_ line: some StringProtocol) throws -> DocumentValue {
         var reader = Reader(bytes: Array(line.utf8))
         reader.skipSpace()
@@ -161,21 +177,40 @@ enum DumpJSON {
         return value
     }
 
-    /// What is wrong with a line, and where.
-    struct Malformed: Error, CustomStringConvertible {
-        let description: String
-    }
-
     private struct Reader {
         let bytes: [UInt8]
         var at = 0
         /// Arrays and objects open around the value being read: no deeper than a stored document may be.
         var depth = 0
 
-        func failure(_ what: String) -> Malformed { Malformed(description: "\(what) at column \(at + 1)") }
+        func failure(_ what: String, at offset: Int? = nil) -> JSONError { JSONError(reason: what, offset: offset ?? at) }
 
+        /// After a comma: a closing `close` there is an error, where the comma is.
+        mutating func refuseCommaBefore(_ close: UInt8) throws {
+            let comma = at - 1
+            skipSpace()
+            if at < bytes.count, bytes[at] == close {
+                throw failure("a comma before '\(Character(Unicode.Scalar(close)))': JSON has none after the last value",
+                              at: comma)
+            }
+        }
+
+        /// Skips white space, and comments (`// ...` to the end of the line, `/* ... */`), which a JSON file
+        /// written by hand may hold.
         mutating func skipSpace() {
-            while at < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[at]) { at += 1 }
+            while at < bytes.count {
+                if [0x20, 0x09, 0x0A, 0x0D].contains(bytes[at]) { at += 1; continue }
+                guard bytes[at] == UInt8(ascii: "/"), at + 1 < bytes.count else { return }
+                if bytes[at + 1] == UInt8(ascii: "/") {
+                    while at < bytes.count, bytes[at] != 0x0A { at += 1 }
+                } else if bytes[at + 1] == UInt8(ascii: "*") {
+                    at += 2
+                    while at + 1 < bytes.count, !(bytes[at] == UInt8(ascii: "*") && bytes[at + 1] == UInt8(ascii: "/")) { at += 1 }
+                    at = min(at + 2, bytes.count)
+                } else {
+                    return
+                }
+            }
         }
 
         mutating func expect(_ byte: UInt8) throws {
@@ -209,7 +244,7 @@ enum DumpJSON {
                     elements.append(try value())
                     skipSpace()
                     guard at < bytes.count else { throw failure("an array is not closed") }
-                    if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
+                    if bytes[at] == UInt8(ascii: ",") { at += 1; try refuseCommaBefore(UInt8(ascii: "]")); continue }
                     try expect(UInt8(ascii: "]"))
                     return .array(elements)
                 }
@@ -310,7 +345,7 @@ enum DumpJSON {
                     }
                     skipSpace()
                     guard at < bytes.count else { throw failure("an object is not closed") }
-                    if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
+                    if bytes[at] == UInt8(ascii: ",") { at += 1; try refuseCommaBefore(UInt8(ascii: "}")); continue }
                     try expect(UInt8(ascii: "}"))
                     break
                 }
@@ -339,7 +374,7 @@ enum DumpJSON {
                 guard let d = Data(base64Encoded: try text()) else { throw failure("$bytes holds no base64") }
                 return .bytes(Array(d))
             case ("$double", 1):
-                guard let d = DumpJSON.nonFinite(try text()) else { throw failure("$double holds no nan, inf or -inf") }
+                guard let d = ExtendedJSON.nonFinite(try text()) else { throw failure("$double holds no nan, inf or -inf") }
                 return .double(d)
             case ("$date", 1), ("$date", 2):
                 if fields.count == 2 {
@@ -348,27 +383,46 @@ enum DumpJSON {
                     }
                     return .date(Date(timeIntervalSinceReferenceDate: s))
                 }
-                guard let d = DumpJSON.parseDate(try text()) else { throw failure("$date holds no ISO 8601 date") }
+                let text = try text()
+                guard let d = ExtendedJSON.parseDate(text) ?? DateTextFormat.iso8601(text) else {
+                    throw failure("$date holds no ISO 8601 date")
+                }
                 return .date(d)
             default:
-                throw failure("an object whose first field is \(tag) is not one a dump writes")
+                return .object(fields)
             }
         }
     }
 }
 
 extension DocumentValue {
-    /// A Double JSON cannot write (NaN or an infinity) as a dump writes it: the object `{"$double": "inf"}` (or
-    /// `"-inf"`, `"nan"`), which ``taggedDouble`` reads back; `nil` for a finite Double.
-    public static func tagged(nonFinite d: Double) -> DocumentValue? {
-        d.isFinite ? nil : .object([Field("$double", .string(DumpJSON.nonFiniteText(d)))])
+    /// The value as DocStore's JSON, which dumps hold too: plain JSON, with the kinds JSON lacks as objects of one
+    /// tagged field, `{"$date": "2024-05-01T10:00:00.000Z"}`, `{"$uuid": "..."}`, `{"$double": "inf"}` and so on,
+    /// which ``init(json:)`` reads back as they were.
+    public func json(pretty: Bool = false) -> String {
+        ExtendedJSON.text(self, pretty: pretty)
     }
 
-    /// The Double an object `{"$double": "nan"}` (`"inf"`, `"-inf"`) stands for, as a dump writes it; `nil` for
-    /// any other value.
-    public var taggedDouble: Double? {
-        guard case .object(let fields) = self, fields.count == 1, fields[0].name == "$double",
-              case .string(let text) = fields[0].value else { return nil }
-        return DumpJSON.nonFinite(text)
+    /// The value that DocStore's JSON `text` (as ``json(pretty:)`` writes it, or plain JSON) holds.
+    ///
+    /// - Throws: ``JSONError`` when the text is not one JSON value, saying what is wrong and where.
+    public init(json text: some StringProtocol) throws(JSONError) {
+        do { self = try ExtendedJSON.read(text) } catch {
+            throw error as? JSONError ?? JSONError(reason: "\(error)", offset: 0)
+        }
     }
+
+    /// A date as DocStore's JSON writes it: ISO 8601 in UTC, with milliseconds (`2024-05-01T10:00:00.000Z`).
+    public static func iso8601(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+}
+
+/// Why a text is not DocStore's JSON, and where.
+public struct JSONError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong.
+    public let reason: String
+    /// The UTF-8 bytes of the text before the spot.
+    public let offset: Int
+    public var description: String { "\(reason) at column \(offset + 1)" }
 }
