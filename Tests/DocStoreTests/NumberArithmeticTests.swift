@@ -46,14 +46,14 @@ import Testing
             }
         }
         let fromIndex = try await Query<DocumentValue>("indexed").include(.compare("pair", .equal, .int(0)))
-            .explain(aggregate: .sum("v"), in: store)
+            .aggregate(.sum("v")).explain(in: store)
         #expect("\(fromIndex)".contains("pair_v"), "the sum is not read from the index: \(fromIndex)")
         for (i, (a, b)) in pairs.enumerated() {
             let expression = ValueExpression.Number(a)!.applying(.add, ValueExpression.Number(b)!)?.value
             var sums: [String: DocumentValue?] = [:]
             for collection in ["scanned", "indexed"] {
                 let q = Query<DocumentValue>(collection).include(.compare("pair", .equal, .int(Int64(i))))
-                do { sums[collection] = try await q.aggregate(.sum("v"), in: store) } catch let error as DocStoreError {
+                do { sums[collection] = try await q.aggregate(.sum("v")).value(in: store) } catch let error as DocStoreError {
                     #expect(error.code == .overflow, "\(a) + \(b): \(error)")
                     sums[collection] = .some(nil)
                 }
