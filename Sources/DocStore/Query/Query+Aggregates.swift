@@ -82,7 +82,7 @@ extension Query where Element: Document {
         return query.select(paths)
     }
 
-    /// The request of an aggregate over the matches (within the slice, when sliced), read with ``value(in:)``.
+    /// The request of an aggregate over the matches (within the slice, when sliced), read with ``value(in:)-(ReadContext)``.
     ///
     /// For example: `let total = try Person.query().aggregate(.sum(\.score)).value(in: ctx)`.
     public func aggregate<Value>(_ aggregation: Aggregation<Element, Value>) -> Query<Value> {

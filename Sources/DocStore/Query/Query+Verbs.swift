@@ -125,8 +125,8 @@ extension Query {
         return value
     }
 
-    /// How the request runs, then what running it took: it is run as ``results(in:)`` runs it (a count of every
-    /// match, `aggregate(.count)`, as ``count(in:)`` counts).
+    /// How the request runs, then what running it took: it is run as ``results(in:)-(ReadContext)`` runs it (a count of every
+    /// match, `aggregate(.count)`, as ``count(in:)-(ReadContext)`` counts).
     ///
     /// For example: `print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))`.
     public func explain(in context: ReadContext) throws -> QueryExplanation {
@@ -295,7 +295,7 @@ extension Query where Element: Document {
 
 extension Query where Element == DocumentValue {
     /// The ids of the documents, in order: what a tool counts, confirms, and then deletes with
-    /// ``WriteContext/delete(id:from:)``.
+    /// ``WriteContext/delete(_:id:)-(String,_)``.
     public func ids(in context: ReadContext) throws -> [DocumentValue] {
         let exact = { (key: [UInt8]) in KeyEncoder.exactValue(ofKey: key, numbers: false) }
         return try ids(in: context, numbers: false, allFromKeys: { Self.exactIDs($0, exact) }, fromKey: { $0 }) { reader, ref in
