@@ -110,7 +110,11 @@ extension Query {
     /// many groups.
     public func count(in context: ReadContext) throws -> Int {
         if output.isGroups { return try computedRows(try executor(in: context)).rows.count }
-        return try counting.value(in: context)
+        // The counting plan, run by the executor's count alone: no row of a group to make and convert.
+        let counting = self.counting
+        guard let executor = try counting.executor(in: context) else { return 0 }
+        guard case .counting(let afterwards)? = executor.plan.aggregateAccess else { return try counting.value(in: context) }
+        return WindowStep.apply(afterwards, toCount: try executor.count())
     }
 
     /// The one result of a request that has one, such as an aggregate of every match (which has one even when
@@ -119,7 +123,10 @@ extension Query {
     ///
     /// For example: `let oldest = try Person.query().aggregate(.max(\.age)).value(in: ctx)`.
     public func value(in context: ReadContext) throws -> Element {
-        guard let value = try first(in: context) else {
+        // An aggregate of every match has its one row without a slice to take it: no second request to plan.
+        let value = output.isGroups && selection.window == nil ? try run(in: context).results.first
+            : try first(in: context)
+        guard let value else {
             throw DocStoreError(.invalidSchema, "\(self) has no result", collection: collection)
         }
         return value
