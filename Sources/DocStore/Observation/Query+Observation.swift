@@ -17,7 +17,7 @@ extension Query {
             let executor = try self.executor(in: ctx)
             guard let executor, self.output == .documents else {
                 // What is computed, compared as the encoded rows.
-                let rows = try self.computedRows(executor).rows
+                let rows = try self.computedRows(executor)
                 for row in rows { Fingerprint.append(DocumentValue.array(row.values + [row.value]).encoded(), to: &fingerprint) }
                 if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
                 return (fingerprint, try rows.map { try self.kind.row($0.values, $0.value) })

@@ -22,15 +22,25 @@ extension Query {
         try executor(in: context)?.plan ?? .noCollection(selection, output: output, collection: collection)
     }
 
-    /// Runs the request: its results, and the plan it ran with what running it took.
-    private func run(in context: ReadContext) throws -> (results: [Element], plan: Plan, statistics: QueryStatistics) {
+    /// Runs the request: its results, and the plan it ran with what running it took (made only when asked for:
+    /// a copy of the plan costs a query of one key a good share of its time).
+    private func run(in context: ReadContext) throws
+        -> (results: [Element], explained: () -> (plan: Plan, statistics: QueryStatistics)) {
         let executor = try executor(in: context)
-        guard let executor, output == .documents else {
-            let (rows, plan, statistics) = try computedRows(executor)
-            return (try rows.map { try kind.row($0.values, $0.value) }, plan, statistics)
+        let results: [Element]
+        if let executor, output == .documents {
+            // Only the documents returned are decoded, as the walk finds them.
+            results = try executor.documents(decoder(executor))
+        } else {
+            results = try computedRows(executor).map { try kind.row($0.values, $0.value) }
         }
-        // Only the documents returned are decoded, as the walk finds them.
-        return (try executor.documents(decoder(executor)), executor.plan, executor.statistics.value)
+        return (results, {
+            if let executor { return (executor.plan, executor.statistics.value) }
+            let plan = Plan.noCollection(selection, output: output, collection: collection)
+            var statistics = QueryStatistics()
+            if let grouping = plan.grouping, !grouping.isCount { statistics.returned = results.count }
+            return (plan, statistics)
+        })
     }
 
     /// The stored documents made into elements, a failure naming the document.
@@ -44,23 +54,18 @@ extension Query {
 
     /// What a request of fields or groups computes, before its rows are elements: each document's fields, or each
     /// group's values and aggregate; with no collection, the groups of nothing.
-    func computedRows(_ executor: Executor?) throws
-        -> (rows: [(values: [DocumentValue], value: DocumentValue)], plan: Plan, statistics: QueryStatistics) {
+    func computedRows(_ executor: Executor?) throws -> [(values: [DocumentValue], value: DocumentValue)] {
         guard let executor else {
             let plan = Plan.noCollection(selection, output: output, collection: collection)
-            guard let grouping = plan.grouping, grouping.by.isEmpty else { return ([], plan, QueryStatistics()) }
+            guard let grouping = plan.grouping, grouping.by.isEmpty else { return [] }
             let rows = grouping.arranged([try GroupRow.ofNothing(grouping.aggregate, collection: collection)])
-            var statistics = QueryStatistics()
-            if !grouping.isCount { statistics.returned = rows.count }
-            return (rows.map { ($0.values, $0.result) }, plan, statistics)
+            return rows.map { ($0.values, $0.result) }
         }
-        let rows: [(values: [DocumentValue], value: DocumentValue)]
         switch output {
-        case .documents: rows = []
-        case .fields(let paths): rows = try executor.project(paths).map { ([], $0) }
-        case .groups: rows = try executor.aggregate().map { ($0.values, $0.result) }
+        case .documents: return []
+        case .fields(let paths): return try executor.project(paths).map { ([], $0) }
+        case .groups: return try executor.aggregate().map { ($0.values, $0.result) }
         }
-        return (rows, executor.plan, executor.statistics.value)
     }
 
     /// The request of the number of matches (within the slice, when sliced).
@@ -109,7 +114,7 @@ extension Query {
     /// the indexes answer the whole condition, no document decoded unless a condition needs it; of groups, how
     /// many groups.
     public func count(in context: ReadContext) throws -> Int {
-        if output.isGroups { return try computedRows(try executor(in: context)).rows.count }
+        if output.isGroups { return try computedRows(try executor(in: context)).count }
         // The counting plan, run by the executor's count alone: no row of a group to make and convert.
         let counting = self.counting
         guard let executor = try counting.executor(in: context) else { return 0 }
@@ -137,7 +142,7 @@ extension Query {
     ///
     /// For example: `print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))`.
     public func explain(in context: ReadContext) throws -> QueryExplanation {
-        let ran = try run(in: context)
+        let ran = try run(in: context).explained()
         return QueryExplanation(plan: ran.plan, statistics: ran.statistics)
     }
 
@@ -155,7 +160,7 @@ extension Query {
     public func cursor(in context: ReadContext) throws -> QueryCursor<Element> {
         let executor = try executor(in: context)
         guard let executor, output == .documents else {
-            var results = try computedRows(executor).rows.map { try kind.row($0.values, $0.value) }.makeIterator()
+            var results = try computedRows(executor).map { try kind.row($0.values, $0.value) }.makeIterator()
             return QueryCursor(context: context, executor: executor) { results.next() }
         }
         // In a write transaction the loop may write: a document moved ahead of a live cursor would be met again
