@@ -114,6 +114,24 @@ private func everything(_ store: DocStore) async throws -> String {
 }
 
 @Suite struct MigrationTests {
+    /// A step's text is what earlier builds recorded (dates, UUIDs and unsigned integers plain), so that a store
+    /// migrated by one of them does not look as if its migrations had changed.
+    @Test func stepTextsKeepTheirPlainForm() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("s.db"))
+        try await store.write { ctx in try ctx.insert(.object([("id", .int(1))]), into: "c") }
+        let day = Date(timeIntervalSince1970: 1_714_557_600)
+        let id = UUID(uuidString: "00000000-0000-0000-0000-00000000002A")!
+        try await store.applyMigration("defaults") { m in
+            try m.addField("created", in: "c", value: .date(day))
+            try m.addField("ref", in: "c", value: .array([.uuid(id), .uint(UInt64.max), .double(.infinity)]))
+        }
+        #expect(try await store.appliedMigrations().first?.steps == [
+            "add field c.created = \"2024-05-01T10:00:00.000Z\"",
+            "add field c.ref = [\"00000000-0000-0000-0000-00000000002A\",18446744073709551615,null]",
+        ])
+    }
+
     /// A migration and an update change a document through one rewrite, which compares bytes: a change `==` on
     /// values cannot see (-0.0 for 0.0, a NaN for a NaN of other bits) is written, and an id kept as an equal key is
     /// not a change of id.

@@ -86,7 +86,12 @@ import Testing
         // A request of fields or groups changes no document.
         await expectError(.invalidSchema) { _ = try await q.select(\.name).delete(in: store) }
         await expectError(.invalidSchema) { _ = try await Person.query().groupBy(\.city).delete(in: store) }
+        await expectError(.invalidSchema) { _ = try await q.select(\.name).update(in: store, set: ["age": .string("x")]) }
+        await expectError(.invalidSchema) {
+            _ = try await Query<DocumentValue>("people").distinct("city").update(in: store, [.set("city", .string("x"))])
+        }
         #expect(try await Person.query().count(in: store) == people.count)
+        #expect(try await Person.query().results(in: store).count == people.count)   // every one still decodes
     }
 
     @Test func observingGroupsFollowsTheirValue() async throws {

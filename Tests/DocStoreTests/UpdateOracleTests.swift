@@ -12,9 +12,9 @@ import Testing
 // The model of a change, from the documentation of `FieldChange`:
 // - `set` makes the objects on its way where they are missing or nil; a step through anything else is refused;
 // - `unset` removes the field, if there is one;
-// - `increment` of a missing or nil field makes it the number; integers add exactly, and a sum outside Int64 is an
-//   overflow (a UInt64 when one of them lay above Int64.max); so do whole Doubles; a fraction makes a Double;
-//   anything that is not a number is refused;
+// - `increment` of a missing or nil field makes it the number; integers add exactly (a Double on either side adds as
+//   Doubles), and a sum outside Int64 is an overflow (a UInt64 when one of them lay above Int64.max); anything that
+//   is not a number is refused;
 // - `push` onto a missing or nil field makes an array; `pull` removes every element equal as a key; either on
 //   something that is not an array is refused;
 // - an update may not change the id; a unique index may not meet a value twice.
@@ -69,14 +69,13 @@ private enum Refusal: Error {
     var code: DocStoreError.Code { self == .invalid ? .invalidUpdate : .overflow }
 }
 
-/// `a + b` for an increment: whole numbers (integers, and Doubles without a fraction where an Int64 or a UInt64 may
-/// lie) exactly, to an Int64, or a UInt64 when one of them lay above Int64.max; a fraction makes a Double.
+/// `a + b` for an increment, as Swift adds: integers exactly, to an Int64, or a UInt64 when one of them lay above
+/// Int64.max; a Double on either side makes a Double.
 private func add(_ a: DocumentValue, _ b: DocumentValue) throws(Refusal) -> DocumentValue {
     func whole(_ v: DocumentValue) -> Int128? {
         switch v {
         case .int(let i): return Int128(i)
         case .uint(let u): return Int128(u)
-        case .double(let d) where d.isFinite && d.rounded() == d && d >= -0x1p63 && d < 0x1p64: return Int128(d)
         default: return nil
         }
     }

@@ -1,5 +1,6 @@
-/// The one addition of ``DocumentValue`` numbers: what an `increment` update, a `+` in a computed condition, and the
-/// `sum` and `average` aggregates compute, two numbers or many alike.
+/// The one addition of ``DocumentValue`` numbers: what the `sum` and `average` aggregates compute, and (through
+/// ``DocumentValue/adding(_:_:)``, where a `Double` adds as Swift adds Doubles) an `increment` update and a `+` in a
+/// computed condition.
 ///
 /// - Whole numbers add exactly, whatever their kind: integers (signed or unsigned) and Doubles without a fraction
 ///   from -2^63 up to 2^64, since an index key does not tell `3` from `3.0` and a sum read from one must be the
@@ -67,9 +68,13 @@ struct NumberSum {
 }
 
 extension DocumentValue {
-    /// `a + b` for two numbers, as ``NumberSum`` adds them; `nil` when either is not a number, or for an overflow.
+    /// `a + b` for two numbers (a condition's `+`, an increment): a `Double` on either side adds as Swift adds
+    /// Doubles, so that a whole Double stays one and a later `/` divides as Swift's does; integers of either sign
+    /// add exactly, as ``NumberSum`` adds them. `nil` when either is not a number, or for an overflow.
     static func adding(_ a: DocumentValue, _ b: DocumentValue) -> DocumentValue? {
         guard let x = NumberSum.parts(a), let y = NumberSum.parts(b) else { return nil }
+        if case .double = a { return .double(x.double + y.double) }
+        if case .double = b { return .double(x.double + y.double) }
         var sum = NumberSum()
         sum.add(whole: x.whole, x.double)
         sum.add(whole: y.whole, y.double)

@@ -106,8 +106,11 @@ struct Catalog {
 
     // MARK: Saved filters
 
-    func filters() throws -> [SavedFilter] {
-        try names(of: { if case .filter(let name) = $0 { name } else { nil } }).compactMap { try filter(named: $0) }
+    /// The saved filters, by name; a damaged one throws, or (`skippingDamaged`) is left out.
+    func filters(skippingDamaged: Bool = false) throws -> [SavedFilter] {
+        try names(of: { if case .filter(let name) = $0 { name } else { nil } }).compactMap { name in
+            skippingDamaged ? (try? filter(named: name)) ?? nil : try filter(named: name)
+        }
     }
 
     func filter(named name: String) throws -> SavedFilter? {

@@ -218,7 +218,7 @@ final class TransactionScope {
         }
         handles[newName] = target
         _ = try dropCollection(name)
-        for var filter in try catalog.filters() where filter.collection == name {
+        for var filter in try catalog.filters(skippingDamaged: true) where filter.collection == name {
             filter.collection = newName
             filter.text = TransactionScope.naming(newName, insteadOf: name, in: filter.text)
             try catalog.setFilter(filter)

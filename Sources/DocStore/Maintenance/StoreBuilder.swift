@@ -14,16 +14,19 @@ struct StoreBuilder {
         collections.append(info)
     }
 
-    /// Writes a document into a begun collection, replacing one of the same id or (`replacing: false`) refusing it.
+    /// Writes a document into a begun collection, replacing one of the same id (a document without an id is given
+    /// one) or (`replacing: false`) refusing it.
     func add(_ document: DocumentValue, to collection: String, replacing: Bool, in ctx: WriteContext) throws {
         guard case .object = document else {
             throw DocStoreError(.invalidSchema, "the document is not an object", collection: collection)
         }
+        // Replacing, as a recovery writes: a document without an id at the collection's id path is given one.
+        if replacing { return try ctx.save(document, into: collection) }
         guard let handle = try ctx.scope.handle(named: collection) else {
             throw DocStoreError(.invalidSchema, "a document of '\(collection)', which the catalog lacks",
                                 collection: collection)
         }
-        try handle.write(document.encoded(), mode: replacing ? .save : .insert, in: ctx.txn)
+        try handle.write(document.encoded(), mode: .insert, in: ctx.txn)
     }
 
     /// Builds an index of a begun collection over the documents written into it.

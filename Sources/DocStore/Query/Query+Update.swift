@@ -6,10 +6,9 @@ public enum FieldChange: Sendable, Hashable, CustomStringConvertible {
     case set(FieldPath, DocumentValue)
     /// Removes the field (nothing, if it is missing).
     case unset(FieldPath)
-    /// Adds a number to the field's number; a missing or `nil` field becomes the number. Numbers add as a `sum`
-    /// adds them: whole numbers (integers, and `Double`s without a fraction) exactly, to an `Int64` (a `UInt64`
-    /// past `Int64.max` when an unsigned number above it was added; an overflow is an error); with a fraction on
-    /// either side the result is a `Double`.
+    /// Adds a number to the field's number; a missing or `nil` field becomes the number. Numbers add as Swift adds
+    /// them: integers exactly, to an `Int64` (a `UInt64` past `Int64.max` when an unsigned number above it was
+    /// added; an overflow is an error); with a `Double` on either side, as Doubles.
     case increment(FieldPath, DocumentValue)
     /// Appends a value to the field's array; a missing or `nil` field becomes an array of the value.
     case push(FieldPath, DocumentValue)
@@ -171,7 +170,9 @@ extension CollectionHandle {
             throw DocStoreError(error.code, "cannot \(error.change) in document \(document) of collection '\(name)': "
                 + "\(error.reason)", collection: name)
         }
-        return new.encoded()
+        // Compared as bytes: `==` would call a NaN changed and -0.0 the same as 0.
+        let bytes = new.encoded()
+        return bytes.elementsEqual(raw) ? nil : bytes
     }
 }
 
@@ -227,6 +228,7 @@ extension Query {
     /// commit.
     func updateEach(in context: WriteContext, nested: Bool,
                     _ change: (CollectionHandle, [UInt8], any StorageTransaction) throws -> Bool) throws -> Int {
+        try requireDocuments("update")
         try context.checkWritable("update documents of '\(collection)'", collection: collection)
         guard let executor = try documents.executor(in: context, writing: true) else { return 0 }
         let ids = try executor.resultIDs()

@@ -76,7 +76,7 @@ extension Query {
     }
 
     /// Throws unless the request is of documents: what `verb` changes.
-    private func requireDocuments(_ verb: String) throws {
+    func requireDocuments(_ verb: String) throws {
         guard output == .documents else {
             throw DocStoreError(.invalidSchema, "cannot \(verb) \(self): a request of fields or groups changes no document",
                                 collection: collection)
