@@ -132,6 +132,15 @@ private func everything(_ store: DocStore) async throws -> String {
         ])
     }
 
+    /// Messages name values as they always have (a date or a UUID as text), not in the tagged JSON of data.
+    @Test func messagesNameValuesAsPlainText() {
+        let day = Date(timeIntervalSince1970: 1_714_557_600)
+        let id = UUID(uuidString: "00000000-0000-0000-0000-00000000002A")!
+        #expect(FieldChange.set("d", .date(day)).description == "set d = \"2024-05-01T10:00:00.000Z\"")
+        #expect(CollectionHandle.describeID(KeyEncoder.key(.uuid(id)), in: nil, idPath: "id")
+            == "\"00000000-0000-0000-0000-00000000002A\"")
+    }
+
     /// A migration and an update change a document through one rewrite, which compares bytes: a change `==` on
     /// values cannot see (-0.0 for 0.0, a NaN for a NaN of other bits) is written, and an id kept as an equal key is
     /// not a change of id.

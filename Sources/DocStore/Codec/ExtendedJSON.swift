@@ -426,3 +426,23 @@ public struct JSONError: Error, Sendable, CustomStringConvertible {
     public let offset: Int
     public var description: String { "\(reason) at column \(offset + 1)" }
 }
+
+extension DocumentValue {
+    /// The value as plain JSON, for messages and a migration's recorded steps: dates, UUIDs and bytes as text,
+    /// unsigned integers as digits and non-finite Doubles as `null`, as these have always been written. Not for data:
+    /// it does not read back as the same value (``json(pretty:)`` does). A store compares the steps it recorded with
+    /// those its migrator makes now, to see a migration that changed, so this text does not change.
+    func plainJSON() -> String {
+        switch self {
+        case .date(let d): return ExtendedJSON.text(.string(DocumentValue.iso8601(d)))
+        case .uuid(let u): return ExtendedJSON.text(.string(u.uuidString))
+        case .bytes(let b): return ExtendedJSON.text(.string(Data(b).base64EncodedString()))
+        case .uint(let u): return String(u)
+        case .double(let d) where !d.isFinite: return "null"
+        case .array(let elements): return "[" + elements.map { $0.plainJSON() }.joined(separator: ",") + "]"
+        case .object(let fields):
+            return "{" + fields.map { ExtendedJSON.text(.string($0.name)) + ":" + $0.value.plainJSON() }.joined(separator: ",") + "}"
+        default: return ExtendedJSON.text(self)
+        }
+    }
+}

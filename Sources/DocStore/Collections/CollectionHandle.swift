@@ -109,10 +109,10 @@ final class CollectionHandle {
     static func describeID(_ idKey: [UInt8], in bytes: [UInt8]?, idPath: FieldPath) -> String {
         guard let bytes, let value = try? DocumentValue(encoded: bytes), let id = value[path: idPath] else {
             // A document that cannot be read is named by its key, which gives its id back for most kinds of id.
-            if let id = KeyEncoder.exactValue(ofKey: idKey, numbers: true) { return id.json() }
+            if let id = KeyEncoder.exactValue(ofKey: idKey, numbers: true) { return id.plainJSON() }
             return "with key " + idKey.map { String($0, radix: 16) }.joined()
         }
-        return id.json()
+        return id.plainJSON()
     }
 
     // MARK: Rewrites

@@ -43,6 +43,6 @@ enum IndexKeys {
     static func describeValue(at path: FieldPath, reader: BinaryReader, root: ValueRef) -> String {
         guard let ref = try? reader.value(atPath: path, from: root),
               let value = try? DocumentValue(reader: reader, ref: ref) else { return "null" }
-        return value.json()
+        return value.plainJSON()
     }
 }

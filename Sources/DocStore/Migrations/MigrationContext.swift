@@ -52,7 +52,7 @@ public final class MigrationContext {
 
     /// Gives every document without the field (or with a `null` there) the value `value`.
     public func addField(_ path: FieldPath, in collection: String, value: DocumentValue) throws {
-        try addField(path, in: collection, step: "add field \(collection).\(path) = \(MigrationContext.stepText(value))") { _ in value }
+        try addField(path, in: collection, step: "add field \(collection).\(path) = \(value.plainJSON())") { _ in value }
     }
 
     /// Gives every document without the field (or with a `null` there) the value `compute` makes from the
@@ -316,26 +316,6 @@ public final class MigrationContext {
     }
 }
 
-extension MigrationContext {
-    /// A value as a migration's steps have always written it: plain JSON, with dates, UUIDs and bytes as text,
-    /// unsigned integers as digits and non-finite Doubles as `null`. A store compares the steps it recorded with
-    /// those its migrator makes now, to see a migration that changed: the text must not change with the JSON of
-    /// ``DocumentValue/json(pretty:)``.
-    static func stepText(_ value: DocumentValue) -> String {
-        switch value {
-        case .date(let d): return ExtendedJSON.text(.string(DocumentValue.iso8601(d)))
-        case .uuid(let u): return ExtendedJSON.text(.string(u.uuidString))
-        case .bytes(let b): return ExtendedJSON.text(.string(Data(b).base64EncodedString()))
-        case .uint(let u): return String(u)
-        case .double(let d) where !d.isFinite: return "null"
-        case .array(let elements): return "[" + elements.map(stepText).joined(separator: ",") + "]"
-        case .object(let fields):
-            return "{" + fields.map { ExtendedJSON.text(.string($0.name)) + ":" + stepText($0.value) }.joined(separator: ",") + "}"
-        default: return ExtendedJSON.text(value)
-        }
-    }
-}
-
 /// The kinds ``MigrationContext/convertField(_:in:to:)`` converts a value to.
 public enum FieldConversion: String, Sendable, CaseIterable {
     /// Text: numbers as Swift prints them, `true`/`false`, dates in ISO 8601, UUIDs as text.
@@ -414,9 +394,9 @@ public struct ConversionFailure: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         if kind == .date {
-            return "\(value.json()) is not a date " + (format.map { "written as \($0)" } ?? "in ISO 8601")
+            return "\(value.plainJSON()) is not a date " + (format.map { "written as \($0)" } ?? "in ISO 8601")
         }
-        return "\(value.json()) has no \(kind.rawValue) form"
+        return "\(value.plainJSON()) has no \(kind.rawValue) form"
     }
 }
 

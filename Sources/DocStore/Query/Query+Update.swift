@@ -23,11 +23,11 @@ public enum FieldChange: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .set(let p, let v): return "set \(p) = \(v.json())"
+        case .set(let p, let v): return "set \(p) = \(v.plainJSON())"
         case .unset(let p): return "unset \(p)"
-        case .increment(let p, let v): return "increment \(p) by \(v.json())"
-        case .push(let p, let v): return "push \(v.json()) onto \(p)"
-        case .pull(let p, let v): return "pull \(v.json()) from \(p)"
+        case .increment(let p, let v): return "increment \(p) by \(v.plainJSON())"
+        case .push(let p, let v): return "push \(v.plainJSON()) onto \(p)"
+        case .pull(let p, let v): return "pull \(v.plainJSON()) from \(p)"
         }
     }
 
@@ -69,7 +69,7 @@ extension DocumentValue {
                             throw refusal("the sum does not fit in a 64-bit integer", .overflow)
                         }
                         throw refusal(DocumentValue.isNumber(amount) ? "the field holds \(current.kindName), not a number"
-                                                                     : "\(amount.json()) is not a number")
+                                                                     : "\(amount.plainJSON()) is not a number")
                     }
                     value = sum
                 }
@@ -166,7 +166,7 @@ extension CollectionHandle {
         let old = try DocumentValue(encoded: Array(raw))
         let new: DocumentValue
         do { new = try old.applying(changes) } catch {
-            let document = old[path: info.idPath]?.json() ?? CollectionHandle.hex(id)
+            let document = old[path: info.idPath]?.plainJSON() ?? CollectionHandle.hex(id)
             throw DocStoreError(error.code, "cannot \(error.change) in document \(document) of collection '\(name)': "
                 + "\(error.reason)", collection: name)
         }
