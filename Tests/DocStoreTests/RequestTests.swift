@@ -94,6 +94,23 @@ import Testing
         #expect(try await Person.query().results(in: store).count == people.count)   // every one still decodes
     }
 
+    /// Reversing groups sorted by their aggregate flips the order of ties too: `reverse().first` is `last`.
+    @Test func reversedGroupsOfEqualValuesComeLastFirst() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.write { ctx in
+            for (i, city) in ["A", "B", "B", "C", "C"].enumerated() {
+                try ctx.insert(.object([("id", .int(Int64(i))), ("city", .string(city))]), into: "t")
+            }
+        }
+        let byValue = Query<DocumentValue>("t").groupBy("city").sortBy(.value)
+        let keys = try await byValue.results(in: store).map { $0.key }
+        #expect(keys == [[.string("A")], [.string("B")], [.string("C")]])
+        #expect(try await byValue.last(in: store)?.key == [.string("C")])
+        #expect(try await byValue.reverse().results(in: store).map { $0.key } == keys.reversed())
+        #expect(try await byValue.reverse().reverse().results(in: store).map { $0.key } == keys)
+    }
+
     @Test func observingGroupsFollowsTheirValue() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }

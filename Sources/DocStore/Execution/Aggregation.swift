@@ -27,7 +27,7 @@ extension Grouping {
             let keyed = rows.map { (KeyEncoder.key($0.result), $0) }
             rows = keyed.sorted { a, b in
                 if a.0 != b.0 { return descending ? b.0.lexicographicallyPrecedes(a.0) : a.0.lexicographicallyPrecedes(b.0) }
-                return a.1.key.lexicographicallyPrecedes(b.1.key)
+                return tiesDescending ? b.1.key.lexicographicallyPrecedes(a.1.key) : a.1.key.lexicographicallyPrecedes(b.1.key)
             }.map(\.1)
         }
         guard let window else { return rows }

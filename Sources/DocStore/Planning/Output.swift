@@ -56,6 +56,9 @@ struct Grouping: Sendable, Equatable {
     var dropsNil = false
     var order = GroupOrder.key
     var descending = false
+    /// Groups of equal aggregates in descending key order: set by ``Query/reverse()``, so that it flips every
+    /// ordering (a `sortBy` puts ties in key order).
+    var tiesDescending = false
     var window: QueryWindow?
 
     /// Whether this is the count of every match, which a count answers.

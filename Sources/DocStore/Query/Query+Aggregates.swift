@@ -21,7 +21,7 @@ extension Query {
     ///
     /// For example: `Person.query().groupBy(\.city).sortBy(.value, order: .reverse)[0..<10]`.
     public func sortBy<Key, Value>(_ by: GroupOrder, order: SortOrder = .forward) -> Query where Element == Group<Key, Value> {
-        withGroups { $0.order = by; $0.descending = order == .reverse } ?? self
+        withGroups { $0.order = by; $0.descending = order == .reverse; $0.tiesDescending = false } ?? self
     }
 
     /// This request's matches in groups by `paths`, each with `aggregate`, its rows made by `row`.

@@ -92,7 +92,9 @@ public struct Query<Element: Sendable>: Sendable {
     ///
     /// For example: `try await Person.sortBy(\.age).reverse().first(in: store)` is the oldest person.
     public func reverse() -> Query {
-        withGroups { g in if let window = g.window { g.window = window.reversed() } else { g.descending.toggle() } }
+        withGroups { g in
+            if let window = g.window { g.window = window.reversed() } else { g.descending.toggle(); g.tiesDescending.toggle() }
+        }
             ?? with { s in
                 if let window = s.window {
                     s.window = window.reversed()
