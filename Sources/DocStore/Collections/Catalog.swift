@@ -101,16 +101,16 @@ struct Catalog {
 
     /// Every collection, by name.
     func collections() throws -> [CollectionInfo] {
-        try names(of: { if case .collection(let name) = $0 { name } else { nil } }).compactMap { try collection($0) }
+        try all(CollectionInfo.self, { if case .collection(let name) = $0 { name } else { nil } },
+                what: { "the catalog entry of collection '\($0)'" }, namesCollections: true)
     }
 
     // MARK: Saved filters
 
     /// The saved filters, by name; a damaged one throws, or (`skippingDamaged`) is left out.
     func filters(skippingDamaged: Bool = false) throws -> [SavedFilter] {
-        try names(of: { if case .filter(let name) = $0 { name } else { nil } }).compactMap { name in
-            skippingDamaged ? (try? filter(named: name)) ?? nil : try filter(named: name)
-        }
+        try all(SavedFilter.self, { if case .filter(let name) = $0 { name } else { nil } },
+                what: { "the saved filter '\($0)' in the catalog" }, skippingDamaged: skippingDamaged)
     }
 
     func filter(named name: String) throws -> SavedFilter? {
@@ -127,8 +127,8 @@ struct Catalog {
 
     /// The applied migrations, in the order they were applied.
     func migrations() throws -> [AppliedMigration] {
-        try names(of: { if case .migration(let name) = $0 { name } else { nil } })
-            .compactMap { try migration(named: $0) }.sorted { $0.position < $1.position }
+        try all(AppliedMigration.self, { if case .migration(let name) = $0 { name } else { nil } },
+                what: { "the record of the migration '\($0)' in the catalog" }).sorted { $0.position < $1.position }
     }
 
     func migration(named name: String) throws -> AppliedMigration? {
@@ -161,6 +161,11 @@ struct Catalog {
     private func decoded<T: Decodable>(_ type: T.Type, _ record: Record, what: String,
                                        collection: String? = nil) throws -> T? {
         guard let raw = try txn.get(space, record.key) else { return nil }
+        return try decode(T.self, raw, what: what, collection: collection)
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, _ raw: UnsafeRawBufferPointer, what: String,
+                                      collection: String? = nil) throws -> T {
         do {
             return try DocumentDecoder().decode(T.self, from: raw)
         } catch {
@@ -168,13 +173,20 @@ struct Catalog {
         }
     }
 
-    /// The names of the records `name` picks, in key order.
-    private func names(of name: (Record) -> String?) throws -> [String] {
-        var names: [String] = []
-        try txn.forEachEntry(in: space) { key, _ in
-            if let record = Record(key: Array(key)), let picked = name(record) { names.append(picked) }
+    /// The records `pick` names, decoded as the walk over the catalog meets them, in key order; `what` names one in
+    /// an error (with the collection it is, for `namesCollections`), and `skippingDamaged` leaves a damaged one out
+    /// instead.
+    private func all<T: Decodable>(_ type: T.Type, _ pick: (Record) -> String?, what: (String) -> String,
+                                   namesCollections: Bool = false, skippingDamaged: Bool = false) throws -> [T] {
+        var out: [T] = []
+        try txn.forEachEntry(in: space) { key, value in
+            guard let record = Record(key: Array(key)), let name = pick(record) else { return }
+            do {
+                out.append(try decode(T.self, value, what: what(name),
+                                      collection: namesCollections ? name : nil))
+            } catch where skippingDamaged {}
         }
-        return names
+        return out
     }
 
     // MARK: Key spaces
