@@ -301,18 +301,18 @@ private struct RehearsalFailed: Error {}
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         let filters = [
-            SavedFilter(name: "zeta", collection: "members", text: "members.include(age >= 30)"),
-            SavedFilter(name: "alpha", collection: "members", text: "members.sortBy(name)[0..<10]"),
-            SavedFilter(name: "Beta", collection: "other", text: "other"),
-            SavedFilter(name: "\u{FC}ber", collection: "members", text: "members.include(city == \"\u{C5}s\")"),
-            SavedFilter(name: "mid dle", collection: "members", text: ""),
+            SavedFilter(name: "zeta", query: Query("members").include(.compare("age", .greaterOrEqual, .int(30)))),
+            SavedFilter(name: "alpha", query: Query("members").sortBy("name")[0..<10]),
+            SavedFilter(name: "Beta", query: Query("other")),
+            SavedFilter(name: "\u{FC}ber", query: Query("members").include(.compare("city", .equal, .string("\u{C5}s")))),
+            SavedFilter(name: "mid dle", query: Query("members")),
         ]
         try await store.write { ctx in for f in filters { try ctx.saveFilter(f) } }
         let (all, one, none) = try await store.read { ctx in
             (try ctx.savedFilters(), try ctx.savedFilter(named: "alpha"), try ctx.savedFilter(named: "gamma"))
         }
         #expect(all.map(\.name) == ["Beta", "alpha", "mid dle", "zeta", "\u{FC}ber"])
-        #expect(Set(all) == Set(filters))
+        #expect(all == filters.sorted { $0.name < $1.name })
         #expect(one == filters[1])
         #expect(none == nil)
     }
@@ -320,16 +320,16 @@ private struct RehearsalFailed: Error {}
     @Test func savingAFilterUnderATakenNameIsRefused() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        let original = SavedFilter(name: "adults", collection: "members", text: "members.include(age >= 18)")
+        let original = SavedFilter(name: "adults", query: Query("members").include(.compare("age", .greaterOrEqual, .int(18))))
         try await store.write { try $0.saveFilter(original) }
         await expectError(.alreadyExists, mentions: ["adults"]) {
             try await store.write {
-                try $0.saveFilter(SavedFilter(name: "adults", collection: "other", text: "other"))
+                try $0.saveFilter(SavedFilter(name: "adults", query: Query("other")))
             }
         }
         #expect(try await store.read { try $0.savedFilters() } == [original])
         // Replacing is delete, then save.
-        let replacement = SavedFilter(name: "adults", collection: "members", text: "members.include(age >= 21)")
+        let replacement = SavedFilter(name: "adults", query: Query("members").include(.compare("age", .greaterOrEqual, .int(21))))
         try await store.write { ctx in
             #expect(try ctx.deleteFilter(named: "adults"))
             try ctx.saveFilter(replacement)
@@ -341,8 +341,8 @@ private struct RehearsalFailed: Error {}
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         try await store.write { ctx in
-            try ctx.saveFilter(SavedFilter(name: "a", collection: "c", text: "c"))
-            try ctx.saveFilter(SavedFilter(name: "b", collection: "c", text: "c"))
+            try ctx.saveFilter(SavedFilter(name: "a", query: Query("c")))
+            try ctx.saveFilter(SavedFilter(name: "b", query: Query("c")))
         }
         let results = try await store.write { ctx in
             (try ctx.deleteFilter(named: "nope"), try ctx.deleteFilter(named: "a"), try ctx.deleteFilter(named: "a"))
@@ -357,10 +357,10 @@ private struct RehearsalFailed: Error {}
         try await insertMembers(into: store)
         // A filter cannot take a collection's name (a query by that name would find the filter).
         await expectError(.alreadyExists) {
-            try await store.write { try $0.saveFilter(SavedFilter(name: "members", collection: "members", text: "members")) }
+            try await store.write { try $0.saveFilter(SavedFilter(name: "members", query: Query("members"))) }
         }
         // One that names a collection that does not exist is only a filter.
-        try await store.write { try $0.saveFilter(SavedFilter(name: "ghost", collection: "ghost", text: "ghost")) }
+        try await store.write { try $0.saveFilter(SavedFilter(name: "ghost", query: Query("ghost"))) }
         let (names, ghostCount, ghostPlan, filters) = try await store.read { ctx in
             (try ctx.collections().map(\.name), try Query<DocumentValue>("ghost").count(in: ctx),
              try Query<DocumentValue>("ghost").explain(in: ctx), try ctx.savedFilters().map(\.name))
@@ -374,10 +374,65 @@ private struct RehearsalFailed: Error {}
         }
         // Once the collection is dropped, its name is free for a filter.
         #expect(try await store.write { try $0.dropCollection("members") })
-        try await store.write { try $0.saveFilter(SavedFilter(name: "members", collection: "members", text: "members")) }
+        try await store.write { try $0.saveFilter(SavedFilter(name: "members", query: Query("members"))) }
         let after = try await store.read { ctx in (try ctx.collections().map(\.name), try ctx.savedFilters().map(\.name)) }
         #expect(after.0.isEmpty)
         #expect(after.1 == ["ghost", "members"])
+    }
+
+    @Test func aSavedFilterIsKeptAsAStructuredRequestInAFixedForm() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await insertMembers(into: store)
+        let query = Query<DocumentValue>("members").include(.compare("age", .greaterOrEqual, .int(30)))
+            .exclude(.hasPrefix("city", "B")).include(.compare(.field("age") * .literal(.int(2)), .less, .literal(.int(70))))
+            .sortBy("name").reverse()[1..<4]
+        let filter = SavedFilter(name: "older", query: query)
+        try await store.write { try $0.saveFilter(filter) }
+        // The form is a format: these names and shapes are what stores hold.
+        let stored = try filter.stored.json()
+        #expect(stored == #"{"name":"older","collection":"members","selection":{"conditions":["#
+            + #"["compare",["age"],">=",30],["not",["startsWith",["city"],"B"]],["falseOnStop",["test",["arithmetic","*","#
+            + #"["field",["age"]],["constant",2]],"<",["constant",70]]]],"sort":[[["name"],true]],"idDescending":true,"#
+            + #""window":[1,4,[]]}}"#)
+        let (read, results, expected) = try await store.read { ctx in
+            (try ctx.savedFilter(named: "older"), try ctx.savedFilter(named: "older")?.query.results(in: ctx),
+             try query.results(in: ctx))
+        }
+        #expect(read == filter)
+        #expect(results == expected && results?.count == 3)
+        #expect(read?.query.description == #"members.include(age >= 30).exclude(city.starts(with: "B"))"#
+            + #".include((age * 2) < 70).sortBy(name).reverse()[1..<4]"#)
+    }
+
+    @Test func aFilterKeptAsTextByAnOlderBuildReadsBack() throws {
+        let old: DocumentValue = .object([("name", "adults"), ("collection", "members"),
+                                          ("text", "members.include(age >= 18)")])
+        let filter = try SavedFilter(stored: DocumentValue(encoded: old.encoded()))
+        #expect(filter.name == "adults" && filter.collection == "members")
+        #expect(filter.legacyText == "members.include(age >= 18)")
+        #expect(try filter.stored == old)
+        for damaged: DocumentValue in [.object([("name", "x")]), .object([("name", "x"), ("collection", "c")]),
+                                       .object([("name", "x"), ("collection", "c"), ("selection", ["and"])]),
+                                       .object([("name", "x"), ("collection", "c"),
+                                                ("selection", ["conditions": [["compare", ["a"], "=>", 1]]])])] {
+            #expect(throws: DocStoreError.self) { try SavedFilter(stored: damaged) }
+        }
+    }
+
+    @Test func aFilterThatCannotBeKeptIsRefusedNamingWhy() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let groups = Query<DocumentValue>("members").groupBy(["city"], .count).decoded(as: DocumentValue.self)
+        await expectError(.encodingFailed, mentions: ["which documents"]) {
+            try await store.write { try $0.saveFilter(SavedFilter(name: "g", query: groups)) }
+        }
+        // A part of a predicate that Foundation evaluates on the decoded model cannot be kept without the model.
+        let typed = Person.query().include(#Predicate { $0.hasAnEmailStartingWithA }).decoded(as: DocumentValue.self)
+        await expectError(.encodingFailed, mentions: ["Foundation"]) {
+            try await store.write { try $0.saveFilter(SavedFilter(name: "t", query: typed)) }
+        }
+        #expect(try await store.read { try $0.savedFilters() }.isEmpty)
     }
 
     @Test func invalidFilterNamesAreRefused() async throws {
@@ -385,7 +440,7 @@ private struct RehearsalFailed: Error {}
         defer { _ = dir }
         for name in ["", "a\u{1F}b", "a\u{0}b"] {
             await expectError(.invalidSchema) {
-                try await store.write { try $0.saveFilter(SavedFilter(name: name, collection: "c", text: "c")) }
+                try await store.write { try $0.saveFilter(SavedFilter(name: name, query: Query("c"))) }
             }
         }
         #expect(try await store.read { try $0.savedFilters() }.isEmpty)
@@ -406,8 +461,8 @@ private struct RehearsalFailed: Error {}
             try ctx.dropIndex("by_tag", from: "members")
             try ctx.createIndex(handleIndex, in: "doomed")
             try ctx.dropCollection("doomed")
-            try ctx.saveFilter(SavedFilter(name: "young", collection: "members", text: "members.include(age < 25)"))
-            try ctx.saveFilter(SavedFilter(name: "gone", collection: "members", text: "members"))
+            try ctx.saveFilter(SavedFilter(name: "young", query: Query("members").include(.compare("age", .less, .int(25)))))
+            try ctx.saveFilter(SavedFilter(name: "gone", query: Query("members")))
             try ctx.deleteFilter(named: "gone")
         }
         let before = try await snapshot(store)
@@ -418,7 +473,7 @@ private struct RehearsalFailed: Error {}
         #expect(after == before)
         #expect(after.collections.map(\.name) == ["members"])
         #expect(after.collections.first?.indexes == [ageIndex, cityAgeIndex])
-        #expect(after.filters == [SavedFilter(name: "young", collection: "members", text: "members.include(age < 25)")])
+        #expect(after.filters == [SavedFilter(name: "young", query: Query("members").include(.compare("age", .less, .int(25))))])
         let query = Query<DocumentValue>("members").include(.compare("age", .equal, .int(25)))
         let (plan, results) = try await store.read { ctx in (try query.explain(in: ctx), try query.results(in: ctx)) }
         #expect(plan.index == "by_age")
@@ -458,7 +513,7 @@ private struct RehearsalFailed: Error {}
         try await insertMembers(into: store, collection: "second")
         try await store.write { ctx in
             try ctx.createIndex(tagsIndex, in: "members")
-            try ctx.saveFilter(SavedFilter(name: "kept", collection: "members", text: "members"))
+            try ctx.saveFilter(SavedFilter(name: "kept", query: Query("members")))
         }
         let before = try await snapshot(store)
         let byAge = Query<DocumentValue>("members").include(.compare("age", .equal, .int(25)))
@@ -470,7 +525,7 @@ private struct RehearsalFailed: Error {}
             try ctx.dropCollection("second")
             try ctx.createIndex(handleIndex, in: "brand new")
             try ctx.insert(member(1, age: 1, city: "Oslo", handle: "h1"), into: "brand new")
-            try ctx.saveFilter(SavedFilter(name: "rehearsed", collection: "members", text: "members"))
+            try ctx.saveFilter(SavedFilter(name: "rehearsed", query: Query("members")))
             #expect(try ctx.deleteFilter(named: "kept"))
             return [try byAge.explain(in: ctx).index, try byTag.explain(in: ctx).index,
                     try ctx.collections().map(\.name).joined(separator: ","),
@@ -512,7 +567,7 @@ private struct RehearsalFailed: Error {}
             try await store.dryRun { ctx -> Int in
                 try ctx.insert(member(700, age: 1, city: "Oslo", handle: "h700"), into: "members")
                 try ctx.createIndex(ageIndex, in: "members")
-                try ctx.saveFilter(SavedFilter(name: "f", collection: "members", text: "members"))
+                try ctx.saveFilter(SavedFilter(name: "f", query: Query("members")))
                 throw RehearsalFailed()
             }
         }

@@ -106,7 +106,7 @@ import TestSupport
     @Test func aCollectionAndASavedFilterCannotShareAName() async throws {
         let (store, dir) = try await makeStore()
         _ = dir
-        try await store.write { try $0.saveFilter(SavedFilter(name: "adults", collection: "people", text: "people")) }
+        try await store.write { try $0.saveFilter(SavedFilter(name: "adults", query: Query("people"))) }
         await #expect(throws: DocStoreError.self) {
             try await store.write { try $0.insert(.object([("id", .int(1))]), into: "adults") }
         }
@@ -121,7 +121,7 @@ import TestSupport
         }
         try await store.write { try $0.insert(.object([("id", .int(1))]), into: "people") }
         do {
-            try await store.write { try $0.saveFilter(SavedFilter(name: "people", collection: "people", text: "people")) }
+            try await store.write { try $0.saveFilter(SavedFilter(name: "people", query: Query("people"))) }
             Issue.record("a filter took a collection's name")
         } catch let error as DocStoreError {
             #expect(error.code == .alreadyExists)

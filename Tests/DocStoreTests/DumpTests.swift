@@ -102,8 +102,8 @@ struct RandomValues {
             try ctx.createIndex(IndexDefinition(name: "group_a", kind: .regular, fields: ["group", "a"]), in: "things")
             try ctx.createIndex(IndexDefinition(name: "email", kind: .unique, fields: ["email"]), in: "keyed")
             try ctx.createIndex(IndexDefinition(name: "empty_n", kind: .regular, fields: ["n"]), in: "empty")
-            try ctx.saveFilter(SavedFilter(name: "small", collection: "things", text: "things.include(group < 3)"))
-            try ctx.saveFilter(SavedFilter(name: "odd \"name\"", collection: "keyed", text: "keyed"))
+            try ctx.saveFilter(SavedFilter(name: "small", query: Query("things").include(.compare("group", .less, .int(3)))))
+            try ctx.saveFilter(SavedFilter(name: "odd \"name\"", query: Query("keyed")))
         }
         var migrator = Migrator()
         migrator.registerMigration("first") { m in try m.addField("added", in: "keyed", value: .bool(true)) }

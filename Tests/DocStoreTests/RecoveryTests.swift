@@ -11,7 +11,7 @@ import TestSupport
     /// The originals, by id, of a store made by `FileCheckTests.storeFile`, with a saved filter added.
     private static func originals(at path: String) async throws -> [UUID: Person] {
         let store = try await DocStore(path: path)
-        try await store.write { try $0.saveFilter(SavedFilter(name: "adults", collection: "people", text: "people.include(age >= 3)")) }
+        try await store.write { try $0.saveFilter(SavedFilter(name: "adults", query: Query("people").include(.compare("age", .greaterOrEqual, .int(3))))) }
         let people = try await Person.query().results(in: store)
         await store.close()
         return Dictionary(uniqueKeysWithValues: people.map { ($0.id, $0) })

@@ -33,7 +33,7 @@ private func makeClosedStore(in dir: TemporaryDirectory) async throws -> String 
                            into: "notes")
         }
         try ctx.createIndex(IndexDefinition(name: "by_topic", kind: .regular, fields: ["topic"]), in: "notes")
-        try ctx.saveFilter(SavedFilter(name: "adults", collection: "people", text: "people.include(age >= 18)"))
+        try ctx.saveFilter(SavedFilter(name: "adults", query: Query("people").include(.compare("age", .greaterOrEqual, .int(18)))))
     }
     await store.close()
     return path
@@ -112,8 +112,7 @@ private func expectEveryChangeRefused(_ store: DocStore, sourceLocation: SourceL
     }
     await refused(["drop collection 'notes'"]) { _ = try await store.write { try $0.dropCollection("notes") } }
     await refused(["filter 'kids'"]) {
-        try await store.write { try $0.saveFilter(SavedFilter(name: "kids", collection: "people",
-                                                                text: "people.include(age < 18)")) }
+        try await store.write { try $0.saveFilter(SavedFilter(name: "kids", query: Query("people").include(.compare("age", .less, .int(18))))) }
     }
     await refused(["saved filter 'adults'"]) { _ = try await store.write { try $0.deleteFilter(named: "adults") } }
     await refused(["insert", "notes"]) { _ = try await store.dryRun { try $0.insert(note, into: "notes") } }

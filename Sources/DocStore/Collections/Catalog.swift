@@ -77,7 +77,8 @@ struct Catalog {
     // MARK: Collections
 
     func collection(_ name: String) throws -> CollectionInfo? {
-        try decoded(CollectionInfo.self, .collection(name), what: "the catalog entry of collection '\(name)'",
+        try decoded(Catalog.decoding(CollectionInfo.self), .collection(name),
+                    what: "the catalog entry of collection '\(name)'",
                     collection: name)
     }
 
@@ -101,7 +102,7 @@ struct Catalog {
 
     /// Every collection, by name.
     func collections() throws -> [CollectionInfo] {
-        try all(CollectionInfo.self, { if case .collection(let name) = $0 { name } else { nil } },
+        try all(Catalog.decoding(CollectionInfo.self), { if case .collection(let name) = $0 { name } else { nil } },
                 what: { "the catalog entry of collection '\($0)'" }, namesCollections: true)
     }
 
@@ -109,16 +110,18 @@ struct Catalog {
 
     /// The saved filters, by name; a damaged one throws, or (`skippingDamaged`) is left out.
     func filters(skippingDamaged: Bool = false) throws -> [SavedFilter] {
-        try all(SavedFilter.self, { if case .filter(let name) = $0 { name } else { nil } },
+        try all(SavedFilter.init(record:),
+                { if case .filter(let name) = $0 { name } else { nil } },
                 what: { "the saved filter '\($0)' in the catalog" }, skippingDamaged: skippingDamaged)
     }
 
     func filter(named name: String) throws -> SavedFilter? {
-        try decoded(SavedFilter.self, .filter(name), what: "the saved filter '\(name)' in the catalog")
+        try decoded(SavedFilter.init(record:), .filter(name),
+                    what: "the saved filter '\(name)' in the catalog")
     }
 
     func setFilter(_ filter: SavedFilter) throws {
-        try txn.put(space, Record.filter(filter.name).key, try DocumentEncoder().encode(filter))
+        try txn.put(space, Record.filter(filter.name).key, try filter.stored.encoded())
     }
 
     func removeFilter(named name: String) throws -> Bool { try txn.delete(space, Record.filter(name).key) }
@@ -127,12 +130,13 @@ struct Catalog {
 
     /// The applied migrations, in the order they were applied.
     func migrations() throws -> [AppliedMigration] {
-        try all(AppliedMigration.self, { if case .migration(let name) = $0 { name } else { nil } },
+        try all(Catalog.decoding(AppliedMigration.self), { if case .migration(let name) = $0 { name } else { nil } },
                 what: { "the record of the migration '\($0)' in the catalog" }).sorted { $0.position < $1.position }
     }
 
     func migration(named name: String) throws -> AppliedMigration? {
-        try decoded(AppliedMigration.self, .migration(name), what: "the record of the migration '\(name)' in the catalog")
+        try decoded(Catalog.decoding(AppliedMigration.self), .migration(name),
+                    what: "the record of the migration '\(name)' in the catalog")
     }
 
     func setMigration(_ record: AppliedMigration) throws {
@@ -158,16 +162,21 @@ struct Catalog {
 
     // MARK: Reading records
 
-    private func decoded<T: Decodable>(_ type: T.Type, _ record: Record, what: String,
-                                       collection: String? = nil) throws -> T? {
-        guard let raw = try txn.get(space, record.key) else { return nil }
-        return try decode(T.self, raw, what: what, collection: collection)
+    /// How a record of type `T` is read.
+    private static func decoding<T: Decodable>(_ type: T.Type) -> (UnsafeRawBufferPointer) throws -> T {
+        { try DocumentDecoder().decode(T.self, from: $0) }
     }
 
-    private func decode<T: Decodable>(_ type: T.Type, _ raw: UnsafeRawBufferPointer, what: String,
-                                      collection: String? = nil) throws -> T {
+    private func decoded<T>(_ decode: (UnsafeRawBufferPointer) throws -> T, _ record: Record, what: String,
+                            collection: String? = nil) throws -> T? {
+        guard let raw = try txn.get(space, record.key) else { return nil }
+        return try self.decode(decode, raw, what: what, collection: collection)
+    }
+
+    private func decode<T>(_ decode: (UnsafeRawBufferPointer) throws -> T, _ raw: UnsafeRawBufferPointer,
+                           what: String, collection: String? = nil) throws -> T {
         do {
-            return try DocumentDecoder().decode(T.self, from: raw)
+            return try decode(raw)
         } catch {
             throw DocStoreError(.corruptDocument, "\(what) in \(path) is damaged: \(error)", collection: collection)
         }
@@ -176,13 +185,14 @@ struct Catalog {
     /// The records `pick` names, decoded as the walk over the catalog meets them, in key order; `what` names one in
     /// an error (with the collection it is, for `namesCollections`), and `skippingDamaged` leaves a damaged one out
     /// instead.
-    private func all<T: Decodable>(_ type: T.Type, _ pick: (Record) -> String?, what: (String) -> String,
-                                   namesCollections: Bool = false, skippingDamaged: Bool = false) throws -> [T] {
+    private func all<T>(_ decode: (UnsafeRawBufferPointer) throws -> T, _ pick: (Record) -> String?,
+                        what: (String) -> String, namesCollections: Bool = false,
+                        skippingDamaged: Bool = false) throws -> [T] {
         var out: [T] = []
         try txn.forEachEntry(in: space) { key, value in
             guard let record = Record(key: Array(key)), let name = pick(record) else { return }
             do {
-                out.append(try decode(T.self, value, what: what(name),
+                out.append(try self.decode(decode, value, what: what(name),
                                       collection: namesCollections ? name : nil))
             } catch where skippingDamaged {}
         }

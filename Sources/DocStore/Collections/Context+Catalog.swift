@@ -1,18 +1,59 @@
-/// A query kept by name in a store's catalog, as text: what the REPL's `.save` writes and its `.filters` lists.
+/// A request kept by name in a store's catalog: which documents of a collection, and in what order. The shell's
+/// `.save` writes one and its `.filters` lists them; a query used by name starts from it.
 ///
-/// The store keeps the text as given; the tool that saved it parses it again when it is used.
-public struct SavedFilter: Codable, Sendable, Hashable {
+/// For example:
+/// ```swift
+/// let adults = SavedFilter(name: "adults",
+///                          query: Query<DocumentValue>("people").include(.compare("age", .greaterOrEqual, .int(18))))
+/// try await store.write { try $0.saveFilter(adults) }
+/// let n = try await store.read { try $0.savedFilter(named: "adults")?.query.count(in: $0) }
+/// ```
+public struct SavedFilter: Sendable, Equatable {
     /// The name it is used by: `adults.count()`.
     public var name: String
-    /// The collection the query reads.
-    public var collection: String
-    /// The query as written: `people.include(age >= 18)`.
-    public var text: String
+    /// The documents it selects, in their order: conditions, sorts and a slice, without the type it was written
+    /// with (`decoded(as:)` gives it one).
+    public var query: Query<DocumentValue>
+    /// A filter kept as the shell's text by an older build: its steps, read by the shell onto ``collection``.
+    package var legacyText: String?
 
-    public init(name: String, collection: String, text: String) {
+    /// The collection the query reads.
+    public var collection: String { query.collection }
+
+    public init(name: String, query: Query<DocumentValue>) {
         self.name = name
-        self.collection = collection
-        self.text = text
+        self.query = query
+    }
+
+    /// The same name, and the same documents in the same order.
+    public static func == (a: SavedFilter, b: SavedFilter) -> Bool {
+        a.name == b.name && a.collection == b.collection && a.legacyText == b.legacyText
+            && a.query.selection == b.query.selection && a.query.output == b.query.output
+    }
+
+    /// The record the catalog and a dump keep: the name, the collection and the stored selection (or the text).
+    var stored: DocumentValue {
+        get throws {
+            var fields: [(String, DocumentValue)] = [("name", .string(name)), ("collection", .string(collection))]
+            if let legacyText { fields.append(("text", .string(legacyText))) } else {
+                fields.append(("selection", try query.selection.stored()))
+            }
+            return .object(fields)
+        }
+    }
+
+    /// The filter a catalog record holds.
+    init(record: UnsafeRawBufferPointer) throws { try self.init(stored: DocumentValue(encoded: Array(record))) }
+
+    init(stored value: DocumentValue) throws {
+        guard case .string(let name)? = value[field: "name"], case .string(let collection)? = value[field: "collection"]
+        else { throw DocStoreError(.corruptDocument, "a saved filter's record has no name or no collection") }
+        self.init(name: name, query: Query(collection))
+        if case .string(let text)? = value[field: "text"] {
+            legacyText = text
+        } else {
+            query.selection = try Selection(stored: value[field: "selection"] ?? .null)
+        }
     }
 }
 
@@ -71,6 +112,10 @@ extension WriteContext {
     public func saveFilter(_ filter: SavedFilter) throws {
         try checkWritable("save the filter '\(filter.name)'")
         try Catalog.validateName(filter.name, what: "filter")
+        guard case .documents = filter.query.output else {
+            throw DocStoreError(.encodingFailed, "a saved filter keeps which documents and in what order; "
+                + "\(filter.query) answers something else of them", collection: filter.collection)
+        }
         if try savedFilter(named: filter.name) != nil {
             throw DocStoreError(.alreadyExists, "a saved filter named '\(filter.name)' already exists; delete it "
                 + "first to replace it")

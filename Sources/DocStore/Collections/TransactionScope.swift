@@ -219,26 +219,12 @@ final class TransactionScope {
         handles[newName] = target
         _ = try dropCollection(name)
         for var filter in try catalog.filters(skippingDamaged: true) where filter.collection == name {
-            filter.collection = newName
-            filter.text = TransactionScope.naming(newName, insteadOf: name, in: filter.text)
+            let selection = filter.query.selection
+            filter.query = Query(newName)
+            filter.query.selection = selection
             try catalog.setFilter(filter)
         }
         return true
-    }
-
-    /// A saved query's text, reading collection `newName` where it read `name`: the name it begins with, plain or in
-    /// backticks, and followed by its end, a space or a dot.
-    static func naming(_ newName: String, insteadOf name: String, in text: String) -> String {
-        let start = text.prefix { $0.isWhitespace }
-        let rest = text.dropFirst(start.count)
-        let plain = newName.allSatisfy { $0 == "_" || ($0.isASCII && ($0.isLetter || $0.isNumber)) }
-            && newName.first?.isNumber == false
-        for written in [name, "`" + name + "`"] where rest.hasPrefix(written) {
-            let after = rest.dropFirst(written.count)
-            guard after.first.map({ $0 == "." || $0.isWhitespace }) ?? true else { continue }
-            return start + (plain && !written.hasPrefix("`") ? newName : "`" + newName + "`") + after
-        }
-        return text
     }
 
     /// After a successful commit: the collections opened here become the store's.

@@ -78,8 +78,8 @@ extension DocStore {
                 summary.indexes += info.indexes.count
             }
             for filter in try ctx.savedFilters() {
-                try out.line(.object([("filter", .string(filter.name)), ("collection", .string(filter.collection)),
-                                      ("text", .string(filter.text))]))
+                guard case .object(let fields) = try filter.stored else { continue }
+                try out.line(.object([DocumentValue.Field("filter", .string(filter.name))] + fields.dropFirst()))
                 summary.savedFilters += 1
             }
             for record in try ctx.appliedMigrations() {
@@ -282,9 +282,13 @@ private struct Restore {
             self.expected[name] = Int(expected)
             summary.collections += 1
         } else if let name = value[field: "filter"] {
-            try builder.record(filters: [SavedFilter(name: try self.text(name, "filter"),
-                                                     collection: try self.text(value[field: "collection"], "collection"),
-                                                     text: try self.text(value[field: "text"], "text"))], in: ctx)
+            let name = try self.text(name, "filter"), filter: SavedFilter
+            do {
+                filter = try SavedFilter(stored: value.setting(.string(name), at: "name"))
+            } catch let error as DocStoreError {
+                throw failure("the saved filter '\(name)' is damaged: \(error.message)")
+            }
+            try builder.record(filters: [filter], in: ctx)
             summary.savedFilters += 1
         } else if let name = value[field: "migration"] {
             guard case .int(let position)? = value[field: "position"], case .date(let at)? = value[field: "appliedAt"],

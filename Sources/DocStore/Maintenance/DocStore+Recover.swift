@@ -206,7 +206,7 @@ extension DocStore {
                 case .collection:
                     if let info = try? DocumentDecoder().decode(CollectionInfo.self, from: value) { infos[info.name] = info }
                 case .filter:
-                    if let filter = try? DocumentDecoder().decode(SavedFilter.self, from: value) { filters.append(filter) }
+                    if let filter = try? SavedFilter(stored: DocumentValue(encoded: value)) { filters.append(filter) }
                 case .migration:
                     if let record = try? DocumentDecoder().decode(AppliedMigration.self, from: value) {
                         migrations.append(record)

@@ -54,6 +54,18 @@ public struct Query<Element: Sendable>: Sendable {
         Query<T>(collection: collection, selection: selection, output: output, kind: kind)
     }
 
+    /// Whether any condition (of an `include` or an `exclude`) chooses among the documents.
+    package var hasConditions: Bool { !selection.conditions.isEmpty }
+
+    /// The fields its conditions and its order read, each once, in order of appearance.
+    package var fieldsRead: [FieldPath] {
+        var out: [FieldPath] = []
+        for field in selection.condition.fields + selection.sort.map(\.path) where !out.contains(field) {
+            out.append(field)
+        }
+        return out
+    }
+
     /// The request of the documents it selects.
     var documents: Query { Query(collection: collection, selection: selection, kind: kind) }
 
@@ -188,9 +200,15 @@ extension Query: CustomStringConvertible {
 
     private var selectionDescription: String {
         var text = collection
-        if !selection.conditions.isEmpty { text += ".include(\(selection.condition))" }
-        for field in selection.sort { text += ".sortBy(\(field.path)\(field.descending ? ", .reverse" : ""))" }
-        if selection.idDescending && selection.window == nil && selection.sort.isEmpty { text += ".reverse()" }
+        for condition in selection.conditions {
+            if case .not(let kept) = condition { text += ".exclude(\(kept))" } else { text += ".include(\(condition))" }
+        }
+        // Written before the reversal that made ties descend, which flipped them.
+        let reversed = selection.idDescending
+        for field in selection.sort {
+            text += ".sortBy(\(field.path)\(field.descending != reversed ? ", .reverse" : ""))"
+        }
+        if reversed { text += ".reverse()" }
         if let window = selection.window {
             text += "[\(window.range.lowerBound)..<\(window.range.upperBound)]"
             for step in window.afterwards {

@@ -168,7 +168,13 @@ extension Shell {
         case "filters":
             let filters = try await reading { try $0.savedFilters() }
             if filters.isEmpty { console.note("No saved filters (.save NAME QUERY keeps one).") }
-            for f in filters { console.result("\(f.name) = \(f.text)\n") }
+            for f in filters {
+                // One kept as text by an older build is shown as it reads now (its collection renamed, say).
+                let query = f.legacyText == nil ? f.query
+                    : try? await resolve(QueryExpression(base: f.name, baseLocation: SourceLocation(offset: 0, line: 1,
+                        column: 1), baseLength: f.name.unicodeScalars.count, steps: [], text: f.name)).query
+                console.result("\(f.name) = \(query?.description ?? f.legacyText ?? "")\n")
+            }
         case "unsave":
             try need(1, ".unsave NAME")
             try refuseInTransaction("saved filters are forgotten at once")
@@ -429,22 +435,11 @@ extension Shell {
         if collections.contains(name) { throw ShellError("'\(name)' is a collection's name; choose another name") }
         let resolved = try await resolve(expression)   // checks names, fields and comparisons
         warn(resolved.warnings, in: text)
-        // Built on another saved filter: that filter's steps are written out, so this one keeps its meaning
-        // whatever becomes of the other.
-        let filters = try await reading { try $0.savedFilters() }
-        var written = expression
-        var bases: [String] = []
-        while let base = filters.first(where: { $0.name == written.base }), bases.count < 16 {
-            bases.append(base.name)
-            var rest = String(String.UnicodeScalarView(written.text.unicodeScalars.dropFirst(written.baseLength)))
-            // `ca.query().include(...)`: query() starts a query, so it goes with the name it followed.
-            if let start = rest.firstMatch(of: /^\s*\.\s*query\s*\(\s*\)/) { rest.removeSubrange(start.range) }
-            written = try Parser.savedQuery(try Parser.savedQuery(base.text).text + rest)
-        }
-        let filter = SavedFilter(name: name, collection: resolved.query.collection, text: written.text)
+        // Built on another saved filter: the request keeps that filter's steps, whatever becomes of it.
+        let filter = SavedFilter(name: name, query: resolved.query)
         try await requireStore().write { try $0.saveFilter(filter) }
-        console.note("Saved \(name) = \(written.text)"
-            + (bases.isEmpty ? "" : " (the steps of \(bases.joined(separator: ", then ")) written out)"))
+        console.note("Saved \(name) = \(filter.query)" + (filter.collection == expression.base ? ""
+            : " (the steps of \(expression.base) written out)"))
     }
 
     /// Redraws what a query prints (its results, a count, groups, a value...) after each commit that changes it,

@@ -360,7 +360,8 @@ final class Shell {
         let (filters, names) = try await reading { ctx in
             (try ctx.savedFilters(), try ctx.collections().map(\.name))
         }
-        let (collection, steps) = try Shell.expand(expression, filters: filters)
+        let (start, steps) = try Shell.expand(expression, filters: filters)
+        let collection = start.collection
         if let step = expression.steps.last, step.writesGivenDocuments {
             let verb = Parser.name(of: step).prefix { $0 != "(" }
             if collection != expression.base {
@@ -384,7 +385,7 @@ final class Shell {
         }
         let stats = try await fieldStats(collection)
         var lowering = Lowering(collection: collection, stats: stats)
-        var query = Query<DocumentValue>(collection)
+        var query = start
         var rows: Rows?
         // Groups take the steps after them (a slice, an order) until they are printed.
         var groups: (request: Query<Group<[DocumentValue], DocumentValue>>, by: [FieldPath], column: String)? {
@@ -399,6 +400,10 @@ final class Shell {
                         location: expression.baseLocation, length: expression.baseLength, suggestion: nil)
             }
         }
+        for path in start.fieldsRead {
+            _ = lowering.known(PathReference(path: path, location: expression.baseLocation, length: expression.baseLength))
+        }
+        if fromFilters == 0 { sayOfTheFilter(&lowering) }   // else with the steps of filters kept as text
         for (position, step) in steps.enumerated() {
             if position == fromFilters && fromFilters > 0 { sayOfTheFilter(&lowering) }
             switch step {
@@ -433,29 +438,34 @@ final class Shell {
             }
         }
         if fromFilters > 0 && fromFilters == steps.count { sayOfTheFilter(&lowering) }
-        let filtered = steps.contains { if case .include = $0 { true } else if case .exclude = $0 { true } else { false } }
+        let filtered = start.hasConditions
+            || steps.contains { if case .include = $0 { true } else if case .exclude = $0 { true } else { false } }
         return Resolved(query: query, rows: rows, terminal: terminal, warnings: lowering.warnings, stats: stats,
                         filtered: filtered)
     }
 
-    /// The collection a query reads and all its steps: a saved filter's own, those of the filters it is built
-    /// on, then the query's. A filter that (through others) names itself is an error.
+    /// The request a query starts from (a collection's documents, or a saved filter's), and the steps to lower
+    /// onto it: the query's, after those of filters an older build kept as text. A filter that (through others)
+    /// names itself is an error.
     static func expand(_ expression: QueryExpression, filters: [SavedFilter]) throws
-        -> (collection: String, steps: [Step]) {
-        var collection = expression.base
+        -> (start: Query<DocumentValue>, steps: [Step]) {
+        var start = Query<DocumentValue>(expression.base)
         var steps = expression.steps
-        var path = [collection]
-        while let saved = filters.first(where: { $0.name == collection }) {
-            let base = try Parser.savedQuery(saved.text)
-            guard !path.contains(base.base) else {
+        var path = [expression.base]
+        while let saved = filters.first(where: { $0.name == start.collection }) {
+            guard let text = saved.legacyText else { return (saved.query, steps) }
+            // Its text starts from another filter, or from the collection its record names (which a rename keeps).
+            let base = try Parser.savedQuery(text)
+            let next = filters.contains { $0.name == base.base } ? base.base : saved.collection
+            guard !path.contains(next) else {
                 throw ShellError("the saved filter '\(expression.base)' is built on itself ("
-                    + (path + [base.base]).joined(separator: " on ") + "): .unsave one of them")
+                    + (path + [next]).joined(separator: " on ") + "): .unsave one of them")
             }
-            path.append(base.base)
-            collection = base.base
+            path.append(next)
+            start = Query(next)
             steps = base.steps + steps
         }
-        return (collection, steps)
+        return (start, steps)
     }
 
     private func query(_ expression: QueryExpression, text: String) async throws {
