@@ -76,6 +76,15 @@ struct RandomValues {
         }
     }
 
+    /// MongoDB's exports write a date as milliseconds since 1970: canonical `{"$numberLong": "..."}`, or a number.
+    @Test func mongoDBDatesReadAsDates() throws {
+        let date = Date(timeIntervalSince1970: 1_714_557_600.123)
+        #expect(try ExtendedJSON.read(#"{"$date": {"$numberLong": "1714557600123"}}"#) == .date(date))
+        #expect(try ExtendedJSON.read(#"{"$date": 1714557600123}"#) == .date(date))
+        #expect(try ExtendedJSON.read(#"{"$date": {"$numberLong": "-86400000"}}"#) == .date(Date(timeIntervalSince1970: -86400)))
+        #expect(throws: (any Error).self) { try ExtendedJSON.read(#"{"$date": {"$numberLong": "soon"}}"#) }
+    }
+
     /// A store of several collections (every kind of index), saved filters and migrations, dumped and restored:
     /// everything is equal, document by document.
     @Test(arguments: [7, 8] as [UInt64])

@@ -383,6 +383,16 @@ enum ExtendedJSON {
                     }
                     return .date(Date(timeIntervalSinceReferenceDate: s))
                 }
+                // MongoDB's forms: milliseconds since 1970, as {"$numberLong": "..."} or a number.
+                switch fields[0].value {
+                case .int(let ms): return .date(Date(timeIntervalSince1970: Double(ms) / 1000))
+                case .object(let inner) where inner.count == 1 && inner[0].name == "$numberLong":
+                    guard case .string(let text) = inner[0].value, let ms = Int64(text) else {
+                        throw failure("$date's $numberLong holds no integer")
+                    }
+                    return .date(Date(timeIntervalSince1970: Double(ms) / 1000))
+                default: break
+                }
                 let text = try text()
                 guard let d = ExtendedJSON.parseDate(text) ?? DateTextFormat.iso8601(text) else {
                     throw failure("$date holds no ISO 8601 date")
