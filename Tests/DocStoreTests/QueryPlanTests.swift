@@ -70,6 +70,16 @@ struct QueryPlanReading: Document, Equatable {
 
     // MARK: Index scans
 
+    /// A query's description names its constants as its language writes them: a UUID as its text, a date as
+    /// `date("...")`, an unsigned integer as digits.
+    @Test func aQueryDescriptionWritesConstantsAsTheLanguageDoes() {
+        let id = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
+        let q = Query<DocumentValue>("c").include(.oneOf("ref", [.uuid(id), .uint(UInt64.max)]))
+            .include(.compare("at", .less, .date(Date(timeIntervalSince1970: 0))))
+        #expect(q.description == #"c.include(["E621E1F8-C36C-495A-93FC-0C247A3E6E5F", 18446744073709551615].contains(ref))"#
+            + #".include(at < date("1970-01-01T00:00:00.000Z"))"#)
+    }
+
     @Test func indexedEqualityUsesItsIndexAndReadsOnlyTheMatchingEntries() async throws {
         let (store, dir, people) = try await Self.populatedStore()
         defer { _ = dir }

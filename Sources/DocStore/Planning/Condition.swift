@@ -207,12 +207,13 @@ extension Condition {
 }
 
 extension DocumentValue {
-    /// The value as a literal in a condition: JSON, but for numbers JSON cannot write (`inf`, `-inf`, `nan`).
+    /// The value as a literal in a condition: plain JSON (a UUID as its text), but for numbers JSON cannot write
+    /// (`inf`, `-inf`, `nan`) and dates (`date("...")`).
     var literal: String {
         switch self {
         case .double(let d) where !d.isFinite: return "\(d)"
         case .date(let d): return "date(\(DocumentValue.string(DocumentValue.iso8601(d)).json()))"
-        default: return json()
+        default: return plainJSON()
         }
     }
 }
