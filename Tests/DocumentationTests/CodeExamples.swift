@@ -218,6 +218,16 @@ enum CodeExamples {
     }
 
     // Sources/DocStore/Collections/Context+Catalog.swift
+    static func savedFilter1() async throws {
+        let store = try await exampleStore()
+        let adults = SavedFilter(name: "adults",
+                                 query: Query<DocumentValue>("people").include(.compare("age", .greaterOrEqual, .int(18))))
+        try await store.write { try $0.saveFilter(adults) }
+        let n = try await store.read { try $0.savedFilter(named: "adults")?.query.count(in: $0) }
+        _ = (store, n)
+    }
+
+    // Sources/DocStore/Collections/Context+Catalog.swift
     static func contextCatalog1() async throws {
         let store = try await exampleStore()
         try await store.write { try $0.createIndex(IndexDefinition(name: "age", kind: .regular, fields: ["age"]), in: "people") }
