@@ -413,7 +413,7 @@ extension DocStore {
             }
             for definition in info.indexes {
                 do {
-                    try withWrite { try builder.build(definition, of: name, in: $0) }
+                    try withWrite { try $0.createIndex(definition, in: name) }
                     collection.indexes.append(definition.name)
                 } catch let error as DocStoreError {
                     collection.notes.append("index '\(definition.name)' not made again: \(error.message)")
@@ -421,9 +421,12 @@ extension DocStore {
             }
             report.collections.append(collection)
         }
-        for filter in catalog.filters where (try? withWrite({ try builder.record(filters: [filter], in: $0) })) != nil {
+        for filter in catalog.filters where (try? withWrite({ try $0.saveFilter(filter) })) != nil {
             report.savedFilters += 1
         }
-        try withWrite { try builder.record(migrations: catalog.migrations, knownMigrations: catalog.knownMigrations, in: $0) }
+        try withWrite { ctx in
+            for migration in catalog.migrations { try ctx.scope.catalog.setMigration(migration) }
+            if let known = catalog.knownMigrations { try ctx.scope.catalog.setKnownMigrations(known) }
+        }
     }
 }
