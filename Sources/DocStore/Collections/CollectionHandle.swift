@@ -164,6 +164,14 @@ final class CollectionHandle {
 
     enum WriteMode { case insert, save }
 
+    /// A model encoded as a document of this collection; a failure names the type and the collection.
+    func encoded<T: Encodable>(_ document: T) throws -> [UInt8] {
+        do { return try DocumentEncoder().encode(document) } catch {
+            throw DocStoreError(.encodingFailed, "cannot encode a \(String(reflecting: T.self)) for collection "
+                + "'\(name)': \(error)", collection: name)
+        }
+    }
+
     /// Writes an encoded document and its index entries. Throws, leaving the transaction to be aborted, on a
     /// duplicate id (insert) or a unique conflict. `stored`, when given, is the document's present bytes (read by
     /// the caller already), else they are read here.
@@ -183,31 +191,14 @@ final class CollectionHandle {
             if let old {
                 if let keys = try entries(ofStored: old) { oldKeys = keys } else { oldIsDamaged = true }
             }
-            // Per index, the keys to remove and to add: none where they are the same (a field the change left
-            // alone); a linear look-up for the one key of a regular or unique index, sets for many.
-            var removed: [[[UInt8]]] = []
-            var added: [[[UInt8]]] = []
-            for i in indexes.indices {
-                let (before, after) = (oldKeys[i], newKeys[i])
-                if before == after {
-                    removed.append([])
-                    added.append([])
-                } else if before.count <= 4 && after.count <= 4 {
-                    removed.append(before.filter { !after.contains($0) })
-                    added.append(after.filter { !before.contains($0) })
-                } else {
-                    let (beforeSet, afterSet) = (Set(before), Set(after))
-                    removed.append(before.filter { !afterSet.contains($0) })
-                    added.append(after.filter { !beforeSet.contains($0) })
-                }
-            }
+            // Per index, the keys to remove and to add: none where they are the same (a field the change left alone).
+            let removed = indexes.indices.map { CollectionHandle.keys(oldKeys[$0], notIn: newKeys[$0]) }
+            let added = indexes.indices.map { CollectionHandle.keys(newKeys[$0], notIn: oldKeys[$0]) }
             // Every check before any change, so that a refused write leaves nothing behind.
             for (i, index) in indexes.enumerated() where index.isUnique {
                 for key in added[i] {
                     if let holder = try txn.get(index.database, key), !holder.elementsEqual(id) {
-                        throw DocStoreError(.uniqueViolation, "unique index '\(index.definition.name)' of collection "
-                            + "'\(name)' already has \(IndexKeys.describe(index.definition, reader: reader, root: root)) "
-                            + "for another document", collection: name, index: index.definition.name)
+                        throw uniqueViolation(index, IndexKeys.describe(index.definition, reader: reader, root: root))
                     }
                 }
             }
@@ -228,6 +219,21 @@ final class CollectionHandle {
                 }
             }
         }
+    }
+
+    /// The keys of `keys` that `other` lacks: a linear look-up for the one key of a regular or unique index, a set
+    /// for many.
+    private static func keys(_ keys: [[UInt8]], notIn other: [[UInt8]]) -> [[UInt8]] {
+        if keys == other { return [] }
+        if keys.count <= 4 && other.count <= 4 { return keys.filter { !other.contains($0) } }
+        let otherSet = Set(other)
+        return keys.filter { !otherSet.contains($0) }
+    }
+
+    /// The error for a value a unique index holds for another document: `value` is how the value reads.
+    private func uniqueViolation(_ index: Index, _ value: String) -> DocStoreError {
+        DocStoreError(.uniqueViolation, "unique index '\(index.definition.name)' of collection '\(name)' already has "
+            + "\(value) for another document", collection: name, index: index.definition.name)
     }
 
     /// Removes one entry of document `id`; a unique entry only if this document holds it.
@@ -259,11 +265,7 @@ final class CollectionHandle {
         if index.isUnique {
             if try !txn.put(index.database, key, id, noOverwrite: true) {
                 let holder = try txn.get(index.database, key).map { Array($0) }
-                if holder != id {
-                    throw DocStoreError(.uniqueViolation, "unique index '\(index.definition.name)' of collection "
-                        + "'\(name)' already has \(describe()) for another document",
-                        collection: name, index: index.definition.name)
-                }
+                if holder != id { throw uniqueViolation(index, describe()) }
             }
         } else {
             try txn.put(index.database, key, id, noDuplicate: true)

@@ -269,10 +269,7 @@ extension Query where Element: Document {
             CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
         }
         try change(&element)
-        do { return try DocumentEncoder().encode(element) } catch {
-            throw DocStoreError(.encodingFailed, "cannot encode a \(String(reflecting: Element.self)) for "
-                + "collection '\(handle.name)': \(error)", collection: handle.name)
-        }
+        return try handle.encoded(element)
     }
 
 }
