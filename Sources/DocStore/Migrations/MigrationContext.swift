@@ -19,8 +19,6 @@ public final class MigrationContext {
         self.migration = migration
     }
 
-    func checkValid() throws { try context.checkValid() }
-
     private var txn: any StorageTransaction { context.txn }
     private var scope: TransactionScope { context.scope }
 

@@ -209,7 +209,7 @@ extension DocStore {
                 if try ctx.scope.catalog.migration(named: name) != nil { return false }
                 let migration = MigrationContext(context: ctx, migration: name)
                 try body(migration)
-                try migration.checkValid()
+                try migration.context.checkValid()
                 let position = try ctx.appliedMigrations().count + 1
                 let record = AppliedMigration(name: name, position: position, appliedAt: Date(),
                                               steps: migration.steps)
