@@ -238,17 +238,12 @@ extension DocStore {
         try withWrite { ctx in
             for info in try ctx.collections() { try ctx.dropCollection(info.name) }
             for filter in try ctx.savedFilters() { try ctx.deleteFilter(named: filter.name) }
-            for record in try ctx.appliedMigrations() {
-                try ctx.scope.catalog.removeMigration(named: record.name)
-            }
+            for record in try ctx.appliedMigrations() { try ctx.catalog.removeMigration(named: record.name) }
         }
     }
 }
 
 extension ReadContext {
     /// The migrations the store has applied, in the order it applied them.
-    public func appliedMigrations() throws -> [AppliedMigration] {
-        try checkValid()
-        return try scope.catalog.migrations()
-    }
+    public func appliedMigrations() throws -> [AppliedMigration] { try catalog.migrations() }
 }
