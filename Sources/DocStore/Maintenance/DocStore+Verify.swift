@@ -150,12 +150,9 @@ extension DocStore {
                         let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
                         produced[i] = produced[i].map { $0 + keys.count }
                         for key in keys {
-                            let present: Bool
-                            if index.isUnique {
-                                present = try txn.get(index.database, key).map { Array($0) == id } ?? false
-                            } else {
-                                present = try txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
-                            }
+                            let present = try index.isUnique
+                                ? txn.get(index.database, key).map { Array($0) == id } ?? false
+                                : txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
                             if !present {
                                 produced[i] = nil
                                 problem(.documentWithoutEntry, index: index.definition.name,
