@@ -36,7 +36,7 @@ extension DocStore {
     /// ```
     public func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
         try checkOpen()
-        if isReadOnly || (queuedWrites.isEmpty && !thread.hasWaitingJobs) { return try withWrite(body) }
+        if isReadOnly || (queuedWrites.isEmpty && thread.waitingJobs == 0) { return try withWrite(body) }
         let cancelled = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
