@@ -210,11 +210,6 @@ private struct Restore {
     var known: [String]?
     var summary = DumpSummary()
 
-    init(ctx: WriteContext, origin: String) {
-        self.ctx = ctx
-        self.origin = origin
-    }
-
     func failure(_ what: String) -> DocStoreError {
         DocStoreError(.corruptDocument, "cannot restore \(origin): line \(line): \(what); nothing was restored")
     }
@@ -393,8 +388,6 @@ private struct DumpLines {
     var scanned = 0
     var number = 0
     var atEnd = false
-
-    init(fd: Int32) { self.fd = fd }
 
     mutating func next() throws -> (Int, Substring)? {
         while true {
