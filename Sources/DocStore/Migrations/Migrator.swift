@@ -57,9 +57,10 @@ public struct Migrator: Sendable {
     public mutating func registerMigration(_ name: String, _ body: @escaping Body) {
         if migrations.contains(where: { $0.name == name }) {
             registrationError = registrationError ?? "the migration '\(name)' is registered twice"
-        } else if name.isEmpty || name.contains(Catalog.separator) || name.contains("\0") {
-            registrationError = registrationError ?? "invalid migration name '\(name)': it must be non-empty and "
-                + "contain no NUL or U+001F character"
+        } else {
+            do { try Catalog.validateName(name, what: "migration") } catch {
+                registrationError = registrationError ?? "\(error)"
+            }
         }
         migrations.append(Migration(name: name, body: body))
     }
