@@ -189,23 +189,21 @@ extension DocStore {
             report.entriesChecked += 1
             let key = Array(rawKey)
             let id = Array(rawValue)
-            if let document = try txn.get(handle.documents, id).map({ Array($0) }) {
-                let produced = keysOf[id] ?? Set((try? document.withUnsafeBytes { raw -> [[UInt8]] in
-                    let reader = BinaryReader(raw)
-                    return try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root())
-                }) ?? [])
-                keysOf[id] = produced
-                if !produced.contains(key) {
-                    report.problems.append(.init(kind: .staleEntry, collection: handle.name,
-                        index: index.definition.name,
-                        document: CollectionHandle.describeID(id, in: document, idPath: handle.info.idPath),
-                        detail: "entry \(CollectionHandle.hex(key)) does not match the document's values"))
-                }
-            } else {
+            guard let document = try txn.get(handle.documents, id).map({ Array($0) }) else {
                 report.problems.append(.init(kind: .entryWithoutDocument, collection: handle.name,
                     index: index.definition.name, document: CollectionHandle.hex(id),
                     detail: "entry \(CollectionHandle.hex(key))"))
+                return
             }
+            let produced = keysOf[id] ?? Set((try? document.withUnsafeBytes { raw -> [[UInt8]] in
+                let reader = BinaryReader(raw)
+                return try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root())
+            }) ?? [])
+            keysOf[id] = produced
+            guard !produced.contains(key) else { return }
+            report.problems.append(.init(kind: .staleEntry, collection: handle.name, index: index.definition.name,
+                document: CollectionHandle.describeID(id, in: document, idPath: handle.info.idPath),
+                detail: "entry \(CollectionHandle.hex(key)) does not match the document's values"))
         }
     }
 }
