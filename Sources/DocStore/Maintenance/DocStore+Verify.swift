@@ -171,9 +171,7 @@ extension DocStore {
                 } catch let error as DecodingError {
                     let (field, reason) = DecodingFailure.describe(error)
                     problem(.undecodableDocument, "field '\(field)': \(reason)")
-                } catch is MalformedDocument {
-                    // reported above
-                } catch let error as DocStoreError where error.code == .corruptDocument {
+                } catch where error is MalformedDocument || (error as? DocStoreError)?.code == .corruptDocument {
                     // reported above
                 }
             }
