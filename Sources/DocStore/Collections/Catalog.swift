@@ -146,13 +146,9 @@ struct Catalog {
         return try? DocumentDecoder().decode([String].self, from: raw)
     }
 
-    /// Records the names a migrator registered; returns whether that changed the record.
-    @discardableResult
-    func setKnownMigrations(_ names: [String]) throws -> Bool {
-        let encoded = try DocumentEncoder().encode(names)
-        if let stored = try txn.get(space, Record.knownMigrations.key), Array(stored) == encoded { return false }
-        try txn.put(space, Record.knownMigrations.key, encoded)
-        return true
+    /// Records the names a migrator registered.
+    func setKnownMigrations(_ names: [String]) throws {
+        try txn.put(space, Record.knownMigrations.key, try DocumentEncoder().encode(names))
     }
 
     // MARK: Reading records

@@ -230,7 +230,7 @@ extension DocStore {
     func recordKnownMigrations(_ names: [String]) throws {
         guard !core.isReadOnly else { return }
         guard try withRead({ try $0.scope.catalog.knownMigrations() }) != names else { return }
-        _ = try withWrite { ctx in try ctx.scope.catalog.setKnownMigrations(names) }
+        try withWrite { ctx in try ctx.scope.catalog.setKnownMigrations(names) }
     }
 
     /// Erases every collection, saved filter and migration record, in one transaction.
