@@ -179,18 +179,16 @@ final class TransactionScope {
     }
 
     /// Moves a collection to a new name: its documents and index entries are copied as they are into the new
-    /// name's databases, the old ones are deleted, and saved filters that read it read the new name. Returns
-    /// whether there was such a collection.
-    @discardableResult
-    func renameCollection(_ name: String, to newName: String) throws -> Bool {
-        guard let info = try core.readInfo(name, in: txn) else { return false }
-        guard name != newName else { return true }
+    /// name's databases, the old ones are deleted, and saved filters that read it read the new name. Nothing happens
+    /// when there is no collection `name`.
+    func renameCollection(_ name: String, to newName: String) throws {
+        guard let info = try core.readInfo(name, in: txn), name != newName else { return }
         try Catalog.validateName(newName, what: "collection")
         if try core.readInfo(newName, in: txn) != nil {
             throw DocStoreError(.alreadyExists, "cannot rename collection '\(name)' to '\(newName)': a collection "
                 + "has that name", collection: newName)
         }
-        guard let source = try handle(named: name) else { return false }
+        guard let source = try handle(named: name) else { return }
         touchedCatalog = true
         let moved = CollectionInfo(name: newName, idPath: info.idPath, indexes: info.indexes)
         try catalog.setCollection(moved)
@@ -211,7 +209,6 @@ final class TransactionScope {
             filter.query.selection = selection
             try catalog.setFilter(filter)
         }
-        return true
     }
 
     /// After a successful commit: the collections opened here become the store's.
