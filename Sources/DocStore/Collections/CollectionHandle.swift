@@ -186,11 +186,8 @@ final class CollectionHandle {
                     + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
             }
             let newKeys = try indexes.map { try checkedKeys(for: $0, reader: reader, root: root) }
-            var oldKeys: [[[UInt8]]] = Array(repeating: [], count: indexes.count)
-            var oldIsDamaged = false   // a damaged document may still be replaced
-            if let old {
-                if let keys = try entries(ofStored: old) { oldKeys = keys } else { oldIsDamaged = true }
-            }
+            let storedKeys = try old.flatMap { try entries(ofStored: $0) }
+            let oldKeys = storedKeys ?? Array(repeating: [], count: indexes.count)
             // Per index, the keys to remove and to add: none where they are the same (a field the change left alone).
             let removed = indexes.indices.map { CollectionHandle.keys(oldKeys[$0], notIn: newKeys[$0]) }
             let added = indexes.indices.map { CollectionHandle.keys(newKeys[$0], notIn: oldKeys[$0]) }
@@ -203,12 +200,8 @@ final class CollectionHandle {
                 }
             }
             try txn.changingAtomically {
-                if oldIsDamaged {
-                    try removeAllEntries(of: id, in: txn)
-                }
-                for (i, index) in indexes.enumerated() {
-                    for key in removed[i] { try removeEntry(key, id: id, from: index, in: txn) }
-                }
+                // A damaged document, whose keys cannot be read, may still be replaced.
+                try removeEntries(old != nil && storedKeys == nil ? nil : removed, of: id, in: txn)
                 try txn.put(documents, id, bytes)
                 for (i, index) in indexes.enumerated() {
                     for key in added[i] {
@@ -247,13 +240,15 @@ final class CollectionHandle {
         }
     }
 
-    /// Removes every entry that points at document `id`, by walking each index: for a document whose bytes are
-    /// damaged, whose entries cannot be computed.
-    func removeAllEntries(of id: [UInt8], in txn: any StorageTransaction) throws {
-        for index in indexes {
-            var doomed: [[UInt8]] = []
-            try txn.forEachEntry(in: index.database) { key, value in
-                if value.elementsEqual(id) { doomed.append(Array(key)) }
+    /// Removes the entries of document `id` that `keys` holds, index by index; when they are not known (`nil`: its
+    /// bytes are damaged), every entry that points at it, found by walking each index.
+    private func removeEntries(_ keys: [[[UInt8]]]?, of id: [UInt8], in txn: any StorageTransaction) throws {
+        for (i, index) in indexes.enumerated() {
+            var doomed = keys?[i] ?? []
+            if keys == nil {
+                try txn.forEachEntry(in: index.database) { key, value in
+                    if value.elementsEqual(id) { doomed.append(Array(key)) }
+                }
             }
             for key in doomed { try removeEntry(key, id: id, from: index, in: txn) }
         }
@@ -278,13 +273,7 @@ final class CollectionHandle {
     func delete(id: [UInt8], in txn: any StorageTransaction) throws -> Bool {
         guard let old = try txn.get(documents, id).map({ Array($0) }) else { return false }
         try txn.changingAtomically {
-            if let keys = try entries(ofStored: old) {
-                for (index, indexKeys) in zip(indexes, keys) {
-                    for key in indexKeys { try removeEntry(key, id: id, from: index, in: txn) }
-                }
-            } else {
-                try removeAllEntries(of: id, in: txn)
-            }
+            try removeEntries(try entries(ofStored: old), of: id, in: txn)
             try txn.delete(documents, id)
         }
         return true
