@@ -70,9 +70,7 @@ extension Query {
 
     /// The request of the number of matches (within the slice, when sliced).
     var counting: Query<Int> {
-        documents.answering(.groups(Grouping(by: [], aggregate: .count)), as: kind.opening(as: .rows { _, value in
-            if case .int(let n) = value { Int(n) } else { 0 }
-        }))
+        grouped(by: [], .count) { _, value in if case .int(let n) = value { Int(n) } else { 0 } }
     }
 
     /// Throws unless the request is of documents: what `verb` changes.
