@@ -230,14 +230,9 @@ final class StoreCore {
     }
 
     /// The error for a change refused because the store was opened read-only; `what` says what was refused.
-    static func readOnlyRefusal(_ what: String, path: String, collection: String? = nil,
-                                index: String? = nil) -> DocStoreError {
+    func readOnlyRefusal(_ what: String, collection: String? = nil, index: String? = nil) -> DocStoreError {
         DocStoreError(.readOnly, "cannot \(what): the store at \(path) was opened read-only",
                       collection: collection, index: index)
-    }
-
-    func readOnlyRefusal(_ what: String, collection: String? = nil, index: String? = nil) -> DocStoreError {
-        StoreCore.readOnlyRefusal(what, path: path, collection: collection, index: index)
     }
 
     /// Forgets every open collection; each is reopened, and each type's schema synced again, on next use.

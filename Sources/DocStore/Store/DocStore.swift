@@ -158,7 +158,7 @@ public actor DocStore {
     /// Throws ``DocStoreError/Code/readOnly`` when the store was opened read-only, saying that `what` was refused:
     /// for the shell, which refuses a change before asking anyone to confirm it.
     package nonisolated func checkWritable(_ what: String) throws {
-        if isReadOnly { throw StoreCore.readOnlyRefusal(what, path: path) }
+        if isReadOnly { throw core.readOnlyRefusal(what) }
     }
 
     /// Closes the store. Later calls throw ``DocStoreError/Code/closed``. The store also closes when released.
