@@ -102,7 +102,8 @@ extension StoreCore {
 
     /// The engine's sizes as `options` give them: what opening and compacting share.
     private static func configuration(_ options: DocStore.Options) -> FileStorage.Configuration {
-        .init(initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
+        .init(initialMapSize: options.initialMapSize,
+              maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
               maxDatabases: options.maxDatabases, maxReaders: options.maxReaders)
     }
 }
