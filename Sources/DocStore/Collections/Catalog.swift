@@ -32,21 +32,16 @@ struct Catalog {
 
         /// The record a stored key is; `nil` for a key of no kind this build knows.
         init?(key: [UInt8]) {
-            let text = String(decoding: key, as: UTF8.self)
-            switch text {
-            case "format": self = .format
-            case "generation": self = .generation
-            case "migrations-known": self = .knownMigrations
-            default:
-                let parts = text.split(separator: Catalog.separator, maxSplits: 1, omittingEmptySubsequences: false)
-                guard parts.count == 2 else { return nil }
-                let name = String(parts[1])
-                switch parts[0] {
-                case "collection": self = .collection(name)
-                case "filter": self = .filter(name)
-                case "migration": self = .migration(name)
-                default: return nil
-                }
+            let parts = String(decoding: key, as: UTF8.self)
+                .split(separator: Catalog.separator, maxSplits: 1, omittingEmptySubsequences: false)
+            switch (parts[0], parts.count == 2 ? String(parts[1]) : nil) {
+            case ("format", nil): self = .format
+            case ("generation", nil): self = .generation
+            case ("migrations-known", nil): self = .knownMigrations
+            case ("collection", let name?): self = .collection(name)
+            case ("filter", let name?): self = .filter(name)
+            case ("migration", let name?): self = .migration(name)
+            default: return nil
             }
         }
     }
@@ -151,13 +146,9 @@ struct Catalog {
         return try? DocumentDecoder().decode([String].self, from: raw)
     }
 
-    /// Records the names a migrator registered; returns whether that changed the record.
-    @discardableResult
-    func setKnownMigrations(_ names: [String]) throws -> Bool {
-        let encoded = try DocumentEncoder().encode(names)
-        if let stored = try txn.get(space, Record.knownMigrations.key), Array(stored) == encoded { return false }
-        try txn.put(space, Record.knownMigrations.key, encoded)
-        return true
+    /// Records the names a migrator registered.
+    func setKnownMigrations(_ names: [String]) throws {
+        try txn.put(space, Record.knownMigrations.key, try DocumentEncoder().encode(names))
     }
 
     // MARK: Reading records

@@ -164,6 +164,14 @@ final class CollectionHandle {
 
     enum WriteMode { case insert, save }
 
+    /// A model encoded as a document of this collection; a failure names the type and the collection.
+    func encoded<T: Encodable>(_ document: T) throws -> [UInt8] {
+        do { return try DocumentEncoder().encode(document) } catch {
+            throw DocStoreError(.encodingFailed, "cannot encode a \(String(reflecting: T.self)) for collection "
+                + "'\(name)': \(error)", collection: name)
+        }
+    }
+
     /// Writes an encoded document and its index entries. Throws, leaving the transaction to be aborted, on a
     /// duplicate id (insert) or a unique conflict. `stored`, when given, is the document's present bytes (read by
     /// the caller already), else they are read here.
@@ -178,46 +186,22 @@ final class CollectionHandle {
                     + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
             }
             let newKeys = try indexes.map { try checkedKeys(for: $0, reader: reader, root: root) }
-            var oldKeys: [[[UInt8]]] = Array(repeating: [], count: indexes.count)
-            var oldIsDamaged = false   // a damaged document may still be replaced
-            if let old {
-                if let keys = try entries(ofStored: old) { oldKeys = keys } else { oldIsDamaged = true }
-            }
-            // Per index, the keys to remove and to add: none where they are the same (a field the change left
-            // alone); a linear look-up for the one key of a regular or unique index, sets for many.
-            var removed: [[[UInt8]]] = []
-            var added: [[[UInt8]]] = []
-            for i in indexes.indices {
-                let (before, after) = (oldKeys[i], newKeys[i])
-                if before == after {
-                    removed.append([])
-                    added.append([])
-                } else if before.count <= 4 && after.count <= 4 {
-                    removed.append(before.filter { !after.contains($0) })
-                    added.append(after.filter { !before.contains($0) })
-                } else {
-                    let (beforeSet, afterSet) = (Set(before), Set(after))
-                    removed.append(before.filter { !afterSet.contains($0) })
-                    added.append(after.filter { !beforeSet.contains($0) })
-                }
-            }
+            let storedKeys = try old.flatMap { try entries(ofStored: $0) }
+            let oldKeys = storedKeys ?? Array(repeating: [], count: indexes.count)
+            // Per index, the keys to remove and to add: none where they are the same (a field the change left alone).
+            let removed = indexes.indices.map { CollectionHandle.keys(oldKeys[$0], notIn: newKeys[$0]) }
+            let added = indexes.indices.map { CollectionHandle.keys(newKeys[$0], notIn: oldKeys[$0]) }
             // Every check before any change, so that a refused write leaves nothing behind.
             for (i, index) in indexes.enumerated() where index.isUnique {
                 for key in added[i] {
                     if let holder = try txn.get(index.database, key), !holder.elementsEqual(id) {
-                        throw DocStoreError(.uniqueViolation, "unique index '\(index.definition.name)' of collection "
-                            + "'\(name)' already has \(IndexKeys.describe(index.definition, reader: reader, root: root)) "
-                            + "for another document", collection: name, index: index.definition.name)
+                        throw uniqueViolation(index, IndexKeys.describe(index.definition, reader: reader, root: root))
                     }
                 }
             }
             try txn.changingAtomically {
-                if oldIsDamaged {
-                    try removeAllEntries(of: id, in: txn)
-                }
-                for (i, index) in indexes.enumerated() {
-                    for key in removed[i] { try removeEntry(key, id: id, from: index, in: txn) }
-                }
+                // A damaged document, whose keys cannot be read, may still be replaced.
+                try removeEntries(old != nil && storedKeys == nil ? nil : removed, of: id, in: txn)
                 try txn.put(documents, id, bytes)
                 for (i, index) in indexes.enumerated() {
                     for key in added[i] {
@@ -228,6 +212,21 @@ final class CollectionHandle {
                 }
             }
         }
+    }
+
+    /// The keys of `keys` that `other` lacks: a linear look-up for the one key of a regular or unique index, a set
+    /// for many.
+    private static func keys(_ keys: [[UInt8]], notIn other: [[UInt8]]) -> [[UInt8]] {
+        if keys == other { return [] }
+        if keys.count <= 4 && other.count <= 4 { return keys.filter { !other.contains($0) } }
+        let otherSet = Set(other)
+        return keys.filter { !otherSet.contains($0) }
+    }
+
+    /// The error for a value a unique index holds for another document: `value` is how the value reads.
+    private func uniqueViolation(_ index: Index, _ value: String) -> DocStoreError {
+        DocStoreError(.uniqueViolation, "unique index '\(index.definition.name)' of collection '\(name)' already has "
+            + "\(value) for another document", collection: name, index: index.definition.name)
     }
 
     /// Removes one entry of document `id`; a unique entry only if this document holds it.
@@ -241,13 +240,15 @@ final class CollectionHandle {
         }
     }
 
-    /// Removes every entry that points at document `id`, by walking each index: for a document whose bytes are
-    /// damaged, whose entries cannot be computed.
-    func removeAllEntries(of id: [UInt8], in txn: any StorageTransaction) throws {
-        for index in indexes {
-            var doomed: [[UInt8]] = []
-            try txn.forEachEntry(in: index.database) { key, value in
-                if value.elementsEqual(id) { doomed.append(Array(key)) }
+    /// Removes the entries of document `id` that `keys` holds, index by index; when they are not known (`nil`: its
+    /// bytes are damaged), every entry that points at it, found by walking each index.
+    private func removeEntries(_ keys: [[[UInt8]]]?, of id: [UInt8], in txn: any StorageTransaction) throws {
+        for (i, index) in indexes.enumerated() {
+            var doomed = keys?[i] ?? []
+            if keys == nil {
+                try txn.forEachEntry(in: index.database) { key, value in
+                    if value.elementsEqual(id) { doomed.append(Array(key)) }
+                }
             }
             for key in doomed { try removeEntry(key, id: id, from: index, in: txn) }
         }
@@ -259,11 +260,7 @@ final class CollectionHandle {
         if index.isUnique {
             if try !txn.put(index.database, key, id, noOverwrite: true) {
                 let holder = try txn.get(index.database, key).map { Array($0) }
-                if holder != id {
-                    throw DocStoreError(.uniqueViolation, "unique index '\(index.definition.name)' of collection "
-                        + "'\(name)' already has \(describe()) for another document",
-                        collection: name, index: index.definition.name)
-                }
+                if holder != id { throw uniqueViolation(index, describe()) }
             }
         } else {
             try txn.put(index.database, key, id, noDuplicate: true)
@@ -276,13 +273,7 @@ final class CollectionHandle {
     func delete(id: [UInt8], in txn: any StorageTransaction) throws -> Bool {
         guard let old = try txn.get(documents, id).map({ Array($0) }) else { return false }
         try txn.changingAtomically {
-            if let keys = try entries(ofStored: old) {
-                for (index, indexKeys) in zip(indexes, keys) {
-                    for key in indexKeys { try removeEntry(key, id: id, from: index, in: txn) }
-                }
-            } else {
-                try removeAllEntries(of: id, in: txn)
-            }
+            try removeEntries(try entries(ofStored: old), of: id, in: txn)
             try txn.delete(documents, id)
         }
         return true

@@ -58,23 +58,22 @@ public struct SavedFilter: Sendable, Equatable {
 }
 
 extension ReadContext {
-    /// The collections in the catalog, with their indexes.
-    public func collections() throws -> [CollectionInfo] {
-        try checkValid()
-        return try scope.catalog.collections()
+    /// The catalog, once the context is checked.
+    var catalog: Catalog {
+        get throws {
+            try checkValid()
+            return scope.catalog
+        }
     }
+
+    /// The collections in the catalog, with their indexes.
+    public func collections() throws -> [CollectionInfo] { try catalog.collections() }
 
     /// The saved filters, by name.
-    public func savedFilters() throws -> [SavedFilter] {
-        try checkValid()
-        return try scope.catalog.filters()
-    }
+    public func savedFilters() throws -> [SavedFilter] { try catalog.filters() }
 
     /// The saved filter named `name`, or `nil`.
-    public func savedFilter(named name: String) throws -> SavedFilter? {
-        try checkValid()
-        return try scope.catalog.filter(named: name)
-    }
+    public func savedFilter(named name: String) throws -> SavedFilter? { try catalog.filter(named: name) }
 }
 
 extension WriteContext {

@@ -37,14 +37,15 @@ public class ReadContext {
     ///   document does not decode as `T`.
     public func get<T: Document>(_ type: T.Type, id: T.ID) throws -> T? {
         guard let (raw, handle) = try stored(type, id: id) else { return nil }
-        return try decode(type, from: raw, handle: handle) { "\(id)" }
+        return try ElementKind<T>.model(type).decode(raw, from: handle) { "\(id)" }
     }
 
     /// The stored bytes of the document with `id`, and the document decoded, or `nil`: what an observer compares.
     func getWithBytes<T: Document>(_ type: T.Type, id: T.ID) throws -> ([UInt8], () throws -> T)? {
         guard let (raw, handle) = try stored(type, id: id) else { return nil }
         let bytes = Array(raw)
-        return (bytes, { try bytes.withUnsafeBytes { try self.decode(type, from: $0, handle: handle) { "\(id)" } } })
+        let kind = ElementKind<T>.model(type)
+        return (bytes, { try bytes.withUnsafeBytes { try kind.decode($0, from: handle) { "\(id)" } } })
     }
 
     private func stored<T: Document>(_ type: T.Type, id: T.ID) throws
@@ -54,12 +55,6 @@ public class ReadContext {
         let key = try CollectionHandle.idKey(id, collection: (try? TypeRegistry.schema(type).collection) ?? "\(type)")
         guard let handle = try scope.handleForReading(type) else { return nil }
         return try txn.get(handle.documents, key).map { ($0, handle) }
-    }
-
-    /// Decodes a stored document, turning a failure into an error that names the collection, id and field.
-    func decode<T: Document>(_ type: T.Type, from raw: UnsafeRawBufferPointer, handle: CollectionHandle,
-                             id: () -> String) throws -> T {
-        try ElementKind<T>.model(type).decode(raw, from: handle, id: id)
     }
 }
 
@@ -124,12 +119,7 @@ public final class WriteContext: ReadContext {
         try checkWritable("\(mode == .insert ? "insert" : "save") a document into '\(try collection(of: T.self))'",
                           collection: try collection(of: T.self))
         let handle = try scope.handle(for: T.self)
-        let bytes: [UInt8]
-        do { bytes = try DocumentEncoder().encode(document) } catch {
-            throw DocStoreError(.encodingFailed, "cannot encode a \(String(reflecting: T.self)) for collection "
-                + "'\(handle.name)': \(error)", collection: handle.name)
-        }
-        try handle.write(bytes, mode: mode, in: txn)
+        try handle.write(try handle.encoded(document), mode: mode, in: txn)
     }
 }
 

@@ -173,21 +173,17 @@ final class StoreCore {
         }
         var toBuild: [IndexDefinition] = []
         for declared in schema.indexes {
-            if let i = info.indexes.firstIndex(where: { $0.name == declared.name }) {
-                let current = info.indexes[i]
-                if !current.hasSameShape(as: declared) {
-                    try catalog(txn).dropIndexSpace(info.name, current)
-                    info.indexes[i] = declared
-                    toBuild.append(declared)
-                    changed = true
-                }
+            let i = info.indexes.firstIndex { $0.name == declared.name }
+            if let i, info.indexes[i].hasSameShape(as: declared) { continue }
+            if let i {
+                try catalog(txn).dropIndexSpace(info.name, info.indexes[i])
+                info.indexes[i] = declared
             } else {
                 info.indexes.append(declared)
-                toBuild.append(declared)
-                changed = true
             }
+            toBuild.append(declared)
         }
-        if changed { try catalog(txn).setCollection(info) }
+        if changed || !toBuild.isEmpty { try catalog(txn).setCollection(info) }
         let handle = try openHandle(info, in: txn)
         for index in handle.indexes where toBuild.contains(index.definition) {
             try handle.build(index, in: txn)
@@ -234,14 +230,9 @@ final class StoreCore {
     }
 
     /// The error for a change refused because the store was opened read-only; `what` says what was refused.
-    static func readOnlyRefusal(_ what: String, path: String, collection: String? = nil,
-                                index: String? = nil) -> DocStoreError {
+    func readOnlyRefusal(_ what: String, collection: String? = nil, index: String? = nil) -> DocStoreError {
         DocStoreError(.readOnly, "cannot \(what): the store at \(path) was opened read-only",
                       collection: collection, index: index)
-    }
-
-    func readOnlyRefusal(_ what: String, collection: String? = nil, index: String? = nil) -> DocStoreError {
-        StoreCore.readOnlyRefusal(what, path: path, collection: collection, index: index)
     }
 
     /// Forgets every open collection; each is reopened, and each type's schema synced again, on next use.

@@ -94,10 +94,7 @@ final class TransactionScope {
         if let stored = try core.readInfo(name, in: txn) { return try opened(stored) }
         guard create else { return nil }
         guard !txn.isReadOnly else { throw core.readOnlyRefusal("create collection '\(name)'", collection: name) }
-        touchedCatalog = true   // a key space opened here is closed if the transaction aborts
-        let handle = try core.openHandle(try createCollection(name), in: txn)
-        handles[name] = handle
-        return handle
+        return try createCollection(CollectionInfo(name: name, idPath: "id", indexes: []))
     }
 
     /// Records a new collection as `info` describes it (its indexes empty, to be built), and opens it.
@@ -106,11 +103,9 @@ final class TransactionScope {
         if try core.readInfo(info.name, in: txn) != nil {
             throw DocStoreError(.alreadyExists, "collection '\(info.name)' exists already", collection: info.name)
         }
-        touchedCatalog = true
+        touchedCatalog = true   // a key space opened here is closed if the transaction aborts
         try catalog.setCollection(info)
-        let handle = try core.openHandle(info, in: txn)
-        handles[info.name] = handle
-        return handle
+        return try opened(info)
     }
 
     /// Opens the databases of a collection as its catalog entry describes them, for this transaction.
@@ -118,14 +113,6 @@ final class TransactionScope {
         let handle = try core.openHandle(info, in: txn)
         handles[info.name] = handle
         return handle
-    }
-
-    /// Records a new collection, keyed by its field `id`, with no index.
-    private func createCollection(_ name: String) throws -> CollectionInfo {
-        try Catalog.validateName(name, what: "collection")
-        let info = CollectionInfo(name: name, idPath: "id", indexes: [])
-        try catalog.setCollection(info)
-        return info
     }
 
     /// The collection as opened in this transaction, or as the store has it open when its catalog entry is still
@@ -192,18 +179,16 @@ final class TransactionScope {
     }
 
     /// Moves a collection to a new name: its documents and index entries are copied as they are into the new
-    /// name's databases, the old ones are deleted, and saved filters that read it read the new name. Returns
-    /// whether there was such a collection.
-    @discardableResult
-    func renameCollection(_ name: String, to newName: String) throws -> Bool {
-        guard let info = try core.readInfo(name, in: txn) else { return false }
-        guard name != newName else { return true }
+    /// name's databases, the old ones are deleted, and saved filters that read it read the new name. Nothing happens
+    /// when there is no collection `name`.
+    func renameCollection(_ name: String, to newName: String) throws {
+        guard let info = try core.readInfo(name, in: txn), name != newName else { return }
         try Catalog.validateName(newName, what: "collection")
         if try core.readInfo(newName, in: txn) != nil {
             throw DocStoreError(.alreadyExists, "cannot rename collection '\(name)' to '\(newName)': a collection "
                 + "has that name", collection: newName)
         }
-        guard let source = try handle(named: name) else { return false }
+        guard let source = try handle(named: name) else { return }
         touchedCatalog = true
         let moved = CollectionInfo(name: newName, idPath: info.idPath, indexes: info.indexes)
         try catalog.setCollection(moved)
@@ -224,7 +209,6 @@ final class TransactionScope {
             filter.query.selection = selection
             try catalog.setFilter(filter)
         }
-        return true
     }
 
     /// After a successful commit: the collections opened here become the store's.

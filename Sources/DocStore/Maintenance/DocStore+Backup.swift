@@ -68,17 +68,12 @@ extension DocStore {
         let engine = UncheckedEngine(engine: try core.fileEngine(for: "a copy of the file"))
         for attempt in 1...4 {
             do {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    let thread = Thread {
-                        continuation.resume(with: Result { try engine.engine.copy(to: destination, compact: compact) })
-                    }
-                    thread.name = "DocStore backup"
-                    thread.start()
+                return try await DocStore.onThread("DocStore backup") {
+                    try engine.engine.copy(to: destination, compact: compact)
                 }
-                return
             } catch StorageError.mapGrownElsewhere where attempt < 4 {
                 // A read on the store's thread adopts the size another process grew the map to.
-                try await isolatedRead { _ in }
+                try await withRead { _ in }
                 if case .path(let path) = destination { unlink(path) }
             } catch StorageError.closed {
                 throw DocStoreError(.closed, "the store at \(path) is closed")
@@ -121,11 +116,15 @@ extension DocStore {
     /// ```
     @discardableResult
     public static func compact(path: String, options: Options = Options()) async throws -> (before: Int, after: Int) {
+        try await onThread("DocStore compaction") { try StoreCore.compact(path: path, options: options) }
+    }
+
+    /// Runs `body` on a new thread named `name`: long I/O that must hold neither the store's thread nor the pool's.
+    private static func onThread<R: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> R)
+        async throws -> R {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(with: Result { try StoreCore.compact(path: path, options: options) })
-            }
-            thread.name = "DocStore compaction"
+            let thread = Thread { continuation.resume(with: Result { try body() }) }
+            thread.name = name
             thread.start()
         }
     }

@@ -75,11 +75,8 @@ extension DocStore {
                 } catch {
                     check.failureCount += 1
                     guard check.failures.count < limit else { return }
-                    let (field, reason): (String, String)
-                    switch error {
-                    case let error as DecodingError: (field, reason) = DecodingFailure.describe(error)
-                    default: (field, reason) = ("(document)", "\(error)")
-                    }
+                    let (field, reason) = (error as? DecodingError).map(DecodingFailure.describe)
+                        ?? ("(document)", "\(error)")
                     check.failures.append(UndecodableDocument(
                         collection: schema.collection,
                         id: CollectionHandle.describeID(Array(key), in: Array(value), idPath: handle.info.idPath),

@@ -31,18 +31,14 @@ extension DocStore {
     public nonisolated func dump(to path: String) async throws -> DumpSummary {
         let partial = path + ".incomplete"
         let fd = Glibc.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw DocStoreError(.cannotOpen, "cannot write a dump to \(path): \(String(cString: strerror(errno)))")
-        }
+        guard fd >= 0 else { throw DocStoreError.system(.cannotOpen, "cannot write a dump to \(path)") }
         do {
             let summary: DumpSummary
             do { summary = try await dump(toDescriptor: fd) } catch {
                 Glibc.close(fd)
                 throw error
             }
-            guard Glibc.close(fd) == 0 else {
-                throw DocStoreError(.storage, "cannot write a dump to \(path): \(String(cString: strerror(errno)))")
-            }
+            guard Glibc.close(fd) == 0 else { throw DocStoreError.system(.storage, "cannot write a dump to \(path)") }
             try mapErrors { try DurableFile.replace(path, with: partial) }
             return summary
         } catch {
@@ -118,9 +114,7 @@ extension DocStore {
     @discardableResult
     public func restore(from path: String) throws -> DumpSummary {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw DocStoreError(.cannotOpen, "cannot read a dump from \(path): \(String(cString: strerror(errno)))")
-        }
+        guard fd >= 0 else { throw DocStoreError.system(.cannotOpen, "cannot read a dump from \(path)") }
         defer { Glibc.close(fd) }
         return try restore(fromDescriptor: fd, origin: path)
     }
@@ -151,7 +145,7 @@ extension DocStore {
         }
         return try restore(origin: origin) {
             guard lseek(source, start, SEEK_SET) == start else {
-                throw DocStoreError(.storage, "cannot read \(origin) again: \(String(cString: strerror(errno)))")
+                throw DocStoreError.system(.storage, "cannot read \(origin) again")
             }
             return DumpLines(fd: source)
         }
@@ -162,9 +156,7 @@ extension DocStore {
     private static func spooled(_ fd: Int32, after prefix: String, origin: String) throws -> Int32 {
         var template = Array((FileManager.default.temporaryDirectory.path + "/docstore-restore-XXXXXX").utf8CString)
         let copy = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard copy >= 0 else {
-            throw DocStoreError(.storage, "cannot make a temporary copy of \(origin): \(String(cString: strerror(errno)))")
-        }
+        guard copy >= 0 else { throw DocStoreError.system(.storage, "cannot make a temporary copy of \(origin)") }
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         var lines = DumpLines(fd: fd)
         do {
@@ -217,11 +209,6 @@ private struct Restore {
     var counts: [String: Int] = [:]
     var known: [String]?
     var summary = DumpSummary()
-
-    init(ctx: WriteContext, origin: String) {
-        self.ctx = ctx
-        self.origin = origin
-    }
 
     func failure(_ what: String) -> DocStoreError {
         DocStoreError(.corruptDocument, "cannot restore \(origin): line \(line): \(what); nothing was restored")
@@ -288,7 +275,7 @@ private struct Restore {
             } catch let error as DocStoreError {
                 throw failure("the saved filter '\(name)' is damaged: \(error.message)")
             }
-            try builder.record(filters: [filter], in: ctx)
+            try ctx.saveFilter(filter)
             summary.savedFilters += 1
         } else if let name = value[field: "migration"] {
             guard case .int(let position)? = value[field: "position"], case .date(let at)? = value[field: "appliedAt"],
@@ -297,7 +284,7 @@ private struct Restore {
             }
             let record = AppliedMigration(name: try self.text(name, "migration"), position: Int(position),
                                           appliedAt: at, steps: try steps.map { try self.text($0, "steps") })
-            try builder.record(migrations: [record], in: ctx)
+            try ctx.scope.catalog.setMigration(record)
             summary.migrations += 1
         } else if case .array(let names)? = value[field: "knownMigrations"] {
             known = try names.map { try self.text($0, "knownMigrations") }
@@ -325,15 +312,22 @@ private struct Restore {
             }
             for index in info.indexes {
                 do {
-                    try builder.build(index, of: info.name, in: ctx)
+                    try ctx.createIndex(index, in: info.name)
                 } catch let error as DocStoreError {
                     throw failure(error.message)
                 }
                 summary.indexes += 1
             }
         }
-        try builder.record(knownMigrations: known, in: ctx)
+        if let known { try ctx.scope.catalog.setKnownMigrations(known) }
         return summary
+    }
+}
+
+extension DocStoreError {
+    /// The error for a system call that failed: `what`, then the reason `errno` gives.
+    fileprivate static func system(_ code: Code, _ what: String) -> DocStoreError {
+        DocStoreError(code, "\(what): \(String(cString: strerror(errno)))")
     }
 }
 
@@ -378,7 +372,7 @@ private struct DumpWriter {
             let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw DocStoreError(.storage, "cannot write the dump: \(String(cString: strerror(errno)))")
+                throw DocStoreError.system(.storage, "cannot write the dump")
             }
             bytes = bytes.dropFirst(n)
         }
@@ -395,25 +389,20 @@ private struct DumpLines {
     var number = 0
     var atEnd = false
 
-    init(fd: Int32) { self.fd = fd }
-
     mutating func next() throws -> (Int, Substring)? {
         while true {
-            if let newline = pending[max(start, scanned)...].firstIndex(of: 0x0A) {
-                let line = String(decoding: pending[start..<newline], as: UTF8.self)
-                start = newline + 1
+            // A line ends at a newline, or, the last one, at the end of the input.
+            let newline = pending[max(start, scanned)...].firstIndex(of: 0x0A)
+            if newline != nil || (atEnd && start < pending.count) {
+                let end = newline ?? pending.count
+                let line = String(decoding: pending[start..<end], as: UTF8.self)
+                start = min(end + 1, pending.count)
                 scanned = start
                 number += 1
                 return (number, line[...])
             }
+            if atEnd { return nil }
             scanned = pending.count
-            if atEnd {
-                guard start < pending.count else { return nil }
-                let line = String(decoding: pending[start...], as: UTF8.self)
-                start = pending.count
-                number += 1
-                return (number, line[...])
-            }
             try fill()
         }
     }
@@ -438,7 +427,7 @@ private struct DumpLines {
             let n = chunk.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw DocStoreError(.storage, "cannot read the dump: \(String(cString: strerror(errno)))")
+                throw DocStoreError.system(.storage, "cannot read the dump")
             }
             if n == 0 { atEnd = true } else { pending.append(contentsOf: chunk[..<n]) }
             return

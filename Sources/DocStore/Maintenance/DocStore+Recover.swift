@@ -148,9 +148,7 @@ extension DocStore {
         // The catalog: collections by name, and saved filters.
         var catalog = RecoveredCatalog(entries: salvage.databases[Catalog.spaceName] ?? [])
         var names = Set(catalog.infos.keys)
-        for space in salvage.databases.keys {
-            if let name = Catalog.collectionName(ofKeySpace: space) { names.insert(name) }
-        }
+            .union(salvage.databases.keys.compactMap(Catalog.collectionName(ofKeySpace:)))
         var namedOnLoosePages = Set<String>()
         if !salvage.readNewest {
             if let newest = salvage.newestCommit, let read = salvage.readCommit {
@@ -165,10 +163,8 @@ extension DocStore {
             var loose = RecoveredCatalog(entries: salvage.loosePages.flatMap(\.entries))
             for (name, info) in loose.infos where catalog.infos[name] == nil { catalog.infos[name] = info }
             if catalog.filters.isEmpty { swap(&catalog.filters, &loose.filters) }
-            var looseNames = Set(loose.infos.keys)
-            for space in salvage.loosePages.flatMap(\.databaseNames) where space.hasPrefix(documentsPrefix) {
-                if let name = Catalog.collectionName(ofKeySpace: space) { looseNames.insert(name) }
-            }
+            let looseSpaces = salvage.loosePages.flatMap(\.databaseNames).filter { $0.hasPrefix(documentsPrefix) }
+            let looseNames = Set(loose.infos.keys).union(looseSpaces.compactMap(Catalog.collectionName(ofKeySpace:)))
             for name in looseNames.subtracting(names).sorted() {
                 names.insert(name)
                 namedOnLoosePages.insert(name)
@@ -391,10 +387,8 @@ extension DocStore {
             let info = catalog.infos[name] ?? CollectionInfo(name: name, idPath: "id", indexes: [])
             // The collection as it was (its ids where they were), then its documents in batches.
             try withWrite { ctx in try builder.begin(info, in: ctx) }
-            var start = 0
-            while start < entry.documents.count {
+            for start in stride(from: 0, to: entry.documents.count, by: 5_000) {
                 let batch = Array(entry.documents[start..<min(start + 5_000, entry.documents.count)])
-                start += batch.count
                 let (saved, failures) = try withWrite { ctx in
                     var saved = 0, failures: [String] = []
                     for document in batch {
@@ -413,7 +407,7 @@ extension DocStore {
             }
             for definition in info.indexes {
                 do {
-                    try withWrite { try builder.build(definition, of: name, in: $0) }
+                    try withWrite { try $0.createIndex(definition, in: name) }
                     collection.indexes.append(definition.name)
                 } catch let error as DocStoreError {
                     collection.notes.append("index '\(definition.name)' not made again: \(error.message)")
@@ -421,9 +415,12 @@ extension DocStore {
             }
             report.collections.append(collection)
         }
-        for filter in catalog.filters where (try? withWrite({ try builder.record(filters: [filter], in: $0) })) != nil {
+        for filter in catalog.filters where (try? withWrite({ try $0.saveFilter(filter) })) != nil {
             report.savedFilters += 1
         }
-        try withWrite { try builder.record(migrations: catalog.migrations, knownMigrations: catalog.knownMigrations, in: $0) }
+        try withWrite { ctx in
+            for migration in catalog.migrations { try ctx.scope.catalog.setMigration(migration) }
+            if let known = catalog.knownMigrations { try ctx.scope.catalog.setKnownMigrations(known) }
+        }
     }
 }

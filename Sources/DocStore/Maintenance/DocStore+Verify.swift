@@ -150,12 +150,9 @@ extension DocStore {
                         let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
                         produced[i] = produced[i].map { $0 + keys.count }
                         for key in keys {
-                            let present: Bool
-                            if index.isUnique {
-                                present = try txn.get(index.database, key).map { Array($0) == id } ?? false
-                            } else {
-                                present = try txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
-                            }
+                            let present = try index.isUnique
+                                ? txn.get(index.database, key).map { Array($0) == id } ?? false
+                                : txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
                             if !present {
                                 produced[i] = nil
                                 problem(.documentWithoutEntry, index: index.definition.name,
@@ -174,9 +171,7 @@ extension DocStore {
                 } catch let error as DecodingError {
                     let (field, reason) = DecodingFailure.describe(error)
                     problem(.undecodableDocument, "field '\(field)': \(reason)")
-                } catch is MalformedDocument {
-                    // reported above
-                } catch let error as DocStoreError where error.code == .corruptDocument {
+                } catch where error is MalformedDocument || (error as? DocStoreError)?.code == .corruptDocument {
                     // reported above
                 }
             }
@@ -192,23 +187,21 @@ extension DocStore {
             report.entriesChecked += 1
             let key = Array(rawKey)
             let id = Array(rawValue)
-            if let document = try txn.get(handle.documents, id).map({ Array($0) }) {
-                let produced = keysOf[id] ?? Set((try? document.withUnsafeBytes { raw -> [[UInt8]] in
-                    let reader = BinaryReader(raw)
-                    return try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root())
-                }) ?? [])
-                keysOf[id] = produced
-                if !produced.contains(key) {
-                    report.problems.append(.init(kind: .staleEntry, collection: handle.name,
-                        index: index.definition.name,
-                        document: CollectionHandle.describeID(id, in: document, idPath: handle.info.idPath),
-                        detail: "entry \(CollectionHandle.hex(key)) does not match the document's values"))
-                }
-            } else {
+            guard let document = try txn.get(handle.documents, id).map({ Array($0) }) else {
                 report.problems.append(.init(kind: .entryWithoutDocument, collection: handle.name,
                     index: index.definition.name, document: CollectionHandle.hex(id),
                     detail: "entry \(CollectionHandle.hex(key))"))
+                return
             }
+            let produced = keysOf[id] ?? Set((try? document.withUnsafeBytes { raw -> [[UInt8]] in
+                let reader = BinaryReader(raw)
+                return try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root())
+            }) ?? [])
+            keysOf[id] = produced
+            guard !produced.contains(key) else { return }
+            report.problems.append(.init(kind: .staleEntry, collection: handle.name, index: index.definition.name,
+                document: CollectionHandle.describeID(id, in: document, idPath: handle.info.idPath),
+                detail: "entry \(CollectionHandle.hex(key)) does not match the document's values"))
         }
     }
 }

@@ -1,14 +1,13 @@
 /// How a new store is filled from outside (a dump being restored, a damaged file being recovered): each collection
 /// made as it was, keyed at its id path, without its indexes; its documents written in; then its indexes built
-/// once over them; and the catalog's other records. Restore and recover both build through it, each in its own
-/// transactions, and each decides what a failure costs (a restore, everything; a recovery, the one document or
-/// index).
+/// once over them; then the catalog's other records (saved filters, and the applied migrations, so that a store
+/// built so is not migrated again). Restore and recover both build through it, each in its own transactions, and
+/// each decides what a failure costs (a restore, everything; a recovery, the one document or index).
 struct StoreBuilder {
     /// The collections begun, as they were, with the indexes they get at the end.
     private(set) var collections: [CollectionInfo] = []
 
-    /// Makes collection `info.name` without its indexes, which ``build(_:of:in:)`` adds once the
-    /// documents are in.
+    /// Makes collection `info.name` without its indexes, which `createIndex` adds once the documents are in.
     mutating func begin(_ info: CollectionInfo, in ctx: WriteContext) throws {
         _ = try ctx.scope.createCollection(CollectionInfo(name: info.name, idPath: info.idPath, indexes: []))
         collections.append(info)
@@ -27,19 +26,5 @@ struct StoreBuilder {
                                 collection: collection)
         }
         try handle.write(document.encoded(), mode: .insert, in: ctx.txn)
-    }
-
-    /// Builds an index of a begun collection over the documents written into it.
-    func build(_ index: IndexDefinition, of collection: String, in ctx: WriteContext) throws {
-        try ctx.createIndex(index, in: collection)
-    }
-
-    /// Writes the catalog's other records: saved filters, applied migrations (a store built so is not migrated
-    /// again), and the names the last migrator had registered.
-    func record(filters: [SavedFilter] = [], migrations: [AppliedMigration] = [], knownMigrations: [String]? = nil,
-                in ctx: WriteContext) throws {
-        for filter in filters { try ctx.saveFilter(filter) }
-        for migration in migrations { try ctx.scope.catalog.setMigration(migration) }
-        if let knownMigrations { try ctx.scope.catalog.setKnownMigrations(knownMigrations) }
     }
 }

@@ -19,8 +19,6 @@ public final class MigrationContext {
         self.migration = migration
     }
 
-    func checkValid() throws { try context.checkValid() }
-
     private var txn: any StorageTransaction { context.txn }
     private var scope: TransactionScope { context.scope }
 
@@ -64,9 +62,7 @@ public final class MigrationContext {
 
     private func addField(_ path: FieldPath, in collection: String, step: String,
                           _ compute: (DocumentValue) throws -> DocumentValue?) throws {
-        steps.append(step)
-        try refuseIDChange(of: [path], in: collection, step: step)
-        try rewrite(collection, step: step) { document in
+        try apply(step, to: collection, touching: [path]) { document in
             if let present = document[path: path], present != .null { return document }
             guard let value = try compute(document) else { return document }
             return try placing(value, at: path, in: document)
@@ -77,11 +73,9 @@ public final class MigrationContext {
     ///
     /// - Throws: ``DocStoreError/Code/migrationFailed`` when an index reads the field: drop the index first.
     public func removeField(_ path: FieldPath, in collection: String) throws {
-        let step = "remove field \(collection).\(path)"
-        steps.append(step)
-        try refuseIDChange(of: [path], in: collection, step: step)
-        try refuseIndexed([path], in: collection, step: step)
-        try rewrite(collection, step: step) { $0.removing(at: path) }
+        try apply("remove field \(collection).\(path)", to: collection, touching: [path], removing: [path]) {
+            $0.removing(at: path)
+        }
     }
 
     /// Changes the kind of a field's value in every document: text to a number, a number to text, and so on
@@ -125,9 +119,7 @@ public final class MigrationContext {
 
     private func convertField(_ path: FieldPath, in collection: String, step: String,
                               _ convert: (DocumentValue) throws -> DocumentValue) throws {
-        steps.append(step)
-        try refuseIDChange(of: [path], in: collection, step: step)
-        try rewrite(collection, step: step) { document in
+        try apply(step, to: collection, touching: [path]) { document in
             guard let value = document[path: path], value != .null else { return document }
             return document.setting(try convert(value), at: path)
         }
@@ -149,10 +141,8 @@ public final class MigrationContext {
     public func splitField(_ path: FieldPath, into paths: [FieldPath], in collection: String,
                            _ split: (DocumentValue) throws -> [DocumentValue?]) throws {
         let step = "split field \(collection).\(path) into \(paths.map(\.description).joined(separator: ", "))"
-        steps.append(step)
-        try refuseIDChange(of: [path] + paths, in: collection, step: step)
-        if !paths.contains(path) { try refuseIndexed([path], in: collection, step: step) }
-        try rewrite(collection, step: step) { document in
+        let removed = paths.contains(path) ? [] : [path]
+        try apply(step, to: collection, touching: [path] + paths, removing: removed) { document in
             guard let value = document[path: path] else { return document }
             let parts = try split(value)
             guard parts.count == paths.count else {
@@ -174,11 +164,8 @@ public final class MigrationContext {
     public func mergeFields(_ paths: [FieldPath], into path: FieldPath, in collection: String,
                             _ merge: ([DocumentValue?]) throws -> DocumentValue?) throws {
         let step = "merge fields \(paths.map { "\(collection).\($0)" }.joined(separator: ", ")) into \(path)"
-        steps.append(step)
-        try refuseIDChange(of: paths + [path], in: collection, step: step)
         let removed = paths.filter { $0 != path }
-        try refuseIndexed(removed, in: collection, step: step)
-        try rewrite(collection, step: step) { document in
+        try apply(step, to: collection, touching: paths + [path], removing: removed) { document in
             let values = paths.map { document[path: $0] }
             guard values.contains(where: { $0 != nil }) else { return document }
             var out = removed.reduce(document) { $0.removing(at: $1) }
@@ -191,9 +178,7 @@ public final class MigrationContext {
     /// and `nil` deletes it. The id must stay as it is.
     public func transformDocuments(in collection: String,
                                    _ transform: (DocumentValue) throws -> DocumentValue?) throws {
-        let step = "transform documents of \(collection)"
-        steps.append(step)
-        try rewrite(collection, step: step, transform)
+        try apply("transform documents of \(collection)", to: collection, touching: [], transform)
     }
 
     // MARK: Indexes and collections
@@ -229,6 +214,16 @@ public final class MigrationContext {
     }
 
     // MARK: The walk
+
+    /// Records `step`, refuses it when it would change the id (at one of `paths`) or remove a field an index reads
+    /// (one of `removing`), then rewrites each document of `collection` with `change`.
+    private func apply(_ step: String, to collection: String, touching paths: [FieldPath], removing: [FieldPath] = [],
+                       _ change: (DocumentValue) throws -> DocumentValue?) throws {
+        steps.append(step)
+        try refuseIDChange(of: paths, in: collection, step: step)
+        try refuseIndexed(removing, in: collection, step: step)
+        try rewrite(collection, step: step, change)
+    }
 
     /// The failure of a step on one document, named with it by ``rewrite(_:step:_:)``.
     private struct StepFailure: Error, CustomStringConvertible {

@@ -57,9 +57,10 @@ public struct Migrator: Sendable {
     public mutating func registerMigration(_ name: String, _ body: @escaping Body) {
         if migrations.contains(where: { $0.name == name }) {
             registrationError = registrationError ?? "the migration '\(name)' is registered twice"
-        } else if name.isEmpty || name.contains(Catalog.separator) || name.contains("\0") {
-            registrationError = registrationError ?? "invalid migration name '\(name)': it must be non-empty and "
-                + "contain no NUL or U+001F character"
+        } else {
+            do { try Catalog.validateName(name, what: "migration") } catch {
+                registrationError = registrationError ?? "\(error)"
+            }
         }
         migrations.append(Migration(name: name, body: body))
     }
@@ -209,7 +210,7 @@ extension DocStore {
                 if try ctx.scope.catalog.migration(named: name) != nil { return false }
                 let migration = MigrationContext(context: ctx, migration: name)
                 try body(migration)
-                try migration.checkValid()
+                try migration.context.checkValid()
                 let position = try ctx.appliedMigrations().count + 1
                 let record = AppliedMigration(name: name, position: position, appliedAt: Date(),
                                               steps: migration.steps)
@@ -229,7 +230,7 @@ extension DocStore {
     func recordKnownMigrations(_ names: [String]) throws {
         guard !core.isReadOnly else { return }
         guard try withRead({ try $0.scope.catalog.knownMigrations() }) != names else { return }
-        _ = try withWrite { ctx in try ctx.scope.catalog.setKnownMigrations(names) }
+        try withWrite { ctx in try ctx.scope.catalog.setKnownMigrations(names) }
     }
 
     /// Erases every collection, saved filter and migration record, in one transaction.
@@ -238,17 +239,12 @@ extension DocStore {
         try withWrite { ctx in
             for info in try ctx.collections() { try ctx.dropCollection(info.name) }
             for filter in try ctx.savedFilters() { try ctx.deleteFilter(named: filter.name) }
-            for record in try ctx.appliedMigrations() {
-                try ctx.scope.catalog.removeMigration(named: record.name)
-            }
+            for record in try ctx.appliedMigrations() { try ctx.catalog.removeMigration(named: record.name) }
         }
     }
 }
 
 extension ReadContext {
     /// The migrations the store has applied, in the order it applied them.
-    public func appliedMigrations() throws -> [AppliedMigration] {
-        try checkValid()
-        return try scope.catalog.migrations()
-    }
+    public func appliedMigrations() throws -> [AppliedMigration] { try catalog.migrations() }
 }

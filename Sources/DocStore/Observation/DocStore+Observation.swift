@@ -8,16 +8,13 @@ public enum ObservedDocument<T: Document>: Sendable {
     case missing
 
     /// The document, when it exists.
-    public var document: T? {
-        if case .existing(let d) = self { return d }
-        return nil
-    }
+    public var document: T? { if case .existing(let d) = self { d } else { nil } }
 }
 
 extension DocStore {
     /// The id of the last commit, by any process.
     func lastCommittedTransaction() throws -> Int {
-        guard !isClosed else { throw DocStoreError(.closed, "the store at \(path) is closed") }
+        try checkOpen()
         return try core.env.lastCommittedTransaction()
     }
 

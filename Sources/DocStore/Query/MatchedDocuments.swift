@@ -72,16 +72,17 @@ public struct MatchedDocuments: Sendable {
             + "\(read): id \(shown)", collection: collection)
     }
 
-    /// The documents of `handle` with these keys, as the walk hands them over.
-    fileprivate init(collection: String, retake: @escaping @Sendable (ReadContext) throws -> MatchedDocuments,
-                     gather: ((_ add: (_ key: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> Void)
-                                throws -> Void)?,
-                     idPath: FieldPath) throws {
+    /// The documents `gather` hands over, each with its key, as the walk finds them.
+    fileprivate init(collection: String, idPath: FieldPath?,
+                     retake: @escaping @Sendable (ReadContext) throws -> MatchedDocuments,
+                     gather: (_ add: (_ key: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> Void)
+                        throws -> Void) throws {
         self.collection = collection
         self.retake = retake
         var ids: [DocumentValue] = []
         var entries: [Entry] = []
-        try gather? { key, document in
+        let idPath = idPath ?? "id"
+        try gather { key, document in
             let keyBytes = Array(key)
             var hasher = Hasher()
             hasher.combine(bytes: document)
@@ -110,13 +111,11 @@ extension Query {
     /// ``MatchedDocuments/requireUnchanged(in:)``, in the transaction that changes them, that they are still the
     /// ones counted.
     public func matchedDocuments(in context: ReadContext) throws -> MatchedDocuments {
-        let retake: @Sendable (ReadContext) throws -> MatchedDocuments = { try self.matchedDocuments(in: $0) }
-        guard let executor = try documents.executor(in: context) else {
-            return try MatchedDocuments(collection: collection, retake: retake, gather: nil, idPath: "id")
+        let executor = try documents.executor(in: context)
+        return try MatchedDocuments(collection: collection, idPath: executor?.handle.info.idPath,
+                                    retake: { try self.matchedDocuments(in: $0) }) { add in
+            try executor?.walk { try add($0, $1); return true }
         }
-        return try MatchedDocuments(collection: collection, retake: retake, gather: { add in
-            try executor.walk { try add($0, $1); return true }
-        }, idPath: executor.handle.info.idPath)
     }
 }
 
@@ -126,16 +125,14 @@ extension ReadContext {
     /// before it replaces them.
     public func matchedDocuments(_ collection: String, ids: [DocumentValue]) throws -> MatchedDocuments {
         try checkValid()
-        let retake: @Sendable (ReadContext) throws -> MatchedDocuments = { try $0.matchedDocuments(collection, ids: ids) }
-        guard let handle = try scope.handle(named: collection) else {
-            return try MatchedDocuments(collection: collection, retake: retake, gather: nil, idPath: "id")
-        }
-        return try MatchedDocuments(collection: collection, retake: retake, gather: { add in
+        let handle = try scope.handle(named: collection)
+        return try MatchedDocuments(collection: collection, idPath: handle?.info.idPath,
+                                    retake: { try $0.matchedDocuments(collection, ids: ids) }) { add in
             for id in ids {
                 let key = KeyEncoder.key(id)
-                guard let raw = try self.txn.get(handle.documents, key) else { continue }
+                guard let handle, let raw = try self.txn.get(handle.documents, key) else { continue }
                 try key.withUnsafeBytes { try add($0, raw) }
             }
-        }, idPath: handle.info.idPath)
+        }
     }
 }

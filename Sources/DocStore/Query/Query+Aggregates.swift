@@ -66,7 +66,7 @@ extension Query where Element == DocumentValue {
 
 extension Query where Element: Document {
     /// The stored field a key path names, or `nil` and the request's problem saying it names none.
-    private func path(of keyPath: AnyKeyPath, for verb: String, problem: inout DocStoreError?) -> FieldPath? {
+    func path(of keyPath: AnyKeyPath, for verb: String, problem: inout DocStoreError?) -> FieldPath? {
         if let path = TypeRegistry.fieldPath(keyPath, of: Element.self) { return path }
         if problem == nil { problem = Aggregation<Element, Int>.notStored(keyPath, verb) }
         return nil

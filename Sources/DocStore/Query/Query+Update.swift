@@ -156,11 +156,6 @@ extension CollectionHandle {
         }) { raw in try change(raw).map(Rewrite.replace) ?? .keep }
     }
 
-    /// Applies field changes to document `id`; `false` when there is none.
-    func update(id: [UInt8], changes: [FieldChange], in txn: any StorageTransaction) throws -> Bool {
-        try update(id: id, in: txn) { raw in try changed(raw, id: id, changes) }
-    }
-
     /// A stored document with `changes` applied, encoded; `nil` when they change nothing.
     fileprivate func changed(_ raw: UnsafeRawBufferPointer, id: [UInt8], _ changes: [FieldChange]) throws -> [UInt8]? {
         let old = try DocumentValue(encoded: Array(raw))
@@ -269,10 +264,7 @@ extension Query where Element: Document {
             CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
         }
         try change(&element)
-        do { return try DocumentEncoder().encode(element) } catch {
-            throw DocStoreError(.encodingFailed, "cannot encode a \(String(reflecting: Element.self)) for "
-                + "collection '\(handle.name)': \(error)", collection: handle.name)
-        }
+        return try handle.encoded(element)
     }
 
 }
@@ -285,6 +277,7 @@ extension WriteContext {
         try checkWritable("update a document of '\(collection)'", collection: collection)
         guard let handle = try scope.handle(named: collection) else { return false }
         // All or none on its own: every check comes before the first change (CollectionHandle.write).
-        return try handle.update(id: KeyEncoder.key(id), changes: changes, in: txn)
+        let key = KeyEncoder.key(id)
+        return try handle.update(id: key, in: txn) { raw in try handle.changed(raw, id: key, changes) }
     }
 }

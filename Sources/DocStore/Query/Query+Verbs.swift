@@ -1,8 +1,8 @@
 import Foundation
 
 // The verbs of a request, the same whatever it answers: each written once on a transaction's context (synchronous,
-// inside `store.read {}` or `store.write {}`); its form on the store (asynchronous, in a transaction of its own) runs
-// it through `reading` or `writing`.
+// inside `store.read {}` or `store.write {}`); its form on the store (asynchronous) runs it in a transaction of its
+// own.
 
 extension Query {
     /// The plan of this request in a transaction, ready to run; `nil` when the collection does not exist (nothing
@@ -70,9 +70,7 @@ extension Query {
 
     /// The request of the number of matches (within the slice, when sliced).
     var counting: Query<Int> {
-        documents.answering(.groups(Grouping(by: [], aggregate: .count)), as: kind.opening(as: .rows { _, value in
-            if case .int(let n) = value { Int(n) } else { 0 }
-        }))
+        grouped(by: [], .count) { _, value in if case .int(let n) = value { Int(n) } else { 0 } }
     }
 
     /// Throws unless the request is of documents: what `verb` changes.

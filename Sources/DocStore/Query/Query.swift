@@ -182,23 +182,6 @@ extension Query: CustomStringConvertible {
     /// The query in the shell's words: `people.include(age >= 18).sortBy(name)[0..<10]`,
     /// `people.groupBy(city).count().sortBy(value, .reverse)[0..<10]`.
     public var description: String {
-        var text = selectionDescription
-        switch output {
-        case .documents: break
-        case .fields(let paths): text += ".select(\(paths.map(\.description).joined(separator: ", ")))"
-        case .groups(let g) where g.dropsNil: text += ".distinct(\(g.by.map(\.description).joined(separator: ", ")))"
-        case .groups(let g) where g.by.isEmpty: text += ".\(g.aggregate)"
-        case .groups(let g):
-            text += ".groupBy(\(g.by.map(\.description).joined(separator: ", "))).\(g.aggregate)"
-            if g.order == .value || g.descending {
-                text += ".sortBy(\(g.order == .key ? "key" : "value")\(g.descending ? ", .reverse" : ""))"
-            }
-            if let window = g.window { text += "[\(window.range.lowerBound)..<\(window.range.upperBound)]" }
-        }
-        return text
-    }
-
-    private var selectionDescription: String {
         var text = collection
         for condition in selection.conditions {
             if case .not(let kept) = condition { text += ".exclude(\(kept))" } else { text += ".include(\(condition))" }
@@ -217,6 +200,18 @@ extension Query: CustomStringConvertible {
                 case .slice(let r): text += "[\(r.lowerBound)..<\(r.upperBound)]"
                 }
             }
+        }
+        switch output {
+        case .documents: break
+        case .fields(let paths): text += ".select(\(paths.map(\.description).joined(separator: ", ")))"
+        case .groups(let g) where g.dropsNil: text += ".distinct(\(g.by.map(\.description).joined(separator: ", ")))"
+        case .groups(let g) where g.by.isEmpty: text += ".\(g.aggregate)"
+        case .groups(let g):
+            text += ".groupBy(\(g.by.map(\.description).joined(separator: ", "))).\(g.aggregate)"
+            if g.order == .value || g.descending {
+                text += ".sortBy(\(g.order == .key ? "key" : "value")\(g.descending ? ", .reverse" : ""))"
+            }
+            if let window = g.window { text += "[\(window.range.lowerBound)..<\(window.range.upperBound)]" }
         }
         return text
     }
@@ -262,18 +257,9 @@ extension Query where Element: Document {
     /// A field stored as its raw values (an enum of `String` or `Int` raw values) orders by them, as stored. For
     /// example: `Flight.sortBy(\.origin)` with `enum Airport: String, Codable { case EWR, JFK, LGA }`.
     public func sortBy<Value>(_ keyPath: KeyPath<Element, Value> & Sendable, order: SortOrder = .forward) -> Query {
-        sortBy(keyPath as AnyKeyPath, order: order)
-    }
-
-    private func sortBy(_ keyPath: AnyKeyPath, order: SortOrder) -> Query {
-        guard let path = TypeRegistry.fieldPath(keyPath, of: Element.self) else {
-            return with { s in
-                guard s.problem == nil else { return }
-                s.problem = DocStoreError(.invalidSchema, "cannot sort \(Element.self) by \(keyPath): it is not a "
-                    + "stored field (a computed property, or a value the key path computes)", collection: collection)
-            }
-        }
-        return sortBy(path, order: order)
+        var query = self
+        guard let path = query.path(of: keyPath, for: "sort", problem: &query.selection.problem) else { return query }
+        return query.sortBy(path, order: order)
     }
 
     /// `predicate` as a condition on stored fields, key paths resolved once per process.

@@ -74,22 +74,15 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
         let sortsByID = plan.sort.contains { $0.path == plan.idPath }
         let order = plan.sort.map { "\($0.path) \($0.descending ? "descending" : "ascending")" }
             + (sortsByID ? [] : ["id \(plan.idDescending ? "descending" : "ascending")"])
-        switch plan.ordering {
-        case _ where plan.aggregateAccess != nil && plan.limit == nil:
-            break   // an aggregate or a count of every match: their order does not matter
-        case .natural:
-            if case .fullScan = plan.access {
-                lines.append("  order:    \(order.joined(separator: ", then ")); as stored, no sort")
-            } else {
-                lines.append("  order:    \(order.joined(separator: ", then ")); from the index, no sort")
+        // An aggregate or a count of every match has no order that matters.
+        if plan.aggregateAccess == nil || plan.limit != nil {
+            let how = switch (plan.ordering, plan.access, plan.needed) {
+            case (.natural, .fullScan, _): "as stored, no sort"
+            case (.natural, _, _): "from the index, no sort"
+            case (.sorted, _, let needed?): "top-\(needed) heap over the matches, reading only the sort fields"
+            case (.sorted, _, nil): "full sort of the matches' sort keys"
             }
-        case .sorted:
-            if let needed = plan.needed {
-                lines.append("  order:    \(order.joined(separator: ", then ")); top-\(needed) heap over the matches, "
-                    + "reading only the sort fields")
-            } else {
-                lines.append("  order:    \(order.joined(separator: ", then ")); full sort of the matches' sort keys")
-            }
+            lines.append("  order:    \(order.joined(separator: ", then ")); \(how)")
         }
         if let limit = plan.limit {
             lines.append("  slice:    offset \(plan.offset), limit \(limit)"

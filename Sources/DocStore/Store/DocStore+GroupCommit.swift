@@ -11,9 +11,32 @@ import Synchronization
 /// own, so that none fails for a neighbour's sake. A group whose transaction can take no more nested ones (LMDB
 /// limits the pages one transaction changes) commits what it holds, and the rest of its writes run alone.
 extension DocStore {
-    func groupedWrite<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
+    /// Runs several steps in one write transaction: they commit together when `body` returns, and none of them
+    /// does when it throws.
+    ///
+    /// Writes that arrive while a commit is being made durable wait for it, then commit together in the next
+    /// transaction, with one sync (group commit). Each stays all or nothing on its own: it runs in a transaction
+    /// nested in the group's, so a write that throws, or meets a unique conflict, fails alone and leaves its
+    /// neighbours as they would be without it. The call returns once the commit that holds the write is durable
+    /// at the store's ``Options/durability``; the writes of one task commit in the order they were made.
+    ///
+    /// `body` may run more than once: when the store must grow its map midway, or when its group cannot commit and
+    /// each of its writes is run alone. It should change nothing outside the transaction. On a store opened with
+    /// ``Options/readOnly``, `body` runs in a read transaction: its reads work, and its first change throws
+    /// ``DocStoreError/Code/readOnly``.
+    ///
+    /// For example:
+    /// ```swift
+    /// let n = try await store.write { ctx in
+    ///     guard var p = try ctx.get(Person.self, id: id) else { return 0 }
+    ///     p.age += 1
+    ///     try ctx.save(p)
+    ///     return try Person.query().count(in: ctx)
+    /// }
+    /// ```
+    public func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
         try checkOpen()
-        if isReadOnly || (queuedWrites.isEmpty && !thread.hasWaitingJobs) { return try withWrite(body) }
+        if isReadOnly || (queuedWrites.isEmpty && thread.waitingJobs == 0) { return try withWrite(body) }
         let cancelled = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

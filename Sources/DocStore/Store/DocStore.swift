@@ -158,7 +158,7 @@ public actor DocStore {
     /// Throws ``DocStoreError/Code/readOnly`` when the store was opened read-only, saying that `what` was refused:
     /// for the shell, which refuses a change before asking anyone to confirm it.
     package nonisolated func checkWritable(_ what: String) throws {
-        if isReadOnly { throw StoreCore.readOnlyRefusal(what, path: path) }
+        if isReadOnly { throw core.readOnlyRefusal(what) }
     }
 
     /// Closes the store. Later calls throw ``DocStoreError/Code/closed``. The store also closes when released.
@@ -195,38 +195,7 @@ public actor DocStore {
     public nonisolated func read<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) async throws -> R {
         var result: R?
         if try thread.runIfIdle({ result = try readNow(body) }), let result { return result }
-        return try await isolatedRead(body)
-    }
-
-    func isolatedRead<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) throws -> R {
-        try withRead(body)
-    }
-
-    /// Runs several steps in one write transaction: they commit together when `body` returns, and none of them
-    /// does when it throws.
-    ///
-    /// Writes that arrive while a commit is being made durable wait for it, then commit together in the next
-    /// transaction, with one sync (group commit). Each stays all or nothing on its own: it runs in a transaction
-    /// nested in the group's, so a write that throws, or meets a unique conflict, fails alone and leaves its
-    /// neighbours as they would be without it. The call returns once the commit that holds the write is durable
-    /// at the store's ``Options/durability``; the writes of one task commit in the order they were made.
-    ///
-    /// `body` may run more than once: when the store must grow its map midway, or when its group cannot commit and
-    /// each of its writes is run alone. It should change nothing outside the transaction. On a store opened with
-    /// ``Options/readOnly``, `body` runs in a read transaction: its reads work, and its first change throws
-    /// ``DocStoreError/Code/readOnly``.
-    ///
-    /// For example:
-    /// ```swift
-    /// let n = try await store.write { ctx in
-    ///     guard var p = try ctx.get(Person.self, id: id) else { return 0 }
-    ///     p.age += 1
-    ///     try ctx.save(p)
-    ///     return try Person.query().count(in: ctx)
-    /// }
-    /// ```
-    public func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
-        try await groupedWrite(body)
+        return try await withRead(body)
     }
 
     /// Creates `T`'s collection and builds the indexes it declares, if they are missing: what its first write
@@ -344,17 +313,17 @@ public actor DocStore {
     /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
     ///   ``DocStoreError/Code/uniqueViolation`` when a unique index already holds one of its values.
     public func insert<T: Document>(_ document: T) async throws {
-        try await groupedWrite { try $0.insert(document) }
+        try await write { try $0.insert(document) }
     }
 
     /// Inserts the document, or replaces the one with the same id, updating its index entries.
     public func save<T: Document>(_ document: T) async throws {
-        try await groupedWrite { try $0.save(document) }
+        try await write { try $0.save(document) }
     }
 
     /// Inserts several documents in one transaction: all of them, or none when one fails.
     public func insert<S: Sequence & Sendable>(contentsOf documents: S) async throws where S.Element: Document {
-        try await groupedWrite { try $0.insert(contentsOf: documents) }
+        try await write { try $0.insert(contentsOf: documents) }
     }
 
     /// The document of type `T` with `id`, or `nil` when there is none.
@@ -368,7 +337,7 @@ public actor DocStore {
     /// Deletes the document of type `T` with `id` and its index entries. Returns whether there was one.
     @discardableResult
     public func delete<T: Document>(_ type: T.Type, id: T.ID) async throws -> Bool {
-        try await groupedWrite { try $0.delete(type, id: id) }
+        try await write { try $0.delete(type, id: id) }
     }
 
     // MARK: Catalog

@@ -40,11 +40,17 @@ extension StoreCore {
                     + "; the structural check (DocStore.Options.checkFile) refused to open it")
             }
         }
+        var configuration = StoreCore.configuration(options)
+        configuration.readOnly = options.readOnly
+        // What a commit syncs, and how often the file is synced in the background.
+        switch options.durability {
+        case .full: configuration.sync = .full
+        case .normal: configuration.sync = .dataOnly
+        case .off: configuration.sync = .none
+        case .periodic(let ms): (configuration.sync, configuration.flushInterval) = (.none, .milliseconds(max(1, ms)))
+        }
         do {
-            return try FileStorage.open(path: path, configuration: .init(
-                initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
-                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders, readOnly: options.readOnly,
-                sync: StoreCore.sync(options.durability), flushInterval: StoreCore.flushInterval(options.durability)))
+            return try FileStorage.open(path: path, configuration: configuration)
         } catch let error as StorageError {
             switch error {
             case .notAStore(let why):
@@ -75,9 +81,7 @@ extension StoreCore {
             throw DocStoreError(.cannotOpen, "cannot compact \(path): there is no store there")
         }
         do {
-            return try FileStorage.compact(path: path, configuration: .init(
-                initialMapSize: options.initialMapSize, maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
-                maxDatabases: options.maxDatabases, maxReaders: options.maxReaders))
+            return try FileStorage.compact(path: path, configuration: configuration(options))
         } catch let error as StorageError {
             switch error {
             case .alreadyOpenInProcess:
@@ -96,18 +100,10 @@ extension StoreCore {
         }
     }
 
-    /// What a commit syncs at each durability.
-    static func sync(_ durability: DocStore.Durability) -> FileStorage.Sync {
-        switch durability {
-        case .full: .full
-        case .normal: .dataOnly
-        case .off, .periodic: .none
-        }
-    }
-
-    /// How often the file is synced in the background, at ``DocStore/Durability/periodic(milliseconds:)``.
-    static func flushInterval(_ durability: DocStore.Durability) -> Duration? {
-        if case .periodic(let ms) = durability { return .milliseconds(max(1, ms)) }
-        return nil
+    /// The engine's sizes as `options` give them: what opening and compacting share.
+    private static func configuration(_ options: DocStore.Options) -> FileStorage.Configuration {
+        .init(initialMapSize: options.initialMapSize,
+              maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
+              maxDatabases: options.maxDatabases, maxReaders: options.maxReaders)
     }
 }

@@ -41,10 +41,7 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
         UnownedSerialExecutor(ordinary: self)
     }
 
-    /// Whether jobs wait behind the one running: called from a job, whether others came meanwhile.
-    var hasWaitingJobs: Bool { waitingJobs > 0 }
-
-    /// How many jobs wait to run.
+    /// How many jobs wait to run: called from a job, whether others came meanwhile.
     var waitingJobs: Int {
         condition.lock()
         defer { condition.unlock() }
