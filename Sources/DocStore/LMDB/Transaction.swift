@@ -59,11 +59,16 @@ final class LMDBTransaction: StorageTransaction {
     ///
     /// The corresponding LMDB function is `mdb_cursor_open`.
     func openCursor(_ db: KeySpace) throws -> any StorageCursor {
+        let cursor = try newCursor(db)
+        openCursors.append(cursor)
+        return LMDBCursor(raw: cursor, transaction: self)
+    }
+
+    private func newCursor(_ db: KeySpace) throws -> OpaquePointer {
         var cursor: OpaquePointer?
         try check(mdb_cursor_open(raw, db.number, &cursor))
         guard let cursor else { throw LMDBError(code: EINVAL) }
-        openCursors.append(cursor)
-        return LMDBCursor(raw: cursor, transaction: self)
+        return cursor
     }
 
     /// Runs a change made of several calls; if one fails after others succeeded, the transaction is marked so that
@@ -235,9 +240,7 @@ final class LMDBTransaction: StorageTransaction {
     ///
     /// The corresponding LMDB functions are `mdb_cursor_open` and `mdb_cursor_close`.
     func withCursor<R>(_ db: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R {
-        var cursor: OpaquePointer?
-        try check(mdb_cursor_open(raw, db.number, &cursor))
-        guard let cursor else { throw LMDBError(code: EINVAL) }
+        let cursor = try newCursor(db)
         defer { mdb_cursor_close(cursor) }
         return try body(LMDBCursor(raw: cursor, transaction: self))
     }
