@@ -653,6 +653,33 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
         #expect(failures.count == 0, failures.report(seed: 1051))
     }
 
+    /// A type that writes itself through nested containers, keyed and unkeyed, under a key and in an array.
+    private struct Nested: Encodable {
+        enum Keys: String, CodingKey { case point, list, name }
+        enum PointKeys: String, CodingKey { case x, y }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            var point = c.nestedContainer(keyedBy: PointKeys.self, forKey: .point)
+            try point.encode(1, forKey: .x)
+            try point.encode(2, forKey: .y)
+            var list = c.nestedUnkeyedContainer(forKey: .list)
+            try list.encode("a")
+            var inner = list.nestedContainer(keyedBy: PointKeys.self)
+            try inner.encode(3, forKey: .x)
+            var deeper = list.nestedUnkeyedContainer()
+            try deeper.encode(true)
+            try deeper.encode(4)
+            try list.encode("b")
+            try c.encode("n", forKey: .name)
+        }
+    }
+
+    @Test func nestedContainersWriteTheirValuesInPlace() throws {
+        let value = try DocumentValue(encoded: try DocumentEncoder().encode(Nested()))
+        #expect(value.json() == #"{"point":{"x":1,"y":2},"list":["a",{"x":3},[true,4],"b"],"name":"n"}"#)
+    }
+
     // MARK: Reading without the type
 
     @Test func documentValueReadsEncodedModelsWithoutTheirType() throws {

@@ -75,6 +75,20 @@ final class EncodingState {
         open[level - 1].count += 1
     }
 
+    /// Opens a container of `tag` as the field or element that `begin` starts (and names): the container's path
+    /// and level, or what `begin` threw, for the container to throw on first use.
+    func openNested(_ tag: UInt8, under path: PathNode?, _ begin: () throws -> any CodingKey)
+        -> (path: PathNode?, level: Int, failure: (any Error)?) {
+        do {
+            let key = try begin()
+            let header = writer.openContainer(tag: tag)
+            open.append(.init(header: header, count: 0))
+            return (PathNode(path, key), open.count, nil)
+        } catch {
+            return (path, 0, error)
+        }
+    }
+
     /// Writes any encodable value at the current position: scalars and common types directly, others through
     /// their `encode(to:)`. The coding path node is made only for the latter.
     func encodeValue<T: Encodable>(_ value: T, parent: PathNode?, key: (any CodingKey)?) throws {
@@ -177,10 +191,12 @@ final class DocumentValueEncoder: Encoder {
 
         var codingPath: [any CodingKey] { PathNode.array(path) }
 
-        private func begin(_ key: Key) throws {
+        @discardableResult
+        private func begin(_ key: Key) throws -> Key {
             if let failure { throw failure }
             try state.prepareWrite(level: level, path: path)
             state.writer.name(key.stringValue)
+            return key
         }
 
         mutating func encodeNil(forKey key: Key) throws { try begin(key); state.writer.null() }
@@ -211,26 +227,14 @@ final class DocumentValueEncoder: Encoder {
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type,
                                                             forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-            do {
-                try begin(key)
-                let header = state.writer.openContainer(tag: BinaryFormat.Tag.object)
-                state.open.append(.init(header: header, count: 0))
-                return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: PathNode(path, key),
-                                                                        level: state.open.count, failure: nil))
-            } catch {
-                return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: path, level: 0, failure: error))
-            }
+            let (path, level, failure) = state.openNested(BinaryFormat.Tag.object, under: path) { try begin(key) }
+            return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: path, level: level,
+                                                                    failure: failure))
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-            do {
-                try begin(key)
-                let header = state.writer.openContainer(tag: BinaryFormat.Tag.array)
-                state.open.append(.init(header: header, count: 0))
-                return UnkeyedContainer(state: state, path: PathNode(path, key), level: state.open.count, failure: nil)
-            } catch {
-                return UnkeyedContainer(state: state, path: path, level: 0, failure: error)
-            }
+            let (path, level, failure) = state.openNested(BinaryFormat.Tag.array, under: path) { try begin(key) }
+            return UnkeyedContainer(state: state, path: path, level: level, failure: failure)
         }
 
         mutating func superEncoder() -> any Encoder { superEncoder(named: NamedKey("super")) }
@@ -272,26 +276,14 @@ final class DocumentValueEncoder: Encoder {
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-            do {
-                let k = try begin()
-                let header = state.writer.openContainer(tag: BinaryFormat.Tag.object)
-                state.open.append(.init(header: header, count: 0))
-                return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: PathNode(path, k),
-                                                                        level: state.open.count, failure: nil))
-            } catch {
-                return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: path, level: 0, failure: error))
-            }
+            let (path, level, failure) = state.openNested(BinaryFormat.Tag.object, under: path) { try begin() }
+            return KeyedEncodingContainer(KeyedContainer<NestedKey>(state: state, path: path, level: level,
+                                                                    failure: failure))
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-            do {
-                let k = try begin()
-                let header = state.writer.openContainer(tag: BinaryFormat.Tag.array)
-                state.open.append(.init(header: header, count: 0))
-                return UnkeyedContainer(state: state, path: PathNode(path, k), level: state.open.count, failure: nil)
-            } catch {
-                return UnkeyedContainer(state: state, path: path, level: 0, failure: error)
-            }
+            let (path, level, failure) = state.openNested(BinaryFormat.Tag.array, under: path) { try begin() }
+            return UnkeyedContainer(state: state, path: path, level: level, failure: failure)
         }
 
         mutating func superEncoder() -> any Encoder {

@@ -31,8 +31,7 @@ extension Grouping {
             }.map(\.1)
         }
         guard let window else { return rows }
-        let lower = Swift.min(window.range.lowerBound, rows.count)
-        return WindowStep.apply(window.afterwards, to: Array(rows[lower..<Swift.min(window.range.upperBound, rows.count)]))
+        return WindowStep.apply([.slice(window.range)] + window.afterwards, to: rows)
     }
 }
 

@@ -35,6 +35,12 @@ class CompiledExpression {
         }
     }
 
+    /// An expression computed from one other.
+    private class Unary: CompiledExpression {
+        let a: CompiledExpression
+        init(_ a: CompiledExpression) { self.a = a }
+    }
+
     private final class Field: CompiledExpression {
         /// Owns the memory `layout` points to.
         let path: CompiledPath
@@ -82,10 +88,7 @@ class CompiledExpression {
         }
     }
 
-    private final class Negate: CompiledExpression {
-        let a: CompiledExpression
-        init(_ a: CompiledExpression) { self.a = a }
-
+    private final class Negate: Unary {
         override func value(_ document: CompiledCondition.Document) throws -> Operand {
             guard let x = CompiledExpression.number(try a.value(document), in: document.reader) else { return .computed(.null) }
             guard let result = x.negated else { throw NoMatch() }
@@ -104,10 +107,7 @@ class CompiledExpression {
         }
     }
 
-    private final class Count: CompiledExpression {
-        let a: CompiledExpression
-        init(_ a: CompiledExpression) { self.a = a }
-
+    private final class Count: Unary {
         override func value(_ document: CompiledCondition.Document) throws -> Operand {
             switch try a.value(document) {
             case .stored(let ref) where ref.tag == BinaryFormat.Tag.array:
@@ -168,10 +168,7 @@ class CompiledExpression {
         }
     }
 
-    private final class Unwrap: CompiledExpression {
-        let a: CompiledExpression
-        init(_ a: CompiledExpression) { self.a = a }
-
+    private final class Unwrap: Unary {
         override func value(_ document: CompiledCondition.Document) throws -> Operand {
             let value = try a.value(document)
             if value.isNull { throw NoMatch() }
@@ -179,10 +176,7 @@ class CompiledExpression {
         }
     }
 
-    private final class AsDouble: CompiledExpression {
-        let a: CompiledExpression
-        init(_ a: CompiledExpression) { self.a = a }
-
+    private final class AsDouble: Unary {
         override func value(_ document: CompiledCondition.Document) throws -> Operand {
             guard let x = CompiledExpression.number(try a.value(document), in: document.reader) else { return .computed(.null) }
             return .computed(.double(x.double))

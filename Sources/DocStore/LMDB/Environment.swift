@@ -112,7 +112,7 @@ final class LMDBEnvironment: FileStorageEngine {
 
     /// Whether no process has the environment open: each one that has holds a shared `fcntl` lock on the first
     /// byte of the lock file, which `F_GETLK` reports (a file that cannot be read counts as in use).
-    private static func lockFileIsUnused(_ lockPath: String) -> Bool {
+    fileprivate static func lockFileIsUnused(_ lockPath: String) -> Bool {
         let fd = Glibc.open(lockPath, O_RDONLY | O_CLOEXEC)
         if fd < 0 { return errno == ENOENT }
         defer { Glibc.close(fd) }
@@ -276,7 +276,7 @@ final class LMDBEnvironment: FileStorageEngine {
 
     /// Reads the file with ``LMDBFileCheck``, as `txn` (held open meanwhile) or a later commit has it.
     func checkStructure(holding txn: any StorageTransaction) -> (damage: [StorageDamage], pages: Int) {
-        LMDBFileCheck.check(path: path, snapshot: txn.id)
+        FileStorage.check(path: path, snapshot: txn.id)
     }
 
     /// Runs `body` in a write transaction, committed when it returns and aborted when it throws.
@@ -322,46 +322,6 @@ final class LMDBEnvironment: FileStorageEngine {
     }
 
     // MARK: Copies
-
-    /// Replaces the file at `path`, which no process may have open, by a compact copy of itself: the copy is written
-    /// beside it (`PATH.compacting`), synced, and renamed over it, so that the file is whole at every moment, the
-    /// old one until the rename and the new one after. A copy left by a compaction cut short is removed first.
-    /// Returns the file's sizes before and after.
-    static func compactFile(at path: String, configuration: Configuration) throws -> (before: Int, after: Int) {
-        let lockPath = path + "-lock", temporary = path + ".compacting"
-        guard lockFileIsUnused(lockPath) else { throw StorageError.openElsewhere }
-        unlink(temporary)
-        let before = fileSize(path)
-        let environment = try LMDBEnvironment(path: path, configuration: configuration)
-        do {
-            try environment.copy(to: .path(temporary), compact: true)
-            environment.close()
-            try DurableFile.sync(temporary)
-        } catch {
-            environment.close()
-            unlink(temporary)
-            throw error
-        }
-        // A process that opened the file meanwhile would go on with the old one: the new one waits for it.
-        guard lockFileIsUnused(lockPath) else {
-            unlink(temporary)
-            throw StorageError.openElsewhere
-        }
-        guard rename(temporary, path) == 0 else {
-            let message = String(cString: strerror(errno))
-            unlink(temporary)
-            throw StorageError.failed("cannot rename the compact copy over \(path): \(message)")
-        }
-        // The lock file describes the old file's readers and commits: the next opening makes a new one.
-        unlink(lockPath)
-        try DurableFile.syncFolder(of: path)
-        return (before, fileSize(path))
-    }
-
-    private static func fileSize(_ path: String) -> Int {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int(info.st_size) : 0
-    }
 
     /// Copies the file as of its last commit into a new file, or to an open descriptor.
     ///
@@ -514,24 +474,44 @@ extension FileStorage {
         try LMDBEnvironment(path: path, configuration: configuration)
     }
 
-    /// Checks the structure of the file at `path` without trusting it (the newest commit, or an older one by
-    /// `snapshot`): the damage found, and the pages read.
-    static func check(path: String, snapshot: Int = 0) -> (damage: [StorageDamage], pages: Int) {
-        LMDBFileCheck.check(path: path, snapshot: snapshot)
-    }
-
-    /// Replaces the file at `path`, which no process may have open, by a compact copy of itself; its sizes before
-    /// and after.
+    /// Replaces the file at `path`, which no process may have open, by a compact copy of itself: the copy is written
+    /// beside it (`PATH.compacting`), synced, and renamed over it, so that the file is whole at every moment, the
+    /// old one until the rename and the new one after. A copy left by a compaction cut short is removed first.
+    /// Returns the file's sizes before and after.
     static func compact(path: String, configuration: Configuration) throws -> (before: Int, after: Int) {
-        try LMDBEnvironment.compactFile(at: path, configuration: configuration)
+        let lockPath = path + "-lock", temporary = path + ".compacting"
+        guard LMDBEnvironment.lockFileIsUnused(lockPath) else { throw StorageError.openElsewhere }
+        unlink(temporary)
+        let before = fileSize(path)
+        let environment = try LMDBEnvironment(path: path, configuration: configuration)
+        do {
+            try environment.copy(to: .path(temporary), compact: true)
+            environment.close()
+            try DurableFile.sync(temporary)
+        } catch {
+            environment.close()
+            unlink(temporary)
+            throw error
+        }
+        // A process that opened the file meanwhile would go on with the old one: the new one waits for it.
+        guard LMDBEnvironment.lockFileIsUnused(lockPath) else {
+            unlink(temporary)
+            throw StorageError.openElsewhere
+        }
+        guard rename(temporary, path) == 0 else {
+            let message = String(cString: strerror(errno))
+            unlink(temporary)
+            throw StorageError.failed("cannot rename the compact copy over \(path): \(message)")
+        }
+        // The lock file describes the old file's readers and commits: the next opening makes a new one.
+        unlink(lockPath)
+        try DurableFile.syncFolder(of: path)
+        return (before, fileSize(path))
     }
 
-    /// What can be read of the damaged file at `path`: the key spaces `wanted` accepts; `nil` when it cannot be
-    /// read at all or is not the engine's file.
-    static func salvage(path: String, spaces wanted: (String) -> Bool) -> Salvage? {
-        LMDBFileCheck.salvage(path: path, databases: wanted)
+    private static func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
-
-    /// How the damage reported for a page past the end of a file cut short to `pageCount` pages ends.
-    static func pastTheLastPage(_ pageCount: Int) -> String { LMDBFileCheck.pastTheLastPage(pageCount) }
 }
+

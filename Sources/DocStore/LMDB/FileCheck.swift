@@ -25,12 +25,16 @@ struct LMDBFileCheck {
     /// the highest first), rather than ending the free list there.
     private var cutShort = false
 
+    init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
     private static let headerSize = 16, nodeHeaderSize = 8, recordSize = 48
     private static let magic: UInt32 = 0xBEEF_C0DE
     private static let noPage = UInt64.max
     private enum PageFlag {
         static let branch: UInt16 = 0x01, leaf: UInt16 = 0x02, overflow: UInt16 = 0x04, meta: UInt16 = 0x08
         static let leaf2: UInt16 = 0x20, subpage: UInt16 = 0x40
+        /// The bits that say what kind of page it is.
+        static let kinds = branch | leaf | overflow | meta | subpage
     }
     private enum NodeFlag {
         static let bigData: UInt16 = 0x01, subData: UInt16 = 0x02, dupData: UInt16 = 0x04
@@ -51,24 +55,6 @@ struct LMDBFileCheck {
         var free: Record, main: Record
         var lastPage: UInt64
         var txnid: UInt64
-    }
-
-    /// Checks the file at `path` as the commit `snapshot` (or a later one) has it; the caller holds a read
-    /// transaction of that commit, so that no page reachable from it or from a later commit is reused meanwhile.
-    ///
-    /// With `snapshot` 0 no transaction is held (a file being opened): a writer in another process may reuse pages
-    /// while they are read. Damage found while the newest commit moved is therefore looked for again, and not
-    /// reported if the file never stood still.
-    static func check(path: String, snapshot: Int) -> (damage: [StorageDamage], pages: Int) {
-        var check = run(path: path, snapshot: snapshot)
-        guard snapshot == 0 else { return (check.problems, check.pagesChecked) }
-        for _ in 0..<3 where !check.problems.isEmpty && check.newestCommit != run(path: path, metaOnly: true).newestCommit {
-            check = run(path: path, snapshot: snapshot)
-        }
-        if !check.problems.isEmpty && check.newestCommit != run(path: path, metaOnly: true).newestCommit {
-            return ([], check.pagesChecked)   // written throughout: nothing can be said
-        }
-        return (check.problems, check.pagesChecked)
     }
 
     /// The whole check of the file at `path`, its findings kept (its bytes are not).
@@ -115,20 +101,15 @@ struct LMDBFileCheck {
 
     // MARK: Reading
 
-    private func u16(_ offset: Int) -> UInt16? {
-        guard offset >= 0, offset + 2 <= bytes.count else { return nil }
-        return UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+    /// The little-endian integer at `offset`; `nil` when it does not lie inside the bytes.
+    private func load<I: FixedWidthInteger>(_ offset: Int) -> I? {
+        guard offset >= 0, offset + MemoryLayout<I>.size <= bytes.count else { return nil }
+        return I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self))
     }
 
-    private func u32(_ offset: Int) -> UInt32? {
-        guard offset >= 0, offset + 4 <= bytes.count else { return nil }
-        return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
-    }
-
-    private func u64(_ offset: Int) -> UInt64? {
-        guard offset >= 0, offset + 8 <= bytes.count else { return nil }
-        return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-    }
+    private func u16(_ offset: Int) -> UInt16? { load(offset) }
+    private func u32(_ offset: Int) -> UInt32? { load(offset) }
+    private func u64(_ offset: Int) -> UInt64? { load(offset) }
 
     private func record(at offset: Int) -> Record? {
         guard let pad = u32(offset), let flags = u16(offset + 4), let depth = u16(offset + 6),
@@ -136,6 +117,11 @@ struct LMDBFileCheck {
               let entries = u64(offset + 32), let root = u64(offset + 40) else { return nil }
         return Record(pad: pad, flags: flags, depth: depth, branchPages: branch, leafPages: leaf,
                       overflowPages: overflow, entries: entries, root: root)
+    }
+
+    /// Whether either meta page holds LMDB's magic number.
+    fileprivate var isLMDBFile: Bool {
+        bytes.count >= 2 * 512 && (u32(16) == LMDBFileCheck.magic || u32(4096 + 16) == LMDBFileCheck.magic)
     }
 
     private mutating func damage(_ page: UInt64?, _ space: String, _ message: String) {
@@ -150,9 +136,7 @@ struct LMDBFileCheck {
         // Hostile input stays inside these bytes: every read below is bounds-checked.
         // A file with no LMDB magic number is not damaged but foreign: LMDB refuses it itself, and the store says
         // it is not one.
-        guard bytes.count >= 2 * 512, u32(16) == LMDBFileCheck.magic || u32(4096 + 16) == LMDBFileCheck.magic else {
-            return
-        }
+        guard isLMDBFile else { return }
         let metas = readMetas()
         newestCommit = metas.map(\.txnid).max()
         guard !metaOnly else { return }
@@ -239,14 +223,11 @@ struct LMDBFileCheck {
         }
     }
 
-    /// How a page past the last of `pageCount` pages is reported.
-    static func pastTheLastPage(_ pageCount: Int) -> String { "lies past the last page \(pageCount - 1)" }
-
     /// Claims `count` pages from `page` for this walk; false (reported) when one is past the end or met before.
     private mutating func claim(_ page: UInt64, count: UInt64 = 1, space: String, free: Bool = false) -> Bool {
         guard page < UInt64(pageCount), count >= 1, count <= UInt64(pageCount) - page else {
             damage(page, space, "page \(page)\(count > 1 ? " (and \(count - 1) after it)" : "") "
-                + LMDBFileCheck.pastTheLastPage(pageCount))
+                + FileStorage.pastTheLastPage(pageCount))
             return false
         }
         for p in Int(page)..<Int(page + count) {
@@ -274,7 +255,7 @@ struct LMDBFileCheck {
             return
         }
         // Exactly one kind: LMDB descends while a page says branch, so a page saying both is read as a branch.
-        let kind = flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage)
+        let kind = flags & PageFlag.kinds
         let isLeaf = kind == PageFlag.leaf
         guard kind == PageFlag.branch || isLeaf, isLeaf == (level == Int(record.depth)) else {
             damage(page, space, "flags \(String(flags, radix: 16)) at level \(level) of \(record.depth): expected a "
@@ -408,9 +389,8 @@ struct LMDBFileCheck {
                     return
                 }
                 if record.flags & DatabaseFlag.reverseDup != 0 { dupFlags |= DatabaseFlag.reverseKey }
-                let dupRecord = Record(pad: child.pad, flags: dupFlags, depth: child.depth,
-                                       branchPages: child.branchPages, leafPages: child.leafPages,
-                                       overflowPages: child.overflowPages, entries: child.entries, root: child.root)
+                var dupRecord = child
+                dupRecord.flags = dupFlags
                 visitDuplicates(dupRecord, space: space, tally: &dups)
                 tally.entries += dups.entries   // their pages are counted in their own record, not the database's
             } else if isMain {
@@ -447,8 +427,7 @@ struct LMDBFileCheck {
     /// The duplicates of one key kept inside its node (a sub-page): their number, 0 when damaged (reported).
     private mutating func duplicates(inSubpageAt start: Int, size: Int, page: UInt64, space: String) -> UInt64 {
         guard size >= LMDBFileCheck.headerSize, let flags = u16(start + 10),
-              flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage)
-                == PageFlag.leaf | PageFlag.subpage else {
+              flags & PageFlag.kinds == PageFlag.leaf | PageFlag.subpage else {
             damage(page, space, "a key's duplicates are not a sub-page")
             return 0
         }
@@ -486,7 +465,7 @@ struct LMDBFileCheck {
 
     private mutating func claimOverflow(_ first: UInt64, size: Int, space: String, tally: inout Tally) -> Bool {
         guard first < UInt64(pageCount) else {
-            damage(first, space, "an overflow page \(first) " + LMDBFileCheck.pastTheLastPage(pageCount))
+            damage(first, space, "an overflow page \(first) " + FileStorage.pastTheLastPage(pageCount))
             return false
         }
         let base = Int(first) * pageSize
@@ -515,7 +494,7 @@ struct LMDBFileCheck {
             guard let page = u64(start + 8 + 8 * i) else { return }
             guard page < UInt64(pageCount) else {
                 if cutShort { continue }
-                damage(page, space, "free page \(page) " + LMDBFileCheck.pastTheLastPage(pageCount))
+                damage(page, space, "free page \(page) " + FileStorage.pastTheLastPage(pageCount))
                 return
             }
             // A page freed by a commit can be in use again later, after the readers that kept it are gone; only
@@ -538,21 +517,7 @@ extension LMDBFileCheck {
     typealias Salvage = FileStorage.Salvage
     typealias LoosePage = FileStorage.LoosePage
 
-    /// Reads the named databases of the file at `path` that `wanted` accepts, without trusting anything: a page that
-    /// is not what it should be is skipped (with what hangs from it) and reported, and the rest is read. The newest
-    /// commit is read, or the one before when the newest has no readable main database; a commit whose pages run
-    /// past the end of the file (a file cut short) is read as far as the file goes, and then every leaf page left is
-    /// read. `nil` when the file cannot be read or is not an LMDB file.
-    static func salvage(path: String, databases wanted: (String) -> Bool) -> Salvage? {
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
-        return data.withUnsafeBytes { raw -> Salvage? in
-            var reader = LMDBFileCheck(bytes: raw)
-            guard raw.count >= 2 * 512, reader.u32(16) == magic || reader.u32(4096 + 16) == magic else { return nil }
-            return reader.salvage(wanted)
-        }
-    }
-
-    private mutating func salvage(_ wanted: (String) -> Bool) -> Salvage {
+    fileprivate mutating func salvage(_ wanted: (String) -> Bool) -> Salvage {
         var result = Salvage()
         let metas = readMetas(pastTheEnd: true).sorted { $0.txnid > $1.txnid }
         pageCount = bytes.count / pageSize
@@ -647,8 +612,7 @@ extension LMDBFileCheck {
             for page in 2..<max(end, 2) where state[page] == 0 {
                 let base = page * pageSize
                 guard u64(base) == UInt64(page), let flags = u16(base + 10),
-                      flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage
-                               | PageFlag.leaf2) == PageFlag.leaf else { continue }
+                      flags & (PageFlag.kinds | PageFlag.leaf2) == PageFlag.leaf else { continue }
                 var loose = LoosePage(page: page)
                 collect(UInt64(page), level: 1, space: "page \(page), reached by no tree") { reader, flags, key, data, size, pageEnd in
                     if let value = reader.plainValue(flags: flags, data: data, size: size, pageEnd: pageEnd, space: "") {
@@ -683,7 +647,7 @@ extension LMDBFileCheck {
         }
         let base = Int(page) * pageSize
         let flags = u16(base + 10) ?? 0, number = u64(base) ?? LMDBFileCheck.noPage
-        let kind = flags & (PageFlag.branch | PageFlag.leaf | PageFlag.overflow | PageFlag.meta | PageFlag.subpage)
+        let kind = flags & PageFlag.kinds
         guard number == page, kind == PageFlag.branch || kind == PageFlag.leaf, flags & PageFlag.leaf2 == 0 else {
             damage(page, space, "not a page of this tree (it says it is page \(number), flags \(String(flags, radix: 16)))")
             holes.append(FileStorage.KeyInterval(lower: lower, upper: upper))
@@ -725,5 +689,45 @@ extension LMDBFileCheck {
         guard claimOverflow(first, size: size, space: space, tally: &tally) else { return nil }
         let start = Int(first) * pageSize + LMDBFileCheck.headerSize
         return Array(UnsafeRawBufferPointer(rebasing: bytes[start..<(start + size)]))
+    }
+}
+
+// MARK: - The file engine's checks
+
+extension FileStorage {
+    /// Checks the structure of the file at `path` without trusting it, as the commit `snapshot` (or a later one) has
+    /// it: the damage found, and the pages read. With a `snapshot`, the caller holds a read transaction of that
+    /// commit, so that no page reachable from it or from a later commit is reused meanwhile.
+    ///
+    /// With `snapshot` 0 no transaction is held (a file being opened): a writer in another process may reuse pages
+    /// while they are read. Damage found while the newest commit moved is therefore looked for again, and not
+    /// reported if the file never stood still.
+    static func check(path: String, snapshot: Int = 0) -> (damage: [StorageDamage], pages: Int) {
+        var check = LMDBFileCheck.run(path: path, snapshot: snapshot)
+        guard snapshot == 0 else { return (check.problems, check.pagesChecked) }
+        let moved = { check.newestCommit != LMDBFileCheck.run(path: path, metaOnly: true).newestCommit }
+        for _ in 0..<3 where !check.problems.isEmpty && moved() {
+            check = LMDBFileCheck.run(path: path, snapshot: snapshot)
+        }
+        if !check.problems.isEmpty && moved() {
+            return ([], check.pagesChecked)   // written throughout: nothing can be said
+        }
+        return (check.problems, check.pagesChecked)
+    }
+
+    /// How the damage reported for a page past the last of `pageCount` pages (a file cut short) ends.
+    static func pastTheLastPage(_ pageCount: Int) -> String { "lies past the last page \(pageCount - 1)" }
+
+    /// Reads the key spaces (named databases) of the damaged file at `path` that `wanted` accepts, without trusting
+    /// anything: a page that is not what it should be is skipped (with what hangs from it) and reported, and the
+    /// rest is read. The newest commit is read, or the one before when the newest has no readable main database; a
+    /// commit whose pages run past the end of the file (a file cut short) is read as far as the file goes, and then
+    /// every leaf page left is read. `nil` when the file cannot be read or is not an LMDB file.
+    static func salvage(path: String, spaces wanted: (String) -> Bool) -> Salvage? {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
+        return data.withUnsafeBytes { raw -> Salvage? in
+            var reader = LMDBFileCheck(bytes: raw)
+            return reader.isLMDBFile ? reader.salvage(wanted) : nil
+        }
     }
 }

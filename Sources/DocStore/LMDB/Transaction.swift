@@ -54,20 +54,20 @@ final class LMDBTransaction: StorageTransaction {
         openCursors.remove(at: i)
     }
 
-    /// Opens a cursor that stays open until the transaction ends, or ``closeCursor(_:)``. Check ``isValid`` before
-    /// each use.
-    ///
     /// The corresponding LMDB function is `mdb_cursor_open`.
     func openCursor(_ db: KeySpace) throws -> any StorageCursor {
-        var cursor: OpaquePointer?
-        try check(mdb_cursor_open(raw, db.number, &cursor))
-        guard let cursor else { throw LMDBError(code: EINVAL) }
+        let cursor = try newCursor(db)
         openCursors.append(cursor)
         return LMDBCursor(raw: cursor, transaction: self)
     }
 
-    /// Runs a change made of several calls; if one fails after others succeeded, the transaction is marked so that
-    /// it cannot commit, whatever the caller does with the error.
+    private func newCursor(_ db: KeySpace) throws -> OpaquePointer {
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(raw, db.number, &cursor))
+        guard let cursor else { throw LMDBError(code: EINVAL) }
+        return cursor
+    }
+
     func changingAtomically(_ body: () throws -> Void) throws {
         do {
             try body()
@@ -146,7 +146,7 @@ final class LMDBTransaction: StorageTransaction {
     /// Opens a named database, creating it when `create` is true; `nil` when it does not exist.
     ///
     /// The handle stays open after the transaction only if the transaction commits; in a read-only transaction
-    /// that sets ``opensDatabases``, so that the environment commits it.
+    /// that sets ``opensKeySpaces``, so that the environment commits it.
     ///
     /// The corresponding LMDB function is `mdb_dbi_open`.
     func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool) throws -> KeySpace? {
@@ -161,15 +161,11 @@ final class LMDBTransaction: StorageTransaction {
         return KeySpace(number: dbi)
     }
 
-    /// Removes every entry of a database, keeping the database (`delete: false`), or deletes it too.
-    ///
     /// The corresponding LMDB function is `mdb_drop`.
     func drop(_ db: KeySpace, delete: Bool) throws {
         try check(mdb_drop(raw, db.number, delete ? 1 : 0))
     }
 
-    /// The number of entries (duplicates included) in a database, in O(1).
-    ///
     /// The corresponding LMDB function is `mdb_stat`.
     func entryCount(_ db: KeySpace) throws -> Int {
         var stat = MDB_stat()
@@ -179,8 +175,6 @@ final class LMDBTransaction: StorageTransaction {
 
     // MARK: Reading and writing
 
-    /// The value stored under `key`, or `nil`.
-    ///
     /// The corresponding LMDB function is `mdb_get`.
     func get(_ db: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
@@ -191,9 +185,6 @@ final class LMDBTransaction: StorageTransaction {
         return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
     }
 
-    /// Stores `value` under `key`. Returns `false`, writing nothing, when `noOverwrite` is set and the key exists
-    /// (or, in a duplicate-sorted database with `noDuplicate`, the pair exists).
-    ///
     /// The corresponding LMDB function is `mdb_put`.
     @discardableResult
     func put(_ db: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
@@ -209,8 +200,6 @@ final class LMDBTransaction: StorageTransaction {
         return true
     }
 
-    /// Deletes `key` (with `value`, only that duplicate). Returns `false` when there was nothing to delete.
-    ///
     /// The corresponding LMDB function is `mdb_del`.
     @discardableResult
     func delete(_ db: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool {
@@ -231,13 +220,9 @@ final class LMDBTransaction: StorageTransaction {
         }
     }
 
-    /// Opens a cursor on a database; it is closed when `body` returns.
-    ///
     /// The corresponding LMDB functions are `mdb_cursor_open` and `mdb_cursor_close`.
     func withCursor<R>(_ db: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R {
-        var cursor: OpaquePointer?
-        try check(mdb_cursor_open(raw, db.number, &cursor))
-        guard let cursor else { throw LMDBError(code: EINVAL) }
+        let cursor = try newCursor(db)
         defer { mdb_cursor_close(cursor) }
         return try body(LMDBCursor(raw: cursor, transaction: self))
     }

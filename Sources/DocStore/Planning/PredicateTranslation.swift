@@ -493,24 +493,26 @@ extension PredicateExpressions.RangeExpressionContains: TranslatablePredicateExp
 
 /// `a...b` and `a..<b` in a predicate, read as their two bounds.
 protocol RangeBoundsExpression {
+    associatedtype Lower
+    associatedtype Upper
+    var lower: Lower { get }
+    var upper: Upper { get }
     var isClosed: Bool { get }
-    func bounds<Input>(_ translator: PredicateTranslator<Input>) -> (ValueExpression, ValueExpression)?
+}
+
+extension RangeBoundsExpression {
+    func bounds<Input>(_ translator: PredicateTranslator<Input>) -> (ValueExpression, ValueExpression)? {
+        guard let a = translator.expression(lower), let b = translator.expression(upper) else { return nil }
+        return (a, b)
+    }
 }
 
 extension PredicateExpressions.ClosedRange: RangeBoundsExpression {
     var isClosed: Bool { true }
-    func bounds<Input>(_ translator: PredicateTranslator<Input>) -> (ValueExpression, ValueExpression)? {
-        guard let a = translator.expression(lower), let b = translator.expression(upper) else { return nil }
-        return (a, b)
-    }
 }
 
 extension PredicateExpressions.Range: RangeBoundsExpression {
     var isClosed: Bool { false }
-    func bounds<Input>(_ translator: PredicateTranslator<Input>) -> (ValueExpression, ValueExpression)? {
-        guard let a = translator.expression(lower), let b = translator.expression(upper) else { return nil }
-        return (a, b)
-    }
 }
 
 extension PredicateExpressions.CollectionContainsCollection: TranslatablePredicateExpression {

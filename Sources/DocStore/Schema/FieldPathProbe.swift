@@ -340,18 +340,15 @@ struct ProbeDecoder: Decoder {
         func decodeNil() -> Bool { false }
         func decode(_ type: Bool.Type) throws -> Bool { recorder.nextBool(path) }
         func decode(_ type: String.Type) throws -> String { recorder.nextString(path) }
-        func decode(_ type: Double.Type) throws -> Double { Double(recorder.nextInteger(path)) }
-        func decode(_ type: Float.Type) throws -> Float { Float(recorder.nextInteger(path)) }
-        func decode(_ type: Int.Type) throws -> Int { Int(recorder.nextInteger(path)) }
-        func decode(_ type: Int64.Type) throws -> Int64 { recorder.nextInteger(path) }
-        func decode(_ type: Int8.Type) throws -> Int8 { Int8(truncatingIfNeeded: recorder.nextInteger(path)) }
-        func decode(_ type: Int16.Type) throws -> Int16 { Int16(truncatingIfNeeded: recorder.nextInteger(path)) }
-        func decode(_ type: Int32.Type) throws -> Int32 { Int32(truncatingIfNeeded: recorder.nextInteger(path)) }
-        func decode(_ type: UInt.Type) throws -> UInt { UInt(truncatingIfNeeded: recorder.nextInteger(path)) }
-        func decode(_ type: UInt8.Type) throws -> UInt8 { UInt8(truncatingIfNeeded: recorder.nextInteger(path)) }
-        func decode(_ type: UInt16.Type) throws -> UInt16 { UInt16(truncatingIfNeeded: recorder.nextInteger(path)) }
-        func decode(_ type: UInt32.Type) throws -> UInt32 { UInt32(truncatingIfNeeded: recorder.nextInteger(path)) }
-        func decode(_ type: UInt64.Type) throws -> UInt64 { UInt64(truncatingIfNeeded: recorder.nextInteger(path)) }
-        func decode<T: Decodable>(_ type: T.Type) throws -> T { try ProbeDecoder.value(type, recorder: recorder, path: path) }
+        /// Every integer and floating-point type is a probe integer (those narrower than 64 bits truncate it).
+        func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            if let integer = T.self as? any FixedWidthInteger.Type {
+                return integer.init(truncatingIfNeeded: recorder.nextInteger(path)) as! T
+            }
+            if let floating = T.self as? any BinaryFloatingPoint.Type {
+                return floating.init(recorder.nextInteger(path)) as! T
+            }
+            return try ProbeDecoder.value(type, recorder: recorder, path: path)
+        }
     }
 }
