@@ -217,7 +217,7 @@ enum CodeExamples {
         }
     }
 
-    // Sources/DocStore/Collections/Context+Catalog.swift
+    // Sources/DocStore/Query/SavedFilter.swift
     static func savedFilter1() async throws {
         let store = try await exampleStore()
         let adults = SavedFilter(name: "adults",

@@ -104,18 +104,18 @@ struct Catalog {
     // MARK: Saved filters
 
     /// The saved filters, by name; a damaged one throws, or (`skippingDamaged`) is left out.
-    func filters(skippingDamaged: Bool = false) throws -> [SavedFilter] {
-        try all(SavedFilter.init(record:),
+    func filters(skippingDamaged: Bool = false) throws -> [FilterRecord] {
+        try all(FilterRecord.init(record:),
                 { if case .filter(let name) = $0 { name } else { nil } },
                 what: { "the saved filter '\($0)' in the catalog" }, skippingDamaged: skippingDamaged)
     }
 
-    func filter(named name: String) throws -> SavedFilter? {
-        try decoded(SavedFilter.init(record:), .filter(name),
+    func filter(named name: String) throws -> FilterRecord? {
+        try decoded(FilterRecord.init(record:), .filter(name),
                     what: "the saved filter '\(name)' in the catalog")
     }
 
-    func setFilter(_ filter: SavedFilter) throws {
+    func setFilter(_ filter: FilterRecord) throws {
         try txn.put(space, Record.filter(filter.name).key, try filter.stored.encoded())
     }
 
@@ -248,4 +248,43 @@ public struct AppliedMigration: Codable, Sendable, Hashable, CustomStringConvert
     public var steps: [String]
 
     public var description: String { "\(position). \(name)" + (steps.isEmpty ? "" : ": " + steps.joined(separator: "; ")) }
+}
+
+/// A saved filter as the catalog and a dump keep it: its name, its collection, and its selection in stored form (or
+/// the shell's text an older build kept). `SavedFilter` is its public form.
+struct FilterRecord: Equatable {
+    var name: String
+    var collection: String
+    var selection = Selection()
+    var legacyText: String?
+
+    init(name: String, collection: String, selection: Selection = Selection(), legacyText: String? = nil) {
+        self.name = name
+        self.collection = collection
+        self.selection = selection
+        self.legacyText = legacyText
+    }
+
+    var stored: DocumentValue {
+        get throws {
+            var fields: [(String, DocumentValue)] = [("name", .string(name)), ("collection", .string(collection))]
+            if let legacyText { fields.append(("text", .string(legacyText))) } else {
+                fields.append(("selection", try selection.stored()))
+            }
+            return .object(fields)
+        }
+    }
+
+    init(record: UnsafeRawBufferPointer) throws { try self.init(stored: DocumentValue(encoded: Array(record))) }
+
+    init(stored value: DocumentValue) throws {
+        guard case .string(let name)? = value[field: "name"], case .string(let collection)? = value[field: "collection"]
+        else { throw DocStoreError(.corruptDocument, "a saved filter's record has no name or no collection") }
+        self.init(name: name, collection: collection)
+        if case .string(let text)? = value[field: "text"] {
+            legacyText = text
+        } else {
+            selection = try Selection(stored: value[field: "selection"] ?? .null)
+        }
+    }
 }

@@ -204,9 +204,7 @@ final class TransactionScope {
         handles[newName] = target
         _ = try dropCollection(name)
         for var filter in try catalog.filters(skippingDamaged: true) where filter.collection == name {
-            let selection = filter.query.selection
-            filter.query = Query(newName)
-            filter.query.selection = selection
+            filter.collection = newName
             try catalog.setFilter(filter)
         }
     }
