@@ -233,9 +233,18 @@ extension KeyEncoder {
     /// The first byte of every key of `value`'s kind, and the first byte past them: a range over all values that
     /// compare with `value` (all numbers, all strings, ...).
     static func kindRange(of value: DocumentValue) -> (lower: UInt8, upper: UInt8) {
-        if case .bool = value { return (Kind.false, Kind.true + 1) }
-        let kind = key(value)[0]   // every key starts with its kind
-        return (kind, kind + 1)
+        switch value {
+        case .null: return (Kind.null, Kind.null + 1)
+        case .bool: return (Kind.false, Kind.true + 1)
+        case .int, .uint: return (Kind.number, Kind.number + 1)
+        case .double(let d): return d.isNaN ? (Kind.nan, Kind.nan + 1) : (Kind.number, Kind.number + 1)
+        case .date: return (Kind.date, Kind.date + 1)
+        case .string: return (Kind.string, Kind.string + 1)
+        case .bytes: return (Kind.bytes, Kind.bytes + 1)
+        case .uuid: return (Kind.uuid, Kind.uuid + 1)
+        case .array: return (Kind.array, Kind.array + 1)
+        case .object: return (Kind.object, Kind.object + 1)
+        }
     }
 
     /// The key of a single value.

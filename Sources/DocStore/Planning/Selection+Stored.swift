@@ -160,7 +160,7 @@ private struct StoredParts {
     }
 
     static func damaged(_ reason: String) -> DocStoreError {
-        DocStoreError(.corruptDocument, "the stored request is damaged: \(reason)")
+        DocStoreError(.corruptDocument, "in its stored request, \(reason)")
     }
 
     mutating func next() throws -> DocumentValue {
