@@ -6,6 +6,9 @@ let package = Package(
     name: "DocStore",
     products: [
         .library(name: "DocStore", targets: ["DocStore"]),
+        // The same store on a PostgreSQL server, through libpq: a product of its own, so that users of the file
+        // engine link nothing more.
+        .library(name: "DocStorePostgres", targets: ["DocStorePostgres"]),
         .executable(name: "docstore", targets: ["repl"]),
         .executable(name: "bench", targets: ["bench"]),
     ],
@@ -25,6 +28,11 @@ let package = Package(
             providers: [.apt(["liblmdb-dev"])]
         ),
         .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
             name: "CReadline",
             providers: [.apt(["libreadline-dev"])]
         ),
@@ -36,6 +44,10 @@ let package = Package(
             name: "DocStore",
             dependencies: ["CLMDB"]
         ),
+        .target(
+            name: "DocStorePostgres",
+            dependencies: ["DocStore", "CLibPQ"]
+        ),
         // Filter and sort throughput beside GRDB, SQLite's C API and raw LMDB.
         .executableTarget(
             name: "bench",
@@ -45,7 +57,7 @@ let package = Package(
         // The `docstore` shell: the query language as text, commands, rendering, readline.
         .executableTarget(
             name: "repl",
-            dependencies: ["DocStore", "CReadline"]
+            dependencies: ["DocStore", "DocStorePostgres", "CReadline"]
         ),
         // A child process for the crash-safety test: it writes batches and is killed mid-write.
         .executableTarget(
@@ -61,6 +73,11 @@ let package = Package(
         .testTarget(
             name: "DocStoreTests",
             dependencies: ["DocStore", "DocStoreCrashWriter", "TestSupport"]
+        ),
+        // The suites that hold for every engine (links to DocStoreTests' files), run on PostgreSQL.
+        .testTarget(
+            name: "DocStorePostgresTests",
+            dependencies: ["DocStore", "DocStorePostgres", "TestSupport"]
         ),
         // The Swift blocks of the README and the DocC articles, compiled.
         .testTarget(

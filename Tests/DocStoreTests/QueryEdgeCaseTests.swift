@@ -79,7 +79,7 @@ private struct Note: Document, Equatable {
         try await store.insert(contentsOf: (0..<20).map { Person(name: "P\($0)", age: $0) })
         let open = try await store.read { ctx in
             for age in 0..<500 { _ = try Person.include(#Predicate { $0.age == age }).results(in: ctx) }
-            return (ctx.txn as? LMDBTransaction)?.openCursorCount
+            return (ctx.txn as? LMDBTransaction)?.openCursorCount ?? 0   // another engine keeps no cursors open
         }
         #expect(open == 0)
     }

@@ -18,11 +18,6 @@ final class TemporaryDirectory: @unchecked Sendable {
     deinit { try? FileManager.default.removeItem(at: url) }
 }
 
-/// Opens a new store in a fresh temporary directory. Keep the directory alive as long as the store.
-func makeStore(options: DocStore.Options = .init()) async throws -> (DocStore, TemporaryDirectory) {
-    let dir = TemporaryDirectory()
-    return (try await DocStore(path: dir.path("store.db"), options: options), dir)
-}
 
 struct Person: Document, Equatable {
     var id: UUID

@@ -10,16 +10,18 @@ import Foundation
 /// order (index entries are stored so, one value per document id).
 
 /// A handle on one space of keys, as the engine numbers it. Valid in the store that opened it.
-struct KeySpace: Hashable, Sendable {
-    let number: UInt32
+package struct KeySpace: Hashable, Sendable {
+    package let number: UInt32
+
+    package init(number: UInt32) { self.number = number }
 }
 
 /// A key and its value. Both point into storage the engine owns: valid until the transaction ends or next writes,
 /// and copied out (or decoded) before either.
-typealias StorageEntry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+package typealias StorageEntry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
 
 /// An engine: its transactions, and what every engine offers whatever keeps its data (a file, a server).
-protocol StorageEngine: AnyObject {
+package protocol StorageEngine: AnyObject {
     /// Runs `body` in a read transaction that sees the last committed state.
     func read<R>(_ body: (any StorageTransaction) throws -> R) throws -> R
     /// Runs `body` in a write transaction, committed when it returns and rolled back when it throws. `body` may run
@@ -35,7 +37,7 @@ protocol StorageEngine: AnyObject {
 }
 
 /// A transaction, valid only inside the `read` or `write` closure that received it.
-protocol StorageTransaction: AnyObject {
+package protocol StorageTransaction: AnyObject {
     var isReadOnly: Bool { get }
     /// False once the transaction has ended.
     var isValid: Bool { get }
@@ -131,7 +133,7 @@ extension StorageTransaction {
 
 /// A position in a key space, for ordered walks and range scans. Each move returns the entry it lands on, or `nil`
 /// past either end.
-protocol StorageCursor {
+package protocol StorageCursor {
     func first() throws -> StorageEntry?
     func last() throws -> StorageEntry?
     /// The next entry, duplicates included.
@@ -163,7 +165,7 @@ extension StorageCursor {
 }
 
 /// Why storage refused, in terms the store explains to its user.
-enum StorageError: Error, CustomStringConvertible {
+package enum StorageError: Error, CustomStringConvertible {
     /// The write needs more room than the file may take (`maximum` bytes); nothing was written.
     case full(maximum: Int)
     /// The engine was closed.
@@ -191,7 +193,7 @@ enum StorageError: Error, CustomStringConvertible {
     /// Anything else, in the engine's words.
     case failed(String)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .full(let maximum): "the file would grow past its maximum of \(maximum >> 20) MiB"
         case .closed: "the store is closed"

@@ -143,14 +143,26 @@ public actor DocStore {
     ///   no file to open read-only), ``DocStoreError/Code/notAStore`` (a file of another kind, or another program's
     ///   LMDB environment), ``DocStoreError/Code/formatTooNew``, or ``DocStoreError/Code/alreadyOpen``.
     public init(path: String, options: Options = Options()) async throws {
-        self.path = path
-        self.isReadOnly = options.readOnly
+        self.init(core: try StoreCore(path: path, options: options), threadName: (path as NSString).lastPathComponent)
+    }
+
+    /// Opens a store on an engine that does not keep it in a file (DocStorePostgres's), under `name`: what errors
+    /// and tools call it, in place of a path. The engine is closed when opening fails.
+    package init(engine: any StorageEngine, name: String, threadName: String, options: Options) async throws {
+        self.init(core: try StoreCore(path: name, engine: engine, file: nil, isReadOnly: options.readOnly,
+                                      checksChecksums: options.checkChecksums, scan: .off),
+                  threadName: threadName)
+    }
+
+    private init(core: StoreCore, threadName: String) {
+        self.path = core.path
+        self.isReadOnly = core.isReadOnly
         let changes = ChangeNotifier()
         self.changes = changes
-        self.core = try StoreCore(path: path, options: options)
+        self.core = core
         core.onRelease = { [changes] in changes.finishAll() }
         self.isWithoutLockFile = core.file?.isWithoutLockFile ?? false
-        self.thread = StoreThread(name: "DocStore " + (path as NSString).lastPathComponent)
+        self.thread = StoreThread(name: "DocStore " + threadName)
     }
 
     deinit { thread.stop() }

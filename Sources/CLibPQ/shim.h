@@ -1,0 +1,4 @@
+#ifndef DOCSTORE_CLIBPQ_SHIM_H
+#define DOCSTORE_CLIBPQ_SHIM_H
+#include <libpq-fe.h>
+#endif

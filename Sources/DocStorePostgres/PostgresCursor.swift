@@ -1,0 +1,237 @@
+import DocStore
+
+/// A cursor over one key space's table: it fetches a window of rows at a time in the direction it moves, each
+/// window up to four times the last (16 rows first, 4,096 at most), so that a look-up costs one small fetch and a
+/// long walk few round trips. A window fetched before the transaction wrote is fetched again from the cursor's
+/// entry, so a walk sees the transaction's own writes as an LMDB cursor does.
+///
+/// An entry points into the window's answer: valid until the cursor has moved twice more.
+final class PostgresCursor: StorageCursor {
+    private let txn: PostgresTransaction
+    private let table: String
+    private let duplicateSorted: Bool
+    /// The rows fetched last, in the order they were asked for.
+    private var window: Window?
+    /// The window before, kept for entries a caller still holds.
+    private var retired: Window?
+    /// The current row of ``window``.
+    private var index = 0
+    private var state = State.unset
+    private var limit = 16
+
+    private enum State {
+        case unset
+        case onRow
+        /// Past the last entry; ``index`` is the last row (if the window holds it), so that a step back finds it.
+        case pastEnd
+        /// Before the first entry; likewise.
+        case beforeStart
+    }
+
+    private struct Window {
+        let answer: PostgresResult
+        let count: Int
+        /// Fetched in descending order.
+        let descending: Bool
+        /// Nothing lies beyond its last row in its direction.
+        let reachesEnd: Bool
+        let generation: Int
+    }
+
+    init(transaction: PostgresTransaction, space: KeySpace) {
+        self.txn = transaction
+        self.table = transaction.table(space)
+        self.duplicateSorted = transaction.isDuplicateSorted(space)
+    }
+
+    private var order: String { duplicateSorted ? "k, v" : "k" }
+    private var reversed: String { duplicateSorted ? "k DESC, v DESC" : "k DESC" }
+
+    private func entry(_ i: Int) -> StorageEntry {
+        let answer = window!.answer
+        return (answer.bytes(i, 0), answer.bytes(i, 1))
+    }
+
+    private var current: StorageEntry? { state == .onRow ? entry(index) : nil }
+
+    /// Fetches a window by the statement `name` (`condition` on `k`, `v`) and lands on its first row.
+    private func fetch(_ name: String, where condition: String?, descending: Bool, bounded: Bool = false,
+                       _ values: [UnsafeRawBufferPointer]) throws -> StorageEntry? {
+        let sql = "SELECT k, v FROM \(table)" + (condition.map { " WHERE " + $0 } ?? "")
+            + " ORDER BY " + (descending ? reversed : order) + " LIMIT $\(values.count + 1)"
+        let answer = try txn.run("\(table)_\(name)", sql, values, integers: [limit])
+        let count = answer.rowCount
+        retired = window
+        window = Window(answer: answer, count: count, descending: descending,
+                        reachesEnd: !bounded && count < limit, generation: txn.writeGeneration)
+        limit = min(limit * 4, 4096)
+        index = 0
+        guard count > 0 else {
+            state = descending ? .beforeStart : .pastEnd
+            window = nil
+            return nil
+        }
+        state = .onRow
+        return entry(0)
+    }
+
+    /// Fetches the rows after (or before) the current one, in that direction.
+    private func fetch(beyond entry: StorageEntry, forward: Bool) throws -> StorageEntry? {
+        if duplicateSorted {
+            return try fetch(forward ? "after" : "before", where: forward ? "(k, v) > ($1, $2)" : "(k, v) < ($1, $2)",
+                             descending: !forward, [entry.key, entry.value])
+        }
+        return try fetch(forward ? "after" : "before", where: forward ? "k > $1" : "k < $1", descending: !forward,
+                         [entry.key])
+    }
+
+    /// One step forward or back.
+    private func step(forward: Bool) throws -> StorageEntry? {
+        switch state {
+        case .unset:
+            return forward ? try first() : try last()
+        case .pastEnd:
+            if forward { return nil }
+            guard let window, window.generation == txn.writeGeneration else { return try last() }
+            state = .onRow
+            return entry(index)
+        case .beforeStart:
+            if !forward { return nil }
+            guard let window, window.generation == txn.writeGeneration else { return try first() }
+            state = .onRow
+            return entry(index)
+        case .onRow:
+            let window = window!
+            let here = entry(index)
+            if window.generation != txn.writeGeneration { return try fetch(beyond: here, forward: forward) }
+            let along = forward != window.descending
+            let next = index + (along ? 1 : -1)
+            if next >= 0 && next < window.count {
+                index = next
+                return entry(next)
+            }
+            if along && window.reachesEnd {
+                state = forward ? .pastEnd : .beforeStart
+                return nil
+            }
+            return try fetch(beyond: here, forward: forward)
+        }
+    }
+
+    func first() throws -> StorageEntry? {
+        limit = 16
+        return try fetch("first", where: nil, descending: false, [])
+    }
+
+    func last() throws -> StorageEntry? {
+        limit = 16
+        return try fetch("last", where: nil, descending: true, [])
+    }
+
+    func next() throws -> StorageEntry? { try step(forward: true) }
+    func previous() throws -> StorageEntry? { try step(forward: false) }
+
+    func seek(atLeast key: UnsafeRawBufferPointer) throws -> StorageEntry? {
+        limit = 16
+        if key.isEmpty { return try first() }
+        return try fetch("seek", where: "k >= $1", descending: false, [key])
+    }
+
+    func value(forKey key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        guard let found = try seek(atLeast: key), found.key.elementsEqual(key) else { return nil }
+        return found.value
+    }
+
+    func nextKey() throws -> StorageEntry? {
+        guard duplicateSorted, let here = current else { return try next() }
+        let key = Array(here.key)
+        while let entry = try withinWindow(forward: true) {
+            if !entry.key.elementsEqual(key) { return entry }
+        }
+        if state != .onRow { return nil }
+        return try key.withUnsafeBytes { try fetch("nextkey", where: "k > $1", descending: false, [$0]) }
+    }
+
+    func previousKey() throws -> StorageEntry? {
+        guard duplicateSorted, let here = current else { return try previous() }
+        let key = Array(here.key)
+        while let entry = try withinWindow(forward: false) {
+            if !entry.key.elementsEqual(key) { return entry }
+        }
+        if state != .onRow { return nil }
+        return try key.withUnsafeBytes { try fetch("prevkey", where: "k < $1", descending: true, [$0]) }
+    }
+
+    /// A step that stays inside the window (or finds the table's end there); `nil`, staying put, when the next
+    /// row lies outside the window.
+    private func withinWindow(forward: Bool) throws -> StorageEntry? {
+        guard state == .onRow, let window, window.generation == txn.writeGeneration else { return nil }
+        let along = forward != window.descending
+        let next = index + (along ? 1 : -1)
+        if next >= 0 && next < window.count {
+            index = next
+            return entry(next)
+        }
+        if along && window.reachesEnd { state = forward ? .pastEnd : .beforeStart }
+        return nil
+    }
+
+    func firstDuplicate() throws -> StorageEntry? {
+        guard let here = current else { return nil }
+        guard duplicateSorted else { return here }
+        let key = Array(here.key)
+        return try key.withUnsafeBytes { try fetch("firstdup", where: "k = $1", descending: false, bounded: true, [$0]) }
+    }
+
+    func lastDuplicate() throws -> StorageEntry? {
+        guard let here = current else { return nil }
+        guard duplicateSorted else { return here }
+        let key = Array(here.key)
+        return try key.withUnsafeBytes { try fetch("lastdup", where: "k = $1", descending: true, bounded: true, [$0]) }
+    }
+
+    func nextDuplicate() throws -> StorageEntry? { try duplicate(forward: true) }
+    func previousDuplicate() throws -> StorageEntry? { try duplicate(forward: false) }
+
+    /// The next (or previous) value of the current key, or `nil`, staying put, when there is none.
+    private func duplicate(forward: Bool) throws -> StorageEntry? {
+        guard duplicateSorted, let here = current, let window else { return nil }
+        if window.generation == txn.writeGeneration {
+            let along = forward != window.descending
+            let next = index + (along ? 1 : -1)
+            if next >= 0 && next < window.count {
+                let candidate = entry(next)
+                guard candidate.key.elementsEqual(here.key) else { return nil }
+                index = next
+                return candidate
+            }
+            if along && window.reachesEnd { return nil }
+        }
+        let answer = try txn.run("\(table)_\(forward ? "nextdup" : "prevdup")",
+                                 "SELECT k, v FROM \(table) WHERE k = $1 AND v \(forward ? ">" : "<") $2 ORDER BY v"
+                                    + (forward ? "" : " DESC") + " LIMIT $3",
+                                 [here.key, here.value], integers: [limit])
+        guard answer.rowCount > 0 else { return nil }
+        retired = self.window
+        self.window = Window(answer: answer, count: answer.rowCount, descending: !forward, reachesEnd: false,
+                             generation: txn.writeGeneration)
+        limit = min(limit * 4, 4096)
+        index = 0
+        return entry(0)
+    }
+
+    func duplicateCount() throws -> Int {
+        guard let here = current else { return 0 }
+        guard duplicateSorted else { return 1 }
+        return try txn.run("\(table)_dupcount", "SELECT count(*) FROM \(table) WHERE k = $1", [here.key])
+            .binaryInteger(0, 0)
+    }
+
+    func contains(key: [UInt8], value: [UInt8]) throws -> Bool {
+        try key.withUnsafeBytes { k in
+            try value.withUnsafeBytes { v in
+                try txn.run("\(table)_contains", "SELECT 1 FROM \(table) WHERE k = $1 AND v = $2", [k, v]).rowCount > 0
+            }
+        }
+    }
+}

@@ -1,0 +1,491 @@
+import DocStore
+import Foundation
+
+/// The storage interface on a PostgreSQL server: each key space a table of `bytea` keys and values, which
+/// PostgreSQL orders as LMDB does (bytes compared in order, a shorter key first when it is the other's prefix).
+///
+/// In the store's schema:
+/// - `meta`: one row, the number of the last commit and the next key space's number;
+/// - `spaces`: each key space's name, number, whether it is duplicate-sorted, and its entry count, kept in the
+///   transaction that changes it so that a count costs one row;
+/// - `main`, and `s1`, `s2`, ...: the key spaces, keyed on `k` (on `k, v` when duplicate-sorted).
+///
+/// A write begins by locking the `meta` row (`SELECT ... FOR UPDATE`), so writers take turns as LMDB's do, across
+/// processes and hosts: each then reads the last commit's state and nothing can change under it, so the writes
+/// are serialisable with no conflict to retry. A conflict the server still reports (a deadlock with a tool
+/// outside DocStore, a serialisation failure on an engine that checks more) runs the write again, as does a
+/// connection lost before the commit was sent. Reads run in `REPEATABLE READ READ ONLY` transactions: one
+/// snapshot each. The SQL is plain: row locks, no advisory locks, no `LISTEN` on the data path.
+final class PostgresStorage: StorageEngine {
+    struct Settings {
+        /// The URI libpq connects with (the store's schema left out).
+        var conninfo: String
+        /// The server and database, as errors name them.
+        var server: String
+        var schema: String
+        /// `synchronous_commit` for writes: `on`, or `off` for durabilities that may lose the last commits.
+        var synchronousCommit: Bool
+        /// How long a lost connection is tried again before a write or read gives up.
+        var reconnectFor: Duration = .seconds(10)
+    }
+
+    let settings: Settings
+    private var connection: PostgresConnection?
+    /// Duplicate-sorted or not, per open key space.
+    fileprivate var duplicateSorted: [UInt32: Bool] = [0: false]
+    private var closed = false
+
+    init(settings: Settings) throws {
+        self.settings = settings
+        let connection = try connect()
+        self.connection = connection
+        try prepareSchema(connection)
+    }
+
+    private func connect() throws -> PostgresConnection {
+        let connection = try PostgresConnection(conninfo: settings.conninfo, server: settings.server)
+        try connection.execute("SET search_path TO \(quoted(settings.schema)); SET synchronous_commit TO "
+            + (settings.synchronousCommit ? "on" : "off"))
+        return connection
+    }
+
+    /// Creates the schema and its tables if missing. Two processes creating them at once may collide on the
+    /// system catalogs: the loser tries again, and finds them there.
+    private func prepareSchema(_ connection: PostgresConnection) throws {
+        let schema = quoted(settings.schema)
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                try connection.execute("""
+                    BEGIN;
+                    CREATE SCHEMA IF NOT EXISTS \(schema);
+                    CREATE TABLE IF NOT EXISTS \(schema).meta (
+                        one boolean PRIMARY KEY DEFAULT true CHECK (one),
+                        commit bigint NOT NULL, next_space integer NOT NULL);
+                    INSERT INTO \(schema).meta VALUES (true, 0, 1) ON CONFLICT DO NOTHING;
+                    CREATE TABLE IF NOT EXISTS \(schema).spaces (
+                        name text PRIMARY KEY, number integer NOT NULL UNIQUE,
+                        dupsort boolean NOT NULL, count bigint NOT NULL);
+                    CREATE TABLE IF NOT EXISTS \(schema).main (k bytea PRIMARY KEY, v bytea NOT NULL);
+                    COMMIT
+                    """)
+                return
+            } catch let error as PostgresError where attempt < 5 && !error.connectionLost {
+                _ = try? connection.execute("ROLLBACK")
+                if ["23505", "42P07", "42P06", "40001", "40P01"].contains(error.sqlState ?? "") { continue }
+                throw error
+            }
+        }
+    }
+
+    /// The open connection, made again if it was lost: tried for ``Settings/reconnectFor``.
+    fileprivate func liveConnection() throws -> PostgresConnection {
+        if closed { throw StorageError.closed }
+        if let connection, connection.isUp { return connection }
+        connection = nil
+        let deadline = ContinuousClock.now + settings.reconnectFor
+        var delay = Duration.milliseconds(50)
+        while true {
+            do {
+                let c = try connect()
+                connection = c
+                return c
+            } catch let error as PostgresError {
+                if ContinuousClock.now + delay > deadline {
+                    throw PostgresError(server: error.server, message: "the connection was lost and could not be "
+                        + "made again within \(settings.reconnectFor): \(error.message)", sqlState: error.sqlState,
+                        connectionLost: true)
+                }
+                Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds))
+                delay = min(delay * 2, .milliseconds(800))
+            }
+        }
+    }
+
+    func read<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        try translating {
+            var attempt = 0
+            while true {
+                attempt += 1
+                let connection = try liveConnection()
+                let begun: PostgresResult
+                do {
+                    begun = try connection.execute(
+                        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT commit FROM meta")
+                } catch let error as PostgresError where error.connectionLost && attempt < 3 {
+                    continue   // nothing has run yet
+                }
+                let txn = PostgresTransaction(engine: self, connection: connection, isReadOnly: true,
+                                              id: begun.textInteger(0, 0) ?? 0)
+                defer {
+                    txn.invalidate()
+                    _ = try? connection.execute("COMMIT")
+                }
+                return try body(txn)
+            }
+        }
+    }
+
+    func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        try translating {
+            var attempt = 0
+            while true {
+                attempt += 1
+                let connection = try liveConnection()
+                var transactionID: String?
+                var committing = false
+                let txn: PostgresTransaction
+                do {
+                    let begun = try connection.execute(
+                        "BEGIN; SELECT commit, pg_current_xact_id()::text FROM meta FOR UPDATE")
+                    transactionID = begun.text(0, 1)
+                    txn = PostgresTransaction(engine: self, connection: connection, isReadOnly: false,
+                                              id: (begun.textInteger(0, 0) ?? 0) + 1)
+                } catch let error as PostgresError where (error.connectionLost || error.isConflict) && attempt < 10 {
+                    continue
+                }
+                var result: R?
+                do {
+                    result = try body(txn)
+                    if let failure = txn.failure { throw failure }
+                    if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
+                    txn.invalidate()
+                    committing = true
+                    try connection.execute(txn.commitStatements() + "COMMIT")
+                    return result!
+                } catch {
+                    let cause = txn.failure ?? (error as? PostgresError)
+                    txn.invalidate()
+                    forget(txn.createdSpaces, on: connection)
+                    if let cause, cause.connectionLost {
+                        // The commit may have reached the server before the connection went: then it holds.
+                        if committing, let transactionID, let result, try committed(transactionID) { return result }
+                        if attempt < 10 { continue }
+                    } else {
+                        _ = try? connection.execute("ROLLBACK")
+                        if let cause, cause.isConflict, attempt < 10 { continue }
+                    }
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Whether the transaction `id` committed, asked on a new connection after the old one was lost mid-commit.
+    private func committed(_ id: String) throws -> Bool {
+        let connection = try liveConnection()
+        let status = try connection.execute("SELECT pg_xact_status('\(id)'::xid8)").text(0, 0)
+        return status == "committed"
+    }
+
+    fileprivate func forget(_ spaces: [UInt32], on connection: PostgresConnection) {
+        for number in spaces {
+            duplicateSorted[number] = nil
+            connection.forgetStatements(withPrefix: "s\(number)_")
+        }
+    }
+
+    /// Keeps the number and kind of a space its transaction opened (the numbers of spaces never change).
+    fileprivate func opened(_ number: UInt32, duplicateSort: Bool) { duplicateSorted[number] = duplicateSort }
+
+    func lastCommittedTransaction() throws -> Int {
+        try translating {
+            try liveConnection().execute("SELECT commit FROM meta").textInteger(0, 0) ?? 0
+        }
+    }
+
+    func close() {
+        closed = true
+        connection = nil
+    }
+
+    /// Every commit is durable when the server acknowledges it, unless `synchronous_commit` is off; the server then
+    /// writes the log within `wal_writer_delay`. There is nothing to ask.
+    func flush() throws {
+        if closed { throw StorageError.closed }
+    }
+
+    /// PostgreSQL's errors, as the store's storage errors.
+    private func translating<R>(_ body: () throws -> R) throws -> R {
+        do {
+            return try body()
+        } catch let error as PostgresError {
+            throw StorageError.failed(error.description)
+        }
+    }
+}
+
+/// An identifier, quoted for SQL.
+func quoted(_ identifier: String) -> String {
+    "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+/// A transaction on one connection, valid inside the engine's `read` or `write` closure.
+final class PostgresTransaction: StorageTransaction {
+    let engine: PostgresStorage
+    let connection: PostgresConnection
+    let isReadOnly: Bool
+    private(set) var isValid = true
+    let id: Int
+    var opensKeySpaces: Bool { false }
+    var keptKeySpaces: Bool { true }
+    var mustRunAgain: Bool { false }
+    /// The first error the server gave: the server has aborted the transaction, which cannot commit.
+    fileprivate(set) var failure: PostgresError?
+    private(set) var interruptedChange: (any Error)?
+    /// Entry counts changed here, per space: written with the commit.
+    fileprivate var countChanges: [UInt32: Int] = [:]
+    /// Spaces created here, forgotten if the transaction does not commit.
+    fileprivate(set) var createdSpaces: [UInt32] = []
+    /// Whether anything was written: a write that changed nothing is no commit.
+    private var changed = false
+    /// Counts the writes, so that cursors know when what they fetched may be out of date.
+    private(set) var writeGeneration = 0
+    /// The answers of the last look-ups, whose values callers still hold.
+    private var recentAnswers: [PostgresResult] = []
+    private var savepoints = 0
+
+    init(engine: PostgresStorage, connection: PostgresConnection, isReadOnly: Bool, id: Int) {
+        self.engine = engine
+        self.connection = connection
+        self.isReadOnly = isReadOnly
+        self.id = id
+    }
+
+    func invalidate() {
+        isValid = false
+        recentAnswers = []
+    }
+
+    /// The statements that finish a write: its count changes, and the commit number.
+    fileprivate func commitStatements() -> String {
+        guard changed else { return "" }
+        var sql = ""
+        for (number, delta) in countChanges where delta != 0 {
+            sql += "UPDATE spaces SET count = count + \(delta) WHERE number = \(number);"
+        }
+        return sql + "UPDATE meta SET commit = commit + 1;"
+    }
+
+    /// Runs a statement of this transaction; a server error is kept, since the server has aborted the transaction.
+    @discardableResult
+    func run(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
+             integers: [Int] = []) throws -> PostgresResult {
+        if let failure { throw failure }
+        do {
+            return try connection.execute(name, sql(), values, integers: integers)
+        } catch let error as PostgresError {
+            if savepoints == 0 { failure = error }
+            throw error
+        }
+    }
+
+    @discardableResult
+    private func runText(_ sql: String) throws -> PostgresResult {
+        if let failure { throw failure }
+        do {
+            return try connection.execute(sql)
+        } catch let error as PostgresError {
+            if savepoints == 0 { failure = error }
+            throw error
+        }
+    }
+
+    /// The table of a space.
+    func table(_ space: KeySpace) -> String { space.number == 0 ? "main" : "s\(space.number)" }
+
+    func isDuplicateSorted(_ space: KeySpace) -> Bool { engine.duplicateSorted[space.number] ?? false }
+
+    private func wrote() {
+        changed = true
+        writeGeneration += 1
+    }
+
+    private func checkWritable() throws {
+        if isReadOnly { throw StorageError.permissionDenied("a read transaction cannot write") }
+    }
+
+    // MARK: Key spaces
+
+    func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool) throws -> KeySpace? {
+        guard let name else { return KeySpace(number: 0) }
+        let found = try name.withUTF8Bytes { n in
+            try run("space", "SELECT number, dupsort FROM spaces WHERE name = convert_from($1, 'UTF8')", [n])
+        }
+        if found.rowCount > 0 {
+            let number = UInt32(found.binaryInteger(0, 0))
+            engine.opened(number, duplicateSort: found.bytes(0, 1).first == 1)
+            return KeySpace(number: number)
+        }
+        guard create else { return nil }
+        try checkWritable()
+        let allocated = try runText("UPDATE meta SET next_space = next_space + 1 RETURNING next_space - 1")
+        guard let number = allocated.textInteger(0, 0).map(UInt32.init) else {
+            throw StorageError.failed("the store's meta row is missing")
+        }
+        try name.withUTF8Bytes { n in
+            _ = try run("newspace", "INSERT INTO spaces VALUES (convert_from($1, 'UTF8'), $2::bigint, $3::bigint = 1, 0)",
+                        [n], integers: [Int(number), duplicateSort ? 1 : 0])
+        }
+        try runText("CREATE TABLE s\(number) (k bytea NOT NULL, v bytea NOT NULL, PRIMARY KEY (k\(duplicateSort ? ", v" : "")))")
+        createdSpaces.append(number)
+        engine.opened(number, duplicateSort: duplicateSort)
+        wrote()
+        return KeySpace(number: number)
+    }
+
+    func drop(_ space: KeySpace, delete: Bool) throws {
+        try checkWritable()
+        if delete {
+            try runText("DROP TABLE \(table(space)); DELETE FROM spaces WHERE number = \(space.number)")
+            countChanges[space.number] = nil
+        } else {
+            try runText("DELETE FROM \(table(space)); UPDATE spaces SET count = 0 WHERE number = \(space.number)")
+            countChanges[space.number] = 0
+        }
+        wrote()
+    }
+
+    func entryCount(_ space: KeySpace) throws -> Int {
+        if space.number == 0 { return try runText("SELECT count(*) FROM main").textInteger(0, 0) ?? 0 }
+        let stored = try run("count", "SELECT count FROM spaces WHERE number = $1::bigint", [],
+                             integers: [Int(space.number)])
+        return (stored.rowCount > 0 ? stored.binaryInteger(0, 0) : 0) + (countChanges[space.number] ?? 0)
+    }
+
+    // MARK: Entries
+
+    private func keep(_ answer: PostgresResult) {
+        if recentAnswers.count == 8 { recentAnswers.removeFirst() }
+        recentAnswers.append(answer)
+    }
+
+    func get(_ space: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        let t = table(space)
+        let answer = try run("\(t)_get", "SELECT v FROM \(t) WHERE k = $1 ORDER BY v LIMIT 1", [key])
+        guard answer.rowCount > 0 else { return nil }
+        keep(answer)
+        return answer.bytes(0, 0)
+    }
+
+    @discardableResult
+    func put(_ space: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
+             noOverwrite: Bool, noDuplicate: Bool) throws -> Bool {
+        try checkWritable()
+        let t = table(space)
+        let added: Int
+        if isDuplicateSorted(space) {
+            if noOverwrite {
+                added = try run("\(t)_putnew", "INSERT INTO \(t) SELECT $1, $2 WHERE NOT EXISTS "
+                                + "(SELECT 1 FROM \(t) WHERE k = $1)", [key, value]).affected
+                if added == 0 { return false }
+            } else {
+                added = try run("\(t)_putdup", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                                [key, value]).affected
+                if added == 0 && noDuplicate { return false }
+            }
+        } else if noOverwrite {
+            added = try run("\(t)_putnew", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING", [key, value]).affected
+            if added == 0 { return false }
+        } else {
+            // The first statement of the WITH sees the table before the insert: whether the key was new.
+            let answer = try run("\(t)_put", "WITH old AS (SELECT 1 FROM \(t) WHERE k = $1), "
+                                 + "new AS (INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v) "
+                                 + "SELECT count(*) FROM old", [key, value])
+            added = answer.binaryInteger(0, 0) == 0 ? 1 : 0
+        }
+        countChanges[space.number, default: 0] += added
+        wrote()
+        return true
+    }
+
+    @discardableResult
+    func delete(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool {
+        try checkWritable()
+        let t = table(space)
+        let removed = try key.withUnsafeBytes { k in
+            if let value {
+                return try value.withUnsafeBytes { v in
+                    try run("\(t)_delpair", "DELETE FROM \(t) WHERE k = $1 AND v = $2", [k, v]).affected
+                }
+            }
+            return try run("\(t)_del", "DELETE FROM \(t) WHERE k = $1", [k]).affected
+        }
+        guard removed > 0 else { return false }
+        countChanges[space.number, default: 0] -= removed
+        wrote()
+        return true
+    }
+
+    // MARK: Cursors
+
+    func withCursor<R>(_ space: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R {
+        try body(PostgresCursor(transaction: self, space: space))
+    }
+
+    func openCursor(_ space: KeySpace) throws -> any StorageCursor {
+        PostgresCursor(transaction: self, space: space)
+    }
+
+    func closeCursor(_ cursor: any StorageCursor) {}
+
+    // MARK: Atomic changes
+
+    func changingAtomically(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch {
+            if interruptedChange == nil { interruptedChange = error }
+            throw error
+        }
+    }
+
+    /// A savepoint: released into this transaction when `body` returns, rolled back to when it throws.
+    func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        if let failure { throw failure }
+        savepoints += 1
+        let name = "nested\(savepoints)"
+        defer { savepoints -= 1 }
+        let counts = countChanges
+        let created = createdSpaces.count
+        let interrupted = interruptedChange
+        do {
+            try connection.execute("SAVEPOINT \(name)")
+        } catch let error as PostgresError {
+            throw StorageError.nestingRefused(error.description)
+        }
+        do {
+            let result = try body(self)
+            if interruptedChange != nil && interrupted == nil {
+                throw StorageError.interruptedChange(interruptedChange!)
+            }
+            try connection.execute("RELEASE SAVEPOINT \(name)")
+            return result
+        } catch {
+            do {
+                try connection.execute("ROLLBACK TO SAVEPOINT \(name)")
+            } catch let rollbackError as PostgresError {
+                failure = rollbackError
+                throw error
+            }
+            countChanges = counts
+            interruptedChange = interrupted
+            engine.forget(Array(createdSpaces[created...]), on: connection)
+            createdSpaces.removeSubrange(created...)
+            writeGeneration += 1
+            throw error
+        }
+    }
+
+    func twin() -> (any StorageTransaction)? { nil }
+    func end() {}
+}
+
+extension String {
+    /// The string's UTF-8 bytes, for a statement's parameter.
+    func withUTF8Bytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var copy = self
+        return try copy.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+    }
+}

@@ -1,0 +1,15 @@
+import DocStore
+import DocStorePostgres
+import Testing
+import TestSupport
+
+// The engine the suites of this target run on: PostgreSQL, on the tests' own cluster. The files beside this one
+// that are links run the file engine's suites (DocStoreTests) unchanged on it.
+
+/// Opens a new, empty store in a schema of its own on the tests' cluster. The directory is for what a test
+/// writes beside the store (dumps, say).
+func makeStore(options: DocStore.Options = .init()) async throws -> (DocStore, TemporaryDirectory) {
+    if !PostgresCluster.isAvailable { try Test.cancel(Comment(rawValue: PostgresCluster.skipReason)) }
+    let cluster = try PostgresCluster.shared()
+    return (try await DocStore(postgres: cluster.freshURL(), options: options), TemporaryDirectory())
+}
