@@ -10,6 +10,8 @@ final class PostgresConnection {
     let server: String
     /// The names of the statements prepared on this connection (``execute(_:_:_:)``).
     private var prepared: Set<String> = []
+    /// A statement sent by ``send(_:)`` whose answer has not been read.
+    private var unanswered = false
 
     /// Connects, or throws ``PostgresError`` with libpq's reason. `conninfo` is a URI or `key=value` pairs.
     init(conninfo: String, server: String) throws {
@@ -35,7 +37,26 @@ final class PostgresConnection {
     /// statement's result; results come as text.
     @discardableResult
     func execute(_ sql: String) throws -> PostgresResult {
-        try check(PQexec(raw, sql))
+        try readUnanswered()
+        return try check(PQexec(raw, sql))
+    }
+
+    /// Sends `sql` without waiting for its answer, which is read (and any error in it thrown) before the next
+    /// statement: for the `COMMIT` that ends a read, which nothing waits on.
+    func send(_ sql: String) throws {
+        try readUnanswered()
+        guard PQsendQuery(raw, sql) == 1 else { throw lostError() }
+        unanswered = true
+    }
+
+    private func readUnanswered() throws {
+        guard unanswered else { return }
+        unanswered = false
+        var failure: (any Error)?
+        while let result = PQgetResult(raw) {
+            do { try check(result) } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
     }
 
     /// Runs the statement named `name`, preparing it from `sql` the first time, with `values` (bytes the caller
@@ -45,6 +66,7 @@ final class PostgresConnection {
     func execute(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
                  integers: [Int] = []) throws -> PostgresResult {
         let count = values.count + integers.count
+        try readUnanswered()
         if !prepared.contains(name) {
             try check(PQprepare(raw, name, sql(), Int32(count), nil))
             prepared.insert(name)
@@ -75,6 +97,7 @@ final class PostgresConnection {
 
     /// Forgets the statements whose names start with `prefix` (their tables are gone), on the server too.
     func forgetStatements(withPrefix prefix: String) {
+        try? readUnanswered()
         for name in prepared where name.hasPrefix(prefix) {
             prepared.remove(name)
             PQclear(PQexec(raw, "DEALLOCATE \"\(name)\""))

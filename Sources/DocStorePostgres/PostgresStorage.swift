@@ -120,7 +120,8 @@ final class PostgresStorage: StorageEngine {
                                               id: begun.textInteger(0, 0) ?? 0)
                 defer {
                     txn.invalidate()
-                    _ = try? connection.execute("COMMIT")
+                    // A read has nothing to commit: its end is sent, and its answer read before the next statement.
+                    try? connection.send("COMMIT")
                 }
                 return try body(txn)
             }
@@ -367,6 +368,25 @@ final class PostgresTransaction: StorageTransaction {
         guard answer.rowCount > 0 else { return nil }
         keep(answer)
         return answer.bytes(0, 0)
+    }
+
+    var prefersBatches: Bool { true }
+
+    /// One statement for all the keys: an array parameter, joined to the table in the keys' order.
+    func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?) {
+        let t = table(space)
+        // PostgreSQL's binary array: dimensions, no nulls, element type bytea (17), length and lower bound, then
+        // each element's length and bytes.
+        var array: [UInt8] = []
+        array.reserveCapacity(20 + keys.reduce(0) { $0 + 4 + $1.count })
+        func append(_ n: Int) { for shift in [24, 16, 8, 0] { array.append(UInt8(truncatingIfNeeded: n >> shift)) } }
+        append(1); append(0); append(17); append(keys.count); append(1)
+        for key in keys { append(key.count); array += key }
+        let answer = try array.withUnsafeBytes { a in
+            try run("\(t)_many", "SELECT q.k, v FROM unnest($1::bytea[]) WITH ORDINALITY AS q(k, i) "
+                    + "JOIN \(t) ON \(t).k = q.k ORDER BY i", [a])
+        }
+        return ((0..<answer.rowCount).map { (answer.bytes($0, 0), answer.bytes($0, 1)) }, answer)
     }
 
     @discardableResult

@@ -149,7 +149,32 @@ final class IndexScanSource: CandidateSource {
         txn.closeCursor(cursor)
     }
 
+    /// With an engine that prefers batches: the documents of the next index entries, read ahead in one call each
+    /// batch (16 first, four times more each time, up to 1,024), and what keeps them and the batch before valid.
+    private var batch: [StorageEntry] = []
+    private var batchPosition = 0
+    private var batchSize = 16
+    private var keepers: (AnyObject?, AnyObject?)
+
     override func next() throws -> Candidate? {
+        guard fetchDocuments && txn.prefersBatches else { return try nextEntry() }
+        if batchPosition == batch.count {
+            var ids: [[UInt8]] = []
+            while ids.count < batchSize, let (id, _) = try nextEntry(fetching: false) { ids.append(Array(id)) }
+            guard !ids.isEmpty else { return nil }
+            let fetched = try txn.entries(documents, forKeys: ids)
+            (batch, batchPosition, keepers) = (fetched.entries, 0, (fetched.keeper, keepers.0))
+            batchSize = min(batchSize * 4, 1024)
+            statistics.value.documentsRead += batch.count
+            guard !batch.isEmpty else { return try next() }   // verify() reports entries without documents
+        }
+        batchPosition += 1
+        let (id, document) = batch[batchPosition - 1]
+        return (id, document)
+    }
+
+    /// The next entry in the ranges, followed to its document when `fetching`.
+    private func nextEntry(fetching: Bool = true) throws -> Candidate? {
         while rangeIndex < scan.ranges.count {
             let range = scan.ranges[rangeIndex]
             let entry = positioned ? try step() : try position(range)
@@ -165,7 +190,7 @@ final class IndexScanSource: CandidateSource {
                 idCopy = Array(id)
                 if !seen.ids.insert(idCopy).inserted { continue }
             }
-            guard fetchDocuments else { return (id, key) }
+            guard fetchDocuments && fetching else { return (id, key) }
             guard let document = try txn.get(documents, id) else { continue }   // verify() reports such entries
             statistics.value.documentsRead += 1
             return (id, document)

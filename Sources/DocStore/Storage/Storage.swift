@@ -66,6 +66,13 @@ package protocol StorageTransaction: AnyObject {
     @discardableResult
     func delete(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool
 
+    /// Whether reading many values in one call (``entries(_:forKeys:)``) saves time over one ``get(_:_:)`` each:
+    /// an engine with a round trip per call says so, and walks that read documents by id read them in batches.
+    var prefersBatches: Bool { get }
+    /// The entries under those of `keys` that exist, in the order of `keys`, and an object that keeps their bytes
+    /// valid while it lives (they are valid until the transaction ends or writes, too).
+    func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?)
+
     /// Opens a cursor, closed when `body` returns.
     func withCursor<R>(_ space: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R
     /// Opens a cursor that stays open until the transaction ends or ``closeCursor(_:)``; check ``isValid`` before
@@ -98,6 +105,18 @@ package protocol StorageTransaction: AnyObject {
 }
 
 extension StorageTransaction {
+    var prefersBatches: Bool { false }
+
+    /// One ``get(_:_:)`` per key; the keys' bytes are copied into the keeper.
+    func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?) {
+        let copies = KeyCopies(keys)
+        var found: [StorageEntry] = []
+        for (i, key) in keys.enumerated() {
+            if let value = try get(space, key) { found.append((copies.key(i), value)) }
+        }
+        return (found, copies)
+    }
+
     func openKeySpace(_ name: String?, create: Bool) throws -> KeySpace? {
         try openKeySpace(name, create: create, duplicateSort: false)
     }
@@ -205,5 +224,27 @@ package enum StorageError: Error, CustomStringConvertible {
         case .mapGrownElsewhere: "another process grew the file's map"
         case .nestingRefused(let why): "a nested transaction was refused: \(why)"
         }
+    }
+}
+
+/// Copies of keys in memory of their own, for ``StorageTransaction/entries(_:forKeys:)``.
+private final class KeyCopies {
+    private let storage: UnsafeMutableRawBufferPointer
+    private var ends: [Int] = []
+
+    init(_ keys: [[UInt8]]) {
+        storage = .allocate(byteCount: max(1, keys.reduce(0) { $0 + $1.count }), alignment: 1)
+        var end = 0
+        for key in keys {
+            UnsafeMutableRawBufferPointer(rebasing: storage[end..<end + key.count]).copyBytes(from: key)
+            end += key.count
+            ends.append(end)
+        }
+    }
+
+    deinit { storage.deallocate() }
+
+    func key(_ i: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: storage[(i == 0 ? 0 : ends[i - 1])..<ends[i]])
     }
 }
