@@ -62,7 +62,7 @@ let package = Package(
         // A child process for the crash-safety test: it writes batches and is killed mid-write.
         .executableTarget(
             name: "DocStoreCrashWriter",
-            dependencies: ["DocStore"],
+            dependencies: ["DocStore", "DocStorePostgres"],
             path: "Tests/CrashWriter"
         ),
         // What both test targets share: a trait for tests that block their thread.
@@ -77,7 +77,7 @@ let package = Package(
         // The suites that hold for every engine (links to DocStoreTests' files), run on PostgreSQL.
         .testTarget(
             name: "DocStorePostgresTests",
-            dependencies: ["DocStore", "DocStorePostgres", "TestSupport"]
+            dependencies: ["DocStore", "DocStorePostgres", "DocStoreCrashWriter", "TestSupport"]
         ),
         // The Swift blocks of the README and the DocC articles, compiled.
         .testTarget(

@@ -19,13 +19,14 @@ final class PostgresConnection {
             throw PostgresError(server: server, message: "libpq could not allocate a connection", sqlState: nil,
                                 connectionLost: true)
         }
-        self.raw = raw
-        self.server = server
+        // Before `self` is whole: a throw after that would run `deinit`, which finishes the connection again.
         guard PQstatus(raw) == CONNECTION_OK else {
             let why = String(cString: PQerrorMessage(raw)).trimmingCharacters(in: .whitespacesAndNewlines)
             PQfinish(raw)
             throw PostgresError(server: server, message: why, sqlState: nil, connectionLost: true)
         }
+        self.raw = raw
+        self.server = server
     }
 
     deinit { PQfinish(raw) }

@@ -5,15 +5,13 @@ import DocStore
 /// long walk few round trips. A window fetched before the transaction wrote is fetched again from the cursor's
 /// entry, so a walk sees the transaction's own writes as an LMDB cursor does.
 ///
-/// An entry points into the window's answer: valid until the cursor has moved twice more.
+/// An entry points into the window's answer, which the transaction keeps until it ends.
 final class PostgresCursor: StorageCursor {
     private let txn: PostgresTransaction
     private let table: String
     private let duplicateSorted: Bool
     /// The rows fetched last, in the order they were asked for.
     private var window: Window?
-    /// The window before, kept for entries a caller still holds.
-    private var retired: Window?
     /// The current row of ``window``.
     private var index = 0
     private var state = State.unset
@@ -60,8 +58,8 @@ final class PostgresCursor: StorageCursor {
         let sql = "SELECT k, v FROM \(table)" + (condition.map { " WHERE " + $0 } ?? "")
             + " ORDER BY " + (descending ? reversed : order) + " LIMIT $\(values.count + 1)"
         let answer = try txn.run("\(table)_\(name)", sql, values, integers: [limit])
+        txn.keep(answer)
         let count = answer.rowCount
-        retired = window
         window = Window(answer: answer, count: count, descending: descending,
                         reachesEnd: !bounded && count < limit, generation: txn.writeGeneration)
         limit = min(limit * 4, 4096)
@@ -176,9 +174,27 @@ final class PostgresCursor: StorageCursor {
         return nil
     }
 
+    /// The row of the current key's first (or last) value, when the window shows where that key's values end:
+    /// a row of another key beyond it, or the table's end.
+    private func edgeOfKey(first: Bool) -> Int? {
+        guard state == .onRow, let window, window.generation == txn.writeGeneration else { return nil }
+        let key = entry(index).key
+        let step = (first != window.descending) ? -1 : 1   // towards smaller values in the window's order
+        var i = index
+        while true {
+            let next = i + step
+            if next < 0 || next >= window.count {
+                return step == 1 && window.reachesEnd ? i : nil
+            }
+            if !entry(next).key.elementsEqual(key) { return i }
+            i = next
+        }
+    }
+
     func firstDuplicate() throws -> StorageEntry? {
         guard let here = current else { return nil }
         guard duplicateSorted else { return here }
+        if let edge = edgeOfKey(first: true) { index = edge; return entry(edge) }
         let key = Array(here.key)
         return try key.withUnsafeBytes { try fetch("firstdup", where: "k = $1", descending: false, bounded: true, [$0]) }
     }
@@ -186,6 +202,7 @@ final class PostgresCursor: StorageCursor {
     func lastDuplicate() throws -> StorageEntry? {
         guard let here = current else { return nil }
         guard duplicateSorted else { return here }
+        if let edge = edgeOfKey(first: false) { index = edge; return entry(edge) }
         let key = Array(here.key)
         return try key.withUnsafeBytes { try fetch("lastdup", where: "k = $1", descending: true, bounded: true, [$0]) }
     }
@@ -212,7 +229,7 @@ final class PostgresCursor: StorageCursor {
                                     + (forward ? "" : " DESC") + " LIMIT $3",
                                  [here.key, here.value], integers: [limit])
         guard answer.rowCount > 0 else { return nil }
-        retired = self.window
+        txn.keep(answer)
         self.window = Window(answer: answer, count: answer.rowCount, descending: !forward, reachesEnd: false,
                              generation: txn.writeGeneration)
         limit = min(limit * 4, 4096)

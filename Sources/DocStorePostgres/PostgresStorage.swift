@@ -190,15 +190,36 @@ final class PostgresStorage: StorageEngine {
     /// Keeps the number and kind of a space its transaction opened (the numbers of spaces never change).
     fileprivate func opened(_ number: UInt32, duplicateSort: Bool) { duplicateSorted[number] = duplicateSort }
 
+    /// A second connection that listens for the store's commits (``channel``), opened when observation first asks
+    /// for the last commit; and the last commit it read.
+    private var listener: PostgresConnection?
+    private var lastSeenCommit: Int?
+
+    /// The channel every commit notifies (a `NOTIFY` in the transaction, delivered when it commits).
+    var channel: String { quoted("docstore " + settings.schema) }
+
+    /// The last commit's number. Observers ask every 50 ms: while no commit has been announced on the listening
+    /// connection since the last answer, the answer is the same, with no statement sent.
     func lastCommittedTransaction() throws -> Int {
         try translating {
-            try liveConnection().execute("SELECT commit FROM meta").textInteger(0, 0) ?? 0
+            if let listener, listener.isUp, let seen = lastSeenCommit, try listener.notifications().isEmpty {
+                return seen
+            }
+            if listener == nil || listener?.isUp == false {
+                lastSeenCommit = nil
+                listener = try? connect()
+                _ = try? listener?.execute("LISTEN \(channel)")
+            }
+            let commit = try liveConnection().execute("SELECT commit FROM meta").textInteger(0, 0) ?? 0
+            if listener != nil { lastSeenCommit = commit }
+            return commit
         }
     }
 
     func close() {
         closed = true
         connection = nil
+        listener = nil
     }
 
     /// Every commit is durable when the server acknowledges it, unless `synchronous_commit` is off; the server then
@@ -243,8 +264,10 @@ final class PostgresTransaction: StorageTransaction {
     private var changed = false
     /// Counts the writes, so that cursors know when what they fetched may be out of date.
     private(set) var writeGeneration = 0
-    /// The answers of the last look-ups, whose values callers still hold.
-    private var recentAnswers: [PostgresResult] = []
+    /// Every answer that values were handed out from: kept until the transaction ends, so that a value stays valid
+    /// as long as one of LMDB's would (callers hold entries across later reads and writes). A transaction that reads
+    /// much holds it all until it ends.
+    private var answers: [PostgresResult] = []
     private var savepoints = 0
 
     init(engine: PostgresStorage, connection: PostgresConnection, isReadOnly: Bool, id: Int) {
@@ -256,7 +279,7 @@ final class PostgresTransaction: StorageTransaction {
 
     func invalidate() {
         isValid = false
-        recentAnswers = []
+        answers = []
     }
 
     /// The statements that finish a write: its count changes, and the commit number.
@@ -266,7 +289,7 @@ final class PostgresTransaction: StorageTransaction {
         for (number, delta) in countChanges where delta != 0 {
             sql += "UPDATE spaces SET count = count + \(delta) WHERE number = \(number);"
         }
-        return sql + "UPDATE meta SET commit = commit + 1;"
+        return sql + "UPDATE meta SET commit = commit + 1; NOTIFY \(engine.channel);"
     }
 
     /// Runs a statement of this transaction; a server error is kept, since the server has aborted the transaction.
@@ -357,10 +380,8 @@ final class PostgresTransaction: StorageTransaction {
 
     // MARK: Entries
 
-    private func keep(_ answer: PostgresResult) {
-        if recentAnswers.count == 8 { recentAnswers.removeFirst() }
-        recentAnswers.append(answer)
-    }
+    /// Keeps an answer whose values are handed out until the transaction ends.
+    func keep(_ answer: PostgresResult) { answers.append(answer) }
 
     func get(_ space: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         let t = table(space)
@@ -386,6 +407,7 @@ final class PostgresTransaction: StorageTransaction {
             try run("\(t)_many", "SELECT q.k, v FROM unnest($1::bytea[]) WITH ORDINALITY AS q(k, i) "
                     + "JOIN \(t) ON \(t).k = q.k ORDER BY i", [a])
         }
+        keep(answer)
         return ((0..<answer.rowCount).map { (answer.bytes($0, 0), answer.bytes($0, 1)) }, answer)
     }
 

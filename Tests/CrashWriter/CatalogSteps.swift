@@ -16,7 +16,7 @@ enum CatalogSteps {
     static func run(path: String) async -> Never {
         let store: DocStore
         do {
-            store = try await DocStore(path: path)
+            store = try await openStore(path)
         } catch {
             FileHandle.standardError.write(Data("DocStoreCrashWriter catalog-on-cue: \(error)\n".utf8))
             exit(1)

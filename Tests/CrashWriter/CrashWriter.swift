@@ -1,4 +1,5 @@
 import DocStore
+import DocStorePostgres
 import Foundation
 
 /// A record written by the crash-safety test's child process. Each batch holds `batchSize` records with the same
@@ -132,6 +133,25 @@ public func monotonicNanoseconds() -> UInt64 {
 /// - `DocStoreCrashWriter edit-films PATH` — in collection `films`, renames document 1, changes 2, deletes 3 and
 ///   inserts 4 (see ``MatchedDocumentsTests``), in one commit, and exits with status 0.
 /// - `DocStoreCrashWriter catalog-on-cue PATH` — catalog changes read from standard input; see ``CatalogSteps``.
+/// Opens the store at a path, or on PostgreSQL when the location is a `postgres://` URL: every mode runs on both.
+func openStore(_ location: String, options: DocStore.Options = .init()) async throws -> DocStore {
+    location.hasPrefix("postgres") ? try await DocStore(postgres: location, options: options)
+        : try await DocStore(path: location, options: options)
+}
+
+/// A code claimed by the `claim-codes` mode: unique across every process that claims.
+public struct Claim: Document {
+    public var id: String
+    public var code: Int
+    public var writer: String
+    public static let collection = "claims"
+    public static let indexes: [IndexSpec<Claim>] = [.unique("code", \.code)]
+
+    public init(id: String, code: Int, writer: String) {
+        (self.id, self.code, self.writer) = (id, code, writer)
+    }
+}
+
 @main
 struct CrashWriter {
     static func main() async {
@@ -144,6 +164,9 @@ struct CrashWriter {
         }
         if arguments.count >= 4, arguments[1] == "insert-people-on-cue" {
             await insertPeopleOnCue(arguments: Array(arguments.dropFirst(2)))
+        }
+        if arguments.count == 5, arguments[1] == "claim-codes" {
+            await claimCodes(location: arguments[2], count: Int(arguments[3]) ?? 0, tag: arguments[4])
         }
         if arguments.count >= 4, arguments[1] == "insert-concurrently" {
             await insertConcurrently(arguments: Array(arguments.dropFirst(2)))
@@ -161,7 +184,7 @@ struct CrashWriter {
         }
         if arguments.count == 3, arguments[1] == "migrate" {
             do {
-                let store = try await DocStore(path: arguments[2])
+                let store = try await openStore(arguments[2])
                 let ran = try await SharedMigrations.migrator.migrate(store)
                 await store.close()
                 FileHandle.standardOutput.write(Data("migrated \(ran.joined(separator: ","))\n".utf8))
@@ -173,7 +196,7 @@ struct CrashWriter {
         }
         if arguments.count == 3, arguments[1] == "edit-films" {
             do {
-                let store = try await DocStore(path: arguments[2])
+                let store = try await openStore(arguments[2])
                 try await store.write { ctx in
                     // 1 no longer matches name == "Titanic", 2 is changed, 3 is deleted, 4 matches now.
                     try ctx.save(.object([("id", .int(1)), ("name", .string("Titanic II"))]), into: "films")
@@ -200,7 +223,7 @@ struct CrashWriter {
         do {
             var options = CrashRecord.options
             options.durability = durability
-            let store = try await DocStore(path: arguments[1], options: options)
+            let store = try await openStore(arguments[1], options: options)
             // Eight tasks write at once, so that commits hold groups of batches; task t writes batches
             // start + t, start + t + 8, ... after the highest batch an earlier round left.
             let start = (try await CrashRecord.query().aggregate(.max(\.batch)).value(in: store) ?? -1) + 1
@@ -227,6 +250,34 @@ struct CrashWriter {
         }
     }
 
+    /// The `claim-codes` mode: `PATH N TAG`. Tries to take each code 0..<N under a unique index, from four tasks,
+    /// and prints `claimed N` or `taken N` for each. Never returns.
+    static func claimCodes(location: String, count: Int, tag: String) async -> Never {
+        do {
+            let store = try await openStore(location)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for t in 0..<4 {
+                    group.addTask {
+                        for code in stride(from: t, to: count, by: 4) {
+                            do {
+                                try await store.insert(Claim(id: "\(tag)-\(code)", code: code, writer: tag))
+                                FileHandle.standardOutput.write(Data("claimed \(code)\n".utf8))
+                            } catch let error as DocStoreError where error.code == .uniqueViolation {
+                                FileHandle.standardOutput.write(Data("taken \(code)\n".utf8))
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            await store.close()
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("DocStoreCrashWriter claim-codes: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
     /// The `insert-concurrently` mode: `PATH N TASKS TAG`. Never returns.
     static func insertConcurrently(arguments: [String]) async -> Never {
         guard arguments.count == 4, let count = Int(arguments[1]), count >= 0, let tasks = Int(arguments[2]),
@@ -236,7 +287,7 @@ struct CrashWriter {
         }
         let tag = arguments[3]
         do {
-            let store = try await DocStore(path: arguments[0])
+            let store = try await openStore(arguments[0])
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for t in 0..<tasks {
                     group.addTask {
@@ -267,7 +318,7 @@ struct CrashWriter {
             exit(2)
         }
         do {
-            let store = try await DocStore(path: arguments[0])
+            let store = try await openStore(arguments[0])
             for index in 0..<count {
                 let number = index + 1
                 try await store.insert(ChildPerson(number: number))
@@ -290,7 +341,7 @@ struct CrashWriter {
         }
         let (collection, tag) = (arguments[1], arguments[3])
         do {
-            let store = try await DocStore(path: arguments[0])
+            let store = try await openStore(arguments[0])
             for n in 0..<count {
                 let stored = try await store.write { ctx in
                     try ctx.insertAndFetch(.object([("writer", .string(tag)), ("n", .int(Int64(n)))]), into: collection)
@@ -312,7 +363,7 @@ struct CrashWriter {
             exit(2)
         }
         do {
-            let store = try await DocStore(path: arguments[0])
+            let store = try await openStore(arguments[0])
             for index in 0..<count {
                 guard readLine() != nil else { break }
                 let number = index + 1

@@ -558,10 +558,12 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         let topValues = tops.values
         print("slow consumers: \(commits) commits in \(writesEnded - started); \(countValues.count) counts and "
             + "\(topValues.count) results received")
-        // The consumers take at most one value per 50 ms, so how many they got depends on how long the writes took;
-        // a backlog would have been every one of the commits, and the final answer would still be minutes away.
-        #expect(countValues.count < commits / 2, "a backlog was delivered: \(countValues.count) counts")
-        #expect(topValues.count < commits / 2, "a backlog was delivered: \(topValues.count) results")
+        // The consumers take at most one value per 50 ms, so how many they got depends on how long the writes took
+        // (an engine on a server commits more slowly than a file); a backlog would have been every one of the
+        // commits, and the final answer would still be minutes away.
+        let paced = Int((writesEnded - started) / .milliseconds(50)) + 20
+        #expect(countValues.count < min(commits / 2, paced), "a backlog was delivered: \(countValues.count) counts")
+        #expect(topValues.count < min(commits / 2, paced), "a backlog was delivered: \(topValues.count) results")
         #expect(zip(countValues, countValues.dropFirst()).allSatisfy { $0 < $1 }, "the counts went back or repeated")
         #expect(final.map(\.age) == [commits - 1, commits - 2, commits - 3])
         #expect(topValues.last == final)

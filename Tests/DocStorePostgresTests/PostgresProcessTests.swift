@@ -1,0 +1,249 @@
+import DocStoreCrashWriter
+import Foundation
+import Testing
+import TestSupport
+@testable import DocStore
+@testable import DocStorePostgres
+
+/// What holds across processes on a store kept in PostgreSQL, with real child processes (the crash writer) and a
+/// real server: nothing acknowledged is lost when a writer is killed, writers of four processes lose nothing, a
+/// unique value is taken once, and a bad URL, a wrong password or a missing database is a clear error.
+@Suite(.ownThreads, .enabled(if: PostgresCluster.isAvailable, Comment(rawValue: PostgresCluster.skipReason)))
+struct PostgresProcessTests {
+    static var writerURL: URL {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("DocStoreCrashWriter")
+    }
+
+    /// Runs the writer with `arguments` to its end and returns what it printed, one line each.
+    static func runWriter(_ arguments: [String]) throws -> (status: Int32, lines: [Substring], complaint: String) {
+        let process = Process()
+        process.executableURL = writerURL
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (process.terminationStatus, text.split(separator: "\n"), complaint)
+    }
+
+    /// A writer on eight tasks is killed with SIGKILL at random moments: every batch it reported committed is there
+    /// in full, none is there in part, and `verify()` is clean.
+    @Test func aKilledWriterLosesNothingItAcknowledged() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        var rng = SeededGenerator(seed: 34)
+        var reported: Set<Int> = []
+        for round in 0..<6 {
+            let delay = Int.random(in: 20...200, using: &rng)
+            let process = Process()
+            process.executableURL = Self.writerURL
+            process.arguments = [url, "full"]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let reader = output.fileHandleForReading
+            var text = ""
+            let deadline = Date().addingTimeInterval(60)
+            while !text.contains("committed "), Date() < deadline {
+                let data = reader.availableData
+                if data.isEmpty { break }
+                text += String(decoding: data, as: UTF8.self)
+            }
+            usleep(useconds_t(delay * 1000))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            text += String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)
+            #expect(process.terminationReason == .uncaughtSignal, "round \(round): the writer stopped by itself")
+            for line in text.split(separator: "\n") where line.hasPrefix("committed ") {
+                if let n = Int(line.dropFirst("committed ".count)) { reported.insert(n) }
+            }
+            let store = try await DocStore(postgres: url)
+            let batches = Dictionary(grouping: try await CrashRecord.query().results(in: store), by: \.batch)
+            for b in reported.sorted() { #expect(batches[b] != nil, "round \(round): reported batch \(b) is missing") }
+            for (b, stored) in batches {
+                #expect(stored.sorted { $0.id < $1.id } == CrashRecord.batch(b), "round \(round): batch \(b) is partial")
+            }
+            let report = try await store.verify()
+            #expect(report.isClean, "round \(round): \(report)")
+            await store.close()
+        }
+        #expect(reported.count >= 6, "the writer committed too little to test anything")
+    }
+
+    /// Four processes insert at once, each from eight tasks: every write a process was told had returned is there,
+    /// once, and `verify()` is clean.
+    @Test func fourProcessesWritingAtOnceLoseNothing() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        let store = try await DocStore(postgres: url)
+        try await store.write { try $0.createIndex(IndexDefinition(name: "n", kind: .regular, fields: ["n"]), in: "shared") }
+        let perProcess = 100
+        let results = try await withThrowingTaskGroup(of: (Int, Int32, [Substring], String).self) { group in
+            for p in 0..<4 {
+                group.addTask { let r = try Self.runWriter(["insert-concurrently", url, "\(perProcess)", "8", "w\(p)"]); return (p, r.status, r.lines, r.complaint) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        var acknowledged: [String: Set<Int>] = [:]
+        for (p, status, lines, complaint) in results {
+            #expect(status == 0, "writer \(p) failed: \(complaint)")
+            acknowledged["w\(p)"] = Set(lines.compactMap { Int($0.dropFirst("inserted ".count)) })
+            #expect(acknowledged["w\(p)"]?.count == perProcess, "writer \(p) acknowledged too few")
+        }
+        let stored = try await Query<DocumentValue>("shared").results(in: store)
+        #expect(stored.count == 4 * perProcess)
+        for (tag, ns) in acknowledged {
+            let mine = stored.filter { $0[field: "writer"] == .string(tag) }
+            #expect(Set(mine.compactMap { value -> Int? in
+                if case .int(let n)? = value[field: "n"] { return Int(n) } else { return nil }
+            }) == ns, "writer \(tag)")
+        }
+        #expect(try await Query<DocumentValue>("shared").include(.compare("n", .less, .int(10))).count(in: store) == 40)
+        #expect(try await store.verify().isClean)
+    }
+
+    /// Four processes try to take the same 60 codes under a unique index: each code is taken exactly once, by the
+    /// process that was told so.
+    @Test func aUniqueValueIsTakenOnceAcrossProcesses() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        let store = try await DocStore(postgres: url)
+        try await store.prepare(Claim.self)
+        let codes = 60
+        let results = try await withThrowingTaskGroup(of: (Int32, [Substring], String).self) { group in
+            for p in 0..<4 {
+                group.addTask { let r = try Self.runWriter(["claim-codes", url, "\(codes)", "p\(p)"]); return (r.status, r.lines, r.complaint) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        var claimedBy: [Int: Int] = [:]
+        for (p, (status, lines, complaint)) in results.enumerated() {
+            #expect(status == 0, "claimer failed: \(complaint)")
+            #expect(lines.count == codes, "a claimer answered \(lines.count) of \(codes) codes")
+            for line in lines where line.hasPrefix("claimed ") {
+                claimedBy[Int(line.dropFirst("claimed ".count))!, default: 0] += 1
+            }
+            _ = p
+        }
+        #expect(claimedBy.count == codes && claimedBy.values.allSatisfy { $0 == 1 }, "\(claimedBy)")
+        let claims = try await Claim.query().results(in: store)
+        #expect(claims.count == codes)
+        #expect(Set(claims.map(\.code)) == Set(0..<codes))
+    }
+
+    /// Keys that differ only in length, in high bytes, or around embedded zeros walk in LMDB's order (bytes in
+    /// order, a prefix first), forward and back, plain and duplicate-sorted; counts follow every change.
+    @Test func keysAreOrderedAsLMDBOrdersThem() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        let location = try PostgresLocation(url, durability: .full)
+        let engine = try PostgresStorage(settings: location.storage)
+        defer { engine.close() }
+        var rng = SeededGenerator(seed: 7)
+        let alphabet: [UInt8] = [0, 1, 0x7F, 0x80, 0xFE, 0xFF]
+        var keys: Set<[UInt8]> = [[], [0], [0, 0], [0xFF], [0xFF, 0], [1, 0, 1], [1, 0], [1]]
+        while keys.count < 300 {
+            keys.insert((0..<Int.random(in: 1...5, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+        }
+        keys.remove([])
+        let sorted = keys.sorted { $0.lexicographicallyPrecedes($1) }
+        let values: [[UInt8]] = [[9], [0, 0], [0]]
+        let pairs: [([UInt8], [UInt8])] = keys.flatMap { k in values.map { (k, $0) } }
+        func precedes(_ a: ([UInt8], [UInt8]), _ b: ([UInt8], [UInt8])) -> Bool {
+            a.0 == b.0 ? a.1.lexicographicallyPrecedes(b.1) : a.0.lexicographicallyPrecedes(b.0)
+        }
+        let sortedPairs = pairs.sorted(by: precedes)
+        try engine.write { txn in
+            let plain = try #require(try txn.openKeySpace("plain", create: true, duplicateSort: false))
+            let dups = try #require(try txn.openKeySpace("dups", create: true, duplicateSort: true))
+            for k in keys.shuffled(using: &rng) { try txn.put(plain, k, k + [1]) }
+            for (k, v) in pairs.shuffled(using: &rng) { try txn.put(dups, k, v) }
+            #expect(try txn.put(plain, sorted[0], [], noOverwrite: true) == false)
+            #expect(try txn.put(dups, sorted[0], [0], noDuplicate: true) == false)
+        }
+        try engine.read { txn in
+            let plain = try #require(try txn.openKeySpace("plain", create: false, duplicateSort: false))
+            let dups = try #require(try txn.openKeySpace("dups", create: false, duplicateSort: true))
+            #expect(try txn.entryCount(plain) == keys.count)
+            #expect(try txn.entryCount(dups) == pairs.count)
+            var forward: [[UInt8]] = []
+            var backward: [[UInt8]] = []
+            try txn.withCursor(plain) { c in
+                var e = try c.first()
+                while let (k, _) = e { forward.append(Array(k)); e = try c.next() }
+                e = try c.last()
+                while let (k, _) = e { backward.append(Array(k)); e = try c.previous() }
+                for k in sorted.prefix(40) {
+                    let found = try c.seek(atLeast: Array(k.dropLast()) + [(k.last ?? 0) &+ 1])
+                    let expected = sorted.first { !$0.lexicographicallyPrecedes(Array(k.dropLast()) + [(k.last ?? 0) &+ 1]) }
+                    #expect(found.map { Array($0.key) } == expected)
+                }
+            }
+            #expect(forward == sorted)
+            #expect(backward == sorted.reversed())
+            var walked: [([UInt8], [UInt8])] = []
+            var distinct: [[UInt8]] = []
+            try txn.withCursor(dups) { c in
+                var e = try c.first()
+                while let (k, v) = e { walked.append((Array(k), Array(v))); e = try c.next() }
+                e = try c.first()
+                while let (k, _) = e {
+                    distinct.append(Array(k))
+                    #expect(try c.duplicateCount() == 3)
+                    e = try c.nextKey()
+                }
+                #expect(try c.contains(key: sorted[3], value: [0, 0]))
+                #expect(try !c.contains(key: sorted[3], value: [1]))
+            }
+            #expect(walked.map(\.0) == sortedPairs.map(\.0) && walked.map(\.1) == sortedPairs.map(\.1))
+            #expect(distinct == sorted)
+            let many = try txn.entries(plain, forKeys: [sorted[5], [0xAA, 0xAA], sorted[2]])
+            #expect(many.entries.map { Array($0.key) } == [sorted[5], sorted[2]])
+            #expect(many.entries.map { Array($0.value) } == [sorted[5] + [1], sorted[2] + [1]])
+        }
+        // A write that fails rolls back its counts with it.
+        struct Refusal: Error {}
+        #expect(throws: Refusal.self) {
+            try engine.write { txn in
+                let plain = try #require(try txn.openKeySpace("plain", create: false, duplicateSort: false))
+                try txn.delete(plain, sorted[0])
+                throw Refusal()
+            }
+        }
+        try engine.read { txn in
+            let plain = try #require(try txn.openKeySpace("plain", create: false, duplicateSort: false))
+            #expect(try txn.entryCount(plain) == keys.count)
+        }
+    }
+
+    /// A URL with no server behind it, a wrong password and a missing database: each a clear error naming the
+    /// server and what failed, within seconds.
+    @Test func badLocationsFailClearlyAndQuickly() async throws {
+        let cluster = try PostgresCluster.shared()
+        try cluster.psql("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'app') THEN "
+            + "CREATE ROLE app LOGIN PASSWORD 'right'; END IF; END $$; GRANT CREATE ON DATABASE postgres TO app")
+        let cases: [(String, String)] = [
+            ("postgres://postgres@127.0.0.1:1/postgres", "127.0.0.1:1"),
+            (cluster.url(schema: "s", user: "app", password: "wrong"), "password"),
+            (cluster.url(schema: "s", database: "no_such_database"), "no_such_database"),
+            ("http://example.com/x", "not a PostgreSQL URL"),
+        ]
+        for (url, expected) in cases {
+            let started = ContinuousClock.now
+            do {
+                _ = try await DocStore(postgres: url)
+                Issue.record("\(url) opened")
+            } catch let error as DocStoreError {
+                #expect(error.code == .cannotOpen, "\(url): \(error)")
+                #expect("\(error)".contains(expected), "\(url): \(error)")
+            }
+            #expect(ContinuousClock.now - started < .seconds(15), "\(url) took too long")
+        }
+        // The right password opens it.
+        let store = try await DocStore(postgres: cluster.url(schema: "app_store", user: "app", password: "right"))
+        try await store.insert(Claim(id: "a", code: 1, writer: "t"))
+        #expect(try await Claim.query().count(in: store) == 1)
+    }
+}
