@@ -82,7 +82,7 @@ let package = Package(
         // The Swift blocks of the README and the DocC articles, compiled.
         .testTarget(
             name: "DocumentationTests",
-            dependencies: ["DocStore"]
+            dependencies: ["DocStore", "DocStorePostgres"]
         ),
         .testTarget(
             name: "ReplTests",

@@ -3,6 +3,7 @@
 // checks that they compile. They are not run.
 
 import DocStore
+import DocStorePostgres
 import Foundation
 
 /// The README's model.
@@ -121,6 +122,12 @@ enum Examples {
         let perCityAndFlag = try await Query<DocumentValue>("people").groupBy(["city", "active"], .average("age")).results(in: store)
         print(try await Person.query().groupBy(\.city).explain(in: store))
         _ = (store, total, mean, oldest, cities, perCity, top10, ages, names, rows, moved, bumped, perCityAndFlag)
+    }
+
+    // README.md
+    static func readmePostgres() async throws {
+        let store = try await DocStore(postgres: "postgres://app:secret@db.internal:5432/app?schema=people")
+        _ = store
     }
 
     // README.md
