@@ -25,14 +25,13 @@ extension DocStore {
     ///   naming the server and its reason.
     public init(postgres url: String, options: Options = Options()) async throws {
         let settings = try PostgresLocation(url, durability: options.durability)
-        let engine: PostgresStorage
-        do {
-            engine = try PostgresStorage(settings: settings.storage)
-        } catch let error as PostgresError {
-            throw DocStoreError(.cannotOpen, "cannot open a store on \(settings.name): \(error)")
-        }
-        try await self.init(engine: engine, name: settings.name, threadName: settings.storage.schema,
-                            options: options)
+        try await self.init(engine: {
+            do {
+                return try PostgresStorage(settings: settings.storage)
+            } catch let error as PostgresError {
+                throw DocStoreError(.cannotOpen, "cannot open a store on \(settings.name): \(error)")
+            }
+        }, name: settings.name, threadName: settings.storage.schema, options: options)
     }
 }
 

@@ -7,8 +7,10 @@ import Foundation
 @MainActor
 enum DocStoreShell {
     static let usage = """
-        usage: docstore [options] [PATH] [STATEMENT ...]
+        usage: docstore [options] [PATH | URL] [STATEMENT ...]
           PATH            the store to open (created when missing)
+          URL             a store kept in PostgreSQL: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]
+                          (its tables are created when missing; .backup, .compact and .recover are the server's)
           STATEMENT       run these statements, then exit
         options:
           --demo          open a new store of sample people to try things on

@@ -15,20 +15,26 @@ struct PostgresProcessTests {
             .deletingLastPathComponent().appendingPathComponent("DocStoreCrashWriter")
     }
 
-    /// Runs the writer with `arguments` to its end and returns what it printed, one line each.
-    static func runWriter(_ arguments: [String]) throws -> (status: Int32, lines: [Substring], complaint: String) {
-        let process = Process()
-        process.executableURL = writerURL
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, text.split(separator: "\n"), complaint)
+    /// Runs writers with each of `runs` as arguments, all at once, to their ends, and returns what each printed,
+    /// one line each. The waits block this thread (the suite has threads of its own), never the shared pool.
+    static func runWriters(_ runs: [[String]]) throws -> [(status: Int32, lines: [Substring], complaint: String)] {
+        let started = try runs.map { arguments -> (Process, Pipe, Pipe) in
+            let process = Process()
+            process.executableURL = writerURL
+            process.arguments = arguments
+            let output = Pipe()
+            let errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            return (process, output, errors)
+        }
+        return started.map { process, output, errors in
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (process.terminationStatus, text.split(separator: "\n"), complaint)
+        }
     }
 
     /// A writer on eight tasks is killed with SIGKILL at random moments: every batch it reported committed is there
@@ -82,14 +88,9 @@ struct PostgresProcessTests {
         let store = try await DocStore(postgres: url)
         try await store.write { try $0.createIndex(IndexDefinition(name: "n", kind: .regular, fields: ["n"]), in: "shared") }
         let perProcess = 100
-        let results = try await withThrowingTaskGroup(of: (Int, Int32, [Substring], String).self) { group in
-            for p in 0..<4 {
-                group.addTask { let r = try Self.runWriter(["insert-concurrently", url, "\(perProcess)", "8", "w\(p)"]); return (p, r.status, r.lines, r.complaint) }
-            }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
+        let results = try Self.runWriters((0..<4).map { ["insert-concurrently", url, "\(perProcess)", "8", "w\($0)"] })
         var acknowledged: [String: Set<Int>] = [:]
-        for (p, status, lines, complaint) in results {
+        for (p, (status, lines, complaint)) in results.enumerated() {
             #expect(status == 0, "writer \(p) failed: \(complaint)")
             acknowledged["w\(p)"] = Set(lines.compactMap { Int($0.dropFirst("inserted ".count)) })
             #expect(acknowledged["w\(p)"]?.count == perProcess, "writer \(p) acknowledged too few")
@@ -113,20 +114,14 @@ struct PostgresProcessTests {
         let store = try await DocStore(postgres: url)
         try await store.prepare(Claim.self)
         let codes = 60
-        let results = try await withThrowingTaskGroup(of: (Int32, [Substring], String).self) { group in
-            for p in 0..<4 {
-                group.addTask { let r = try Self.runWriter(["claim-codes", url, "\(codes)", "p\(p)"]); return (r.status, r.lines, r.complaint) }
-            }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
+        let results = try Self.runWriters((0..<4).map { ["claim-codes", url, "\(codes)", "p\($0)"] })
         var claimedBy: [Int: Int] = [:]
-        for (p, (status, lines, complaint)) in results.enumerated() {
+        for (status, lines, complaint) in results {
             #expect(status == 0, "claimer failed: \(complaint)")
             #expect(lines.count == codes, "a claimer answered \(lines.count) of \(codes) codes")
             for line in lines where line.hasPrefix("claimed ") {
                 claimedBy[Int(line.dropFirst("claimed ".count))!, default: 0] += 1
             }
-            _ = p
         }
         #expect(claimedBy.count == codes && claimedBy.values.allSatisfy { $0 == 1 }, "\(claimedBy)")
         let claims = try await Claim.query().results(in: store)

@@ -76,7 +76,9 @@ final class StoreCore {
     /// The engine as a file, for `what` (a backup, a check), or an error saying only a store kept in a file has it.
     func fileEngine(for what: String) throws -> any FileStorageEngine {
         guard let file else {
-            throw DocStoreError(.storage, "\(what) needs a store kept in a file; this store is not")
+            throw DocStoreError(.storage, "\(what) needs a store kept in a file, and \(path) is kept on a server: "
+                + "there, copies, space and structure are the server's own (for PostgreSQL: pg_dump or "
+                + "pg_basebackup, VACUUM FULL, pg_amcheck)")
         }
         return file
     }

@@ -120,7 +120,7 @@ extension DocStore {
     }
 
     /// Runs `body` on a new thread named `name`: long I/O that must hold neither the store's thread nor the pool's.
-    private static func onThread<R: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> R)
+    static func onThread<R: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> R)
         async throws -> R {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread { continuation.resume(with: Result { try body() }) }

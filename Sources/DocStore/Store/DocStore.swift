@@ -147,11 +147,15 @@ public actor DocStore {
     }
 
     /// Opens a store on an engine that does not keep it in a file (DocStorePostgres's), under `name`: what errors
-    /// and tools call it, in place of a path. The engine is closed when opening fails.
-    package init(engine: any StorageEngine, name: String, threadName: String, options: Options) async throws {
-        self.init(core: try StoreCore(path: name, engine: engine, file: nil, isReadOnly: options.readOnly,
-                                      checksChecksums: options.checkChecksums, scan: .off),
-                  threadName: threadName)
+    /// and tools call it, in place of a path. The engine is made, and the catalog read, on a thread of their own:
+    /// both wait on the network. The engine is closed when opening fails.
+    package init(engine: @escaping @Sendable () throws -> any StorageEngine, name: String, threadName: String,
+                 options: Options) async throws {
+        let opened = try await DocStore.onThread("DocStore opening \(threadName)") {
+            UncheckedCore(core: try StoreCore(path: name, engine: try engine(), file: nil, isReadOnly: options.readOnly,
+                                              checksChecksums: options.checkChecksums, scan: .off))
+        }
+        self.init(core: opened.core, threadName: threadName)
     }
 
     private init(core: StoreCore, threadName: String) {
@@ -202,11 +206,13 @@ public actor DocStore {
     /// }
     /// ```
     ///
-    /// When the store is idle, the read runs on the calling thread, as a call to an idle actor would; otherwise it
-    /// waits its turn on the store's thread.
+    /// When a store kept in a file is idle, the read runs on the calling thread, as a call to an idle actor would;
+    /// otherwise it waits its turn on the store's thread (a store on a server always reads there: its reads wait on
+    /// the network).
     public nonisolated func read<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) async throws -> R {
         var result: R?
-        if try thread.runIfIdle({ result = try readNow(body) }), let result { return result }
+        // Only a file's reads: a server's wait on the network, which must not hold a thread of the shared pool.
+        if core.file != nil, try thread.runIfIdle({ result = try readNow(body) }), let result { return result }
         return try await withRead(body)
     }
 
@@ -398,4 +404,9 @@ extension DocStore {
 /// Carries a dry run's result out of the transaction it aborts.
 private struct RolledBack<R: Sendable>: Error {
     let result: R
+}
+
+/// A core made on another thread, handed to the store that owns it from then on.
+private struct UncheckedCore: @unchecked Sendable {
+    let core: StoreCore
 }

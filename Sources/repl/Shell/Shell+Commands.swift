@@ -199,6 +199,8 @@ extension Shell {
             }
         case "recover":
             try need(1, ".recover NEW")
+            try requireFile(".recover", instead: "the server recovers its own data; restore a base backup and replay "
+                + "its WAL (point-in-time recovery), or .restore a dump")
             guard let source = store?.path ?? unopenedPath else { throw ShellError("no store is open: use .open PATH") }
             if pending.isOpen && !pending.isEmpty {
                 console.note("The pending changes are not in the file, and are not recovered.")
@@ -218,6 +220,8 @@ extension Shell {
         case "backup":
             try need(1, ".backup FILE")
             let store = try requireStore()
+            try requireFile(".backup", instead: ".dump FILE writes this store's documents, pg_dump the schema's "
+                + "tables, pg_basebackup the whole server")
             guard try await mayWrite("a backup", to: args[0]) else { return }
             if pending.isOpen && !pending.isEmpty {
                 console.note("The pending changes are not in the file, and are not in the backup.")
@@ -501,12 +505,14 @@ extension Shell {
     private func stats() async throws {
         let store = try requireStore()
         let rows = try await reading { ctx in try ctx.collections().map { ($0, try Query<DocumentValue>($0.name).count(in: ctx)) } }
-        let space = try await store.spaceUsage()
         var out = "store:  \(store.path)\n"
-        out += "file:   \(Shell.bytes(space.fileBytes)), \(Shell.bytes(space.bytesInUse)) in use, "
-            + "\(space.freePages) free pages of \(Shell.bytes(space.pageSize)); map \(Shell.bytes(space.mapBytes))\n"
-        if space.reclaimableBytes > space.fileBytes / 2 && space.fileBytes > 1 << 20 {
-            out += "        compacting would give back about \(Shell.bytes(space.reclaimableBytes)) (.compact)\n"
+        if !Shell.isServerURL(store.path) {
+            let space = try await store.spaceUsage()
+            out += "file:   \(Shell.bytes(space.fileBytes)), \(Shell.bytes(space.bytesInUse)) in use, "
+                + "\(space.freePages) free pages of \(Shell.bytes(space.pageSize)); map \(Shell.bytes(space.mapBytes))\n"
+            if space.reclaimableBytes > space.fileBytes / 2 && space.fileBytes > 1 << 20 {
+                out += "        compacting would give back about \(Shell.bytes(space.reclaimableBytes)) (.compact)\n"
+            }
         }
         for (info, count) in rows {
             out += "\(info.name): \(count) documents, \(info.indexes.count) indexes\n"
@@ -519,6 +525,8 @@ extension Shell {
     /// refused.
     private func compact() async throws {
         let store = try requireStore()
+        try requireFile(".compact", instead: "PostgreSQL reuses the space of deleted rows by itself (autovacuum); "
+            + "VACUUM FULL on the store's tables gives it back to the system")
         guard !pending.isOpen else { throw ShellError("compaction closes the store: commit or rollback first") }
         let path = store.path
         await close()

@@ -1,4 +1,5 @@
 import DocStore
+import DocStorePostgres
 import Foundation
 
 /// The shell's state and its statements: queries and changes typed as text, `begin`/`commit`/`rollback`, and the
@@ -55,19 +56,23 @@ final class Shell {
             throw ShellError("a transaction is open: commit or rollback before opening another store")
         }
         if let store, store.path == path { return }
-        if let output = console.outputPath, let file = FileIdentity(path), FileIdentity(output) == file {
+        let onServer = Shell.isServerURL(path)
+        if !onServer, let output = console.outputPath, let file = FileIdentity(path), FileIdentity(output) == file {
             throw ShellError("cannot open \(path): the results are being written to it (.output \(output)); "
                 + ".output alone sends them back to the terminal")
         }
         // A store that is missing is created; one that cannot be reached is refused, saying why.
-        if let why = Shell.whyUnreadable(path), why != Shell.noSuchFile {
+        if !onServer, let why = Shell.whyUnreadable(path), why != Shell.noSuchFile {
             throw ShellError("cannot open \(path): \(why)")
         }
         var options = DocStore.Options()
         options.readOnly = readOnly
-        options.checkFile = checkFiles && FileManager.default.fileExists(atPath: path)
+        options.checkFile = !onServer && checkFiles && FileManager.default.fileExists(atPath: path)
         let opened: DocStore
-        do { opened = try await DocStore(path: path, options: options) } catch let error as DocStoreError {
+        do {
+            opened = onServer ? try await DocStore(postgres: path, options: options)
+                : try await DocStore(path: path, options: options)
+        } catch let error as DocStoreError {
             throw Shell.inShellTerms(error)
         }
         if opened.isWithoutLockFile {
@@ -105,6 +110,18 @@ final class Shell {
     func requireStore() throws -> DocStore {
         guard let store else { throw ShellError("no store is open: use .open PATH") }
         return store
+    }
+
+    /// Whether a store's location is a PostgreSQL URL rather than a file's path.
+    nonisolated static func isServerURL(_ location: String) -> Bool {
+        location.hasPrefix("postgres://") || location.hasPrefix("postgresql://")
+    }
+
+    /// Refuses `what`, which only a store kept in a file has, on a store kept in PostgreSQL, naming the server's
+    /// own tool that does it there.
+    func requireFile(_ what: String, instead: String) throws {
+        guard let location = store?.path ?? unopenedPath, Shell.isServerURL(location) else { return }
+        throw ShellError("\(what) needs a store kept in a file, and \(location) is kept in PostgreSQL: \(instead)")
     }
 
     /// Reads in the state the shell shows: the committed state, with the pending changes applied when a
