@@ -1,3 +1,4 @@
+import Foundation
 import DocStore
 import DocStorePostgres
 import Testing
@@ -12,4 +13,13 @@ func makeStore(options: DocStore.Options = .init()) async throws -> (DocStore, T
     if !PostgresCluster.isAvailable { try Test.cancel(Comment(rawValue: PostgresCluster.skipReason)) }
     let cluster = try PostgresCluster.shared()
     return (try await DocStore(postgres: cluster.freshURL(), options: options), TemporaryDirectory())
+}
+
+/// Whether this target's stores are kept on a server, where every read is a round trip.
+let engineIsServer = true
+
+/// The seeds a random test runs here: all of them on a file; on a server the first alone, so that the suites that
+/// run on both engines stay within CI's time (`DOCSTORE_ALL_SEEDS=1` runs them all there too).
+func engineSeeds<T>(_ seeds: [T]) -> [T] {
+    engineIsServer && ProcessInfo.processInfo.environment["DOCSTORE_ALL_SEEDS"] == nil ? Array(seeds.prefix(1)) : seeds
 }

@@ -738,7 +738,7 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
     /// The seeds: two fixed ones, or those of `DOCSTORE_AGGREGATE_SEEDS` (comma-separated).
     static let seeds: [UInt64] = randomSeeds(from: "DOCSTORE_AGGREGATE_SEEDS", otherwise: [0xA66_0001, 0xA66_0002])
 
-    @Test(arguments: AggregateOracleTests.seeds)
+    @Test(arguments: engineSeeds(AggregateOracleTests.seeds))
     func randomAggregatesAnswerLikeThePlainComputation(seed: UInt64) async throws {
         var generator = Generator(seed: seed)
         let documents = generator.documents(count: 300)

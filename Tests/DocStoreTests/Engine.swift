@@ -1,3 +1,4 @@
+import Foundation
 import DocStore
 
 // The engine the suites of this target run on: a file. The suites that hold for every engine run again on
@@ -7,4 +8,13 @@ import DocStore
 func makeStore(options: DocStore.Options = .init()) async throws -> (DocStore, TemporaryDirectory) {
     let dir = TemporaryDirectory()
     return (try await DocStore(path: dir.path("store.db"), options: options), dir)
+}
+
+/// Whether this target's stores are kept on a server, where every read is a round trip.
+let engineIsServer = false
+
+/// The seeds a random test runs here: all of them on a file; on a server the first alone, so that the suites that
+/// run on both engines stay within CI's time (`DOCSTORE_ALL_SEEDS=1` runs them all there too).
+func engineSeeds<T>(_ seeds: [T]) -> [T] {
+    engineIsServer && ProcessInfo.processInfo.environment["DOCSTORE_ALL_SEEDS"] == nil ? Array(seeds.prefix(1)) : seeds
 }

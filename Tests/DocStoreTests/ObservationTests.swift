@@ -532,7 +532,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         #expect(try await counts.next() == 0)
         #expect(try await tops.next() == [])
 
-        let commits = 10_000
+        let commits = engineIsServer ? 2_000 : 10_000   // a server commits more slowly
         let started = ContinuousClock.now
         let writer = Task {
             for i in 0..<commits {
@@ -612,9 +612,11 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
         let values = timed.map(\.value)
         #expect(zip(values, values.dropFirst()).allSatisfy { $0 < $1 }, "the counts went back or repeated: \(values)")
         // Counts between the first and the last were read while the child was writing (how many depends on the
-        // machine's load; `eachCommitOfAnotherProcessIsNoticedWhileThatProcessStillRuns` makes it certain).
+        // machine's load; `eachCommitOfAnotherProcessIsNoticedWhileThatProcessStillRuns` makes it certain). A read
+        // begun while it wrote may arrive after it exited, by as long as a read takes on a loaded machine (longer
+        // on a server): never seconds later.
         let midway = timed.filter { $0.value > 0 && $0.value < inserts }
-        #expect(midway.allSatisfy { $0.at <= exited })
+        #expect(midway.allSatisfy { $0.at <= exited + .seconds(2) }, "\(timed.map { ($0.value, $0.at - exited) })")
         print("another process: counts \(values); the last one came \(timed.last.map { $0.at - exited } ?? .zero) "
             + "after the child exited")
 

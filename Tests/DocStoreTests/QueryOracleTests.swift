@@ -887,7 +887,7 @@ private func makeOracleStore(_ rows: [OracleRow]) async throws -> (DocStore, Tem
         }
     }()
 
-    @Test(arguments: QueryOracleTests.seeds)
+    @Test(arguments: engineSeeds(QueryOracleTests.seeds))
     func randomQueriesAnswerLikeAnInMemoryFilterAndSort(seed: UInt64) async throws {
         var generator = OracleGenerator(seed: seed)
         let oracle = Oracle(rows: generator.rows(count: Self.documentCount))
@@ -927,7 +927,7 @@ private func makeOracleStore(_ rows: [OracleRow]) async throws -> (DocStore, Tem
             + "from the oracle; the first: \(wrong.first ?? "")"))
     }
 
-    @Test(arguments: [0x0DE1_E7E5_0001, 0x0DE1_E7E5_0002] as [UInt64])
+    @Test(arguments: engineSeeds([0x0DE1_E7E5_0001, 0x0DE1_E7E5_0002] as [UInt64]))
     func deletingAQueryRemovesExactlyItsResultsAndTheirIndexEntries(seed: UInt64) async throws {
         var generator = OracleGenerator(seed: seed)
         var rows = generator.rows(count: 500)

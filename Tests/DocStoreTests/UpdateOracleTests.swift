@@ -553,7 +553,7 @@ private func attempt(_ body: () async throws -> Int) async -> Ending {
 @Suite struct UpdateOracleTests {
     static let seeds: [UInt64] = randomSeeds(from: "DOCSTORE_UPDATE_SEEDS", otherwise: [0x0DA7_E001, 0x0DA7_E002])
 
-    @Test(arguments: UpdateOracleTests.seeds)
+    @Test(arguments: engineSeeds(UpdateOracleTests.seeds))
     func randomUpdatesChangeExactlyTheMatchesAndKeepEveryIndexRight(seed: UInt64) async throws {
         var generator = Generator(seed: seed)
         let initial = generator.documents(count: 200)

@@ -90,14 +90,6 @@ public final class PostgresCluster: Sendable {
         if status != 0 { throw ClusterError("psql failed on: \(sql)") }
     }
 
-    /// Stops the server at once (as a crash would, `-m immediate`) and starts it again on the same port: for the
-    /// tests of a server that restarts in the middle of work.
-    public func restart() throws {
-        try runServerCommand(binaries + "/pg_ctl", ["-D", folder + "/data", "-m", "immediate", "-w", "restart",
-                                                    "-o", "-p \(port) -k \(folder) -c listen_addresses=127.0.0.1",
-                                                    "-l", folder + "/restarted.log"], input: nil)
-    }
-
     private func runServerCommand(_ path: String, _ arguments: [String], input: String?) throws {
         let process = try Self.spawn(runAs: runAs, path, arguments, input: input)
         process.waitUntilExit()
@@ -169,12 +161,16 @@ public final class PostgresCluster: Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    private static let exitState = Mutex<(data: String, folder: String, binaries: String, runAs: String?)?>(nil)
+    private static let exitState = Mutex<[(data: String, folder: String, binaries: String, runAs: String?)]>([])
 
     private static func stopAtExit(data: String, folder: String, binaries: String, runAs: String?) {
-        exitState.withLock { $0 = (data, folder, binaries, runAs) }
+        let first = exitState.withLock { clusters in
+            clusters.append((data, folder, binaries, runAs))
+            return clusters.count == 1
+        }
+        guard first else { return }
         atexit {
-            guard let state = PostgresCluster.exitState.withLock({ $0 }) else { return }
+            for state in PostgresCluster.exitState.withLock({ $0 }) where FileManager.default.fileExists(atPath: state.data) {
             let stop = Process()
             let arguments = [state.binaries + "/pg_ctl", "-D", state.data, "-m", "immediate", "-w", "stop"]
             if let runAs = state.runAs {
@@ -189,6 +185,7 @@ public final class PostgresCluster: Sendable {
             try? stop.run()
             stop.waitUntilExit()
             try? FileManager.default.removeItem(atPath: state.folder)
+            }
         }
     }
 }
