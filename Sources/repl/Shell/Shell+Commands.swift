@@ -6,7 +6,8 @@ extension Shell {
     nonisolated static let commands: [(name: String, usage: String, summary: String)] = [
         ("help", ".help [TOPIC]", "this list; .help query for the query language, .help STEP for a step (.help "
             + "sortBy), .help NAME for a command"),
-        ("open", ".open PATH", "open (or create) the store at PATH"),
+        ("open", ".open PATH|URL", "open (or create) the store at PATH, or the one kept in PostgreSQL at URL "
+            + "(postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME])"),
         ("collections", ".collections", "the collections, with their documents and indexes"),
         ("indexes", ".indexes [COLLECTION]", "the indexes, of one collection or all"),
         ("fields", ".fields COLLECTION", "the fields seen, their types, and the comparisons each allows"),
@@ -56,7 +57,8 @@ extension Shell {
         ("compact", ".compact", "rewrite the store's file without its free pages, so that it shrinks: the shell "
             + "closes the store for it, and it is refused while another process has the store open"),
         ("dump", ".dump [FILE]", "write the whole store (catalog, saved filters, migrations, documents) as NDJSON, "
-            + "to FILE or the output: a copy any later DocStore reads (.restore, or docstore NEW < FILE)"),
+            + "to FILE or the output: a copy any later DocStore reads (.restore, or docstore NEW < FILE), NEW a file "
+            + "or a PostgreSQL URL"),
         ("restore", ".restore FILE", "build the open store, which must be empty, from a dump: all of it, or nothing"),
         ("migrations", ".migrations", "the migrations the store applied, with their steps, and those the app's "
             + "migrator has that it has not"),
@@ -98,6 +100,7 @@ extension Shell {
             guard args.count == 1, args[0] == "on" || args[0] == "off" else { throw ShellError("usage: \(usage)") }
             return args[0] == "on"
         }
+        if Shell.serverTools[name] != nil && isOnServer { throw Shell.needsFile("." + name, tool: name) }
         if let change = Shell.change(made: name, args) {
             // Refused before the arguments are checked against the store or a question is asked.
             try requireStore().checkWritable(change)
@@ -107,7 +110,7 @@ extension Shell {
         case "open":
             try need(1, ".open PATH")
             try await open(path: args[0])
-            console.note("Opened \(args[0]).")
+            console.note("Opened \(try requireStore().path).")   // a URL without its password
         case "collections": try await listCollections()
         case "indexes": try await listIndexes(args.first.map(Shell.name))
         case "fields":
@@ -196,6 +199,9 @@ extension Shell {
                 console.result(kinds.description + "\n")
             } else {
                 console.result(try await requireStore().verify().description + "\n")
+                if isOnServer {
+                    console.note("The store is kept in PostgreSQL: \(Shell.serverTools["--check"] ?? "").")
+                }
             }
         case "recover":
             try need(1, ".recover NEW")
@@ -501,12 +507,16 @@ extension Shell {
     private func stats() async throws {
         let store = try requireStore()
         let rows = try await reading { ctx in try ctx.collections().map { ($0, try Query<DocumentValue>($0.name).count(in: ctx)) } }
-        let space = try await store.spaceUsage()
         var out = "store:  \(store.path)\n"
-        out += "file:   \(Shell.bytes(space.fileBytes)), \(Shell.bytes(space.bytesInUse)) in use, "
-            + "\(space.freePages) free pages of \(Shell.bytes(space.pageSize)); map \(Shell.bytes(space.mapBytes))\n"
-        if space.reclaimableBytes > space.fileBytes / 2 && space.fileBytes > 1 << 20 {
-            out += "        compacting would give back about \(Shell.bytes(space.reclaimableBytes)) (.compact)\n"
+        if isOnServer {
+            out += "file:   none, the store is kept in PostgreSQL: \(Shell.serverTools["space"] ?? "")\n"
+        } else {
+            let space = try await store.spaceUsage()
+            out += "file:   \(Shell.bytes(space.fileBytes)), \(Shell.bytes(space.bytesInUse)) in use, "
+                + "\(space.freePages) free pages of \(Shell.bytes(space.pageSize)); map \(Shell.bytes(space.mapBytes))\n"
+            if space.reclaimableBytes > space.fileBytes / 2 && space.fileBytes > 1 << 20 {
+                out += "        compacting would give back about \(Shell.bytes(space.reclaimableBytes)) (.compact)\n"
+            }
         }
         for (info, count) in rows {
             out += "\(info.name): \(count) documents, \(info.indexes.count) indexes\n"

@@ -1,4 +1,5 @@
 import DocStore
+import DocStorePostgres
 import Foundation
 
 /// The shell's state and its statements: queries and changes typed as text, `begin`/`commit`/`rollback`, and the
@@ -50,24 +51,30 @@ final class Shell {
 
     // MARK: The store
 
+    /// Opens the store at `path`, or the one kept in PostgreSQL at a `postgres://` URL (``isServerURL(_:)``), in
+    /// place of the open one.
     func open(path: String) async throws {
         if pending.isOpen {
             throw ShellError("a transaction is open: commit or rollback before opening another store")
         }
         if let store, store.path == path { return }
-        if let output = console.outputPath, let file = FileIdentity(path), FileIdentity(output) == file {
+        let onServer = Shell.isServerURL(path)
+        if !onServer, let output = console.outputPath, let file = FileIdentity(path), FileIdentity(output) == file {
             throw ShellError("cannot open \(path): the results are being written to it (.output \(output)); "
                 + ".output alone sends them back to the terminal")
         }
         // A store that is missing is created; one that cannot be reached is refused, saying why.
-        if let why = Shell.whyUnreadable(path), why != Shell.noSuchFile {
+        if !onServer, let why = Shell.whyUnreadable(path), why != Shell.noSuchFile {
             throw ShellError("cannot open \(path): \(why)")
         }
         var options = DocStore.Options()
         options.readOnly = readOnly
-        options.checkFile = checkFiles && FileManager.default.fileExists(atPath: path)
+        options.checkFile = !onServer && checkFiles && FileManager.default.fileExists(atPath: path)
         let opened: DocStore
-        do { opened = try await DocStore(path: path, options: options) } catch let error as DocStoreError {
+        do {
+            opened = onServer ? try await DocStore(postgres: path, options: options)
+                : try await DocStore(path: path, options: options)
+        } catch let error as DocStoreError {
             throw Shell.inShellTerms(error)
         }
         if opened.isWithoutLockFile {
