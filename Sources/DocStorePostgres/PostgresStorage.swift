@@ -44,8 +44,8 @@ final class PostgresStorage: StorageEngine {
 
     private func connect() throws -> PostgresConnection {
         let connection = try PostgresConnection(conninfo: settings.conninfo, server: settings.server)
-        try connection.execute("SET search_path TO \(quoted(settings.schema)); SET synchronous_commit TO "
-            + (settings.synchronousCommit ? "on" : "off"))
+        try connection.execute("SET search_path TO \(quoted(settings.schema)); SET client_min_messages TO warning; "
+            + "SET synchronous_commit TO " + (settings.synchronousCommit ? "on" : "off"))
         return connection
     }
 

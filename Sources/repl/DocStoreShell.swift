@@ -9,8 +9,9 @@ enum DocStoreShell {
     static let usage = """
         usage: docstore [options] [PATH | URL] [STATEMENT ...]
           PATH            the store to open (created when missing)
-          URL             a store kept in PostgreSQL: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]
-                          (its tables are created when missing; .backup, .compact and .recover are the server's)
+          URL             a store kept in PostgreSQL (its tables created when missing):
+                          postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME] (schema docstore unless
+                          given; without a password, libpq's PGPASSWORD or ~/.pgpass gives it)
           STATEMENT       run these statements, then exit
         options:
           --demo          open a new store of sample people to try things on
@@ -19,7 +20,8 @@ enum DocStoreShell {
           --bail          stop at the first error
           --yes           answer yes to confirmations (needed for deletes without a terminal)
           --readonly      open the store read-only: queries work, every change is refused
-          --check         check an existing store's file structure before opening it (the default)
+          --check         check an existing store's file structure before opening it (the default; a store
+                          kept in PostgreSQL is checked with pg_amcheck instead)
           --no-check      open an existing store without first checking its file's structure (the check reads
                           every page once, and refuses a damaged file instead of crashing on it later; then
                           `docstore FILE .recover NEW` copies what can still be read into a new store)
@@ -31,6 +33,7 @@ enum DocStoreShell {
         var statements: [String] = []
         var commands: [String] = []
         var demo = false, batch = false, bail = false, yes = false, readOnly = false, checkFiles = true
+        var checkAsked = false
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
@@ -39,7 +42,7 @@ enum DocStoreShell {
             case "--bail", "-bail": bail = true
             case "--yes", "-yes", "-y": yes = true
             case "--readonly", "-readonly": readOnly = true
-            case "--check", "-check": checkFiles = true
+            case "--check", "-check": (checkFiles, checkAsked) = (true, true)
             case "--no-check", "-no-check": checkFiles = false
             case "--help", "-help", "-h":
                 Console.write(1, usage + "\n")
@@ -67,7 +70,8 @@ enum DocStoreShell {
                 fail("cannot create the demo store: \(error)")
             }
         }
-        if let path, (commands + statements).first?.hasPrefix(".recover") == true {
+        if let path, checkAsked, Shell.isServerURL(path) { fail("\(Shell.needsFile("--check", tool: "--check"))") }
+        if let path, !Shell.isServerURL(path), (commands + statements).first?.hasPrefix(".recover") == true {
             shell.unopenedPath = path   // a damaged file is read by the recovery alone
         } else if let path {
             do {
@@ -79,7 +83,7 @@ enum DocStoreShell {
                 fail("\(error)")
             }
         } else if interactive {
-            console.note("No store is open: .open PATH opens one, or run docstore --demo.")
+            console.note("No store is open: .open PATH (or a postgres:// URL) opens one, or run docstore --demo.")
         }
         // At a terminal, confirmations and Ctrl-C work from the first statement on, --cmd ones included.
         let terminal = interactive ? Terminal(shell) : nil
@@ -184,7 +188,9 @@ final class Terminal {
 
     /// Reads and runs statements until Ctrl-D, `.exit`, or Ctrl-C twice at an empty prompt.
     func run() async {
-        shell.console.note("DocStore shell: .help for help, Ctrl-D or .exit to leave.")
+        // A store kept in PostgreSQL is named, as the store goes by it: its URL without a password.
+        let on = shell.isOnServer ? " on \(shell.store?.path ?? "")" : ""
+        shell.console.note("DocStore shell\(on): .help for help, Ctrl-D or .exit to leave.")
         var interruptedAtEmptyPrompt = false
         while shell.exitCode == nil {
             LineReader.completions.withLock { $0 = shell.completionWords }

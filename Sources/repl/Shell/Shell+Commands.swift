@@ -6,7 +6,8 @@ extension Shell {
     nonisolated static let commands: [(name: String, usage: String, summary: String)] = [
         ("help", ".help [TOPIC]", "this list; .help query for the query language, .help STEP for a step (.help "
             + "sortBy), .help NAME for a command"),
-        ("open", ".open PATH", "open (or create) the store at PATH"),
+        ("open", ".open PATH|URL", "open (or create) the store at PATH, or the one kept in PostgreSQL at URL "
+            + "(postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME])"),
         ("collections", ".collections", "the collections, with their documents and indexes"),
         ("indexes", ".indexes [COLLECTION]", "the indexes, of one collection or all"),
         ("fields", ".fields COLLECTION", "the fields seen, their types, and the comparisons each allows"),
@@ -56,7 +57,8 @@ extension Shell {
         ("compact", ".compact", "rewrite the store's file without its free pages, so that it shrinks: the shell "
             + "closes the store for it, and it is refused while another process has the store open"),
         ("dump", ".dump [FILE]", "write the whole store (catalog, saved filters, migrations, documents) as NDJSON, "
-            + "to FILE or the output: a copy any later DocStore reads (.restore, or docstore NEW < FILE)"),
+            + "to FILE or the output: a copy any later DocStore reads (.restore, or docstore NEW < FILE), NEW a file "
+            + "or a PostgreSQL URL"),
         ("restore", ".restore FILE", "build the open store, which must be empty, from a dump: all of it, or nothing"),
         ("migrations", ".migrations", "the migrations the store applied, with their steps, and those the app's "
             + "migrator has that it has not"),
@@ -98,6 +100,7 @@ extension Shell {
             guard args.count == 1, args[0] == "on" || args[0] == "off" else { throw ShellError("usage: \(usage)") }
             return args[0] == "on"
         }
+        if Shell.serverTools[name] != nil && isOnServer { throw Shell.needsFile("." + name, tool: name) }
         if let change = Shell.change(made: name, args) {
             // Refused before the arguments are checked against the store or a question is asked.
             try requireStore().checkWritable(change)
@@ -107,7 +110,7 @@ extension Shell {
         case "open":
             try need(1, ".open PATH")
             try await open(path: args[0])
-            console.note("Opened \(args[0]).")
+            console.note("Opened \(try requireStore().path).")   // a URL without its password
         case "collections": try await listCollections()
         case "indexes": try await listIndexes(args.first.map(Shell.name))
         case "fields":
@@ -196,11 +199,12 @@ extension Shell {
                 console.result(kinds.description + "\n")
             } else {
                 console.result(try await requireStore().verify().description + "\n")
+                if isOnServer {
+                    console.note("The store is kept in PostgreSQL: \(Shell.serverTools["--check"] ?? "").")
+                }
             }
         case "recover":
             try need(1, ".recover NEW")
-            try requireFile(".recover", instead: "the server recovers its own data; restore a base backup and replay "
-                + "its WAL (point-in-time recovery), or .restore a dump")
             guard let source = store?.path ?? unopenedPath else { throw ShellError("no store is open: use .open PATH") }
             if pending.isOpen && !pending.isEmpty {
                 console.note("The pending changes are not in the file, and are not recovered.")
@@ -220,8 +224,6 @@ extension Shell {
         case "backup":
             try need(1, ".backup FILE")
             let store = try requireStore()
-            try requireFile(".backup", instead: ".dump FILE writes this store's documents, pg_dump the schema's "
-                + "tables, pg_basebackup the whole server")
             guard try await mayWrite("a backup", to: args[0]) else { return }
             if pending.isOpen && !pending.isEmpty {
                 console.note("The pending changes are not in the file, and are not in the backup.")
@@ -506,7 +508,9 @@ extension Shell {
         let store = try requireStore()
         let rows = try await reading { ctx in try ctx.collections().map { ($0, try Query<DocumentValue>($0.name).count(in: ctx)) } }
         var out = "store:  \(store.path)\n"
-        if !Shell.isServerURL(store.path) {
+        if isOnServer {
+            out += "file:   none, the store is kept in PostgreSQL: \(Shell.serverTools["space"] ?? "")\n"
+        } else {
             let space = try await store.spaceUsage()
             out += "file:   \(Shell.bytes(space.fileBytes)), \(Shell.bytes(space.bytesInUse)) in use, "
                 + "\(space.freePages) free pages of \(Shell.bytes(space.pageSize)); map \(Shell.bytes(space.mapBytes))\n"
@@ -525,8 +529,6 @@ extension Shell {
     /// refused.
     private func compact() async throws {
         let store = try requireStore()
-        try requireFile(".compact", instead: "PostgreSQL reuses the space of deleted rows by itself (autovacuum); "
-            + "VACUUM FULL on the store's tables gives it back to the system")
         guard !pending.isOpen else { throw ShellError("compaction closes the store: commit or rollback first") }
         let path = store.path
         await close()

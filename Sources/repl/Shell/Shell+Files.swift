@@ -49,11 +49,11 @@ extension Shell {
     /// says whether to go on: every command that writes a file calls this first.
     ///
     /// The open store's file and its lock file are refused, compared by device and inode so that any path to them
-    /// is caught: writing them would destroy the store under the shell. Another store's file (its data file or its
+    /// is caught: writing them would destroy the store under the shell (a store kept in PostgreSQL has neither). Another store's file (its data file or its
     /// lock file, known by LMDB's magic number) is written over only when confirmed; `false` when the answer is no.
     func mayWrite(_ what: String, to path: String) async throws -> Bool {
         guard let target = FileIdentity(path) else { return true }   // a new file
-        for storePath in [store?.path, unopenedPath].compactMap({ $0 }) {
+        for storePath in [store?.path, unopenedPath].compactMap({ $0 }) where !Shell.isServerURL(storePath) {
             if FileIdentity(storePath) == target {
                 throw ShellError("cannot write \(what) to \(path): it is the file of the open store \(storePath), "
                     + "which it would destroy; give another path")
@@ -138,5 +138,39 @@ extension Shell {
             throw ShellError("cannot read \(path): \(String(cString: strerror(errno)))")
         }
         return data
+    }
+}
+
+extension Shell {
+    /// Whether `location` names a store kept in PostgreSQL (`postgres://...` or `postgresql://...`) rather than a
+    /// file's path.
+    nonisolated static func isServerURL(_ location: String) -> Bool {
+        let scheme = location.prefix { $0 != ":" }.lowercased()
+        return (scheme == "postgres" || scheme == "postgresql") && location.dropFirst(scheme.count).hasPrefix("://")
+    }
+
+    /// Whether the open store is kept in PostgreSQL.
+    var isOnServer: Bool { store.map { Shell.isServerURL($0.path) } ?? false }
+
+    /// What only a store kept in a file has, by the command or option that uses it, with what does it for a store
+    /// kept in PostgreSQL: a dot-command named here is refused on such a store, saying so.
+    nonisolated static let serverTools: [String: String] = [
+        "backup": "pg_dump --schema=NAME backs up the store's schema, pg_basebackup the whole server (.dump FILE "
+            + "writes the store's documents, which any store restores)",
+        "compact": "VACUUM FULL on the store's tables gives their free space back to the system (autovacuum reuses "
+            + "it meanwhile)",
+        "recover": "the server recovers its own data after a crash, and point-in-time recovery (a base backup and "
+            + "its WAL) brings back what was lost",
+        "--check": "pg_amcheck (amcheck) checks the structure of the store's tables and indexes, and .verify its "
+            + "documents and index entries",
+        "space": "pg_total_relation_size gives the size of each of the store's tables, and VACUUM FULL gives back "
+            + "their free space",
+    ]
+
+    /// The refusal of `what` (`.backup`, `--check`), which only a store kept in a file has, on one kept in
+    /// PostgreSQL, naming the server's tool that does it there (``serverTools``, by `tool`).
+    nonisolated static func needsFile(_ what: String, tool: String) -> ShellError {
+        ShellError("\(what) needs a store kept in a file, and this one is kept in PostgreSQL: "
+            + (serverTools[tool] ?? "the server's own tools do it"))
     }
 }

@@ -147,6 +147,8 @@ extension Shell {
             entry("it", "the next page of a long result, at a terminal")
             out += "\nNo command writes over the open store's file or its lock file; another store's file only when "
                 + "confirmed.\n"
+            out += "On a store kept in PostgreSQL (.open postgres://...), .backup, .compact and .recover are done "
+                + "with the server's own tools (.help NAME says which); .dump and .restore move a store either way.\n"
             out += "\n" + Shell.queryHelp + "\n"
             out += ".help STEP for one step (.help sortBy), .help NAME for one command (.help mode).\n"
             console.result(out)
@@ -174,6 +176,9 @@ extension Shell {
         }
         if let c = Shell.commands.first(where: { $0.name == name }) {
             var section = "\(c.usage)\n" + Shell.wrap(c.summary) + "\n"
+            if let tool = Shell.serverTools[name] {
+                section += Shell.wrap("On a store kept in PostgreSQL: " + tool + ".") + "\n"
+            }
             if isCommand, let step = Shell.steps.first(where: { $0.name == name }) {
                 section += "    (not the step \(step.usage) of a query: .help \(name) describes both)\n"
             }

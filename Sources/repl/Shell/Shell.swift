@@ -51,6 +51,8 @@ final class Shell {
 
     // MARK: The store
 
+    /// Opens the store at `path`, or the one kept in PostgreSQL at a `postgres://` URL (``isServerURL(_:)``), in
+    /// place of the open one.
     func open(path: String) async throws {
         if pending.isOpen {
             throw ShellError("a transaction is open: commit or rollback before opening another store")
@@ -110,18 +112,6 @@ final class Shell {
     func requireStore() throws -> DocStore {
         guard let store else { throw ShellError("no store is open: use .open PATH") }
         return store
-    }
-
-    /// Whether a store's location is a PostgreSQL URL rather than a file's path.
-    nonisolated static func isServerURL(_ location: String) -> Bool {
-        location.hasPrefix("postgres://") || location.hasPrefix("postgresql://")
-    }
-
-    /// Refuses `what`, which only a store kept in a file has, on a store kept in PostgreSQL, naming the server's
-    /// own tool that does it there.
-    func requireFile(_ what: String, instead: String) throws {
-        guard let location = store?.path ?? unopenedPath, Shell.isServerURL(location) else { return }
-        throw ShellError("\(what) needs a store kept in a file, and \(location) is kept in PostgreSQL: \(instead)")
     }
 
     /// Reads in the state the shell shows: the committed state, with the pending changes applied when a

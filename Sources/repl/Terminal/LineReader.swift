@@ -114,13 +114,20 @@ final class LineReader: Sendable {
         }
         guard let line = LineReader.received else { Console.write(1, "\n"); return .endOfInput }
         if addToHistory && !line.trimmingCharacters(in: .whitespaces).isEmpty {
-            add_history(line)
+            add_history(LineReader.withoutPasswords(line))
             if let historyPath {
                 _ = append_history(1, historyPath)
                 _ = history_truncate_file(historyPath, LineReader.historyLimit)
             }
         }
         return .line(line)
+    }
+
+    /// `line` with the password of each PostgreSQL URL in it left out (`.open postgres://ann:secret@db/app` is kept
+    /// as `.open postgres://ann@db/app`): the history file keeps no password.
+    static func withoutPasswords(_ line: String) -> String {
+        line.replacingOccurrences(of: #"(postgres(ql)?://[^:/@\s]*):[^@/\s]*@"#, with: "$1@",
+                                  options: [.regularExpression, .caseInsensitive])
     }
 
     private func drainWake() {
