@@ -44,8 +44,10 @@ struct PostgresLocation {
     init(_ url: String, durability: DocStore.Durability) throws {
         guard var parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(),
               scheme == "postgres" || scheme == "postgresql" else {
-            throw DocStoreError(.cannotOpen, "'\(url)' is not a PostgreSQL URL: write "
-                + "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]")
+            // Not the text itself: it may hold a password.
+            throw DocStoreError(.cannotOpen, "the location given is not a PostgreSQL URL: write "
+                + "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME], with reserved characters of the "
+                + "password percent-encoded")
         }
         var items = parts.queryItems ?? []
         let schema = items.first { $0.name == "schema" }?.value ?? "docstore"
@@ -61,7 +63,7 @@ struct PostgresLocation {
         }
         parts.queryItems = items
         guard let conninfo = parts.string else {
-            throw DocStoreError(.cannotOpen, "'\(url)' is not a PostgreSQL URL")
+            throw DocStoreError(.cannotOpen, "the location given is not a PostgreSQL URL")
         }
         let host = parts.host.map { $0.isEmpty ? "localhost" : $0 } ?? "localhost"
         let server = host + ":\(parts.port ?? 5432)" + (parts.path.isEmpty ? "" : parts.path)

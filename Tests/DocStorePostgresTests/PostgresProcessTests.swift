@@ -223,7 +223,7 @@ struct PostgresProcessTests {
             ("postgres://postgres@127.0.0.1:1/postgres", "127.0.0.1:1"),
             (cluster.url(schema: "s", user: "app", password: "wrong"), "password"),
             (cluster.url(schema: "s", database: "no_such_database"), "no_such_database"),
-            ("http://example.com/x", "not a PostgreSQL URL"),
+            ("http://user:secret@example.com/x", "not a PostgreSQL URL"),
         ]
         for (url, expected) in cases {
             let started = ContinuousClock.now
@@ -233,6 +233,7 @@ struct PostgresProcessTests {
             } catch let error as DocStoreError {
                 #expect(error.code == .cannotOpen, "\(url): \(error)")
                 #expect("\(error)".contains(expected), "\(url): \(error)")
+                #expect(!"\(error)".contains("secret") && !"\(error)".contains("wrong"), "a password shows: \(error)")
             }
             #expect(ContinuousClock.now - started < .seconds(15), "\(url) took too long")
         }

@@ -102,7 +102,11 @@ final class IndexScanSource: CandidateSource {
         self.seen = seen
         self.fetchDocuments = fetchDocuments
         self.statistics = statistics
+        readsInBatches = fetchDocuments && txn.prefersBatches
     }
+
+    /// Whether documents are read in batches (``next()``), asked once rather than per entry.
+    private let readsInBatches: Bool
 
     private var hasDuplicates: Bool { !scan.index.isUnique }
 
@@ -157,7 +161,7 @@ final class IndexScanSource: CandidateSource {
     private var keepers: (AnyObject?, AnyObject?)
 
     override func next() throws -> Candidate? {
-        guard fetchDocuments && txn.prefersBatches else { return try nextEntry() }
+        guard readsInBatches else { return try nextEntry() }
         if batchPosition == batch.count {
             var ids: [[UInt8]] = []
             while ids.count < batchSize, let (id, _) = try nextEntry(fetching: false) { ids.append(Array(id)) }

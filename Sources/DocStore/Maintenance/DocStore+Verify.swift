@@ -49,7 +49,7 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
     public var isClean: Bool { problems.isEmpty }
 
     public var description: String {
-        var lines = ["verified \(pagesChecked) pages, \(collectionsChecked) collections, \(documentsChecked) documents, "
+        var lines = ["verified " + (pagesChecked > 0 ? "\(pagesChecked) pages, " : "") + "\(collectionsChecked) collections, \(documentsChecked) documents, "
             + "\(entriesChecked) index entries: " + (isClean ? "no problems" : "\(problems.count) problems")]
         lines += problems.map { "  \($0)" }
         lines += notices.map { "  note: \($0)" }
