@@ -51,7 +51,9 @@ public final class PostgresCluster: Sendable {
         self.binaries = binaries
         let root = getuid() == 0
         runAs = root ? "postgres" : nil
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("docstore-pg-\(UUID().uuidString)").path
+        // As root, in /tmp: the `postgres` user must reach the folder, and TMPDIR may lie under root's home.
+        let base = root ? URL(fileURLWithPath: "/tmp") : FileManager.default.temporaryDirectory
+        folder = base.appendingPathComponent("docstore-pg-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         if root { _ = try Self.run("/bin/chown", ["postgres:postgres", folder]) }
         port = try Self.freePort()
@@ -67,7 +69,8 @@ public final class PostgresCluster: Sendable {
         let server = "\(binaries)/postgres -D \(data) -p \(port) -k \(folder) -c listen_addresses=127.0.0.1 "
             + "-c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
         let watchdog = "\(server) > \(folder)/server.log 2>&1 & pid=$!; "
-            + "while [ -d /proc/\(getpid()) ] && kill -0 $pid 2>/dev/null; do sleep 1; done; kill -INT $pid 2>/dev/null"
+            + "while [ -d /proc/\(getpid()) ] && kill -0 $pid 2>/dev/null; do sleep 1; done; kill -INT $pid 2>/dev/null; "
+            + "if [ ! -d /proc/\(getpid()) ]; then wait $pid; rm -rf \(folder); fi"
         let process = try Self.spawn(runAs: runAs, "/bin/sh", ["-c", watchdog])
         _ = process
         // Ready when it accepts connections (pg_isready), within 60 s on a loaded machine.
