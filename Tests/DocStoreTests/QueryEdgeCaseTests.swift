@@ -63,6 +63,34 @@ private struct Note: Document, Equatable {
         #expect(try await Person.include(#Predicate { $0.age >= 100 }).count(in: store) == 50)
     }
 
+    /// A walk sees the changes its own transaction makes to the documents ahead of it, on every engine: a cursor in
+    /// a write transaction gathers its ids first and reads each document when it is reached, so an engine that
+    /// reads documents ahead in batches never hands on one read before a write.
+    @Test func aWalkSeesItsTransactionsChangesToDocumentsAheadOfIt() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(contentsOf: (0..<400).map { Person(name: "P\($0)", age: $0) })
+        let walk = Person.include(#Predicate { $0.age < 40 })
+        #expect(try await walk.explain(in: store).description.contains("index"))
+        let names = try await store.write { ctx in
+            var names: [String] = []
+            let people = try walk.cursor(in: ctx)
+            while let person = try people.next() {
+                if names.isEmpty {
+                    // Every other match, ahead of the walk, changes now.
+                    for var other in try walk.results(in: ctx) where other.id != person.id {
+                        other.name = "changed"
+                        try ctx.save(other)
+                    }
+                }
+                names.append(person.name)
+            }
+            return names
+        }
+        #expect(names.count == 40)
+        #expect(names.dropFirst().allSatisfy { $0 == "changed" }, "\(names)")
+    }
+
     @Test func aPrefixEndingInCarriageReturnDoesNotSplitALineBreak() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
