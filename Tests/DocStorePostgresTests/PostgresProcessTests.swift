@@ -213,6 +213,41 @@ struct PostgresProcessTests {
         }
     }
 
+    /// The server stops at once (as in a crash) and starts again while a task writes one document a commit: every
+    /// write that returned is there, the writes in flight go through once the server is back (or fail naming the
+    /// server), and none is there twice.
+    @Test func aServerRestartedMidWriteLosesNothingAcknowledged() async throws {
+        let cluster = try PostgresCluster.startOwn()
+        let store = try await DocStore(postgres: cluster.freshURL())
+        let total = 3_000
+        let writer = Task {
+            var acknowledged: [Int] = []
+            var failures: [String] = []
+            for code in 0..<total {
+                do {
+                    try await store.insert(Claim(id: "c\(code)", code: code, writer: "w"))
+                    acknowledged.append(code)
+                } catch {
+                    failures.append("\(error)")
+                }
+            }
+            return (acknowledged, failures)
+        }
+        while try await Claim.query().count(in: store) < 30 { try await Task.sleep(for: .milliseconds(10)) }
+        try cluster.crashAndRestart()
+        let atRestart = try await Claim.query().count(in: store)
+        #expect(atRestart < total, "the writes ended before the server stopped: the test tested nothing")
+        let (acknowledged, failures) = await writer.value
+        print("server restarted with \(atRestart) of \(total) written; \(failures.count) writes failed: \(failures)")
+        for failure in failures { #expect(failure.contains("PostgreSQL at 127.0.0.1:\(cluster.port)"), "\(failure)") }
+        #expect(failures.isEmpty, "a write in flight failed rather than going through once the server was back")
+        let stored = try await Claim.query().results(in: store).map(\.code)
+        #expect(Set(acknowledged).isSubset(of: Set(stored)))
+        #expect(stored.count == Set(stored).count)
+        #expect(acknowledged.last == total - 1, "the writes did not go on after the restart")
+        #expect(try await store.verify().isClean)
+    }
+
     /// A URL with no server behind it, a wrong password and a missing database: each a clear error naming the
     /// server and what failed, within seconds.
     @Test func badLocationsFailClearlyAndQuickly() async throws {

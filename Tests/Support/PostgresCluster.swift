@@ -43,6 +43,60 @@ public final class PostgresCluster: Sendable {
 
     private static let started: Result<PostgresCluster, any Error> = Result { try PostgresCluster() }
 
+    /// A cluster of one test's own, for a test that stops the server: the others' go on undisturbed. It stops when
+    /// the test process exits.
+    public static func startOwn() throws -> PostgresCluster { try PostgresCluster() }
+
+    /// Stops the server at once, as a crash would (`SIGQUIT` to the postmaster), and starts it again on the same
+    /// port with a watchdog of its own; returns when it accepts connections again. No command is waited on: only
+    /// signals, `/proc` and a socket.
+    public func crashAndRestart() throws {
+        let data = folder + "/data"
+        guard let text = try? String(contentsOfFile: data + "/postmaster.pid", encoding: .utf8),
+              let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            throw ClusterError("the server's postmaster.pid cannot be read")
+        }
+        kill(pid, SIGQUIT)
+        var waited = 0
+        while FileManager.default.fileExists(atPath: "/proc/\(pid)") && waited < 30_000 { usleep(10_000); waited += 10 }
+        try startServer(data: data)
+    }
+
+    /// Starts the server, with a watchdog that stops it when this process is gone, and waits until its port
+    /// accepts connections (within 60 s).
+    private func startServer(data: String) throws {
+        let server = "\(binaries)/postgres -D \(data) -p \(port) -k \(folder) -c listen_addresses=127.0.0.1 "
+            + "-c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
+        let watchdog = "\(server) >> \(folder)/server.log 2>&1 & pid=$!; "
+            + "while [ -d /proc/\(getpid()) ] && kill -0 $pid 2>/dev/null; do sleep 1; done; kill -INT $pid 2>/dev/null; "
+            + "if [ ! -d /proc/\(getpid()) ]; then wait $pid; rm -rf \(folder); fi"
+        _ = try Self.spawn(runAs: runAs, "/bin/sh", ["-c", watchdog])
+        let deadline = Date().addingTimeInterval(60)
+        while !Self.accepts(port: port) {
+            if Date() > deadline {
+                let log = (try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? ""
+                throw ClusterError("the tests' PostgreSQL server did not start within 60 s: \(log)")
+            }
+            usleep(100_000)
+        }
+    }
+
+    /// Whether something accepts TCP connections on the loopback port.
+    private static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
     private init() throws {
         guard let binaries = Self.findBinaries() else {
             throw ClusterError("the tests need PostgreSQL's server (initdb, pg_ctl, postgres) and none was found "
@@ -66,21 +120,11 @@ public final class PostgresCluster: Sendable {
             + "local all all trust\n"
         try runServerCommand("/bin/sh", ["-c", "cat > \(data)/pg_hba.conf"], input: hba)
         // The server, and a watchdog that stops it when this process is gone.
-        let server = "\(binaries)/postgres -D \(data) -p \(port) -k \(folder) -c listen_addresses=127.0.0.1 "
-            + "-c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
-        let watchdog = "\(server) > \(folder)/server.log 2>&1 & pid=$!; "
-            + "while [ -d /proc/\(getpid()) ] && kill -0 $pid 2>/dev/null; do sleep 1; done; kill -INT $pid 2>/dev/null; "
-            + "if [ ! -d /proc/\(getpid()) ]; then wait $pid; rm -rf \(folder); fi"
-        let process = try Self.spawn(runAs: runAs, "/bin/sh", ["-c", watchdog])
-        _ = process
-        // Ready when it accepts connections (pg_isready), within 60 s on a loaded machine.
+        try startServer(data: data)
+        // Accepting connections is not yet ready for them: pg_isready says when it is.
         let deadline = Date().addingTimeInterval(60)
-        while true {
-            if (try? Self.run(binaries + "/pg_isready", ["-h", "127.0.0.1", "-p", "\(port)", "-q"])) == 0 { break }
-            if Date() > deadline {
-                let log = (try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? ""
-                throw ClusterError("the tests' PostgreSQL server did not start within 60 s: \(log)")
-            }
+        while (try? Self.run(binaries + "/pg_isready", ["-h", "127.0.0.1", "-p", "\(port)", "-q"])) != 0 {
+            if Date() > deadline { throw ClusterError("the tests' PostgreSQL server is not ready after 60 s") }
             Thread.sleep(forTimeInterval: 0.1)
         }
         PostgresCluster.stopAtExit(data: data, folder: folder, binaries: binaries, runAs: runAs)
