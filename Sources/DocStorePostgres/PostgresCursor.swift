@@ -140,24 +140,21 @@ final class PostgresCursor: StorageCursor {
         return found.value
     }
 
-    func nextKey() throws -> StorageEntry? {
-        guard duplicateSorted, let here = current else { return try next() }
-        let key = Array(here.key)
-        while let entry = try withinWindow(forward: true) {
-            if !entry.key.elementsEqual(key) { return entry }
-        }
-        if state != .onRow { return nil }
-        return try key.withUnsafeBytes { try fetch("nextkey", where: "k > $1", descending: false, [$0]) }
-    }
+    func nextKey() throws -> StorageEntry? { try neighbouringKey(forward: true) }
+    func previousKey() throws -> StorageEntry? { try neighbouringKey(forward: false) }
 
-    func previousKey() throws -> StorageEntry? {
-        guard duplicateSorted, let here = current else { return try previous() }
+    /// The first entry of the next key, or the last of the previous one: found in the window when it shows them,
+    /// else fetched.
+    private func neighbouringKey(forward: Bool) throws -> StorageEntry? {
+        guard duplicateSorted, let here = current else { return try step(forward: forward) }
         let key = Array(here.key)
-        while let entry = try withinWindow(forward: false) {
+        while let entry = try withinWindow(forward: forward) {
             if !entry.key.elementsEqual(key) { return entry }
         }
         if state != .onRow { return nil }
-        return try key.withUnsafeBytes { try fetch("prevkey", where: "k < $1", descending: true, [$0]) }
+        return try key.withUnsafeBytes {
+            try fetch(forward ? "nextkey" : "prevkey", where: forward ? "k > $1" : "k < $1", descending: !forward, [$0])
+        }
     }
 
     /// A step that stays inside the window (or finds the table's end there); `nil`, staying put, when the next
