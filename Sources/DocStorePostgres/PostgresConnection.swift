@@ -39,6 +39,7 @@ final class PostgresConnection {
     @discardableResult
     func execute(_ sql: String) throws -> PostgresResult {
         try readUnanswered()
+        try settle()
         return try check(PQexec(raw, sql))
     }
 
@@ -46,6 +47,7 @@ final class PostgresConnection {
     /// statement: for the `COMMIT` that ends a read, which nothing waits on.
     func send(_ sql: String) throws {
         try readUnanswered()
+        try settle()
         guard PQsendQuery(raw, sql) == 1 else { throw lostError() }
         unanswered = true
     }
@@ -62,21 +64,109 @@ final class PostgresConnection {
 
     /// Runs the statement named `name`, preparing it from `sql` the first time, with `values` (bytes the caller
     /// owns for the call's length), then `integers` (each a `bigint`), as its parameters in that order, all in
-    /// binary; the result comes in binary too.
+    /// binary; the result comes in binary too. Statements sent ahead (``sendAhead(_:_:_:integers:then:)``) go in
+    /// the same round trip, before it.
     @discardableResult
     func execute(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
                  integers: [Int] = []) throws -> PostgresResult {
-        let count = values.count + integers.count
         try readUnanswered()
+        if !ahead.isEmpty {
+            var answer: PostgresResult?
+            try sendAhead(name, sql(), values, integers: integers) { answer = $0 }
+            try settle()
+            guard let answer else { throw lostError() }
+            return answer
+        }
         if !prepared.contains(name) {
-            try check(PQprepare(raw, name, sql(), Int32(count), nil))
+            try check(PQprepare(raw, name, sql(), Int32(values.count + integers.count), nil))
             prepared.insert(name)
         }
+        return try check(withParameters(values, integers) { count, pointers, lengths, formats in
+            PQexecPrepared(raw, name, count, pointers, lengths, formats, 1)
+        })
+    }
+
+    /// What was sent ahead and not yet read, in order: a statement prepared, or one run with what to do with its
+    /// answer.
+    private enum Ahead {
+        case prepared(String)
+        case statement((PostgresResult) -> Void)
+    }
+    private var ahead: [Ahead] = []
+    /// At most this many statements wait unread: past it they are read, so that the answers waiting in the socket
+    /// never fill it while the statements are still being sent.
+    private static let aheadLimit = 512
+
+    /// Sends a statement as ``execute(_:_:_:integers:)`` does, without waiting: the server runs it in order, and its
+    /// answer goes to `then` when the next statement that waits is answered, or at ``settle()``. For the writes of a
+    /// transaction, whose answers only a count needs. An error in it is thrown by the call that reads it.
+    func sendAhead(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
+                   integers: [Int] = [], then: @escaping (PostgresResult) -> Void) throws {
+        try readUnanswered()
+        if ahead.isEmpty {
+            guard PQenterPipelineMode(raw) == 1 else { throw lostError() }
+        }
+        if !prepared.contains(name) {
+            guard PQsendPrepare(raw, name, sql(), Int32(values.count + integers.count), nil) == 1 else {
+                throw sendFailed()
+            }
+            prepared.insert(name)
+            ahead.append(.prepared(name))
+        }
+        let sent = withParameters(values, integers) { count, pointers, lengths, formats in
+            PQsendQueryPrepared(raw, name, count, pointers, lengths, formats, 1)
+        }
+        guard sent == 1 else { throw sendFailed() }
+        ahead.append(.statement(then))
+        if ahead.count >= PostgresConnection.aheadLimit { try settle() }
+    }
+
+    /// Reads the answers of the statements sent ahead, in order, handing each to its `then`; throws the first
+    /// error among them (the statements after it did not run). Every other call that waits settles first.
+    func settle() throws {
+        guard !ahead.isEmpty else { return }
+        let sent = ahead
+        ahead = []
+        var failure: (any Error)?
+        defer { PQexitPipelineMode(raw) }
+        guard PQpipelineSync(raw) == 1 else { throw lostError() }
+        for item in sent {
+            // Each statement's answer is one result, then a null.
+            guard let result = PQgetResult(raw) else { failure = failure ?? lostError(); break }
+            while let extra = PQgetResult(raw) { PQclear(extra) }
+            let aborted = PQresultStatus(result) == PGRES_PIPELINE_ABORTED
+            if aborted { PQclear(result) }
+            switch item {
+            case .prepared(let name):
+                if aborted { prepared.remove(name); continue }
+                do { try check(result) } catch { prepared.remove(name); failure = failure ?? error }
+            case .statement(let then):
+                if aborted { continue }
+                do { then(try check(result)) } catch { failure = failure ?? error }
+            }
+            if !isUp { failure = failure ?? lostError(); break }
+        }
+        if isUp, let sync = PQgetResult(raw) { PQclear(sync) }
+        if let failure { throw failure }
+    }
+
+    /// The error for a statement libpq could not send ahead: the connection is gone, and pipeline mode is left
+    /// when nothing else was sent, so that the next statement may wait for its answer.
+    private func sendFailed() -> PostgresError {
+        let error = lostError()
+        if ahead.isEmpty { PQexitPipelineMode(raw) }
+        return error
+    }
+
+    /// Calls `body` with the parameters in libpq's form: `values` in binary, then `integers` as 8-byte `bigint`s.
+    private func withParameters<R>(_ values: [UnsafeRawBufferPointer], _ integers: [Int],
+                                   _ body: (Int32, [UnsafePointer<CChar>?], [Int32], [Int32]) -> R) -> R {
+        let count = values.count + integers.count
         var numbers: [UInt8] = []
         for n in integers {
             for shift in stride(from: 56, through: 0, by: -8) { numbers.append(UInt8(truncatingIfNeeded: Int64(n) >> shift)) }
         }
-        let result = numbers.withUnsafeBytes { numbers -> OpaquePointer? in
+        return numbers.withUnsafeBytes { numbers in
             var pointers: [UnsafePointer<CChar>?] = []
             var lengths: [Int32] = []
             pointers.reserveCapacity(count)
@@ -90,15 +180,14 @@ final class PostgresConnection {
                 pointers.append(numbers.baseAddress!.advanced(by: 8 * i).assumingMemoryBound(to: CChar.self))
                 lengths.append(8)
             }
-            let formats = [Int32](repeating: 1, count: count)
-            return PQexecPrepared(raw, name, Int32(count), pointers, lengths, formats, 1)
+            return body(Int32(count), pointers, lengths, [Int32](repeating: 1, count: count))
         }
-        return try check(result)
     }
 
     /// Forgets the statements whose names start with `prefix` (their tables are gone), on the server too.
     func forgetStatements(withPrefix prefix: String) {
         try? readUnanswered()
+        try? settle()
         for name in prepared where name.hasPrefix(prefix) {
             prepared.remove(name)
             PQclear(PQexec(raw, "DEALLOCATE \"\(name)\""))

@@ -149,6 +149,7 @@ final class PostgresStorage: StorageEngine {
                 var result: R?
                 do {
                     result = try body(txn)
+                    try txn.settle()
                     if let failure = txn.failure { throw failure }
                     if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
                     txn.invalidate()
@@ -164,6 +165,8 @@ final class PostgresStorage: StorageEngine {
                         if committing, let transactionID, let result, try committed(transactionID) { return result }
                         if attempt < 10 { continue }
                     } else {
+                        // The writes sent ahead are answered first (their errors are this one's consequences).
+                        try? connection.settle()
                         _ = try? connection.execute("ROLLBACK")
                         if let cause, cause.isConflict, attempt < 10 { continue }
                     }
@@ -305,6 +308,32 @@ final class PostgresTransaction: StorageTransaction {
         }
     }
 
+    /// Sends a write of this transaction without waiting for its answer, which goes to `then` when a later
+    /// statement is answered (``PostgresConnection/sendAhead(_:_:_:integers:then:)``); its error, if any, is kept as
+    /// ``run(_:_:_:integers:)`` keeps one, by the call that reads it.
+    func runAhead(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
+                  then: @escaping (PostgresResult) -> Void) throws {
+        if let failure { throw failure }
+        do {
+            try connection.sendAhead(name, sql(), values, then: then)
+        } catch let error as PostgresError {
+            if savepoints == 0 { failure = error }
+            throw error
+        }
+    }
+
+    /// Reads the answers of the writes sent ahead: before the commit, and before a savepoint takes its copy of the
+    /// counts.
+    func settle() throws {
+        if let failure { throw failure }
+        do {
+            try connection.settle()
+        } catch let error as PostgresError {
+            if savepoints == 0 { failure = error }
+            throw error
+        }
+    }
+
     @discardableResult
     private func runText(_ sql: String) throws -> PostgresResult {
         if let failure { throw failure }
@@ -422,20 +451,33 @@ final class PostgresTransaction: StorageTransaction {
                 added = try run("\(t)_putnew", "INSERT INTO \(t) SELECT $1, $2 WHERE NOT EXISTS "
                                 + "(SELECT 1 FROM \(t) WHERE k = $1)", [key, value]).affected
                 if added == 0 { return false }
-            } else {
+            } else if noDuplicate {
                 added = try run("\(t)_putdup", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                                 [key, value]).affected
-                if added == 0 && noDuplicate { return false }
+                if added == 0 { return false }
+            } else {
+                // Nothing to answer: sent ahead, counted when its answer comes.
+                let number = space.number
+                try runAhead("\(t)_putdup", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING", [key, value]) {
+                    [weak self] answer in self?.countChanges[number, default: 0] += answer.affected
+                }
+                wrote()
+                return true
             }
         } else if noOverwrite {
             added = try run("\(t)_putnew", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING", [key, value]).affected
             if added == 0 { return false }
         } else {
-            // The first statement of the WITH sees the table before the insert: whether the key was new.
-            let answer = try run("\(t)_put", "WITH old AS (SELECT 1 FROM \(t) WHERE k = $1), "
-                                 + "new AS (INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v) "
-                                 + "SELECT count(*) FROM old", [key, value])
-            added = answer.binaryInteger(0, 0) == 0 ? 1 : 0
+            // The first statement of the WITH sees the table before the insert: whether the key was new. Nothing to
+            // answer: sent ahead, counted when its answer comes.
+            let number = space.number
+            try runAhead("\(t)_put", "WITH old AS (SELECT 1 FROM \(t) WHERE k = $1), "
+                         + "new AS (INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v) "
+                         + "SELECT count(*) FROM old", [key, value]) {
+                [weak self] answer in self?.countChanges[number, default: 0] += answer.binaryInteger(0, 0) == 0 ? 1 : 0
+            }
+            wrote()
+            return true
         }
         countChanges[space.number, default: 0] += added
         wrote()
@@ -458,6 +500,24 @@ final class PostgresTransaction: StorageTransaction {
         countChanges[space.number, default: 0] -= removed
         wrote()
         return true
+    }
+
+    /// A delete whose answer nobody waits for: sent ahead, counted when its answer comes.
+    func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws {
+        try checkWritable()
+        let t = table(space)
+        let number = space.number
+        let count: (PostgresResult) -> Void = { [weak self] answer in self?.countChanges[number, default: 0] -= answer.affected }
+        try key.withUnsafeBytes { k in
+            if let value {
+                try value.withUnsafeBytes { v in
+                    try runAhead("\(t)_delpair", "DELETE FROM \(t) WHERE k = $1 AND v = $2", [k, v], then: count)
+                }
+            } else {
+                try runAhead("\(t)_del", "DELETE FROM \(t) WHERE k = $1", [k], then: count)
+            }
+        }
+        wrote()
     }
 
     // MARK: Cursors
@@ -485,7 +545,7 @@ final class PostgresTransaction: StorageTransaction {
 
     /// A savepoint: released into this transaction when `body` returns, rolled back to when it throws.
     func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
-        if let failure { throw failure }
+        try settle()
         savepoints += 1
         let name = "nested\(savepoints)"
         defer { savepoints -= 1 }

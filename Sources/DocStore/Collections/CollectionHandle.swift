@@ -205,7 +205,7 @@ final class CollectionHandle {
                 try txn.put(documents, id, bytes)
                 for (i, index) in indexes.enumerated() {
                     for key in added[i] {
-                        try addEntry(key, id: id, to: index, in: txn) {
+                        try addEntry(key, id: id, to: index, in: txn, checked: true) {
                             IndexKeys.describe(index.definition, reader: reader, root: root)
                         }
                     }
@@ -233,10 +233,10 @@ final class CollectionHandle {
     func removeEntry(_ key: [UInt8], id: [UInt8], from index: Index, in txn: any StorageTransaction) throws {
         if index.isUnique {
             if let holder = try txn.get(index.database, key), holder.elementsEqual(id) {
-                try txn.delete(index.database, key)
+                try txn.discard(index.database, key, value: nil)
             }
         } else {
-            try txn.delete(index.database, key, value: id)
+            try txn.discard(index.database, key, value: id)
         }
     }
 
@@ -254,16 +254,16 @@ final class CollectionHandle {
         }
     }
 
-    /// Adds one index entry; for a unique index, fails when another document holds the key.
-    func addEntry(_ key: [UInt8], id: [UInt8], to index: Index, in txn: any StorageTransaction,
+    /// Adds one index entry; for a unique index, fails when another document holds the key, unless the caller has
+    /// `checked` that none does. The puts that refuse nothing need no answer, which an engine with round trips sends
+    /// ahead.
+    func addEntry(_ key: [UInt8], id: [UInt8], to index: Index, in txn: any StorageTransaction, checked: Bool = false,
                   describe: () -> String) throws {
-        if index.isUnique {
-            if try !txn.put(index.database, key, id, noOverwrite: true) {
-                let holder = try txn.get(index.database, key).map { Array($0) }
-                if holder != id { throw uniqueViolation(index, describe()) }
-            }
-        } else {
-            try txn.put(index.database, key, id, noDuplicate: true)
+        if checked || !index.isUnique {
+            try txn.put(index.database, key, id)
+        } else if try !txn.put(index.database, key, id, noOverwrite: true) {
+            let holder = try txn.get(index.database, key).map { Array($0) }
+            if holder != id { throw uniqueViolation(index, describe()) }
         }
     }
 
@@ -274,7 +274,7 @@ final class CollectionHandle {
         guard let old = try txn.get(documents, id).map({ Array($0) }) else { return false }
         try txn.changingAtomically {
             try removeEntries(try entries(ofStored: old), of: id, in: txn)
-            try txn.delete(documents, id)
+            try txn.discard(documents, id, value: nil)
         }
         return true
     }

@@ -65,6 +65,10 @@ package protocol StorageTransaction: AnyObject {
     /// Deletes `key` (with `value`, only that duplicate). Returns `false` when there was nothing to delete.
     @discardableResult
     func delete(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool
+    /// Deletes as ``delete(_:_:value:)`` does, for a caller that needs no answer: an engine with a round trip per
+    /// call sends it with the next statement that waits, as it sends a ``put(_:_:_:noOverwrite:noDuplicate:)``
+    /// that has nothing to refuse.
+    func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws
 
     /// Whether reading many values in one call (``entries(_:forKeys:)``) saves time over one ``get(_:_:)`` each:
     /// an engine with a round trip per call says so, and walks that read documents by id read them in batches.
@@ -106,6 +110,8 @@ package protocol StorageTransaction: AnyObject {
 
 extension StorageTransaction {
     var prefersBatches: Bool { false }
+
+    func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws { _ = try delete(space, key, value: value) }
 
     /// One ``get(_:_:)`` per key; the keys' bytes are copied into the keeper.
     func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?) {
