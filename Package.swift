@@ -48,10 +48,11 @@ let package = Package(
             name: "DocStorePostgres",
             dependencies: ["DocStore", "CLibPQ"]
         ),
-        // Filter and sort throughput beside GRDB, SQLite's C API and raw LMDB.
+        // Filter and sort throughput beside GRDB, SQLite's C API, raw LMDB, and PostgreSQL (DocStore on it, and
+        // `jsonb` documents queried directly) on a throwaway cluster made as the tests make theirs.
         .executableTarget(
             name: "bench",
-            dependencies: ["DocStore", "CLMDB", "CSQLite",
+            dependencies: ["DocStore", "DocStorePostgres", "CLMDB", "CSQLite", "CLibPQ", "TestSupport",
                            .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["GRDB"]))]
         ),
         // The `docstore` shell: the query language as text, commands, rendering, readline.

@@ -33,6 +33,9 @@ final class PostgresCursor: StorageCursor {
         let descending: Bool
         /// Nothing lies beyond its last row in its direction.
         let reachesEnd: Bool
+        /// Its first row is the first value of its key in its direction: it was fetched from a key on, not from
+        /// the middle of a key's values.
+        let startsAtKey: Bool
         let generation: Int
     }
 
@@ -54,14 +57,14 @@ final class PostgresCursor: StorageCursor {
 
     /// Fetches a window by the statement `name` (`condition` on `k`, `v`) and lands on its first row.
     private func fetch(_ name: String, where condition: String?, descending: Bool, bounded: Bool = false,
-                       _ values: [UnsafeRawBufferPointer]) throws -> StorageEntry? {
+                       startsAtKey: Bool = true, _ values: [UnsafeRawBufferPointer]) throws -> StorageEntry? {
         let sql = "SELECT k, v FROM \(table)" + (condition.map { " WHERE " + $0 } ?? "")
             + " ORDER BY " + (descending ? reversed : order) + " LIMIT $\(values.count + 1)"
         let answer = try txn.run("\(table)_\(name)", sql, values, integers: [limit])
         txn.keep(answer)
         let count = answer.rowCount
         window = Window(answer: answer, count: count, descending: descending,
-                        reachesEnd: !bounded && count < limit, generation: txn.writeGeneration)
+                        reachesEnd: !bounded && count < limit, startsAtKey: startsAtKey, generation: txn.writeGeneration)
         limit = min(limit * 4, 4096)
         index = 0
         guard count > 0 else {
@@ -77,7 +80,7 @@ final class PostgresCursor: StorageCursor {
     private func fetch(beyond entry: StorageEntry, forward: Bool) throws -> StorageEntry? {
         if duplicateSorted {
             return try fetch(forward ? "after" : "before", where: forward ? "(k, v) > ($1, $2)" : "(k, v) < ($1, $2)",
-                             descending: !forward, [entry.key, entry.value])
+                             descending: !forward, startsAtKey: false, [entry.key, entry.value])
         }
         return try fetch(forward ? "after" : "before", where: forward ? "k > $1" : "k < $1", descending: !forward,
                          [entry.key])
@@ -172,7 +175,7 @@ final class PostgresCursor: StorageCursor {
     }
 
     /// The row of the current key's first (or last) value, when the window shows where that key's values end:
-    /// a row of another key beyond it, or the table's end.
+    /// a row of another key beyond it, the table's end, or a window that starts at the key.
     private func edgeOfKey(first: Bool) -> Int? {
         guard state == .onRow, let window, window.generation == txn.writeGeneration else { return nil }
         let key = entry(index).key
@@ -180,9 +183,8 @@ final class PostgresCursor: StorageCursor {
         var i = index
         while true {
             let next = i + step
-            if next < 0 || next >= window.count {
-                return step == 1 && window.reachesEnd ? i : nil
-            }
+            if next < 0 { return window.startsAtKey ? i : nil }
+            if next >= window.count { return window.reachesEnd ? i : nil }
             if !entry(next).key.elementsEqual(key) { return i }
             i = next
         }
@@ -228,15 +230,18 @@ final class PostgresCursor: StorageCursor {
         guard answer.rowCount > 0 else { return nil }
         txn.keep(answer)
         self.window = Window(answer: answer, count: answer.rowCount, descending: !forward, reachesEnd: false,
-                             generation: txn.writeGeneration)
+                             startsAtKey: false, generation: txn.writeGeneration)
         limit = min(limit * 4, 4096)
         index = 0
         return entry(0)
     }
 
+    /// Counted in the window when it shows both ends of the key's values (a walk of groups meets most keys so),
+    /// else asked.
     func duplicateCount() throws -> Int {
         guard let here = current else { return 0 }
         guard duplicateSorted else { return 1 }
+        if let first = edgeOfKey(first: true), let last = edgeOfKey(first: false) { return abs(last - first) + 1 }
         return try txn.run("\(table)_dupcount", "SELECT count(*) FROM \(table) WHERE k = $1", [here.key])
             .binaryInteger(0, 0)
     }

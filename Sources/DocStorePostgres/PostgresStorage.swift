@@ -118,6 +118,7 @@ final class PostgresStorage: StorageEngine {
                 }
                 let txn = PostgresTransaction(engine: self, connection: connection, isReadOnly: true,
                                               id: begun.textInteger(0, 0) ?? 0)
+                cache.begin(at: txn.id)
                 defer {
                     txn.invalidate()
                     // A read has nothing to commit: its end is sent, and its answer read before the next statement.
@@ -143,6 +144,7 @@ final class PostgresStorage: StorageEngine {
                     transactionID = begun.text(0, 1)
                     txn = PostgresTransaction(engine: self, connection: connection, isReadOnly: false,
                                               id: (begun.textInteger(0, 0) ?? 0) + 1)
+                    cache.begin(at: txn.id - 1)
                 } catch let error as PostgresError where (error.connectionLost || error.isConflict) && attempt < 10 {
                     continue
                 }
@@ -154,11 +156,14 @@ final class PostgresStorage: StorageEngine {
                     if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
                     txn.invalidate()
                     committing = true
-                    try connection.execute(txn.commitStatements() + "COMMIT")
+                    let statements = txn.commitStatements()
+                    try connection.execute(statements + "COMMIT")
+                    if !statements.isEmpty { cache.committed(txn) }
                     return result!
                 } catch {
                     let cause = txn.failure ?? (error as? PostgresError)
                     txn.invalidate()
+                    if committing { cache.forget() }
                     forget(txn.createdSpaces, on: connection)
                     if let cause, cause.connectionLost {
                         // The commit may have reached the server before the connection went: then it holds.
@@ -191,7 +196,12 @@ final class PostgresStorage: StorageEngine {
     }
 
     /// Keeps the number and kind of a space its transaction opened (the numbers of spaces never change).
-    fileprivate func opened(_ number: UInt32, duplicateSort: Bool) { duplicateSorted[number] = duplicateSort }
+    fileprivate func opened(_ number: UInt32, duplicateSort: Bool, name: String) {
+        duplicateSorted[number] = duplicateSort
+        if name == KeySpace.catalogName { cache.catalog = number }
+    }
+
+    fileprivate let cache = CommitCache()
 
     /// A second connection that listens for the store's commits (``channel``), opened when observation first asks
     /// for the last commit; and the last commit it read.
@@ -271,7 +281,14 @@ final class PostgresTransaction: StorageTransaction {
     /// as long as one of LMDB's would (callers hold entries across later reads and writes). A transaction that reads
     /// much holds it all until it ends.
     private var answers: [PostgresResult] = []
+    /// Cached values handed out, kept as ``answers`` are.
+    private var cachedValues: [CommitCache.Bytes] = []
     private var savepoints = 0
+    /// This transaction wrote to the catalog: its reads of it go to the server, and the cache forgets it at commit.
+    fileprivate(set) var wroteCatalog = false
+    /// This transaction emptied or dropped a space: the counts the server holds are no longer those of the commit
+    /// it began at.
+    fileprivate(set) var resetCounts = false
 
     init(engine: PostgresStorage, connection: PostgresConnection, isReadOnly: Bool, id: Int) {
         self.engine = engine
@@ -283,6 +300,7 @@ final class PostgresTransaction: StorageTransaction {
     func invalidate() {
         isValid = false
         answers = []
+        cachedValues = []
     }
 
     /// The statements that finish a write: its count changes, and the commit number.
@@ -350,9 +368,10 @@ final class PostgresTransaction: StorageTransaction {
 
     func isDuplicateSorted(_ space: KeySpace) -> Bool { engine.duplicateSorted[space.number] ?? false }
 
-    private func wrote() {
+    private func wrote(_ space: KeySpace? = nil) {
         changed = true
         writeGeneration += 1
+        if space == nil || space?.number == engine.cache.catalog { wroteCatalog = true }
     }
 
     private func checkWritable() throws {
@@ -368,7 +387,7 @@ final class PostgresTransaction: StorageTransaction {
         }
         if found.rowCount > 0 {
             let number = UInt32(found.binaryInteger(0, 0))
-            engine.opened(number, duplicateSort: found.bytes(0, 1).first == 1)
+            engine.opened(number, duplicateSort: found.bytes(0, 1).first == 1, name: name)
             return KeySpace(number: number)
         }
         guard create else { return nil }
@@ -383,13 +402,14 @@ final class PostgresTransaction: StorageTransaction {
         }
         try runText("CREATE TABLE s\(number) (k bytea NOT NULL, v bytea NOT NULL, PRIMARY KEY (k\(duplicateSort ? ", v" : "")))")
         createdSpaces.append(number)
-        engine.opened(number, duplicateSort: duplicateSort)
+        engine.opened(number, duplicateSort: duplicateSort, name: name)
         wrote()
         return KeySpace(number: number)
     }
 
     func drop(_ space: KeySpace, delete: Bool) throws {
         try checkWritable()
+        resetCounts = true
         if delete {
             try runText("DROP TABLE \(table(space)); DELETE FROM spaces WHERE number = \(space.number)")
             countChanges[space.number] = nil
@@ -402,9 +422,15 @@ final class PostgresTransaction: StorageTransaction {
 
     func entryCount(_ space: KeySpace) throws -> Int {
         if space.number == 0 { return try runText("SELECT count(*) FROM main").textInteger(0, 0) ?? 0 }
-        let stored = try run("count", "SELECT count FROM spaces WHERE number = $1::bigint", [],
-                             integers: [Int(space.number)])
-        return (stored.rowCount > 0 ? stored.binaryInteger(0, 0) : 0) + (countChanges[space.number] ?? 0)
+        let cached = resetCounts ? nil : engine.cache.counts[space.number]
+        let stored = try cached ?? {
+            let answer = try run("count", "SELECT count FROM spaces WHERE number = $1::bigint", [],
+                                 integers: [Int(space.number)])
+            let count = answer.rowCount > 0 ? answer.binaryInteger(0, 0) : 0
+            if !resetCounts { engine.cache.counts[space.number] = count }
+            return count
+        }()
+        return stored + (countChanges[space.number] ?? 0)
     }
 
     // MARK: Entries
@@ -413,10 +439,20 @@ final class PostgresTransaction: StorageTransaction {
     func keep(_ answer: PostgresResult) { answers.append(answer) }
 
     func get(_ space: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        let cached = space.number == engine.cache.catalog && !wroteCatalog
+        if cached, let hit = engine.cache.entries[Array(key)] {
+            guard let hit else { return nil }
+            cachedValues.append(hit)
+            return hit.buffer
+        }
         let t = table(space)
         let answer = try run("\(t)_get", "SELECT v FROM \(t) WHERE k = $1 ORDER BY v LIMIT 1", [key])
-        guard answer.rowCount > 0 else { return nil }
+        guard answer.rowCount > 0 else {
+            if cached { engine.cache.entries[Array(key)] = .some(nil) }
+            return nil
+        }
         keep(answer)
+        if cached { engine.cache.entries[Array(key)] = CommitCache.Bytes(answer.bytes(0, 0)) }
         return answer.bytes(0, 0)
     }
 
@@ -461,7 +497,7 @@ final class PostgresTransaction: StorageTransaction {
                 try runAhead("\(t)_putdup", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING", [key, value]) {
                     [weak self] answer in self?.countChanges[number, default: 0] += answer.affected
                 }
-                wrote()
+                wrote(space)
                 return true
             }
         } else if noOverwrite {
@@ -476,11 +512,11 @@ final class PostgresTransaction: StorageTransaction {
                          + "SELECT count(*) FROM old", [key, value]) {
                 [weak self] answer in self?.countChanges[number, default: 0] += answer.binaryInteger(0, 0) == 0 ? 1 : 0
             }
-            wrote()
+            wrote(space)
             return true
         }
         countChanges[space.number, default: 0] += added
-        wrote()
+        wrote(space)
         return true
     }
 
@@ -498,7 +534,7 @@ final class PostgresTransaction: StorageTransaction {
         }
         guard removed > 0 else { return false }
         countChanges[space.number, default: 0] -= removed
-        wrote()
+        wrote(space)
         return true
     }
 
@@ -517,7 +553,7 @@ final class PostgresTransaction: StorageTransaction {
                 try runAhead("\(t)_del", "DELETE FROM \(t) WHERE k = $1", [k], then: count)
             }
         }
-        wrote()
+        wrote(space)
     }
 
     // MARK: Cursors
@@ -589,5 +625,54 @@ extension String {
     func withUTF8Bytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         var copy = self
         return try copy.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+    }
+}
+
+/// What every transaction reads and only a commit changes, kept from one transaction to the next while no commit
+/// came between: the catalog's entries (every transaction of the store reads its records) and the key spaces'
+/// counts (the planner asks for them). A transaction that begins at another commit than the last one's starts it
+/// afresh; a commit of this engine carries its own count changes over, and forgets the catalog if it wrote there.
+/// Writers take turns on the `meta` row, so a commit's state is the one it began at plus its own changes.
+final class CommitCache {
+    /// A cached value's bytes, at an address that stays while a transaction holds it.
+    final class Bytes {
+        let buffer: UnsafeRawBufferPointer
+        init(_ bytes: UnsafeRawBufferPointer) {
+            let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
+            copy.copyMemory(from: bytes)
+            buffer = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(copy)[..<bytes.count])
+        }
+        deinit { buffer.baseAddress.map { UnsafeMutableRawPointer(mutating: $0).deallocate() } }
+    }
+
+    /// The catalog's space, once a transaction has opened it.
+    var catalog: UInt32?
+    private var commit = -1
+    /// The catalog's entries read at ``commit``: a value, or none (`.some(nil)`).
+    var entries: [[UInt8]: Bytes?] = [:]
+    var counts: [UInt32: Int] = [:]
+
+    /// A transaction begins at `commit`.
+    func begin(at commit: Int) {
+        guard commit != self.commit else { return }
+        forget()
+        self.commit = commit
+    }
+
+    /// `txn` committed, as the commit after the one it began at.
+    func committed(_ txn: PostgresTransaction) {
+        if txn.wroteCatalog { entries = [:] }
+        if txn.resetCounts {
+            counts = [:]
+        } else {
+            for (number, delta) in txn.countChanges where counts[number] != nil { counts[number]! += delta }
+        }
+        commit += 1
+    }
+
+    func forget() {
+        entries = [:]
+        counts = [:]
+        commit = -1
     }
 }

@@ -6,7 +6,9 @@ enum BenchCommand {
     static let usage = """
         usage: bench [--docs 10000,100000,1000000] [--scenario NAME,...] [--peer docstore,grdb,sqlite,lmdb,docstore1]
                      [--runs 5] [--durability full|normal|off] [--json FILE] [--chart FILE.svg] [--check THRESHOLDS]
-                     [--quiet]
+                     [--postgres URL] [--quiet]
+        peers on PostgreSQL: docstore-pg (DocStore on it), postgres (jsonb documents, plain SQL through libpq); on a
+                   throwaway cluster of the bench's own (scripts/setup installs the server), or at --postgres URL
         scenarios: \(Scenario.allCases.map(\.rawValue).joined(separator: ", "))
                    codec (the codec alone), streaming (memory of a lazy walk); all of them unless --scenario names some
         """
@@ -58,6 +60,9 @@ enum BenchCommand {
             case "--json": jsonPath = list(a).first
             case "--chart": chartPath = list(a).first
             case "--quiet": quiet = true
+            case "--postgres":
+                guard let url = list(a).first, url.hasPrefix("postgres") else { fail("--postgres takes a postgres:// URL") }
+                PostgresServer.use(url)
             case "--replot":
                 // Draws the chart again from a --json file: `bench --replot bench.json --chart bench.svg`.
                 guard let json = args.popFirst(), args.popFirst() == "--chart", let svg = args.popFirst() else {

@@ -118,6 +118,8 @@ struct Harness {
         #endif
         case "sqlite", "sqlite c", "sqlitec": return SQLitePeer(durability: durability)
         case "lmdb", "raw lmdb", "rawlmdb": return LMDBPeer()
+        case "docstore-pg", "docstorepg": return DocStorePeer(durability: durability, onPostgres: true)
+        case "postgres", "postgresql", "jsonb": return PostgresJSONBPeer(durability: durability)
         default: return nil
         }
     }

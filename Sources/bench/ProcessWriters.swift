@@ -77,7 +77,7 @@ enum ProcessWriters {
             case "docstore":
                 var options = DocStore.Options()
                 options.durability = durability.docStore
-                let store = try await DocStore(path: path, options: options)
+                let store = try await DocStorePeer.open(path, options)
                 say("ready")
                 _ = readLine()
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -87,6 +87,15 @@ enum ProcessWriters {
                     try await group.waitForAll()
                 }
                 await store.close()
+            case "postgres":
+                let (url, schema) = PostgresServer.split(path)
+                let links = try lists.map { _ in try PostgresLink(url: url) }
+                for link in links { try link.query(PostgresJSONBPeer.settings(schema, durability)) }
+                say("ready")
+                _ = readLine()
+                if let message = PostgresJSONBPeer.writeOnThreads(lists, through: links, sql: PostgresJSONBPeer.insert) {
+                    throw BenchFailure(description: message)
+                }
             #if GRDB
             case "grdb":
                 let pool = try DatabasePool(path: path, configuration: GRDBPeer.configuration(durability))

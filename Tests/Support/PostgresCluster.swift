@@ -15,6 +15,8 @@ public final class PostgresCluster: Sendable {
     let binaries: String
     /// The user that runs the server's commands, when the tests run as root.
     let runAs: String?
+    /// The server's settings beyond loopback and the socket folder.
+    let settings: String
 
     /// The cluster, started by the first test that asks.
     public static func shared() throws -> PostgresCluster {
@@ -47,6 +49,12 @@ public final class PostgresCluster: Sendable {
     /// the test process exits.
     public static func startOwn() throws -> PostgresCluster { try PostgresCluster() }
 
+    /// A cluster as people run one, for the bench: every commit flushed to disk (`fsync` and full-page writes on,
+    /// unlike the tests' cluster, which turns them off for speed), 256 MiB of shared buffers.
+    public static func startDurable() throws -> PostgresCluster {
+        try PostgresCluster(settings: "-c max_connections=300 -c shared_buffers=256MB")
+    }
+
     /// Stops the server at once, as a crash would (`SIGQUIT` to the postmaster), and starts it again on the same
     /// port with a watchdog of its own; returns when it accepts connections again. No command is waited on: only
     /// signals, `/proc` and a socket.
@@ -65,8 +73,7 @@ public final class PostgresCluster: Sendable {
     /// Starts the server, with a watchdog that stops it when this process is gone, and waits until its port
     /// accepts connections (within 60 s).
     private func startServer(data: String) throws {
-        let server = "\(binaries)/postgres -D \(data) -p \(port) -k \(folder) -c listen_addresses=127.0.0.1 "
-            + "-c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
+        let server = "\(binaries)/postgres -D \(data) -p \(port) -k \(folder) -c listen_addresses=127.0.0.1 \(settings)"
         let watchdog = "\(server) >> \(folder)/server.log 2>&1 & pid=$!; "
             + "while [ -d /proc/\(getpid()) ] && kill -0 $pid 2>/dev/null; do sleep 1; done; kill -INT $pid 2>/dev/null; "
             + "if [ ! -d /proc/\(getpid()) ]; then wait $pid; rm -rf \(folder); fi"
@@ -97,7 +104,9 @@ public final class PostgresCluster: Sendable {
         }
     }
 
-    private init() throws {
+    private init(settings: String = "-c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB")
+        throws {
+        self.settings = settings
         guard let binaries = Self.findBinaries() else {
             throw ClusterError("the tests need PostgreSQL's server (initdb, pg_ctl, postgres) and none was found "
                 + "in PATH or /usr/lib/postgresql/*/bin; scripts/setup installs it")

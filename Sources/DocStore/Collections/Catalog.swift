@@ -5,7 +5,7 @@ import Foundation
 /// each collection's documents and indexes. The only code that knows how these are laid out.
 struct Catalog {
     /// The catalog's own key space.
-    static let spaceName = "__docstore__"
+    static let spaceName = KeySpace.catalogName
     /// Joins the parts of a record's key and of a key space's name; no name may contain it.
     static let separator: Character = "\u{1F}"
 

@@ -115,6 +115,17 @@ final class Executor {
             defer { source.close() }
             while let candidate = try source.next() { ids.append(candidate.id) }
         }
+        if DocumentsByID.readsInBatches(txn) {
+            let sorted = ids.sorted(descending: false, skipping: 0, taking: nil)
+            let documents = try DocumentsByID(txn, handle.documents)
+            for i in sorted.indices {
+                guard let document = try documents.document(i, of: sorted) else { continue }   // verify() reports it
+                statistics.value.documentsRead += 1
+                let more = try sorted[i].withUnsafeBytes { id in try !matches((id, document)) || body((id, document)) }
+                if !more { return }
+            }
+            return
+        }
         try txn.withCursor(handle.documents) { cursor in
             try ids.forEachInOrder(descending: false) { id in
                 guard let document = try cursor.value(forKey: id) else { return true }   // verify() reports it
@@ -140,8 +151,8 @@ final class Executor {
         /// Whether `source`'s candidates are matches already (a split scan's).
         private let checked: Bool
         private let ids: [[UInt8]]
-        /// Reads the documents of `ids`: one cursor for the walk, not a descent from the root per document.
-        private let documents: (any StorageCursor)?
+        /// Reads the documents of `ids`.
+        private let documents: DocumentsByID?
         private var position = 0
         private var skipped = 0
         private var produced = 0
@@ -164,7 +175,7 @@ final class Executor {
                 source = nil
                 checked = false
                 ids = try executor.resultIDs()
-                documents = ids.isEmpty ? nil : try executor.txn.openCursor(executor.handle.documents)
+                documents = ids.isEmpty ? nil : try DocumentsByID(executor.txn, executor.handle.documents)
             }
             countsReads = executor.scanSkippedDocuments
         }
@@ -189,8 +200,8 @@ final class Executor {
             guard let documents else { return nil }
             while position < ids.count {
                 position += 1
+                guard let raw = try documents.document(position - 1, of: ids) else { continue }   // verify() reports it
                 let found = try ids[position - 1].withUnsafeBytes { id -> R? in
-                    guard let raw = try documents.value(forKey: id) else { return nil }   // verify() reports it
                     if countsReads { executor.statistics.value.documentsRead += 1 }
                     return try body(id, raw)
                 }
@@ -204,7 +215,7 @@ final class Executor {
             guard !closed else { return }
             closed = true
             source?.close()
-            if let documents { executor.txn.closeCursor(documents) }
+            documents?.close()
         }
     }
 

@@ -14,6 +14,9 @@ package struct KeySpace: Hashable, Sendable {
     package let number: UInt32
 
     package init(number: UInt32) { self.number = number }
+
+    /// The name of the space that holds the store's catalog: read by every transaction, changed by few.
+    package static let catalogName = "__docstore__"
 }
 
 /// A key and its value. Both point into storage the engine owns: valid until the transaction ends or next writes,

@@ -1,4 +1,5 @@
 @_spi(Benchmarks) import DocStore
+import DocStorePostgres
 import Foundation
 
 /// The document as DocStore stores it: `BenchPerson` with its indexes.
@@ -31,28 +32,45 @@ struct StoredPerson: Document, Equatable {
     }
 }
 
-/// DocStore through its public API: `Query`s with `#Predicate`, run inside the store's actor.
+/// DocStore through its public API: `Query`s with `#Predicate`, run inside the store's actor; on a file, or on
+/// the bench's PostgreSQL server (``PostgresServer``) in a schema of its own.
 final class DocStorePeer: Peer {
     let name: String
     private var store: DocStore?
+    /// The store's file, or its URL on PostgreSQL.
     private var path = ""
     /// ``DocStore/Options/scanThreads``; `nil` for the default.
     private let scanThreads: Int?
     private let durability: BenchDurability
+    /// The schema of a store on PostgreSQL; `nil` for a file.
+    private var schema: String?
+    private let onPostgres: Bool
 
-    init(scanThreads: Int? = nil, durability: BenchDurability = .full) {
+    init(scanThreads: Int? = nil, durability: BenchDurability = .full, onPostgres: Bool = false) {
         self.scanThreads = scanThreads
         self.durability = durability
-        name = scanThreads.map { "DocStore, \($0) thread\($0 == 1 ? "" : "s")" } ?? "DocStore"
+        self.onPostgres = onPostgres
+        name = onPostgres ? "DocStore PG" : scanThreads.map { "DocStore, \($0) thread\($0 == 1 ? "" : "s")" } ?? "DocStore"
+    }
+
+    /// Opens the store at `path`: a file, or a `postgres://` URL.
+    static func open(_ path: String, _ options: DocStore.Options) async throws -> DocStore {
+        path.hasPrefix("postgres") ? try await DocStore(postgres: path, options: options)
+            : try await DocStore(path: path, options: options)
     }
 
     func load(_ people: [BenchPerson], in directory: String) async throws {
         path = directory + "/docstore.db"
+        if onPostgres {
+            let schema = PostgresServer.newSchema("docstore")
+            self.schema = schema
+            path = try PostgresServer.url(schema: schema)
+        }
         var options = DocStore.Options()
         options.initialMapSize = 1 << 30
         if let scanThreads { options.scanThreads = scanThreads }
         options.durability = durability.docStore
-        let store = try await DocStore(path: path, options: options)
+        let store = try await Self.open(path, options)
         self.store = store
         for start in stride(from: 0, to: people.count, by: 10_000) {
             let batch = people[start..<min(people.count, start + 10_000)].map(StoredPerson.init)
@@ -61,7 +79,9 @@ final class DocStorePeer: Peer {
     }
 
     /// A read by id always decodes (the public API has no raw read by id); the other queries have all three forms.
-    func supports(_ scenario: Scenario, _ form: Form) -> Bool { scenario != .getByID || form == .decoded }
+    func supports(_ scenario: Scenario, _ form: Form) -> Bool {
+        (scenario != .getByID || form == .decoded) && !(onPostgres && scenario == .fileCheck)
+    }
 
     /// The query of each reading scenario.
     static func query(_ scenario: Scenario, _ p: Parameters) -> Query<StoredPerson>? {
@@ -172,11 +192,13 @@ final class DocStorePeer: Peer {
     }
 
     func fileSize() throws -> Int {
-        (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        if let schema { return try PostgresServer.size(ofSchema: schema) }
+        return (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
     }
 
     func close() async {
         await store?.close()
         store = nil
+        if let schema { PostgresServer.drop(schema: schema) }
     }
 }

@@ -1,0 +1,43 @@
+/// The documents of ids asked for in order, as a walk reaches them: through one cursor on an engine whose reads
+/// cost no round trip (neighbouring ids share leaf pages, which LMDB searches without descending from the root),
+/// and in batches of ``StorageTransaction/entries(_:forKeys:)`` on one that prefers batches (16 first, four times
+/// more each time, up to 1,024), in a read transaction: a write transaction's walk may change the documents ahead
+/// of it, so each is read when it is reached.
+final class DocumentsByID {
+    private let txn: any StorageTransaction
+    private let space: KeySpace
+    private let cursor: (any StorageCursor)?
+    /// The batch read last: the documents of `ids[batchStart..<batchEnd]` that exist, in that order.
+    private var batch: [StorageEntry] = []
+    private var batchPosition = 0
+    private var batchEnd = 0
+    private var batchSize = 16
+    /// What keeps the last two batches' bytes valid: a document handed on stays valid while the next is read.
+    private var keepers: (AnyObject?, AnyObject?)
+
+    init(_ txn: any StorageTransaction, _ space: KeySpace) throws {
+        self.txn = txn
+        self.space = space
+        cursor = DocumentsByID.readsInBatches(txn) ? nil : try txn.openCursor(space)
+    }
+
+    static func readsInBatches(_ txn: any StorageTransaction) -> Bool { txn.prefersBatches && txn.isReadOnly }
+
+    /// The document of `ids[i]`, `nil` when there is none; `i` grows from call to call.
+    func document(_ i: Int, of ids: [[UInt8]]) throws -> UnsafeRawBufferPointer? {
+        if let cursor { return try ids[i].withUnsafeBytes { try cursor.value(forKey: $0) } }
+        if i >= batchEnd {
+            batchEnd = min(ids.count, i + batchSize)
+            let fetched = try txn.entries(space, forKeys: Array(ids[i..<batchEnd]))
+            (batch, batchPosition, keepers) = (fetched.entries, 0, (fetched.keeper, keepers.0))
+            batchSize = min(batchSize * 4, 1024)
+        }
+        guard batchPosition < batch.count, batch[batchPosition].key.elementsEqual(ids[i]) else { return nil }
+        batchPosition += 1
+        return batch[batchPosition - 1].value
+    }
+
+    func close() {
+        if let cursor { txn.closeCursor(cursor) }
+    }
+}
