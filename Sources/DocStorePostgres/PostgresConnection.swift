@@ -121,6 +121,18 @@ final class PostgresConnection {
         if ahead.count >= PostgresConnection.aheadLimit { try settle() }
     }
 
+    /// Sends a statement with no parameters and no answer to read (`SAVEPOINT`, `RELEASE SAVEPOINT`) ahead, as
+    /// ``sendAhead(_:_:_:integers:then:)`` does.
+    func sendAhead(_ sql: String) throws {
+        try readUnanswered()
+        if ahead.isEmpty {
+            guard PQenterPipelineMode(raw) == 1 else { throw lostError() }
+        }
+        guard PQsendQueryParams(raw, sql, 0, nil, nil, nil, nil, 0) == 1 else { throw sendFailed() }
+        ahead.append(.statement({ _ in }))
+        if ahead.count >= PostgresConnection.aheadLimit { try settle() }
+    }
+
     /// Reads the answers of the statements sent ahead, in order, handing each to its `then`; throws the first
     /// error among them (the statements after it did not run). Every other call that waits settles first.
     func settle() throws {

@@ -16,6 +16,8 @@ final class PostgresCursor: StorageCursor {
     private var index = 0
     private var state = State.unset
     private var limit = 16
+    /// Where the walk placed by ``seek(atLeast:below:)`` ends: the windows after the first stop there too.
+    private var upperBound: [UInt8]?
 
     private enum State {
         case unset
@@ -78,6 +80,14 @@ final class PostgresCursor: StorageCursor {
 
     /// Fetches the rows after (or before) the current one, in that direction.
     private func fetch(beyond entry: StorageEntry, forward: Bool) throws -> StorageEntry? {
+        if forward, let upperBound {
+            return try upperBound.withUnsafeBytes { upper in
+                duplicateSorted
+                    ? try fetch("afterin", where: "(k, v) > ($1, $2) AND k < $3", descending: false, startsAtKey: false,
+                                [entry.key, entry.value, upper])
+                    : try fetch("afterin", where: "k > $1 AND k < $2", descending: false, [entry.key, upper])
+            }
+        }
         if duplicateSorted {
             return try fetch(forward ? "after" : "before", where: forward ? "(k, v) > ($1, $2)" : "(k, v) < ($1, $2)",
                              descending: !forward, startsAtKey: false, [entry.key, entry.value])
@@ -121,19 +131,33 @@ final class PostgresCursor: StorageCursor {
 
     func first() throws -> StorageEntry? {
         limit = 16
+        upperBound = nil
         return try fetch("first", where: nil, descending: false, [])
     }
 
     func last() throws -> StorageEntry? {
         limit = 16
+        upperBound = nil
         return try fetch("last", where: nil, descending: true, [])
     }
 
     func next() throws -> StorageEntry? { try step(forward: true) }
     func previous() throws -> StorageEntry? { try step(forward: false) }
 
+    /// The range's rows, 256 first: a walk of an index range ends where the range does, often in the first
+    /// window.
+    func seek(atLeast key: UnsafeRawBufferPointer, below upper: [UInt8]?) throws -> StorageEntry? {
+        guard let upper else { return try seek(atLeast: key) }
+        limit = 256
+        upperBound = upper
+        return try upper.withUnsafeBytes {
+            try fetch("range", where: "k >= $1 AND k < $2", descending: false, [key, $0])
+        }
+    }
+
     func seek(atLeast key: UnsafeRawBufferPointer) throws -> StorageEntry? {
         limit = 16
+        upperBound = nil
         if key.isEmpty { return try first() }
         return try fetch("seek", where: "k >= $1", descending: false, [key])
     }

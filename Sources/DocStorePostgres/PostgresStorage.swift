@@ -340,8 +340,25 @@ final class PostgresTransaction: StorageTransaction {
         }
     }
 
-    /// Reads the answers of the writes sent ahead: before the commit, and before a savepoint takes its copy of the
-    /// counts.
+    /// The statements sent ahead so far, numbered in order.
+    private var sentAhead = 0
+    /// The count changes that answers brought while a savepoint was open, by the number of their statement: a
+    /// rollback to a savepoint keeps those of statements sent before it, answered after it began.
+    private var countLog: [(statement: Int, space: UInt32, delta: Int)] = []
+
+    /// What an answer changes in the count of `space`, by `delta`, when it comes.
+    private func counted(_ space: UInt32, _ delta: @escaping (PostgresResult) -> Int) -> (PostgresResult) -> Void {
+        sentAhead += 1
+        let statement = sentAhead
+        return { [weak self] answer in
+            guard let self else { return }
+            let d = delta(answer)
+            countChanges[space, default: 0] += d
+            if savepoints > 0 { countLog.append((statement, space, d)) }
+        }
+    }
+
+    /// Reads the answers of the writes sent ahead, before the commit.
     func settle() throws {
         if let failure { throw failure }
         do {
@@ -422,6 +439,7 @@ final class PostgresTransaction: StorageTransaction {
 
     func entryCount(_ space: KeySpace) throws -> Int {
         if space.number == 0 { return try runText("SELECT count(*) FROM main").textInteger(0, 0) ?? 0 }
+        try settle()   // the count changes of the writes sent ahead
         let cached = resetCounts ? nil : engine.cache.counts[space.number]
         let stored = try cached ?? {
             let answer = try run("count", "SELECT count FROM spaces WHERE number = $1::bigint", [],
@@ -494,9 +512,8 @@ final class PostgresTransaction: StorageTransaction {
             } else {
                 // Nothing to answer: sent ahead, counted when its answer comes.
                 let number = space.number
-                try runAhead("\(t)_putdup", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING", [key, value]) {
-                    [weak self] answer in self?.countChanges[number, default: 0] += answer.affected
-                }
+                try runAhead("\(t)_putdup", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING", [key, value],
+                             then: counted(number) { $0.affected })
                 wrote(space)
                 return true
             }
@@ -509,9 +526,8 @@ final class PostgresTransaction: StorageTransaction {
             let number = space.number
             try runAhead("\(t)_put", "WITH old AS (SELECT 1 FROM \(t) WHERE k = $1), "
                          + "new AS (INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v) "
-                         + "SELECT count(*) FROM old", [key, value]) {
-                [weak self] answer in self?.countChanges[number, default: 0] += answer.binaryInteger(0, 0) == 0 ? 1 : 0
-            }
+                         + "SELECT count(*) FROM old", [key, value],
+                         then: counted(number) { $0.binaryInteger(0, 0) == 0 ? 1 : 0 })
             wrote(space)
             return true
         }
@@ -543,7 +559,7 @@ final class PostgresTransaction: StorageTransaction {
         try checkWritable()
         let t = table(space)
         let number = space.number
-        let count: (PostgresResult) -> Void = { [weak self] answer in self?.countChanges[number, default: 0] -= answer.affected }
+        let count = counted(number) { -$0.affected }
         try key.withUnsafeBytes { k in
             if let value {
                 try value.withUnsafeBytes { v in
@@ -580,16 +596,24 @@ final class PostgresTransaction: StorageTransaction {
     }
 
     /// A savepoint: released into this transaction when `body` returns, rolled back to when it throws.
+    ///
+    /// `SAVEPOINT` and `RELEASE` are sent ahead with the writes, so that the writes of a group commit, each nested,
+    /// cost no round trip of their own. The counts a rollback returns to are those of the statements sent before
+    /// the savepoint, whenever their answers came.
     func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
-        try settle()
+        if let failure { throw failure }
         savepoints += 1
         let name = "nested\(savepoints)"
-        defer { savepoints -= 1 }
+        defer {
+            savepoints -= 1
+            if savepoints == 0 { countLog = [] }
+        }
         let counts = countChanges
+        let (sentBefore, logged) = (sentAhead, countLog.count)
         let created = createdSpaces.count
         let interrupted = interruptedChange
         do {
-            try connection.execute("SAVEPOINT \(name)")
+            try connection.sendAhead("SAVEPOINT \(name)")
         } catch let error as PostgresError {
             throw StorageError.nestingRefused(error.description)
         }
@@ -598,9 +622,11 @@ final class PostgresTransaction: StorageTransaction {
             if interruptedChange != nil && interrupted == nil {
                 throw StorageError.interruptedChange(interruptedChange!)
             }
-            try connection.execute("RELEASE SAVEPOINT \(name)")
+            try connection.sendAhead("RELEASE SAVEPOINT \(name)")
             return result
         } catch {
+            // What was sent ahead is answered first: its error, if any, is this one or its cause.
+            try? connection.settle()
             do {
                 try connection.execute("ROLLBACK TO SAVEPOINT \(name)")
             } catch let rollbackError as PostgresError {
@@ -608,6 +634,9 @@ final class PostgresTransaction: StorageTransaction {
                 throw error
             }
             countChanges = counts
+            for change in countLog[logged...] where change.statement <= sentBefore {
+                countChanges[change.space, default: 0] += change.delta
+            }
             interruptedChange = interrupted
             engine.forget(Array(createdSpaces[created...]), on: connection)
             createdSpaces.removeSubrange(created...)

@@ -113,6 +113,7 @@ enum BenchCommand {
             }
             print(machine())
             print(Report.table(measurements))
+            print(Report.postgresTable(measurements))
             for c in codec { print(c.line) }
             if let d = codec.first(where: { $0.what == "DocumentDecoder" }), let j = codec.first(where: { $0.what == "JSONDecoder" }) {
                 print(String(format: "codec: DocumentDecoder decodes %.1fx as fast as JSONDecoder", d.documentsPerSecond / j.documentsPerSecond))

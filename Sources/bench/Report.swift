@@ -25,6 +25,13 @@ enum Report {
         n >= 1 << 30 ? String(format: "%.2f GiB", Double(n) / 1073741824) : String(format: "%.0f MiB", Double(n) / 1048576)
     }
 
+    /// The figure of `peer` for the scenario, form and count of `m`, as a table's cell.
+    static func cell(_ all: [Measurement], _ peer: String, like m: Measurement) -> String {
+        guard let x = all.first(where: { $0.peer == peer && $0.scenario == m.scenario && $0.form == m.form
+                                         && $0.documents == m.documents }) else { return " – |" }
+        return " \(duration(x.medianNanoseconds)), \(count(x.documentsPerSecond)) |"
+    }
+
     /// DocStore's speed relative to `peer` for the same scenario and form: `peer time / DocStore time`.
     static func ratio(_ all: [Measurement], _ m: Measurement, to peer: String) -> Double? {
         guard let other = all.first(where: { $0.peer == peer && $0.scenario == m.scenario && $0.form == m.form
@@ -44,15 +51,7 @@ enum Report {
             out += "|" + String(repeating: " --- |", count: 2 + peers.count + 3) + "\n"
             let rows = all.filter { $0.documents == count && $0.peer == "DocStore" }
             for m in rows {
-                var line = "| \(m.scenario) | \(m.form) |"
-                for p in peers {
-                    if let x = all.first(where: { $0.peer == p && $0.scenario == m.scenario && $0.form == m.form
-                                                  && $0.documents == count }) {
-                        line += " \(duration(x.medianNanoseconds)), \(Report.count(x.documentsPerSecond)) |"
-                    } else {
-                        line += " – |"
-                    }
-                }
+                var line = "| \(m.scenario) | \(m.form) |" + peers.map { cell(all, $0, like: m) }.joined()
                 for p in ["GRDB", "SQLite C", "raw LMDB"] {
                     if let r = ratio(all, m, to: p) {
                         line += r >= 1 ? String(format: " %.2fx |", r) : String(format: " **%.2fx (behind)** |", r)
@@ -77,9 +76,53 @@ enum Report {
         return out
     }
 
+    /// DocStore on PostgreSQL beside PostgreSQL used directly (`jsonb` documents, plain SQL) and DocStore on a file,
+    /// per document count; the ratio is the `jsonb` peer's time over DocStore's on PostgreSQL (above 1: DocStore is
+    /// faster). Empty when no PostgreSQL peer ran.
+    static func postgresTable(_ all: [Measurement]) -> String {
+        let engine = "DocStore PG", direct = "PostgreSQL jsonb"
+        let peers = ["DocStore", engine, direct].filter { p in all.contains { $0.peer == p } }
+        guard peers.contains(engine) || peers.contains(direct) else { return "" }
+        var out = ""
+        for count in Set(all.map(\.documents)).sorted() {
+            out += "\n### On PostgreSQL, \(count) documents\n\n| scenario | form | "
+                + peers.map { "\($0) (median, docs/s)" }.joined(separator: " | ") + " | \(engine) vs \(direct) |\n"
+            out += "|" + String(repeating: " --- |", count: 3 + peers.count) + "\n"
+            let rows = all.filter { m in
+                m.documents == count && (m.peer == engine || (m.peer == direct && !all.contains { o in
+                    o.peer == engine && o.documents == count && o.scenario == m.scenario && o.form == m.form }))
+            }
+            for m in rows {
+                var line = "| \(m.scenario) | \(m.form) |" + peers.map { cell(all, $0, like: m) }.joined()
+                if m.peer == engine, let r = ratio(all, m, to: direct) {
+                    line += r >= 1 ? String(format: " %.2fx |", r) : String(format: " **%.2fx (behind)** |", r)
+                } else {
+                    line += " – |"
+                }
+                out += line + "\n"
+                for o in all where o.documents == count && o.scenario == m.scenario && o.form == m.form
+                    && o.peer != m.peer && m.produced >= 0 && o.produced >= 0 && o.produced != m.produced {
+                    out += "\n**MISMATCH**: \(m.scenario) \(m.form): \(m.peer) produced \(m.produced), \(o.peer) \(o.produced)\n"
+                }
+            }
+            let sizes = peers.compactMap { p in all.first { $0.peer == p && $0.documents == count }
+                .map { "\(p) \(bytes($0.fileBytes))" } }
+            out += "\nOn disk: " + sizes.joined(separator: ", ") + "\n"
+            let writes = all.filter { $0.documents == count && peers.contains($0.peer) }
+            let scenarios = writes.filter { $0.writeP50Nanoseconds != nil }.map(\.scenario)
+            if !scenarios.isEmpty {
+                out += latencies(writes.filter { scenarios.contains($0.scenario) }, peers: peers, scenarios: scenarios)
+            }
+        }
+        return out
+    }
+
     /// The write scenarios' latency per write, p50 and p99 for each peer, and each peer's commits per second.
-    static func latencies(_ all: [Measurement], peers: [String]) -> String {
-        let scenarios = all.filter { $0.peer == "DocStore" && $0.writeP50Nanoseconds != nil }.map(\.scenario)
+    static func latencies(_ all: [Measurement], peers: [String], scenarios: [String]? = nil) -> String {
+        var unique: [String] = []
+        for s in scenarios ?? all.filter({ $0.peer == "DocStore" && $0.writeP50Nanoseconds != nil }).map(\.scenario)
+            where !unique.contains(s) { unique.append(s) }
+        let scenarios = unique
         guard !scenarios.isEmpty else { return "" }
         var out = "\nLatency per write (p50 / p99) and commits per second:\n\n| scenario | "
             + peers.map { "\($0) p50 / p99, commits/s" }.joined(separator: " | ") + " |\n"

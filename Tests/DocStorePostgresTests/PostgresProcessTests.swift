@@ -129,6 +129,69 @@ struct PostgresProcessTests {
         #expect(Set(claims.map(\.code)) == Set(0..<codes))
     }
 
+    /// Writes sent ahead (answered with a later statement) keep the counts right through savepoints: a rollback
+    /// returns to the counts of everything sent before its savepoint, even what was answered after it began; a
+    /// release keeps what was written inside. And a walk placed by a bounded seek ends at its bound, across windows.
+    @Test func countsFollowWritesSentAheadThroughSavepoints() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        let location = try PostgresLocation(url, durability: .full)
+        let engine = try PostgresStorage(settings: location.storage)
+        defer { engine.close() }
+        struct Refused: Error {}
+        var expected: (plain: Int, dups: Int) = (0, 0)
+        var rng = SeededGenerator(seed: 11)
+        for round in 0..<6 {
+            try engine.write { txn in
+                let plain = try #require(try txn.openKeySpace("plain", create: true, duplicateSort: false))
+                let dups = try #require(try txn.openKeySpace("dups", create: true, duplicateSort: true))
+                var inside = (plain: 0, dups: 0)
+                for step in 0..<40 {
+                    let key: [UInt8] = [UInt8(round), UInt8(step)]
+                    // Sent ahead, not yet answered when the savepoint begins.
+                    try txn.put(plain, key, [1])
+                    try txn.put(dups, [UInt8(step % 3)], key)
+                    inside.plain += 1
+                    inside.dups += 1
+                    let keep = Bool.random(using: &rng)
+                    _ = try? txn.nested { child in
+                        try child.put(plain, key + [0], [2])
+                        try child.put(dups, [UInt8(step % 3)], key + [0])
+                        try child.discard(plain, key, value: nil)
+                        if !keep { throw Refused() }
+                    }
+                    if keep { inside.dups += 1 }
+                    #expect(try txn.entryCount(plain) == expected.plain + inside.plain, "round \(round) step \(step)")
+                    #expect(try txn.entryCount(dups) == expected.dups + inside.dups, "round \(round) step \(step)")
+                }
+                expected.plain += inside.plain
+                expected.dups += inside.dups
+            }
+            try engine.read { txn in
+                let plain = try #require(try txn.openKeySpace("plain", create: false, duplicateSort: false))
+                let dups = try #require(try txn.openKeySpace("dups", create: false, duplicateSort: true))
+                #expect(try txn.entryCount(plain) == expected.plain)
+                #expect(try txn.entryCount(dups) == expected.dups)
+                var counted = (plain: 0, dups: 0)
+                try txn.forEachEntry(in: plain) { _, _ in counted.plain += 1 }
+                try txn.forEachEntry(in: dups) { _, _ in counted.dups += 1 }
+                #expect(counted.plain == expected.plain && counted.dups == expected.dups)
+                // Key 1's values, walked from a bounded seek: all of them, in order, and nothing of key 2.
+                var walked: [[UInt8]] = []
+                try txn.withCursor(dups) { cursor in
+                    var entry = try [UInt8(1)].withUnsafeBytes { try cursor.seek(atLeast: $0, below: [2]) }
+                    while let (k, v) = entry, k.elementsEqual([1]) {
+                        walked.append(Array(v))
+                        entry = try cursor.next()
+                    }
+                    #expect(entry == nil || !entry!.key.lexicographicallyPrecedes([2]) == true)
+                }
+                var all: [[UInt8]] = []
+                try txn.forEachEntry(in: dups, prefix: [1]) { _, v in all.append(Array(v)) }
+                #expect(walked == all && !all.isEmpty)
+            }
+        }
+    }
+
     /// Keys that differ only in length, in high bytes, or around embedded zeros walk in LMDB's order (bytes in
     /// order, a prefix first), forward and back, plain and duplicate-sorted; counts follow every change.
     @Test func keysAreOrderedAsLMDBOrdersThem() async throws {

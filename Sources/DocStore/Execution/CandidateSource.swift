@@ -113,7 +113,7 @@ final class IndexScanSource: CandidateSource {
     /// Places the cursor on the first entry of the current range, in walk order.
     private func position(_ range: KeyRange) throws -> StorageEntry? {
         if !scan.descending {
-            var entry = try cursor.seek(atLeast: range.lower)
+            var entry = try range.lower.withUnsafeBytes { try cursor.seek(atLeast: $0, below: range.upper) }
             if entry != nil && hasDuplicates && scan.descendingIDs { entry = try cursor.lastDuplicate() }
             return entry
         }

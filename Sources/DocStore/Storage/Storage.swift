@@ -169,6 +169,9 @@ package protocol StorageCursor {
     func previous() throws -> StorageEntry?
     /// The first entry whose key is greater than or equal to `key` (the first of all for an empty key).
     func seek(atLeast key: UnsafeRawBufferPointer) throws -> StorageEntry?
+    /// The first entry whose key lies in `key..<upper`, for a walk forward that stops at `upper`: an engine that
+    /// fetches ahead fetches that range, and may end the walk there (``next()`` then returns `nil`).
+    func seek(atLeast key: UnsafeRawBufferPointer, below upper: [UInt8]?) throws -> StorageEntry?
     /// The value under exactly `key`, or `nil`; cheaper than a transaction's `get` for look-ups in key order.
     func value(forKey key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer?
     /// The first entry of the next key, skipping the current key's other values.
@@ -189,6 +192,12 @@ package protocol StorageCursor {
 extension StorageCursor {
     func seek(atLeast key: [UInt8]) throws -> StorageEntry? {
         try key.withUnsafeBytes { try seek(atLeast: $0) }
+    }
+
+    func seek(atLeast key: UnsafeRawBufferPointer, below upper: [UInt8]?) throws -> StorageEntry? {
+        let entry = try seek(atLeast: key)
+        guard let upper, let found = entry else { return entry }
+        return found.key.lexicographicallyPrecedes(upper) ? found : nil
     }
 }
 
