@@ -694,7 +694,7 @@ final class CommitCache {
         if txn.resetCounts {
             counts = [:]
         } else {
-            for (number, delta) in txn.countChanges where counts[number] != nil { counts[number]! += delta }
+            for (number, delta) in txn.countChanges { counts[number]? += delta }
         }
         commit += 1
     }
