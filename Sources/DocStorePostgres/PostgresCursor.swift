@@ -62,8 +62,7 @@ final class PostgresCursor: StorageCursor {
                        startsAtKey: Bool = true, _ values: [UnsafeRawBufferPointer]) throws -> StorageEntry? {
         let sql = "SELECT k, v FROM \(table)" + (condition.map { " WHERE " + $0 } ?? "")
             + " ORDER BY " + (descending ? reversed : order) + " LIMIT $\(values.count + 1)"
-        let answer = try txn.run("\(table)_\(name)", sql, values, integers: [limit])
-        txn.keep(answer)
+        let answer = try txn.window("\(table)_\(name)", sql, values, limit: limit)
         let count = answer.rowCount
         window = Window(answer: answer, count: count, descending: descending,
                         reachesEnd: !bounded && count < limit, startsAtKey: startsAtKey, generation: txn.writeGeneration)

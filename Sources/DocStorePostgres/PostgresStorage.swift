@@ -300,6 +300,7 @@ final class PostgresTransaction: StorageTransaction {
     func invalidate() {
         isValid = false
         answers = []
+        windows = [:]
         cachedValues = []
     }
 
@@ -455,6 +456,28 @@ final class PostgresTransaction: StorageTransaction {
 
     /// Keeps an answer whose values are handed out until the transaction ends.
     func keep(_ answer: PostgresResult) { answers.append(answer) }
+
+    /// The windows cursors fetched, by statement, parameters and the writes before them: a window asked for again
+    /// in the same transaction (the planner counts a range's entries, then the walk reads them) is not fetched
+    /// twice.
+    private var windows: [WindowKey: PostgresResult] = [:]
+    private struct WindowKey: Hashable {
+        let statement: String
+        let values: [[UInt8]]
+        let limit: Int
+        let generation: Int
+    }
+
+    /// A cursor's window: the answer of statement `name` for `values` and `limit`, kept until the transaction ends.
+    func window(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer], limit: Int)
+        throws -> PostgresResult {
+        let key = WindowKey(statement: name, values: values.map(Array.init), limit: limit, generation: writeGeneration)
+        if let found = windows[key] { return found }
+        let answer = try run(name, sql(), values, integers: [limit])
+        keep(answer)
+        windows[key] = answer
+        return answer
+    }
 
     func get(_ space: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         let cached = space.number == engine.cache.catalog && !wroteCatalog

@@ -32,7 +32,7 @@ extension CollectionHandle {
             let index = try handle.index(index)
             return try txn.withCursor(index.database) { cursor in
                 for range in ranges {
-                    var entry = try cursor.seek(atLeast: range.lower)
+                    var entry = try range.lower.withUnsafeBytes { try cursor.seek(atLeast: $0, below: range.upper) }
                     while let (key, _) = entry, range.contains(key) {
                         if index.isUnique {
                             total += 1
