@@ -45,7 +45,10 @@ final class PostgresStorage: StorageEngine {
     private func connect() throws -> PostgresConnection {
         let connection = try PostgresConnection(conninfo: settings.conninfo, server: settings.server)
         try connection.execute("SET search_path TO \(quoted(settings.schema)); SET client_min_messages TO warning; "
-            + "SET synchronous_commit TO " + (settings.synchronousCommit ? "on" : "off"))
+            + "SET synchronous_commit TO " + (settings.synchronousCommit ? "on" : "off") + "; "
+            // Where the writes sent ahead note how they change the spaces' counts: the commit adds them up.
+            + "CREATE TEMP TABLE IF NOT EXISTS docstore_deltas (space integer NOT NULL, delta integer NOT NULL) "
+            + "ON COMMIT DELETE ROWS")
         return connection
     }
 
@@ -151,14 +154,12 @@ final class PostgresStorage: StorageEngine {
                 var result: R?
                 do {
                     result = try body(txn)
-                    try txn.settle()
                     if let failure = txn.failure { throw failure }
                     if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
                     txn.invalidate()
                     committing = true
-                    let statements = txn.commitStatements()
-                    try connection.execute(statements + "COMMIT")
-                    if !statements.isEmpty { cache.committed(txn) }
+                    try txn.commit()
+                    if txn.changedAnything { cache.committed(txn) }
                     return result!
                 } catch {
                     let cause = txn.failure ?? (error as? PostgresError)
@@ -184,8 +185,14 @@ final class PostgresStorage: StorageEngine {
     /// Whether the transaction `id` committed, asked on a new connection after the old one was lost mid-commit.
     private func committed(_ id: String) throws -> Bool {
         let connection = try liveConnection()
-        let status = try connection.execute("SELECT pg_xact_status('\(id)'::xid8)").text(0, 0)
-        return status == "committed"
+        do {
+            let status = try connection.execute("SELECT pg_xact_status('\(id)'::xid8)").text(0, 0)
+            return status == "committed"
+        } catch let error as PostgresError where error.sqlState == "22023" {
+            // "in the future": the server restarted without a log record of the transaction, which so never
+            // committed.
+            return false
+        }
     }
 
     fileprivate func forget(_ spaces: [UInt32], on connection: PostgresConnection) {
@@ -304,14 +311,43 @@ final class PostgresTransaction: StorageTransaction {
         cachedValues = []
     }
 
-    /// The statements that finish a write: its count changes, and the commit number.
-    fileprivate func commitStatements() -> String {
-        guard changed else { return "" }
-        var sql = ""
-        for (number, delta) in countChanges where delta != 0 {
-            sql += "UPDATE spaces SET count = count + \(delta) WHERE number = \(number);"
+    /// Ends a write in one round trip: its count changes (those known here, and those the writes sent ahead
+    /// noted on the server), the commit number, the notice to observers and `COMMIT` are sent ahead with the writes
+    /// not yet answered.
+    fileprivate func commit() throws {
+        if changed {
+            for (number, delta) in countChanges where delta != 0 {
+                try connection.sendAhead("UPDATE spaces SET count = count + \(delta) WHERE number = \(number)")
+            }
+            if !countedOnServer.isEmpty {
+                try connection.sendAhead("counts", "UPDATE spaces SET count = spaces.count + d.total FROM (SELECT space, "
+                                         + "sum(delta)::bigint AS total FROM pg_temp.docstore_deltas GROUP BY space) d "
+                                         + "WHERE spaces.number = d.space RETURNING spaces.number, spaces.count", []) {
+                    [weak self] answer in
+                    for row in 0..<answer.rowCount {
+                        self?.committedCounts[UInt32(answer.binaryInteger(row, 0))] = answer.binaryInteger(row, 1)
+                    }
+                }
+            }
+            try connection.sendAhead("UPDATE meta SET commit = commit + 1")
+            try connection.sendAhead("NOTIFY \(engine.channel)")
         }
-        return sql + "UPDATE meta SET commit = commit + 1; NOTIFY \(engine.channel);"
+        try connection.sendAhead("COMMIT")
+        try connection.settle()
+    }
+
+    /// Whether the commit changed anything (and so advanced the commit number).
+    var changedAnything: Bool { changed }
+
+    /// The spaces whose counts the writes sent ahead changed: noted on the server (`docstore_deltas`), added up at
+    /// the commit, whose new counts come back in ``committedCounts``.
+    fileprivate(set) var countedOnServer: Set<UInt32> = []
+    fileprivate(set) var committedCounts: [UInt32: Int] = [:]
+
+    /// A write sent ahead that notes its count change on the server: `change` (a `WITH` whose rows, one per entry
+    /// added or removed, are named `row`), then a note of `delta` per row.
+    private func counting(_ space: KeySpace, _ change: String, by delta: Int) -> String {
+        "WITH \(change) INSERT INTO pg_temp.docstore_deltas SELECT \(space.number), \(delta) FROM row"
     }
 
     /// Runs a statement of this transaction; a server error is kept, since the server has aborted the transaction.
@@ -330,40 +366,10 @@ final class PostgresTransaction: StorageTransaction {
     /// Sends a write of this transaction without waiting for its answer, which goes to `then` when a later
     /// statement is answered (``PostgresConnection/sendAhead(_:_:_:integers:then:)``); its error, if any, is kept as
     /// ``run(_:_:_:integers:)`` keeps one, by the call that reads it.
-    func runAhead(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
-                  then: @escaping (PostgresResult) -> Void) throws {
+    func runAhead(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer]) throws {
         if let failure { throw failure }
         do {
-            try connection.sendAhead(name, sql(), values, then: then)
-        } catch let error as PostgresError {
-            if savepoints == 0 { failure = error }
-            throw error
-        }
-    }
-
-    /// The statements sent ahead so far, numbered in order.
-    private var sentAhead = 0
-    /// The count changes that answers brought while a savepoint was open, by the number of their statement: a
-    /// rollback to a savepoint keeps those of statements sent before it, answered after it began.
-    private var countLog: [(statement: Int, space: UInt32, delta: Int)] = []
-
-    /// What an answer changes in the count of `space`, by `delta`, when it comes.
-    private func counted(_ space: UInt32, _ delta: @escaping (PostgresResult) -> Int) -> (PostgresResult) -> Void {
-        sentAhead += 1
-        let statement = sentAhead
-        return { [weak self] answer in
-            guard let self else { return }
-            let d = delta(answer)
-            countChanges[space, default: 0] += d
-            if savepoints > 0 { countLog.append((statement, space, d)) }
-        }
-    }
-
-    /// Reads the answers of the writes sent ahead, before the commit.
-    func settle() throws {
-        if let failure { throw failure }
-        do {
-            try connection.settle()
+            try connection.sendAhead(name, sql(), values) { _ in }
         } catch let error as PostgresError {
             if savepoints == 0 { failure = error }
             throw error
@@ -386,7 +392,9 @@ final class PostgresTransaction: StorageTransaction {
 
     func isDuplicateSorted(_ space: KeySpace) -> Bool { engine.duplicateSorted[space.number] ?? false }
 
-    private func wrote(_ space: KeySpace? = nil) {
+    /// Notes a write; `countedOnServer` when it was sent ahead and noted its count change on the server.
+    private func wrote(_ space: KeySpace? = nil, countedOnServer counted: Bool = false) {
+        if counted, let space { countedOnServer.insert(space.number) }
         changed = true
         writeGeneration += 1
         if space == nil || space?.number == engine.cache.catalog { wroteCatalog = true }
@@ -440,7 +448,12 @@ final class PostgresTransaction: StorageTransaction {
 
     func entryCount(_ space: KeySpace) throws -> Int {
         if space.number == 0 { return try runText("SELECT count(*) FROM main").textInteger(0, 0) ?? 0 }
-        try settle()   // the count changes of the writes sent ahead
+        if countedOnServer.contains(space.number) {
+            // The count as of this transaction's statements so far, with the changes the writes sent ahead noted.
+            return try run("countnow", "SELECT (count + coalesce((SELECT sum(delta) FROM pg_temp.docstore_deltas WHERE "
+                           + "space = $1::bigint), 0))::bigint FROM spaces WHERE number = $1::bigint", [],
+                           integers: [Int(space.number)]).binaryInteger(0, 0) + (countChanges[space.number] ?? 0)
+        }
         let cached = resetCounts ? nil : engine.cache.counts[space.number]
         let stored = try cached ?? {
             let answer = try run("count", "SELECT count FROM spaces WHERE number = $1::bigint", [],
@@ -533,25 +546,23 @@ final class PostgresTransaction: StorageTransaction {
                                 [key, value]).affected
                 if added == 0 { return false }
             } else {
-                // Nothing to answer: sent ahead, counted when its answer comes.
-                let number = space.number
-                try runAhead("\(t)_putdup", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING", [key, value],
-                             then: counted(number) { $0.affected })
-                wrote(space)
+                // Nothing to answer: sent ahead, its count change noted on the server.
+                try runAhead("\(t)_putdupc", counting(space, "row AS (INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO "
+                                                       + "NOTHING RETURNING 1)", by: 1), [key, value])
+                wrote(space, countedOnServer: true)
                 return true
             }
         } else if noOverwrite {
             added = try run("\(t)_putnew", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING", [key, value]).affected
             if added == 0 { return false }
         } else {
-            // The first statement of the WITH sees the table before the insert: whether the key was new. Nothing to
-            // answer: sent ahead, counted when its answer comes.
-            let number = space.number
-            try runAhead("\(t)_put", "WITH old AS (SELECT 1 FROM \(t) WHERE k = $1), "
-                         + "new AS (INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v) "
-                         + "SELECT count(*) FROM old", [key, value],
-                         then: counted(number) { $0.binaryInteger(0, 0) == 0 ? 1 : 0 })
-            wrote(space)
+            // The first part of the WITH sees the table before the insert: a row when the key is new. Nothing to
+            // answer: sent ahead, its count change noted on the server.
+            try runAhead("\(t)_putc", counting(space, "old AS (SELECT 1 FROM \(t) WHERE k = $1), new AS (INSERT INTO "
+                                                + "\(t) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v), "
+                                                + "row AS (SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM old))", by: 1),
+                         [key, value])
+            wrote(space, countedOnServer: true)
             return true
         }
         countChanges[space.number, default: 0] += added
@@ -577,22 +588,22 @@ final class PostgresTransaction: StorageTransaction {
         return true
     }
 
-    /// A delete whose answer nobody waits for: sent ahead, counted when its answer comes.
+    /// A delete whose answer nobody waits for: sent ahead, its count change noted on the server.
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws {
         try checkWritable()
         let t = table(space)
-        let number = space.number
-        let count = counted(number) { -$0.affected }
         try key.withUnsafeBytes { k in
             if let value {
                 try value.withUnsafeBytes { v in
-                    try runAhead("\(t)_delpair", "DELETE FROM \(t) WHERE k = $1 AND v = $2", [k, v], then: count)
+                    try runAhead("\(t)_delpairc", counting(space, "row AS (DELETE FROM \(t) WHERE k = $1 AND v = $2 "
+                                                            + "RETURNING 1)", by: -1), [k, v])
                 }
             } else {
-                try runAhead("\(t)_del", "DELETE FROM \(t) WHERE k = $1", [k], then: count)
+                try runAhead("\(t)_delc", counting(space, "row AS (DELETE FROM \(t) WHERE k = $1 RETURNING 1)", by: -1),
+                             [k])
             }
         }
-        wrote(space)
+        wrote(space, countedOnServer: true)
     }
 
     // MARK: Cursors
@@ -621,18 +632,13 @@ final class PostgresTransaction: StorageTransaction {
     /// A savepoint: released into this transaction when `body` returns, rolled back to when it throws.
     ///
     /// `SAVEPOINT` and `RELEASE` are sent ahead with the writes, so that the writes of a group commit, each nested,
-    /// cost no round trip of their own. The counts a rollback returns to are those of the statements sent before
-    /// the savepoint, whenever their answers came.
+    /// cost no round trip of their own. A rollback undoes the count changes noted on the server with the writes.
     func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
         if let failure { throw failure }
         savepoints += 1
         let name = "nested\(savepoints)"
-        defer {
-            savepoints -= 1
-            if savepoints == 0 { countLog = [] }
-        }
+        defer { savepoints -= 1 }
         let counts = countChanges
-        let (sentBefore, logged) = (sentAhead, countLog.count)
         let created = createdSpaces.count
         let interrupted = interruptedChange
         do {
@@ -657,9 +663,6 @@ final class PostgresTransaction: StorageTransaction {
                 throw error
             }
             countChanges = counts
-            for change in countLog[logged...] where change.statement <= sentBefore {
-                countChanges[change.space, default: 0] += change.delta
-            }
             interruptedChange = interrupted
             engine.forget(Array(createdSpaces[created...]), on: connection)
             createdSpaces.removeSubrange(created...)
@@ -718,6 +721,7 @@ final class CommitCache {
             counts = [:]
         } else {
             for (number, delta) in txn.countChanges { counts[number]? += delta }
+            for number in txn.countedOnServer { counts[number] = txn.committedCounts[number] }
         }
         commit += 1
     }

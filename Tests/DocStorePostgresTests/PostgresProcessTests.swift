@@ -129,9 +129,9 @@ struct PostgresProcessTests {
         #expect(Set(claims.map(\.code)) == Set(0..<codes))
     }
 
-    /// Writes sent ahead (answered with a later statement) keep the counts right through savepoints: a rollback
-    /// returns to the counts of everything sent before its savepoint, even what was answered after it began; a
-    /// release keeps what was written inside. And a walk placed by a bounded seek ends at its bound, across windows.
+    /// Writes sent ahead (their count changes noted on the server and added up at the commit) keep the counts
+    /// right inside a transaction, through savepoints kept and rolled back, and from one commit to the next, where
+    /// the engine keeps the counts the commit returned. And a walk placed by a bounded seek ends at its bound.
     @Test func countsFollowWritesSentAheadThroughSavepoints() async throws {
         let url = try PostgresCluster.shared().freshURL()
         let location = try PostgresLocation(url, durability: .full)
