@@ -35,6 +35,28 @@ extension DocStore {
     }
 }
 
+extension DocStore {
+    /// Opens the store kept in a PostgreSQL database, as ``init(postgres:options:)`` does, then runs the migrations
+    /// of `migrator` it has not applied, in order, as ``init(path:options:migrator:)`` does on a file. Processes on
+    /// several hosts may open the store with the same migrator at once: each migration runs once.
+    ///
+    /// For example:
+    /// ```swift
+    /// var migrator = Migrator()
+    /// migrator.registerMigration("v2") { m in try m.renameField("name", to: "fullName", in: "people") }
+    /// let store = try await DocStore(postgres: "postgres://app@db.internal/app", migrator: migrator)
+    /// ```
+    public init(postgres url: String, options: Options = Options(), migrator: Migrator) async throws {
+        try await self.init(postgres: url, options: options)
+        do {
+            try await migrator.migrate(self)
+        } catch {
+            close()
+            throw error
+        }
+    }
+}
+
 /// A PostgreSQL URL taken apart: what libpq is given, and the name the store goes by, with no password in it.
 struct PostgresLocation {
     var storage: PostgresStorage.Settings

@@ -23,3 +23,20 @@ let engineIsServer = true
 func engineSeeds<T>(_ seeds: [T]) -> [T] {
     engineIsServer && ProcessInfo.processInfo.environment["DOCSTORE_ALL_SEEDS"] == nil ? Array(seeds.prefix(1)) : seeds
 }
+
+/// Where a test's store called `name` lives beside `dir`: a schema of its own on the tests' cluster, named after
+/// both. The same name gives the same store, so that a test can close it and open it again.
+func storeLocation(_ dir: TemporaryDirectory, _ name: String) -> String {
+    guard PostgresCluster.isAvailable, let cluster = try? PostgresCluster.shared() else { return "postgres://unavailable" }
+    var hash: UInt64 = 0xCBF2_9CE4_8422_2325   // FNV-1a of the folder and the name
+    for byte in (dir.path(name)).utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+    return cluster.url(schema: "t_" + String(hash, radix: 16))
+}
+
+/// Opens (or creates) the store at a ``storeLocation(_:_:)``, running `migrator` when one is given.
+func openStore(_ location: String, options: DocStore.Options = .init(), migrator: Migrator? = nil) async throws
+    -> DocStore {
+    if !PostgresCluster.isAvailable { try Test.cancel(Comment(rawValue: PostgresCluster.skipReason)) }
+    if let migrator { return try await DocStore(postgres: location, options: options, migrator: migrator) }
+    return try await DocStore(postgres: location, options: options)
+}

@@ -18,3 +18,14 @@ let engineIsServer = false
 func engineSeeds<T>(_ seeds: [T]) -> [T] {
     engineIsServer && ProcessInfo.processInfo.environment["DOCSTORE_ALL_SEEDS"] == nil ? Array(seeds.prefix(1)) : seeds
 }
+
+/// Where a test's store called `name` lives beside `dir`: a file here, a schema on the server in
+/// DocStorePostgresTests. The same name gives the same store, so that a test can close it and open it again.
+func storeLocation(_ dir: TemporaryDirectory, _ name: String) -> String { dir.path(name) }
+
+/// Opens (or creates) the store at a ``storeLocation(_:_:)``, running `migrator` when one is given.
+func openStore(_ location: String, options: DocStore.Options = .init(), migrator: Migrator? = nil) async throws
+    -> DocStore {
+    if let migrator { return try await DocStore(path: location, options: options, migrator: migrator) }
+    return try await DocStore(path: location, options: options)
+}

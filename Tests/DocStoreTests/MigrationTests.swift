@@ -118,7 +118,7 @@ private func everything(_ store: DocStore) async throws -> String {
     /// migrated by one of them does not look as if its migrations had changed.
     @Test func stepTextsKeepTheirPlainForm() async throws {
         let dir = TemporaryDirectory()
-        let store = try await DocStore(path: dir.path("s.db"))
+        let store = try await openStore(storeLocation(dir, "s.db"))
         try await store.write { ctx in try ctx.insert(.object([("id", .int(1))]), into: "c") }
         let day = Date(timeIntervalSince1970: 1_714_557_600)
         let id = UUID(uuidString: "00000000-0000-0000-0000-00000000002A")!
@@ -146,7 +146,7 @@ private func everything(_ store: DocStore) async throws -> String {
     /// not a change of id.
     @Test func migrationWritesChangesThatEqualValuesHide() async throws {
         let dir = TemporaryDirectory()
-        let store = try await DocStore(path: dir.path("m.db"))
+        let store = try await openStore(storeLocation(dir, "m.db"))
         try await store.write { ctx in
             try ctx.insert(.object([("id", .int(1)), ("x", .double(-0.0))]), into: "c")
             try ctx.insert(.object([("id", .int(2)), ("x", .double(1))]), into: "c")
@@ -164,10 +164,10 @@ private func everything(_ store: DocStore) async throws -> String {
 
     @Test func aStoreOfVersionOneMigratesToTwoThenThree() async throws {
         let dir = TemporaryDirectory()
-        let path = dir.path("contacts.db")
+        let path = storeLocation(dir, "contacts.db")
         let v1 = Contacts.randomV1(count: 300, seed: 17)
         do {
-            let store = try await DocStore(path: path)
+            let store = try await openStore(path)
             try await store.insert(contentsOf: v1)
             try await store.write { ctx in
                 try ctx.saveFilter(SavedFilter(name: "oslo", query: Query("contacts")
@@ -182,7 +182,7 @@ private func everything(_ store: DocStore) async throws -> String {
 
         // Version 2: the app registers one migration.
         do {
-            let store = try await DocStore(path: path)
+            let store = try await openStore(path)
             var migrator = Migrator()
             Contacts.registerV2(&migrator)
             #expect(try await migrator.pendingMigrations(in: store) == ["v2: full names, numeric zip codes"])
@@ -205,7 +205,7 @@ private func everything(_ store: DocStore) async throws -> String {
         }
 
         // Version 3: the same store, opened by an app that has both migrations, runs only the second.
-        let store = try await DocStore(path: path)
+        let store = try await openStore(path)
         var migrator = Migrator()
         Contacts.registerV2(&migrator)
         Contacts.registerV3(&migrator)
@@ -319,7 +319,7 @@ private func everything(_ store: DocStore) async throws -> String {
     }
 
     /// Random documents and random steps, against the same steps applied to the documents in memory.
-    @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
+    @Test(arguments: engineSeeds([1, 2, 3, 4, 5, 6] as [UInt64]))
     func randomStepsMatchTheSameStepsInMemory(seed: UInt64) async throws {
         var rng = SeededGenerator(seed: seed)
         let (store, dir) = try await makeStore()
@@ -528,11 +528,11 @@ private func everything(_ store: DocStore) async throws -> String {
 
     @Test func openingWithAMigratorMigratesOrClosesTheStore() async throws {
         let dir = TemporaryDirectory()
-        let path = dir.path("opened.db")
+        let path = storeLocation(dir, "opened.db")
         var good = Migrator()
         good.registerMigration("seed") { m in try m.context.insert(.object([("id", .int(1))]), into: "items") }
         do {
-            let store = try await DocStore(path: path, migrator: good)
+            let store = try await openStore(path, migrator: good)
             #expect(try await Query<DocumentValue>("items").count(in: store) == 1)
             await store.close()
         }
@@ -541,30 +541,30 @@ private func everything(_ store: DocStore) async throws -> String {
             try m.context.insert(.object([("id", .int(2))]), into: "items")
             try m.convertField("id", in: "items", to: .string)
         }
-        await #expect(throws: DocStoreError.self) { _ = try await DocStore(path: path, migrator: bad) }
+        await #expect(throws: DocStoreError.self) { _ = try await openStore(path, migrator: bad) }
         // The failed open closed the store: it opens again, as it was.
-        let store = try await DocStore(path: path)
+        let store = try await openStore(path)
         #expect(try await Query<DocumentValue>("items").count(in: store) == 1)
         #expect(try await store.appliedMigrations().map(\.name) == ["seed"])
     }
 
     @Test func aReadOnlyStoreOpensWithAMigratorItHasHadAndIsRefusedOneItHasNot() async throws {
         let dir = TemporaryDirectory()
-        let path = dir.path("ro.db")
+        let path = storeLocation(dir, "ro.db")
         var migrator = Migrator()
         migrator.registerMigration("one") { m in try m.context.insert(.object([("id", .int(1))]), into: "items") }
         do {
-            let store = try await DocStore(path: path, migrator: migrator)
+            let store = try await openStore(path, migrator: migrator)
             await store.close()
         }
         var options = DocStore.Options()
         options.readOnly = true
-        let store = try await DocStore(path: path, options: options, migrator: migrator)
+        let store = try await openStore(path, options: options, migrator: migrator)
         #expect(try await Query<DocumentValue>("items").count(in: store) == 1)
         await store.close()
         migrator.registerMigration("two") { _ in }
         do {
-            _ = try await DocStore(path: path, options: options, migrator: migrator)
+            _ = try await openStore(path, options: options, migrator: migrator)
             Issue.record("a read-only store was given a migration")
         } catch let error as DocStoreError {
             #expect(error.code == .readOnly)
@@ -604,9 +604,9 @@ private func everything(_ store: DocStore) async throws -> String {
 @Suite(.ownThreads) struct MigrationAcrossProcessesTests {
     @Test func fourProcessesMigratingAtOnceRunEachMigrationOnce() async throws {
         let dir = TemporaryDirectory()
-        let path = dir.path("shared.db")
+        let path = storeLocation(dir, "shared.db")
         do {
-            let store = try await DocStore(path: path)
+            let store = try await openStore(path)
             try await store.write { ctx in
                 for i in 0..<3000 { try ctx.insert(.object([("id", .int(Int64(i)))]), into: "items") }
             }
@@ -615,7 +615,7 @@ private func everything(_ store: DocStore) async throws -> String {
         var children: [(Process, Pipe)] = []
         for _ in 0..<4 {
             let process = Process()
-            process.executableURL = CrashSafetyTests.writerURL
+            process.executableURL = ObservationTests.writerURL
             process.arguments = ["migrate", path]
             let output = Pipe()
             process.standardOutput = output
@@ -633,7 +633,7 @@ private func everything(_ store: DocStore) async throws -> String {
             }
         }
         #expect(ran.sorted() == SharedMigrations.names.sorted(), "\(ran)")
-        let store = try await DocStore(path: path)
+        let store = try await openStore(path)
         let runs = try await store.read { try $0.get("counters", id: .string("runs")) }
         for name in SharedMigrations.names { #expect(runs?[field: name] == .int(1), "\(runs?.json() ?? "none")") }
         #expect(try await store.appliedMigrations().map(\.name) == SharedMigrations.names)

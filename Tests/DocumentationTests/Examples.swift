@@ -130,6 +130,14 @@ enum Examples {
         _ = store
     }
 
+    // Sources/DocStorePostgres/DocStore+Postgres.swift
+    static func postgresMigrator() async throws {
+        var migrator = Migrator()
+        migrator.registerMigration("v2") { m in try m.renameField("name", to: "fullName", in: "people") }
+        let store = try await DocStore(postgres: "postgres://app@db.internal/app", migrator: migrator)
+        _ = store
+    }
+
     // README.md
     static func readmeDurability() async throws {
         var options = DocStore.Options()
