@@ -308,6 +308,7 @@ final class PostgresTransaction: StorageTransaction {
         isValid = false
         answers = []
         windows = [:]
+        prefetched = [:]
         cachedValues = []
     }
 
@@ -366,10 +367,11 @@ final class PostgresTransaction: StorageTransaction {
     /// Sends a write of this transaction without waiting for its answer, which goes to `then` when a later
     /// statement is answered (``PostgresConnection/sendAhead(_:_:_:integers:then:)``); its error, if any, is kept as
     /// ``run(_:_:_:integers:)`` keeps one, by the call that reads it.
-    func runAhead(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer]) throws {
+    func runAhead(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
+                  then: @escaping (PostgresResult) -> Void = { _ in }) throws {
         if let failure { throw failure }
         do {
-            try connection.sendAhead(name, sql(), values) { _ in }
+            try connection.sendAhead(name, sql(), values, then: then)
         } catch let error as PostgresError {
             if savepoints == 0 { failure = error }
             throw error
@@ -492,7 +494,46 @@ final class PostgresTransaction: StorageTransaction {
         return answer
     }
 
+    /// Values read ahead (``prefetch(_:)``), by space and key, with the writes before them: valid while no write
+    /// came after.
+    private var prefetched: [PrefetchKey: (value: UnsafeRawBufferPointer?, generation: Int)] = [:]
+    private struct PrefetchKey: Hashable {
+        let space: UInt32
+        let key: [UInt8]
+    }
+
+    /// Every key's `get`, sent ahead together and answered in one round trip.
+    func prefetch(_ keys: [(KeySpace, [UInt8])]) throws {
+        prefetched = [:]
+        for (space, key) in keys {
+            let t = table(space)
+            let generation = writeGeneration
+            try key.withUnsafeBytes { k in
+                try runAhead("\(t)_get", "SELECT v FROM \(t) WHERE k = $1 ORDER BY v LIMIT 1", [k]) { [weak self] answer in
+                    guard let self else { return }
+                    var value: UnsafeRawBufferPointer?
+                    if answer.rowCount > 0 {
+                        keep(answer)
+                        value = answer.bytes(0, 0)
+                    }
+                    prefetched[PrefetchKey(space: space.number, key: key)] = (value, generation)
+                }
+            }
+        }
+        if let failure { throw failure }
+        do {
+            try connection.settle()
+        } catch let error as PostgresError {
+            if savepoints == 0 { failure = error }
+            throw error
+        }
+    }
+
     func get(_ space: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        if !prefetched.isEmpty, let found = prefetched[PrefetchKey(space: space.number, key: Array(key))],
+           found.generation == writeGeneration {
+            return found.value
+        }
         let cached = space.number == engine.cache.catalog && !wroteCatalog
         if cached, let hit = engine.cache.entries[Array(key)] {
             guard let hit else { return nil }

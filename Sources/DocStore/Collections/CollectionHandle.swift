@@ -180,6 +180,17 @@ final class CollectionHandle {
             let reader = BinaryReader(raw)
             let root = try reader.root()
             let id = try idKey(reader: reader, root: root)
+            if txn.prefersBatches {
+                // What the checks below read, asked for at once: the present document and the holders of its
+                // unique keys.
+                var wanted: [(KeySpace, [UInt8])] = stored == nil ? [(documents, id)] : []
+                for index in indexes where index.isUnique {
+                    for key in (try? checkedKeys(for: index, reader: reader, root: root)) ?? [] {
+                        wanted.append((index.database, key))
+                    }
+                }
+                if wanted.count > 1 { try txn.prefetch(wanted) }
+            }
             let old: [UInt8]? = try stored ?? txn.get(documents, id).map { Array($0) }
             if old != nil && mode == .insert {
                 throw DocStoreError(.duplicateID, "collection '\(name)' already has a document with id "

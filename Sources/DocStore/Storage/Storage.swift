@@ -68,6 +68,9 @@ package protocol StorageTransaction: AnyObject {
     /// Deletes `key` (with `value`, only that duplicate). Returns `false` when there was nothing to delete.
     @discardableResult
     func delete(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool
+    /// Reads the values under these keys ahead, for the ``get(_:_:)``s that follow before the next write: an
+    /// engine with a round trip per call asks for them all in one. Does nothing on an engine without round trips.
+    func prefetch(_ keys: [(KeySpace, [UInt8])]) throws
     /// Deletes as ``delete(_:_:value:)`` does, for a caller that needs no answer: an engine with a round trip per
     /// call sends it with the next statement that waits, as it sends a ``put(_:_:_:noOverwrite:noDuplicate:)``
     /// that has nothing to refuse.
@@ -115,6 +118,8 @@ extension StorageTransaction {
     var prefersBatches: Bool { false }
 
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws { _ = try delete(space, key, value: value) }
+
+    func prefetch(_ keys: [(KeySpace, [UInt8])]) throws {}
 
     /// One ``get(_:_:)`` per key; the keys' bytes are copied into the keeper.
     func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?) {
