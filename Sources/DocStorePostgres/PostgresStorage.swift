@@ -467,6 +467,19 @@ final class PostgresTransaction: StorageTransaction {
         return stored + (countChanges[space.number] ?? 0)
     }
 
+    /// One `count(*)` on the server.
+    func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?) throws -> Int {
+        let t = table(space)
+        return try lower.withUnsafeBytes { l in
+            guard let upper else {
+                return try run("\(t)_countfrom", "SELECT count(*) FROM \(t) WHERE k >= $1", [l]).binaryInteger(0, 0)
+            }
+            return try upper.withUnsafeBytes { u in
+                try run("\(t)_countin", "SELECT count(*) FROM \(t) WHERE k >= $1 AND k < $2", [l, u]).binaryInteger(0, 0)
+            }
+        }
+    }
+
     // MARK: Entries
 
     /// Keeps an answer whose values are handed out until the transaction ends.

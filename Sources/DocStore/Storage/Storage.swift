@@ -68,6 +68,9 @@ package protocol StorageTransaction: AnyObject {
     /// Deletes `key` (with `value`, only that duplicate). Returns `false` when there was nothing to delete.
     @discardableResult
     func delete(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool
+    /// The entries (duplicates included) whose keys lie in `lower..<upper` (to the end for `nil`): on an engine with
+    /// round trips, counted where they are kept; else by the cursor, a key's duplicates at once.
+    func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?) throws -> Int
     /// Reads the values under these keys ahead, for the ``get(_:_:)``s that follow before the next write: an
     /// engine with a round trip per call asks for them all in one. Does nothing on an engine without round trips.
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws
@@ -120,6 +123,18 @@ extension StorageTransaction {
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws { _ = try delete(space, key, value: value) }
 
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws {}
+
+    func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?) throws -> Int {
+        try withCursor(space) { cursor in
+            var total = 0
+            var entry = try lower.withUnsafeBytes { try cursor.seek(atLeast: $0, below: upper) }
+            while let (key, _) = entry, upper.map({ key.lexicographicallyPrecedes($0) }) ?? true {
+                total += try cursor.duplicateCount()
+                entry = try cursor.nextKey()
+            }
+            return total
+        }
+    }
 
     /// One ``get(_:_:)`` per key; the keys' bytes are copied into the keeper.
     func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?) {
