@@ -467,15 +467,16 @@ final class PostgresTransaction: StorageTransaction {
         return stored + (countChanges[space.number] ?? 0)
     }
 
-    /// One `count(*)` on the server.
-    func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?) throws -> Int {
+    /// One `count(*)` on the server, of at most `limit` rows when one is given.
+    func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?, atMost limit: Int?) throws -> Int {
         let t = table(space)
+        let rows = "SELECT 1 FROM \(t) WHERE k >= $1" + (upper == nil ? "" : " AND k < $2")
+            + (limit == nil ? "" : " LIMIT $\(upper == nil ? 2 : 3)")
+        let name = "\(t)_count" + (upper == nil ? "from" : "in") + (limit == nil ? "" : "most")
         return try lower.withUnsafeBytes { l in
-            guard let upper else {
-                return try run("\(t)_countfrom", "SELECT count(*) FROM \(t) WHERE k >= $1", [l]).binaryInteger(0, 0)
-            }
-            return try upper.withUnsafeBytes { u in
-                try run("\(t)_countin", "SELECT count(*) FROM \(t) WHERE k >= $1 AND k < $2", [l, u]).binaryInteger(0, 0)
+            try (upper ?? []).withUnsafeBytes { u in
+                try run(name, "SELECT count(*) FROM (\(rows)) AS counted", upper == nil ? [l] : [l, u],
+                        integers: limit.map { [$0] } ?? []).binaryInteger(0, 0)
             }
         }
     }

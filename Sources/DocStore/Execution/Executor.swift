@@ -389,7 +389,9 @@ final class Executor {
         let space = try handle.index(scan.index).database
         if txn.prefersBatches {
             // Counted by the engine, where the entries are: no entry travels.
-            for range in scan.ranges { total += try txn.entryCount(space, from: range.lower, below: range.upper) }
+            for range in scan.ranges {
+                total += try txn.entryCount(space, from: range.lower, below: range.upper, atMost: nil)
+            }
             statistics.value.entriesScanned += total
             return total
         }

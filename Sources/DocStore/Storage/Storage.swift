@@ -68,9 +68,10 @@ package protocol StorageTransaction: AnyObject {
     /// Deletes `key` (with `value`, only that duplicate). Returns `false` when there was nothing to delete.
     @discardableResult
     func delete(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool
-    /// The entries (duplicates included) whose keys lie in `lower..<upper` (to the end for `nil`): on an engine with
-    /// round trips, counted where they are kept; else by the cursor, a key's duplicates at once.
-    func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?) throws -> Int
+    /// The entries (duplicates included) whose keys lie in `lower..<upper` (to the end for `nil`), counting no
+    /// further than `limit` when one is given: on an engine with round trips, counted where they are kept; else by
+    /// the cursor, a key's duplicates at once.
+    func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?, atMost limit: Int?) throws -> Int
     /// Reads the values under these keys ahead, for the ``get(_:_:)``s that follow before the next write: an
     /// engine with a round trip per call asks for them all in one. Does nothing on an engine without round trips.
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws
@@ -124,11 +125,11 @@ extension StorageTransaction {
 
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws {}
 
-    func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?) throws -> Int {
+    func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?, atMost limit: Int?) throws -> Int {
         try withCursor(space) { cursor in
             var total = 0
             var entry = try lower.withUnsafeBytes { try cursor.seek(atLeast: $0, below: upper) }
-            while let (key, _) = entry, upper.map({ key.lexicographicallyPrecedes($0) }) ?? true {
+            while let (key, _) = entry, upper.map({ key.lexicographicallyPrecedes($0) }) ?? true, total < limit ?? .max {
                 total += try cursor.duplicateCount()
                 entry = try cursor.nextKey()
             }
