@@ -102,10 +102,7 @@ final class PostgresConnection {
     /// transaction, whose answers only a count needs. An error in it is thrown by the call that reads it.
     func sendAhead(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
                    integers: [Int] = [], then: @escaping (PostgresResult) -> Void) throws {
-        try readUnanswered()
-        if ahead.isEmpty {
-            guard PQenterPipelineMode(raw) == 1 else { throw lostError() }
-        }
+        try beginAhead()
         if !prepared.contains(name) {
             guard PQsendPrepare(raw, name, sql(), Int32(values.count + integers.count), nil) == 1 else {
                 throw sendFailed()
@@ -117,19 +114,28 @@ final class PostgresConnection {
             PQsendQueryPrepared(raw, name, count, pointers, lengths, formats, 1)
         }
         guard sent == 1 else { throw sendFailed() }
-        ahead.append(.statement(then))
-        if ahead.count >= PostgresConnection.aheadLimit { try settle() }
+        try queued(.statement(then))
     }
 
     /// Sends a statement with no parameters and no answer to read (`SAVEPOINT`, `RELEASE SAVEPOINT`) ahead, as
     /// ``sendAhead(_:_:_:integers:then:)`` does.
     func sendAhead(_ sql: String) throws {
+        try beginAhead()
+        guard PQsendQueryParams(raw, sql, 0, nil, nil, nil, nil, 0) == 1 else { throw sendFailed() }
+        try queued(.statement({ _ in }))
+    }
+
+    /// Enters pipeline mode for the first statement sent ahead.
+    private func beginAhead() throws {
         try readUnanswered()
         if ahead.isEmpty {
             guard PQenterPipelineMode(raw) == 1 else { throw lostError() }
         }
-        guard PQsendQueryParams(raw, sql, 0, nil, nil, nil, nil, 0) == 1 else { throw sendFailed() }
-        ahead.append(.statement({ _ in }))
+    }
+
+    /// Notes a statement sent ahead; past ``aheadLimit`` unread ones, reads them.
+    private func queued(_ item: Ahead) throws {
+        ahead.append(item)
         if ahead.count >= PostgresConnection.aheadLimit { try settle() }
     }
 

@@ -159,7 +159,7 @@ final class PostgresStorage: StorageEngine {
                     txn.invalidate()
                     committing = true
                     try txn.commit()
-                    if txn.changedAnything { cache.committed(txn) }
+                    if txn.changed { cache.committed(txn) }
                     return result!
                 } catch {
                     let cause = txn.failure ?? (error as? PostgresError)
@@ -281,7 +281,7 @@ final class PostgresTransaction: StorageTransaction {
     /// Spaces created here, forgotten if the transaction does not commit.
     fileprivate(set) var createdSpaces: [UInt32] = []
     /// Whether anything was written: a write that changed nothing is no commit.
-    private var changed = false
+    fileprivate(set) var changed = false
     /// Counts the writes, so that cursors know when what they fetched may be out of date.
     private(set) var writeGeneration = 0
     /// Every answer that values were handed out from: kept until the transaction ends, so that a value stays valid
@@ -337,9 +337,6 @@ final class PostgresTransaction: StorageTransaction {
         try connection.settle()
     }
 
-    /// Whether the commit changed anything (and so advanced the commit number).
-    var changedAnything: Bool { changed }
-
     /// The spaces whose counts the writes sent ahead changed: noted on the server (`docstore_deltas`), added up at
     /// the commit, whose new counts come back in ``committedCounts``.
     fileprivate(set) var countedOnServer: Set<UInt32> = []
@@ -351,43 +348,40 @@ final class PostgresTransaction: StorageTransaction {
         "WITH \(change) INSERT INTO pg_temp.docstore_deltas SELECT \(space.number), \(delta) FROM row"
     }
 
-    /// Runs a statement of this transaction; a server error is kept, since the server has aborted the transaction.
-    @discardableResult
-    func run(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
-             integers: [Int] = []) throws -> PostgresResult {
+    /// Talks to the server for this transaction: after a server error nothing more is sent, and an error is kept
+    /// (outside a savepoint), since the server has aborted the transaction.
+    private func onServer<R>(_ body: () throws -> R) throws -> R {
         if let failure { throw failure }
         do {
-            return try connection.execute(name, sql(), values, integers: integers)
+            return try body()
         } catch let error as PostgresError {
             if savepoints == 0 { failure = error }
             throw error
         }
     }
 
+    /// Runs a statement of this transaction.
+    @discardableResult
+    func run(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
+             integers: [Int] = []) throws -> PostgresResult {
+        try onServer { try connection.execute(name, sql(), values, integers: integers) }
+    }
+
     /// Sends a write of this transaction without waiting for its answer, which goes to `then` when a later
-    /// statement is answered (``PostgresConnection/sendAhead(_:_:_:integers:then:)``); its error, if any, is kept as
-    /// ``run(_:_:_:integers:)`` keeps one, by the call that reads it.
+    /// statement is answered (``PostgresConnection/sendAhead(_:_:_:integers:then:)``); its error, if any, is thrown
+    /// and kept by the call that reads it.
     func runAhead(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
                   then: @escaping (PostgresResult) -> Void = { _ in }) throws {
-        if let failure { throw failure }
-        do {
-            try connection.sendAhead(name, sql(), values, then: then)
-        } catch let error as PostgresError {
-            if savepoints == 0 { failure = error }
-            throw error
-        }
+        try onServer { try connection.sendAhead(name, sql(), values, then: then) }
     }
 
     @discardableResult
     private func runText(_ sql: String) throws -> PostgresResult {
-        if let failure { throw failure }
-        do {
-            return try connection.execute(sql)
-        } catch let error as PostgresError {
-            if savepoints == 0 { failure = error }
-            throw error
-        }
+        try onServer { try connection.execute(sql) }
     }
+
+    /// The statement of a look-up by key: the first value, for a duplicate-sorted space.
+    private func getStatement(_ table: String) -> String { "SELECT v FROM \(table) WHERE k = $1 ORDER BY v LIMIT 1" }
 
     /// The table of a space.
     func table(_ space: KeySpace) -> String { space.number == 0 ? "main" : "s\(space.number)" }
@@ -523,7 +517,7 @@ final class PostgresTransaction: StorageTransaction {
             let t = table(space)
             let generation = writeGeneration
             try key.withUnsafeBytes { k in
-                try runAhead("\(t)_get", "SELECT v FROM \(t) WHERE k = $1 ORDER BY v LIMIT 1", [k]) { [weak self] answer in
+                try runAhead("\(t)_get", getStatement(t), [k]) { [weak self] answer in
                     guard let self else { return }
                     var value: UnsafeRawBufferPointer?
                     if answer.rowCount > 0 {
@@ -534,13 +528,7 @@ final class PostgresTransaction: StorageTransaction {
                 }
             }
         }
-        if let failure { throw failure }
-        do {
-            try connection.settle()
-        } catch let error as PostgresError {
-            if savepoints == 0 { failure = error }
-            throw error
-        }
+        try onServer { try connection.settle() }
     }
 
     func get(_ space: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
@@ -555,7 +543,7 @@ final class PostgresTransaction: StorageTransaction {
             return hit.buffer
         }
         let t = table(space)
-        let answer = try run("\(t)_get", "SELECT v FROM \(t) WHERE k = $1 ORDER BY v LIMIT 1", [key])
+        let answer = try run("\(t)_get", getStatement(t), [key])
         guard answer.rowCount > 0 else {
             if cached { engine.cache.entries[Array(key)] = .some(nil) }
             return nil
