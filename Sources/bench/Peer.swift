@@ -4,6 +4,7 @@ import DocStore
 enum Scenario: String, CaseIterable, Sendable {
     case insert                 // batches of 10,000 in one transaction each, 4 indexes and the unique email
     case getByID                // 1,000 random ids, one read each
+    case lookupByID             // the same ids, each a query: include(id == x).first (peers: their read by id)
     case equality               // city == "city7": ~0.1%
     case range1                 // age == 42 expressed as 42 <= age < 43: ~1%
     case range10                // 20 <= age < 30: ~10%

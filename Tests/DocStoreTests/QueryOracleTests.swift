@@ -103,6 +103,9 @@ private enum OracleComparison: CaseIterable, Sendable {
 private indirect enum OracleExpr: Sendable, CustomStringConvertible {
     /// `$0.age op v`, or `v op $0.age` when swapped.
     case age(OracleComparison, Int, swapped: Bool)
+    /// `$0.id op v`: planned on the documents' own keys.
+    case id(OracleComparison, Int, swapped: Bool)
+    case idIn([Int])
     case name(OracleComparison, String, swapped: Bool)
     case score(OracleComparison, Double, swapped: Bool)
     /// `$0.address.city op v`, or `v op $0.address.city` when swapped.
@@ -142,6 +145,8 @@ private indirect enum OracleExpr: Sendable, CustomStringConvertible {
         }
         switch self {
         case .age(let op, let v, let s): return cmp("$0.age", op, "\(v)", s)
+        case .id(let op, let v, let s): return cmp("$0.id", op, "\(v)", s)
+        case .idIn(let vs): return "\(list(vs) { "\($0)" }).contains($0.id)"
         case .name(let op, let v, let s): return cmp("$0.name", op, quoted(v), s)
         case .score(let op, let v, let s): return cmp("$0.score", op, "\(v)", s)
         case .city(let op, let v, let s): return cmp("$0.address.city", op, quoted(v), s)
@@ -223,6 +228,10 @@ extension OracleExpr {
         switch self {
         case .age(let op, let value, let swapped):
             return compareField(Path.KeyPath(root: v, keyPath: \T.age), op, value, swapped: swapped)
+        case .id(let op, let value, let swapped):
+            return compareField(Path.KeyPath(root: v, keyPath: \T.id), op, value, swapped: swapped)
+        case .idIn(let values):
+            return Path.SequenceContains(sequence: Path.Value(values), element: Path.KeyPath(root: v, keyPath: \T.id))
         case .name(let op, let value, let swapped):
             return compareField(Path.KeyPath(root: v, keyPath: \T.name), op, value, swapped: swapped)
         case .score(let op, let value, let swapped):
@@ -290,10 +299,11 @@ extension OracleExpr {
 // MARK: Queries as data
 
 private enum OracleSortField: CaseIterable, Sendable {
-    case age, name, score, email, city
+    case age, name, score, email, city, id
 
     var keyPathText: String {
         switch self {
+        case .id: "\\.id"
         case .age: "\\.age"
         case .name: "\\.name"
         case .score: "\\.score"
@@ -344,6 +354,7 @@ private struct OracleQuery: Sendable, CustomStringConvertible {
                 let order: SortOrder = descending ? .reverse : .forward
                 switch field {
                 case .age: q = q.sortBy(\T.age, order: order)
+                case .id: q = q.sortBy(\T.id, order: order)
                 case .name: q = q.sortBy(\T.name, order: order)
                 case .score: q = q.sortBy(\T.score, order: order)
                 case .email: q = q.sortBy(\T.email, order: order)
@@ -403,6 +414,7 @@ private struct Oracle: Sendable {
                 let o: Int
                 switch field {
                 case .age: o = order(a.age, b.age)
+                case .id: o = order(a.id, b.id)
                 case .name: o = order(a.name, b.name)
                 case .score: o = order(a.score, b.score)
                 case .email: o = order(a.email, b.email)
@@ -522,6 +534,11 @@ private struct OracleGenerator {
 
     // Constants: mostly values the documents hold, some they don't.
 
+    mutating func idConstant(_ rows: [OracleRow]) -> Int {
+        if chance(0.6) { return pick(rows).id }
+        return chance(0.1) ? pick(Self.extremeInts) : int(-10...5_000_010)
+    }
+
     mutating func ageConstant(_ rows: [OracleRow]) -> Int {
         if chance(0.6) { return pick(rows).age }
         return chance(0.15) ? pick(Self.extremeInts) : int(-15...70)
@@ -551,7 +568,7 @@ private struct OracleGenerator {
     mutating func leaf(_ rows: [OracleRow]) -> OracleExpr {
         let weights: [(Int, Int)] = [(0, 14), (1, 6), (2, 6), (3, 8), (4, 3), (5, 3), (6, 6), (7, 8), (8, 3),
                                      (9, 6), (10, 2), (11, 2), (12, 2), (13, 8), (14, 5), (15, 8), (16, 2),
-                                     (17, 2), (18, 2), (19, 1), (20, 1), (21, 3)]
+                                     (17, 2), (18, 2), (19, 1), (20, 1), (21, 3), (22, 6), (23, 3), (24, 3)]
         var roll = int(0...(weights.reduce(0) { $0 + $1.1 } - 1))
         var kind = 0
         for (k, w) in weights {
@@ -587,6 +604,12 @@ private struct OracleGenerator {
         case 18: return .emailOrEmpty(comparisonOp(), emailConstant(rows) ?? pick(Self.emailLocals))
         case 19: return .nameIsCity
         case 20: return .constant(chance(0.7))
+        case 22: return .id(comparisonOp(), idConstant(rows), swapped: chance(0.2))
+        case 23:
+            let (a, b) = (idConstant(rows), idConstant(rows))
+            return .and(.id(chance(0.5) ? .greater : .greaterOrEqual, min(a, b), swapped: false),
+                        .id(chance(0.5) ? .less : .lessOrEqual, max(a, b), swapped: chance(0.2)))
+        case 24: return .idIn((0..<listLength()).map { _ in idConstant(rows) })
         default: return .emailIn((0..<int(0...4)).map { _ in emailConstant(rows) })
         }
     }

@@ -68,6 +68,66 @@ struct QueryPlanReading: Document, Equatable {
         }
     }
 
+    // MARK: The ids
+
+    /// A condition on the id is planned on the documents' own keys: a look-up reads one document, a list of ids one
+    /// look-up each, a range of ids only the documents in it, all in id order with no sort.
+    @Test func conditionsOnTheIDAreKeyLookUpsAndRangesInIDOrder() async throws {
+        let (store, dir, people) = try await Self.populatedStore()
+        defer { _ = dir }
+        let sorted = Self.byID(people)
+        let target = people[1234].id
+
+        let one = Person.include(#Predicate { $0.id == target })
+        let explained = try await one.explain(in: store)
+        #expect(explained.readsByID)
+        #expect(explained.index == nil)
+        #expect(explained.statistics.entriesScanned == 1)
+        #expect(explained.statistics.documentsRead == 1)
+        #expect(explained.description.contains("access:   the documents by id, no index: id == "))
+        #expect(try await one.results(in: store).map(\.id) == [target])
+        #expect(try await one.first(in: store)?.id == target)
+
+        // A list, given out of order and with an id that is not there: one look-up each, the results in id order
+        // (descending after a reverse).
+        let missing = UUID()
+        let listed = [people[7].id, missing, people[3].id, people[2000].id]
+        let inList = Person.include(#Predicate { listed.contains($0.id) })
+        let listPlan = try await inList.explain(in: store)
+        #expect(listPlan.readsByID)
+        #expect(listPlan.statistics.documentsRead == 3)
+        #expect(!listPlan.usesTopK)
+        let wanted = sorted.filter { listed.contains($0.id) }.map(\.id)
+        #expect(try await inList.results(in: store).map(\.id) == wanted)
+        #expect(try await inList.reverse().results(in: store).map(\.id) == wanted.reversed())
+        #expect(try await inList.count(in: store) == 3)
+
+        // A range with a limit stops after the limit; sorted by the id itself, the walk gives the order.
+        let (low, high) = (sorted[100].id, sorted[900].id)
+        let range = Person.include(#Predicate { $0.id > low && $0.id <= high })
+        let inRange = sorted.filter { $0.id.uuidString > low.uuidString && $0.id.uuidString <= high.uuidString }
+        #expect(inRange.count == 800)
+        #expect(try await range.results(in: store).map(\.id) == inRange.map(\.id))
+        let page = try await range.sortBy(\.id, order: .reverse)[0..<5].explain(in: store)
+        #expect(page.readsByID)
+        #expect(!page.usesTopK)
+        #expect(page.statistics.documentsRead == 5)
+        #expect(try await range.sortBy(\.id, order: .reverse)[0..<5].results(in: store).map(\.id)
+            == inRange.reversed().prefix(5).map(\.id))
+        // Counted in the keys, no document read.
+        let (count, counting) = try await Self.countStatistics(range, in: store)
+        #expect(count == 800)
+        #expect(counting.documentsRead == 0)
+
+        // Beside an index: the narrower access wins, and the rest is checked on each document.
+        let both = Person.include(#Predicate { $0.id == target && $0.age >= 0 })
+        #expect(try await both.explain(in: store).readsByID)
+        let either = Person.include(#Predicate { $0.id == target || $0.email == "a4@x" })
+        let union = try await either.explain(in: store)
+        #expect(union.statistics.documentsRead == 2)
+        #expect(Set(try await either.results(in: store).map(\.id)) == [target, people[4].id])
+    }
+
     // MARK: Index scans
 
     /// A query's description names its constants as its language writes them: a UUID as its text, a date as

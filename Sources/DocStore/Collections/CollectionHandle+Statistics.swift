@@ -8,6 +8,11 @@ extension CollectionHandle {
         return found
     }
 
+    /// The key space a scan walks: the index's, or the documents' own for the ids.
+    func space(of scan: IndexScan) throws -> KeySpace {
+        scan.primary ? documents : try index(scan.index).database
+    }
+
     /// The planner's view of this collection in one transaction.
     struct Statistics: CollectionStatistics {
         let handle: CollectionHandle
@@ -20,31 +25,28 @@ extension CollectionHandle {
         /// O(1) (`mdb_stat`).
         func documentCount() throws -> Int { try txn.entryCount(handle.documents) }
 
-        func entryCount(of index: IndexDefinition) throws -> Int {
-            try txn.entryCount(try handle.index(index).database)
-        }
+        func entryCount(of scan: IndexScan) throws -> Int { try txn.entryCount(try handle.space(of: scan)) }
 
         /// A key's duplicates count at once (`mdb_cursor_count`), so the work is one step per distinct key.
-        func entryCount(of index: IndexDefinition, in ranges: [KeyRange], countingAtMost limit: Int) throws
-            -> (count: Int, capped: Bool) {
+        func entryCount(of scan: IndexScan, countingAtMost limit: Int) throws -> (count: Int, capped: Bool) {
             var total = 0
             var steps = 0
-            let index = try handle.index(index)
+            let space = try handle.space(of: scan)
             if txn.prefersBatches {
                 // Counted where the entries are, up to four entries a key: a bounded count on the server.
                 let most = limit * 4
-                for range in ranges {
-                    total += try txn.entryCount(index.database, from: range.lower, below: range.upper,
-                                                atMost: most - total)
+                for range in scan.ranges {
+                    total += try txn.entryCount(space, from: range.lower, below: range.upper, atMost: most - total)
                     if total >= most { return (total, true) }
                 }
                 return (total, false)
             }
-            return try txn.withCursor(index.database) { cursor in
-                for range in ranges {
+            let oneEntryAKey = scan.primary || scan.index.isUnique
+            return try txn.withCursor(space) { cursor in
+                for range in scan.ranges {
                     var entry = try range.lower.withUnsafeBytes { try cursor.seek(atLeast: $0, below: range.upper) }
                     while let (key, _) = entry, range.contains(key) {
-                        if index.isUnique {
+                        if oneEntryAKey {
                             total += 1
                             entry = try cursor.next()
                         } else {

@@ -93,16 +93,17 @@ final class IndexScanSource: CandidateSource {
 
     final class SeenIDs { var ids = Set<[UInt8]>() }
 
-    init(scan: IndexScan, index: CollectionHandle.Index, txn: any StorageTransaction, documents: KeySpace, seen: SeenIDs?,
+    /// Walks `scan` in `space`: the index's, or for the ids, the documents' own.
+    init(scan: IndexScan, space: KeySpace, txn: any StorageTransaction, documents: KeySpace, seen: SeenIDs?,
          fetchDocuments: Bool = true, statistics: StatisticsBox) throws {
         self.scan = scan
         self.txn = txn
         self.documents = documents
-        self.cursor = try txn.openCursor(index.database)
+        self.cursor = try txn.openCursor(space)
         self.seen = seen
         self.fetchDocuments = fetchDocuments
         self.statistics = statistics
-        readsInBatches = fetchDocuments && txn.prefersBatches
+        readsInBatches = fetchDocuments && !scan.primary && txn.prefersBatches
     }
 
     /// Whether documents are read in batches (``next()``), asked once rather than per entry.
@@ -183,16 +184,22 @@ final class IndexScanSource: CandidateSource {
             let range = scan.ranges[rangeIndex]
             let entry = positioned ? try step() : try position(range)
             positioned = true
-            guard let (key, id) = entry, range.contains(key) else {
+            guard let (key, value) = entry, range.contains(key) else {
                 rangeIndex += 1
                 positioned = false
                 continue
             }
             statistics.value.entriesScanned += 1
             try statistics.checkCancellation()
+            // An index entry's value is its document's id; the ids' own entry is the document.
+            let id = scan.primary ? key : value
             if let seen {
                 idCopy = Array(id)
                 if !seen.ids.insert(idCopy).inserted { continue }
+            }
+            if scan.primary {
+                if fetchDocuments && fetching { statistics.value.documentsRead += 1 }
+                return (key, value)
             }
             guard fetchDocuments && fetching else { return (id, key) }
             guard let document = try txn.get(documents, id) else { continue }   // verify() reports such entries

@@ -36,13 +36,13 @@ final class Executor {
         case .fullScan(let descending):
             return try FullScanSource(txn: txn, documents: handle.documents, descending: descending, statistics: statistics)
         case .index(let scan):
-            return try IndexScanSource(scan: scan, index: try handle.index(scan.index), txn: txn, documents: handle.documents,
+            return try IndexScanSource(scan: scan, space: try handle.space(of: scan), txn: txn, documents: handle.documents,
                                        seen: scan.deduplicate ? .init() : nil, fetchDocuments: fetchDocuments,
                                        statistics: statistics)
         case .union(let scans):
             let seen = IndexScanSource.SeenIDs()
             return UnionSource(try scans.map {
-                try IndexScanSource(scan: $0, index: try handle.index($0.index), txn: txn, documents: handle.documents, seen: seen,
+                try IndexScanSource(scan: $0, space: try handle.space(of: $0), txn: txn, documents: handle.documents, seen: seen,
                                     fetchDocuments: fetchDocuments, statistics: statistics)
             })
         }
@@ -106,8 +106,9 @@ final class Executor {
     /// (a sort without a limit); others use ``forEachMatch(needsDocument:_:)``.
     func forEachMatchInIDOrder(_ body: (CandidateSource.Candidate) throws -> Bool) throws {
         switch plan.access {
-        case .index, .union: break
-        default: return try forEachMatch(body)
+        case .index(let scan) where !scan.primary: break
+        case .union: break
+        default: return try forEachMatch(body)   // (the ids' ranges are in id order)
         }
         var ids = PackedIDs()
         do {
@@ -365,7 +366,7 @@ final class Executor {
             switch plan.access {
             case .none, .noCollection: total = 0
             case .fullScan: total = try txn.entryCount(handle.documents)
-            case .index(let scan) where !scan.deduplicate && !scan.index.isUnique:
+            case .index(let scan) where !scan.deduplicate && (scan.primary || !scan.index.isUnique):
                 total = try countEntries(scan)
             default:
                 let source = try makeSource(fetchDocuments: false)
@@ -383,10 +384,11 @@ final class Executor {
         return total
     }
 
-    /// Entries in a duplicate-sorted index's ranges, a key's duplicates counted at once (`mdb_cursor_count`).
+    /// Entries in a duplicate-sorted index's ranges, a key's duplicates counted at once (`mdb_cursor_count`), or
+    /// the documents in the ids' ranges, read no further than their keys.
     private func countEntries(_ scan: IndexScan) throws -> Int {
         var total = 0
-        let space = try handle.index(scan.index).database
+        let space = try handle.space(of: scan)
         if txn.prefersBatches {
             // Counted by the engine, where the entries are: no entry travels.
             for range in scan.ranges {
@@ -399,7 +401,7 @@ final class Executor {
             for range in scan.ranges {
                 var entry = try cursor.seek(atLeast: range.lower)
                 while let (key, _) = entry, range.contains(key) {
-                    total += try cursor.duplicateCount()
+                    total += scan.primary ? 1 : try cursor.duplicateCount()
                     statistics.value.entriesScanned += 1
                     entry = try cursor.nextKey()
                 }

@@ -26,10 +26,14 @@ struct KeyRange: Sendable, Equatable {
     }
 }
 
-/// A walk over some ranges of one index, named by its definition.
+/// A walk over some ranges of one index, named by its definition; or, when ``primary``, over some ranges of the
+/// documents' own keys, their ids.
 struct IndexScan: Sendable, Equatable {
     let index: IndexDefinition
     var ranges: [KeyRange]
+    /// The ranges are of ids, walked in the documents themselves as in a unique index on the id (``index`` then
+    /// names it so): an entry is a document, and the walk is in id order.
+    var primary = false
     /// Walk keys from the last to the first.
     var descending = false
     /// Within one key, walk the documents in descending id order.
@@ -43,6 +47,9 @@ struct IndexScan: Sendable, Equatable {
     var chosenFrom: [Condition] = []
     /// The order this scan delivers, when it was chosen for it.
     var orderedBy: [SortSpec]? = nil
+    /// Each range is one key of a unique index or of the ids: at most one entry each, so the estimate is the
+    /// number of ranges, with nothing counted.
+    var pointLookUps = false
     /// Index entries in the ranges: counted, or estimated when the ranges hold too many distinct keys to count.
     var estimate = 0
     var estimateIsCapped = false
@@ -56,7 +63,11 @@ struct IndexScan: Sendable, Equatable {
         }
         return parts.joined(separator: ", ")
     }
-    var estimateText: String { estimateIsCapped ? "about \(estimate) (estimated)" : "\(estimate)" }
+    var estimateText: String {
+        pointLookUps ? "at most \(estimate)" : estimateIsCapped ? "about \(estimate) (estimated)" : "\(estimate)"
+    }
+    /// What the walk reads, for `explain`: `index age`, or `ids` for the documents' own keys.
+    var name: String { primary ? "ids" : "index \(index.name)" }
 }
 
 /// How a query is carried out: where candidates come from, what is checked on each, how they are ordered and sliced.
@@ -152,10 +163,10 @@ enum ConsideredAccess: Sendable, Equatable, CustomStringConvertible {
         case .fullScan(let documents):
             return "full scan: \(documents) documents"
         case .scan(let scan):
-            return "index \(scan.index.name)\(scan.orderedBy == nil ? "" : " in sort order"): "
+            return "\(scan.name)\(scan.orderedBy == nil ? "" : " in sort order"): "
                 + "\(scan.bounds), \(scan.estimateText) entries"
         case .union(let scans):
-            return "union of " + scans.map { "index \($0.index.name): \($0.bounds)" }.joined(separator: " || ")
+            return "union of " + scans.map { "\($0.name): \($0.bounds)" }.joined(separator: " || ")
                 + ", \(scans.reduce(0) { $0 + $1.estimate }) entries"
         }
     }

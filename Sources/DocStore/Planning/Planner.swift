@@ -61,27 +61,37 @@ struct Planner<Statistics: CollectionStatistics> {
             return Plan(selection, collection: plan.collection, documentCount: documents, nothing: Plan.Access.none)
         }
         let conjuncts = plan.filter.conjuncts
-        var best: (cost: Double, apply: (inout Plan) -> Void)
-        best = (Double(documents), { _ in })
+        // The cheapest access so far, with what it answers and whether it gives the order; none: the full scan.
+        var best: (cost: Double, access: Plan.Access, answered: [Condition], ordering: Plan.Ordering)?
         var considered: [ConsideredAccess] = []
+        let candidates = [(primaryKey, true)] + statistics.indexes.map { ($0, false) }
 
-        func consider(_ cost: Double, _ access: ConsideredAccess, _ apply: @escaping (inout Plan) -> Void) {
-            considered.append(access)
-            if cost < best.cost { best = (cost, apply) }
+        func consider(_ cost: Double, _ access: Plan.Access, answering answered: [Condition],
+                      _ ordering: Plan.Ordering) {
+            switch access {
+            case .index(let scan): considered.append(.scan(scan))
+            case .union(let scans): considered.append(.union(scans))
+            default: break
+            }
+            if cost < best?.cost ?? Double(documents) { best = (cost, access, answered, ordering) }
         }
 
-        // Scans that narrow the candidates.
+        // Scans that narrow the candidates: the ids' own ranges first.
         var narrowest = Double(documents)
-        for index in statistics.indexes {
-            guard var scan = filteringScan(on: index, conjuncts: conjuncts) else { continue }
+        for (index, primary) in candidates {
+            guard var scan = filteringScan(on: index, primary: primary, conjuncts: conjuncts) else { continue }
             try estimate(&scan)
-            let cost = Double(scan.estimate)
+            var cost = Double(scan.estimate)
             narrowest = min(narrowest, cost)
-            consider(cost, .scan(scan)) { plan in
-                plan.access = .index(scan)
-                plan.residual = Planner.residual(conjuncts, removing: scan.answered)
-                plan.ordering = .sorted    // index order is not id order, nor the sort's
+            // The ids' ranges are the documents themselves, in id order: no look-up from an entry to its document,
+            // and no sort when none is asked for.
+            let inIDOrder = primary && plan.sort.isEmpty
+            if primary {
+                cost *= 0.5
+                if inIDOrder, plan.idDescending { scan.descending = true; scan.ranges.reverse() }
             }
+            // (Index order is not id order, nor the sort's.)
+            consider(cost, .index(scan), answering: scan.answered, inIDOrder ? .natural : .sorted)
         }
         // A union for `||` over indexed fields.
         for conjunct in conjuncts {
@@ -94,16 +104,14 @@ struct Planner<Statistics: CollectionStatistics> {
             let answered = zip(branches, union).allSatisfy {
                 Planner.residual($0.conjuncts, removing: $1.answered) == .constant(true)
             }
-            consider(cost, .union(union)) { plan in
-                plan.access = .union(union)
-                plan.residual = Planner.residual(conjuncts, removing: answered ? [conjunct] : [])
-                plan.ordering = .sorted
-            }
+            consider(cost, .union(union), answering: answered ? [conjunct] : [], .sorted)
         }
         // A scan whose order is the wanted order.
         if !plan.sort.isEmpty {
-            for index in statistics.indexes {
-                guard var scan = orderingScan(on: index, conjuncts: conjuncts, for: plan) else { continue }
+            for (index, primary) in candidates {
+                guard var scan = orderingScan(on: index, primary: primary, conjuncts: conjuncts, for: plan) else {
+                    continue
+                }
                 try estimate(&scan)
                 // The share of this scan's entries that match: the narrowest candidate's size over this scan's
                 // (1 when this scan is itself the narrowest, its ranges having applied the filter).
@@ -113,16 +121,21 @@ struct Planner<Statistics: CollectionStatistics> {
                     cost = min(cost, Double(needed) / max(selectivity, 1e-9))
                 }
                 cost *= 0.999   // on a tie, the plan that needs no sort
-                consider(cost, .scan(scan)) { plan in
-                    plan.access = .index(scan)
-                    plan.residual = Planner.residual(conjuncts, removing: scan.answered)
-                    plan.ordering = .natural
-                }
+                consider(cost, .index(scan), answering: scan.answered, .natural)
             }
         }
-        best.apply(&plan)
+        if let best {
+            plan.access = best.access
+            plan.residual = Planner.residual(conjuncts, removing: best.answered)
+            plan.ordering = best.ordering
+        }
         plan.considered = considered.isEmpty ? [] : [.fullScan(documents: documents)] + considered
         return plan
+    }
+
+    /// The documents' own keys, their ids, as a unique index on the id whose entries are the documents.
+    private var primaryKey: IndexDefinition {
+        IndexDefinition(name: "id", kind: .unique, fields: [statistics.idPath])
     }
 
     /// The conjuncts left to check once `answered` ones are guaranteed by the scan.
@@ -156,9 +169,10 @@ struct Planner<Statistics: CollectionStatistics> {
 
     /// The key ranges of an index's fields, from conditions on them: equality on a leading run of fields, then at
     /// most one range (or string prefix) on the next.
-    private func ranges(on index: IndexDefinition, conjuncts: [Condition])
-        -> (ranges: [KeyRange], answered: [Condition], chosenFrom: [Condition])? {
-        guard !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
+    private func ranges(on index: IndexDefinition, primary: Bool, conjuncts: [Condition])
+        -> (ranges: [KeyRange], answered: [Condition], chosenFrom: [Condition], points: Bool)? {
+        // (The ids hold no nil, and every document has one.)
+        guard primary || !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
         var prefixes: [[UInt8]] = [[]]
         var answered: [Condition] = []
         var chosenFrom: [Condition] = []
@@ -176,25 +190,27 @@ struct Planner<Statistics: CollectionStatistics> {
                 }
                 answered += [lowerCondition, upperCondition].compactMap { $0 }
                 chosenFrom += [lowerCondition, upperCondition].compactMap { $0 }
-                return (ranges, answered, chosenFrom)
+                return (ranges, answered, chosenFrom, false)
             }
             if let condition = prefixCondition(on: field, in: conjuncts), case .startsWith(_, let p) = condition {
                 let ranges = prefixes.map { KeyRange.prefix($0 + KeyEncoder.stringPrefix(p)) }
                 chosenFrom.append(condition)
                 // Not answered: a prefix of bytes is not always a prefix of characters; each match is checked.
-                return (ranges, answered, chosenFrom)
+                return (ranges, answered, chosenFrom, false)
             }
             // `!= nil`: every key after nil's, which sorts first (a unique index holds no nil, and is refused above).
             if let condition = conjuncts.first(where: { $0 == .compare(field, .notEqual, .null) }) {
                 let ranges = prefixes.map(KeyRange.notNil(after:))
                 answered.append(condition)
                 chosenFrom.append(condition)
-                return (ranges, answered, chosenFrom)
+                return (ranges, answered, chosenFrom, false)
             }
             break
         }
         guard !answered.isEmpty || prefixes.count > 1 else { return nil }
-        return (prefixes.map { KeyRange.prefix($0) }, answered, chosenFrom)
+        // Every field fixed: each range is one key.
+        let points = answered.count == index.fields.count
+        return (prefixes.map { KeyRange.prefix($0) }, answered, chosenFrom, points)
     }
 
     /// The keys that start with `prefix` and continue with a value between the bounds (`>`/`>=` below, `<`/`<=`
@@ -294,8 +310,16 @@ struct Planner<Statistics: CollectionStatistics> {
 
     // MARK: Candidate scans
 
+    /// Whether `condition` is one that can narrow the keys of an index that begins with `field`.
+    static func narrows(_ condition: Condition, _ field: FieldPath) -> Bool {
+        switch condition {
+        case .compare(field, _, _), .oneOf(field, _), .startsWith(field, _): true
+        default: false
+        }
+    }
+
     /// The scan of `index` that the conditions narrow, if they narrow it at all.
-    private func filteringScan(on index: IndexDefinition, conjuncts: [Condition]) -> IndexScan? {
+    private func filteringScan(on index: IndexDefinition, primary: Bool = false, conjuncts: [Condition]) -> IndexScan? {
         if index.kind == .multi {
             guard let field = index.fields.first else { return nil }
             for c in conjuncts {
@@ -306,18 +330,27 @@ struct Planner<Statistics: CollectionStatistics> {
             }
             return nil
         }
-        guard let found = ranges(on: index, conjuncts: conjuncts) else { return nil }
-        return IndexScan(index: index, ranges: found.ranges, deduplicate: found.ranges.count > 1,
-                         answered: found.answered, chosenFrom: found.chosenFrom)
+        // (Asked first, as it costs nothing: most indexes are about fields the query does not name.)
+        guard let first = index.fields.first, conjuncts.contains(where: { Planner.narrows($0, first) }),
+              let found = ranges(on: index, primary: primary, conjuncts: conjuncts) else { return nil }
+        let points = found.points && (primary || index.isUnique)
+        guard primary else {
+            return IndexScan(index: index, ranges: found.ranges, deduplicate: found.ranges.count > 1,
+                             answered: found.answered, chosenFrom: found.chosenFrom, pointLookUps: points)
+        }
+        // Distinct ids in disjoint ranges, walked in id order: each document once, with no set of those seen.
+        return IndexScan(index: index, ranges: found.ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) },
+                         primary: true, answered: found.answered, chosenFrom: found.chosenFrom, pointLookUps: points)
     }
 
     /// A scan of `index` in the order `plan` asks for: the index's fields after those fixed by equality must be
     /// exactly the sort fields, in one direction, so that ties left are ties of the whole key, in id order.
-    private func orderingScan(on index: IndexDefinition, conjuncts: [Condition], for plan: Plan) -> IndexScan? {
+    private func orderingScan(on index: IndexDefinition, primary: Bool, conjuncts: [Condition], for plan: Plan)
+        -> IndexScan? {
         let sort = plan.sort
         guard index.kind != .multi, let direction = sort.first?.descending,
               sort.allSatisfy({ $0.descending == direction }),
-              !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
+              primary || !index.isUnique || Planner.excludesNilInEveryField(of: index, conjuncts) else { return nil }
         let fields = index.fields
         var fixed = 0
         var answered: [Condition] = []
@@ -334,8 +367,8 @@ struct Planner<Statistics: CollectionStatistics> {
             ranges = [Planner.boundedRange(after: prefix, lower: lower, upper: upper, kindOf: value)]
             answered += [lower, upper].compactMap { $0 }
         }
-        return IndexScan(index: index, ranges: ranges, descending: direction, descendingIDs: plan.idDescending,
-                         answered: answered, chosenFrom: answered, orderedBy: sort)
+        return IndexScan(index: index, ranges: ranges, primary: primary, descending: direction,
+                         descendingIDs: plan.idDescending, answered: answered, chosenFrom: answered, orderedBy: sort)
     }
 
     /// One scan per branch of an `||`, when every branch can use an index.
@@ -343,8 +376,10 @@ struct Planner<Statistics: CollectionStatistics> {
         var scans: [IndexScan] = []
         for branch in branches {
             var bestScan: IndexScan?
-            for index in statistics.indexes {
-                guard var scan = filteringScan(on: index, conjuncts: branch.conjuncts) else { continue }
+            for (index, primary) in [(primaryKey, true)] + statistics.indexes.map({ ($0, false) }) {
+                guard var scan = filteringScan(on: index, primary: primary, conjuncts: branch.conjuncts) else {
+                    continue
+                }
                 try estimate(&scan)
                 if bestScan == nil || scan.estimate < bestScan?.estimate ?? .max { bestScan = scan }
             }
@@ -357,21 +392,27 @@ struct Planner<Statistics: CollectionStatistics> {
     /// Counts the entries in a scan's ranges, up to ``countCap`` distinct keys; past the cap the estimate is a
     /// guess between what was counted and a quarter of the index.
     private func estimate(_ scan: inout IndexScan) throws {
+        if scan.pointLookUps {
+            scan.estimate = scan.ranges.count   // at most one entry each: nothing to count
+            return
+        }
         if scan.ranges.count == 1, scan.ranges[0].lower.isEmpty, scan.ranges[0].upper == nil {
-            scan.estimate = try statistics.entryCount(of: scan.index)   // the whole index
+            scan.estimate = try statistics.entryCount(of: scan)   // the whole index
             return
         }
         if scan.ranges == [KeyRange.notNil(after: [])] {
             // Every key but nil's (`x != nil`): the whole index less its nil keys, which are counted, so that a
             // field most documents hold is not taken for a narrow range.
             let nilKeys = KeyRange.prefix(KeyEncoder.key(.null))
-            let (nils, capped) = try statistics.entryCount(of: scan.index, in: [nilKeys], countingAtMost: Planner.countCap)
-            scan.estimate = max(0, try statistics.entryCount(of: scan.index) - nils)
+            var nilScan = scan
+            nilScan.ranges = [nilKeys]
+            let (nils, capped) = try statistics.entryCount(of: nilScan, countingAtMost: Planner.countCap)
+            scan.estimate = max(0, try statistics.entryCount(of: scan) - nils)
             scan.estimateIsCapped = capped
             return
         }
-        let (total, capped) = try statistics.entryCount(of: scan.index, in: scan.ranges, countingAtMost: Planner.countCap)
-        scan.estimate = capped ? max(total, try statistics.entryCount(of: scan.index) / 4) : total
+        let (total, capped) = try statistics.entryCount(of: scan, countingAtMost: Planner.countCap)
+        scan.estimate = capped ? max(total, try statistics.entryCount(of: scan) / 4) : total
         scan.estimateIsCapped = capped
     }
 }
@@ -383,10 +424,8 @@ protocol CollectionStatistics {
     var idPath: FieldPath { get }
     var indexes: [IndexDefinition] { get }
     func documentCount() throws -> Int
-    /// The entries of a whole index.
-    func entryCount(of index: IndexDefinition) throws -> Int
-    /// The entries of an index in some key ranges, counting at most `limit` distinct keys; `capped` when it
-    /// stopped there.
-    func entryCount(of index: IndexDefinition, in ranges: [KeyRange], countingAtMost limit: Int) throws
-        -> (count: Int, capped: Bool)
+    /// The entries of the whole index `scan` walks (the documents, for the ids).
+    func entryCount(of scan: IndexScan) throws -> Int
+    /// The entries in `scan`'s key ranges, counting at most `limit` distinct keys; `capped` when it stopped there.
+    func entryCount(of scan: IndexScan, countingAtMost limit: Int) throws -> (count: Int, capped: Bool)
 }

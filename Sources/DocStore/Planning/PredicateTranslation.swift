@@ -286,6 +286,9 @@ extension DocumentValue {
         case let v as String: self = .string(v); return
         case let v as Double: self = .double(v); return
         case let v as Bool: self = .bool(v); return
+        case let v as Int64: self = .int(v); return
+        case let v as UUID: self = .uuid(v); return
+        case let v as Date: self = .date(v); return
         default: break
         }
         guard let encodable = constant as? any Encodable,

@@ -17,15 +17,18 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
     /// What running the query took.
     public let statistics: QueryStatistics
 
-    /// The index the plan scans, if any (the first of a union; the one whose keys answer an aggregate).
+    /// The index the plan scans, if any (the first of a union; the one whose keys answer an aggregate); `nil` for
+    /// the documents' own ids (``readsByID``).
     public var index: String? {
         switch (plan.access, plan.aggregateAccess) {
         case (.fullScan, .indexKeys(let index, _, _)?): return index.name
-        case (.index(let scan), _): return scan.index.name
+        case (.index(let scan), _): return scan.primary ? nil : scan.index.name
         case (.union(let scans), _): return scans.first?.index.name
         default: return nil
         }
     }
+    /// Whether the plan reads the documents by their ids, as key look-ups or key ranges rather than a scan.
+    public var readsByID: Bool { if case .index(let scan) = plan.access { scan.primary } else { false } }
     /// Whether the order comes from an index walk (no sort).
     public var orderFromIndex: Bool { if case .index = plan.access { plan.ordering == .natural } else { false } }
     /// Whether matches are sorted with a bounded top-k heap.
@@ -49,6 +52,10 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
             lines.append("  access:   none: the filter is always false")
         case (.fullScan(let descending), _):
             lines.append("  access:   full scan of the documents in \(descending ? "descending" : "ascending") id order")
+        case (.index(let scan), _) where scan.primary:
+            lines.append("  access:   the documents by id, no index: \(scan.bounds); "
+                + "\(scan.ranges.count) key \(scan.ranges.count == 1 ? "look-up or range" : "ranges"), "
+                + "\(scan.estimateText) documents")
         case (.index(let scan), _):
             lines.append("  access:   index \(scan.index.name) (\(scan.index.kind.rawValue) on "
                 + "\(scan.index.fields.map(\.description).joined(separator: ", "))): \(scan.bounds); "
@@ -57,7 +64,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
         case (.union(let scans), _):
             lines.append("  access:   union of \(scans.count) index scans, deduplicated:")
             for scan in scans {
-                lines.append("              index \(scan.index.name): \(scan.bounds), \(scan.estimateText) entries")
+                lines.append("              \(scan.name): \(scan.bounds), \(scan.estimateText) entries")
             }
         }
         if plan.considered.count > 1 {
@@ -78,6 +85,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
         if plan.aggregateAccess == nil || plan.limit != nil {
             let how = switch (plan.ordering, plan.access, plan.needed) {
             case (.natural, .fullScan, _): "as stored, no sort"
+            case (.natural, .index(let scan), _) where scan.primary: "as stored, no sort"
             case (.natural, _, _): "from the index, no sort"
             case (.sorted, _, let needed?): "top-\(needed) heap over the matches, reading only the sort fields"
             case (.sorted, _, nil): "full sort of the matches' sort keys"

@@ -80,7 +80,7 @@ final class DocStorePeer: Peer {
 
     /// A read by id always decodes (the public API has no raw read by id); the other queries have all three forms.
     func supports(_ scenario: Scenario, _ form: Form) -> Bool {
-        (scenario != .getByID || form == .decoded) && !(onPostgres && scenario == .fileCheck)
+        ((scenario != .getByID && scenario != .lookupByID) || form == .decoded) && !(onPostgres && scenario == .fileCheck)
     }
 
     /// The query of each reading scenario.
@@ -123,6 +123,13 @@ final class DocStorePeer: Peer {
             return try await store.read { ctx in
                 var n = 0
                 for id in ids where try ctx.get(StoredPerson.self, id: id) != nil { n += 1 }
+                return n
+            }
+        case .lookupByID:
+            let ids = p.ids
+            return try await store.read { ctx in
+                var n = 0
+                for id in ids where try StoredPerson.include(#Predicate { $0.id == id }).first(in: ctx) != nil { n += 1 }
                 return n
             }
         case .countByIndex:

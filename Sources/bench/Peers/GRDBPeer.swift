@@ -161,7 +161,7 @@ final class GRDBPeer: Peer {
         switch scenario {
         case .insert:
             return 0
-        case .getByID:
+        case .getByID, .lookupByID:
             let ids = p.ids
             (rows, touched) = try await pool.read { db in
                 let statement = try db.cachedStatement(sql: PersonTable.byID(form))

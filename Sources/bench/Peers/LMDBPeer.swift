@@ -169,7 +169,7 @@ final class LMDBPeer: Peer {
         try read { txn in
             let visitor = Visitor(form: form, txn: txn, docs: docs)
             switch scenario {
-            case .getByID:
+            case .getByID, .lookupByID:
                 for id in p.ids {
                     var key = Self.idKey(id)
                     try key.withUnsafeMutableBytes { k in

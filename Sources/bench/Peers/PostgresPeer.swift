@@ -285,7 +285,7 @@ final class PostgresJSONBPeer: Peer {
         switch scenario {
         case .insert, .fileCheck, .verify:
             return 0
-        case .getByID:
+        case .getByID, .lookupByID:
             let sql = "SELECT \(form == .ids ? "id" : "doc") FROM person WHERE id = $1"
             var found = 0
             for id in p.ids { found += try link.query(sql, [String(id)], visit) }
