@@ -112,22 +112,27 @@ final class PostgresStorage: StorageEngine {
             while true {
                 attempt += 1
                 let connection = try liveConnection()
-                let begun: PostgresResult
+                let txn: PostgresTransaction
                 do {
-                    begun = try connection.execute(
-                        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT commit FROM meta")
+                    txn = try PostgresTransaction(beginning: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                                                  engine: self, connection: connection, isReadOnly: true)
                 } catch let error as PostgresError where error.connectionLost && attempt < 3 {
                     continue   // nothing has run yet
                 }
-                let txn = PostgresTransaction(engine: self, connection: connection, isReadOnly: true,
-                                              id: begun.textInteger(0, 0) ?? 0)
-                cache.begin(at: txn.id)
                 defer {
                     txn.invalidate()
                     // A read has nothing to commit: its end is sent, and its answer read before the next statement.
                     try? connection.send("COMMIT")
                 }
-                return try body(txn)
+                do {
+                    let result = try body(txn)
+                    try txn.checkBegun()
+                    return result
+                } catch let error as PostgresError where error.connectionLost && !txn.hasBegun && attempt < 3 {
+                    continue   // the connection went before the read began
+                } catch where txn.mustRunAgain && attempt < 10 {
+                    continue
+                }
             }
         }
     }
@@ -138,24 +143,20 @@ final class PostgresStorage: StorageEngine {
             while true {
                 attempt += 1
                 let connection = try liveConnection()
-                var transactionID: String?
                 var committing = false
                 let txn: PostgresTransaction
                 do {
-                    let begun = try connection.execute(
-                        "BEGIN; SELECT commit, pg_current_xact_id()::text FROM meta FOR UPDATE")
-                    transactionID = begun.text(0, 1)
-                    txn = PostgresTransaction(engine: self, connection: connection, isReadOnly: false,
-                                              id: (begun.textInteger(0, 0) ?? 0) + 1)
-                    cache.begin(at: txn.id - 1)
-                } catch let error as PostgresError where (error.connectionLost || error.isConflict) && attempt < 10 {
-                    continue
+                    txn = try PostgresTransaction(beginning: "BEGIN", engine: self, connection: connection,
+                                                  isReadOnly: false)
+                } catch let error as PostgresError where error.connectionLost && attempt < 10 {
+                    continue   // nothing has run yet
                 }
                 var result: R?
                 do {
                     result = try body(txn)
                     if let failure = txn.failure { throw failure }
                     if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
+                    try txn.checkBegun()
                     txn.invalidate()
                     committing = true
                     try txn.commit()
@@ -168,13 +169,14 @@ final class PostgresStorage: StorageEngine {
                     forget(txn.createdSpaces, on: connection)
                     if let cause, cause.connectionLost {
                         // The commit may have reached the server before the connection went: then it holds.
-                        if committing, let transactionID, let result, try committed(transactionID) { return result }
+                        if committing, let transactionID = txn.transactionID, let result,
+                           try committed(transactionID) { return result }
                         if attempt < 10 { continue }
                     } else {
                         // The writes sent ahead are answered first (their errors are this one's consequences).
                         try? connection.settle()
                         _ = try? connection.execute("ROLLBACK")
-                        if let cause, cause.isConflict, attempt < 10 { continue }
+                        if (cause?.isConflict ?? false) || txn.mustRunAgain, attempt < 10 { continue }
                     }
                     throw error
                 }
@@ -269,10 +271,30 @@ final class PostgresTransaction: StorageTransaction {
     let connection: PostgresConnection
     let isReadOnly: Bool
     private(set) var isValid = true
-    let id: Int
     var opensKeySpaces: Bool { false }
     var keptKeySpaces: Bool { true }
-    var mustRunAgain: Bool { false }
+
+    /// The commit this transaction began at, once the answer to its `BEGIN` has been read; `nil` before.
+    private var begunAt: Int?
+    /// The commit the cache held when this transaction began: it serves the transaction's first reads before the
+    /// answer comes (``usedCache``).
+    private let assumedCommit: Int
+    /// Whether a value came from the cache before the answer to `BEGIN` said which commit this transaction sees.
+    private var usedCache = false
+    /// The answer said another commit than the cache's, after the cache had served: what was read may be out of
+    /// date, and the transaction must run again (``mustRunAgain``).
+    private var stale = false
+    /// The server's id of a write's transaction, for asking whether it committed when the connection goes.
+    fileprivate private(set) var transactionID: String?
+
+    var mustRunAgain: Bool { stale }
+    var hasBegun: Bool { begunAt != nil }
+
+    /// For a read, the commit it sees; for a write, the commit it makes.
+    var id: Int {
+        if begunAt == nil { try? checkBegun() }
+        return (begunAt ?? assumedCommit) + (isReadOnly ? 0 : 1)
+    }
     /// The first error the server gave: the server has aborted the transaction, which cannot commit.
     fileprivate(set) var failure: PostgresError?
     private(set) var interruptedChange: (any Error)?
@@ -297,11 +319,39 @@ final class PostgresTransaction: StorageTransaction {
     /// it began at.
     fileprivate(set) var resetCounts = false
 
-    init(engine: PostgresStorage, connection: PostgresConnection, isReadOnly: Bool, id: Int) {
+    /// Begins a transaction with `begin` and asks for the commit it sees (a write locks the `meta` row, so that
+    /// writers of every process take turns), both sent ahead: their answer comes with the transaction's first
+    /// statement, in the same round trip. Until then the cache serves as of its own commit; if the answer names
+    /// another, a transaction the cache served runs again.
+    init(beginning begin: String, engine: PostgresStorage, connection: PostgresConnection, isReadOnly: Bool) throws {
         self.engine = engine
         self.connection = connection
         self.isReadOnly = isReadOnly
-        self.id = id
+        assumedCommit = engine.cache.commit
+        try connection.sendAhead(begin)
+        let sql = isReadOnly ? "SELECT commit, NULL FROM meta" : "SELECT commit, pg_current_xact_id()::text FROM meta FOR UPDATE"
+        try connection.sendAhead(isReadOnly ? "began" : "beganwrite", sql, []) { [weak self] answer in
+            guard let self, answer.rowCount > 0 else { return }
+            let commit = answer.binaryInteger(0, 0)
+            begunAt = commit
+            transactionID = answer.text(0, 1)
+            if commit != assumedCommit {
+                if usedCache { stale = true }
+                engine.cache.begin(at: commit)
+            }
+        }
+    }
+
+    /// Reads the answer to `BEGIN` if no statement has yet, and throws when the cache served this transaction
+    /// from another commit than the one it sees.
+    func checkBegun() throws {
+        if begunAt == nil { try onServer { try connection.settle() } }
+        if stale { throw StorageError.failed("the commit cache served a transaction from another commit: it runs again") }
+    }
+
+    /// Notes that the cache served this transaction, and whether it could before the answer to `BEGIN` came.
+    fileprivate func servedFromCache() {
+        if begunAt == nil { usedCache = true }
     }
 
     func invalidate() {
@@ -352,12 +402,15 @@ final class PostgresTransaction: StorageTransaction {
     /// (outside a savepoint), since the server has aborted the transaction.
     private func onServer<R>(_ body: () throws -> R) throws -> R {
         if let failure { throw failure }
+        let result: R
         do {
-            return try body()
+            result = try body()
         } catch let error as PostgresError {
             if savepoints == 0 { failure = error }
             throw error
         }
+        if stale { throw StorageError.failed("the commit cache served a transaction from another commit: it runs again") }
+        return result
     }
 
     /// Runs a statement of this transaction.
@@ -451,6 +504,7 @@ final class PostgresTransaction: StorageTransaction {
                            integers: [Int(space.number)]).binaryInteger(0, 0) + (countChanges[space.number] ?? 0)
         }
         let cached = resetCounts ? nil : engine.cache.counts[space.number]
+        if cached != nil { servedFromCache() }
         let stored = try cached ?? {
             let answer = try run("count", "SELECT count FROM spaces WHERE number = $1::bigint", [],
                                  integers: [Int(space.number)])
@@ -463,16 +517,49 @@ final class PostgresTransaction: StorageTransaction {
 
     /// One `count(*)` on the server, of at most `limit` rows when one is given.
     func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?, atMost limit: Int?) throws -> Int {
+        try entryCounts([(space, lower, upper)], atMost: limit)[0]
+    }
+
+    /// One `GROUP BY k` on the server, which walks the table's key in order and stops at the limit; each key's
+    /// first value is one probe of the primary key (PostgreSQL has no `min` of `bytea`).
+    func keySummaries(_ space: KeySpace, from lower: [UInt8], after: [UInt8]?, below upper: [UInt8]?, atMost limit: Int)
+        throws -> [(key: [UInt8], first: [UInt8], count: Int)] {
         let t = table(space)
-        let rows = "SELECT 1 FROM \(t) WHERE k >= $1" + (upper == nil ? "" : " AND k < $2")
-            + (limit == nil ? "" : " LIMIT $\(upper == nil ? 2 : 3)")
-        let name = "\(t)_count" + (upper == nil ? "from" : "in") + (limit == nil ? "" : "most")
-        return try lower.withUnsafeBytes { l in
+        let name = "\(t)_keys" + (after == nil ? "from" : "after") + (upper == nil ? "" : "below")
+        let sql = "SELECT g.k, (SELECT v FROM \(t) WHERE k = g.k ORDER BY v LIMIT 1), g.n FROM (SELECT k, count(*) AS n "
+            + "FROM \(t) WHERE " + (after == nil ? "k >= $1" : "k > $1") + (upper == nil ? "" : " AND k < $2")
+            + " GROUP BY k ORDER BY k LIMIT $\(upper == nil ? 2 : 3)) AS g ORDER BY g.k"
+        let answer = try (after ?? lower).withUnsafeBytes { l in
             try (upper ?? []).withUnsafeBytes { u in
-                try run(name, "SELECT count(*) FROM (\(rows)) AS counted", upper == nil ? [l] : [l, u],
-                        integers: limit.map { [$0] } ?? []).binaryInteger(0, 0)
+                try run(name, sql, upper == nil ? [l] : [l, u], integers: [limit])
             }
         }
+        return (0..<answer.rowCount).map {
+            (Array(answer.bytes($0, 0)), Array(answer.bytes($0, 1)), answer.binaryInteger($0, 2))
+        }
+    }
+
+    /// A `count(*)` each, sent together and answered in one round trip.
+    func entryCounts(_ ranges: [(space: KeySpace, lower: [UInt8], upper: [UInt8]?)], atMost limit: Int?) throws -> [Int] {
+        var counts = [Int](repeating: 0, count: ranges.count)
+        for (i, (space, lower, upper)) in ranges.enumerated() {
+            let t = table(space)
+            let rows = "SELECT 1 FROM \(t) WHERE k >= $1" + (upper == nil ? "" : " AND k < $2")
+                + (limit == nil ? "" : " LIMIT $\(upper == nil ? 2 : 3)")
+            let name = "\(t)_count" + (upper == nil ? "from" : "in") + (limit == nil ? "" : "most")
+            try lower.withUnsafeBytes { l in
+                try (upper ?? []).withUnsafeBytes { u in
+                    try onServer {
+                        try connection.sendAhead(name, "SELECT count(*) FROM (\(rows)) AS counted",
+                                                 upper == nil ? [l] : [l, u], integers: limit.map { [$0] } ?? []) {
+                            counts[i] = $0.binaryInteger(0, 0)
+                        }
+                    }
+                }
+            }
+        }
+        try onServer { try connection.settle() }
+        return counts
     }
 
     // MARK: Entries
@@ -538,6 +625,7 @@ final class PostgresTransaction: StorageTransaction {
         }
         let cached = space.number == engine.cache.catalog && !wroteCatalog
         if cached, let hit = engine.cache.entries[Array(key)] {
+            servedFromCache()
             guard let hit else { return nil }
             cachedValues.append(hit)
             return hit.buffer
@@ -745,7 +833,8 @@ final class CommitCache {
 
     /// The catalog's space, once a transaction has opened it.
     var catalog: UInt32?
-    private var commit = -1
+    /// The commit the cache holds, -1 for none.
+    private(set) var commit = -1
     /// The catalog's entries read at ``commit``: a value, or none (`.some(nil)`).
     var entries: [[UInt8]: Bytes?] = [:]
     var counts: [UInt32: Int] = [:]

@@ -27,20 +27,29 @@ extension CollectionHandle {
 
         func entryCount(of scan: IndexScan) throws -> Int { try txn.entryCount(try handle.space(of: scan)) }
 
-        /// A key's duplicates count at once (`mdb_cursor_count`), so the work is one step per distinct key.
-        func entryCount(of scan: IndexScan, countingAtMost limit: Int) throws -> (count: Int, capped: Bool) {
+        /// On an engine with round trips, every range counted where the entries are, in one round trip, up to four
+        /// entries a key; otherwise by the cursor, a key's duplicates at once (`mdb_cursor_count`), so that the work
+        /// is one step per distinct key.
+        func entryCounts(of scans: [IndexScan], countingAtMost limit: Int) throws -> [(count: Int, capped: Bool)] {
+            guard txn.prefersBatches else { return try scans.map { try entryCount(of: $0, countingAtMost: limit) } }
+            let most = limit * 4
+            var asked: [(space: KeySpace, lower: [UInt8], upper: [UInt8]?)] = []
+            for scan in scans {
+                let space = try handle.space(of: scan)
+                asked += scan.ranges.map { (space, $0.lower, $0.upper) }
+            }
+            var counts = try txn.entryCounts(asked, atMost: most)[...]
+            return scans.map { scan in
+                let total = counts.prefix(scan.ranges.count).reduce(0, +)
+                counts = counts.dropFirst(scan.ranges.count)
+                return (min(total, most), total >= most)
+            }
+        }
+
+        private func entryCount(of scan: IndexScan, countingAtMost limit: Int) throws -> (count: Int, capped: Bool) {
             var total = 0
             var steps = 0
             let space = try handle.space(of: scan)
-            if txn.prefersBatches {
-                // Counted where the entries are, up to four entries a key: a bounded count on the server.
-                let most = limit * 4
-                for range in scan.ranges {
-                    total += try txn.entryCount(space, from: range.lower, below: range.upper, atMost: most - total)
-                    if total >= most { return (total, true) }
-                }
-                return (total, false)
-            }
             let oneEntryAKey = scan.primary || scan.index.isUnique
             return try txn.withCursor(space) { cursor in
                 for range in scan.ranges {

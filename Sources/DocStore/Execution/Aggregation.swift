@@ -258,6 +258,75 @@ extension Executor {
                                  result: try group.state.result(aggregate, collection: handle.name)))
         }
 
+        /// Adds a key with `n()` entries (asked only where the aggregate counts them), `id` its first document's;
+        /// false once the walk can stop.
+        func add(_ key: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer, entries n: () throws -> Int,
+                 firstOfKey: () throws -> UnsafeRawBufferPointer) throws -> Bool {
+            statistics.value.entriesScanned += 1
+            try statistics.checkCancellation()
+            // The group is the key's first parts, the aggregate's value the next one.
+            var groupEnd = 0
+            for _ in 0..<groupParts {
+                guard let end = KeyEncoder.partEnd(key, from: groupEnd) else { throw malformed() }
+                groupEnd = end
+            }
+            let groupKey = UnsafeRawBufferPointer(rebasing: key[0..<groupEnd])
+            if current.map({ !groupKey.elementsEqual($0.key) }) ?? true {
+                try finish()
+                let values = try groupValues(key, groupBy, id: id)
+                current = (Array(groupKey), values, Accumulator())
+            }
+            var state = current?.state ?? Accumulator()
+            let entries: Int
+            switch aggregate {
+            case .min, .max: entries = 0   // (on an engine with round trips, a count is one)
+            default: entries = try n()
+            }
+            state.documents += entries
+            if let valuePath = aggregate.path {
+                guard let valueEnd = KeyEncoder.partEnd(key, from: groupEnd) else { throw malformed() }
+                let part = UnsafeRawBufferPointer(rebasing: key[groupEnd..<valueEnd])
+                switch aggregate {
+                case .count: break
+                case .sum, .average:
+                    if let (whole, double) = KeyEncoder.number(ofPart: part) {
+                        state.addNumber(whole: whole, double, times: entries)
+                    }
+                case .min, .max:
+                    guard part.first != KeyEncoder.Kind.null else { break }
+                    try state.offer(key: Array(part), value: { try partValue(part, path: valuePath, id: firstOfKey()) },
+                                    greatest: aggregate.isMax)
+                }
+            }
+            current?.state = state
+            return !(firstOnly && state.best != nil)
+        }
+
+        if txn.prefersBatches && !descending {
+            // Each distinct key with its first value and its number of entries, summed up where they are kept:
+            // a key's entries do not travel.
+            for range in ranges {
+                var after: [UInt8]?
+                var window = 256
+                while true {
+                    let summaries = try txn.keySummaries(index.database, from: range.lower, after: after,
+                                                         below: range.upper, atMost: window)
+                    for summary in summaries {
+                        let more = try summary.key.withUnsafeBytes { key in
+                            try summary.first.withUnsafeBytes { id in
+                                try add(key, id: id, entries: { summary.count }, firstOfKey: { id })
+                            }
+                        }
+                        if !more { return try finishedRows() }
+                    }
+                    guard summaries.count == window, let last = summaries.last else { break }
+                    after = last.key
+                    window = min(window * 4, 16_384)
+                }
+            }
+            return try finishedRows()
+        }
+
         try txn.withCursor(index.database) { cursor in
             for range in descending ? ranges.reversed() : ranges {
                 var entry: StorageEntry?
@@ -271,50 +340,21 @@ extension Executor {
                     entry = try cursor.seek(atLeast: range.lower)
                 }
                 while let (key, id) = entry, range.contains(key) {
-                    statistics.value.entriesScanned += 1
-                    try statistics.checkCancellation()
-                    // The group is the key's first parts, the aggregate's value the next one.
-                    var groupEnd = 0
-                    for _ in 0..<groupParts {
-                        guard let end = KeyEncoder.partEnd(key, from: groupEnd) else { throw malformed() }
-                        groupEnd = end
-                    }
-                    let groupKey = UnsafeRawBufferPointer(rebasing: key[0..<groupEnd])
-                    if current.map({ !groupKey.elementsEqual($0.key) }) ?? true {
-                        try finish()
-                        let values = try groupValues(key, groupBy, id: id)
-                        current = (Array(groupKey), values, Accumulator())
-                    }
-                    let n = try cursor.duplicateCount()
-                    var state = current?.state ?? Accumulator()
-                    state.documents += n
-                    if let valuePath = aggregate.path {
-                        guard let valueEnd = KeyEncoder.partEnd(key, from: groupEnd) else { throw malformed() }
-                        let part = UnsafeRawBufferPointer(rebasing: key[groupEnd..<valueEnd])
-                        switch aggregate {
-                        case .count: break
-                        case .sum, .average:
-                            if let (whole, double) = KeyEncoder.number(ofPart: part) {
-                                state.addNumber(whole: whole, double, times: n)
-                            }
-                        case .min, .max:
-                            guard part.first != KeyEncoder.Kind.null else { break }
-                            // The first document of the key, as the scan and the ascending walk keep: a descending
-                            // walk stands on the key's last.
-                            try state.offer(key: Array(part), value: {
-                                let first = descending ? try cursor.firstDuplicate()?.value ?? id : id
-                                return try partValue(part, path: valuePath, id: first)
-                            }, greatest: aggregate.isMax)
-                        }
-                    }
-                    current?.state = state
-                    if firstOnly && state.best != nil { return }
+                    // The first document of the key, as the scan and the ascending walk keep: a descending walk
+                    // stands on the key's last.
+                    let more = try add(key, id: id, entries: { try cursor.duplicateCount() },
+                                       firstOfKey: { descending ? try cursor.firstDuplicate()?.value ?? id : id })
+                    if !more { return }
                     entry = descending ? try cursor.previousKey() : try cursor.nextKey()
                 }
             }
         }
-        try finish()
-        return rows
+        return try finishedRows()
+
+        func finishedRows() throws -> [GroupRow] {
+            try finish()
+            return rows
+        }
 
         func malformed() -> DocStoreError {
             DocStoreError(.corruptDocument, "index '\(definition.name)' of collection '\(handle.name)' holds a key that "

@@ -76,26 +76,47 @@ struct Planner<Statistics: CollectionStatistics> {
             if cost < best?.cost ?? Double(documents) { best = (cost, access, answered, ordering) }
         }
 
-        // Scans that narrow the candidates: the ids' own ranges first.
+        // Every scan that could serve, estimated together: on an engine with round trips, in one of them.
+        var filtering = Planner.undominated(
+            candidates.compactMap { filteringScan(on: $0.0, primary: $0.1, conjuncts: conjuncts) })
+        // For each `||` over indexed fields, each branch's candidate scans.
+        var unions: [(conjunct: Condition, branches: [Condition], choices: [[IndexScan]])] = []
+        for conjunct in conjuncts {
+            guard case .or(let branches) = conjunct else { continue }
+            let choices = branches.map { branch in
+                candidates.compactMap { filteringScan(on: $0.0, primary: $0.1, conjuncts: branch.conjuncts) }
+            }
+            if choices.allSatisfy({ !$0.isEmpty }) { unions.append((conjunct, branches, choices)) }
+        }
+        var ordering = plan.sort.isEmpty ? [] : candidates.compactMap {
+            orderingScan(on: $0.0, primary: $0.1, conjuncts: conjuncts, for: plan)
+        }
+        var all = filtering + unions.flatMap { $0.choices.joined() } + ordering
+        try estimate(&all)
+        var next = all[...]
+        func take(_ n: Int) -> [IndexScan] { defer { next = next.dropFirst(n) }; return Array(next.prefix(n)) }
+        filtering = take(filtering.count)
+        for u in unions.indices { unions[u].choices = unions[u].choices.map { take($0.count) } }
+        ordering = take(ordering.count)
+
+        // Scans that narrow the candidates.
         var narrowest = Double(documents)
-        for (index, primary) in candidates {
-            guard var scan = filteringScan(on: index, primary: primary, conjuncts: conjuncts) else { continue }
-            try estimate(&scan)
+        for var scan in filtering {
             var cost = Double(scan.estimate)
             narrowest = min(narrowest, cost)
             // The ids' ranges are the documents themselves, in id order: no look-up from an entry to its document,
             // and no sort when none is asked for.
-            let inIDOrder = primary && plan.sort.isEmpty
-            if primary {
+            let inIDOrder = scan.primary && plan.sort.isEmpty
+            if scan.primary {
                 cost *= 0.5
                 if inIDOrder, plan.idDescending { scan.descending = true; scan.ranges.reverse() }
             }
             // (Index order is not id order, nor the sort's.)
             consider(cost, .index(scan), answering: scan.answered, inIDOrder ? .natural : .sorted)
         }
-        // A union for `||` over indexed fields.
-        for conjunct in conjuncts {
-            guard case .or(let branches) = conjunct, var union = try unionScans(branches) else { continue }
+        // A union for `||` over indexed fields: the narrowest scan of each branch.
+        for (conjunct, branches, choices) in unions {
+            var union = choices.map { scans in scans.min { $0.estimate < $1.estimate }! }
             for i in union.indices { union[i].deduplicate = true }
             let cost = Double(union.reduce(0) { $0 + $1.estimate })
             narrowest = min(narrowest, cost)
@@ -107,22 +128,16 @@ struct Planner<Statistics: CollectionStatistics> {
             consider(cost, .union(union), answering: answered ? [conjunct] : [], .sorted)
         }
         // A scan whose order is the wanted order.
-        if !plan.sort.isEmpty {
-            for (index, primary) in candidates {
-                guard var scan = orderingScan(on: index, primary: primary, conjuncts: conjuncts, for: plan) else {
-                    continue
-                }
-                try estimate(&scan)
-                // The share of this scan's entries that match: the narrowest candidate's size over this scan's
-                // (1 when this scan is itself the narrowest, its ranges having applied the filter).
-                let selectivity = min(1, max(narrowest, 1) / Double(max(scan.estimate, 1)))
-                var cost = Double(scan.estimate)
-                if let needed = plan.needed {
-                    cost = min(cost, Double(needed) / max(selectivity, 1e-9))
-                }
-                cost *= 0.999   // on a tie, the plan that needs no sort
-                consider(cost, .index(scan), answering: scan.answered, .natural)
+        for scan in ordering {
+            // The share of this scan's entries that match: the narrowest candidate's size over this scan's
+            // (1 when this scan is itself the narrowest, its ranges having applied the filter).
+            let selectivity = min(1, max(narrowest, 1) / Double(max(scan.estimate, 1)))
+            var cost = Double(scan.estimate)
+            if let needed = plan.needed {
+                cost = min(cost, Double(needed) / max(selectivity, 1e-9))
             }
+            cost *= 0.999   // on a tie, the plan that needs no sort
+            consider(cost, .index(scan), answering: scan.answered, .natural)
         }
         if let best {
             plan.access = best.access
@@ -131,6 +146,24 @@ struct Planner<Statistics: CollectionStatistics> {
         }
         plan.considered = considered.isEmpty ? [] : [.fullScan(documents: documents)] + considered
         return plan
+    }
+
+    /// The scans that no other scan beats whatever the data: a scan whose ranges were chosen from conditions that
+    /// another's were chosen from too (and more, or as many for an earlier one) holds at least as many entries, as
+    /// each document has one entry at most in both, so it need not be counted. (`city == x && age >= 50`: the
+    /// compound index on city and age beats both the city index and the age index.) The ids are always kept, for
+    /// their lower cost per entry; a multi-value index, whose documents have many entries, is neither beaten nor
+    /// beats.
+    static func undominated(_ scans: [IndexScan]) -> [IndexScan] {
+        func covers(_ a: IndexScan, _ b: IndexScan) -> Bool { b.chosenFrom.allSatisfy(a.chosenFrom.contains) }
+        return scans.indices.filter { i in
+            let b = scans[i]
+            if b.primary || b.index.kind == .multi { return true }
+            return !scans.indices.contains { j in
+                let a = scans[j]
+                return j != i && a.index.kind != .multi && covers(a, b) && (j < i || !covers(b, a))
+            }
+        }.map { scans[$0] }
     }
 
     /// The documents' own keys, their ids, as a unique index on the id whose entries are the documents.
@@ -371,49 +404,36 @@ struct Planner<Statistics: CollectionStatistics> {
                          descendingIDs: plan.idDescending, answered: answered, chosenFrom: answered, orderedBy: sort)
     }
 
-    /// One scan per branch of an `||`, when every branch can use an index.
-    private func unionScans(_ branches: [Condition]) throws -> [IndexScan]? {
-        var scans: [IndexScan] = []
-        for branch in branches {
-            var bestScan: IndexScan?
-            for (index, primary) in [(primaryKey, true)] + statistics.indexes.map({ ($0, false) }) {
-                guard var scan = filteringScan(on: index, primary: primary, conjuncts: branch.conjuncts) else {
-                    continue
-                }
-                try estimate(&scan)
-                if bestScan == nil || scan.estimate < bestScan?.estimate ?? .max { bestScan = scan }
+    /// Counts the entries in each scan's ranges, up to ``countCap`` distinct keys, all the scans' counts asked
+    /// together; past the cap the estimate is a guess between what was counted and a quarter of the index.
+    private func estimate(_ scans: inout [IndexScan]) throws {
+        let nilKeys = [KeyRange.prefix(KeyEncoder.key(.null))]
+        var counted: [Int] = []
+        var asked: [IndexScan] = []
+        for i in scans.indices {
+            if scans[i].pointLookUps {
+                scans[i].estimate = scans[i].ranges.count   // at most one entry each: nothing to count
+            } else if scans[i].ranges.count == 1, scans[i].ranges[0].lower.isEmpty, scans[i].ranges[0].upper == nil {
+                scans[i].estimate = try statistics.entryCount(of: scans[i])   // the whole index
+            } else {
+                // `x != nil` (every key but nil's, which sorts first): the whole index less its nil keys, which
+                // are counted, so that a field most documents hold is not taken for a narrow range.
+                var counting = scans[i]
+                if counting.ranges == [KeyRange.notNil(after: [])] { counting.ranges = nilKeys }
+                asked.append(counting)
+                counted.append(i)
             }
-            guard let bestScan else { return nil }
-            scans.append(bestScan)
         }
-        return scans
-    }
-
-    /// Counts the entries in a scan's ranges, up to ``countCap`` distinct keys; past the cap the estimate is a
-    /// guess between what was counted and a quarter of the index.
-    private func estimate(_ scan: inout IndexScan) throws {
-        if scan.pointLookUps {
-            scan.estimate = scan.ranges.count   // at most one entry each: nothing to count
-            return
+        guard !asked.isEmpty else { return }
+        let counts = try statistics.entryCounts(of: asked, countingAtMost: Planner.countCap)
+        for (i, (total, capped)) in zip(counted, counts) {
+            if scans[i].ranges == [KeyRange.notNil(after: [])] {
+                scans[i].estimate = max(0, try statistics.entryCount(of: scans[i]) - total)
+            } else {
+                scans[i].estimate = capped ? max(total, try statistics.entryCount(of: scans[i]) / 4) : total
+            }
+            scans[i].estimateIsCapped = capped
         }
-        if scan.ranges.count == 1, scan.ranges[0].lower.isEmpty, scan.ranges[0].upper == nil {
-            scan.estimate = try statistics.entryCount(of: scan)   // the whole index
-            return
-        }
-        if scan.ranges == [KeyRange.notNil(after: [])] {
-            // Every key but nil's (`x != nil`): the whole index less its nil keys, which are counted, so that a
-            // field most documents hold is not taken for a narrow range.
-            let nilKeys = KeyRange.prefix(KeyEncoder.key(.null))
-            var nilScan = scan
-            nilScan.ranges = [nilKeys]
-            let (nils, capped) = try statistics.entryCount(of: nilScan, countingAtMost: Planner.countCap)
-            scan.estimate = max(0, try statistics.entryCount(of: scan) - nils)
-            scan.estimateIsCapped = capped
-            return
-        }
-        let (total, capped) = try statistics.entryCount(of: scan, countingAtMost: Planner.countCap)
-        scan.estimate = capped ? max(total, try statistics.entryCount(of: scan) / 4) : total
-        scan.estimateIsCapped = capped
     }
 }
 
@@ -426,6 +446,7 @@ protocol CollectionStatistics {
     func documentCount() throws -> Int
     /// The entries of the whole index `scan` walks (the documents, for the ids).
     func entryCount(of scan: IndexScan) throws -> Int
-    /// The entries in `scan`'s key ranges, counting at most `limit` distinct keys; `capped` when it stopped there.
-    func entryCount(of scan: IndexScan, countingAtMost limit: Int) throws -> (count: Int, capped: Bool)
+    /// The entries in each scan's key ranges, counting at most `limit` distinct keys of each; `capped` where it
+    /// stopped there.
+    func entryCounts(of scans: [IndexScan], countingAtMost limit: Int) throws -> [(count: Int, capped: Bool)]
 }

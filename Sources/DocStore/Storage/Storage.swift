@@ -72,6 +72,13 @@ package protocol StorageTransaction: AnyObject {
     /// further than `limit` when one is given: on an engine with round trips, counted where they are kept; else by
     /// the cursor, a key's duplicates at once.
     func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?, atMost limit: Int?) throws -> Int
+    /// The distinct keys in `lower..<upper` (past `after`, when given), in order, at most `limit` of them, each with
+    /// its first value and its number of values: on an engine with round trips, summed up where the entries are, so
+    /// that a walk of groups fetches a row per key.
+    func keySummaries(_ space: KeySpace, from lower: [UInt8], after: [UInt8]?, below upper: [UInt8]?, atMost limit: Int)
+        throws -> [(key: [UInt8], first: [UInt8], count: Int)]
+    /// Several ``entryCount(_:from:below:atMost:)``s, each up to `limit`: in one round trip on an engine with them.
+    func entryCounts(_ ranges: [(space: KeySpace, lower: [UInt8], upper: [UInt8]?)], atMost limit: Int?) throws -> [Int]
     /// Reads the values under these keys ahead, for the ``get(_:_:)``s that follow before the next write: an
     /// engine with a round trip per call asks for them all in one. Does nothing on an engine without round trips.
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws
@@ -124,6 +131,24 @@ extension StorageTransaction {
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws { _ = try delete(space, key, value: value) }
 
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws {}
+
+    func keySummaries(_ space: KeySpace, from lower: [UInt8], after: [UInt8]?, below upper: [UInt8]?, atMost limit: Int)
+        throws -> [(key: [UInt8], first: [UInt8], count: Int)] {
+        try withCursor(space) { cursor in
+            var found: [(key: [UInt8], first: [UInt8], count: Int)] = []
+            var entry = try cursor.seek(atLeast: after ?? lower)
+            if let after, let (key, _) = entry, key.elementsEqual(after) { entry = try cursor.nextKey() }
+            while let (key, value) = entry, upper.map({ key.lexicographicallyPrecedes($0) }) ?? true, found.count < limit {
+                found.append((Array(key), Array(value), try cursor.duplicateCount()))
+                entry = try cursor.nextKey()
+            }
+            return found
+        }
+    }
+
+    func entryCounts(_ ranges: [(space: KeySpace, lower: [UInt8], upper: [UInt8]?)], atMost limit: Int?) throws -> [Int] {
+        try ranges.map { try entryCount($0.space, from: $0.lower, below: $0.upper, atMost: limit) }
+    }
 
     func entryCount(_ space: KeySpace, from lower: [UInt8], below upper: [UInt8]?, atMost limit: Int?) throws -> Int {
         try withCursor(space) { cursor in
