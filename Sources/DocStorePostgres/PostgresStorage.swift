@@ -441,9 +441,14 @@ final class PostgresTransaction: StorageTransaction {
 
     func isDuplicateSorted(_ space: KeySpace) -> Bool { engine.duplicateSorted[space.number] ?? false }
 
-    /// Notes a write; `countedOnServer` when it was sent ahead and noted its count change on the server.
-    private func wrote(_ space: KeySpace? = nil, countedOnServer counted: Bool = false) {
+    /// Notes a write, to `key` of `space` when it names one; `countedOnServer` when it was sent ahead and noted its
+    /// count change on the server.
+    private func wrote(_ space: KeySpace? = nil, key: UnsafeRawBufferPointer? = nil, countedOnServer counted: Bool = false) {
         if counted, let space { countedOnServer.insert(space.number) }
+        // A value read ahead under that key no longer holds (any, after a write that names no key).
+        if !prefetched.isEmpty {
+            if let space, let key { prefetched[PrefetchKey(space: space.number, key: Array(key))] = nil } else { prefetched = [:] }
+        }
         changed = true
         writeGeneration += 1
         if space == nil || space?.number == engine.cache.catalog { wroteCatalog = true }
@@ -589,20 +594,20 @@ final class PostgresTransaction: StorageTransaction {
         return answer
     }
 
-    /// Values read ahead (``prefetch(_:)``), by space and key, with the writes before them: valid while no write
-    /// came after.
-    private var prefetched: [PrefetchKey: (value: UnsafeRawBufferPointer?, generation: Int)] = [:]
+    /// Values read ahead (``prefetch(_:)``), by space and key: each valid until a write to its key (or a write that
+    /// names none, or a rollback).
+    private var prefetched: [PrefetchKey: UnsafeRawBufferPointer?] = [:]
     private struct PrefetchKey: Hashable {
         let space: UInt32
         let key: [UInt8]
     }
 
-    /// Every key's `get`, sent ahead together and answered in one round trip.
+    /// Every key's `get` not already read ahead, sent together and answered in one round trip.
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws {
-        prefetched = [:]
-        for (space, key) in keys {
+        var asked = false
+        for (space, key) in keys where prefetched[PrefetchKey(space: space.number, key: key)] == nil {
             let t = table(space)
-            let generation = writeGeneration
+            asked = true
             try key.withUnsafeBytes { k in
                 try runAhead("\(t)_get", getStatement(t), [k]) { [weak self] answer in
                     guard let self else { return }
@@ -611,17 +616,16 @@ final class PostgresTransaction: StorageTransaction {
                         keep(answer)
                         value = answer.bytes(0, 0)
                     }
-                    prefetched[PrefetchKey(space: space.number, key: key)] = (value, generation)
+                    prefetched[PrefetchKey(space: space.number, key: key)] = .some(value)
                 }
             }
         }
-        try onServer { try connection.settle() }
+        if asked { try onServer { try connection.settle() } }
     }
 
     func get(_ space: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
-        if !prefetched.isEmpty, let found = prefetched[PrefetchKey(space: space.number, key: Array(key))],
-           found.generation == writeGeneration {
-            return found.value
+        if !prefetched.isEmpty, let found = prefetched[PrefetchKey(space: space.number, key: Array(key))] {
+            return found
         }
         let cached = space.number == engine.cache.catalog && !wroteCatalog
         if cached, let hit = engine.cache.entries[Array(key)] {
@@ -680,7 +684,7 @@ final class PostgresTransaction: StorageTransaction {
                 // Nothing to answer: sent ahead, its count change noted on the server.
                 try runAhead("\(t)_putdupc", counting(space, "row AS (INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO "
                                                        + "NOTHING RETURNING 1)", by: 1), [key, value])
-                wrote(space, countedOnServer: true)
+                wrote(space, key: key, countedOnServer: true)
                 return true
             }
         } else if noOverwrite {
@@ -693,11 +697,11 @@ final class PostgresTransaction: StorageTransaction {
                                                 + "\(t) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v), "
                                                 + "row AS (SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM old))", by: 1),
                          [key, value])
-            wrote(space, countedOnServer: true)
+            wrote(space, key: key, countedOnServer: true)
             return true
         }
         countChanges[space.number, default: 0] += added
-        wrote(space)
+        wrote(space, key: key)
         return true
     }
 
@@ -715,7 +719,7 @@ final class PostgresTransaction: StorageTransaction {
         }
         guard removed > 0 else { return false }
         countChanges[space.number, default: 0] -= removed
-        wrote(space)
+        key.withUnsafeBytes { wrote(space, key: $0) }
         return true
     }
 
@@ -734,7 +738,7 @@ final class PostgresTransaction: StorageTransaction {
                              [k])
             }
         }
-        wrote(space, countedOnServer: true)
+        key.withUnsafeBytes { wrote(space, key: $0, countedOnServer: true) }
     }
 
     // MARK: Cursors
@@ -798,6 +802,7 @@ final class PostgresTransaction: StorageTransaction {
             engine.forget(Array(createdSpaces[created...]), on: connection)
             createdSpaces.removeSubrange(created...)
             writeGeneration += 1
+            prefetched = [:]   // (read after writes the rollback undid, perhaps)
             throw error
         }
     }

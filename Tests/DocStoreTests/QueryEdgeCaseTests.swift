@@ -16,6 +16,32 @@ private struct Note: Document, Equatable {
 }
 
 @Suite struct QueryEdgeCaseTests {
+    /// An insert of many documents checks each against those before it in the same call, across the batches an
+    /// engine with round trips reads ahead in: a repeated id or unique value refuses the whole insert, and nothing
+    /// of it stays.
+    @Test func aBatchInsertRefusesARepeatedIDOrUniqueValueWithinItself() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let base = (0..<1_200).map { Account(id: $0, tenant: "t\($0 % 7)", email: "m\($0)@x") }
+        try await store.insert(contentsOf: base[..<10])
+        var repeatedID = Array(base[10...])
+        repeatedID[900].id = 100   // 100 was inserted earlier in the same call, in another batch of 512
+        await #expect(throws: DocStoreError.self) { try await store.insert(contentsOf: repeatedID) }
+        var repeatedEmail = Array(base[10...])
+        repeatedEmail[1000].email = repeatedEmail[999].email   // in the same batch
+        repeatedEmail[1000].tenant = repeatedEmail[999].tenant
+        do {
+            try await store.insert(contentsOf: repeatedEmail)
+            Issue.record("a repeated unique value was inserted")
+        } catch let error as DocStoreError {
+            #expect(error.code == .uniqueViolation)
+        }
+        #expect(try await Account.query().count(in: store) == 10)
+        try await store.insert(contentsOf: base[10...])
+        #expect(try await Account.query().count(in: store) == 1_200)
+        #expect(try await store.verify().isClean)
+    }
+
     @Test func aCompoundUniqueIndexDoesNotHideDocumentsWithANilPart() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }

@@ -181,15 +181,8 @@ final class CollectionHandle {
             let root = try reader.root()
             let id = try idKey(reader: reader, root: root)
             if txn.prefersBatches {
-                // What the checks below read, asked for at once: the present document and the holders of its
-                // unique keys.
-                var wanted: [(KeySpace, [UInt8])] = stored == nil ? [(documents, id)] : []
-                for index in indexes where index.isUnique {
-                    for key in (try? checkedKeys(for: index, reader: reader, root: root)) ?? [] {
-                        wanted.append((index.database, key))
-                    }
-                }
-                if wanted.count > 1 { try txn.prefetch(wanted) }
+                // What the checks below read, asked for at once (what is not already read ahead).
+                try txn.prefetch(checkedReads(reader: reader, root: root, id: id, stored: stored != nil))
             }
             let old: [UInt8]? = try stored ?? txn.get(documents, id).map { Array($0) }
             if old != nil && mode == .insert {
@@ -223,6 +216,26 @@ final class CollectionHandle {
                 }
             }
         }
+    }
+
+    /// What writing the document `bytes` reads to check it, for an engine with round trips to ask for at once: the
+    /// present document (unless the caller has it) and the holders of its unique keys.
+    func checkedReads(of bytes: [UInt8]) throws -> [(KeySpace, [UInt8])] {
+        try bytes.withUnsafeBytes { raw in
+            let reader = BinaryReader(raw)
+            let root = try reader.root()
+            return checkedReads(reader: reader, root: root, id: try idKey(reader: reader, root: root), stored: false)
+        }
+    }
+
+    private func checkedReads(reader: BinaryReader, root: ValueRef, id: [UInt8], stored: Bool) -> [(KeySpace, [UInt8])] {
+        var wanted: [(KeySpace, [UInt8])] = stored ? [] : [(documents, id)]
+        for index in indexes where index.isUnique {
+            for key in (try? checkedKeys(for: index, reader: reader, root: root)) ?? [] {
+                wanted.append((index.database, key))
+            }
+        }
+        return wanted
     }
 
     /// The keys of `keys` that `other` lacks: a linear look-up for the one key of a regular or unique index, a set
