@@ -71,6 +71,7 @@ final class PostgresStorage: StorageEngine {
                         name text PRIMARY KEY, number integer NOT NULL UNIQUE,
                         dupsort boolean NOT NULL, count bigint NOT NULL);
                     CREATE TABLE IF NOT EXISTS \(schema).main (k bytea PRIMARY KEY, v bytea NOT NULL);
+                    CREATE TABLE IF NOT EXISTS \(schema).commits (number bigint PRIMARY KEY, mark bytea NOT NULL);
                     COMMIT
                     """)
                 return
@@ -169,8 +170,7 @@ final class PostgresStorage: StorageEngine {
                     forget(txn.createdSpaces, on: connection)
                     if let cause, cause.connectionLost {
                         // The commit may have reached the server before the connection went: then it holds.
-                        if committing, let transactionID = txn.transactionID, let result,
-                           try committed(transactionID) { return result }
+                        if committing, let result, try !txn.changed || committed(txn) { return result }
                         if attempt < 10 { continue }
                     } else {
                         // The writes sent ahead are answered first (their errors are this one's consequences).
@@ -184,17 +184,11 @@ final class PostgresStorage: StorageEngine {
         }
     }
 
-    /// Whether the transaction `id` committed, asked on a new connection after the old one was lost mid-commit.
-    private func committed(_ id: String) throws -> Bool {
-        let connection = try liveConnection()
-        do {
-            let status = try connection.execute("SELECT pg_xact_status('\(id)'::xid8)").text(0, 0)
-            return status == "committed"
-        } catch let error as PostgresError where error.sqlState == "22023" {
-            // "in the future": the server restarted without a log record of the transaction, which so never
-            // committed.
-            return false
-        }
+    /// Whether `txn` committed, asked on a new connection after the old one was lost mid-commit: whether the
+    /// commit number it would have made holds its mark.
+    private func committed(_ txn: PostgresTransaction) throws -> Bool {
+        let found = try liveConnection().execute("SELECT encode(mark, 'hex') FROM commits WHERE number = \(txn.id)")
+        return found.rowCount > 0 && found.text(0, 0) == txn.mark.map { String(format: "%02x", $0) }.joined()
     }
 
     fileprivate func forget(_ spaces: [UInt32], on connection: PostgresConnection) {
@@ -284,8 +278,9 @@ final class PostgresTransaction: StorageTransaction {
     /// The answer said another commit than the cache's, after the cache had served: what was read may be out of
     /// date, and the transaction must run again (``mustRunAgain``).
     private var stale = false
-    /// The server's id of a write's transaction, for asking whether it committed when the connection goes.
-    fileprivate private(set) var transactionID: String?
+    /// Random bytes kept with this transaction's commit number (table `commits`), for asking whether it committed
+    /// when the connection goes.
+    fileprivate let mark = Array(withUnsafeBytes(of: UUID().uuid) { Array($0) })
 
     var mustRunAgain: Bool { stale }
     var hasBegun: Bool { begunAt != nil }
@@ -329,12 +324,11 @@ final class PostgresTransaction: StorageTransaction {
         self.isReadOnly = isReadOnly
         assumedCommit = engine.cache.commit
         try connection.sendAhead(begin)
-        let sql = isReadOnly ? "SELECT commit, NULL FROM meta" : "SELECT commit, pg_current_xact_id()::text FROM meta FOR UPDATE"
+        let sql = isReadOnly ? "SELECT commit FROM meta" : "SELECT commit FROM meta FOR UPDATE"
         try connection.sendAhead(isReadOnly ? "began" : "beganwrite", sql, []) { [weak self] answer in
             guard let self, answer.rowCount > 0 else { return }
             let commit = answer.binaryInteger(0, 0)
             begunAt = commit
-            transactionID = answer.text(0, 1)
             if commit != assumedCommit {
                 if usedCache { stale = true }
                 engine.cache.begin(at: commit)
@@ -366,6 +360,7 @@ final class PostgresTransaction: StorageTransaction {
     /// noted on the server), the commit number, the notice to observers and `COMMIT` are sent ahead with the writes
     /// not yet answered.
     fileprivate func commit() throws {
+        try sendGathered()
         if changed {
             for (number, delta) in countChanges where delta != 0 {
                 try connection.sendAhead("UPDATE spaces SET count = count + \(delta) WHERE number = \(number)")
@@ -381,6 +376,15 @@ final class PostgresTransaction: StorageTransaction {
                 }
             }
             try connection.sendAhead("UPDATE meta SET commit = commit + 1")
+            // Which transaction made this commit, for asking after a lost connection whether it held: a
+            // transaction id the server never logged is given out again after a crash, and another transaction
+            // with it may have committed. The marks of all but the last 1,024 commits are let go.
+            try mark.withUnsafeBytes { m in
+                try connection.sendAhead("mark", "INSERT INTO commits VALUES ($2::bigint, $1)", [m], integers: [id]) { _ in }
+            }
+            if id % 1_024 == 0 {
+                try connection.sendAhead("DELETE FROM commits WHERE number <= \(id - 1_024)")
+            }
             try connection.sendAhead("NOTIFY \(engine.channel)")
         }
         try connection.sendAhead("COMMIT")
@@ -404,6 +408,7 @@ final class PostgresTransaction: StorageTransaction {
         if let failure { throw failure }
         let result: R
         do {
+            try sendGathered()
             result = try body()
         } catch let error as PostgresError {
             if savepoints == 0 { failure = error }
@@ -650,19 +655,77 @@ final class PostgresTransaction: StorageTransaction {
     /// One statement for all the keys: an array parameter, joined to the table in the keys' order.
     func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?) {
         let t = table(space)
-        // PostgreSQL's binary array: dimensions, no nulls, element type bytea (17), length and lower bound, then
-        // each element's length and bytes.
-        var array: [UInt8] = []
-        array.reserveCapacity(20 + keys.reduce(0) { $0 + 4 + $1.count })
-        func append(_ n: Int) { for shift in [24, 16, 8, 0] { array.append(UInt8(truncatingIfNeeded: n >> shift)) } }
-        append(1); append(0); append(17); append(keys.count); append(1)
-        for key in keys { append(key.count); array += key }
-        let answer = try array.withUnsafeBytes { a in
+        let answer = try PostgresTransaction.byteaArray(keys).withUnsafeBytes { a in
             try run("\(t)_many", "SELECT q.k, v FROM unnest($1::bytea[]) WITH ORDINALITY AS q(k, i) "
                     + "JOIN \(t) ON \(t).k = q.k ORDER BY i", [a])
         }
         keep(answer)
         return ((0..<answer.rowCount).map { (answer.bytes($0, 0), answer.bytes($0, 1)) }, answer)
+    }
+
+    /// PostgreSQL's binary array of `bytea`: dimensions, no nulls, element type bytea (17), length and lower bound,
+    /// then each element's length and bytes.
+    static func byteaArray(_ items: [[UInt8]]) -> [UInt8] {
+        var array: [UInt8] = []
+        array.reserveCapacity(20 + items.reduce(0) { $0 + 4 + $1.count })
+        func append(_ n: Int) { for shift in [24, 16, 8, 0] { array.append(UInt8(truncatingIfNeeded: n >> shift)) } }
+        append(1); append(0); append(17); append(items.count); append(1)
+        for item in items { append(item.count); array += item }
+        return array
+    }
+
+    /// The puts whose answer nobody needs, gathered per space until the next statement of any other kind, and then
+    /// sent as one statement a space: the rows of one `unnest` of two arrays. The order of the statements is
+    /// unchanged, so that everything else sees them as if sent one by one. A space's puts of one key keep the last
+    /// value (a duplicate-sorted space keeps each pair once).
+    private var gathered: [UInt32: GatheredPuts] = [:]
+    private struct GatheredPuts {
+        var keys: [[UInt8]] = []
+        var values: [[UInt8]] = []
+        /// Where each key is, in a space that is not duplicate-sorted.
+        var positions: [[UInt8]: Int] = [:]
+
+        mutating func add(_ key: [UInt8], _ value: [UInt8], duplicateSorted: Bool) {
+            if !duplicateSorted, let at = positions[key] {
+                values[at] = value
+                return
+            }
+            if !duplicateSorted { positions[key] = keys.count }
+            keys.append(key)
+            values.append(value)
+        }
+    }
+
+    private func gather(_ space: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
+                        duplicateSorted: Bool) {
+        // (Changed in place: a copy taken out of the dictionary and put back would copy the arrays each time.)
+        gathered[space.number, default: GatheredPuts()].add(Array(key), Array(value), duplicateSorted: duplicateSorted)
+    }
+
+    /// Sends the gathered puts, a statement a space, each noting how many entries it added.
+    private func sendGathered() throws {
+        guard !gathered.isEmpty else { return }
+        let all = gathered
+        gathered = [:]
+        for (number, puts) in all.sorted(by: { $0.key < $1.key }) {
+            let space = KeySpace(number: number)
+            let t = table(space)
+            let rows = "u AS (SELECT * FROM unnest($1::bytea[], $2::bytea[]) AS u(k, v))"
+            let sql = isDuplicateSorted(space)
+                ? counting(space, "\(rows), row AS (INSERT INTO \(t) SELECT k, v FROM u ON CONFLICT DO NOTHING RETURNING 1)",
+                           by: 1)
+                // A row the insert made has no `xmax`; one it updated has this transaction's (a join with the
+                // table to find the keys already there can be planned as a scan of the whole table).
+                : "WITH \(rows), new AS (INSERT INTO \(t) SELECT k, v FROM u ON CONFLICT (k) DO UPDATE SET v = "
+                    + "EXCLUDED.v RETURNING xmax = 0 AS added) INSERT INTO pg_temp.docstore_deltas SELECT \(number), "
+                    + "count(*) FILTER (WHERE added) FROM new"
+            let keys = PostgresTransaction.byteaArray(puts.keys), values = PostgresTransaction.byteaArray(puts.values)
+            try keys.withUnsafeBytes { k in
+                try values.withUnsafeBytes { v in
+                    try connection.sendAhead("\(t)_putmany", sql, [k, v]) { _ in }
+                }
+            }
+        }
     }
 
     @discardableResult
@@ -681,9 +744,9 @@ final class PostgresTransaction: StorageTransaction {
                                 [key, value]).affected
                 if added == 0 { return false }
             } else {
-                // Nothing to answer: sent ahead, its count change noted on the server.
-                try runAhead("\(t)_putdupc", counting(space, "row AS (INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO "
-                                                       + "NOTHING RETURNING 1)", by: 1), [key, value])
+                // Nothing to answer: gathered, and sent with the next statement, its count change noted on the server.
+                if let failure { throw failure }
+                gather(space, key, value, duplicateSorted: true)
                 wrote(space, key: key, countedOnServer: true)
                 return true
             }
@@ -691,12 +754,9 @@ final class PostgresTransaction: StorageTransaction {
             added = try run("\(t)_putnew", "INSERT INTO \(t) VALUES ($1, $2) ON CONFLICT DO NOTHING", [key, value]).affected
             if added == 0 { return false }
         } else {
-            // The first part of the WITH sees the table before the insert: a row when the key is new. Nothing to
-            // answer: sent ahead, its count change noted on the server.
-            try runAhead("\(t)_putc", counting(space, "old AS (SELECT 1 FROM \(t) WHERE k = $1), new AS (INSERT INTO "
-                                                + "\(t) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v), "
-                                                + "row AS (SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM old))", by: 1),
-                         [key, value])
+            // Nothing to answer: gathered, and sent with the next statement, its count change noted on the server.
+            if let failure { throw failure }
+            gather(space, key, value, duplicateSorted: false)
             wrote(space, key: key, countedOnServer: true)
             return true
         }
@@ -777,6 +837,8 @@ final class PostgresTransaction: StorageTransaction {
         let created = createdSpaces.count
         let interrupted = interruptedChange
         do {
+            // What was gathered before belongs to the transaction around: sent before the savepoint.
+            try sendGathered()
             try connection.sendAhead("SAVEPOINT \(name)")
         } catch let error as PostgresError {
             throw StorageError.nestingRefused(error.description)
@@ -789,7 +851,9 @@ final class PostgresTransaction: StorageTransaction {
             try connection.sendAhead("RELEASE SAVEPOINT \(name)")
             return result
         } catch {
-            // What was sent ahead is answered first: its error, if any, is this one or its cause.
+            // What was gathered since the savepoint is undone by not sending it. What was sent ahead is answered
+            // first: its error, if any, is this one or its cause.
+            gathered = [:]
             try? connection.settle()
             do {
                 try connection.execute("ROLLBACK TO SAVEPOINT \(name)")

@@ -16,6 +16,24 @@ private struct Note: Document, Equatable {
 }
 
 @Suite struct QueryEdgeCaseTests {
+    /// A document saved several times in one write is what the last save made, with the index entries of that
+    /// version only, however an engine gathers the writes before sending them.
+    @Test func theLastOfSeveralSavesInOneWriteWins() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.write { ctx in
+            for round in 0..<3 {
+                for id in 0..<20 { try ctx.save(Account(id: id, tenant: "t\(round)", email: "e\(id)-\(round)")) }
+            }
+        }
+        let all = try await Account.query().results(in: store)
+        #expect(all == (0..<20).map { Account(id: $0, tenant: "t2", email: "e\($0)-2") })
+        #expect(try await Account.include(#Predicate { $0.tenant == "t1" }).count(in: store) == 0)
+        #expect(try await Account.include(#Predicate { $0.tenant == "t2" && $0.email == "e7-2" }).results(in: store)
+                    .map(\.id) == [7])
+        #expect(try await store.verify().isClean)
+    }
+
     /// An insert of many documents checks each against those before it in the same call, across the batches an
     /// engine with round trips reads ahead in: a repeated id or unique value refuses the whole insert, and nothing
     /// of it stays.

@@ -180,9 +180,9 @@ final class CollectionHandle {
             let reader = BinaryReader(raw)
             let root = try reader.root()
             let id = try idKey(reader: reader, root: root)
-            if txn.prefersBatches {
+            if txn.prefersBatches && stored == nil {
                 // What the checks below read, asked for at once (what is not already read ahead).
-                try txn.prefetch(checkedReads(reader: reader, root: root, id: id, stored: stored != nil))
+                try txn.prefetch(checkedReads(reader: reader, root: root, id: id, stored: false))
             }
             let old: [UInt8]? = try stored ?? txn.get(documents, id).map { Array($0) }
             if old != nil && mode == .insert {
@@ -195,6 +195,12 @@ final class CollectionHandle {
             // Per index, the keys to remove and to add: none where they are the same (a field the change left alone).
             let removed = indexes.indices.map { CollectionHandle.keys(oldKeys[$0], notIn: newKeys[$0]) }
             let added = indexes.indices.map { CollectionHandle.keys(newKeys[$0], notIn: oldKeys[$0]) }
+            if txn.prefersBatches && stored != nil {
+                // The present document known, only the unique keys this write adds are checked: asked at once.
+                try txn.prefetch(indexes.indices.filter { indexes[$0].isUnique }.flatMap { i in
+                    added[i].map { (indexes[i].database, $0) }
+                })
+            }
             // Every check before any change, so that a refused write leaves nothing behind.
             for (i, index) in indexes.enumerated() where index.isUnique {
                 for key in added[i] {

@@ -228,15 +228,22 @@ extension Query {
         guard let executor = try documents.executor(in: context, writing: true) else { return 0 }
         let ids = try executor.resultIDs()
         var matched = 0
+        /// Each document changed in turn; on an engine with round trips, 512 documents read at once first.
+        func changeAll(_ txn: any StorageTransaction) throws {
+            let step = txn.prefersBatches ? 512 : max(ids.count, 1)
+            for start in stride(from: 0, to: ids.count, by: step) {
+                let batch = ids[start..<min(ids.count, start + step)]
+                if txn.prefersBatches { try txn.prefetch(batch.map { (executor.handle.documents, $0) }) }
+                for id in batch where try change(executor.handle, id, txn) { matched += 1 }
+            }
+        }
         if nested {
             return try context.txn.nested { txn in
-                for id in ids where try change(executor.handle, id, txn) { matched += 1 }
+                try changeAll(txn)
                 return matched
             }
         }
-        try context.txn.changingAtomically {
-            for id in ids where try change(executor.handle, id, context.txn) { matched += 1 }
-        }
+        try context.txn.changingAtomically { try changeAll(context.txn) }
         return matched
     }
 
