@@ -211,8 +211,10 @@ final class PostgresStorage: StorageEngine {
     private var listener: PostgresConnection?
     private var lastSeenCommit: Int?
 
-    /// The channel every commit notifies (a `NOTIFY` in the transaction, delivered when it commits).
-    var channel: String { quoted("docstore " + settings.schema) }
+    /// The channel every commit notifies (a `NOTIFY` in the transaction, delivered when it commits), as an
+    /// identifier, and by name.
+    var channel: String { quoted(channelName) }
+    var channelName: String { "docstore " + settings.schema }
 
     /// The last commit's number. Observers ask every 50 ms: while no commit has been announced on the listening
     /// connection since the last answer, the answer is the same, with no statement sent.
@@ -363,7 +365,8 @@ final class PostgresTransaction: StorageTransaction {
         try sendGathered()
         if changed {
             for (number, delta) in countChanges where delta != 0 {
-                try connection.sendAhead("UPDATE spaces SET count = count + \(delta) WHERE number = \(number)")
+                try connection.sendAhead("addcount", "UPDATE spaces SET count = count + $1::bigint WHERE number = $2::bigint",
+                                         [], integers: [delta, Int(number)]) { _ in }
             }
             if !countedOnServer.isEmpty {
                 try connection.sendAhead("counts", "UPDATE spaces SET count = spaces.count + d.total FROM (SELECT space, "
@@ -375,17 +378,21 @@ final class PostgresTransaction: StorageTransaction {
                     }
                 }
             }
-            try connection.sendAhead("UPDATE meta SET commit = commit + 1")
-            // Which transaction made this commit, for asking after a lost connection whether it held: a
+            // The commit number, the mark of the transaction that made it, and the notice to observers, in one
+            // prepared statement. The mark is for asking after a lost connection whether the commit held: a
             // transaction id the server never logged is given out again after a crash, and another transaction
             // with it may have committed. The marks of all but the last 1,024 commits are let go.
             try mark.withUnsafeBytes { m in
-                try connection.sendAhead("mark", "INSERT INTO commits VALUES ($2::bigint, $1)", [m], integers: [id]) { _ in }
+                try engine.channelName.withUTF8Bytes { c in
+                    try connection.sendAhead("commitnext", "WITH next AS (UPDATE meta SET commit = commit + 1 RETURNING "
+                                             + "commit), marked AS (INSERT INTO commits SELECT commit, $1 FROM next "
+                                             + "RETURNING 1) SELECT pg_notify(convert_from($2, 'UTF8'), '') FROM marked",
+                                             [m, c]) { _ in }
+                }
             }
             if id % 1_024 == 0 {
                 try connection.sendAhead("DELETE FROM commits WHERE number <= \(id - 1_024)")
             }
-            try connection.sendAhead("NOTIFY \(engine.channel)")
         }
         try connection.sendAhead("COMMIT")
         try connection.settle()
