@@ -84,7 +84,8 @@ struct Planner<Statistics: CollectionStatistics> {
         for conjunct in conjuncts {
             guard case .or(let branches) = conjunct else { continue }
             let choices = branches.map { branch in
-                candidates.compactMap { filteringScan(on: $0.0, primary: $0.1, conjuncts: branch.conjuncts) }
+                Planner.undominated(
+                    candidates.compactMap { filteringScan(on: $0.0, primary: $0.1, conjuncts: branch.conjuncts) })
             }
             if choices.allSatisfy({ !$0.isEmpty }) { unions.append((conjunct, branches, choices)) }
         }
@@ -116,7 +117,7 @@ struct Planner<Statistics: CollectionStatistics> {
         }
         // A union for `||` over indexed fields: the narrowest scan of each branch.
         for (conjunct, branches, choices) in unions {
-            var union = choices.map { scans in scans.min { $0.estimate < $1.estimate }! }
+            var union = choices.compactMap { scans in scans.min { $0.estimate < $1.estimate } }   // (none empty)
             for i in union.indices { union[i].deduplicate = true }
             let cost = Double(union.reduce(0) { $0 + $1.estimate })
             narrowest = min(narrowest, cost)
