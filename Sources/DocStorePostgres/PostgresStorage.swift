@@ -282,9 +282,12 @@ final class PostgresTransaction: StorageTransaction {
     private var stale = false
     /// Random bytes kept with this transaction's commit number (table `commits`), for asking whether it committed
     /// when the connection goes.
-    fileprivate let mark = Array(withUnsafeBytes(of: UUID().uuid) { Array($0) })
+    fileprivate let mark = withUnsafeBytes(of: UUID().uuid) { Array($0) }
 
     var mustRunAgain: Bool { stale }
+    /// What a transaction the cache served from another commit throws, to be run again.
+    private static let staleCache = StorageError.failed("the commit cache served a transaction from another commit: "
+                                                        + "it runs again")
     var hasBegun: Bool { begunAt != nil }
 
     /// For a read, the commit it sees; for a write, the commit it makes.
@@ -342,7 +345,7 @@ final class PostgresTransaction: StorageTransaction {
     /// from another commit than the one it sees.
     func checkBegun() throws {
         if begunAt == nil { try onServer { try connection.settle() } }
-        if stale { throw StorageError.failed("the commit cache served a transaction from another commit: it runs again") }
+        if stale { throw PostgresTransaction.staleCache }
     }
 
     /// Notes that the cache served this transaction, and whether it could before the answer to `BEGIN` came.
@@ -421,7 +424,7 @@ final class PostgresTransaction: StorageTransaction {
             if savepoints == 0 { failure = error }
             throw error
         }
-        if stale { throw StorageError.failed("the commit cache served a transaction from another commit: it runs again") }
+        if stale { throw PostgresTransaction.staleCache }
         return result
     }
 
