@@ -182,7 +182,7 @@ final class CollectionHandle {
             let id = try idKey(reader: reader, root: root)
             if txn.prefersBatches && stored == nil {
                 // What the checks below read, asked for at once (what is not already read ahead).
-                try txn.prefetch(checkedReads(reader: reader, root: root, id: id, stored: false))
+                try txn.prefetch(checkedReads(reader: reader, root: root, id: id))
             }
             let old: [UInt8]? = try stored ?? txn.get(documents, id).map { Array($0) }
             if old != nil && mode == .insert {
@@ -225,17 +225,17 @@ final class CollectionHandle {
     }
 
     /// What writing the document `bytes` reads to check it, for an engine with round trips to ask for at once: the
-    /// present document (unless the caller has it) and the holders of its unique keys.
+    /// present document and the holders of its unique keys.
     func checkedReads(of bytes: [UInt8]) throws -> [(KeySpace, [UInt8])] {
         try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
             let root = try reader.root()
-            return checkedReads(reader: reader, root: root, id: try idKey(reader: reader, root: root), stored: false)
+            return checkedReads(reader: reader, root: root, id: try idKey(reader: reader, root: root))
         }
     }
 
-    private func checkedReads(reader: BinaryReader, root: ValueRef, id: [UInt8], stored: Bool) -> [(KeySpace, [UInt8])] {
-        var wanted: [(KeySpace, [UInt8])] = stored ? [] : [(documents, id)]
+    private func checkedReads(reader: BinaryReader, root: ValueRef, id: [UInt8]) -> [(KeySpace, [UInt8])] {
+        var wanted: [(KeySpace, [UInt8])] = [(documents, id)]
         for index in indexes where index.isUnique {
             for key in (try? checkedKeys(for: index, reader: reader, root: root)) ?? [] {
                 wanted.append((index.database, key))
