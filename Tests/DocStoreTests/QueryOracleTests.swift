@@ -678,6 +678,51 @@ private struct OracleGenerator {
         return (q, build.results)
     }
 
+    /// `e` with other values of the same kinds where it has values: the same request shape, as a request a server
+    /// sends again and again with another id or another city would be.
+    mutating func redrawn(_ e: OracleExpr, _ rows: [OracleRow]) -> OracleExpr {
+        switch e {
+        case .age(let op, _, let s): return .age(op, ageConstant(rows), swapped: s)
+        case .id(let op, _, let s): return .id(op, idConstant(rows), swapped: s)
+        case .idIn(let vs): return .idIn(vs.map { _ in idConstant(rows) })
+        case .name(let op, _, let s): return .name(op, nameConstant(rows), swapped: s)
+        case .score(let op, _, let s): return .score(op, scoreConstant(rows), swapped: s)
+        case .city(let op, _, let s): return .city(op, cityConstant(), swapped: s)
+        case .email(let equal, _): return .email(equal: equal, emailConstant(rows))
+        case .address(let equal, _): return .address(equal: equal, cityConstant())
+        case .activeIs: return .activeIs(bool())
+        case .tagsContain: return .tagsContain(pick(Self.tags))
+        case .ageIn(let vs): return .ageIn(vs.map { _ in ageConstant(rows) })
+        case .nameIn(let vs): return .nameIn(vs.map { _ in nameConstant(rows) })
+        case .cityIn(let vs): return .cityIn(vs.map { _ in cityConstant() })
+        case .emailIn(let vs): return .emailIn(vs.map { _ in emailConstant(rows) })
+        case .nameStarts: return .nameStarts(pick(Self.prefixes))
+        case .cityStarts: return .cityStarts(pick(Self.prefixes))
+        case .tagCount(let op, _): return .tagCount(op, int(0...4))
+        case .and(let a, let b): return .and(redrawn(a, rows), redrawn(b, rows))
+        case .or(let a, let b): return .or(redrawn(a, rows), redrawn(b, rows))
+        case .not(let a): return .not(redrawn(a, rows))
+        case .active, .tagsEqual, .emailOrEmpty, .nameIsCity, .constant: return e
+        }
+    }
+
+    /// `q` with other values: its clauses redrawn, its sorts kept, and its slices moved a little.
+    mutating func redrawn(_ q: OracleQuery, _ oracle: Oracle) throws -> (OracleQuery, [OracleRow]) {
+        var out = OracleQuery()
+        out.clauses = q.clauses.map { OracleClause(include: $0.include, expr: redrawn($0.expr, oracle.rows)) }
+        var build = OracleBuild(matches: try oracle.filter(out.clauses))
+        for step in q.steps {
+            var step = step
+            if case .slice(let a, let b) = step {
+                let shift = int(-2...2)
+                step = .slice(a + shift, b + shift)
+            }
+            out.steps.append(step)
+            build.apply(step)
+        }
+        return (out, build.results)
+    }
+
     /// A query to delete with: a few documents at a time, so that many rounds leave documents to delete.
     mutating func deleteQuery(_ oracle: Oracle) throws -> (OracleQuery, [OracleRow]) {
         let rows = oracle.rows
@@ -948,6 +993,31 @@ private func makeOracleStore(_ rows: [OracleRow]) async throws -> (DocStore, Tem
         }
         #expect(wrong.isEmpty, Comment(rawValue: "seed \(seed): the `in: store` answers of \(wrong.count) queries differ "
             + "from the oracle; the first: \(wrong.first ?? "")"))
+    }
+
+    /// Requests of one shape with other values, one after the other: the second and later take their plan from
+    /// the collection's plan cache, rebuilt for their values, and must answer as the oracle does.
+    @Test(arguments: engineSeeds([0x5A4E_0000_0001, 0x5A4E_0000_0002] as [UInt64]))
+    func requestsOfOneShapeWithOtherValuesAnswerLikeTheOracle(seed: UInt64) async throws {
+        var generator = OracleGenerator(seed: seed)
+        let oracle = Oracle(rows: generator.rows(count: Self.documentCount))
+        let (store, dir) = try await makeOracleStore(oracle.rows)
+        defer { _ = dir }
+        var cases: [(index: Int, query: OracleQuery, expected: [OracleRow])] = []
+        for shape in 0..<(Self.queriesPerSeed / 5) {
+            let (query, expected) = try generator.query(oracle)
+            cases.append((5 * shape, query, expected))
+            for again in 1..<5 {
+                let (other, expected) = try generator.redrawn(query, oracle)
+                cases.append((5 * shape + again, other, expected))
+            }
+        }
+        var found: [Disagreement] = []
+        for batch in stride(from: 0, to: cases.count, by: 100) {
+            let slice = Array(cases[batch..<min(batch + 100, cases.count)])
+            found += try await disagreements(IndexedOracleItem.self, in: store, seed: seed, queries: slice)
+        }
+        report(found, queries: cases.count, seed: seed)
     }
 
     @Test(arguments: engineSeeds([0x0DE1_E7E5_0001, 0x0DE1_E7E5_0002] as [UInt64]))

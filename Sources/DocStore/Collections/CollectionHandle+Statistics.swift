@@ -20,7 +20,7 @@ extension CollectionHandle {
 
         var collection: String { handle.name }
         var idPath: FieldPath { handle.info.idPath }
-        var indexes: [IndexDefinition] { handle.indexes.map(\.definition) }
+        var indexes: [IndexDefinition] { handle.indexDefinitions }
 
         /// O(1) (`mdb_stat`).
         func documentCount() throws -> Int { try txn.entryCount(handle.documents) }

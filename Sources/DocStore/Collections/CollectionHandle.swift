@@ -20,11 +20,16 @@ final class CollectionHandle {
     var checkedGeneration: UInt64?
     /// Whether a document is checked against its checksum before it is decoded (``DocStore/Options/checkChecksums``).
     let checksChecksums: Bool
+    /// The plans of this collection's requests, by shape.
+    let plans = PlanCache()
+    /// The definitions of ``indexes``, as the planner reads them.
+    let indexDefinitions: [IndexDefinition]
 
     init(info: CollectionInfo, documents: KeySpace, indexes: [Index], checksChecksums: Bool) {
         self.info = info
         self.documents = documents
         self.indexes = indexes
+        self.indexDefinitions = indexes.map(\.definition)
         self.checksChecksums = checksChecksums
     }
 

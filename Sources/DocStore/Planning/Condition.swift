@@ -147,6 +147,8 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
     /// not nil), `x != nil` is dropped; where any says `x` is not nil, `x == nil || c` is `c`; a conjunct said twice
     /// is kept once. What `(x ?? 0) <= 5` becomes (`x == nil || x <= 5`) then meets `x >= 1` as one range.
     private static func withoutImpliedNilTests(_ conjuncts: [Condition]) -> [Condition] {
+        // One conjunct implies nothing of another.
+        guard conjuncts.count > 1 else { return conjuncts }
         var valued: Set<FieldPath> = []
         var present: Set<FieldPath> = []
         for c in conjuncts {
@@ -202,8 +204,18 @@ extension Condition {
         }
     }
 
-    /// Values with the same key: `-0.0` and `0` alike, NaN like NaN.
-    private static func same(_ a: DocumentValue, _ b: DocumentValue) -> Bool { KeyEncoder.key(a) == KeyEncoder.key(b) }
+    /// Values with the same key: `-0.0` and `0` alike, NaN like NaN. (The commonest kinds compared as their keys
+    /// would compare them, without making the keys: strings byte for byte, not as `String`'s `==` does.)
+    private static func same(_ a: DocumentValue, _ b: DocumentValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case let (.bool(x), .bool(y)): return x == y
+        case let (.int(x), .int(y)): return x == y
+        case let (.string(x), .string(y)): return x.utf8.elementsEqual(y.utf8)
+        case let (.uuid(x), .uuid(y)): return x == y
+        default: return KeyEncoder.key(a) == KeyEncoder.key(b)
+        }
+    }
 }
 
 extension DocumentValue {

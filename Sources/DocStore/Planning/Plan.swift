@@ -94,13 +94,13 @@ struct Plan: Sendable, Equatable {
     }
 
     let collection: String
-    let documentCount: Int
+    var documentCount: Int
     let filter: Condition
     var access: Access
     var residual: Condition
     let sort: [SortSpec]
     /// Where the collection's documents hold their ids, which order the ties of every sort.
-    var idPath: FieldPath = "id"
+    var idPath = Plan.defaultIDPath
     let idDescending: Bool
     var ordering: Ordering
     let offset: Int
@@ -112,6 +112,8 @@ struct Plan: Sendable, Equatable {
     /// The groups the request answers, and how their aggregate is computed; `nil` for documents or their fields.
     var grouping: Grouping?
     var aggregateAccess: AggregateAccess?
+
+    static let defaultIDPath: FieldPath = "id"
 
     /// The number of results the walk needs before it can stop: `offset + limit`.
     var needed: Int? { limit.map { offset + $0 } }

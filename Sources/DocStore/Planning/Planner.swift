@@ -15,8 +15,29 @@ struct Planner<Statistics: CollectionStatistics> {
     /// The plan of a request: what `selection` asks of the collection, and for groups, how their aggregate is
     /// computed.
     func plan(_ selection: Selection, output: Output = .documents) throws -> Plan {
-        var plan = try access(selection.planned(for: output))
+        try planWithHint(selection, output: output).plan
+    }
+
+    /// The plan of a request, and what a request of the same shape may take again of it (see ``PlanCache``).
+    func planWithHint(_ selection: Selection, output: Output) throws -> (plan: Plan, hint: PlanHint?) {
+        // (Without a hint, there is always a plan.)
+        guard let (plan, hint) = try access(selection.planned(for: output), following: nil) else {
+            throw DocStoreError(.storage, "no plan for \(selection.condition)")
+        }
+        return (grouped(plan, output: output, selection: selection), hint)
+    }
+
+    /// The plan of a request on the access `hint` names, built for the request's values; `nil` when that access
+    /// cannot serve them, or costs more than `hint` allows.
+    func plan(_ selection: Selection, output: Output, following hint: PlanHint) throws -> Plan? {
+        guard let (plan, _) = try access(selection.planned(for: output), following: hint) else { return nil }
+        return grouped(plan, output: output, selection: selection)
+    }
+
+    /// `plan` with the groups `output` asks for, and how their aggregate is computed.
+    private func grouped(_ plan: Plan, output: Output, selection: Selection) -> Plan {
         guard case .groups(let grouping) = output else { return plan }
+        var plan = plan
         plan.grouping = grouping
         plan.aggregateAccess = grouping.isCount ? .counting(afterwards: selection.window?.afterwards ?? [])
                                                 : aggregateAccess(grouping, plan: plan)
@@ -52,36 +73,51 @@ struct Planner<Statistics: CollectionStatistics> {
         }
     }
 
-    /// Where the matches of `selection` come from, what is checked on each, and how they are ordered.
-    private func access(_ selection: Selection) throws -> Plan {
+    /// Where the matches of `selection` come from, what is checked on each, and how they are ordered; and what a
+    /// request of the same shape may take again. Following a `hint`, only the access it names is weighed: `nil`
+    /// when it cannot serve, or costs more than the hint allows.
+    private func access(_ selection: Selection, following hint: PlanHint?) throws -> (Plan, PlanHint?)? {
         let documents = try statistics.documentCount()
         var plan = Plan(selection, collection: statistics.collection, documentCount: documents)
         plan.idPath = statistics.idPath
         if case .constant(false) = plan.filter {
-            return Plan(selection, collection: plan.collection, documentCount: documents, nothing: Plan.Access.none)
+            guard hint == nil else { return nil }
+            return (Plan(selection, collection: plan.collection, documentCount: documents, nothing: Plan.Access.none),
+                    nil)
         }
+        if hint?.kind == .fullScan { return (plan, hint) }
         let conjuncts = plan.filter.conjuncts
         // The cheapest access so far, with what it answers and whether it gives the order; none: the full scan.
         var best: (cost: Double, access: Plan.Access, answered: [Condition], ordering: Plan.Ordering)?
         var considered: [ConsideredAccess] = []
-        let candidates = [(primaryKey, true)] + statistics.indexes.map { ($0, false) }
+        // The cost of every access weighed, the full scan's first.
+        var costs = [Double(documents)]
+        let candidates: [(IndexDefinition, Bool)]
+        if let hint, let index = hint.index {
+            candidates = [(index, hint.primary)]
+        } else {
+            candidates = [(primaryKey, true)] + statistics.indexes.map { ($0, false) }
+        }
 
         func consider(_ cost: Double, _ access: Plan.Access, answering answered: [Condition],
                       _ ordering: Plan.Ordering) {
-            switch access {
-            case .index(let scan): considered.append(.scan(scan))
-            case .union(let scans): considered.append(.union(scans))
-            default: break
+            if hint == nil {
+                switch access {
+                case .index(let scan): considered.append(.scan(scan))
+                case .union(let scans): considered.append(.union(scans))
+                default: break
+                }
             }
+            costs.append(cost)
             if cost < best?.cost ?? Double(documents) { best = (cost, access, answered, ordering) }
         }
 
         // Every scan that could serve, estimated together: on an engine with round trips, in one of them.
-        var filtering = Planner.undominated(
+        var filtering = hint?.kind == .ordering ? [] : Planner.undominated(
             candidates.compactMap { filteringScan(on: $0.0, primary: $0.1, conjuncts: conjuncts) })
         // For each `||` over indexed fields, each branch's candidate scans.
         var unions: [(conjunct: Condition, branches: [Condition], choices: [[IndexScan]])] = []
-        for conjunct in conjuncts {
+        for conjunct in conjuncts where hint == nil {
             guard case .or(let branches) = conjunct else { continue }
             let choices = branches.map { branch in
                 Planner.undominated(
@@ -89,9 +125,10 @@ struct Planner<Statistics: CollectionStatistics> {
             }
             if choices.allSatisfy({ !$0.isEmpty }) { unions.append((conjunct, branches, choices)) }
         }
-        var ordering = plan.sort.isEmpty ? [] : candidates.compactMap {
+        var ordering = plan.sort.isEmpty || hint?.kind == .filtering ? [] : candidates.compactMap {
             orderingScan(on: $0.0, primary: $0.1, conjuncts: conjuncts, for: plan)
         }
+        if hint != nil, filtering.count + ordering.count != 1 { return nil }
         var all = filtering + unions.flatMap { $0.choices.joined() } + ordering
         try estimate(&all)
         var next = all[...]
@@ -140,13 +177,32 @@ struct Planner<Statistics: CollectionStatistics> {
             cost *= 0.999   // on a tie, the plan that needs no sort
             consider(cost, .index(scan), answering: scan.answered, .natural)
         }
+        if let hint {
+            // The hinted scan, unless another access would now do better than it did when it was chosen.
+            guard let best, hint.kind == .ordering || best.cost <= hint.costLimit else { return nil }
+        }
+        var reusable: PlanHint?
         if let best {
             plan.access = best.access
             plan.residual = Planner.residual(conjuncts, removing: best.answered)
             plan.ordering = best.ordering
+            if case .index(let scan) = best.access, hint == nil {
+                if scan.orderedBy == nil {
+                    // The next best: the cheapest of the other costs.
+                    var others = costs
+                    if let i = others.firstIndex(of: best.cost) { others.remove(at: i) }
+                    reusable = PlanHint(kind: .filtering, index: scan.index, primary: scan.primary,
+                                        costLimit: min(others.min() ?? Double(documents), 2 * best.cost + 64))
+                } else if filtering.isEmpty && unions.isEmpty {
+                    // Chosen for its order alone: no scan narrows the request, whatever its values.
+                    reusable = PlanHint(kind: .ordering, index: scan.index, primary: scan.primary, costLimit: .infinity)
+                }
+            }
+        } else if considered.isEmpty {
+            reusable = PlanHint(kind: .fullScan, index: nil, primary: false, costLimit: .infinity)
         }
         plan.considered = considered.isEmpty ? [] : [.fullScan(documents: documents)] + considered
-        return plan
+        return (plan, hint ?? reusable)
     }
 
     /// The scans that no other scan beats whatever the data: a scan whose ranges were chosen from conditions that

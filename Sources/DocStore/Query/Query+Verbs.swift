@@ -7,26 +7,29 @@ import Foundation
 extension Query {
     /// The plan of this request in a transaction, ready to run; `nil` when the collection does not exist (nothing
     /// matches). Reading never creates the collection nor builds an index.
-    func executor(in context: ReadContext, writing: Bool = false) throws -> Executor? {
+    /// The plan comes from the collection's ``PlanCache`` unless `fresh`: `explain` weighs every access anew, to
+    /// show them all.
+    func executor(in context: ReadContext, writing: Bool = false, fresh: Bool = false) throws -> Executor? {
         try context.checkValid()
         if let problem = selection.problem { throw problem }
         let open = writing ? kind.openForWriting : kind.openForReading
         guard let handle = try open(context.scope, collection) else { return nil }
-        let plan = try Planner(statistics: CollectionHandle.Statistics(handle: handle, txn: context.txn))
-            .plan(selection, output: output)
+        let planner = Planner(statistics: CollectionHandle.Statistics(handle: handle, txn: context.txn))
+        let plan = fresh ? try planner.plan(selection, output: output)
+                         : try planner.plan(selection, output: output, cache: handle.plans)
         return Executor(plan: plan, handle: handle, txn: context.txn, scan: context.scope.core.scan)
     }
 
     /// The plan of this request, as `explain` shows it: for a missing collection, one that reads nothing.
     func plan(in context: ReadContext) throws -> Plan {
-        try executor(in: context)?.plan ?? .noCollection(selection, output: output, collection: collection)
+        try executor(in: context, fresh: true)?.plan ?? .noCollection(selection, output: output, collection: collection)
     }
 
     /// Runs the request: its results, and the plan it ran with what running it took (made only when asked for:
     /// a copy of the plan costs a query of one key a good share of its time).
-    private func run(in context: ReadContext) throws
+    private func run(in context: ReadContext, fresh: Bool = false) throws
         -> (results: [Element], explained: () -> (plan: Plan, statistics: QueryStatistics)) {
-        let executor = try executor(in: context)
+        let executor = try executor(in: context, fresh: fresh)
         let results: [Element]
         if let executor, output == .documents {
             // Only the documents returned are decoded, as the walk finds them.
@@ -140,7 +143,7 @@ extension Query {
     ///
     /// For example: `print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))`.
     public func explain(in context: ReadContext) throws -> QueryExplanation {
-        let ran = try run(in: context).explained()
+        let ran = try run(in: context, fresh: true).explained()
         return QueryExplanation(plan: ran.plan, statistics: ran.statistics)
     }
 
