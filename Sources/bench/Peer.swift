@@ -46,6 +46,10 @@ enum Scenario: String, CaseIterable, Sendable {
     case insertProcesses4       // 800 documents inserted by 4 processes at once, 4 tasks each, a transaction each
     case singleSaves            // 100 existing documents saved (every field written) one after the other, a commit each
     case saveTasks16            // 256 existing documents saved by 16 concurrent tasks, a transaction each
+    // Reads side by side (DocStore on a file only: its reads against themselves).
+    case scansInARow4           // four counts of score > 99 (a full scan each), one after another
+    case scansAtOnce4           // the same four counts from four tasks at once
+    case savesBesideScans       // 20 saves one after another while four tasks loop that count
 
     /// The concurrent writers of an `insertTasks` scenario; 0 for the others.
     var tasks: Int {
@@ -64,9 +68,19 @@ enum Scenario: String, CaseIterable, Sendable {
         case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return false
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
              .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
-             .insertProcesses4, .singleSaves, .saveTasks16:
+             .insertProcesses4, .singleSaves, .saveTasks16, .scansInARow4, .scansAtOnce4, .savesBesideScans:
             return false
         default: return true
+        }
+    }
+
+    /// Whether the scenario measures DocStore's reads beside each other and beside its writer: its own figures,
+    /// against themselves (four scans at once against four in a row; a save's latency beside scans against
+    /// `singleSaves`).
+    var measuresReadsSideBySide: Bool {
+        switch self {
+        case .scansInARow4, .scansAtOnce4, .savesBesideScans: return true
+        default: return false
         }
     }
 

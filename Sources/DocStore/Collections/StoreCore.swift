@@ -19,6 +19,9 @@ final class StoreCore {
     let scan: ScanSettings
     /// ``DocStore/Options/checkChecksums``.
     let checksChecksums: Bool
+    /// Guards ``handles``, ``synced``, ``typeCheckers``, ``declared`` and each handle's
+    /// ``CollectionHandle/checkedGeneration``: reads use them on their callers' threads, beside the writer.
+    private let state = NSLock()
     /// Open collections. Each serves while the collection's catalog entry is the one it was opened with; see
     /// ``CollectionHandle/checkedGeneration``.
     var handles: [String: CollectionHandle] = [:]
@@ -29,6 +32,10 @@ final class StoreCore {
     var typeCheckers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
     /// Per collection, the schema of the Swift type last used with it, for reports.
     var declared: [String: ResolvedSchema] = [:]
+    /// The catalog generation at which every key space the catalog names was open in this process (guarded as
+    /// ``handles`` is): a read of that generation runs beside others, as it need open none; `nil` until a read
+    /// has opened them.
+    var keySpacesOpenedAt: UInt64?
     private(set) var meta = KeySpace(number: 0)
     /// Run when the core goes, after the engine is closed: the store's observers end there.
     var onRelease: (() -> Void)?
@@ -127,6 +134,32 @@ final class StoreCore {
             try catalog(txn).setFormat(StoreCore.formatVersion)
             try catalog(txn).setGeneration(0)
         }
+    }
+
+    /// Opens every key space the catalog names, as `txn` sees it: for a read that may open them (one that runs
+    /// alone), so that the reads after it need open none.
+    func openEveryKeySpace(in txn: any StorageTransaction) throws {
+        for info in try catalog(txn).collections() {
+            _ = try txn.openKeySpace(Catalog.documentsSpace(info.name), create: false)
+            for index in info.indexes {
+                _ = try txn.openKeySpace(Catalog.indexSpace(info.name, index), create: false,
+                                         duplicateSort: index.kind != .unique)
+            }
+        }
+    }
+
+    /// Opens every key space the catalog names, in a read that runs alone, and notes the generation it did so at;
+    /// whether it could (a damaged catalog entry stops it).
+    func openEveryKeySpace(_ file: any FileStorageEngine) -> Bool {
+        var done: (generation: UInt64, txn: any StorageTransaction)?
+        _ = try? file.readAlone { txn in
+            let generation = try catalog(txn).generation()
+            try openEveryKeySpace(in: txn)
+            done = (generation, txn)
+        }
+        guard let done, !done.txn.opensKeySpaces || done.txn.keptKeySpaces else { return false }
+        withState { keySpacesOpenedAt = done.generation }
+        return true
     }
 
     /// The catalog as `txn` sees it.
@@ -239,8 +272,17 @@ final class StoreCore {
 
     /// Forgets every open collection; each is reopened, and each type's schema synced again, on next use.
     func forgetCollections() {
-        handles = [:]
-        synced = [:]
+        withState {
+            handles = [:]
+            synced = [:]
+        }
+    }
+
+    /// Runs `body` holding the collections' state: it must not wait for anything else.
+    func withState<R>(_ body: () throws -> R) rethrows -> R {
+        state.lock()
+        defer { state.unlock() }
+        return try body()
     }
 }
 

@@ -36,9 +36,7 @@ final class TransactionScope {
     /// type declares that the catalog lacks are simply not used.
     func handleForReading<T: Document>(_ type: T.Type) throws -> CollectionHandle? {
         let schema = try TypeRegistry.schema(type)
-        if let open = try current(schema.collection), (synced[ObjectIdentifier(type)] ?? core.synced[ObjectIdentifier(type)]) === open {
-            return open
-        }
+        if let open = try current(schema.collection), isSynced(ObjectIdentifier(type), with: open) { return open }
         guard let handle = try handle(named: schema.collection) else { return nil }
         if handle.info.idPath != schema.idPath {
             // Its ids are elsewhere: a look-up by the type's id, or an id read from its documents, would be wrong.
@@ -55,7 +53,7 @@ final class TransactionScope {
         let schema = try TypeRegistry.schema(type)
         let typeID = ObjectIdentifier(type)
         let open = try current(schema.collection)
-        if let open, (synced[typeID] ?? core.synced[typeID]) === open { return open }
+        if let open, isSynced(typeID, with: open) { return open }
         let stored = try open.map(\.info) ?? core.readInfo(schema.collection, in: txn)
         let needed = StoreCore.missing(in: stored, for: schema)
         if let stored, needed == nil {
@@ -73,6 +71,11 @@ final class TransactionScope {
         handles[schema.collection] = handle
         record(type, schema, handle)
         return handle
+    }
+
+    /// Whether the type was checked against the catalog entry `handle` carries, here or by the store.
+    private func isSynced(_ type: ObjectIdentifier, with handle: CollectionHandle) -> Bool {
+        (synced[type] ?? core.withState { core.synced[type] }) === handle
     }
 
     /// Notes that `type` was checked against the catalog entry `handle` carries.
@@ -119,12 +122,17 @@ final class TransactionScope {
     /// the one the store opened it with; `nil` when it must be opened (again) from the catalog.
     private func current(_ collection: String) throws -> CollectionHandle? {
         if let h = handles[collection] { return h }
-        guard !dropped.contains(collection), let h = core.handles[collection] else { return nil }
-        if h.checkedGeneration == startGeneration { return h }
+        guard !dropped.contains(collection) else { return nil }
+        let (kept, checked) = core.withState { () -> (CollectionHandle?, Bool) in
+            let h = core.handles[collection]
+            return (h, h?.checkedGeneration == startGeneration)
+        }
+        guard let h = kept else { return nil }
+        if checked { return h }
         // The catalog moved since the handle was checked. This transaction has changed no collection outside
         // `handles` and `dropped`, so the entry read here is the entry at `startGeneration`.
         guard try core.readInfo(collection, in: txn) == h.info else { return nil }
-        h.checkedGeneration = startGeneration
+        core.withState { h.checkedGeneration = startGeneration }
         return h
     }
 
@@ -211,22 +219,25 @@ final class TransactionScope {
 
     /// After a successful commit: the collections opened here become the store's.
     func committed(endGeneration: UInt64) {
-        // The handles this transaction left alone, right at its start, are right at its end: it changed no
-        // collection outside `handles` and `dropped`.
-        for handle in core.handles.values where handle.checkedGeneration == startGeneration {
-            handle.checkedGeneration = endGeneration
+        core.withState {
+            // The handles this transaction left alone, right at its start, are right at its end: it changed no
+            // collection outside `handles` and `dropped`.
+            for handle in core.handles.values where handle.checkedGeneration == startGeneration {
+                handle.checkedGeneration = endGeneration
+            }
+            for name in dropped { core.handles[name] = nil }
+            publish(checkedAt: endGeneration)
         }
-        for name in dropped { core.handles[name] = nil }
-        publish(checkedAt: endGeneration)
     }
 
     /// After a read transaction, whether its body returned or threw: the collections it opened become the store's,
     /// once LMDB has kept their databases.
     func readEnded() {
         guard !txn.opensKeySpaces || txn.keptKeySpaces else { return }
-        publish(checkedAt: startGeneration)
+        core.withState { publish(checkedAt: startGeneration) }
     }
 
+    /// Called holding the core's state (``StoreCore/withState(_:)``).
     private func publish(checkedAt generation: UInt64) {
         for (name, handle) in handles {
             handle.checkedGeneration = generation

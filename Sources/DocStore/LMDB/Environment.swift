@@ -6,8 +6,9 @@ import Synchronization
 ///
 /// The environment is opened with `MDB_NOSUBDIR` (the path names the data file, as with SQLite; LMDB keeps
 /// `PATH-lock` beside it) and `MDB_NOTLS`, so read transactions are not tied to threads.
-/// It is owned by one ``DocStore`` actor, which runs every transaction synchronously, one at a time:
-/// no transaction ever crosses an `await`.
+/// It is owned by one ``DocStore`` actor, which runs every write transaction synchronously, one at a time, on its
+/// thread; read transactions run on the threads of their callers, side by side with each other and with the writer
+/// (``TransactionGate`` says where they wait). No transaction ever crosses an `await`.
 ///
 /// The map grows by itself. Before a write the environment checks how full the map is and doubles it early;
 /// if a write still meets `MDB_MAP_FULL`, the transaction is aborted, the map enlarged, and the write run again,
@@ -25,14 +26,20 @@ final class LMDBEnvironment: FileStorageEngine {
     private let configuration: Configuration
     /// Whether it was opened without the lock file (`MDB_NOLOCK`): no writer in another process knows of its readers.
     private(set) var isWithoutLockFile = false
-    private var cachedReader: OpaquePointer?
+    /// Read transactions reset after their read (`mdb_txn_reset`), renewed by the next reads.
+    private let idleReaders = Mutex<[IdleReader]>([])
+    /// A reset read transaction: renewed by one reader at a time, on any thread (`MDB_NOTLS`).
+    private struct IdleReader: @unchecked Sendable { let raw: OpaquePointer }
+    /// The most reset read transactions kept.
+    private static let idleReadersKept = 8
     private let fileID: FileID
     /// The thread that syncs the file every ``Configuration/flushInterval``, if any.
     private(set) var flusher: Flusher?
-    /// Copies running (``copy(to:compact:)``), which may run on any thread: the map may not be resized, nor the
-    /// environment closed, while one runs.
-    private let copies = NSCondition()
-    private var copying = 0
+    /// Where this process's transactions wait for each other.
+    let gate = TransactionGate()
+    /// Called when a write that deleted a database aborts, before any reader may begin: the handles opened on the
+    /// database are closed, and whoever keeps them must forget them.
+    var onKeySpacesClosed: (() -> Void)?
 
     /// What identifies a file in this process: device and inode.
     struct FileID: Hashable { var device: UInt64; var inode: UInt64 }
@@ -136,18 +143,26 @@ final class LMDBEnvironment: FileStorageEngine {
     /// Closes the environment. Further use throws; closing twice does nothing.
     ///
     /// The corresponding LMDB function is `mdb_env_close`.
+    /// Reads and copies running on other threads are waited for.
     func close() {
-        guard let env = raw else { return }
-        waitForCopies()
-        flusher?.stop()
-        flusher = nil
-        if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
-        // Commits that were not synced (`MDB_NOSYNC`, or a meta page left unsynced) are made durable: LMDB's close
-        // does not sync.
-        if !configuration.readOnly && configuration.sync != .full { _ = mdb_env_sync(env, 1) }
-        mdb_env_close(env)
-        raw = nil
-        _ = LMDBEnvironment.openFiles.withLock { $0.remove(fileID) }
+        gate.alone {
+            guard let env = raw else { return }
+            flusher?.stop()
+            flusher = nil
+            dropIdleReaders()
+            // Commits that were not synced (`MDB_NOSYNC`, or a meta page left unsynced) are made durable: LMDB's
+            // close does not sync.
+            if !configuration.readOnly && configuration.sync != .full { _ = mdb_env_sync(env, 1) }
+            mdb_env_close(env)
+            raw = nil
+            _ = LMDBEnvironment.openFiles.withLock { $0.remove(fileID) }
+        }
+    }
+
+    private func dropIdleReaders() {
+        for reader in idleReaders.withLock({ readers in defer { readers = [] }; return readers }) {
+            mdb_txn_abort(reader.raw)
+        }
     }
 
     private func environment() throws -> OpaquePointer {
@@ -232,34 +247,53 @@ final class LMDBEnvironment: FileStorageEngine {
 
     /// Runs `body` in a read-only transaction, which sees the last committed state.
     ///
-    /// The transaction handle is kept between reads and renewed (`mdb_txn_reset`, `mdb_txn_renew`), so a read
-    /// costs no allocation. A read that opened a database ends with `mdb_txn_commit` instead, whether `body`
-    /// returned or threw: LMDB keeps a database handle opened in a read transaction only when that transaction
-    /// commits (a reset or an abort closes it). ``LMDBTransaction/keptKeySpaces`` then says the handles are kept.
+    /// It may run on any thread, beside other reads and the writer. Transaction handles are kept between reads and
+    /// renewed (`mdb_txn_reset`, `mdb_txn_renew`), so a read costs no allocation. A read that opened a database ends
+    /// with `mdb_txn_commit` instead, whether `body` returned or threw: LMDB keeps a database handle opened in a
+    /// read transaction only when that transaction commits (a reset or an abort closes it).
+    /// ``LMDBTransaction/keptKeySpaces`` then says the handles are kept.
     func read<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        gate.enter()
+        defer { gate.leave() }
+        return try reading(alone: false, body)
+    }
+
+    /// A read with no other transaction of the process open: one that may open databases not yet open in the
+    /// process.
+    func readAlone<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        try gate.alone { try reading(alone: true, body) }
+    }
+
+    private func reading<R>(alone: Bool, _ body: (any StorageTransaction) throws -> R) throws -> R {
         try translatingErrors {
-            let env = try environment()
             var handle: OpaquePointer?
             var attempts = 0
             while true {
                 attempts += 1
+                let env = try environment()
                 var rc: Int32
-                if let cached = cachedReader {
-                    cachedReader = nil
-                    rc = mdb_txn_renew(cached)
-                    if rc == MDB_SUCCESS { handle = cached } else { mdb_txn_abort(cached) }
+                if let idle = idleReaders.withLock({ $0.popLast() })?.raw {
+                    rc = mdb_txn_renew(idle)
+                    if rc == MDB_SUCCESS { handle = idle } else { mdb_txn_abort(idle) }
                 } else {
                     rc = mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle)
                 }
                 if rc == MDB_MAP_RESIZED && attempts < 4 {
-                    try setMapSize(0)   // another process grew the map: adopt its size
+                    // Another process grew the map: adopt its size, with no transaction of this process open.
+                    if alone {
+                        try setMapSize(0)
+                    } else {
+                        gate.leave()
+                        defer { gate.enter() }
+                        try gate.alone { try setMapSize(0) }
+                    }
                     continue
                 }
                 try lmdbCheck(rc)
                 break
             }
             guard let handle else { throw LMDBError(code: EINVAL) }
-            let txn = LMDBTransaction(raw: handle, isReadOnly: true)
+            let txn = LMDBTransaction(raw: handle, isReadOnly: true, access: TransactionAccess(gate: gate, alone: alone))
             defer {
                 txn.invalidate()
                 if txn.opensKeySpaces {
@@ -267,8 +301,15 @@ final class LMDBEnvironment: FileStorageEngine {
                     txn.keptKeySpaces = mdb_txn_commit(handle) == MDB_SUCCESS
                 } else {
                     mdb_txn_reset(handle)
-                    if cachedReader == nil { cachedReader = handle } else { mdb_txn_abort(handle) }
+                    let idle = IdleReader(raw: handle)
+                    let kept = idleReaders.withLock { readers in
+                        guard readers.count < LMDBEnvironment.idleReadersKept else { return false }
+                        readers.append(idle)
+                        return true
+                    }
+                    if !kept { mdb_txn_abort(handle) }
                 }
+                txn.access.ended()
             }
             return try body(txn)
         }
@@ -284,35 +325,53 @@ final class LMDBEnvironment: FileStorageEngine {
     /// If the map is full, the transaction is aborted, the map enlarged and `body` run again: `body` must have no
     /// effects outside the transaction that would be wrong to repeat. Past the maximum map size, the error is
     /// ``StorageError/full(maximum:)`` and nothing is written.
+    ///
+    /// A write that deletes a database runs alone (``TransactionGate``): it is aborted there, and run again once the
+    /// reads in flight have ended, with new ones kept waiting until it ends.
     func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
         try translatingErrors {
-            let env = try environment()
+            var alone = false
+            defer { if alone { gate.endAlone() } }
             while true {
-                try growIfNearlyFull()
+                let env = try environment()
+                try growIfNearlyFull(alone: alone)
                 var handle: OpaquePointer?
                 let rc = mdb_txn_begin(env, nil, 0, &handle)
                 if rc == MDB_MAP_RESIZED {
-                    try setMapSize(0)
+                    try resize(0, alone: alone)
                     continue
                 }
                 try lmdbCheck(rc)
                 guard let handle else { throw LMDBError(code: EINVAL) }
-                let txn = LMDBTransaction(raw: handle, isReadOnly: false)
+                let access = TransactionAccess(gate: gate, alone: alone)
+                let txn = LMDBTransaction(raw: handle, isReadOnly: false, access: access)
+                defer { access.ended() }
                 let result: R
                 do {
                     result = try body(txn)
+                    if access.needsToRunAlone { throw StorageError.failed("a database is deleted alone") }
                     if txn.metMapFull { throw LMDBError.mapFull }
                     if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
                     txn.invalidate()
                     let rc = mdb_txn_commit(handle)
-                    if rc == MDB_MAP_FULL { try grow(); continue }
+                    access.ended()   // (before a wait for the readers, some of which may wait for it)
+                    if rc == MDB_MAP_FULL { try grow(alone: alone); continue }
+                    if rc != MDB_SUCCESS, alone { onKeySpacesClosed?() }
                     try lmdbCheck(rc)
                     txn.keptKeySpaces = true
                     return result
                 } catch {
                     if txn.isValid { txn.invalidate(); mdb_txn_abort(handle) }
+                    access.ended()
+                    // (A database deleted in the aborted transaction is closed all the same.)
+                    if alone { onKeySpacesClosed?() }
+                    if access.needsToRunAlone && !alone {
+                        gate.beginAlone()
+                        alone = true
+                        continue
+                    }
                     if txn.metMapFull || (error as? LMDBError) == .mapFull {
-                        try grow()
+                        try grow(alone: alone)
                         continue
                     }
                     throw error
@@ -328,20 +387,10 @@ final class LMDBEnvironment: FileStorageEngine {
     /// The corresponding LMDB functions are `mdb_env_copy2` and `mdb_env_copyfd2` (with `MDB_CP_COMPACT` when
     /// `compact`).
     func copy(to destination: CopyDestination, compact: Bool) throws {
-        // The store's thread may close the environment: it is held open until the copy ends.
-        copies.lock()
-        guard let env = raw else {
-            copies.unlock()
-            throw StorageError.closed
-        }
-        copying += 1
-        copies.unlock()
-        defer {
-            copies.lock()
-            copying -= 1
-            copies.broadcast()
-            copies.unlock()
-        }
+        // A copy holds a read transaction: the environment stays open, and its map its size, until it ends.
+        gate.enter()
+        defer { gate.leave() }
+        guard let env = raw else { throw StorageError.closed }
         let flags = compact ? LMDBFlags.copyCompact : 0
         let rc: Int32
         switch destination {
@@ -350,13 +399,6 @@ final class LMDBEnvironment: FileStorageEngine {
         }
         if rc == MDB_MAP_RESIZED { throw StorageError.mapGrownElsewhere }
         try translatingErrors { try lmdbCheck(rc) }
-    }
-
-    /// Waits until no copy runs.
-    private func waitForCopies() {
-        copies.lock()
-        while copying > 0 { copies.wait() }
-        copies.unlock()
     }
 
     /// The page size, the pages up to the last one written, and the free pages (those the free list holds, which
@@ -420,14 +462,14 @@ final class LMDBEnvironment: FileStorageEngine {
         }
     }
 
-    private func growIfNearlyFull() throws {
+    private func growIfNearlyFull(alone: Bool) throws {
         let (used, size) = try usage()
         if used > size / 10 * 8 && size < configuration.maximumMapSize {
-            try setMapSize(min(configuration.maximumMapSize, size * 2))
+            try resize(min(configuration.maximumMapSize, size * 2), alone: alone)
         }
     }
 
-    private func grow() throws {
+    private func grow(alone: Bool) throws {
         // A reader left behind by a crashed process pins old pages: free its slot before asking for more room.
         if let env = raw {
             var dead: Int32 = 0
@@ -437,15 +479,18 @@ final class LMDBEnvironment: FileStorageEngine {
         guard size < configuration.maximumMapSize else {
             throw StorageError.full(maximum: configuration.maximumMapSize)
         }
-        try setMapSize(min(configuration.maximumMapSize, size * 2))
+        try resize(min(configuration.maximumMapSize, size * 2), alone: alone)
     }
 
-    /// Called with no transaction of this process active, as LMDB requires (a copy's read transaction is waited
-    /// for). A size of 0 adopts the size another process grew the map to.
+    /// Sets the map's size with no transaction of this process open, as LMDB requires: alone, or already so.
+    private func resize(_ size: Int, alone: Bool) throws {
+        if alone { try setMapSize(size) } else { try gate.alone { try setMapSize(size) } }
+    }
+
+    /// Called alone (``TransactionGate``). A size of 0 adopts the size another process grew the map to.
     private func setMapSize(_ size: Int) throws {
         let env = try environment()
-        waitForCopies()
-        if let reader = cachedReader { mdb_txn_abort(reader); cachedReader = nil }
+        dropIdleReaders()
         try lmdbCheck(mdb_env_set_mapsize(env, size))
     }
 

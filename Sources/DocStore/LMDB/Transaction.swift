@@ -14,9 +14,13 @@ final class LMDBTransaction: StorageTransaction {
     /// whatever the caller did with the error.
     private(set) var metMapFull = false
 
-    init(raw: OpaquePointer, isReadOnly: Bool) {
+    /// What the transaction, with its nested ones, holds of its environment's ``TransactionGate``.
+    let access: TransactionAccess
+
+    init(raw: OpaquePointer, isReadOnly: Bool, access: TransactionAccess) {
         self.raw = raw
         self.isReadOnly = isReadOnly
+        self.access = access
     }
 
     /// The transaction's id: for a read, the id of the last commit it sees.
@@ -77,7 +81,7 @@ final class LMDBTransaction: StorageTransaction {
         }
     }
 
-    var mustRunAgain: Bool { metMapFull }
+    var mustRunAgain: Bool { metMapFull || access.needsToRunAlone }
 
     /// Runs `body` in a child transaction (LMDB's nested transactions): committed into this one when `body` returns,
     /// aborted alone when it throws. A child that meets a full map marks this transaction too, so that the
@@ -90,7 +94,7 @@ final class LMDBTransaction: StorageTransaction {
         guard begun == MDB_SUCCESS, let handle else {
             throw StorageError.nestingRefused(LMDBError(code: begun == MDB_SUCCESS ? EINVAL : begun).message)
         }
-        let child = LMDBTransaction(raw: handle, isReadOnly: false)
+        let child = LMDBTransaction(raw: handle, isReadOnly: false, access: access)
         do {
             let result = try body(child)
             if child.metMapFull { throw LMDBError.mapFull }
@@ -120,7 +124,7 @@ final class LMDBTransaction: StorageTransaction {
             mdb_txn_abort(handle)
             return nil
         }
-        return LMDBTransaction(raw: handle, isReadOnly: true)
+        return LMDBTransaction(raw: handle, isReadOnly: true, access: TransactionAccess(gate: access.gate))
     }
 
     /// Ends a transaction from ``twin()``: its cursors are closed, and it is aborted.
@@ -150,6 +154,7 @@ final class LMDBTransaction: StorageTransaction {
     ///
     /// The corresponding LMDB function is `mdb_dbi_open`.
     func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool) throws -> KeySpace? {
+        access.openingKeySpace(readOnly: isReadOnly)
         if isReadOnly { opensKeySpaces = true }
         var flags: UInt32 = 0
         if create { flags |= LMDBFlags.create }
@@ -162,7 +167,10 @@ final class LMDBTransaction: StorageTransaction {
     }
 
     /// The corresponding LMDB function is `mdb_drop`.
+    /// Deleting closes the database's handle at once, for every transaction of the process: the write must run
+    /// alone (``TransactionGate``), or it fails here and the environment runs it again alone.
     func drop(_ db: KeySpace, delete: Bool) throws {
+        if delete { try access.deletingKeySpace() }
         try check(mdb_drop(raw, db.number, delete ? 1 : 0))
     }
 
@@ -225,5 +233,44 @@ final class LMDBTransaction: StorageTransaction {
         let cursor = try newCursor(db)
         defer { mdb_cursor_close(cursor) }
         return try body(LMDBCursor(raw: cursor, transaction: self))
+    }
+}
+
+/// What one transaction, with its nested ones, holds of its environment's ``TransactionGate``.
+final class TransactionAccess {
+    let gate: TransactionGate
+    /// The write runs alone: no read transaction of the process is open meanwhile.
+    let alone: Bool
+    private var holdsKeySpaces = false
+    /// Set when the transaction was to delete a database without running alone.
+    private(set) var needsToRunAlone = false
+
+    init(gate: TransactionGate, alone: Bool = false) {
+        self.gate = gate
+        self.alone = alone
+    }
+
+    /// Before `mdb_dbi_open` in `txn`: waits for a transaction that opened a database to end, then holds the right
+    /// until this one ends. A read beside others takes nothing: it only looks up databases already open in the
+    /// process before it began (see ``DocStore``'s reads), which changes nothing LMDB shares.
+    func openingKeySpace(readOnly: Bool) {
+        guard !holdsKeySpaces, alone || !readOnly else { return }
+        gate.keySpaces.lock()
+        holdsKeySpaces = true
+    }
+
+    /// Before a database is deleted: throws unless the write runs alone.
+    func deletingKeySpace() throws {
+        guard alone else {
+            needsToRunAlone = true
+            throw StorageError.failed("a database is deleted only by a write that runs alone")
+        }
+    }
+
+    /// When the transaction has ended (committed, reset or aborted). Called again, it does nothing.
+    func ended() {
+        guard holdsKeySpaces else { return }
+        holdsKeySpaces = false
+        gate.keySpaces.unlock()
     }
 }

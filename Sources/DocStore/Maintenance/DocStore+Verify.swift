@@ -113,7 +113,7 @@ extension DocStore {
                         try verifyEntries(of: index, in: handle, txn: context.txn, into: &report)
                     }
                 }
-                let extras = core.declared[name].map { StoreCore.undeclared(in: handle.info, by: $0) } ?? []
+                let extras = core.withState { core.declared[name] }.map { StoreCore.undeclared(in: handle.info, by: $0) } ?? []
                 for extra in extras {
                     report.notices.append("collection '\(name)' keeps \(extra), which its type no longer declares; "
                         + "dropIndex removes it")
@@ -127,7 +127,7 @@ extension DocStore {
     /// documents produce, or `nil` when one is missing or a document could not be read.
     private func verifyDocuments(of handle: CollectionHandle, in txn: any StorageTransaction,
                                  into report: inout VerificationReport) throws -> [Int?] {
-        let checker = core.typeCheckers[handle.name]
+        let checker = core.withState { core.typeCheckers[handle.name] }
         var produced: [Int?] = Array(repeating: 0, count: handle.indexes.count)
         var unchecked = 0
         defer {

@@ -18,6 +18,10 @@ protocol FileStorageEngine: StorageEngine {
     /// Checks the file's structure without trusting it (every page number and offset checked before use), as
     /// `txn`'s commit, or a later one, has it; the damage found, and the pages read.
     func checkStructure(holding txn: any StorageTransaction) -> (damage: [StorageDamage], pages: Int)
+    /// A read that may open key spaces not yet open in the process: it runs with no other transaction of the
+    /// process open, waiting for those in flight. ``StorageEngine/read(_:)`` runs on any thread, beside other reads
+    /// and the writer, and may only open key spaces already open in the process when it began.
+    func readAlone<R>(_ body: (any StorageTransaction) throws -> R) throws -> R
 }
 
 /// The file engine's work on a file by its path: opening it, and what needs no open store (a check before opening,

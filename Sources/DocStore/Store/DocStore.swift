@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An embedded document store: `Codable` models in an LMDB file, with secondary indexes kept in the same
 /// transaction as each document.
@@ -113,10 +114,12 @@ public actor DocStore {
     /// write it: a process that writes the store while it is open here does not keep the pages its reads use, so
     /// its answers could be wrong. A tool should say so.
     public nonisolated let isWithoutLockFile: Bool
-    /// The store's state. Used on the store's thread, or by a read that holds it (``StoreThread/runIfIdle(_:)``).
+    /// The store's state. Writes use it on the store's thread; reads of a file on their callers' threads, through
+    /// what guards it (``StoreCore/withState(_:)``, the collections' ``PlanCache``s, the engine's gate).
     nonisolated(unsafe) let core: StoreCore
-    /// Set by ``close()``; used as ``core`` is.
-    nonisolated(unsafe) private(set) var isClosed = false
+    /// Set by ``close()``.
+    private let closed = Atomic<Bool>(false)
+    nonisolated var isClosed: Bool { closed.load(ordering: .acquiring) }
     /// Signals observers after commits, this process's and others'. Observers hold the store only while they read:
     /// when it is released, its core closes the file and then ends every observation.
     nonisolated let changes: ChangeNotifier
@@ -179,8 +182,8 @@ public actor DocStore {
 
     /// Closes the store. Later calls throw ``DocStoreError/Code/closed``. The store also closes when released.
     public func close() {
-        isClosed = true
-        core.env.close()
+        closed.store(true, ordering: .releasing)
+        core.env.close()   // (after the reads in flight)
         changes.finishAll()
     }
 
@@ -206,13 +209,13 @@ public actor DocStore {
     /// }
     /// ```
     ///
-    /// When a store kept in a file is idle, the read runs on the calling thread, as a call to an idle actor would;
-    /// otherwise it waits its turn on the store's thread (a store on a server always reads there: its reads wait on
-    /// the network).
+    /// On a store kept in a file, the read runs on the calling thread, beside other reads and the store's writer:
+    /// it waits for none of them, nor they for it. (It waits only where LMDB needs the process to itself: while the
+    /// map grows, or a write deletes an index or a collection; and a read of a catalog that changed since the last
+    /// read, which opens what is new, waits for the reads in flight.) A store on a server reads on its own thread:
+    /// its reads wait on the network, which must not hold a thread of the shared pool.
     public nonisolated func read<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) async throws -> R {
-        var result: R?
-        // Only a file's reads: a server's wait on the network, which must not hold a thread of the shared pool.
-        if core.file != nil, try thread.runIfIdle({ result = try readNow(body) }), let result { return result }
+        if core.file != nil { return try readNow(body) }
         return try await withRead(body)
     }
 
@@ -229,7 +232,7 @@ public actor DocStore {
         try readNow(body)
     }
 
-    /// ``withRead(_:)`` for a caller on the store's thread or holding it (``StoreThread/runIfIdle(_:)``).
+    /// ``withRead(_:)`` on any thread, for a store kept in a file; on the store's thread for one on a server.
     private nonisolated func readNow<R>(_ body: (ReadContext) throws -> R) throws -> R {
         try checkOpen()
         return try mapErrors { try inReadTransaction({ ReadContext(scope: $0) }, body) }
@@ -237,18 +240,42 @@ public actor DocStore {
 
     /// Runs `body` in a read transaction. The collections the transaction opened stay open after it, whether
     /// `body` returned or threw.
+    ///
+    /// In a file, a read runs beside the others when every key space its catalog names is open in the process, as
+    /// it then opens none (LMDB lets one transaction at a time open databases, and a database opened after a read
+    /// began is not that read's to open). Otherwise it runs alone, and opens them all for the reads after it.
     private nonisolated func inReadTransaction<C: ReadContext, R>(_ makeContext: (TransactionScope) -> C,
                                                       _ body: (C) throws -> R) throws -> R {
         let attempt = Attempt()
         defer { attempt.scope?.readEnded() }
-        return try core.env.read { [core] txn in
-            let scope = try TransactionScope(core: core, txn: txn)
+        func run(_ scope: TransactionScope) throws -> R {
             attempt.scope = scope
             let context = makeContext(scope)
             defer { context.invalidate() }
             return try body(context)
         }
+        guard let file = core.file else { return try core.env.read { [core] in try run(TransactionScope(core: core, txn: $0)) } }
+        for _ in 0..<3 {
+            do {
+                return try file.read { [core] txn in
+                    let scope = try TransactionScope(core: core, txn: txn)
+                    guard core.withState({ core.keySpacesOpenedAt }) == scope.startGeneration else {
+                        throw KeySpacesToOpen()
+                    }
+                    return try run(scope)
+                }
+            } catch is KeySpacesToOpen {
+                // The key spaces are opened alone, then the read runs beside the others again.
+                guard core.openEveryKeySpace(file) else { break }
+            }
+        }
+        // The catalog keeps changing, or an entry of it is damaged: the read runs alone, where it may open what it
+        // needs.
+        return try file.readAlone { [core] txn in try run(TransactionScope(core: core, txn: txn)) }
     }
+
+    /// Thrown by a read that must run alone, before its body runs.
+    private struct KeySpacesToOpen: Error {}
 
     /// Runs `body` in a write transaction, committed when it returns.
     ///

@@ -1,14 +1,10 @@
 import Foundation
-import Synchronization
 
 /// The thread a ``DocStore``'s actor runs on: a serial executor of its own, so that LMDB's work (a commit's syncs,
 /// an index build, a verify) never holds a thread of Swift's cooperative pool, which has one per core.
 ///
-/// Jobs run one at a time in the order they came, each while the thread holds ``running``. A caller that finds the
-/// store idle may take that lock itself and run a read on its own thread (``runIfIdle(_:)``): what a default actor
-/// does when a task calls it while it is idle, and what spares a read two hand-overs between threads, each a
-/// wake-up that costs tens of microseconds on a busy machine. Holding the lock, the caller is the only one using
-/// the store's state, as a job would be. The thread ends when the store is released.
+/// Jobs run one at a time in the order they came. The thread ends when the store is released. (Reads of a store
+/// kept in a file do not come here: they run on their callers' threads, beside the jobs.)
 final class StoreThread: SerialExecutor, @unchecked Sendable {
     // @unchecked: `jobs`, `next`, `sleeping` and `stopped` are guarded by `condition`.
     private let condition = NSCondition()
@@ -17,10 +13,6 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
     private var next = 0
     private var sleeping = false
     private var stopped = false
-    /// Held while a job runs, or while a caller runs a read in its stead.
-    private let running = Mutex(())
-    /// The thread's `pthread_t`, once it runs: a job never takes ``running`` a second time.
-    private let identity = Atomic<UInt>(0)
 
     init(name: String) {
         let thread = Thread { [self] in run() }
@@ -56,15 +48,7 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
         condition.signal()
     }
 
-    /// Runs `body` on the calling thread if no job runs now (and none starts until it returns), and says whether it
-    /// did. `body` may use the actor's state as a job would: it must not wait for the store.
-    func runIfIdle(_ body: () throws -> Void) rethrows -> Bool {
-        guard identity.load(ordering: .acquiring) != UInt(pthread_self()) else { return false }
-        return try running.withLockIfAvailable { _ in try body() } != nil
-    }
-
     private func run() {
-        identity.store(UInt(pthread_self()), ordering: .releasing)
         while true {
             condition.lock()
             while next == jobs.count && !stopped {
@@ -85,7 +69,7 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
                 next = 0
             }
             condition.unlock()
-            running.withLock { _ in job.runSynchronously(on: asUnownedSerialExecutor()) }
+            job.runSynchronously(on: asUnownedSerialExecutor())
         }
     }
 }

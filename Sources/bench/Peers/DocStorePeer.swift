@@ -1,6 +1,7 @@
 @_spi(Benchmarks) import DocStore
 import DocStorePostgres
 import Foundation
+import Synchronization
 
 /// The document as DocStore stores it: `BenchPerson` with its indexes.
 struct StoredPerson: Document, Equatable {
@@ -80,7 +81,8 @@ final class DocStorePeer: Peer {
 
     /// A read by id always decodes (the public API has no raw read by id); the other queries have all three forms.
     func supports(_ scenario: Scenario, _ form: Form) -> Bool {
-        ((scenario != .getByID && scenario != .lookupByID) || form == .decoded) && !(onPostgres && scenario == .fileCheck)
+        ((scenario != .getByID && scenario != .lookupByID) || form == .decoded)
+            && !(onPostgres && (scenario == .fileCheck || scenario.measuresReadsSideBySide))
     }
 
     /// The query of each reading scenario.
@@ -163,6 +165,32 @@ final class DocStorePeer: Peer {
             return try await WriteLatency.timed(lists) { person in
                 if saving { try await store.save(StoredPerson(person)) } else { try await store.insert(StoredPerson(person)) }
             }
+        case .scansInARow4:
+            let scan = StoredPerson.include(#Predicate { $0.score > 99 })
+            var n = 0
+            for _ in 0..<4 { n += try await scan.count(in: store) }
+            return n
+        case .scansAtOnce4:
+            let scan = StoredPerson.include(#Predicate { $0.score > 99 })
+            return try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<4 { group.addTask { try await scan.count(in: store) } }
+                return try await group.reduce(0, +)
+            }
+        case .savesBesideScans:
+            let scan = StoredPerson.include(#Predicate { $0.score > 99 })
+            let saves = Array(p.writes(.singleSaves).lists[0].prefix(20))
+            let stop = StopFlag()
+            return try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        while !stop.isSet { _ = try await scan.count(in: store) }
+                        return 0
+                    }
+                }
+                let written = try await WriteLatency.timed([saves]) { try await store.save(StoredPerson($0)) }
+                stop.set()
+                return try await group.reduce(written, +)
+            }
         case .update1Percent:
             let zip = p.newZip
             return try await StoredPerson.include(#Predicate { $0.age == 42 }).update(in: store) { $0.address.zip = zip }
@@ -208,4 +236,11 @@ final class DocStorePeer: Peer {
         store = nil
         if let schema { PostgresServer.drop(schema: schema) }
     }
+}
+
+/// Tells the scanning tasks of `savesBesideScans` to stop.
+private final class StopFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    var isSet: Bool { flag.load(ordering: .acquiring) }
+    func set() { flag.store(true, ordering: .releasing) }
 }

@@ -116,7 +116,7 @@ final class GRDBPeer: Peer {
         for tag in person.tags { try tagInsert.execute(arguments: [person.id, tag]) }
     }
 
-    func supports(_ scenario: Scenario, _ form: Form) -> Bool { true }
+    func supports(_ scenario: Scenario, _ form: Form) -> Bool { !scenario.measuresReadsSideBySide }
 
     /// Runs `statement` with `arguments` and does with each row what `form` asks: reads the id, reads every
     /// column's value from the row, or decodes a `GRDBPerson` and makes its `BenchPerson`. Returns the number of

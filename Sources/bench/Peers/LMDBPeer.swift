@@ -87,8 +87,8 @@ final class LMDBPeer: Peer {
 
     func supports(_ scenario: Scenario, _ form: Form) -> Bool {
         switch scenario {
-        case .fileCheck, .verify:
-            return false   // checking is the engine's work
+        case .fileCheck, .verify, .scansInARow4, .scansAtOnce4, .savesBesideScans:
+            return false   // checking, and reads beside the writer, are the engine's work
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
              .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
              .insertProcesses4, .singleSaves, .saveTasks16:

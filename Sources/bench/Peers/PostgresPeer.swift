@@ -220,7 +220,7 @@ final class PostgresJSONBPeer: Peer {
     }
 
     func supports(_ scenario: Scenario, _ form: Form) -> Bool {
-        scenario != .fileCheck && scenario != .verify
+        scenario != .fileCheck && scenario != .verify && !scenario.measuresReadsSideBySide
     }
 
     /// The rows of a reading scenario: what `form` selects, and the condition.

@@ -308,7 +308,7 @@ final class SQLitePeer: Peer {
         return touched
     }
 
-    func supports(_ scenario: Scenario, _ form: Form) -> Bool { form != .decoded }
+    func supports(_ scenario: Scenario, _ form: Form) -> Bool { form != .decoded && !scenario.measuresReadsSideBySide }
 
     func run(_ scenario: Scenario, _ form: Form, _ p: Parameters) async throws -> Int {
         guard db != nil else { return 0 }
