@@ -125,6 +125,8 @@ public actor DocStore {
     nonisolated let changes: ChangeNotifier
     /// The thread the actor runs on: its LMDB work never holds a thread of the cooperative pool.
     nonisolated let thread: StoreThread
+    /// Where reads of a file run when their callers' threads are taken by others.
+    nonisolated let readers: ReaderThreads
     /// Writes waiting for the next group commit, in the order they came.
     var queuedWrites: [any QueuedWrite] = []
     /// Whether a job that commits ``queuedWrites`` is on the store's thread's queue.
@@ -170,9 +172,13 @@ public actor DocStore {
         core.onRelease = { [changes] in changes.finishAll() }
         self.isWithoutLockFile = core.file?.isWithoutLockFile ?? false
         self.thread = StoreThread(name: "DocStore " + threadName)
+        self.readers = ReaderThreads(name: "DocStore reads " + threadName)
     }
 
-    deinit { thread.stop() }
+    deinit {
+        thread.stop()
+        readers.stop()
+    }
 
     /// Throws ``DocStoreError/Code/readOnly`` when the store was opened read-only, saying that `what` was refused:
     /// for the shell, which refuses a change before asking anyone to confirm it.
@@ -214,9 +220,19 @@ public actor DocStore {
     /// map grows, or a write deletes an index or a collection; and a read of a catalog that changed since the last
     /// read, which opens what is new, waits for the reads in flight.) A store on a server reads on its own thread:
     /// its reads wait on the network, which must not hold a thread of the shared pool.
+    ///
+    /// A read that held its caller's thread for more than half a millisecond yields it before returning
+    /// (`Task.yield()`): a task that loops long reads would otherwise keep a thread of the shared pool, which has one
+    /// per core, from every other task.
     public nonisolated func read<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) async throws -> R {
-        if core.file != nil { return try readNow(body) }
-        return try await withRead(body)
+        guard core.file != nil else { return try await withRead(body) }
+        let start = DispatchTime.now().uptimeNanoseconds
+        // (The body is done with before this returns.)
+        let result: Result<R, any Error> = await withoutActuallyEscaping(body) { body in
+            do { return .success(try await readers.run { [self] in try readNow(body) }) } catch { return .failure(error) }
+        }
+        if DispatchTime.now().uptimeNanoseconds - start > 500_000 { await Task.yield() }
+        return try result.get()
     }
 
     /// Creates `T`'s collection and builds the indexes it declares, if they are missing: what its first write

@@ -92,7 +92,8 @@ enum PersonTable {
             // The row's own JSON array: twice as fast as grouping the tag table's rows by person, and a count
             // correlated per person would walk the whole tag table for each.
             tail = "WHERE json_array_length(tags) > 2"
-        case .insert, .getByID, .lookupByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return nil
+        case .insert, .getByID, .lookupByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify,
+             .scansInARow4, .scansAtOnce4, .savesBesideScans: return nil
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
              .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
              .insertProcesses4, .singleSaves, .saveTasks16:

@@ -1,0 +1,102 @@
+import Foundation
+import Synchronization
+
+/// Where the reads of a store kept in a file run: on the caller's thread while few reads run there, otherwise on
+/// threads of the store's own.
+///
+/// A read is synchronous: on the caller's thread it costs no hand-over to another thread (a wake-up, tens of
+/// microseconds on a busy machine), which is most of a small read's time. But it holds that thread, and Swift's
+/// cooperative pool has one per core: reads that filled it would keep every other task waiting, a write's caller
+/// among them, whose commit is done but cannot return. So at most one read per core but one (and at least one) runs
+/// on a caller's thread at a time; the others are handed to the store's reader threads, which run them side by side
+/// while their callers wait without holding a thread.
+final class ReaderThreads: @unchecked Sendable {
+    // @unchecked: `jobs`, `idle`, `threads` and `stopped` are guarded by `condition`.
+    private let condition = NSCondition()
+    private var jobs: [() -> Void] = []
+    private var idle = 0
+    private var threads = 0
+    private var stopped = false
+    private let name: String
+    /// Reads running on their callers' threads now.
+    private let inline = Atomic<Int>(0)
+    /// The most reads on callers' threads at once.
+    let inlineLimit = max(1, ProcessInfo.processInfo.activeProcessorCount - 1)
+    /// The most reader threads.
+    let threadLimit = max(4, ProcessInfo.processInfo.activeProcessorCount)
+
+    init(name: String) { self.name = name }
+
+    /// Runs `body` on the calling thread if fewer than ``inlineLimit`` reads run on callers' threads, else on a
+    /// reader thread, while the caller waits.
+    func run<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
+        if inline.add(1, ordering: .acquiringAndReleasing).newValue <= inlineLimit {
+            defer { inline.subtract(1, ordering: .releasing) }
+            return try body()
+        }
+        inline.subtract(1, ordering: .releasing)
+        let handed = Handed(body)
+        return try await withCheckedThrowingContinuation { continuation in
+            enqueue {
+                // The body is let go of before the caller resumes: it may not outlive the call.
+                let result = { () -> Result<R, any Error> in
+                    guard let body = handed.take() else { return .failure(CancellationError()) }
+                    return Result { try body() }
+                }()
+                continuation.resume(with: result)
+            }
+        }
+    }
+
+    /// A read's body on its way to a reader thread, taken once.
+    private final class Handed<R>: @unchecked Sendable {
+        // @unchecked: set once, taken once, by the one thread that runs it.
+        private var body: (@Sendable () throws -> R)?
+        init(_ body: @escaping @Sendable () throws -> R) { self.body = body }
+        func take() -> (@Sendable () throws -> R)? {
+            defer { body = nil }
+            return body
+        }
+    }
+
+    private func enqueue(_ job: @escaping () -> Void) {
+        condition.lock()
+        jobs.append(job)
+        let start = idle == 0 && threads < threadLimit
+        if start { threads += 1 }
+        condition.unlock()
+        if start {
+            let thread = Thread { [self] in work() }
+            thread.name = name
+            thread.start()
+        } else {
+            condition.signal()
+        }
+    }
+
+    private func work() {
+        condition.lock()
+        while true {
+            while jobs.isEmpty && !stopped {
+                idle += 1
+                condition.wait()
+                idle -= 1
+            }
+            guard !jobs.isEmpty else { break }   // stopped, and nothing left
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job()
+            condition.lock()
+        }
+        threads -= 1
+        condition.unlock()
+    }
+
+    /// Ends the threads once the reads queued so far have run.
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.unlock()
+        condition.broadcast()
+    }
+}
