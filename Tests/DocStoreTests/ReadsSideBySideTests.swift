@@ -58,6 +58,25 @@ import TestSupport
         #expect(try await Person.query().count(in: store) == 201)
     }
 
+    /// A write that deletes an index runs alone; when it then throws, the deleted database's handle is closed all the
+    /// same, and the reads after it open what they need again.
+    @Test func aWriteThatDeletesAnIndexAndThrowsLeavesEveryReadWorking() async throws {
+        let (store, dir) = try await Self.store()
+        defer { _ = dir }
+        struct Refused: Error {}
+        let young = try await Person.include(#Predicate { $0.age < 45 }).count(in: store)
+        await #expect(throws: Refused.self) {
+            try await store.write { ctx -> Void in
+                _ = try ctx.dropIndex("age", from: "people")
+                throw Refused()
+            }
+        }
+        #expect(try await Person.include(#Predicate { $0.age < 45 }).count(in: store) == young)
+        let plan = try await Person.include(#Predicate { $0.age < 45 }).explain(in: store)
+        #expect(plan.index == "age", "\(plan)")
+        #expect(try await store.verify().isClean)
+    }
+
     /// Many readers and a writer at once, with collections and indexes made, dropped and rebuilt meanwhile (which
     /// run alone), and every answer checked against what the read's own snapshot holds.
     @Test func readsBesideWritesThatChangeTheCatalogAnswerRightAndNeverFail() async throws {

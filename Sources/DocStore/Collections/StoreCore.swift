@@ -50,6 +50,7 @@ final class StoreCore {
         self.scan = scan
         self.env = engine
         self.file = file
+        file?.onKeySpacesClosed = { [weak self] in self?.keySpacesClosed() }
         do {
             if isReadOnly {
                 try env.read { txn in try self.prepareCatalog(in: txn) }
@@ -275,6 +276,16 @@ final class StoreCore {
         withState {
             handles = [:]
             synced = [:]
+        }
+    }
+
+    /// Key spaces were closed by a write that did not commit: every open collection is forgotten, and the next read
+    /// opens every key space again, alone.
+    func keySpacesClosed() {
+        withState {
+            handles = [:]
+            synced = [:]
+            keySpacesOpenedAt = nil
         }
     }
 
