@@ -215,8 +215,9 @@ public actor DocStore {
     /// }
     /// ```
     ///
-    /// On a store kept in a file, the read runs on the calling thread, beside other reads and the store's writer:
-    /// it waits for none of them, nor they for it. (It waits only where LMDB needs the process to itself: while the
+    /// On a store kept in a file, the read runs beside other reads and the store's writer: it waits for none of
+    /// them, nor they for it. It runs on the calling thread while fewer reads than the machine has cores run on
+    /// their callers' threads, otherwise on a reader thread of the store's (``ReaderThreads``). (It waits only where LMDB needs the process to itself: while the
     /// map grows, or a write deletes an index or a collection; and a read of a catalog that changed since the last
     /// read, which opens what is new, waits for the reads in flight.) A store on a server reads on its own thread:
     /// its reads wait on the network, which must not hold a thread of the shared pool.
@@ -259,7 +260,7 @@ public actor DocStore {
     ///
     /// In a file, a read runs beside the others when every key space its catalog names is open in the process, as
     /// it then opens none (LMDB lets one transaction at a time open databases, and a database opened after a read
-    /// began is not that read's to open). Otherwise it runs alone, and opens them all for the reads after it.
+    /// began is not that read's to open). Otherwise they are opened first, alone, for it and the reads after it.
     private nonisolated func inReadTransaction<C: ReadContext, R>(_ makeContext: (TransactionScope) -> C,
                                                       _ body: (C) throws -> R) throws -> R {
         let attempt = Attempt()
