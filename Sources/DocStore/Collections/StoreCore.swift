@@ -36,6 +36,9 @@ final class StoreCore {
     /// ``handles`` is): a read of that generation runs beside others, as it need open none; `nil` until a read
     /// has opened them.
     var keySpacesOpenedAt: UInt64?
+    /// Moved (guarded as ``handles`` is) each time a write that ran alone ends: a read that began before publishes
+    /// neither its collections nor the key spaces it opened, as some may have been closed since.
+    var keySpaceEpoch: UInt64 = 0
     private(set) var meta = KeySpace(number: 0)
     /// Run when the core goes, after the engine is closed: the store's observers end there.
     var onRelease: (() -> Void)?
@@ -152,15 +155,19 @@ final class StoreCore {
     /// Opens every key space the catalog names, in a read that runs alone, and notes the generation it did so at;
     /// whether it could (a damaged catalog entry stops it).
     func openEveryKeySpace(_ file: any FileStorageEngine) -> Bool {
-        var done: (generation: UInt64, txn: any StorageTransaction)?
+        var done: (generation: UInt64, epoch: UInt64, txn: any StorageTransaction)?
         _ = try? file.readAlone { txn in
+            let epoch = withState { keySpaceEpoch }
             let generation = try catalog(txn).generation()
             try openEveryKeySpace(in: txn)
-            done = (generation, txn)
+            done = (generation, epoch, txn)
         }
         guard let done, !done.txn.opensKeySpaces || done.txn.keptKeySpaces else { return false }
-        withState { keySpacesOpenedAt = done.generation }
-        return true
+        return withState {
+            guard keySpaceEpoch == done.epoch else { return false }
+            keySpacesOpenedAt = done.generation
+            return true
+        }
     }
 
     /// The catalog as `txn` sees it.
@@ -279,13 +286,15 @@ final class StoreCore {
         }
     }
 
-    /// Key spaces were closed by a write that did not commit: every open collection is forgotten, and the next read
-    /// opens every key space again, alone.
+    /// A write that ran alone (it deleted a key space, closed at once whether it commits or not) ends: every open
+    /// collection is forgotten, the next read opens every key space again, alone, and the reads that began before
+    /// publish nothing.
     func keySpacesClosed() {
         withState {
             handles = [:]
             synced = [:]
             keySpacesOpenedAt = nil
+            keySpaceEpoch &+= 1
         }
     }
 

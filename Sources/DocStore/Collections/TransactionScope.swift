@@ -26,9 +26,13 @@ final class TransactionScope {
     /// The catalog as this transaction sees it.
     var catalog: Catalog { core.catalog(txn) }
 
+    /// The store's ``StoreCore/keySpaceEpoch`` when the transaction began.
+    private let epoch: UInt64
+
     init(core: StoreCore, txn: any StorageTransaction) throws {
         self.core = core
         self.txn = txn
+        self.epoch = core.withState { core.keySpaceEpoch }
         self.startGeneration = try core.catalog(txn).generation()
     }
 
@@ -234,7 +238,8 @@ final class TransactionScope {
     /// once LMDB has kept their databases.
     func readEnded() {
         guard !txn.opensKeySpaces || txn.keptKeySpaces else { return }
-        core.withState { publish(checkedAt: startGeneration) }
+        // (Not when a write that ran alone ended since it began: what it opened may have been closed.)
+        core.withState { if core.keySpaceEpoch == epoch { publish(checkedAt: startGeneration) } }
     }
 
     /// Called holding the core's state (``StoreCore/withState(_:)``).

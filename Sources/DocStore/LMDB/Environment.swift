@@ -331,7 +331,11 @@ final class LMDBEnvironment: FileStorageEngine {
     func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
         try translatingErrors {
             var alone = false
-            defer { if alone { gate.endAlone() } }
+            defer {
+                // What a write that ran alone deleted is closed, whether it committed or not: the store forgets
+                // its handles before any read begins.
+                if alone { onKeySpacesClosed?(); gate.endAlone() }
+            }
             while true {
                 let env = try environment()
                 try growIfNearlyFull(alone: alone)
@@ -356,7 +360,6 @@ final class LMDBEnvironment: FileStorageEngine {
                     let rc = mdb_txn_commit(handle)
                     access.ended()   // (before a wait for the readers, some of which may wait for it)
                     if rc == MDB_MAP_FULL { try grow(alone: alone); continue }
-                    if rc != MDB_SUCCESS, alone { onKeySpacesClosed?() }
                     try lmdbCheck(rc)
                     txn.keptKeySpaces = true
                     return result

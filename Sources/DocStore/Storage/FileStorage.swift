@@ -22,8 +22,9 @@ protocol FileStorageEngine: StorageEngine {
     /// process open, waiting for those in flight. ``StorageEngine/read(_:)`` runs on any thread, beside other reads
     /// and the writer, and may only open key spaces already open in the process when it began.
     func readAlone<R>(_ body: (any StorageTransaction) throws -> R) throws -> R
-    /// Called, with no read of the process open, when a write that deleted a key space did not commit: the key
-    /// space is closed all the same, and whoever keeps it must forget it before any read begins.
+    /// Called, with no read of the process open, when a write that ran alone (it deleted a key space) ends or is
+    /// aborted: the key space is closed whether it committed or not, and whoever keeps it must forget it before any
+    /// read begins.
     var onKeySpacesClosed: (() -> Void)? { get set }
 }
 
