@@ -124,7 +124,7 @@ private final class FaultContextBox: @unchecked Sendable {
 
         let env = try LMDBEnvironment(path: path, configuration: configuration)
         defer { env.close() }
-        let (value, catalogExists) = try env.read { txn -> ([UInt8]?, Bool) in
+        let (value, catalogExists) = try env.readAlone { txn -> ([UInt8]?, Bool) in
             guard let db = try txn.openKeySpace("other", create: false) else { return (nil, false) }
             let value = try txn.get(db, Array("key".utf8)).map { Array($0) }
             return (value, try txn.openKeySpace(Catalog.spaceName, create: false) != nil)
@@ -154,7 +154,7 @@ private final class FaultContextBox: @unchecked Sendable {
         do {
             let env = try LMDBEnvironment(path: path, configuration: .init(initialMapSize: 1 << 20, maximumMapSize: 1 << 30,
                                                                        maxDatabases: 64, maxReaders: 16))
-            let format = try env.read { txn -> [UInt8]? in
+            let format = try env.readAlone { txn -> [UInt8]? in
                 guard let meta = try txn.openKeySpace(Catalog.spaceName, create: false) else { return nil }
                 return try txn.get(meta, Array("format".utf8)).map { Array($0) }
             }

@@ -56,7 +56,10 @@ final class StoreCore {
         file?.onKeySpacesClosed = { [weak self] in self?.keySpacesClosed() }
         do {
             if isReadOnly {
-                try env.read { txn in try self.prepareCatalog(in: txn) }
+                // (Alone: the catalog's key space is opened here, which a read beside others may not do.)
+                if let file { try file.readAlone { txn in try self.prepareCatalog(in: txn) } } else {
+                    try env.read { txn in try self.prepareCatalog(in: txn) }
+                }
             } else {
                 try env.write { txn in try self.prepareCatalog(in: txn) }
             }

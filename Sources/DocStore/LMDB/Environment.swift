@@ -299,6 +299,7 @@ final class LMDBEnvironment: FileStorageEngine {
                 if txn.opensKeySpaces {
                     // Frees the handle, as an abort would; a read-only commit has nothing to fail on.
                     txn.keptKeySpaces = mdb_txn_commit(handle) == MDB_SUCCESS
+                    if txn.keptKeySpaces { txn.access.committed() }
                 } else {
                     mdb_txn_reset(handle)
                     let idle = IdleReader(raw: handle)
@@ -362,6 +363,7 @@ final class LMDBEnvironment: FileStorageEngine {
                     if rc == MDB_MAP_FULL { try grow(alone: alone); continue }
                     try lmdbCheck(rc)
                     txn.keptKeySpaces = true
+                    access.committed()
                     return result
                 } catch {
                     if txn.isValid { txn.invalidate(); mdb_txn_abort(handle) }

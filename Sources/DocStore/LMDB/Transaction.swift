@@ -95,6 +95,7 @@ final class LMDBTransaction: StorageTransaction {
             throw StorageError.nestingRefused(LMDBError(code: begun == MDB_SUCCESS ? EINVAL : begun).message)
         }
         let child = LMDBTransaction(raw: handle, isReadOnly: false, access: access)
+        let openedBefore = access.opened.count
         do {
             let result = try body(child)
             if child.metMapFull { throw LMDBError.mapFull }
@@ -106,6 +107,8 @@ final class LMDBTransaction: StorageTransaction {
             return result
         } catch {
             if child.isValid { child.invalidate(); mdb_txn_abort(handle) }
+            // (What the child opened is closed with it.)
+            access.opened.removeSubrange(min(openedBefore, access.opened.count)...)
             if child.metMapFull { metMapFull = true }
             if let error = error as? LMDBError { throw error.storageError }
             throw error
@@ -153,7 +156,14 @@ final class LMDBTransaction: StorageTransaction {
     /// that sets ``opensKeySpaces``, so that the environment commits it.
     ///
     /// The corresponding LMDB function is `mdb_dbi_open`.
+    ///
+    /// A read beside others (not alone) calls nothing of LMDB's: it looks the name up among the databases open in
+    /// the process, which hold every one its catalog names (see ``DocStore``'s reads); a name not there does not
+    /// exist.
     func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool) throws -> KeySpace? {
+        if let name, isReadOnly, !access.alone {
+            return access.gate.openName(name).map(KeySpace.init(number:))
+        }
         access.openingKeySpace(readOnly: isReadOnly)
         if isReadOnly { opensKeySpaces = true }
         var flags: UInt32 = 0
@@ -163,6 +173,7 @@ final class LMDBTransaction: StorageTransaction {
         let rc = mdb_dbi_open(raw, name, flags, &dbi)
         if rc == MDB_NOTFOUND { return nil }
         try check(rc)
+        if let name { access.opened.append((name, dbi)) }
         return KeySpace(number: dbi)
     }
 
@@ -172,6 +183,7 @@ final class LMDBTransaction: StorageTransaction {
     func drop(_ db: KeySpace, delete: Bool) throws {
         if delete { try access.deletingKeySpace() }
         try check(mdb_drop(raw, db.number, delete ? 1 : 0))
+        if delete { access.gate.closed(db.number) }
     }
 
     /// The corresponding LMDB function is `mdb_stat`.
@@ -244,6 +256,8 @@ final class TransactionAccess {
     private var holdsKeySpaces = false
     /// Set when the transaction was to delete a database without running alone.
     private(set) var needsToRunAlone = false
+    /// The databases opened in the transaction, by name: open in the process once it commits.
+    var opened: [(String, UInt32)] = []
 
     init(gate: TransactionGate, alone: Bool = false) {
         self.gate = gate
@@ -265,6 +279,12 @@ final class TransactionAccess {
             needsToRunAlone = true
             throw StorageError.failed("a database is deleted only by a write that runs alone")
         }
+    }
+
+    /// Once the transaction has committed (a read's included): what it opened stays open.
+    func committed() {
+        gate.opened(opened)
+        opened = []
     }
 
     /// When the transaction has ended (committed, reset or aborted). Called again, it does nothing.

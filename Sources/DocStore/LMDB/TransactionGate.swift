@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What lets this process's read transactions run side by side with each other and with its writer, and what
 /// keeps them apart where LMDB requires it.
@@ -18,6 +19,21 @@ final class TransactionGate: @unchecked Sendable {
     private var waitingAlone = 0
     /// Held by the transaction that opened a database, until it ends.
     let keySpaces = NSLock()
+    /// The databases open in the process, by name, as transactions that opened them committed: what a read beside
+    /// others looks up instead of calling `mdb_dbi_open`, which reads LMDB's table of names while a writer may
+    /// change it.
+    private let openNames = Mutex<[String: UInt32]>([:])
+
+    func openName(_ name: String) -> UInt32? { openNames.withLock { $0[name] } }
+
+    func opened(_ names: [(String, UInt32)]) {
+        openNames.withLock { for (name, dbi) in names { $0[name] = dbi } }
+    }
+
+    /// A database deleted: its handle is closed.
+    func closed(_ dbi: UInt32) {
+        openNames.withLock { names in names = names.filter { $0.value != dbi } }
+    }
 
     /// Lets a reader in: it waits only while something passes alone, or waits to.
     func enter() {
