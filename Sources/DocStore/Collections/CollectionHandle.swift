@@ -194,8 +194,15 @@ final class CollectionHandle {
                 throw DocStoreError(.duplicateID, "collection '\(name)' already has a document with id "
                     + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
             }
-            let newKeys = try indexes.map { try checkedKeys(for: $0, reader: reader, root: root) }
-            let storedKeys = try old.flatMap { try entries(ofStored: $0) }
+            // The indexes whose fields hold the same bytes as before keep their entries: their keys are not made.
+            var kept = old.map { unchangedIndexes(from: $0, to: reader, root: root) }
+                ?? Array(repeating: false, count: indexes.count)
+            let storedKeys = try old.flatMap { try entries(ofStored: $0, skipping: kept) }
+            // A damaged document's entries are all walked away below, so every index gets its entries anew.
+            if old != nil && storedKeys == nil { kept = Array(repeating: false, count: indexes.count) }
+            let newKeys = try indexes.indices.map { i in
+                kept[i] ? [] : try checkedKeys(for: indexes[i], reader: reader, root: root)
+            }
             let oldKeys = storedKeys ?? Array(repeating: [], count: indexes.count)
             // Per index, the keys to remove and to add: none where they are the same (a field the change left alone).
             let removed = indexes.indices.map { CollectionHandle.keys(oldKeys[$0], notIn: newKeys[$0]) }
@@ -347,17 +354,45 @@ final class CollectionHandle {
         return keys
     }
 
-    /// Every index's keys for a stored document, or `nil` when its bytes are damaged (its entries can then only be
-    /// found by walking the indexes).
-    private func entries(ofStored bytes: [UInt8]) throws -> [[[UInt8]]]? {
+    /// Every index's keys for a stored document (none for the indexes `skipping` names), or `nil` when its bytes
+    /// are damaged (its entries can then only be found by walking the indexes).
+    private func entries(ofStored bytes: [UInt8], skipping: [Bool]? = nil) throws -> [[[UInt8]]]? {
         do {
             return try bytes.withUnsafeBytes { raw in
                 let reader = BinaryReader(raw)
                 let root = try reader.root()
-                return try indexes.map { try IndexKeys.keys(for: $0.definition, reader: reader, root: root) }
+                return try indexes.indices.map { i in
+                    skipping?[i] == true ? [] : try IndexKeys.keys(for: indexes[i].definition, reader: reader, root: root)
+                }
             }
         } catch is MalformedDocument {
             return nil
+        }
+    }
+
+    /// Per index, whether every field it reads holds the same encoded bytes (or is missing) in the stored document
+    /// `stored` and in the document `reader` reads: its keys are then the same, as a key is made from those bytes
+    /// alone. A value's bytes say where it ends but not where it lies, so equal bytes are an equal value.
+    private func unchangedIndexes(from stored: [UInt8], to reader: BinaryReader, root: ValueRef) -> [Bool] {
+        stored.withUnsafeBytes { raw in
+            let before = BinaryReader(raw)
+            guard let beforeRoot = try? before.root() else { return Array(repeating: false, count: indexes.count) }
+            func same(_ path: FieldPath) -> Bool {
+                // A path that cannot be read is taken as changed: the keys are then made, and say what is wrong.
+                let old: ValueRef?, new: ValueRef?
+                do {
+                    old = try before.value(atPath: path, from: beforeRoot)
+                    new = try reader.value(atPath: path, from: root)
+                } catch { return false }
+                switch (old, new) {
+                case (nil, nil): return true
+                case let (old?, new?):
+                    return old.tag == new.tag
+                        && before.buffer[old.start..<old.end].elementsEqual(reader.buffer[new.start..<new.end])
+                default: return false
+                }
+            }
+            return indexes.map { $0.definition.fields.allSatisfy(same) }
         }
     }
 }
