@@ -37,7 +37,8 @@ enum Scenario: String, CaseIterable, Sendable {
     case maxIndexed             // max(age), on the age index
     case averageRange10         // average(age) of 20 <= age < 30 (~10%), on the age index
     case averageScoreRange10    // average(score) of 20 <= age < 30: the documents read through the age index
-    case update1Percent         // age == 42 (~1%): set address.zip, one transaction
+    case update1Percent         // age == 42 (~1%): set address.zip, one transaction (DocStore: a typed closure)
+    case update1PercentFields   // the same as a field change (DocStore: `set:`; the peers: as update1Percent)
     // Commits.
     case singleInserts          // 100 documents inserted one after the other, a transaction (and a commit) each
     case insertTasks4           // 256 documents inserted by 4 concurrent tasks, a transaction each
@@ -67,7 +68,7 @@ enum Scenario: String, CaseIterable, Sendable {
         switch self {
         case .insert, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify: return false
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
+             .averageScoreRange10, .update1Percent, .update1PercentFields, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
              .insertProcesses4, .singleSaves, .saveTasks16, .scansInARow4, .scansAtOnce4, .savesBesideScans:
             return false
         default: return true

@@ -343,3 +343,14 @@ struct BinaryReader {
         return current
     }
 }
+
+extension UnsafeRawBufferPointer {
+    /// Whether both hold the same bytes, compared by `memcmp` (`elementsEqual` steps through them one by one).
+    func sameBytes(as other: UnsafeRawBufferPointer) -> Bool {
+        guard count == other.count else { return false }
+        guard count > 0, let a = baseAddress, let b = other.baseAddress else { return true }
+        return memcmp(a, b, count) == 0
+    }
+
+    func sameBytes(as other: [UInt8]) -> Bool { other.withUnsafeBytes { sameBytes(as: $0) } }
+}

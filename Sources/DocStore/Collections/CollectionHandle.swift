@@ -148,7 +148,7 @@ final class CollectionHandle {
         case .delete: return try delete(id: id, in: txn)
         case .replace(let new): bytes = new
         }
-        guard !bytes.elementsEqual(stored) else { return true }
+        guard !bytes.withUnsafeBytes({ $0.sameBytes(as: stored) }) else { return true }
         let newID: [UInt8]
         do {
             newID = try bytes.withUnsafeBytes { raw in
@@ -387,8 +387,8 @@ final class CollectionHandle {
                 switch (old, new) {
                 case (nil, nil): return true
                 case let (old?, new?):
-                    return old.tag == new.tag
-                        && before.buffer[old.start..<old.end].elementsEqual(reader.buffer[new.start..<new.end])
+                    return old.tag == new.tag && UnsafeRawBufferPointer(rebasing: before.buffer[old.start..<old.end])
+                        .sameBytes(as: UnsafeRawBufferPointer(rebasing: reader.buffer[new.start..<new.end]))
                 default: return false
                 }
             }

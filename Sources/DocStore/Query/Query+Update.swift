@@ -158,6 +158,9 @@ extension CollectionHandle {
 
     /// A stored document with `changes` applied, encoded; `nil` when they change nothing.
     fileprivate func changed(_ raw: UnsafeRawBufferPointer, id: [UInt8], _ changes: [FieldChange]) throws -> [UInt8]? {
+        if let patched = DocumentPatch.applying(changes, to: raw) {
+            return patched.withUnsafeBytes { $0.sameBytes(as: raw) } ? nil : patched
+        }
         let old = try DocumentValue(encoded: Array(raw))
         let new: DocumentValue
         do { new = try old.applying(changes) } catch {
@@ -167,7 +170,33 @@ extension CollectionHandle {
         }
         // Compared as bytes: `==` would call a NaN changed and -0.0 the same as 0.
         let bytes = new.encoded()
-        return bytes.elementsEqual(raw) ? nil : bytes
+        return bytes.withUnsafeBytes { $0.sameBytes(as: raw) } ? nil : bytes
+    }
+}
+
+extension DocumentPatch {
+    /// `changes` made on the stored document where it lies, when each sets or increments a value it holds; `nil`
+    /// otherwise (a field to add or remove, an array to change, a change that is refused), for the caller to apply
+    /// them to the decoded document, which also says why a change is refused.
+    static func applying(_ changes: [FieldChange], to raw: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard var patch = DocumentPatch(raw) else { return nil }
+        for change in changes {
+            switch change {
+            case .set(let path, let value):
+                guard patch.replace(at: path, with: value) else { return nil }
+            case .increment(let path, let amount):
+                guard let current = patch.value(at: path) else { return nil }
+                let sum: DocumentValue?
+                switch (current, amount) {
+                case (.null, .int), (.null, .uint), (.null, .double): sum = amount
+                default: sum = DocumentValue.adding(current, amount)
+                }
+                guard let sum, patch.replace(at: path, with: sum) else { return nil }
+            case .unset, .push, .pull:
+                return nil
+            }
+        }
+        return patch.sealed()
     }
 }
 

@@ -194,6 +194,9 @@ final class DocStorePeer: Peer {
         case .update1Percent:
             let zip = p.newZip
             return try await StoredPerson.include(#Predicate { $0.age == 42 }).update(in: store) { $0.address.zip = zip }
+        case .update1PercentFields:
+            return try await StoredPerson.include(#Predicate { $0.age == 42 })
+                .update(in: store, set: ["address.zip": .string(p.newZip)])
         case .findOrCreateHit, .findOrCreateMiss:
             let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
             let id = p.newID

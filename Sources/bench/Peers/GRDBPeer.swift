@@ -187,7 +187,7 @@ final class GRDBPeer: Peer {
                     if saving { try GRDBPerson(person).update(db) } else { try Self.insert(person, db) }
                 }
             }
-        case .update1Percent:
+        case .update1Percent, .update1PercentFields:
             let zip = p.newZip
             return try await pool.write { db in
                 try GRDBPerson.filter(Column("age") == 42).updateAll(db, Column("zip").set(to: zip))

@@ -90,7 +90,7 @@ final class LMDBPeer: Peer {
         case .fileCheck, .verify, .scansInARow4, .scansAtOnce4, .savesBesideScans:
             return false   // checking, and reads beside the writer, are the engine's work
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
+             .averageScoreRange10, .update1Percent, .update1PercentFields, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
              .insertProcesses4, .singleSaves, .saveTasks16:
             return false   // aggregates, updates and commits of documents are the engine's work
         case .indexedResidual, .sortUnindexedLimit, .fullSort10, .findOrCreateHit, .findOrCreateMiss:

@@ -308,7 +308,7 @@ final class PostgresJSONBPeer: Peer {
                 throw BenchFailure(description: message)
             }
             return lists.reduce(0) { $0 + $1.count }
-        case .update1Percent:
+        case .update1Percent, .update1PercentFields:
             return try link.query("UPDATE person SET doc = jsonb_set(doc, '{address,zip}', to_jsonb($1::text)) "
                                   + "WHERE \(Self.age) = 42", [p.newZip])
         case _ where Self.aggregate(scenario) != nil:

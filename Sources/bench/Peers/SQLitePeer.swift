@@ -95,7 +95,7 @@ enum PersonTable {
         case .insert, .getByID, .lookupByID, .countByIndex, .findOrCreateHit, .findOrCreateMiss, .fileCheck, .verify,
              .scansInARow4, .scansAtOnce4, .savesBesideScans: return nil
         case .groupByIndexedCount, .groupByUnindexedSum, .distinctIndexed, .maxIndexed, .averageRange10,
-             .averageScoreRange10, .update1Percent, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
+             .averageScoreRange10, .update1Percent, .update1PercentFields, .singleInserts, .insertTasks4, .insertTasks16, .insertTasks64,
              .insertProcesses4, .singleSaves, .saveTasks16:
             return nil
         }
@@ -349,7 +349,7 @@ final class SQLitePeer: Peer {
             let (lists, saving) = p.writes(scenario)
             try writeConcurrently(lists, sql: saving ? PersonTable.savePerson : PersonTable.insertPerson)
             return lists.reduce(0) { $0 + $1.count }
-        case .update1Percent:
+        case .update1Percent, .update1PercentFields:
             let sql = PersonTable.update1Percent
             let s = try statement(sql)
             return try transaction("BEGIN IMMEDIATE") {
