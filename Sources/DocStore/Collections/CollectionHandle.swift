@@ -170,10 +170,14 @@ final class CollectionHandle {
     enum WriteMode { case insert, save }
 
     /// A model encoded as a document of this collection; a failure names the type and the collection.
-    func encoded<T: Encodable>(_ document: T) throws -> [UInt8] {
+    func encoded<T: Encodable>(_ document: T) throws -> [UInt8] { try CollectionHandle.encoded(document, for: name) }
+
+    /// A model encoded as a document of `collection`, which needs no transaction: a writer encodes on its own
+    /// thread before the store's thread writes. A failure names the type and the collection.
+    static func encoded<T: Encodable>(_ document: T, for collection: String) throws -> [UInt8] {
         do { return try DocumentEncoder().encode(document) } catch {
             throw DocStoreError(.encodingFailed, "cannot encode a \(String(reflecting: T.self)) for collection "
-                + "'\(name)': \(error)", collection: name)
+                + "'\(collection)': \(error)", collection: collection)
         }
     }
 

@@ -92,37 +92,36 @@ public final class WriteContext: ReadContext {
     /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
     ///   ``DocStoreError/Code/uniqueViolation`` when a unique index already holds one of its values.
     public func insert<T: Document>(_ document: T) throws {
-        try write(document, mode: .insert)
+        try write(try CollectionHandle.encoded(document, for: collection(of: T.self)), as: T.self, mode: .insert)
     }
 
     /// Inserts a document, or replaces the one with the same id, updating its index entries.
     ///
     /// - Throws: ``DocStoreError/Code/uniqueViolation`` when a unique index holds one of its values for another document.
     public func save<T: Document>(_ document: T) throws {
-        try write(document, mode: .save)
+        try write(try CollectionHandle.encoded(document, for: collection(of: T.self)), as: T.self, mode: .save)
     }
 
     /// Inserts several documents. Within `write`, they commit together with everything else.
     public func insert<S: Sequence>(contentsOf documents: S) throws where S.Element: Document {
+        let collection = try collection(of: S.Element.self)
+        try insert(encoded: documents.map { try CollectionHandle.encoded($0, for: collection) }, as: S.Element.self)
+    }
+
+    /// Inserts documents encoded already (by the caller of ``DocStore/insert(contentsOf:)``, on its own thread).
+    func insert<T: Document>(encoded documents: [[UInt8]], as type: T.Type) throws {
         guard txn.prefersBatches else {
-            for document in documents { try write(document, mode: .insert) }
+            for bytes in documents { try write(bytes, as: type, mode: .insert) }
             return
         }
-        // On an engine with round trips, encoded 512 at a time, and what checking those reads asked for at once.
-        try checkWritable("insert documents into '\(try collection(of: S.Element.self))'",
-                          collection: try collection(of: S.Element.self))
-        let handle = try scope.handle(for: S.Element.self)
-        var batch: [[UInt8]] = []
-        func insertBatch() throws {
+        // On an engine with round trips, 512 at a time, and what checking those reads asked for at once.
+        try checkWritable("insert documents into '\(try collection(of: type))'", collection: try collection(of: type))
+        let handle = try scope.handle(for: type)
+        for start in stride(from: 0, to: documents.count, by: 512) {
+            let batch = documents[start..<min(documents.count, start + 512)]
             try txn.prefetch(batch.flatMap { (try? handle.checkedReads(of: $0)) ?? [] })
             for bytes in batch { try handle.write(bytes, mode: .insert, in: txn) }
-            batch = []
         }
-        for document in documents {
-            batch.append(try handle.encoded(document))
-            if batch.count == 512 { try insertBatch() }
-        }
-        try insertBatch()
     }
 
     /// Deletes the document of type `T` with `id` and its index entries. Returns whether there was one.
@@ -133,11 +132,11 @@ public final class WriteContext: ReadContext {
         return try handle.delete(id: try CollectionHandle.idKey(id, collection: handle.name), in: txn)
     }
 
-    private func write<T: Document>(_ document: T, mode: CollectionHandle.WriteMode) throws {
+    /// Writes a document of type `T`, encoded already (by ``CollectionHandle/encoded(_:for:)``).
+    func write<T: Document>(_ bytes: [UInt8], as type: T.Type, mode: CollectionHandle.WriteMode) throws {
         try checkWritable("\(mode == .insert ? "insert" : "save") a document into '\(try collection(of: T.self))'",
                           collection: try collection(of: T.self))
-        let handle = try scope.handle(for: T.self)
-        try handle.write(try handle.encoded(document), mode: mode, in: txn)
+        try scope.handle(for: T.self).write(bytes, mode: mode, in: txn)
     }
 }
 

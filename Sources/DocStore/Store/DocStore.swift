@@ -374,18 +374,26 @@ public actor DocStore {
     /// ```
     /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
     ///   ``DocStoreError/Code/uniqueViolation`` when a unique index already holds one of its values.
-    public func insert<T: Document>(_ document: T) async throws {
-        try await write { try $0.insert(document) }
+    ///
+    /// The document is encoded on the caller's thread; the store's thread, which runs every write in turn, only
+    /// writes its bytes. The same holds for ``save(_:)`` and ``insert(contentsOf:)``.
+    public nonisolated func insert<T: Document>(_ document: T) async throws {
+        let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection)
+        try await write { try $0.write(bytes, as: T.self, mode: .insert) }
     }
 
     /// Inserts the document, or replaces the one with the same id, updating its index entries.
-    public func save<T: Document>(_ document: T) async throws {
-        try await write { try $0.save(document) }
+    public nonisolated func save<T: Document>(_ document: T) async throws {
+        let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection)
+        try await write { try $0.write(bytes, as: T.self, mode: .save) }
     }
 
     /// Inserts several documents in one transaction: all of them, or none when one fails.
-    public func insert<S: Sequence & Sendable>(contentsOf documents: S) async throws where S.Element: Document {
-        try await write { try $0.insert(contentsOf: documents) }
+    public nonisolated func insert<S: Sequence & Sendable>(contentsOf documents: S) async throws
+        where S.Element: Document {
+        let collection = try TypeRegistry.schema(S.Element.self).collection
+        let encoded = try documents.map { try CollectionHandle.encoded($0, for: collection) }
+        try await write { try $0.insert(encoded: encoded, as: S.Element.self) }
     }
 
     /// The document of type `T` with `id`, or `nil` when there is none.
