@@ -222,3 +222,49 @@ import Testing
         #expect(report.isClean, "\(report)")
     }
 }
+
+/// A model whose encoding fails for one value, to see which failure a batch encoded in slices reports.
+private struct Numbered: Document {
+    var id: Int
+    var label: String
+
+    struct Refused: Error, CustomStringConvertible {
+        var id: Int
+        var description: String { "number \(id) is refused" }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        if label == "refuse" { throw Refused(id: id) }
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(label, forKey: .label)
+    }
+}
+
+@Suite struct BatchEncodingTests {
+    /// Large enough to be encoded in slices on every core, with a slice boundary at each quarter and half.
+    static let count = 9_001
+
+    @Test func aLargeBatchReadsBackInItsOrder() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let all = (0..<Self.count).map { Numbered(id: $0, label: "n\($0 * 7919 % Self.count)") }
+        try await store.insert(contentsOf: all)
+        let stored = try await store.read { try Numbered.query().results(in: $0) }
+        #expect(stored.map(\.id) == all.map(\.id))
+        #expect(stored.map(\.label) == all.map(\.label))
+    }
+
+    @Test(arguments: [0, 2_249, 2_250, 4_500, 9_000])
+    func aBatchWithADocumentThatCannotBeEncodedWritesNothingAndNamesTheFirst(refused: Int) async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        var all = (0..<Self.count).map { Numbered(id: $0, label: "n") }
+        all[refused].label = "refuse"
+        if refused + 3_000 < Self.count { all[refused + 3_000].label = "refuse" }
+        await expectError(.encodingFailed, mentions: ["number \(refused) is refused"]) {
+            try await store.insert(contentsOf: all)
+        }
+        #expect(try await store.read { try Numbered.query().count(in: $0) } == 0)
+    }
+}

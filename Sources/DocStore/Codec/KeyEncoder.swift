@@ -30,6 +30,9 @@ public struct KeyEncoder: Sendable {
 
     public init() {}
 
+    /// An encoder with room for a key of `capacity` bytes, so that the usual key is made without growing.
+    init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
     enum Kind {
         static let null: UInt8 = 0x05
         static let `false`: UInt8 = 0x10
@@ -256,7 +259,7 @@ extension KeyEncoder {
 
     /// The key of a single value, read where it lies.
     static func key(_ ref: ValueRef, in reader: BinaryReader) throws -> [UInt8] {
-        var e = KeyEncoder()
+        var e = KeyEncoder(capacity: 32)
         try e.append(ref, in: reader)
         return e.bytes
     }

@@ -9,7 +9,7 @@ enum IndexKeys {
     static func keys(for definition: IndexDefinition, reader: BinaryReader, root: ValueRef) throws -> [[UInt8]] {
         switch definition.kind {
         case .regular, .unique:
-            var encoder = KeyEncoder()
+            var encoder = KeyEncoder(capacity: 32)
             for path in definition.fields {
                 if let ref = try reader.value(atPath: path, from: root), ref.tag != BinaryFormat.Tag.null {
                     try encoder.append(ref, in: reader)
@@ -23,11 +23,18 @@ enum IndexKeys {
             guard let path = definition.fields.first,
                   let ref = try reader.value(atPath: path, from: root), ref.tag != BinaryFormat.Tag.null else { return [] }
             if ref.tag != BinaryFormat.Tag.array { return [try KeyEncoder.key(ref, in: reader)] }
+            // Each element's key once: looked for among those before it while they are few, in a set after that.
             var keys: [[UInt8]] = []
+            keys.reserveCapacity(min(reader.count(ref), 16))
             var seen = Set<[UInt8]>()
             try reader.forEachElement(ref) { element in
                 let key = try KeyEncoder.key(element, in: reader)
-                if seen.insert(key).inserted { keys.append(key) }
+                if keys.count < 16 {
+                    if !keys.contains(key) { keys.append(key) }
+                    if keys.count == 16 { seen = Set(keys) }
+                } else if seen.insert(key).inserted {
+                    keys.append(key)
+                }
             }
             return keys
         }

@@ -392,7 +392,7 @@ public actor DocStore {
     public nonisolated func insert<S: Sequence & Sendable>(contentsOf documents: S) async throws
         where S.Element: Document {
         let collection = try TypeRegistry.schema(S.Element.self).collection
-        let encoded = try documents.map { try CollectionHandle.encoded($0, for: collection) }
+        let encoded = try CollectionHandle.encoded(Array(documents), for: collection)
         try await write { try $0.insert(encoded: encoded, as: S.Element.self) }
     }
 
