@@ -12,6 +12,22 @@ import Testing
         #expect(try await store.get(Person.self, id: UUID()) == nil)
     }
 
+    @Test func aLongArrayHasOneEntryPerDistinctElement() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        // 23 distinct values, repeated past the sixteenth element, and one first seen at the end.
+        var ann = Person(name: "Ann", age: 41, email: "ann@example.com", tags: (0..<40).map { "t\($0 % 23)" } + ["last"])
+        try await store.insert(ann)
+        let id = try idKey(ann.id)
+        func expected() -> Set<IndexEntry> { Set(ann.tags.map { IndexEntry(key: KeyEncoder.key(.string($0)), id: id) }) }
+        #expect(try await store.entries(of: Person.self, index: "tags").count == 24)
+        #expect(Set(try await store.entries(of: Person.self, index: "tags")) == expected())
+        ann.tags = ann.tags.reversed() + ["t3", "new"]
+        try await store.save(ann)
+        #expect(try await store.entries(of: Person.self, index: "tags").count == 25)
+        #expect(Set(try await store.entries(of: Person.self, index: "tags")) == expected())
+    }
+
     @Test func saveReplacesTheDocumentAndItsIndexEntries() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
