@@ -257,7 +257,7 @@ private struct Numbered: Document {
     }
 }
 
-@Suite struct BatchEncodingTests {
+@Suite struct BatchInsertTests {
     /// Large enough to be encoded in slices on every core, with a slice boundary at each quarter and half.
     static let count = 9_001
 
@@ -282,5 +282,75 @@ private struct Numbered: Document {
             try await store.insert(contentsOf: all)
         }
         #expect(try await store.read { try Numbered.query().count(in: $0) } == 0)
+    }
+}
+
+extension BatchInsertTests {
+    /// Random batches, some with an id or a unique email taken (by a stored document or within the batch), against
+    /// a plain model: a batch goes in whole or not at all, and every index holds exactly the entries of the stored
+    /// documents.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func batchesGoInWholeOrNotAtAllAndKeepEveryIndexRight(seed: UInt64) async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        var rng = SeededGenerator(seed: seed)
+        var model: [UUID: Person] = [:]
+        var refused = 0
+        for round in 0..<30 {
+            let size = Int.random(in: 1...(round % 5 == 0 ? 600 : 40), using: &rng)
+            var batch = (0..<size).map { _ -> Person in
+                let reuse = !model.isEmpty && Int.random(in: 0..<400, using: &rng) == 0
+                let id = reuse ? model.keys.randomElement(using: &rng)! : UUID()
+                let email = Int.random(in: 0..<3, using: &rng) == 0 ? "p\(Int.random(in: 0..<5_000, using: &rng))" : nil
+                return Person(id: id, name: "n", age: Int.random(in: 0..<90, using: &rng),
+                              city: ["Oslo", "Bergen", "Tromsø"].randomElement(using: &rng)!, email: email,
+                              tags: (0..<Int.random(in: 0...3, using: &rng)).map { _ in "t\(Int.random(in: 0..<6, using: &rng))" })
+            }
+            if Int.random(in: 0..<8, using: &rng) == 0 {   // an id twice within the batch
+                var twin = batch.randomElement(using: &rng)!
+                twin.email = nil
+                batch.insert(twin, at: Int.random(in: 0...batch.count, using: &rng))
+            }
+            var ids = Set(model.keys)
+            var emails = Set(model.values.compactMap(\.email))
+            let clean = batch.allSatisfy { ids.insert($0.id).inserted && ($0.email.map { emails.insert($0).inserted } ?? true) }
+            do {
+                try await store.insert(contentsOf: batch)
+                #expect(clean, "a batch with a taken id or email went in")
+                for p in batch { model[p.id] = p }
+            } catch let error as DocStoreError {
+                #expect(!clean, "a clean batch was refused: \(error)")
+                #expect(error.code == .duplicateID || error.code == .uniqueViolation)
+                refused += 1
+            }
+            let stored = try await store.read { try Person.query().results(in: $0) }
+            #expect(Dictionary(uniqueKeysWithValues: stored.map { ($0.id, $0) }) == model)
+        }
+        #expect(refused > 0)
+        let emails = try await store.entries(of: Person.self, index: "email")
+        #expect(emails.count == model.values.filter { $0.email != nil }.count)
+        #expect(try await store.entries(of: Person.self, index: "age").count == model.count)
+        #expect(try await store.entries(of: Person.self, index: "tags").count
+                == model.values.reduce(0) { $0 + Set($1.tags).count })
+        #expect(try await store.verify().isClean)
+    }
+
+    @Test func aRefusedBatchCaughtInAWriteLeavesTheRestOfTheWrite() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let ann = Person(name: "Ann", age: 41, email: "ann@example.com")
+        try await store.insert(ann)
+        let caught = try await store.write { ctx -> Bool in
+            try ctx.insert(Person(name: "Bo", age: 30))
+            do {
+                try ctx.insert(contentsOf: [Person(name: "Cy", age: 20), Person(name: "Di", age: 22, email: "ann@example.com")])
+                return false
+            } catch let error as DocStoreError where error.code == .uniqueViolation {
+                return true
+            }
+        }
+        #expect(caught)
+        #expect(Set(try await store.read { try Person.query().results(in: $0) }.map(\.name)) == ["Ann", "Bo"])
+        #expect(try await store.verify().isClean)
     }
 }

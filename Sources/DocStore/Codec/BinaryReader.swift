@@ -354,3 +354,18 @@ extension UnsafeRawBufferPointer {
 
     func sameBytes(as other: [UInt8]) -> Bool { other.withUnsafeBytes { sameBytes(as: $0) } }
 }
+
+extension Array where Element == UInt8 {
+    /// Whether these bytes order before `other` as LMDB orders keys: by `memcmp`, then the shorter first (what
+    /// `lexicographicallyPrecedes` answers, a byte at a time).
+    @inline(__always)
+    func precedesInKeyOrder(_ other: [UInt8]) -> Bool {
+        withUnsafeBytes { a in
+            other.withUnsafeBytes { b in
+                let n = Swift.min(a.count, b.count)
+                let c = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
+                return c != 0 ? c < 0 : a.count < b.count
+            }
+        }
+    }
+}

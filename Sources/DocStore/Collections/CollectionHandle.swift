@@ -254,6 +254,49 @@ final class CollectionHandle {
         }
     }
 
+    /// Inserts new documents, encoded, with their index entries: all of them, or none when one is refused.
+    ///
+    /// Every check comes first, against the store and within the batch (a duplicate id, a unique value taken, a key
+    /// too long), so that a refused batch changes nothing. Then the documents go in in id order and each index's
+    /// entries in key order, so that consecutive puts land on the same pages.
+    func insert(batch: [[UInt8]], in txn: any StorageTransaction) throws {
+        var ids: [[UInt8]] = []
+        ids.reserveCapacity(batch.count)
+        var entries = Array(repeating: [(key: [UInt8], id: [UInt8])](), count: indexes.count)
+        var seenIDs = Set<[UInt8]>(minimumCapacity: batch.count)
+        var taken = Array(repeating: Set<[UInt8]>(), count: indexes.count)
+        for bytes in batch {
+            try bytes.withUnsafeBytes { raw in
+                let reader = BinaryReader(raw)
+                let root = try reader.root()
+                let id = try idKey(reader: reader, root: root)
+                if try !seenIDs.insert(id).inserted || txn.get(documents, id) != nil {
+                    throw DocStoreError(.duplicateID, "collection '\(name)' already has a document with id "
+                        + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
+                }
+                for (i, index) in indexes.enumerated() {
+                    for key in try checkedKeys(for: index, reader: reader, root: root) {
+                        if try index.isUnique && (!taken[i].insert(key).inserted || txn.get(index.database, key) != nil) {
+                            throw uniqueViolation(index, IndexKeys.describe(index.definition, reader: reader, root: root))
+                        }
+                        entries[i].append((key, id))
+                    }
+                }
+                ids.append(id)
+            }
+        }
+        let order = ids.indices.sorted { ids[$0].precedesInKeyOrder(ids[$1]) }
+        try txn.changingAtomically {
+            for i in order { try txn.put(documents, ids[i], batch[i]) }
+            for (i, index) in indexes.enumerated() {
+                entries[i].sort { a, b in
+                    a.key.precedesInKeyOrder(b.key) || (!b.key.precedesInKeyOrder(a.key) && a.id.precedesInKeyOrder(b.id))
+                }
+                for entry in entries[i] { try txn.put(index.database, entry.key, entry.id) }
+            }
+        }
+    }
+
     /// What writing the document `bytes` reads to check it, for an engine with round trips to ask for at once: the
     /// present document and the holders of its unique keys.
     func checkedReads(of bytes: [UInt8]) throws -> [(KeySpace, [UInt8])] {

@@ -110,13 +110,10 @@ public final class WriteContext: ReadContext {
 
     /// Inserts documents encoded already (by the caller of ``DocStore/insert(contentsOf:)``, on its own thread).
     func insert<T: Document>(encoded documents: [[UInt8]], as type: T.Type) throws {
-        guard txn.prefersBatches else {
-            for bytes in documents { try write(bytes, as: type, mode: .insert) }
-            return
-        }
-        // On an engine with round trips, 512 at a time, and what checking those reads asked for at once.
         try checkWritable("insert documents into '\(try collection(of: type))'", collection: try collection(of: type))
         let handle = try scope.handle(for: type)
+        guard txn.prefersBatches else { return try handle.insert(batch: documents, in: txn) }
+        // On an engine with round trips, 512 at a time, and what checking those reads asked for at once.
         for start in stride(from: 0, to: documents.count, by: 512) {
             let batch = documents[start..<min(documents.count, start + 512)]
             try txn.prefetch(batch.flatMap { (try? handle.checkedReads(of: $0)) ?? [] })

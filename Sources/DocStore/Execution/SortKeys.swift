@@ -65,10 +65,7 @@ struct SortKeys {
 
     /// Byte order of two keys (what `lexicographicallyPrecedes` answers, by `memcmp`).
     @inline(__always)
-    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        let c = compare(a, b)
-        return c != 0 ? c < 0 : a.count < b.count
-    }
+    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool { a.precedesInKeyOrder(b) }
 
     /// How `a` orders against `b` over their common length only: negative, zero or positive. A positive answer
     /// for a prefix-free field key means every key starting with `a` orders after `b`.
