@@ -265,7 +265,11 @@ private struct Numbered: Document {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
         let all = (0..<Self.count).map { Numbered(id: $0, label: "n\($0 * 7919 % Self.count)") }
-        try await store.insert(contentsOf: all)
+        // Into an empty collection, after the last id (both appended at the end), then before the first id.
+        try await store.insert(contentsOf: all[3_000..<6_000].shuffled())
+        try await store.insert(contentsOf: all[6_000...].shuffled())
+        try await store.insert(contentsOf: all[..<3_000].shuffled())
+        #expect(try await store.verify().isClean)
         let stored = try await store.read { try Numbered.query().results(in: $0) }
         #expect(stored.map(\.id) == all.map(\.id))
         #expect(stored.map(\.label) == all.map(\.label))

@@ -286,8 +286,13 @@ final class CollectionHandle {
             }
         }
         let order = ids.indices.sorted { ids[$0].precedesInKeyOrder(ids[$1]) }
+        // Ids that all come after the last one stored (new ids counting up) are appended, filling their pages.
+        let last = try txn.withCursor(documents) { try $0.last().map { Array($0.key) } }
+        let appending = order.first.map { first in last.map { $0.precedesInKeyOrder(ids[first]) } ?? true } ?? false
         try txn.changingAtomically {
-            for i in order { try txn.put(documents, ids[i], batch[i]) }
+            for i in order {
+                if appending { try txn.append(documents, ids[i], batch[i]) } else { try txn.put(documents, ids[i], batch[i]) }
+            }
             for (i, index) in indexes.enumerated() {
                 entries[i].sort { a, b in
                     a.key.precedesInKeyOrder(b.key) || (!b.key.precedesInKeyOrder(a.key) && a.id.precedesInKeyOrder(b.id))

@@ -12,5 +12,6 @@ enum LMDBFlags {
     static let duplicateSort = UInt32(MDB_DUPSORT)
     static let noOverwrite = UInt32(MDB_NOOVERWRITE)
     static let noDuplicateData = UInt32(MDB_NODUPDATA)
+    static let append = UInt32(MDB_APPEND)
     static let copyCompact = UInt32(MDB_CP_COMPACT)
 }

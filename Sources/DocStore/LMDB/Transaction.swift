@@ -220,6 +220,17 @@ final class LMDBTransaction: StorageTransaction {
         return true
     }
 
+    /// The corresponding LMDB function is `mdb_put`, with `MDB_APPEND`.
+    func append(_ db: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws {
+        try key.withUnsafeBytes { kb in
+            try value.withUnsafeBytes { vb in
+                var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
+                var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
+                try check(mdb_put(raw, db.number, &k, &v, LMDBFlags.append))
+            }
+        }
+    }
+
     /// The corresponding LMDB function is `mdb_del`.
     @discardableResult
     func delete(_ db: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool {

@@ -65,6 +65,10 @@ package protocol StorageTransaction: AnyObject {
     @discardableResult
     func put(_ space: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
              noOverwrite: Bool, noDuplicate: Bool) throws -> Bool
+    /// Stores `value` under `key`, which orders after every key of the space (not a duplicate-sorted one): the
+    /// entry goes at the end, and a full last page is continued on a new one rather than split in half, so that
+    /// keys that come in order fill their pages. A key that does not order last is an error.
+    func append(_ space: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws
     /// Deletes `key` (with `value`, only that duplicate). Returns `false` when there was nothing to delete.
     @discardableResult
     func delete(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool
@@ -129,6 +133,7 @@ extension StorageTransaction {
     var prefersBatches: Bool { false }
 
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws { _ = try delete(space, key, value: value) }
+    package func append(_ space: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws { try put(space, key, value) }
 
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws {}
 
