@@ -242,7 +242,7 @@ final class CollectionHandle {
             try txn.changingAtomically {
                 // A damaged document, whose keys cannot be read, may still be replaced.
                 try removeEntries(old != nil && storedKeys == nil ? nil : removed, of: id, in: txn)
-                try txn.put(documents, id, bytes)
+                try putDocument(bytes, id: id, new: old == nil, in: txn)
                 for (i, index) in indexes.enumerated() {
                     for key in added[i] {
                         try addEntry(key, id: id, to: index, in: txn, checked: true) {
@@ -286,12 +286,15 @@ final class CollectionHandle {
             }
         }
         let order = ids.indices.sorted { ids[$0].precedesInKeyOrder(ids[$1]) }
-        // Ids that all come after the last one stored (new ids counting up) are appended, filling their pages.
-        let last = try txn.withCursor(documents) { try $0.last().map { Array($0.key) } }
-        let appending = order.first.map { first in last.map { $0.precedesInKeyOrder(ids[first]) } ?? true } ?? false
         try txn.changingAtomically {
+            // Once one is appended, those after it in id order are too.
+            var appending = false
             for i in order {
-                if appending { try txn.append(documents, ids[i], batch[i]) } else { try txn.put(documents, ids[i], batch[i]) }
+                if appending {
+                    try txn.append(documents, ids[i], batch[i])
+                } else {
+                    appending = try putDocument(batch[i], id: ids[i], new: true, in: txn)
+                }
             }
             for (i, index) in indexes.enumerated() {
                 entries[i].sort { a, b in
@@ -300,6 +303,22 @@ final class CollectionHandle {
                 for entry in entries[i] { try txn.put(index.database, entry.key, entry.id) }
             }
         }
+    }
+
+    /// Puts a document. A new one whose id orders after every stored id is appended, so that ids that count up
+    /// (an integer sequence, time-ordered UUIDs) fill their pages rather than leave each half full. (Not on an
+    /// engine with round trips, where finding the last id would cost one.)
+    /// Returns whether it was appended.
+    @discardableResult
+    private func putDocument(_ bytes: [UInt8], id: [UInt8], new: Bool, in txn: any StorageTransaction) throws -> Bool {
+        let last = new && !txn.prefersBatches
+            ? try txn.withCursor(documents) { cursor in try cursor.last().map { Array($0.key) } ?? [] } : nil
+        guard let last, last.precedesInKeyOrder(id) else {
+            try txn.put(documents, id, bytes)
+            return false
+        }
+        try txn.append(documents, id, bytes)
+        return true
     }
 
     /// What writing the document `bytes` reads to check it, for an engine with round trips to ask for at once: the
