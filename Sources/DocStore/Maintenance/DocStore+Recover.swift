@@ -302,7 +302,11 @@ extension DocStore {
                 do {
                     _ = try item.value.withUnsafeBytes { try BinaryReader($0).checkChecksum() }
                     entry.documents.append(try DocumentValue(encoded: item.value))
-                    if item.loose && !salvage.freePagesLeftOut { entry.collection.possiblyStale += 1 }
+                    // A document of an older commit's tree may have changed in the newest; one of a loose page may
+                    // be an older copy unless the free list's pages were left out.
+                    if !salvage.readNewest || (item.loose && !salvage.freePagesLeftOut) {
+                        entry.collection.possiblyStale += 1
+                    }
                 } catch {
                     entry.collection.damaged += 1
                 }
