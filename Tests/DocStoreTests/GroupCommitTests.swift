@@ -49,6 +49,31 @@ import TestSupport
         return nil
     }
 
+    /// A batch refused for a value taken by a stored document, or by another of the batch, leaves none of its
+    /// documents; the write that caught the error commits the rest.
+    @Test func aRefusedBatchCaughtInAWriteLeavesTheRestOfTheWrite() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(Person(name: "Ann", age: 41, email: "ann@example.com"))
+        let batches = [
+            [Person(name: "Cy", age: 20), Person(name: "Di", age: 22, email: "ann@example.com")],
+            [Person(name: "Ed", age: 20, email: "ed@example.com"), Person(name: "Fy", age: 22, email: "ed@example.com")],
+        ]
+        let caught = try await store.write { ctx -> Int in
+            try ctx.insert(Person(name: "Bo", age: 30))
+            var caught = 0
+            for batch in batches {
+                do { try ctx.insert(contentsOf: batch) } catch let error as DocStoreError where error.code == .uniqueViolation {
+                    caught += 1
+                }
+            }
+            return caught
+        }
+        #expect(caught == 2)
+        #expect(Set(try await store.read { try Person.query().results(in: $0) }.map(\.name)) == ["Ann", "Bo"])
+        #expect(try await store.read { try Person.query().count(in: $0) } == 2)
+    }
+
     @Test func aFailingWriteInAGroupFailsAloneAndLeavesNoTrace() async throws {
         let dir = TemporaryDirectory()
         let store = try await openStore(storeLocation(dir, "group.db"))

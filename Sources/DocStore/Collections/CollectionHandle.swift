@@ -287,14 +287,12 @@ final class CollectionHandle {
         }
         let order = ids.indices.sorted { ids[$0].precedesInKeyOrder(ids[$1]) }
         try txn.changingAtomically {
-            // Once one is appended, those after it in id order are too.
+            // The ids after the last one stored are appended, in order; those before it are put.
+            let last = try txn.withCursor(documents) { cursor in try cursor.last().map { Array($0.key) } ?? [] }
             var appending = false
             for i in order {
-                if appending {
-                    try txn.append(documents, ids[i], batch[i])
-                } else {
-                    appending = try putDocument(batch[i], id: ids[i], new: true, in: txn)
-                }
+                appending = appending || last.precedesInKeyOrder(ids[i])
+                if appending { try txn.append(documents, ids[i], batch[i]) } else { try txn.put(documents, ids[i], batch[i]) }
             }
             for (i, index) in indexes.enumerated() {
                 entries[i].sort { a, b in
@@ -308,17 +306,14 @@ final class CollectionHandle {
     /// Puts a document. A new one whose id orders after every stored id is appended, so that ids that count up
     /// (an integer sequence, time-ordered UUIDs) fill their pages rather than leave each half full. (Not on an
     /// engine with round trips, where finding the last id would cost one.)
-    /// Returns whether it was appended.
-    @discardableResult
-    private func putDocument(_ bytes: [UInt8], id: [UInt8], new: Bool, in txn: any StorageTransaction) throws -> Bool {
+    private func putDocument(_ bytes: [UInt8], id: [UInt8], new: Bool, in txn: any StorageTransaction) throws {
         let last = new && !txn.prefersBatches
             ? try txn.withCursor(documents) { cursor in try cursor.last().map { Array($0.key) } ?? [] } : nil
-        guard let last, last.precedesInKeyOrder(id) else {
+        if let last, last.precedesInKeyOrder(id) {
+            try txn.append(documents, id, bytes)
+        } else {
             try txn.put(documents, id, bytes)
-            return false
         }
-        try txn.append(documents, id, bytes)
-        return true
     }
 
     /// What writing the document `bytes` reads to check it, for an engine with round trips to ask for at once: the

@@ -102,7 +102,9 @@ public final class WriteContext: ReadContext {
         try write(try CollectionHandle.encoded(document, for: collection(of: T.self)), as: T.self, mode: .save)
     }
 
-    /// Inserts several documents. Within `write`, they commit together with everything else.
+    /// Inserts several documents: all of them, or none when one is refused (a duplicate id, a unique value taken,
+    /// within the batch or by a stored document); the error names the first. Within `write`, they commit together
+    /// with everything else.
     public func insert<S: Sequence>(contentsOf documents: S) throws where S.Element: Document {
         let collection = try collection(of: S.Element.self)
         try insert(encoded: documents.map { try CollectionHandle.encoded($0, for: collection) }, as: S.Element.self)
@@ -110,14 +112,18 @@ public final class WriteContext: ReadContext {
 
     /// Inserts documents encoded already (by the caller of ``DocStore/insert(contentsOf:)``, on its own thread).
     func insert<T: Document>(encoded documents: [[UInt8]], as type: T.Type) throws {
+        guard !documents.isEmpty else { return }
         try checkWritable("insert documents into '\(try collection(of: type))'", collection: try collection(of: type))
         let handle = try scope.handle(for: type)
         guard txn.prefersBatches else { return try handle.insert(batch: documents, in: txn) }
-        // On an engine with round trips, 512 at a time, and what checking those reads asked for at once.
-        for start in stride(from: 0, to: documents.count, by: 512) {
-            let batch = documents[start..<min(documents.count, start + 512)]
-            try txn.prefetch(batch.flatMap { (try? handle.checkedReads(of: $0)) ?? [] })
-            for bytes in batch { try handle.write(bytes, mode: .insert, in: txn) }
+        // On an engine with round trips, 512 at a time, and what checking those reads asked for at once; in a
+        // transaction of its own, so that a refused document leaves none of the batch, as on a file.
+        try txn.nested { txn in
+            for start in stride(from: 0, to: documents.count, by: 512) {
+                let batch = documents[start..<min(documents.count, start + 512)]
+                try txn.prefetch(batch.flatMap { (try? handle.checkedReads(of: $0)) ?? [] })
+                for bytes in batch { try handle.write(bytes, mode: .insert, in: txn) }
+            }
         }
     }
 

@@ -17,8 +17,9 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
         /// Documents found in versions that differ on pages no tree of the newest commit reaches, none of which can
         /// be told to be the newest: none was copied.
         public internal(set) var conflicting = 0
-        /// Recovered documents read from pages no tree reaches while the free list could not be read: each may be
-        /// an older version of a document whose newest version was lost, or one deleted since.
+        /// Recovered documents read from pages no tree reaches while the free list could not be read, or from the
+        /// trees of an older commit when the newest could not be read: each may be an older version of a document
+        /// whose newest version was lost, or one deleted since.
         public internal(set) var possiblyStale = 0
         /// Documents the damaged file counted but whose pages could not be read: `nil` when its count is lost too.
         public internal(set) var unreachable: Int?
@@ -81,8 +82,8 @@ public struct RecoveryReport: Sendable, CustomStringConvertible {
         let recovered = collections.reduce(0) { $0 + $1.recovered }
         let stale = collections.reduce(0) { $0 + $1.possiblyStale }
         let staleNote = stale == 0 ? "" : "; \(stale) of them were read from pages no tree reaches while the free list "
-            + "could not be read, and may be older versions of documents whose newest version was lost, or documents "
-            + "deleted since"
+            + "could not be read, or from an older commit's trees, and may be older versions of documents whose newest "
+            + "version was lost, or documents deleted since"
         if unknowns.isEmpty && collections.allSatisfy({ $0.unreachable != nil }) {
             let lost = collections.reduce(0) { $0 + $1.lost }   // unplaced documents are among these, or older copies
             lines.append("\(recovered) documents recovered, \(lost) lost" + staleNote)
