@@ -173,8 +173,6 @@ final class CollectionHandle {
     /// A model encoded as a document of this collection; a failure names the type and the collection.
     func encoded<T: Encodable>(_ document: T) throws -> [UInt8] { try CollectionHandle.encoded(document, for: name) }
 
-    /// A model encoded as a document of `collection`, which needs no transaction: a writer encodes on its own
-    /// thread before the store's thread writes. A failure names the type and the collection.
     /// Many models encoded, in slices on every core when they are many; the first failure is thrown.
     static func encoded<T: Encodable & Sendable>(_ documents: [T], for collection: String) throws -> [[UInt8]] {
         let slices = min(ProcessInfo.processInfo.activeProcessorCount, documents.count / 2048)
@@ -188,6 +186,8 @@ final class CollectionHandle {
         return try results.withLock { $0 }.flatMap { try $0!.get() }
     }
 
+    /// A model encoded as a document of `collection`, which needs no transaction: a writer encodes on its own
+    /// thread before the store's thread writes. A failure names the type and the collection.
     static func encoded<T: Encodable>(_ document: T, for collection: String) throws -> [UInt8] {
         do { return try DocumentEncoder().encode(document) } catch {
             throw DocStoreError(.encodingFailed, "cannot encode a \(String(reflecting: T.self)) for collection "
@@ -288,7 +288,7 @@ final class CollectionHandle {
         let order = ids.indices.sorted { ids[$0].precedesInKeyOrder(ids[$1]) }
         try txn.changingAtomically {
             // The ids after the last one stored are appended, in order; those before it are put.
-            let last = try txn.withCursor(documents) { cursor in try cursor.last().map { Array($0.key) } ?? [] }
+            let last = try lastID(in: txn)
             var appending = false
             for i in order {
                 appending = appending || last.precedesInKeyOrder(ids[i])
@@ -307,13 +307,16 @@ final class CollectionHandle {
     /// (an integer sequence, time-ordered UUIDs) fill their pages rather than leave each half full. (Not on an
     /// engine with round trips, where finding the last id would cost one.)
     private func putDocument(_ bytes: [UInt8], id: [UInt8], new: Bool, in txn: any StorageTransaction) throws {
-        let last = new && !txn.prefersBatches
-            ? try txn.withCursor(documents) { cursor in try cursor.last().map { Array($0.key) } ?? [] } : nil
-        if let last, last.precedesInKeyOrder(id) {
+        if new && !txn.prefersBatches, try lastID(in: txn).precedesInKeyOrder(id) {
             try txn.append(documents, id, bytes)
         } else {
             try txn.put(documents, id, bytes)
         }
+    }
+
+    /// The greatest id stored (empty in an empty collection), which a new id must follow to be appended.
+    private func lastID(in txn: any StorageTransaction) throws -> [UInt8] {
+        try txn.withCursor(documents) { cursor in try cursor.last().map { Array($0.key) } ?? [] }
     }
 
     /// What writing the document `bytes` reads to check it, for an engine with round trips to ask for at once: the

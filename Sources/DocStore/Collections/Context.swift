@@ -107,7 +107,7 @@ public final class WriteContext: ReadContext {
     /// with everything else.
     public func insert<S: Sequence>(contentsOf documents: S) throws where S.Element: Document {
         let collection = try collection(of: S.Element.self)
-        try insert(encoded: documents.map { try CollectionHandle.encoded($0, for: collection) }, as: S.Element.self)
+        try insert(encoded: CollectionHandle.encoded(Array(documents), for: collection), as: S.Element.self)
     }
 
     /// Inserts documents encoded already (by the caller of ``DocStore/insert(contentsOf:)``, on its own thread).
