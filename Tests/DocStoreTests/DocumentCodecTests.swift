@@ -1094,3 +1094,50 @@ extension DocumentValue {
         }
     }
 }
+
+/// A change patched into a document's bytes where they lie gives the bytes that decoding the document, applying
+/// the change and encoding it again gives, for random documents and changes of values they hold.
+@Suite struct DocumentPatchTests {
+    @Test(arguments: [UInt64(7), 8, 9])
+    func aPatchGivesTheBytesOfDecodingChangingAndEncoding(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        func value(depth: Int) -> DocumentValue {
+            switch Int.random(in: 0..<(depth > 2 ? 8 : 10), using: &rng) {
+            case 0: return .null
+            case 1: return .bool(Bool.random(using: &rng))
+            case 2: return .int([0, 1, -1, 127, 128, -129, 40_000, Int64.max, Int64.min].randomElement(using: &rng)!)
+            case 3: return .double([0.5, -0.0, 1e300, .nan].randomElement(using: &rng)!)
+            case 4: return .string(String(repeating: "é", count: Int.random(in: 0..<200, using: &rng)))
+            case 5: return .uint(UInt64.max)
+            case 6: return .date(Date(timeIntervalSince1970: 12_345))
+            case 7: return .bytes([UInt8](repeating: 7, count: Int.random(in: 0..<4, using: &rng)))
+            case 8: return .array((0..<Int.random(in: 0..<4, using: &rng)).map { _ in value(depth: depth + 1) })
+            default:
+                let names = ["a", "b", "c", "d"].shuffled(using: &rng).prefix(Int.random(in: 0...4, using: &rng))
+                return .object(names.map { DocumentValue.Field($0, value(depth: depth + 1)) })
+            }
+        }
+        /// The paths of `document`'s values reached through objects alone.
+        func paths(_ document: DocumentValue, _ prefix: [String] = []) -> [[String]] {
+            guard case .object(let fields) = document else { return [] }
+            return fields.flatMap { [prefix + [$0.name]] + paths($0.value, prefix + [$0.name]) }
+        }
+        var patched = 0
+        for _ in 0..<300 {
+            let document = DocumentValue.object([.init("id", .int(1)), .init("m", value(depth: 0)),
+                                                 .init("n", value(depth: 1))])
+            let changes = (0..<Int.random(in: 1...3, using: &rng)).compactMap { _ -> FieldChange? in
+                guard let path = paths(document).randomElement(using: &rng) else { return nil }
+                let field = FieldPath(path.joined(separator: "."))
+                return Bool.random(using: &rng) ? .set(field, value(depth: 1))
+                                                : .increment(field, [.int(3), .double(0.25)].randomElement(using: &rng)!)
+            }
+            let bytes = document.encoded()
+            guard let patch = bytes.withUnsafeBytes({ DocumentPatch.applying(changes, to: $0) }) else { continue }
+            patched += 1
+            let expected = try document.applying(changes).encoded()
+            #expect(patch == expected, "\(changes) on \(document.plainJSON())")
+        }
+        #expect(patched > 100)
+    }
+}
