@@ -209,12 +209,10 @@ final class LMDBTransaction: StorageTransaction {
     @discardableResult
     func put(_ db: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
              noOverwrite: Bool, noDuplicate: Bool) throws -> Bool {
-        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
         var flags: UInt32 = 0
         if noOverwrite { flags |= LMDBFlags.noOverwrite }
         if noDuplicate { flags |= LMDBFlags.noDuplicateData }
-        let rc = mdb_put(raw, db.number, &k, &v, flags)
+        let rc = put(db, key, value, flags: flags)
         if rc == MDB_KEYEXIST && (noOverwrite || noDuplicate) { return false }
         try check(rc)
         return true
@@ -222,13 +220,15 @@ final class LMDBTransaction: StorageTransaction {
 
     /// The corresponding LMDB function is `mdb_put`, with `MDB_APPEND`.
     func append(_ db: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws {
-        try key.withUnsafeBytes { kb in
-            try value.withUnsafeBytes { vb in
-                var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
-                var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
-                try check(mdb_put(raw, db.number, &k, &v, LMDBFlags.append))
-            }
-        }
+        try check(key.withUnsafeBytes { k in value.withUnsafeBytes { v in put(db, k, v, flags: LMDBFlags.append) } })
+    }
+
+    /// `mdb_put` with `flags`, its return code.
+    private func put(_ db: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
+                     flags: UInt32) -> Int32 {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        return mdb_put(raw, db.number, &k, &v, flags)
     }
 
     /// The corresponding LMDB function is `mdb_del`.

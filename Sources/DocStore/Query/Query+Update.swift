@@ -61,18 +61,14 @@ extension DocumentValue {
                 document = document.removing(at: path)
                 continue
             case .increment(_, let amount):
-                switch (current, amount) {
-                case (.null, .int), (.null, .uint), (.null, .double): value = amount
-                default:
-                    guard let sum = DocumentValue.adding(current, amount) else {
-                        if DocumentValue.isNumber(current) && DocumentValue.isNumber(amount) {
-                            throw refusal("the sum does not fit in a 64-bit integer", .overflow)
-                        }
-                        throw refusal(DocumentValue.isNumber(amount) ? "the field holds \(current.kindName), not a number"
-                                                                     : "\(amount.plainJSON()) is not a number")
+                guard let sum = DocumentValue.incremented(current, by: amount) else {
+                    if DocumentValue.isNumber(current) && DocumentValue.isNumber(amount) {
+                        throw refusal("the sum does not fit in a 64-bit integer", .overflow)
                     }
-                    value = sum
+                    throw refusal(DocumentValue.isNumber(amount) ? "the field holds \(current.kindName), not a number"
+                                                                 : "\(amount.plainJSON()) is not a number")
                 }
+                value = sum
             case .push(_, let element), .pull(_, let element):
                 let elements: [DocumentValue]
                 switch current {
@@ -108,6 +104,15 @@ extension DocumentValue {
             fields[i].value = fields[i].value.removing(at: path.dropFirst())
         }
         return .object(fields)
+    }
+
+    /// What an increment by `amount` makes of `current`: the amount for a field that is `nil`, else the sum;
+    /// `nil` when they do not add up (not numbers, or an overflow).
+    static func incremented(_ current: DocumentValue, by amount: DocumentValue) -> DocumentValue? {
+        switch (current, amount) {
+        case (.null, .int), (.null, .uint), (.null, .double): return amount
+        default: return adding(current, amount)
+        }
     }
 
     static func isNumber(_ v: DocumentValue) -> Bool {
@@ -185,13 +190,8 @@ extension DocumentPatch {
             case .set(let path, let value):
                 guard patch.replace(at: path, with: value) else { return nil }
             case .increment(let path, let amount):
-                guard let current = patch.value(at: path) else { return nil }
-                let sum: DocumentValue?
-                switch (current, amount) {
-                case (.null, .int), (.null, .uint), (.null, .double): sum = amount
-                default: sum = DocumentValue.adding(current, amount)
-                }
-                guard let sum, patch.replace(at: path, with: sum) else { return nil }
+                guard let current = patch.value(at: path), let sum = DocumentValue.incremented(current, by: amount),
+                      patch.replace(at: path, with: sum) else { return nil }
             case .unset, .push, .pull:
                 return nil
             }
