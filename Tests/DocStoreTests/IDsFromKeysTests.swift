@@ -132,3 +132,34 @@ private struct ByDate: Document { var id: Date; var n: Int; static let collectio
         }
     }
 }
+
+/// `IDList` keeps short ids in two integers and long ones in a buffer: whatever their lengths, it must hand back the
+/// bytes it was given and sort them as LMDB orders keys (memcmp, then the shorter first).
+@Suite struct IDListTests {
+    @Test func idsOfEveryLengthComeBackAndSortInKeyOrder() {
+        var rng = SeededGenerator(seed: 36)
+        for round in 0..<300 {
+            // Few byte values and lengths around 16, so that prefixes and zero padding tie often.
+            let sameLength = round % 3 == 0
+            let length = Int.random(in: 0...24, using: &rng)
+            let ids: [[UInt8]] = (0..<Int.random(in: 0...40, using: &rng)).map { _ in
+                let n = sameLength ? length : Int.random(in: 0...24, using: &rng)
+                return (0..<n).map { _ in [0, 1, 0xFF][Int.random(in: 0...2, using: &rng)] }
+            }
+            var list = IDList()
+            let half = ids.count / 2
+            for id in ids[..<half] { id.withUnsafeBytes { list.append($0) } }
+            list.append(contentsOf: IDList(Array(ids[half...])))
+            #expect((0..<list.count).map { list[$0] } == ids)
+
+            let descending = Bool.random(using: &rng)
+            list.sort(descending: descending)
+            let expected = ids.sorted { descending ? $1.lexicographicallyPrecedes($0) : $0.lexicographicallyPrecedes($1) }
+            #expect((0..<list.count).map { list[$0] } == expected, "round \(round)")
+
+            let offset = Int.random(in: 0...5, using: &rng), limit = Bool.random(using: &rng) ? nil : Int.random(in: 0...9, using: &rng)
+            list.keep(skipping: offset, taking: limit)
+            #expect(list.arrays(0..<list.count) == Array(expected.dropFirst(offset).prefix(limit ?? .max)))
+        }
+    }
+}

@@ -353,6 +353,14 @@ extension UnsafeRawBufferPointer {
     }
 
     func sameBytes(as other: [UInt8]) -> Bool { other.withUnsafeBytes { sameBytes(as: $0) } }
+
+    /// Whether these bytes order before `other` as LMDB orders keys: by `memcmp`, then the shorter first.
+    @inline(__always)
+    func precedesInKeyOrder(_ other: UnsafeRawBufferPointer) -> Bool {
+        let n = Swift.min(count, other.count)
+        let c = n == 0 ? 0 : memcmp(baseAddress!, other.baseAddress!, n)
+        return c != 0 ? c < 0 : count < other.count
+    }
 }
 
 extension Array where Element == UInt8 {
@@ -360,12 +368,6 @@ extension Array where Element == UInt8 {
     /// `lexicographicallyPrecedes` answers, a byte at a time).
     @inline(__always)
     func precedesInKeyOrder(_ other: [UInt8]) -> Bool {
-        withUnsafeBytes { a in
-            other.withUnsafeBytes { b in
-                let n = Swift.min(a.count, b.count)
-                let c = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
-                return c != 0 ? c < 0 : a.count < b.count
-            }
-        }
+        withUnsafeBytes { a in other.withUnsafeBytes { a.precedesInKeyOrder($0) } }
     }
 }

@@ -275,11 +275,15 @@ extension KeyEncoder {
     /// A string with other characters is not given back: its key holds its canonical (NFC) form, which may differ
     /// from the stored bytes.
     static func exactValue(ofKey key: [UInt8], numbers: Bool) -> DocumentValue? {
+        key.withUnsafeBytes { exactValue(ofKey: $0, numbers: numbers) }
+    }
+
+    static func exactValue(ofKey key: UnsafeRawBufferPointer, numbers: Bool) -> DocumentValue? {
         guard let kind = key.first else { return nil }
         switch kind {
         case Kind.uuid where key.count == 17:
             var uuid = UUID().uuid
-            withUnsafeMutableBytes(of: &uuid) { $0.copyBytes(from: key[1...]) }
+            withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: key[1...])) }
             return .uuid(UUID(uuid: uuid))
         case Kind.date where key.count == 9:
             let interval = orderedDouble(key[1..<9])
@@ -311,7 +315,7 @@ extension KeyEncoder {
 
     /// The integer a one-part number key was made from, when it holds one within ±2^53: for a field known to hold
     /// integers, where zero is given back too (-0.0 and 0 share a key, and are the same integer).
-    static func exactInteger(ofKey key: [UInt8]) -> Int64? {
+    static func exactInteger(ofKey key: UnsafeRawBufferPointer) -> Int64? {
         guard key.count == 10, key[0] == Kind.number, key[9] == Exactness.exact else { return nil }
         let d = orderedDouble(key[1..<9])
         guard abs(d) <= 9_007_199_254_740_992, d.rounded() == d else { return nil }
@@ -319,7 +323,7 @@ extension KeyEncoder {
     }
 
     /// The `Double` whose ordered bytes these are (the inverse of `appendOrdered`).
-    static func orderedDouble(_ bytes: ArraySlice<UInt8>) -> Double {
+    static func orderedDouble(_ bytes: some Sequence<UInt8>) -> Double {
         var bits: UInt64 = 0
         for b in bytes { bits = bits << 8 | UInt64(b) }
         bits = bits & (1 << 63) != 0 ? bits & ~(1 << 63) : ~bits

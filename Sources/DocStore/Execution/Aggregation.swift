@@ -436,8 +436,8 @@ extension KeyEncoder {
             if part[part.count - 2] == 0, part[part.count - 1] == 1, text.allSatisfy({ $0 != 0 && $0 < 0x80 }) {
                 return .string(String(decoding: text, as: UTF8.self))
             }
-            return exactValue(ofKey: Array(part), numbers: false)
-        default: return exactValue(ofKey: Array(part), numbers: false)
+            return exactValue(ofKey: part, numbers: false)
+        default: return exactValue(ofKey: part, numbers: false)
         }
     }
 
@@ -447,7 +447,7 @@ extension KeyEncoder {
         switch part.first {
         case Kind.nan: return (nil, .nan)
         case Kind.number where part.count >= 10:
-            let d = orderedDouble(Array(part[1..<9])[...])
+            let d = orderedDouble(part[1..<9])
             guard part[9] != Exactness.exact, part.count >= 18 else { return (NumberSum.whole(d), d) }
             guard d.isFinite, d.magnitude <= 0x1p64 else { return nil }   // no integer's key: a damaged one
             // An integer beyond 2^53: the nearest Double, and how far the integer lies from it.

@@ -111,8 +111,20 @@ final class IndexScanSource: CandidateSource {
 
     private var hasDuplicates: Bool { !scan.index.isUnique }
 
+    /// The bound of the current range that the walk moves towards (the upper one ascending, the lower one
+    /// descending; `nil` for none): ``position(_:)`` places the cursor within the other.
+    private var farBound: [UInt8]?
+
+    /// Whether `key`, reached by ``step()``, is still short of the current range's far bound.
+    @inline(__always)
+    private func beforeFarBound(_ key: UnsafeRawBufferPointer) -> Bool {
+        guard let farBound else { return true }
+        return farBound.withUnsafeBytes { scan.descending ? !key.precedesInKeyOrder($0) : key.precedesInKeyOrder($0) }
+    }
+
     /// Places the cursor on the first entry of the current range, in walk order.
     private func position(_ range: KeyRange) throws -> StorageEntry? {
+        farBound = scan.descending ? range.lower : range.upper
         if !scan.descending {
             var entry = try range.lower.withUnsafeBytes { try cursor.seek(atLeast: $0, below: range.upper) }
             if entry != nil && hasDuplicates && scan.descendingIDs { entry = try cursor.lastDuplicate() }
@@ -181,10 +193,18 @@ final class IndexScanSource: CandidateSource {
     /// The next entry in the ranges, followed to its document when `fetching`.
     private func nextEntry(fetching: Bool = true) throws -> Candidate? {
         while rangeIndex < scan.ranges.count {
-            let range = scan.ranges[rangeIndex]
-            let entry = positioned ? try step() : try position(range)
-            positioned = true
-            guard let (key, value) = entry, range.contains(key) else {
+            let entry: StorageEntry?
+            let within: Bool
+            if positioned {
+                entry = try step()
+                within = entry.map { beforeFarBound($0.key) } ?? false
+            } else {
+                let range = scan.ranges[rangeIndex]
+                entry = try position(range)
+                within = entry.map { range.contains($0.key) } ?? false
+                positioned = true
+            }
+            guard let (key, value) = entry, within else {
                 rangeIndex += 1
                 positioned = false
                 continue

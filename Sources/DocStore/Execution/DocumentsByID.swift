@@ -24,15 +24,15 @@ final class DocumentsByID {
     static func readsInBatches(_ txn: any StorageTransaction) -> Bool { txn.prefersBatches && txn.isReadOnly }
 
     /// The document of `ids[i]`, `nil` when there is none; `i` grows from call to call.
-    func document(_ i: Int, of ids: [[UInt8]]) throws -> UnsafeRawBufferPointer? {
-        if let cursor { return try ids[i].withUnsafeBytes { try cursor.value(forKey: $0) } }
+    func document(_ i: Int, of ids: IDList) throws -> UnsafeRawBufferPointer? {
+        if let cursor { return try ids.withID(i) { try cursor.value(forKey: $0) } }
         if i >= batchEnd {
             batchEnd = min(ids.count, i + batchSize)
-            let fetched = try txn.entries(space, forKeys: Array(ids[i..<batchEnd]))
+            let fetched = try txn.entries(space, forKeys: ids.arrays(i..<batchEnd))
             (batch, batchPosition, keepers) = (fetched.entries, 0, (fetched.keeper, keepers.0))
             batchSize = min(batchSize * 4, 1024)
         }
-        guard batchPosition < batch.count, batch[batchPosition].key.elementsEqual(ids[i]) else { return nil }
+        guard batchPosition < batch.count, ids.withID(i, { batch[batchPosition].key.sameBytes(as: $0) }) else { return nil }
         batchPosition += 1
         return batch[batchPosition - 1].value
     }

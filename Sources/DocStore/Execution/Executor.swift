@@ -110,29 +110,20 @@ final class Executor {
         case .union: break
         default: return try forEachMatch(body)   // (the ids' ranges are in id order)
         }
-        var ids = PackedIDs()
+        var ids = IDList()
         do {
             let source = try makeSource(fetchDocuments: false)
             defer { source.close() }
             while let candidate = try source.next() { ids.append(candidate.id) }
         }
-        if DocumentsByID.readsInBatches(txn) {
-            let sorted = ids.sorted(descending: false, skipping: 0, taking: nil)
-            let documents = try DocumentsByID(txn, handle.documents)
-            for i in sorted.indices {
-                guard let document = try documents.document(i, of: sorted) else { continue }   // verify() reports it
-                statistics.value.documentsRead += 1
-                let more = try sorted[i].withUnsafeBytes { id in try !matches((id, document)) || body((id, document)) }
-                if !more { return }
-            }
-            return
-        }
-        try txn.withCursor(handle.documents) { cursor in
-            try ids.forEachInOrder(descending: false) { id in
-                guard let document = try cursor.value(forKey: id) else { return true }   // verify() reports it
-                statistics.value.documentsRead += 1
-                return try !matches((id, document)) || body((id, document))
-            }
+        ids.sort(descending: false)
+        let documents = try DocumentsByID(txn, handle.documents)
+        defer { documents.close() }
+        for i in 0..<ids.count {
+            guard let document = try documents.document(i, of: ids) else { continue }   // verify() reports it
+            statistics.value.documentsRead += 1
+            let more = try ids.withID(i) { id in try !matches((id, document)) || body((id, document)) }
+            if !more { return }
         }
     }
 
@@ -151,7 +142,7 @@ final class Executor {
         private let source: CandidateSource?
         /// Whether `source`'s candidates are matches already (a split scan's).
         private let checked: Bool
-        private let ids: [[UInt8]]
+        private let ids: IDList
         /// Reads the documents of `ids`.
         private let documents: DocumentsByID?
         private var position = 0
@@ -170,7 +161,7 @@ final class Executor {
                 let gathered = whole ? try executor.splitMatches() : nil
                 source = plan.limit == 0 ? nil : try gathered ?? executor.makeSource()
                 checked = gathered != nil
-                ids = []
+                ids = IDList()
                 documents = nil
             } else {
                 source = nil
@@ -202,7 +193,7 @@ final class Executor {
             while position < ids.count {
                 position += 1
                 guard let raw = try documents.document(position - 1, of: ids) else { continue }   // verify() reports it
-                let found = try ids[position - 1].withUnsafeBytes { id -> R? in
+                let found = try ids.withID(position - 1) { id -> R? in
                     if countsReads { executor.statistics.value.documentsRead += 1 }
                     return try body(id, raw)
                 }
@@ -284,23 +275,27 @@ final class Executor {
     }
 
     /// The ids of the results, in order: within the window, and after what was done to it.
-    func resultIDs() throws -> [[UInt8]] { WindowStep.apply(plan.afterwards, to: try orderedIDs()) }
+    func resultIDs() throws -> IDList {
+        var ids = try orderedIDs()
+        ids.apply(plan.afterwards)
+        return ids
+    }
 
     /// The ids of the matches in the plan's order, within its window (before any reversal of the output).
-    func orderedIDs() throws -> [[UInt8]] {
+    func orderedIDs() throws -> IDList {
+        var ids = IDList()
         switch plan.ordering {
         case .natural:
             if let gathered = try splitMatches() {
-                var ids: [[UInt8]] = []
-                while let candidate = try gathered.next() { ids.append(Array(candidate.id)) }
-                return Array(ids.dropFirst(plan.offset))
+                while let candidate = try gathered.next() { ids.append(candidate.id) }
+                ids.keep(skipping: plan.offset, taking: nil)
+                return ids
             }
-            var ids: [[UInt8]] = []
             var skipped = 0
-            if plan.limit == 0 { return [] }
+            if plan.limit == 0 { return ids }
             try forEachMatch(needsDocument: false) { candidate in
                 if skipped < plan.offset { skipped += 1; return true }
-                ids.append(Array(candidate.id))
+                ids.append(candidate.id)
                 return plan.limit.map { ids.count < $0 } ?? true
             }
             return ids
@@ -326,16 +321,17 @@ final class Executor {
                 rows = heap.sorted()
             } else if plan.sort.isEmpty {
                 // Id order only: the ids alone are sorted, packed (documents are read once, when returned).
-                var ids = PackedIDs()
                 let add = { (candidate: CandidateSource.Candidate) -> Bool in ids.append(candidate.id); return true }
-                if !residual.isTrivial, let parts = try matchesInParts(start: { PackedIDs() }, add: { $0.append($1.id) }) {
+                if !residual.isTrivial, let parts = try matchesInParts(start: { IDList() }, add: { $0.append($1.id) }) {
                     for part in parts { ids.append(contentsOf: part) }
                 } else if residual.isTrivial {
                     try forEachMatch(needsDocument: false, add)
                 } else {
                     try forEachMatchInIDOrder(add)
                 }
-                return ids.sorted(descending: plan.idDescending, skipping: plan.offset, taking: plan.limit)
+                ids.sort(descending: plan.idDescending)
+                ids.keep(skipping: plan.offset, taking: plan.limit)
+                return ids
             } else {
                 let row = { [sortKeys] (scratch: inout [UInt8], candidate: CandidateSource.Candidate) -> SortKeys.Row? in
                     try sortKeys.make(candidate, into: &scratch).map { SortKeys.Row(key: scratch, idStart: $0.idStart) }
@@ -352,10 +348,15 @@ final class Executor {
                 }
                 rows.sort { SortKeys.precedes($0.key, $1.key) }
             }
-            let window = rows.dropFirst(plan.offset).prefix(plan.limit ?? Int.max)
-            return window.map { row in
-                plan.idDescending ? row.id.map { ~$0 } : Array(row.id)
+            for row in rows.dropFirst(plan.offset).prefix(plan.limit ?? Int.max) {
+                if plan.idDescending {
+                    let id = row.id.map { ~$0 }
+                    id.withUnsafeBytes { ids.append($0) }
+                } else {
+                    row.key.withUnsafeBytes { ids.append(UnsafeRawBufferPointer(rebasing: $0[row.idStart...])) }
+                }
             }
+            return ids
         }
     }
 

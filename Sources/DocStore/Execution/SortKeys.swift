@@ -81,61 +81,6 @@ struct SortKeys {
     }
 }
 
-/// Ids gathered to be put in id order: their bytes side by side in one buffer, each with its first 16 bytes as
-/// two big-endian integers, so that most comparisons are two integer compares rather than a `memcmp` of arrays.
-struct PackedIDs {
-    private var bytes: [UInt8] = []
-    private var entries: [(high: UInt64, low: UInt64, start: Int, count: Int)] = []
-
-    mutating func append(_ id: UnsafeRawBufferPointer) {
-        var prefix: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &prefix) { p in
-            p.copyMemory(from: UnsafeRawBufferPointer(rebasing: id.prefix(16)))
-        }
-        entries.append((UInt64(bigEndian: prefix.0), UInt64(bigEndian: prefix.1), bytes.count, id.count))
-        bytes.append(contentsOf: id)
-    }
-
-    /// Adds the ids of `other` after these.
-    mutating func append(contentsOf other: PackedIDs) {
-        let shift = bytes.count
-        bytes.append(contentsOf: other.bytes)
-        entries.append(contentsOf: other.entries.lazy.map { ($0.high, $0.low, $0.start + shift, $0.count) })
-    }
-
-    /// The ids in byte order (or its reverse), after skipping `offset` of them and up to `limit`.
-    func sorted(descending: Bool, skipping offset: Int, taking limit: Int?) -> [[UInt8]] {
-        var result: [[UInt8]] = []
-        var skipped = 0
-        let limit = limit ?? Int.max
-        guard limit > 0 else { return [] }
-        forEachInOrder(descending: descending) { id in
-            if skipped < offset { skipped += 1; return true }
-            result.append(Array(id))
-            return result.count < limit
-        }
-        return result
-    }
-
-    /// Calls `body` with each id in byte order (or its reverse) until it returns false.
-    func forEachInOrder(descending: Bool, _ body: (UnsafeRawBufferPointer) throws -> Bool) rethrows {
-        try bytes.withUnsafeBytes { all in
-            // Equal 16-byte prefixes (zero-padded) leave the rest of the bytes to decide: a longer id with the
-            // same bytes orders after.
-            func precedes(_ a: (high: UInt64, low: UInt64, start: Int, count: Int),
-                          _ b: (high: UInt64, low: UInt64, start: Int, count: Int)) -> Bool {
-                if a.high != b.high { return a.high < b.high }
-                if a.low != b.low { return a.low < b.low }
-                return UnsafeRawBufferPointer(rebasing: all[a.start..<(a.start + a.count)])
-                    .lexicographicallyPrecedes(UnsafeRawBufferPointer(rebasing: all[b.start..<(b.start + b.count)]))
-            }
-            let order = descending ? entries.sorted { precedes($1, $0) } : entries.sorted(by: precedes)
-            for entry in order {
-                guard try body(UnsafeRawBufferPointer(rebasing: all[entry.start..<(entry.start + entry.count)])) else { return }
-            }
-        }
-    }
-}
 
 /// The `capacity` smallest rows seen, kept in a max-heap: the largest kept row is at the top, so a row that does
 /// not beat it is dropped with one comparison.

@@ -10,8 +10,8 @@ struct KeyRange: Sendable, Equatable {
     var upper: [UInt8]?
 
     func contains(_ key: UnsafeRawBufferPointer) -> Bool {
-        if key.lexicographicallyPrecedes(lower) { return false }
-        if let upper, !key.lexicographicallyPrecedes(upper) { return false }
+        if lower.withUnsafeBytes({ key.precedesInKeyOrder($0) }) { return false }
+        if let upper, !upper.withUnsafeBytes({ key.precedesInKeyOrder($0) }) { return false }
         return true
     }
 

@@ -261,7 +261,7 @@ extension Query {
         func changeAll(_ txn: any StorageTransaction) throws {
             let step = txn.prefersBatches ? 512 : max(ids.count, 1)
             for start in stride(from: 0, to: ids.count, by: step) {
-                let batch = ids[start..<min(ids.count, start + step)]
+                let batch = ids.arrays(start..<min(ids.count, start + step))
                 if txn.prefersBatches { try txn.prefetch(batch.map { (executor.handle.documents, $0) }) }
                 for id in batch where try change(executor.handle, id, txn) { matched += 1 }
             }

@@ -185,7 +185,8 @@ extension Query {
         try requireDocuments("delete")
         guard let executor = try executor(in: context, writing: true) else { return 0 }
         var deleted = 0
-        for id in try executor.resultIDs() where try executor.handle.delete(id: id, in: context.txn) {
+        let ids = try executor.resultIDs()
+        for i in 0..<ids.count where try executor.handle.delete(id: ids[i], in: context.txn) {
             deleted += 1
         }
         return deleted
@@ -220,27 +221,31 @@ extension Output {
 
 extension Query {
     /// Every key converted to its id, in one concrete pass; `nil` as soon as one key does not hold its id exactly.
-    static func exactIDs<T>(_ keys: [[UInt8]], _ convert: ([UInt8]) -> T?) -> [T]? {
+    @inline(__always)
+    static func exactIDs<T>(_ keys: IDList, _ convert: (UnsafeRawBufferPointer) -> T?) -> [T]? {
         var ids: [T] = []
         ids.reserveCapacity(keys.count)
-        for key in keys {
-            guard let id = convert(key) else { return nil }
+        var exact = true
+        keys.forEach { key in
+            guard let id = convert(key) else { exact = false; return false }
             ids.append(id)
+            return true
         }
-        return ids
+        return exact ? ids : nil
     }
 
     /// The ids of the documents, in order: given back by their primary keys where a key holds its value exactly
     /// (`allFromKeys` when every key does, else `fromKey`; a number only with `numbers`, as a key does not say
     /// whether it was an integer or a `Double`), and otherwise read from each document at the collection's id path
     /// (`decode`).
-    func ids<ID>(in context: ReadContext, numbers: Bool, allFromKeys: ([[UInt8]]) -> [ID]?,
+    func ids<ID>(in context: ReadContext, numbers: Bool, allFromKeys: (IDList) -> [ID]?,
                  fromKey: (DocumentValue) -> ID?, _ decode: (BinaryReader, ValueRef) throws -> ID) throws -> [ID] {
         guard let executor = try documents.executor(in: context) else { return [] }
         let keys = try executor.resultIDs()
         if let all = allFromKeys(keys) { return all }
         var ids: [ID] = []
-        for key in keys {
+        for i in 0..<keys.count {
+            let key = keys[i]
             if let value = KeyEncoder.exactValue(ofKey: key, numbers: numbers), let id = fromKey(value) {
                 ids.append(id)
                 continue
@@ -274,12 +279,13 @@ extension Query where Element: Document {
 
     /// The ids the keys give back when every key holds its id exactly and the id type is a common one, converted
     /// with no cast per id (a generic conversion per id costs more than reading the key); `nil` otherwise.
-    private static func ids(fromKeys keys: [[UInt8]]) -> [Element.ID]? {
-        func all<T>(_ convert: ([UInt8]) -> T?) -> [Element.ID]? {
+    private static func ids(fromKeys keys: IDList) -> [Element.ID]? {
+        @inline(__always)
+        func all<T>(_ convert: (UnsafeRawBufferPointer) -> T?) -> [Element.ID]? {
             // T is Element.ID, as checked below.
             exactIDs(keys, convert).map { unsafeBitCast($0, to: [Element.ID].self) }
         }
-        func exact(_ key: [UInt8]) -> DocumentValue? { KeyEncoder.exactValue(ofKey: key, numbers: false) }
+        func exact(_ key: UnsafeRawBufferPointer) -> DocumentValue? { KeyEncoder.exactValue(ofKey: key, numbers: false) }
         switch Element.ID.self {
         case is Int.Type: return all { KeyEncoder.exactInteger(ofKey: $0).flatMap(Int.init(exactly:)) }
         case is Int64.Type: return all(KeyEncoder.exactInteger(ofKey:))
@@ -310,7 +316,7 @@ extension Query where Element == DocumentValue {
     /// The ids of the documents, in order: what a tool counts, confirms, and then deletes with
     /// ``WriteContext/delete(_:id:)-(String,_)``.
     public func ids(in context: ReadContext) throws -> [DocumentValue] {
-        let exact = { (key: [UInt8]) in KeyEncoder.exactValue(ofKey: key, numbers: false) }
+        let exact = { (key: UnsafeRawBufferPointer) in KeyEncoder.exactValue(ofKey: key, numbers: false) }
         return try ids(in: context, numbers: false, allFromKeys: { Self.exactIDs($0, exact) }, fromKey: { $0 }) { reader, ref in
             try DocumentValue(reader: reader, ref: ref)
         }

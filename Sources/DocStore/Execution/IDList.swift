@@ -1,0 +1,142 @@
+/// Document ids gathered by a walk, in the order they were found or put in id order, with no array per id.
+///
+/// Each id keeps its first 16 bytes as two big-endian integers: an id of 16 bytes or fewer (an integer's key is
+/// 10, a UUID's 17) lives in them alone, and most comparisons in a sort are two integer compares. Longer ids keep
+/// their bytes side by side in one buffer.
+struct IDList {
+    private var entries: [Entry] = []
+    /// The bytes of the ids longer than 16 bytes.
+    private var long: [UInt8] = []
+    /// The length every id has, 0 before the first and -1 once two differ.
+    private var width = 0
+
+    private struct Entry {
+        var high: UInt64
+        var low: UInt64
+        /// Where a long id's bytes start in `long`.
+        var start: Int
+        var count: Int
+    }
+
+    init() {}
+
+    /// The ids of `arrays`, in their order.
+    init(_ arrays: [[UInt8]]) {
+        for id in arrays { id.withUnsafeBytes { append($0) } }
+    }
+
+    var count: Int { entries.count }
+    var isEmpty: Bool { entries.isEmpty }
+
+    mutating func append(_ id: UnsafeRawBufferPointer) {
+        var prefix: (UInt64, UInt64) = (0, 0)
+        let n = Swift.min(id.count, 16)
+        if n > 0 {
+            withUnsafeMutableBytes(of: &prefix) { $0.baseAddress!.copyMemory(from: id.baseAddress!, byteCount: n) }
+        }
+        var start = 0
+        if id.count > 16 {
+            start = long.count
+            long.append(contentsOf: id)
+        }
+        entries.append(Entry(high: UInt64(bigEndian: prefix.0), low: UInt64(bigEndian: prefix.1), start: start,
+                             count: id.count))
+        width = width == 0 || width == id.count ? id.count : -1
+    }
+
+    /// Adds the ids of `other` after these.
+    mutating func append(contentsOf other: IDList) {
+        let shift = long.count
+        long.append(contentsOf: other.long)
+        entries.append(contentsOf: other.entries.lazy.map {
+            Entry(high: $0.high, low: $0.low, start: $0.count > 16 ? $0.start + shift : 0, count: $0.count)
+        })
+        width = width == 0 || width == other.width ? other.width : other.width == 0 ? width : -1
+    }
+
+    /// Puts the ids in byte order (or its reverse), the order LMDB keeps keys in.
+    mutating func sort(descending: Bool) {
+        guard entries.count > 1 else { return }
+        if width > 0 && width <= 16 {
+            // The two integers are the whole id: sorted as one 128-bit number each.
+            var keys = entries.map { UInt128($0.high) << 64 | UInt128($0.low) }
+            if descending {
+                if !keys.isSorted(by: >) { keys.sort(by: >) }
+            } else if !keys.isSorted(by: <) {
+                keys.sort()
+            }
+            for i in keys.indices {
+                entries[i] = Entry(high: UInt64(truncatingIfNeeded: keys[i] >> 64), low: UInt64(truncatingIfNeeded: keys[i]),
+                                   start: 0, count: width)
+            }
+            return
+        }
+        // Equal 16-byte prefixes (zero-padded) leave the rest of the bytes to decide, and then the length: a longer
+        // id with the same bytes orders after.
+        long.withUnsafeBytes { long in
+            func precedes(_ a: Entry, _ b: Entry) -> Bool {
+                if a.high != b.high { return a.high < b.high }
+                if a.low != b.low { return a.low < b.low }
+                guard a.count > 16 && b.count > 16 else { return a.count < b.count }
+                return UnsafeRawBufferPointer(rebasing: long[(a.start + 16)..<(a.start + a.count)])
+                    .precedesInKeyOrder(UnsafeRawBufferPointer(rebasing: long[(b.start + 16)..<(b.start + b.count)]))
+            }
+            // Ids found by one key of an index, or by the ids' own ranges, come in order already.
+            if descending {
+                if !entries.isSorted(by: { precedes($1, $0) }) { entries.sort { precedes($1, $0) } }
+            } else if !entries.isSorted(by: precedes) {
+                entries.sort(by: precedes)
+            }
+        }
+    }
+
+    /// Keeps the ids after the first `offset`, up to `limit` of them.
+    mutating func keep(skipping offset: Int, taking limit: Int?) {
+        guard offset > 0 || (limit ?? .max) < entries.count else { return }
+        let start = Swift.min(offset, entries.count)
+        entries = Array(entries[start..<Swift.min(entries.count, start + Swift.min(limit ?? .max, entries.count))])
+    }
+
+    /// What `steps` make of the ids' order.
+    mutating func apply(_ steps: [WindowStep]) {
+        if !steps.isEmpty { entries = WindowStep.apply(steps, to: entries) }
+    }
+
+    /// Calls `body` with the bytes of the `i`th id.
+    @inline(__always)
+    func withID<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let entry = entries[i]
+        guard entry.count <= 16 else {
+            return try long.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[entry.start..<(entry.start + entry.count)])) }
+        }
+        return try withUnsafeBytes(of: (entry.high.bigEndian, entry.low.bigEndian)) {
+            try body(UnsafeRawBufferPointer(rebasing: $0[0..<entry.count]))
+        }
+    }
+
+    /// Calls `body` with each id's bytes in order until it returns false.
+    func forEach(_ body: (UnsafeRawBufferPointer) throws -> Bool) rethrows {
+        for i in entries.indices {
+            guard try withID(i, body) else { return }
+        }
+    }
+
+    /// A copy of the `i`th id.
+    subscript(i: Int) -> [UInt8] { withID(i) { Array($0) } }
+
+    /// The ids `range` covers, each as an array: for a batch handed to an engine.
+    func arrays(_ range: Range<Int>) -> [[UInt8]] { range.map { self[$0] } }
+}
+
+extension Sequence {
+    /// Whether every element is in order by `areInIncreasingOrder` (no later element precedes an earlier one).
+    fileprivate func isSorted(by areInIncreasingOrder: (Element, Element) throws -> Bool) rethrows -> Bool {
+        var iterator = makeIterator()
+        guard var previous = iterator.next() else { return true }
+        while let next = iterator.next() {
+            if try areInIncreasingOrder(next, previous) { return false }
+            previous = next
+        }
+        return true
+    }
+}
