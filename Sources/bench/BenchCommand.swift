@@ -5,8 +5,8 @@ import Foundation
 enum BenchCommand {
     static let usage = """
         usage: bench [--docs 10000,100000,1000000] [--scenario NAME,...] [--peer docstore,grdb,sqlite,lmdb,docstore1]
-                     [--runs 5] [--durability full|normal|off] [--json FILE] [--chart FILE.svg] [--check THRESHOLDS]
-                     [--postgres URL] [--quiet]
+                     [--runs 5] [--form ids,raw,decoded] [--durability full|normal|off] [--json FILE] [--chart FILE.svg]
+                     [--check THRESHOLDS] [--postgres URL] [--quiet]
         peers on PostgreSQL: docstore-pg (DocStore on it), postgres (jsonb documents, plain SQL through libpq); on a
                    throwaway cluster of the bench's own (scripts/setup installs the server), or at --postgres URL
         scenarios: \(Scenario.allCases.map(\.rawValue).joined(separator: ", "))
@@ -21,6 +21,7 @@ enum BenchCommand {
         // GRDB is a peer of a bench built with --traits GRDB.
         var peers = ["docstore", "grdb", "sqlite", "lmdb"].filter { Harness.makePeer($0) != nil }
         var runs = 5
+        var forms = Form.allCases
         var durability = BenchDurability.full
         var jsonPath: String?
         var chartPath: String?
@@ -52,6 +53,11 @@ enum BenchCommand {
             case "--runs":
                 guard let n = list(a).first.flatMap(Int.init), n >= 1 else { fail("--runs takes a number ≥ 1") }
                 runs = n
+            case "--form":
+                forms = list(a).map { name in
+                    guard let form = Form(rawValue: name) else { fail("--form takes ids, raw or decoded") }
+                    return form
+                }
             case "--durability":
                 guard let d = list(a).first.flatMap(BenchDurability.init(rawValue:)) else {
                     fail("--durability takes full, normal or off")
@@ -98,7 +104,7 @@ enum BenchCommand {
             default: fail("unknown argument '\(a)'\n\(usage)")
             }
         }
-        let harness = Harness(counts: counts, scenarios: scenarios, peers: peers, runs: runs, durability: durability) { line in
+        let harness = Harness(counts: counts, scenarios: scenarios, peers: peers, runs: runs, forms: forms, durability: durability) { line in
             if !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
         }
         do {

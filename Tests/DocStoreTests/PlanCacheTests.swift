@@ -37,6 +37,32 @@ struct CachedPlanItem: Document, Equatable {
         return nil
     }
 
+    /// `id == v` is planned without weighing anything: the plan must be the one weighing every access makes, and
+    /// its answer what `get` reads, for ids present and absent, of other kinds, and ids that need a document read.
+    @Test func aLookUpByIDIsPlannedAsWeighingEveryAccessWouldBe() async throws {
+        let (store, dir, _) = try await Self.store()
+        defer { _ = dir }
+        try await store.read { ctx in
+            for id in [0, 1, 500, 999, 1_000, -1, Int.max, Int.min, 1 << 53, (1 << 53) + 1] {
+                for q in [CachedPlanItem.include(#Predicate { $0.id == id }),
+                          CachedPlanItem.include(#Predicate { $0.id == id }).reverse(),
+                          CachedPlanItem.include(#Predicate { $0.id == id })[0..<1]] {
+                    let fast = try #require(try q.executor(in: ctx)).plan
+                    var weighed = try #require(try q.executor(in: ctx, fresh: true)).plan
+                    weighed.considered = []
+                    #expect(fast == weighed, "id \(id)")
+                    #expect(try q.results(in: ctx) == (try ctx.get(CachedPlanItem.self, id: id)).map { [$0] } ?? [],
+                            "id \(id)")
+                    #expect(try q.count(in: ctx) == (try ctx.get(CachedPlanItem.self, id: id) == nil ? 0 : 1))
+                }
+            }
+        }
+        // An empty collection reads nothing, whichever the plan.
+        let (empty, emptyDir) = try await makeStore()
+        defer { _ = emptyDir }
+        #expect(try await CachedPlanItem.include(#Predicate { $0.id == 3 }).results(in: empty).isEmpty)
+    }
+
     @Test func aCachedScanThatGrewIsPlannedAgainAndOneThatDidNotIsReused() async throws {
         let (store, dir, items) = try await Self.store()
         defer { _ = dir }

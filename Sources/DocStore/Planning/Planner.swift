@@ -224,7 +224,7 @@ struct Planner<Statistics: CollectionStatistics> {
     }
 
     /// The documents' own keys, their ids, as a unique index on the id whose entries are the documents.
-    private var primaryKey: IndexDefinition {
+    var primaryKey: IndexDefinition {
         IndexDefinition(name: "id", kind: .unique, fields: [statistics.idPath])
     }
 

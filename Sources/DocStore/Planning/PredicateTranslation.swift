@@ -54,8 +54,15 @@ struct PredicateTranslator<Input> {
     }
 
     /// A child expression that should be a condition (an operand of `&&`, `||`, `!`).
+    ///
+    /// Asks for the translatable conformance first: a cast to `any PredicateExpression<Bool>` (an existential with
+    /// a constraint) resolves its requirements by name on every call, and is made only for an opaque part.
     func condition(ofChild child: Any) -> Condition {
-        if let boolean = child as? any PredicateExpression<Bool> { return condition(of: boolean) }
+        if let translatable = child as? any TranslatablePredicateExpression,
+           let condition = asCondition(translatable.translate(self)) {
+            return condition
+        }
+        if let boolean = child as? any PredicateExpression<Bool> { return opaque(boolean) }
         return .constant(false)   // not reachable for well-typed predicates
     }
 
