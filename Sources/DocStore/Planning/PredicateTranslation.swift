@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What a `#Predicate` expression stands for, as far as DocStore can tell.
 enum TranslatedExpression {
@@ -20,6 +21,35 @@ enum TranslatedExpression {
 /// An expression DocStore can read. Foundation's expression types conform below.
 protocol TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression
+}
+
+extension TranslatablePredicateExpression {
+    /// `expression`, which is of this type, translated.
+    static func translate<Input>(_ expression: Any, _ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        (expression as! Self).translate(translator)
+    }
+}
+
+/// Which expression types are translatable, found by one cast per type. A cast of a value to
+/// `any TranslatablePredicateExpression` checks the generic requirements of its type on every call, a third of the
+/// time a query took to translate; a cast to the type itself compares two pointers.
+private let translatableTypes = Mutex<[ObjectIdentifier: TranslatableConformance]>([:])
+
+/// A type's conformance, or `nil` for a type that has none. (A metatype never changes.)
+private struct TranslatableConformance: @unchecked Sendable {
+    let type: (any TranslatablePredicateExpression.Type)?
+}
+
+/// `expression` translated by its type's conformance, or `nil` when its type has none.
+private func translated<Input>(_ expression: Any, _ translator: PredicateTranslator<Input>) -> TranslatedExpression? {
+    let type = Swift.type(of: expression)
+    let key = ObjectIdentifier(type)
+    let found = translatableTypes.withLock { $0[key] } ?? {
+        let conformance = TranslatableConformance(type: type as? any TranslatablePredicateExpression.Type)
+        translatableTypes.withLock { $0[key] = conformance }
+        return conformance
+    }()
+    return found.type?.translate(expression, translator)
 }
 
 /// Turns a `Predicate` into a ``Condition``: what it can read becomes comparisons the planner can put on indexes and
@@ -46,11 +76,7 @@ struct PredicateTranslator<Input> {
 
     /// The condition an expression of type `Bool` stands for.
     func condition(of expression: any PredicateExpression<Bool>) -> Condition {
-        if let translatable = expression as? any TranslatablePredicateExpression,
-           let condition = asCondition(translatable.translate(self)) {
-            return condition
-        }
-        return opaque(expression)
+        translated(expression, self).flatMap(asCondition) ?? opaque(expression)
     }
 
     /// A child expression that should be a condition (an operand of `&&`, `||`, `!`).
@@ -58,16 +84,13 @@ struct PredicateTranslator<Input> {
     /// Asks for the translatable conformance first: a cast to `any PredicateExpression<Bool>` (an existential with
     /// a constraint) resolves its requirements by name on every call, and is made only for an opaque part.
     func condition(ofChild child: Any) -> Condition {
-        if let translatable = child as? any TranslatablePredicateExpression,
-           let condition = asCondition(translatable.translate(self)) {
-            return condition
-        }
+        if let condition = translated(child, self).flatMap(asCondition) { return condition }
         if let boolean = child as? any PredicateExpression<Bool> { return opaque(boolean) }
         return .constant(false)   // not reachable for well-typed predicates
     }
 
     func translate(_ child: Any) -> TranslatedExpression {
-        (child as? any TranslatablePredicateExpression)?.translate(self) ?? .untranslatable
+        translated(child, self) ?? .untranslatable
     }
 
     /// The translator with `variable` standing for `value`, for the body of a closure.
