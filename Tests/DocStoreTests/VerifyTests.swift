@@ -323,6 +323,58 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         #expect(report.description.contains("3 problems"), "\(report)")
     }
 
+    /// `verify()` splits a collection's documents among the scan's threads, each looking up index entries in its own
+    /// transaction: the report must be the one a single thread makes, problem for problem and in the same order.
+    @Test func damageFoundOnTwoThreadsIsTheDamageFoundOnOne() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        func open(threads: Int) async throws -> DocStore {
+            var options = DocStore.Options()
+            options.scanThreads = threads
+            options.documentsPerScanThread = 50
+            return try await DocStore(path: path, options: options)
+        }
+        var rng = VerifySeededGenerator(state: 2)
+        let cities = ["Oslo", "Bergen", "Tromsø"], tags = ["a", "b", "c", "d"]
+        let people = (0..<900).map { i in
+            Person(id: UUID(uuid: (UInt8(i >> 8), UInt8(i & 255), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                   name: "p\(i)", age: Int.random(in: 0..<90, using: &rng), city: cities.randomElement(using: &rng)!,
+                   email: Bool.random(using: &rng) ? "p\(i)@example.com" : nil,
+                   tags: tags.filter { _ in Bool.random(using: &rng) })
+        }
+        do {
+            let store = try await open(threads: 2)
+            try await store.insert(contentsOf: people)
+            // Damage spread over the ids: entries removed, documents overwritten with garbage, and one that no
+            // longer decodes.
+            try await store.write { ctx in
+                let handle = try ctx.scope.handle(for: Person.self)
+                for (n, person) in people.enumerated() where n % 97 == 5 {
+                    let index = handle.indexes[n % handle.indexes.count]
+                    for key in try VerifyDamage.keys(of: person, for: index) {
+                        try ctx.txn.delete(index.database, key, value: try VerifyDamage.personID(person.id))
+                    }
+                }
+                for person in [people[40], people[444], people[899]] {
+                    try ctx.txn.put(handle.documents, try VerifyDamage.personID(person.id), [0x01, 0x42])
+                }
+                let odd = PersonWithTextAge(id: people[600].id, name: "Odd", age: "forty", city: "Oslo", email: nil,
+                                            tags: [])
+                try ctx.txn.put(handle.documents, try VerifyDamage.personID(odd.id), try DocumentEncoder().encode(odd))
+            }
+            let split = try await store.verify()
+            await store.close()
+            let reopened = try await open(threads: 1)
+            _ = try await Person.query().count(in: reopened)   // (a type checks its documents once the store has met it)
+            let alone = try await reopened.verify()
+            #expect(split.description == alone.description)
+            #expect(split.problems.map(\.description) == alone.problems.map(\.description))
+            #expect(split.documentsChecked == people.count && split.entriesChecked == alone.entriesChecked)
+            let kinds = Set(split.problems.map(\.kind))
+            #expect(kinds.isSuperset(of: [.documentWithoutEntry, .corruptDocument, .undecodableDocument]), "\(split)")
+        }
+    }
+
     // MARK: Random operations against an oracle
 
     @Test func randomOperationsLeaveAStoreThatVerifiesCleanAndMatchesAnOracle() async throws {

@@ -128,50 +128,43 @@ extension DocStore {
     private func verifyDocuments(of handle: CollectionHandle, in txn: any StorageTransaction,
                                  into report: inout VerificationReport) throws -> [Int?] {
         let checker = core.withState { core.typeCheckers[handle.name] }
-        var produced: [Int?] = Array(repeating: 0, count: handle.indexes.count)
-        var unchecked = 0
-        defer {
-            if unchecked > 0 {
-                report.notices.append("collection '\(handle.name)' has \(unchecked) documents written before documents "
-                    + "had checksums: only their structure was checked (each gets one when it is saved again)")
-            }
-        }
-        try txn.forEachEntry(in: handle.documents) { rawKey, rawValue in
-            report.documentsChecked += 1
+        let indexes = handle.indexes
+        /// One document's checks, with the transaction of the thread that runs them.
+        let check = { (tally: inout DocumentTally, rawKey: UnsafeRawBufferPointer, rawValue: UnsafeRawBufferPointer,
+                       txn: any StorageTransaction) throws in
+            tally.checked += 1
             let id = Array(rawKey)
-            let bytes = Array(rawValue)
             func problem(_ kind: VerificationReport.Problem.Kind, index: String? = nil, _ detail: String) {
-                report.problems.append(.init(kind: kind, collection: handle.name, index: index,
-                    document: CollectionHandle.describeID(id, in: bytes, idPath: handle.info.idPath), detail: detail))
+                tally.problems.append(.init(kind: kind, collection: handle.name, index: index,
+                    document: CollectionHandle.describeID(id, in: Array(rawValue), idPath: handle.info.idPath),
+                    detail: detail))
             }
             do {
-                try bytes.withUnsafeBytes { raw in
-                    let reader = BinaryReader(raw)
-                    let root = try reader.root()
-                    if try !reader.checkChecksum() { unchecked += 1 }
-                    _ = try DocumentValue(reader: reader, ref: root)
-                    for (i, index) in handle.indexes.enumerated() {
-                        let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
-                        produced[i] = produced[i].map { $0 + keys.count }
-                        for key in keys {
-                            let present = try index.isUnique
-                                ? txn.get(index.database, key).map { Array($0) == id } ?? false
-                                : txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
-                            if !present {
-                                produced[i] = nil
-                                problem(.documentWithoutEntry, index: index.definition.name,
-                                        "no entry for \(IndexKeys.describe(index.definition, reader: reader, root: root))")
-                            }
+                let reader = BinaryReader(rawValue)
+                let root = try reader.root()
+                if try !reader.checkChecksum() { tally.unchecked += 1 }
+                _ = try DocumentValue(reader: reader, ref: root)
+                for (i, index) in indexes.enumerated() {
+                    let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
+                    tally.produced[i] = tally.produced[i].map { $0 + keys.count }
+                    for key in keys {
+                        let present = try index.isUnique
+                            ? txn.get(index.database, key).map { $0.sameBytes(as: id) } ?? false
+                            : txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
+                        if !present {
+                            tally.produced[i] = nil
+                            problem(.documentWithoutEntry, index: index.definition.name,
+                                    "no entry for \(IndexKeys.describe(index.definition, reader: reader, root: root))")
                         }
                     }
                 }
             } catch let error as MalformedDocument {
                 problem(.corruptDocument, "\(error)")
-                produced = produced.map { _ in nil }   // its entries cannot be known
+                tally.produced = tally.produced.map { _ in nil }   // its entries cannot be known
             }
             if let checker {
                 do {
-                    try bytes.withUnsafeBytes { try checker($0) }
+                    try checker(rawValue)
                 } catch let error as DecodingError {
                     let (field, reason) = DecodingFailure.describe(error)
                     problem(.undecodableDocument, "field '\(field)': \(reason)")
@@ -180,7 +173,42 @@ extension DocStore {
                 }
             }
         }
-        return produced
+        // Split among the scan's threads like a full scan (each part in id order, the parts in turn), or alone.
+        var tally = DocumentTally(indexes: indexes.count)
+        let start = { DocumentTally(indexes: indexes.count) }
+        if let parts = try ParallelScan(txn: txn, documents: handle.documents, settings: core.scan).run(
+            residual: { Residual(.constant(true), handle: handle, statistics: $0) }, statistics: StatisticsBox(),
+            start: start, add: { try check(&$0, $1.id, $1.document, $2) }) {
+            for part in parts { tally.add(part) }
+        } else {
+            try txn.forEachEntry(in: handle.documents) { try check(&tally, $0, $1, txn) }
+        }
+        report.documentsChecked += tally.checked
+        report.problems += tally.problems
+        if tally.unchecked > 0 {
+            report.notices.append("collection '\(handle.name)' has \(tally.unchecked) documents written before documents "
+                + "had checksums: only their structure was checked (each gets one when it is saved again)")
+        }
+        return tally.produced
+    }
+
+    /// What the documents of a collection (or one thread's share of them) gave ``verifyDocuments(of:in:into:)``.
+    private struct DocumentTally {
+        var checked = 0
+        /// Documents without a checksum.
+        var unchecked = 0
+        var problems: [VerificationReport.Problem] = []
+        /// Per index, the entries the documents produce; `nil` once one is missing or a document could not be read.
+        var produced: [Int?]
+
+        init(indexes: Int) { produced = Array(repeating: 0, count: indexes) }
+
+        mutating func add(_ other: DocumentTally) {
+            checked += other.checked
+            unchecked += other.unchecked
+            problems += other.problems
+            produced = zip(produced, other.produced).map { a, b in a.flatMap { a in b.map { a + $0 } } }
+        }
     }
 
     private func verifyEntries(of index: CollectionHandle.Index, in handle: CollectionHandle, txn: any StorageTransaction,
