@@ -198,4 +198,32 @@ private struct Outer: Codable { var o: Inner; var z: Int }
             #expect(malformed { try reader.length(at: 2, within: 2) } != nil)
         }
     }
+
+    /// `DocumentValue.check`, which `verify()` runs on each document, refuses exactly what building the value refuses,
+    /// with the same error: documents of every kind of value, each byte changed in turn to values that tag, length
+    /// or count bytes take.
+    @Test func checkingADocumentRefusesWhatBuildingItRefuses() {
+        let document = DocumentValue.object([
+            .init("s", .string("text")), .init("n", .int(-70_000)), .init("d", .double(2.5)), .init("u", .uuid(UUID())),
+            .init("a", .array([.int(1), .string("é"), .array([.null, .bool(true)]), .object([.init("k", .bytes([1, 2]))])])),
+            .init("t", .date(Date(timeIntervalSinceReferenceDate: 7))), .init("big", .uint(.max)),
+        ])
+        let bytes = document.encoded()
+        var checked = 0
+        for offset in 1..<bytes.count {
+            for replacement: UInt8 in [0x00, 0x01, 0x05, 0x0A, 0x0B, 0x0C, 0x7F, 0x80, 0xFF] where replacement != bytes[offset] {
+                var changed = bytes
+                changed[offset] = replacement
+                changed.withUnsafeBytes { raw in
+                    let reader = BinaryReader(raw)
+                    guard let root = try? reader.root() else { return }
+                    let built = malformed { try DocumentValue(reader: reader, ref: root) }
+                    let seen = malformed { try DocumentValue.check(reader: reader, ref: root) }
+                    #expect(built?.description == seen?.description, "byte \(offset) set to \(replacement)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked > 100)
+    }
 }

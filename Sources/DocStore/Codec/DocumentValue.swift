@@ -130,6 +130,28 @@ extension DocumentValue {
         }
     }
 
+    /// Checks what ``init(reader:ref:depth:)`` checks (every value, to the end of every container) and builds
+    /// nothing: `verify()` reads each document so.
+    static func check(reader: BinaryReader, ref: ValueRef, depth: Int = 0) throws {
+        guard depth <= BinaryFormat.maximumDepth else {
+            throw MalformedDocument(offset: ref.start - 1, reason: "nested deeper than \(BinaryFormat.maximumDepth) levels")
+        }
+        switch ref.tag {
+        case BinaryFormat.Tag.null, BinaryFormat.Tag.false, BinaryFormat.Tag.true, BinaryFormat.Tag.int8,
+             BinaryFormat.Tag.int16, BinaryFormat.Tag.int32, BinaryFormat.Tag.int64, BinaryFormat.Tag.uint64,
+             BinaryFormat.Tag.double, BinaryFormat.Tag.date, BinaryFormat.Tag.uuid:
+            return
+        case BinaryFormat.Tag.string, BinaryFormat.Tag.bytes:
+            _ = try reader.payloadBytes(ref)
+        case BinaryFormat.Tag.array:
+            try reader.forEachElement(ref) { try check(reader: reader, ref: $0, depth: depth + 1) }
+        case BinaryFormat.Tag.object:
+            try reader.forEachField(ref) { _, value in try check(reader: reader, ref: value, depth: depth + 1) }
+        default:
+            throw MalformedDocument(offset: ref.start - 1, reason: "unknown value tag")
+        }
+    }
+
     /// The value as a document in the binary format, version byte included.
     public func encoded() -> [UInt8] {
         var writer = BinaryWriter()

@@ -143,7 +143,7 @@ extension DocStore {
                 let reader = BinaryReader(rawValue)
                 let root = try reader.root()
                 if try !reader.checkChecksum() { tally.unchecked += 1 }
-                _ = try DocumentValue(reader: reader, ref: root)
+                try DocumentValue.check(reader: reader, ref: root)
                 for (i, index) in indexes.enumerated() {
                     let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
                     tally.produced[i] = tally.produced[i].map { $0 + keys.count }
