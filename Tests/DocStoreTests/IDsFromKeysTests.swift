@@ -137,6 +137,19 @@ private struct ByDate: Document { var id: Date; var n: Int; static let collectio
 /// bytes it was given and sort them as LMDB orders keys (memcmp, then the shorter first).
 @Suite struct IDListTests {
     @Test func idsOfEveryLengthComeBackAndSortInKeyOrder() {
+        // An empty id beside others (no stored id is empty, but a damaged entry's value may be).
+        for ids: [[UInt8]] in [[[], [1]], [[1], []], [[], [0]], [[0], [], []], [[], []]] {
+            for descending in [false, true] {
+                var list = IDList(ids)
+                list.sort(descending: descending)
+                let expected = ids.sorted { descending ? $1.lexicographicallyPrecedes($0) : $0.lexicographicallyPrecedes($1) }
+                #expect(list.arrays(0..<list.count) == expected, "\(ids)")
+                var joined = IDList(Array(ids.prefix(1)))
+                joined.append(contentsOf: IDList(Array(ids.dropFirst())))
+                joined.sort(descending: descending)
+                #expect(joined.arrays(0..<joined.count) == expected, "\(ids) joined")
+            }
+        }
         var rng = SeededGenerator(seed: 36)
         for round in 0..<300 {
             // Few byte values and lengths around 16, so that prefixes and zero padding tie often.

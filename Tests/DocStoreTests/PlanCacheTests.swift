@@ -57,6 +57,21 @@ struct CachedPlanItem: Document, Equatable {
                 }
             }
         }
+        // Ids of another kind (UUIDs, 17-byte keys), in a collection with more indexes.
+        let (people, peopleDir) = try await makeStore()
+        defer { _ = peopleDir }
+        let persons = (0..<50).map { Person(name: "p\($0)", age: $0, email: "p\($0)@example.com") }
+        try await people.insert(contentsOf: persons)
+        try await people.read { ctx in
+            for id in [persons[0].id, persons[49].id, UUID()] {
+                let q = Person.include(#Predicate { $0.id == id })
+                let fast = try #require(try q.executor(in: ctx)).plan
+                var weighed = try #require(try q.executor(in: ctx, fresh: true)).plan
+                weighed.considered = []
+                #expect(fast == weighed, "id \(id)")
+                #expect(try q.results(in: ctx) == (try ctx.get(Person.self, id: id)).map { [$0] } ?? [])
+            }
+        }
         // An empty collection reads nothing, whichever the plan.
         let (empty, emptyDir) = try await makeStore()
         defer { _ = emptyDir }

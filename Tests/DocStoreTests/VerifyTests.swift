@@ -362,6 +362,16 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
                                             tags: [])
                 try ctx.txn.put(handle.documents, try VerifyDamage.personID(odd.id), try DocumentEncoder().encode(odd))
             }
+            // The documents are many enough to split, and the store's transactions can have twins: the check below
+            // runs on two threads.
+            let splits = try await store.read { ctx in
+                let handle = try #require(try ctx.scope.handleForReading(Person.self))
+                return try ParallelScan(txn: ctx.txn, documents: handle.documents,
+                                        settings: ScanSettings(threads: 2, documentsPerThread: 50))
+                    .run(residual: { Residual(.constant(true), handle: handle, statistics: $0) },
+                         statistics: StatisticsBox(), start: { 0 }, add: { count, _ in count += 1 }) != nil
+            }
+            #expect(splits)
             let split = try await store.verify()
             await store.close()
             let reopened = try await open(threads: 1)

@@ -1,14 +1,14 @@
 /// Document ids gathered by a walk, in the order they were found or put in id order, with no array per id.
 ///
-/// Each id keeps its first 16 bytes as two big-endian integers: an id of 16 bytes or fewer (an integer's key is
-/// 10, a UUID's 17) lives in them alone, and most comparisons in a sort are two integer compares. Longer ids keep
-/// their bytes side by side in one buffer.
+/// Each id keeps its first 16 bytes as two big-endian integers: an id of 16 bytes or fewer (an integer's key, 10
+/// bytes, fits; a UUID's, 17, does not) lives in them alone, and most comparisons in a sort are two integer
+/// compares. Longer ids keep their bytes side by side in one buffer.
 struct IDList {
     private var entries: [Entry] = []
     /// The bytes of the ids longer than 16 bytes.
     private var long: [UInt8] = []
-    /// The length every id has, 0 before the first and -1 once two differ.
-    private var width = 0
+    /// The length every id has: `nil` before the first, -1 once two differ.
+    private var width: Int?
 
     private struct Entry {
         var high: UInt64
@@ -41,7 +41,7 @@ struct IDList {
         }
         entries.append(Entry(high: UInt64(bigEndian: prefix.0), low: UInt64(bigEndian: prefix.1), start: start,
                              count: id.count))
-        width = width == 0 || width == id.count ? id.count : -1
+        width = width == nil || width == id.count ? id.count : -1
     }
 
     /// Adds the ids of `other` after these.
@@ -51,13 +51,14 @@ struct IDList {
         entries.append(contentsOf: other.entries.lazy.map {
             Entry(high: $0.high, low: $0.low, start: $0.count > 16 ? $0.start + shift : 0, count: $0.count)
         })
-        width = width == 0 || width == other.width ? other.width : other.width == 0 ? width : -1
+        width = width == nil || other.width == nil || width == other.width ? width ?? other.width : -1
     }
 
-    /// Puts the ids in byte order (or its reverse), the order LMDB keeps keys in.
+    /// Puts the ids in byte order (or its reverse), the order LMDB keeps keys in. Ids found by one key of an index,
+    /// or by the ids' own ranges, come in order already: they are only checked.
     mutating func sort(descending: Bool) {
         guard entries.count > 1 else { return }
-        if width > 0 && width <= 16 {
+        if let width, width >= 0 && width <= 16 {
             // The two integers are the whole id: sorted as one 128-bit number each.
             var keys = entries.map { UInt128($0.high) << 64 | UInt128($0.low) }
             if descending {
@@ -81,7 +82,6 @@ struct IDList {
                 return UnsafeRawBufferPointer(rebasing: long[(a.start + 16)..<(a.start + a.count)])
                     .precedesInKeyOrder(UnsafeRawBufferPointer(rebasing: long[(b.start + 16)..<(b.start + b.count)]))
             }
-            // Ids found by one key of an index, or by the ids' own ranges, come in order already.
             if descending {
                 if !entries.isSorted(by: { precedes($1, $0) }) { entries.sort { precedes($1, $0) } }
             } else if !entries.isSorted(by: precedes) {

@@ -21,7 +21,7 @@ struct ParallelScan {
 
     /// Runs `add` on each document of the collection that its thread's residual condition matches, each range's
     /// matches into a part of its own made by `start`; the parts in key order, or `nil` when the scan is not worth
-    /// splitting or cannot be (a write transaction, no second reader).
+    /// splitting or cannot be (a write transaction, one that opened key spaces itself, no second reader).
     ///
     /// `start` and `add` run on several threads at once: they must not share anything they change. Each thread
     /// gets its own `Residual` from `residual` and its own statistics, added to `statistics` at the end. The

@@ -82,7 +82,9 @@ extension DocStore {
     /// use): a damaged file is reported, with the page and what is wrong, and nothing more is read, so that
     /// `verify()` never goes through a damaged page into LMDB.
     ///
-    /// It reads the whole store in one read transaction; writers are not blocked.
+    /// It reads the whole store in one read transaction; writers are not blocked. A collection's documents are
+    /// split among the store's scan threads (``Options/scanThreads``), and the report is the one a single thread
+    /// makes. A cancelled task stops it with `CancellationError`.
     ///
     /// A store kept on a server (DocStorePostgres) has no file to read: there the structural check is the server's
     /// own (PostgreSQL's `amcheck`), and `verify()` checks the documents, the index entries and their counts.
@@ -133,6 +135,8 @@ extension DocStore {
         let check = { (tally: inout DocumentTally, rawKey: UnsafeRawBufferPointer, rawValue: UnsafeRawBufferPointer,
                        txn: any StorageTransaction) throws in
             tally.checked += 1
+            // Stopped like a long query (a shell's Ctrl-C); only the caller's own thread is in its task.
+            if tally.checked & 4095 == 0 && WriteCancellation.isCancelled { throw CancellationError() }
             let id = Array(rawKey)
             func problem(_ kind: VerificationReport.Problem.Kind, index: String? = nil, _ detail: String) {
                 tally.problems.append(.init(kind: kind, collection: handle.name, index: index,
