@@ -103,8 +103,7 @@ final class Executor {
     /// Calls `body` with every matching candidate, in id order rather than the access order. An index scan first
     /// gathers its ids alone, sorts them, and then reads the documents in that order (``DocumentsByID``: through
     /// one cursor on a file, whose neighbouring ids share leaf pages; in batches on an engine with round trips).
-    /// For runs that keep every match anyway
-    /// (a sort without a limit); others use ``forEachMatch(needsDocument:_:)``.
+    /// For runs that keep every match anyway (a sort without a limit); others use ``forEachMatch(needsDocument:_:)``.
     func forEachMatchInIDOrder(_ body: (CandidateSource.Candidate) throws -> Bool) throws {
         switch plan.access {
         case .index(let scan) where !scan.primary: break
