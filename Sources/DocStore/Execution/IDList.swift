@@ -61,11 +61,8 @@ struct IDList {
         if let width, width >= 0 && width <= 16 {
             // The two integers are the whole id: sorted as one 128-bit number each.
             var keys = entries.map { UInt128($0.high) << 64 | UInt128($0.low) }
-            if descending {
-                if !keys.isSorted(by: >) { keys.sort(by: >) }
-            } else if !keys.isSorted(by: <) {
-                keys.sort()
-            }
+            guard !(descending ? keys.isSorted(by: >) : keys.isSorted(by: <)) else { return }
+            if descending { keys.sort(by: >) } else { keys.sort() }
             for i in keys.indices {
                 entries[i] = Entry(high: UInt64(truncatingIfNeeded: keys[i] >> 64), low: UInt64(truncatingIfNeeded: keys[i]),
                                    start: 0, count: width)

@@ -83,7 +83,7 @@ struct ParallelScan {
                         var part = start()
                         var entry = try lower.map { try cursor.seek(atLeast: $0) } ?? cursor.first()
                         while let (key, document) = entry {
-                            if let upper, !ParallelScan.precedes(key, upper) { break }
+                            if let upper, !upper.withUnsafeBytes({ key.precedesInKeyOrder($0) }) { break }
                             box.value.entriesScanned += 1
                             box.value.documentsRead += 1
                             if box.value.entriesScanned & 4095 == 0 {
@@ -143,24 +143,9 @@ struct ParallelScan {
             let value = low + offset
             var key = Array(first[..<common])
             for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-            if precedes(cuts.last ?? first, key) { cuts.append(key) }
+            if (cuts.last ?? first).precedesInKeyOrder(key) { cuts.append(key) }
         }
         return cuts
-    }
-
-    /// Byte order, as LMDB orders keys.
-    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        a.withUnsafeBytes { precedes($0, b) }
-    }
-
-    /// Byte order, as LMDB orders keys: `memcmp`, then the shorter first.
-    @inline(__always)
-    static func precedes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
-        b.withUnsafeBytes { b in
-            let n = min(a.count, b.count)
-            let c = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
-            return c != 0 ? c < 0 : a.count < b.count
-        }
     }
 }
 

@@ -82,26 +82,6 @@ extension Planner {
     }
 }
 
-extension Planner {
-    /// The plan of a request whose whole filter is `id == v`, unsorted and not grouped, on a collection that holds
-    /// documents: the look-up of one key, which is what weighing every access chooses for it (nothing reads less
-    /// than one key of the ids), made here without weighing, counting or a cache. `nil` for any other request.
-    func idLookUp(_ selection: Selection, output: Output) throws -> Plan? {
-        guard selection.conditions.count == 1, case .compare(let path, .equal, let value) = selection.conditions[0],
-              path == statistics.idPath, value != .null, selection.sort.isEmpty, !output.isGroups else { return nil }
-        let documents = try statistics.documentCount()
-        guard documents > 0 else { return nil }
-        let condition = selection.conditions[0]
-        let scan = IndexScan(index: primaryKey, ranges: [KeyRange.prefix(KeyEncoder.key(value))], primary: true,
-                             descending: selection.idDescending, answered: [condition], chosenFrom: [condition],
-                             pointLookUps: true, estimate: 1)
-        return Plan(collection: statistics.collection, documentCount: documents, filter: condition, access: .index(scan),
-                    residual: .constant(true), sort: [], idPath: statistics.idPath, idDescending: selection.idDescending,
-                    ordering: .natural, offset: selection.window?.range.lowerBound ?? 0,
-                    limit: selection.window?.range.count, afterwards: selection.window?.afterwards ?? [])
-    }
-}
-
 /// A request with its values left out, for ``PlanCache``: two requests have the same shape when they differ only in
 /// the values they compare fields with (not in whether a value is nil, nor in its kind, nor in how many values a
 /// list holds), in where their slice begins and ends within a power of two, and in nothing else.

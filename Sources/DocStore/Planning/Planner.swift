@@ -34,6 +34,24 @@ struct Planner<Statistics: CollectionStatistics> {
         return grouped(plan, output: output, selection: selection)
     }
 
+    /// The plan of a request whose whole filter is `id == v`, unsorted and not grouped, on a collection that holds
+    /// documents: the look-up of one key, which is what weighing every access chooses for it (nothing reads less
+    /// than one key of the ids), made here without weighing, counting or a cache. `nil` for any other request.
+    func idLookUp(_ selection: Selection, output: Output) throws -> Plan? {
+        guard selection.conditions.count == 1, case .compare(let path, .equal, let value) = selection.conditions[0],
+              path == statistics.idPath, value != .null, selection.sort.isEmpty, !output.isGroups else { return nil }
+        let documents = try statistics.documentCount()
+        guard documents > 0 else { return nil }
+        let condition = selection.conditions[0]
+        let scan = IndexScan(index: primaryKey, ranges: [KeyRange.prefix(KeyEncoder.key(value))], primary: true,
+                             descending: selection.idDescending, answered: [condition], chosenFrom: [condition],
+                             pointLookUps: true, estimate: 1)
+        return Plan(collection: statistics.collection, documentCount: documents, filter: condition, access: .index(scan),
+                    residual: .constant(true), sort: [], idPath: statistics.idPath, idDescending: selection.idDescending,
+                    ordering: .natural, offset: selection.window?.range.lowerBound ?? 0,
+                    limit: selection.window?.range.count, afterwards: selection.window?.afterwards ?? [])
+    }
+
     /// `plan` with the groups `output` asks for, and how their aggregate is computed.
     private func grouped(_ plan: Plan, output: Output, selection: Selection) -> Plan {
         guard case .groups(let grouping) = output else { return plan }
@@ -224,7 +242,7 @@ struct Planner<Statistics: CollectionStatistics> {
     }
 
     /// The documents' own keys, their ids, as a unique index on the id whose entries are the documents.
-    var primaryKey: IndexDefinition {
+    private var primaryKey: IndexDefinition {
         IndexDefinition(name: "id", kind: .unique, fields: [statistics.idPath])
     }
 
