@@ -37,6 +37,11 @@ final class LMDBEnvironment: FileStorageEngine {
     private(set) var flusher: Flusher?
     /// Where this process's transactions wait for each other.
     let gate = TransactionGate()
+    var syncsAtCommit: Bool { configuration.sync != .none && !configuration.readOnly }
+    /// Held by a write from before its transaction begins until it ends, and by closing: one thread of the process
+    /// writes at a time. (LMDB's own lock would keep a second writer waiting in `mdb_txn_begin`, but only after it
+    /// may have grown the map, which LMDB refuses while another transaction of the process is open.)
+    private let writer = NSLock()
     /// Called when a write that deleted a database aborts, before any reader may begin: the handles opened on the
     /// database are closed, and whoever keeps them must forget them.
     var onKeySpacesClosed: (() -> Void)?
@@ -145,6 +150,8 @@ final class LMDBEnvironment: FileStorageEngine {
     /// The corresponding LMDB function is `mdb_env_close`.
     /// Reads and copies running on other threads are waited for.
     func close() {
+        writer.lock()
+        defer { writer.unlock() }
         gate.alone {
             guard let env = raw else { return }
             flusher?.stop()
@@ -331,6 +338,8 @@ final class LMDBEnvironment: FileStorageEngine {
     /// reads in flight have ended, with new ones kept waiting until it ends.
     func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
         try translatingErrors {
+            writer.lock()
+            defer { writer.unlock() }
             var alone = false
             defer {
                 // What a write that ran alone deleted is closed, whether it committed or not: the store forgets

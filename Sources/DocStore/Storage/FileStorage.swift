@@ -7,6 +7,8 @@ protocol FileStorageEngine: StorageEngine {
     func usage() throws -> (used: Int, mapSize: Int)
     /// Whether the file is read without its lock file: writers in other processes do not see this reader.
     var isWithoutLockFile: Bool { get }
+    /// Whether a commit waits for the disk (a sync of its pages), rather than only writing into the file's cache.
+    var syncsAtCommit: Bool { get }
     /// Writes the file as of its last commit into a new file at a path (which must not exist) or to an open file
     /// descriptor, in a read transaction of its own: writers go on meanwhile, in this process and others. With
     /// `compact`, free pages are left out and the pages renumbered, so the copy holds only what is in use. Safe on

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// Group commit: writes that arrive while a commit is being made durable commit together in the next transaction.
@@ -34,7 +35,32 @@ extension DocStore {
     ///     return try Person.query().count(in: ctx)
     /// }
     /// ```
-    public func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
+    ///
+    /// On a store kept in a file whose commits do not sync (``Durability/off``, ``Durability/periodic(milliseconds:)``),
+    /// a write that finds the store's thread idle runs on its caller's thread, which takes the store thread's turn
+    /// meanwhile (``StoreThread/borrow()``): it saves the hop there and back, a third of such a write's time. Writes
+    /// that come while it runs wait for it on the store's thread, and commit together after it. A commit that syncs
+    /// always runs on the store's thread: a thread of Swift's shared pool must not wait for the disk, and the
+    /// writes that come meanwhile must find their caller's thread free, to queue for the next group.
+    public nonisolated func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws
+        -> R {
+        try checkOpen()
+        if writesOnCallersThreadsWhenIdle && thread.borrow() {
+            let start = DispatchTime.now().uptimeNanoseconds
+            let result = Result { () throws -> R in
+                defer { thread.giveBack() }
+                return try withWrite(body)
+            }
+            writesOnCallersThreads.add(1, ordering: .relaxed)
+            // A long write (an index built, many documents changed) yields its caller's thread, as a long read does.
+            if DispatchTime.now().uptimeNanoseconds - start > 500_000 { await Task.yield() }
+            return try result.get()
+        }
+        return try await writeOnThread(body)
+    }
+
+    /// ``write(_:)`` as a job of the store's thread: at once when no other write waits, else with the group.
+    private func writeOnThread<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
         try checkOpen()
         if isReadOnly || (queuedWrites.isEmpty && thread.waitingJobs == 0) { return try withWrite(body) }
         let cancelled = CancellationFlag()

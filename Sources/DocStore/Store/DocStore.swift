@@ -114,7 +114,8 @@ public actor DocStore {
     /// write it: a process that writes the store while it is open here does not keep the pages its reads use, so
     /// its answers could be wrong. A tool should say so.
     public nonisolated let isWithoutLockFile: Bool
-    /// The store's state. Writes use it on the store's thread; reads of a file on their callers' threads, through
+    /// The store's state. Writes use it in the store thread's turn (on that thread, or on a caller's that borrowed
+    /// it); reads of a file on their callers' threads, through
     /// what guards it (``StoreCore/withState(_:)``, the collections' ``PlanCache``s, the engine's gate).
     nonisolated(unsafe) let core: StoreCore
     /// Set by ``close()``.
@@ -133,6 +134,11 @@ public actor DocStore {
     var commitScheduled = false
     /// The most writes one commit has held, for tests.
     var largestGroup = 0
+    /// Writes run on their callers' threads, in the store thread's turn (``StoreThread/borrow()``), for tests.
+    nonisolated let writesOnCallersThreads = Atomic(0)
+    /// Whether a write that finds the store's thread idle runs on its caller's thread: a file's commits that do not
+    /// sync (see ``write(_:)``).
+    nonisolated let writesOnCallersThreadsWhenIdle: Bool
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { thread.asUnownedSerialExecutor() }
 
@@ -171,6 +177,7 @@ public actor DocStore {
         self.core = core
         core.onRelease = { [changes] in changes.finishAll() }
         self.isWithoutLockFile = core.file?.isWithoutLockFile ?? false
+        self.writesOnCallersThreadsWhenIdle = core.file.map { !$0.syncsAtCommit && !core.isReadOnly } ?? false
         self.thread = StoreThread(name: "DocStore " + threadName)
         self.readers = ReaderThreads(name: "DocStore reads " + threadName)
     }
@@ -298,7 +305,10 @@ public actor DocStore {
     ///
     /// On a store opened read-only it runs in a read transaction instead: its reads work, and each change refuses
     /// with ``DocStoreError/Code/readOnly``.
-    func withWrite<R>(_ body: (WriteContext) throws -> R) throws -> R {
+    ///
+    /// Called on the store's thread, or on a thread that holds its turn (``StoreThread/borrow()``): it touches no
+    /// state of the actor's, and writes are one at a time either way.
+    nonisolated func withWrite<R>(_ body: (WriteContext) throws -> R) throws -> R {
         try checkOpen()
         if isReadOnly { return try mapErrors { try inReadTransaction({ WriteContext(scope: $0) }, body) } }
         return try mapErrors {
@@ -375,8 +385,8 @@ public actor DocStore {
     /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
     ///   ``DocStoreError/Code/uniqueViolation`` when a unique index already holds one of its values.
     ///
-    /// The document is encoded on the caller's thread; the store's thread, which runs every write in turn, only
-    /// writes its bytes. The same holds for ``save(_:)`` and ``insert(contentsOf:)``.
+    /// The document is encoded before the write, on the caller's thread; the write, which runs in the store thread's
+    /// turn, only writes its bytes. The same holds for ``save(_:)`` and ``insert(contentsOf:)``.
     public nonisolated func insert<T: Document>(_ document: T) async throws {
         let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection)
         try await write { try $0.write(bytes, as: T.self, mode: .insert) }

@@ -5,13 +5,19 @@ import Foundation
 ///
 /// Jobs run one at a time in the order they came. The thread ends when the store is released. (Reads of a store
 /// kept in a file do not come here: they run on their callers' threads, beside the jobs.)
+///
+/// While the thread sleeps with nothing to run, a caller may take its turn instead (``borrow()``): it runs its work
+/// on its own thread, as a job would, and jobs that come meanwhile wait until it gives the turn back. A lone write
+/// so costs no hop to this thread and back, which is a third of a write's time when it does not sync.
 final class StoreThread: SerialExecutor, @unchecked Sendable {
-    // @unchecked: `jobs`, `next`, `sleeping` and `stopped` are guarded by `condition`.
+    // @unchecked: `jobs`, `next`, `sleeping`, `borrowed` and `stopped` are guarded by `condition`.
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     /// The first job of `jobs` not yet taken.
     private var next = 0
     private var sleeping = false
+    /// A caller holds the thread's turn: no job runs until it gives it back.
+    private var borrowed = false
     private var stopped = false
 
     init(name: String) {
@@ -24,7 +30,7 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
         let job = UnownedJob(job)
         condition.lock()
         jobs.append(job)
-        let wake = sleeping
+        let wake = sleeping && !borrowed   // (else woken when the turn is given back)
         condition.unlock()
         if wake { condition.signal() }
     }
@@ -40,6 +46,26 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
         return jobs.count - next
     }
 
+    /// Takes the thread's turn for work run on the caller's thread, when the thread sleeps with no job to run (and
+    /// no other caller has it): `true`, and then the caller must ``giveBack()``. Until then no job runs, so the work
+    /// is as alone as a job. `false` when the thread is busy: the work should be a job, to wait its turn in order.
+    func borrow() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard sleeping && !borrowed && !stopped && next == jobs.count else { return false }
+        borrowed = true
+        return true
+    }
+
+    /// Gives back the turn ``borrow()`` took: the jobs that came meanwhile run.
+    func giveBack() {
+        condition.lock()
+        borrowed = false
+        let wake = next < jobs.count || stopped
+        condition.unlock()
+        if wake { condition.signal() }
+    }
+
     /// Ends the thread once the jobs queued so far have run. It may be called on the thread itself.
     func stop() {
         condition.lock()
@@ -51,9 +77,11 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            while next == jobs.count && !stopped {
-                jobs.removeAll(keepingCapacity: true)
-                next = 0
+            while borrowed || (next == jobs.count && !stopped) {
+                if next == jobs.count {
+                    jobs.removeAll(keepingCapacity: true)
+                    next = 0
+                }
                 sleeping = true
                 condition.wait()
                 sleeping = false

@@ -1,0 +1,151 @@
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+@testable import DocStore
+
+/// The store's thread lends its turn to a write that finds it idle (on a store whose commits do not sync): the write
+/// runs on its caller's thread, and no job of the store's thread runs meanwhile, so that the write is as alone as it
+/// would be there.
+@Suite(.ownThreads) struct StoreThreadTests {
+    /// An actor on a thread of its own, that notes when its jobs run.
+    actor Probe {
+        nonisolated let thread: StoreThread
+        nonisolated var unownedExecutor: UnownedSerialExecutor { thread.asUnownedSerialExecutor() }
+        private(set) var ran = 0
+
+        init(thread: StoreThread) { self.thread = thread }
+
+        func run() { ran += 1 }
+
+        /// Holds the thread until `release` is signalled.
+        func hold(_ entered: DispatchSemaphore, _ release: DispatchSemaphore) {
+            entered.signal()
+            release.wait()
+        }
+    }
+
+    /// Waits (at most 30 s, a guard against a hang) until `condition` holds.
+    static func eventually(_ condition: () -> Bool) async {
+        let deadline = Date().addingTimeInterval(30)
+        while !condition() && Date() < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+    }
+
+    /// Whether `thread` lends its turn now; a turn lent is given back at once, so that a test that finds it lent
+    /// fails rather than hangs.
+    static func lends(_ thread: StoreThread) -> Bool {
+        guard thread.borrow() else { return false }
+        thread.giveBack()
+        return true
+    }
+
+    @Test func aBorrowedTurnKeepsJobsWaitingUntilItIsGivenBack() async throws {
+        let thread = StoreThread(name: "probe")
+        defer { thread.stop() }
+        let probe = Probe(thread: thread)
+        await Self.eventually { thread.borrow() }   // (the thread starts asleep once it has begun)
+        #expect(!Self.lends(thread), "a second caller took a turn already taken")
+        let job = Task(executorPreference: GrowingThreadPool.shared) { await probe.run() }
+        await Self.eventually { thread.waitingJobs == 1 }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(thread.waitingJobs == 1, "a job ran while the turn was borrowed")
+        thread.giveBack()
+        await job.value
+        #expect(await probe.ran == 1)
+        await Self.eventually { thread.borrow() }
+        thread.giveBack()
+    }
+
+    @Test func aThreadRunningOrHoldingJobsLendsNoTurn() async throws {
+        let thread = StoreThread(name: "probe")
+        defer { thread.stop() }
+        let probe = Probe(thread: thread)
+        let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let holding = Task(executorPreference: GrowingThreadPool.shared) { await probe.hold(entered, release) }
+        entered.wait()
+        #expect(!Self.lends(thread), "a turn was lent while a job ran")
+        let queued = Task(executorPreference: GrowingThreadPool.shared) { await probe.run() }
+        await Self.eventually { thread.waitingJobs == 1 }
+        #expect(!Self.lends(thread), "a turn was lent while jobs waited")
+        release.signal()
+        await holding.value
+        await queued.value
+        await Self.eventually { thread.borrow() }
+        thread.giveBack()
+        thread.stop()
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(!Self.lends(thread), "a stopped thread lent its turn")
+    }
+
+    /// Many tasks write at once on a store whose commits do not sync and whose map must grow several times: some
+    /// writes run on their callers' threads, the rest on the store's, and none overlaps another (LMDB lets the map
+    /// grow only with no transaction of the process open). Every write is there, and the store is sound.
+    @Test(.enabled(if: !engineIsServer)) func writesOnCallersThreadsAndOnTheStoresThreadLoseNothing() async throws {
+        let dir = TemporaryDirectory()
+        var options = DocStore.Options()
+        options.initialMapSize = 256 << 10
+        options.durability = .off
+        let store = try await openStore(storeLocation(dir, "turns.db"), options: options)
+        let tasks = 8, each = 60
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for t in 0..<tasks {
+                group.addTask(executorPreference: GrowingThreadPool.shared) {
+                    for i in 0..<each {
+                        if i % 3 == 0 {
+                            try await store.write { ctx in
+                                try ctx.insert(Person(name: "w-\(t)-\(i)-" + String(repeating: "x", count: 700), age: i))
+                            }
+                        } else {
+                            try await store.insert(Person(name: "i-\(t)-\(i)-" + String(repeating: "y", count: 700),
+                                                          age: i, tags: ["t\(t)"]))
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(store.writesOnCallersThreads.load(ordering: .relaxed) > 0, "no write ran on its caller's thread")
+        #expect(try await Person.query().count(in: store) == tasks * each)
+        #expect(try await Person.include(#Predicate { $0.tags.contains("t5") }).count(in: store) == each - each / 3)
+        #expect(try await store.verify().isClean)
+    }
+
+    /// A store closed while tasks write: every write either returned, and is in the store opened again, or was
+    /// refused as closed; the close waits for a write running on its caller's thread.
+    @Test(.enabled(if: !engineIsServer)) func closingWhileWritesRunKeepsEveryWriteThatReturned() async throws {
+        let dir = TemporaryDirectory()
+        let path = storeLocation(dir, "closing.db")
+        var options = DocStore.Options()
+        options.durability = .off   // (so that writes run on their callers' threads too)
+        let store = try await openStore(path, options: options)
+        let written = Written()
+        let writers = (0..<4).map { t in
+            Task(executorPreference: GrowingThreadPool.shared) { () -> DocStoreError.Code? in
+                for i in 0..<100_000 {
+                    let name = "c-\(t)-\(i)"
+                    do {
+                        try await store.insert(Person(name: name, age: i % 90))
+                        written.names.withLock { $0.append(name) }
+                    } catch {
+                        return (error as? DocStoreError)?.code
+                    }
+                }
+                return nil
+            }
+        }
+        await StoreThreadTests.eventually { written.names.withLock { $0.count } >= 200 }
+        await store.close()
+        for writer in writers { #expect(await writer.value == .closed) }
+        #expect(store.writesOnCallersThreads.load(ordering: .relaxed) > 0, "no write ran on its caller's thread")
+        let reopened = try await openStore(path)
+        let names = Set(try await Person.query().results(in: reopened).map(\.name))
+        let returned = written.names.withLock { $0 }
+        #expect(returned.count >= 200)
+        #expect(returned.allSatisfy(names.contains), "a write that returned is missing")
+        #expect(try await reopened.verify().isClean)
+    }
+}
+
+private final class Written: Sendable {
+    let names = Mutex<[String]>([])
+}
