@@ -285,6 +285,22 @@ private func predicates<F: FlightModel>(_ type: F.Type, _ c: Constants) -> [(Str
         }
     }
 
+    /// A conjunct said twice is kept once, and a nil test another conjunct answers is dropped, with or without
+    /// a nil test among the conjuncts (two ways through the simplification).
+    @Test func conjunctsSaidTwiceOrImpliedAreKeptOnce() {
+        let (five, oslo, mail) = (5, "Oslo", "a@b")
+        let age = Condition.compare("age", .greater, .int(5)), city = Condition.compare("city", .equal, .string("Oslo"))
+        let email = Condition.compare("email", .equal, .string("a@b"))
+        #expect(Query<Person>.condition(#Predicate { $0.age > five && $0.city == oslo && $0.age > five })
+                == .and([age, city]))
+        #expect(Query<Person>.condition(#Predicate { $0.age > five && $0.age > five }) == age)
+        #expect(Query<Person>.condition(#Predicate { $0.email != nil && $0.email == mail && $0.age > five })
+                == .and([email, age]))
+        #expect(Query<Person>.condition(#Predicate { $0.email != nil && $0.age > five && $0.age > five })
+                == .and([.compare("email", .notEqual, .null), age]))
+        #expect(Query<Person>.condition(#Predicate { $0.age > five && $0.city == oslo }) == .and([age, city]))
+    }
+
     /// None of the forms above is left to Foundation on the decoded document.
     @Test func noFormIsEvaluatedOnTheDecodedDocument() {
         var rng = SeededGenerator(seed: 9)

@@ -238,6 +238,8 @@ final class TransactionScope {
     /// once LMDB has kept their databases.
     func readEnded() {
         guard !txn.opensKeySpaces || txn.keptKeySpaces else { return }
+        // (Most reads find every collection open and checked: nothing to hand over, and no lock to take.)
+        guard !handles.isEmpty || !synced.isEmpty || !declared.isEmpty || !checkers.isEmpty else { return }
         // (Not when a write that ran alone ended since it began: what it opened may have been closed.)
         core.withState { if core.keySpaceEpoch == epoch { publish(checkedAt: startGeneration) } }
     }

@@ -224,12 +224,29 @@ final class Executor {
     /// The results, each made by `decode` from its stored bytes (counted as decoded and returned), in order.
     func documents<T>(_ decode: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> T)
         throws -> [T] {
+        if let key = soleKey {
+            // One `get`, where a walk would make a source, open a cursor and position it.
+            guard let raw = try txn.get(handle.documents, key) else { return [] }
+            statistics.value.entriesScanned += 1
+            statistics.value.documentsRead += 1
+            return try key.withUnsafeBytes { [try decoded($0, raw, decode)] }
+        }
         var results: [T] = []
         try walk { id, raw in
             results.append(try decoded(id, raw, decode))
             return true
         }
         return results
+    }
+
+    /// The primary key of the one document the plan can match, when it reads nothing else and checks nothing more
+    /// (a look-up by id, ``Planner/idLookUp(_:output:)``): its one range holds that key alone.
+    private var soleKey: [UInt8]? {
+        guard case .index(let scan) = plan.access, scan.primary, scan.pointLookUps, scan.ranges.count == 1,
+              case .constant(true) = plan.residual, plan.offset == 0, plan.limit != 0, plan.afterwards.isEmpty,
+              plan.grouping == nil else { return nil }
+        let range = scan.ranges[0]
+        return range.upper == KeyEncoder.prefixUpperBound(range.lower) ? range.lower : nil
     }
 
     /// The results one at a time, each made by `decode` as the loop asks for it (`nil` after the last): in the

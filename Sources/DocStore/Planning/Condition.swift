@@ -149,6 +149,26 @@ indirect enum Condition: Sendable, CustomStringConvertible, Equatable {
     private static func withoutImpliedNilTests(_ conjuncts: [Condition]) -> [Condition] {
         // One conjunct implies nothing of another.
         guard conjuncts.count > 1 else { return conjuncts }
+        // Most conjunctions hold no nil test to drop: then all that may go is a conjunct said twice, and no set of
+        // fields is needed to know it.
+        var valuesAField = false
+        for c in conjuncts {
+            switch c {
+            case .compare(_, .notEqual, .null), .or: return withoutImpliedNilTests(testing: conjuncts)
+            case .compare(_, let op, let v) where v != .null && op != .notEqual: valuesAField = true
+            case .oneOf(_, let vs) where !vs.contains(.null): valuesAField = true
+            case .startsWith, .containsText, .textIgnoringCase: valuesAField = true
+            default: break
+            }
+        }
+        guard valuesAField else { return conjuncts }
+        var out: [Condition] = []
+        for c in conjuncts where !out.contains(c) { out.append(c) }
+        return out
+    }
+
+    /// ``withoutImpliedNilTests(_:)`` of conjuncts among which there is a nil test, or a disjunction that may hold one.
+    private static func withoutImpliedNilTests(testing conjuncts: [Condition]) -> [Condition] {
         var valued: Set<FieldPath> = []
         var present: Set<FieldPath> = []
         for c in conjuncts {

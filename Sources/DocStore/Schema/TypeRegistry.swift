@@ -44,6 +44,29 @@ enum TypeRegistry {
 
     /// The field path `keyPath` reads, or `nil` when it is not a stored field (a computed property, `.count`, ...).
     static func fieldPath<T: Document>(_ keyPath: AnyKeyPath, of type: T.Type) -> FieldPath? {
+        let id = ObjectIdentifier(keyPath), root = ObjectIdentifier(type)
+        if let seen = resolved.withLock({ $0[id].map { ($0.root, $0.path) } }), seen.0 == root { return seen.1 }
+        let found = resolve(keyPath, of: type)
+        resolved.withLock { resolved in
+            if resolved.count >= 1_024 { resolved.removeAll() }   // (key paths made at run time, one per call)
+            resolved[id] = Resolved(keyPath: keyPath, root: root, path: found)
+        }
+        return found
+    }
+
+    /// Key paths resolved so far, by the identity of the key path object: one written in the source is made once
+    /// and kept by the runtime, so that a query built again looks it up by a pointer rather than by hashing its
+    /// components. Each is kept with its answer, so that no other key path can take its address meanwhile.
+    private static let resolved = Mutex<[ObjectIdentifier: Resolved]>([:])
+
+    /// A key path and what it reads (@unchecked: a key path object never changes).
+    private struct Resolved: @unchecked Sendable {
+        let keyPath: AnyKeyPath
+        let root: ObjectIdentifier
+        let path: FieldPath?
+    }
+
+    private static func resolve<T: Document>(_ keyPath: AnyKeyPath, of type: T.Type) -> FieldPath? {
         let entry = entry(type)
         if let known = entries.withLock({ _ in entry.paths[keyPath] }) { return known }
         // Reading the key path on the probe runs the type's code (a computed property): outside the lock.
