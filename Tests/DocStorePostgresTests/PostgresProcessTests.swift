@@ -155,6 +155,13 @@ struct PostgresProcessTests {
                     try txn.put(plain, key + [9], [4])
                     try txn.put(dups, [7], key)
                     try txn.put(dups, [7], key)
+                    // Deleted then put again, put then deleted, in one space: each in its order.
+                    try txn.discard(plain, key + [9], value: nil)
+                    try txn.put(plain, key + [9], [4])
+                    try txn.discard(dups, [7], value: key)
+                    try txn.put(dups, [7], key)
+                    try txn.put(dups, [8], key)
+                    try txn.discard(dups, [8], value: key)
                     inside.plain += 2
                     inside.dups += 2
                     let keep = Bool.random(using: &rng)
