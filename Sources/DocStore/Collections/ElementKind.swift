@@ -3,21 +3,42 @@ import Foundation
 /// What a request's elements are, and how they are made: a stored document decoded (a ``Document`` type, or
 /// ``DocumentValue``s), or a computed row converted (some fields of a document, a group, an aggregate). How the
 /// collection is opened for them, and how one is inserted (for `findOrCreate`).
-struct ElementKind<Element: Sendable>: Sendable {
+///
+/// A class, so that a query, which holds one and is copied at each refinement, copies one reference rather than each
+/// closure.
+final class ElementKind<Element: Sendable>: Sendable {
     /// The type, for messages; made only when a message needs it (it costs more than building a query).
     let typeName: @Sendable () -> String
-    var decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element = { _ in
-        throw DocStoreError(.invalidSchema, "a request of fields or groups has no stored documents to decode")
-    }
+    let decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element
     /// A computed row as an element: a group's values and its aggregate; for fields, or an aggregate of every match,
     /// no values.
     let row: @Sendable (_ values: [DocumentValue], _ value: DocumentValue) throws -> Element
     /// The collection as the catalog has it, for reading; `nil` when there is none. Never a write.
-    var openForReading: @Sendable (TransactionScope, String) throws -> CollectionHandle? = { try $0.handle(named: $1) }
+    let openForReading: @Sendable (TransactionScope, String) throws -> CollectionHandle?
     /// The collection for a change: a type's collection is synced with what it declares first.
-    var openForWriting: @Sendable (TransactionScope, String) throws -> CollectionHandle? = { try $0.handle(named: $1) }
+    let openForWriting: @Sendable (TransactionScope, String) throws -> CollectionHandle?
     /// Inserts an element; returns it as stored. `nil`: elements that are not documents.
-    var insert: (@Sendable (WriteContext, Element, String) throws -> Element)? = nil
+    let insert: (@Sendable (WriteContext, Element, String) throws -> Element)?
+
+    init(typeName: @escaping @Sendable () -> String,
+         decodeRaw: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Element = { _ in
+             throw DocStoreError(.invalidSchema, "a request of fields or groups has no stored documents to decode")
+         },
+         row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> Element,
+         openForReading: @escaping @Sendable (TransactionScope, String) throws -> CollectionHandle? = {
+             try $0.handle(named: $1)
+         },
+         openForWriting: @escaping @Sendable (TransactionScope, String) throws -> CollectionHandle? = {
+             try $0.handle(named: $1)
+         },
+         insert: (@Sendable (WriteContext, Element, String) throws -> Element)? = nil) {
+        self.typeName = typeName
+        self.decodeRaw = decodeRaw
+        self.row = row
+        self.openForReading = openForReading
+        self.openForWriting = openForWriting
+        self.insert = insert
+    }
 
     static var documentValue: ElementKind<DocumentValue> {
         ElementKind<DocumentValue>(typeName: { "DocumentValue" }, decodeRaw: { try DocumentValue(encoded: Array($0)) },

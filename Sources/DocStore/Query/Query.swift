@@ -233,7 +233,7 @@ extension Query where Element: Document {
     }
 
     /// The collection of `Element`, as its schema has it (fixed once per process).
-    static var collection: String { (try? TypeRegistry.schema(Element.self))?.collection ?? Element.collection }
+    static var collection: String { TypeRegistry.collection(Element.self) ?? Element.collection }
 
     /// Keeps only the documents for which `predicate` is true (in addition to earlier conditions).
     ///

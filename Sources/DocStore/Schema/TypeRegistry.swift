@@ -8,11 +8,14 @@ enum TypeRegistry {
     private final class Entry: @unchecked Sendable {
         // `paths` is read and written only under `entries`' lock; the rest never changes.
         let schema: Result<ResolvedSchema, DocStoreError>
+        /// The schema's collection, read apart: every query built names it.
+        let collection: String?
         let probe: Any?
         var paths: [AnyKeyPath: FieldPath?] = [:]
 
         init(schema: Result<ResolvedSchema, DocStoreError>, probe: Any?) {
             self.schema = schema
+            self.collection = try? schema.get().collection
             self.probe = probe
         }
     }
@@ -41,6 +44,9 @@ enum TypeRegistry {
     static func schema<T: Document>(_ type: T.Type) throws -> ResolvedSchema {
         try entry(type).schema.get()
     }
+
+    /// The type's collection, `nil` when the type has no valid schema.
+    static func collection<T: Document>(_ type: T.Type) -> String? { entry(type).collection }
 
     /// The field path `keyPath` reads, or `nil` when it is not a stored field (a computed property, `.count`, ...).
     static func fieldPath<T: Document>(_ keyPath: AnyKeyPath, of type: T.Type) -> FieldPath? {
