@@ -32,12 +32,8 @@ final class ElementKind<Element: Sendable>: Sendable {
              try $0.handle(named: $1)
          },
          insert: (@Sendable (WriteContext, Element, String) throws -> Element)? = nil) {
-        self.typeName = typeName
-        self.decodeRaw = decodeRaw
-        self.row = row
-        self.openForReading = openForReading
-        self.openForWriting = openForWriting
-        self.insert = insert
+        (self.typeName, self.decodeRaw, self.row) = (typeName, decodeRaw, row)
+        (self.openForReading, self.openForWriting, self.insert) = (openForReading, openForWriting, insert)
     }
 
     static var documentValue: ElementKind<DocumentValue> {
