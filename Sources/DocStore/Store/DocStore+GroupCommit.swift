@@ -36,14 +36,23 @@ extension DocStore {
     /// }
     /// ```
     ///
-    /// On a store kept in a file whose commits do not sync (``Durability/off``, ``Durability/periodic(milliseconds:)``),
-    /// a write that finds the store's thread idle runs on its caller's thread, which takes the store thread's turn
-    /// meanwhile (``StoreThread/borrow()``): it saves the hop there and back, a third of such a write's time. Writes
+    /// On a store kept in a file whose commits do not sync (``Durability/off``,
+    /// ``Durability/periodic(milliseconds:)``), a write that finds the store's thread idle runs on its caller's
+    /// thread, which takes the store thread's turn meanwhile (``StoreThread/borrow()``): it saves the hop there and
+    /// back, a third of such a write's time. Writes
     /// that come while it runs wait for it on the store's thread, and commit together after it. A commit that syncs
     /// always runs on the store's thread: a thread of Swift's shared pool must not wait for the disk, and the
     /// writes that come meanwhile must find their caller's thread free, to queue for the next group.
     public nonisolated func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws
         -> R {
+        try await write(body, reads: nil)
+    }
+
+    /// ``write(_:)``, with what `body` will read for its checks (`reads`): on an engine with round trips, a group
+    /// commit asks for every write's reads at once, before the writes run.
+    nonisolated func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R,
+                                        reads: (@Sendable (WriteContext) throws -> [(KeySpace, [UInt8])])?)
+        async throws -> R {
         try checkOpen()
         if writesOnCallersThreadsWhenIdle && thread.borrow() {
             let start = DispatchTime.now().uptimeNanoseconds
@@ -56,17 +65,20 @@ extension DocStore {
             if DispatchTime.now().uptimeNanoseconds - start > 500_000 { await Task.yield() }
             return try result.get()
         }
-        return try await writeOnThread(body)
+        return try await writeOnThread(body, reads: reads)
     }
 
     /// ``write(_:)`` as a job of the store's thread: at once when no other write waits, else with the group.
-    private func writeOnThread<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws -> R {
+    private func writeOnThread<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R,
+                                            reads: (@Sendable (WriteContext) throws -> [(KeySpace, [UInt8])])?)
+        async throws -> R {
         try checkOpen()
         if isReadOnly || (queuedWrites.isEmpty && thread.waitingJobs == 0) { return try withWrite(body) }
         let cancelled = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                queuedWrites.append(PendingWrite(body: body, continuation: continuation, cancelled: cancelled))
+                queuedWrites.append(PendingWrite(body: body, reads: reads, continuation: continuation,
+                                                 cancelled: cancelled))
                 guard !commitScheduled else { return }
                 commitScheduled = true
                 Task { self.commitQueuedWrites() }
@@ -102,6 +114,7 @@ extension DocStore {
                     // A run before this one met a full map, and what it opened was closed with it.
                     if published { core.forgetCollections(); published = false }
                     cut = group.count
+                    if txn.prefersBatches { try DocStore.readAhead(group, core: core, txn: txn) }
                     for (i, write) in group.enumerated() {
                         if txn.mustRunAgain { break }
                         let attempt = Attempt()
@@ -139,8 +152,23 @@ extension DocStore {
     }
 }
 
+extension DocStore {
+    /// What the writes of a group will read for their checks, asked for at once: on an engine with round trips, one
+    /// round trip for the group where each write would make its own. (The reads are only asked for: a write whose
+    /// collection is not open yet, or that reads something else, reads it itself.)
+    fileprivate static func readAhead(_ group: [any QueuedWrite], core: StoreCore, txn: any StorageTransaction) throws {
+        let scope = try TransactionScope(core: core, txn: txn)
+        let context = WriteContext(scope: scope)
+        defer { context.invalidate() }
+        let keys = group.flatMap { (try? $0.reads(context)) ?? [] }
+        if !keys.isEmpty { try txn.prefetch(keys) }
+    }
+}
+
 /// A write waiting for its commit, whatever its result's type.
 protocol QueuedWrite: AnyObject {
+    /// What the write will read for its checks, if it says (see ``DocStore/write(_:reads:)``).
+    func reads(_ context: WriteContext) throws -> [(KeySpace, [UInt8])]
     /// Runs the write's body, keeping its result for ``finish()``.
     func run(_ context: WriteContext) throws
     /// The write did not commit: ``finish()`` gives `error`.
@@ -153,13 +181,16 @@ protocol QueuedWrite: AnyObject {
 
 final class PendingWrite<R: Sendable>: QueuedWrite {
     private let body: @Sendable (WriteContext) throws -> R
+    private let readsAhead: (@Sendable (WriteContext) throws -> [(KeySpace, [UInt8])])?
     private let continuation: CheckedContinuation<R, any Error>
     private let cancelled: CancellationFlag
     private var outcome: Result<R, any Error>?
 
-    init(body: @escaping @Sendable (WriteContext) throws -> R, continuation: CheckedContinuation<R, any Error>,
-         cancelled: CancellationFlag) {
+    init(body: @escaping @Sendable (WriteContext) throws -> R,
+         reads: (@Sendable (WriteContext) throws -> [(KeySpace, [UInt8])])?,
+         continuation: CheckedContinuation<R, any Error>, cancelled: CancellationFlag) {
         self.body = body
+        self.readsAhead = reads
         self.continuation = continuation
         self.cancelled = cancelled
     }
@@ -173,6 +204,8 @@ final class PendingWrite<R: Sendable>: QueuedWrite {
     private func runBody(_ context: WriteContext) throws -> R {
         try WriteCancellation.$ofCaller.withValue(cancelled) { try body(context) }
     }
+
+    func reads(_ context: WriteContext) throws -> [(KeySpace, [UInt8])] { try readsAhead?(context) ?? [] }
 
     func failed(_ error: any Error) {
         outcome = .failure(error)

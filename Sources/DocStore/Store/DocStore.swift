@@ -389,13 +389,15 @@ public actor DocStore {
     /// turn, only writes its bytes. The same holds for ``save(_:)`` and ``insert(contentsOf:)``.
     public nonisolated func insert<T: Document>(_ document: T) async throws {
         let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection)
-        try await write { try $0.write(bytes, as: T.self, mode: .insert) }
+        try await write({ try $0.write(bytes, as: T.self, mode: .insert) },
+                        reads: { try $0.checkedReads(bytes, as: T.self) })
     }
 
     /// Inserts the document, or replaces the one with the same id, updating its index entries.
     public nonisolated func save<T: Document>(_ document: T) async throws {
         let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection)
-        try await write { try $0.write(bytes, as: T.self, mode: .save) }
+        try await write({ try $0.write(bytes, as: T.self, mode: .save) },
+                        reads: { try $0.checkedReads(bytes, as: T.self) })
     }
 
     /// Inserts several documents in one transaction: all of them, or none when one fails.
