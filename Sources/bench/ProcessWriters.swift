@@ -98,7 +98,7 @@ enum ProcessWriters {
                 }
             #if GRDB
             case "grdb":
-                let pool = try DatabasePool(path: path, configuration: GRDBPeer.configuration(durability))
+                let pool = try GRDBPeer.openPool(path, durability)
                 say("ready")
                 _ = readLine()
                 try await withThrowingTaskGroup(of: Void.self) { group in

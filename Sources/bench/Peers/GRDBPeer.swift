@@ -58,7 +58,7 @@ final class GRDBPeer: Peer {
 
     func load(_ people: [BenchPerson], in directory: String) async throws {
         path = directory + "/grdb.sqlite"
-        let pool = try DatabasePool(path: path, configuration: Self.configuration(durability))
+        let pool = try Self.openPool(path, durability)
         self.pool = pool
 
         var migrator = DatabaseMigrator()
@@ -96,6 +96,15 @@ final class GRDBPeer: Peer {
                 for person in batch { try Self.insert(person, db) }
             }
         }
+    }
+
+    /// A pool whose writer commits at `durability`. GRDB sets `synchronous = NORMAL` on the writer when it turns WAL
+    /// on, after the configuration's `prepareDatabase` has run, so the durability's own setting is made again then:
+    /// without it, every durability ran at NORMAL.
+    static func openPool(_ path: String, _ durability: BenchDurability) throws -> DatabasePool {
+        let pool = try DatabasePool(path: path, configuration: configuration(durability))
+        try pool.writeWithoutTransaction { try $0.execute(sql: durability.sqlitePragma) }
+        return pool
     }
 
     /// The pool's configuration: the durability's pragmas on every connection it opens, the writer and each
