@@ -620,7 +620,9 @@ final class PostgresTransaction: StorageTransaction {
     /// Every key's `get` not already read ahead, sent together and answered in one round trip.
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws {
         var asked = false
-        for (space, key) in keys where prefetched[PrefetchKey(space: space.number, key: key)] == nil {
+        var sent = Set<PrefetchKey>()
+        for (space, key) in keys where prefetched[PrefetchKey(space: space.number, key: key)] == nil
+            && sent.insert(PrefetchKey(space: space.number, key: key)).inserted {
             let t = table(space)
             asked = true
             try key.withUnsafeBytes { k in
@@ -845,6 +847,9 @@ final class PostgresTransaction: StorageTransaction {
         defer { savepoints -= 1 }
         let counts = countChanges
         let created = createdSpaces.count
+        // Values read ahead before the savepoint hold again after a rollback to it (prefetch reads its answers
+        // before it returns, so none is on its way).
+        let readAhead = prefetched
         let interrupted = interruptedChange
         do {
             // What was gathered before belongs to the transaction around: sent before the savepoint.
@@ -876,7 +881,7 @@ final class PostgresTransaction: StorageTransaction {
             engine.forget(Array(createdSpaces[created...]), on: connection)
             createdSpaces.removeSubrange(created...)
             writeGeneration += 1
-            prefetched = [:]   // (read after writes the rollback undid, perhaps)
+            prefetched = readAhead   // (those read since may have been read after writes the rollback undid)
             throw error
         }
     }

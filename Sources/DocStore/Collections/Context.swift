@@ -135,13 +135,13 @@ public final class WriteContext: ReadContext {
         return try handle.delete(id: try CollectionHandle.idKey(id, collection: handle.name), in: txn)
     }
 
-    /// Writes a document of type `T`, encoded already (by ``CollectionHandle/encoded(_:for:)``).
     /// What writing `bytes` as a `T` reads for its checks (its id, its unique keys); none while `T`'s collection is
     /// not open in the store's catalog.
     func checkedReads<T: Document>(_ bytes: [UInt8], as type: T.Type) throws -> [(KeySpace, [UInt8])] {
         try scope.handleForReading(type)?.checkedReads(of: bytes) ?? []
     }
 
+    /// Writes a document of type `T`, encoded already (by ``CollectionHandle/encoded(_:for:)``).
     func write<T: Document>(_ bytes: [UInt8], as type: T.Type, mode: CollectionHandle.WriteMode) throws {
         try checkWritable("\(mode == .insert ? "insert" : "save") a document into '\(try collection(of: T.self))'",
                           collection: try collection(of: T.self))

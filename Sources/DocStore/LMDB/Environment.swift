@@ -39,8 +39,9 @@ final class LMDBEnvironment: FileStorageEngine {
     let gate = TransactionGate()
     var syncsAtCommit: Bool { configuration.sync != .none && !configuration.readOnly }
     /// Held by a write from before its transaction begins until it ends, and by closing: one thread of the process
-    /// writes at a time. (LMDB's own lock would keep a second writer waiting in `mdb_txn_begin`, but only after it
-    /// may have grown the map, which LMDB refuses while another transaction of the process is open.)
+    /// writes at a time, whatever calls. (The store's writes already take turns, on its thread or in its turn; this
+    /// keeps the engine safe on its own. LMDB's lock would keep a second writer waiting in `mdb_txn_begin`, but only
+    /// after it may have grown the map, which LMDB refuses while another transaction of the process is open.)
     private let writer = NSLock()
     /// Called when a write that deleted a database aborts, before any reader may begin: the handles opened on the
     /// database are closed, and whoever keeps them must forget them.

@@ -71,8 +71,11 @@ struct PredicateTranslator<Input> {
         let translator = PredicateTranslator(variable: predicate.variable, fieldPath: fieldPath, decode: decode)
         let condition = translator.condition(of: predicate.expression).simplified
         guard case .and(let parts) = condition else { return IntegerBounds.bounding(condition) }
-        // (Bounds change only tests of arithmetic; a conjunction with none is simplified already.)
-        guard parts.contains(where: { if case .test = $0 { true } else { false } }) else { return condition }
+        // (Bounds change only tests of arithmetic. A conjunction with none, and with no nil test or disjunction that
+        // a second pass could drop or shorten, is simplified already.)
+        guard parts.contains(where: {
+            switch $0 { case .test, .or, .compare(_, .notEqual, .null): true; default: false }
+        }) else { return condition }
         return Condition.and(parts.map(IntegerBounds.bounding)).simplified
     }
 

@@ -60,9 +60,10 @@ extension DocStore {
                 defer { thread.giveBack() }
                 return try withWrite(body)
             }
-            writesOnCallersThreads.add(1, ordering: .relaxed)
-            // A long write (an index built, many documents changed) yields its caller's thread, as a long read does.
-            if DispatchTime.now().uptimeNanoseconds - start > 500_000 { await Task.yield() }
+            let made = writesOnCallersThreads.add(1, ordering: .relaxed).newValue
+            // A long write (an index built, many documents changed) yields its caller's thread, as a long read does;
+            // and so does every 16th: a task that loops short writes would otherwise never let go of its thread.
+            if made % 16 == 0 || DispatchTime.now().uptimeNanoseconds - start > 500_000 { await Task.yield() }
             return try result.get()
         }
         return try await writeOnThread(body, reads: reads)
