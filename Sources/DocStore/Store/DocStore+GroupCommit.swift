@@ -41,10 +41,10 @@ extension DocStore {
     /// On a store kept in a file whose commits do not sync (``Durability/off``,
     /// ``Durability/periodic(milliseconds:)``), a write that finds the store's thread idle runs on its caller's
     /// thread, which takes the store thread's turn meanwhile (``StoreThread/borrow()``): it saves the hop there and
-    /// back, a third of such a write's time. Writes
-    /// that come while it runs wait for it on the store's thread, and commit together after it. A commit that syncs
-    /// always runs on the store's thread: a thread of Swift's shared pool must not wait for the disk, and the
-    /// writes that come meanwhile must find their caller's thread free, to queue for the next group.
+    /// back, a third of such a write's time. Writes that come while it runs wait for it on the store's thread, and
+    /// commit together after it. A commit that syncs always runs on the store's thread: a thread of Swift's shared
+    /// pool must not wait for the disk, and the writes that come meanwhile must find their caller's thread free, to
+    /// queue for the next group.
     public nonisolated func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws
         -> R {
         try await write(body, reads: nil)

@@ -115,8 +115,8 @@ public actor DocStore {
     /// its answers could be wrong. A tool should say so.
     public nonisolated let isWithoutLockFile: Bool
     /// The store's state. Writes use it in the store thread's turn (on that thread, or on a caller's that borrowed
-    /// it); reads of a file on their callers' threads, through
-    /// what guards it (``StoreCore/withState(_:)``, the collections' ``PlanCache``s, the engine's gate).
+    /// it); reads of a file on their callers' threads, through what guards it (``StoreCore/withState(_:)``, the
+    /// collections' ``PlanCache``s, the engine's gate).
     nonisolated(unsafe) let core: StoreCore
     /// Set by ``close()``.
     private let closed = Atomic<Bool>(false)
