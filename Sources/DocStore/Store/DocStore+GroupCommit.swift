@@ -10,9 +10,9 @@ import Synchronization
 /// nested in the group's, so that a write that fails is undone alone; if the group as a whole cannot commit (the
 /// map cannot grow any more, or the commit itself fails), each of its writes runs again in a transaction of its
 /// own, so that none fails for a neighbour's sake. A group whose transaction can take no more nested ones (LMDB
-/// limits the pages one transaction changes) commits what it holds, and the rest of its writes run alone. On a file
-/// whose commits sync, a commit job that finds fewer writes queued than the last group held waits 50 µs first, for
-/// the writers that group resumed.
+/// limits the pages one transaction changes) commits what it holds, and the rest of its writes run alone. Where a
+/// commit waits (a file whose commits sync, a server), a commit job that finds fewer writes queued than the last group
+/// held waits 50 µs first, for the writers that group resumed.
 extension DocStore {
     /// Runs several steps in one write transaction: they commit together when `body` returns, and none of them
     /// does when it throws.
@@ -94,7 +94,7 @@ extension DocStore {
     /// Commits every queued write: alone, or as a group.
     private func commitQueuedWrites() async {
         // When fewer writes wait than the last group held, the writers it resumed are about to queue their next
-        // ones: on a file whose commits sync, a moment's wait lets one commit, one pair of syncs, carry them too.
+        // ones: where a commit waits (for syncs, for a server), a moment's wait lets one commit carry them too.
         // (The store's thread is free meanwhile; the writes that come join the queue.)
         if commitsWait && lastGroupSize > 1 && queuedWrites.count < lastGroupSize {
             try? await Task.sleep(for: DocStore.commitWait)

@@ -137,8 +137,9 @@ public actor DocStore {
     /// The writes the last group commit held.
     var lastGroupSize = 0
     /// Whether a group commit waits a moment (``commitWait``) for the writers the last group resumed: on a file
-    /// whose commits sync. 50 µs took 16 writers from 11,600-12,000 commits a second to 17,500-18,000 and 4 from
-    /// 5,500-6,300 to 7,300-7,400 (20,000 documents, AMD EPYC, 2 cores); 200 µs gained less.
+    /// whose commits sync, and on a server. 50 µs took 16 writers from 11,600-12,000 commits a second to
+    /// 17,500-18,000 and 4 from 5,500-6,300 to 7,300-7,400 on a file; 16 writers on PostgreSQL from 7,100 to
+    /// 7,900-8,400 (20,000 documents, AMD EPYC, 2 cores). 200 µs gained less.
     nonisolated let commitsWait: Bool
     static let commitWait = Duration.microseconds(50)
     /// Writes run on their callers' threads, in the store thread's turn (``StoreThread/borrow()``), for tests.
@@ -185,7 +186,7 @@ public actor DocStore {
         core.onRelease = { [changes] in changes.finishAll() }
         self.isWithoutLockFile = core.file?.isWithoutLockFile ?? false
         self.writesOnCallersThreadsWhenIdle = core.file.map { !$0.syncsAtCommit && !core.isReadOnly } ?? false
-        self.commitsWait = core.file?.syncsAtCommit ?? false
+        self.commitsWait = core.file?.syncsAtCommit ?? !core.isReadOnly   // (a server's commit is a round trip)
         self.thread = StoreThread(name: "DocStore " + threadName)
         self.readers = ReaderThreads(name: "DocStore reads " + threadName)
     }
