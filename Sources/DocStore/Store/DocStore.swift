@@ -137,9 +137,10 @@ public actor DocStore {
     /// The writes the last group commit held.
     var lastGroupSize = 0
     /// Whether a group commit waits a moment (``commitWait``) for the writers the last group resumed: on a file
-    /// whose commits sync, and on a server. 50 µs took 16 writers from 11,600-12,000 commits a second to
-    /// 17,500-18,000 and 4 from 5,500-6,300 to 7,300-7,400 on a file; 16 writers on PostgreSQL from 7,100 to
-    /// 7,900-8,400 (20,000 documents, AMD EPYC, 2 cores). 200 µs gained less.
+    /// whose commits sync, and on a server. Waiting 60 µs took 16 writers from 11,600-12,000 commits a second to
+    /// 17,500-18,000 and 4 from 5,500-6,300 to 7,300-7,400 on a file (20,000 documents, AMD EPYC, 2 cores); 200 µs
+    /// gained less. With the 50 µs kept: 19,300 and 8,900 on a file, and 16 writers on PostgreSQL went from 7,100
+    /// to 7,900-8,400.
     nonisolated let commitsWait: Bool
     static let commitWait = Duration.microseconds(50)
     /// Writes run on their callers' threads, in the store thread's turn (``StoreThread/borrow()``), for tests.
