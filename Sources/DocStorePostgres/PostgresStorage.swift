@@ -65,8 +65,8 @@ final class PostgresStorage: StorageEngine {
                     CREATE SCHEMA IF NOT EXISTS \(schema);
                     CREATE TABLE IF NOT EXISTS \(schema).meta (
                         one boolean PRIMARY KEY DEFAULT true CHECK (one),
-                        commit bigint NOT NULL, next_space integer NOT NULL);
-                    INSERT INTO \(schema).meta VALUES (true, 0, 1) ON CONFLICT DO NOTHING;
+                        commit bigint NOT NULL, next_space integer NOT NULL, catalog bigint NOT NULL DEFAULT 0);
+                    INSERT INTO \(schema).meta VALUES (true, 0, 1, 0) ON CONFLICT DO NOTHING;
                     CREATE TABLE IF NOT EXISTS \(schema).spaces (
                         name text PRIMARY KEY, number integer NOT NULL UNIQUE,
                         dupsort boolean NOT NULL, count bigint NOT NULL);
@@ -74,6 +74,14 @@ final class PostgresStorage: StorageEngine {
                     CREATE TABLE IF NOT EXISTS \(schema).commits (number bigint PRIMARY KEY, mark bytea NOT NULL);
                     COMMIT
                     """)
+                // A store made before the catalog's commit was kept: every process's cache begins empty.
+                let catalogKept = try connection.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = "
+                    + "'\(settings.schema.replacingOccurrences(of: "'", with: "''"))' AND table_name = 'meta' AND "
+                    + "column_name = 'catalog'")
+                if catalogKept.rowCount == 0 {
+                    try connection.execute("ALTER TABLE \(schema).meta ADD COLUMN IF NOT EXISTS catalog bigint NOT NULL "
+                                           + "DEFAULT 0")
+                }
                 return
             } catch let error as PostgresError where attempt < 5 && !error.connectionLost {
                 _ = try? connection.execute("ROLLBACK")
@@ -141,6 +149,7 @@ final class PostgresStorage: StorageEngine {
     func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
         try translating {
             var attempt = 0
+            var assumeAbsence = true
             while true {
                 attempt += 1
                 let connection = try liveConnection()
@@ -148,7 +157,7 @@ final class PostgresStorage: StorageEngine {
                 let txn: PostgresTransaction
                 do {
                     txn = try PostgresTransaction(beginning: "BEGIN", engine: self, connection: connection,
-                                                  isReadOnly: false)
+                                                  isReadOnly: false, assumingAbsence: assumeAbsence)
                 } catch let error as PostgresError where error.connectionLost && attempt < 10 {
                     continue   // nothing has run yet
                 }
@@ -157,7 +166,10 @@ final class PostgresStorage: StorageEngine {
                     result = try body(txn)
                     if let failure = txn.failure { throw failure }
                     if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
-                    try txn.checkBegun()
+                    if txn.mustRunAgain { throw PostgresTransaction.staleCache }
+                    // A write that changed something checks the commit it began at with its commit; one that did
+                    // not waits for the answer to `BEGIN`.
+                    if !txn.changed { try txn.checkBegun() }
                     txn.invalidate()
                     committing = true
                     try txn.commit()
@@ -174,8 +186,11 @@ final class PostgresStorage: StorageEngine {
                         if attempt < 10 { continue }
                     } else {
                         // The writes sent ahead are answered first (their errors are this one's consequences).
-                        try? connection.settle()
+                        do { try connection.settle() } catch { txn.note(error) }
                         _ = try? connection.execute("ROLLBACK")
+                        if let cause { txn.note(cause) }
+                        // A key taken as absent was there: the write runs again, reading what it checks.
+                        if txn.assumedWrongly { assumeAbsence = false }
                         if (cause?.isConflict ?? false) || txn.mustRunAgain, attempt < 10 { continue }
                     }
                     throw error
@@ -184,11 +199,12 @@ final class PostgresStorage: StorageEngine {
         }
     }
 
-    /// Whether `txn` committed, asked on a new connection after the old one was lost mid-commit: whether the
-    /// commit number it would have made holds its mark.
+    /// Whether `txn` committed, asked on a new connection after the old one was lost mid-commit: whether a commit
+    /// holds its mark.
     private func committed(_ txn: PostgresTransaction) throws -> Bool {
-        let found = try liveConnection().execute("SELECT encode(mark, 'hex') FROM commits WHERE number = \(txn.id)")
-        return found.rowCount > 0 && found.text(0, 0) == txn.mark.map { String(format: "%02x", $0) }.joined()
+        // (Asked by the mark alone: the answer that said which commit the transaction began at may not have come.)
+        let mark = txn.mark.map { String(format: "%02x", $0) }.joined()
+        return try liveConnection().execute("SELECT 1 FROM commits WHERE mark = decode('\(mark)', 'hex')").rowCount > 0
     }
 
     fileprivate func forget(_ spaces: [UInt32], on connection: PostgresConnection) {
@@ -256,6 +272,15 @@ final class PostgresStorage: StorageEngine {
     }
 }
 
+/// Calls `body` with the bytes of each of `arrays`, valid for the call.
+func withBuffers<R>(_ arrays: [[UInt8]], _ body: ([UnsafeRawBufferPointer]) throws -> R) throws -> R {
+    func nest(_ i: Int, _ done: [UnsafeRawBufferPointer]) throws -> R {
+        if i == arrays.count { return try body(done) }
+        return try arrays[i].withUnsafeBytes { try nest(i + 1, done + [$0]) }
+    }
+    return try nest(0, [])
+}
+
 /// An identifier, quoted for SQL.
 func quoted(_ identifier: String) -> String {
     "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
@@ -272,22 +297,41 @@ final class PostgresTransaction: StorageTransaction {
 
     /// The commit this transaction began at, once the answer to its `BEGIN` has been read; `nil` before.
     private var begunAt: Int?
-    /// The commit the cache held when this transaction began: it serves the transaction's first reads before the
-    /// answer comes (``usedCache``).
+    /// The commit and the catalog's last change the cache held when this transaction began: it serves the
+    /// transaction's first reads before the answer comes (``usedCachedCounts``, ``usedCachedCatalog``).
     private let assumedCommit: Int
-    /// Whether a value came from the cache before the answer to `BEGIN` said which commit this transaction sees.
-    private var usedCache = false
-    /// The answer said another commit than the cache's, after the cache had served: what was read may be out of
-    /// date, and the transaction must run again (``mustRunAgain``).
+    private let assumedCatalog: Int
+    /// Whether counts (which every commit may change) or catalog entries (which only a change of the catalog
+    /// changes) came from the cache before the answer to `BEGIN` said which commit this transaction sees.
+    private var usedCachedCounts = false
+    private var usedCachedCatalog = false
+    /// The answer said another commit than the cache's, after the cache had served what that commit changes: what
+    /// was read may be out of date, and the transaction must run again (``mustRunAgain``).
     private var stale = false
     /// Random bytes kept with this transaction's commit number (table `commits`), for asking whether it committed
     /// when the connection goes.
     fileprivate let mark = withUnsafeBytes(of: UUID().uuid) { Array($0) }
 
-    var mustRunAgain: Bool { stale }
+    var mustRunAgain: Bool { stale || assumedWrongly }
     /// What a transaction the cache served from another commit throws, to be run again.
-    private static let staleCache = StorageError.failed("the commit cache served a transaction from another commit: "
-                                                        + "it runs again")
+    static let staleCache = StorageError.failed("the commit cache served a transaction from another commit: "
+                                                + "it runs again")
+
+    /// Whether keys a write expects absent are taken as absent without asking (``prefetch(_:expectingAbsent:)``).
+    private let assumesAbsence: Bool
+    /// A check sent ahead failed: a key taken as absent was there, or the commit cache served this transaction from
+    /// another commit than the one it saw. The transaction cannot commit, and runs again.
+    private(set) var assumedWrongly = false
+    /// What a failed check sent ahead gives: a division by zero, the one error in portable SQL that a `SELECT` can
+    /// be made to raise on a condition. No other statement of the engine divides.
+    private static let checkFailedState = "22012"
+
+    /// Notes an error of the server: a failed check means that the transaction runs again.
+    func note(_ error: any Error) {
+        if let error = error as? PostgresError, error.sqlState == PostgresTransaction.checkFailedState {
+            assumedWrongly = true
+        }
+    }
     var hasBegun: Bool { begunAt != nil }
 
     /// For a read, the commit it sees; for a write, the commit it makes.
@@ -319,25 +363,28 @@ final class PostgresTransaction: StorageTransaction {
     /// it began at.
     fileprivate(set) var resetCounts = false
 
-    /// Begins a transaction with `begin` and asks for the commit it sees (a write locks the `meta` row, so that
-    /// writers of every process take turns), both sent ahead: their answer comes with the transaction's first
-    /// statement, in the same round trip. Until then the cache serves as of its own commit; if the answer names
-    /// another, a transaction the cache served runs again.
-    init(beginning begin: String, engine: PostgresStorage, connection: PostgresConnection, isReadOnly: Bool) throws {
+    /// Begins a transaction with `begin` and asks for the commit it sees and the commit that last changed the
+    /// catalog (a write locks the `meta` row, so that writers of every process take turns), both sent ahead: their
+    /// answer comes with the transaction's first statement, in the same round trip. Until then the cache serves as
+    /// of its own commit; if the answer says that what it served has changed since, the transaction runs again.
+    init(beginning begin: String, engine: PostgresStorage, connection: PostgresConnection, isReadOnly: Bool,
+         assumingAbsence: Bool = false) throws {
         self.engine = engine
         self.connection = connection
         self.isReadOnly = isReadOnly
+        assumesAbsence = assumingAbsence && !isReadOnly
         assumedCommit = engine.cache.commit
+        assumedCatalog = engine.cache.catalogChanged
         try connection.sendAhead(begin)
-        let sql = isReadOnly ? "SELECT commit FROM meta" : "SELECT commit FROM meta FOR UPDATE"
-        try connection.sendAhead(isReadOnly ? "began" : "beganwrite", sql, []) { [weak self] answer in
+        let sql = isReadOnly ? "SELECT commit, catalog FROM meta" : "SELECT commit, catalog FROM meta FOR UPDATE"
+        try connection.sendAhead(isReadOnly ? "began2" : "beganwrite2", sql, []) { [weak self] answer in
             guard let self, answer.rowCount > 0 else { return }
-            let commit = answer.binaryInteger(0, 0)
+            let commit = answer.binaryInteger(0, 0), catalog = answer.binaryInteger(0, 1)
             begunAt = commit
-            if commit != assumedCommit {
-                if usedCache { stale = true }
-                engine.cache.begin(at: commit)
+            if (usedCachedCounts && commit != assumedCommit) || (usedCachedCatalog && catalog != assumedCatalog) {
+                stale = true
             }
+            engine.cache.begin(at: commit, catalogChanged: catalog)
         }
     }
 
@@ -348,9 +395,11 @@ final class PostgresTransaction: StorageTransaction {
         if stale { throw PostgresTransaction.staleCache }
     }
 
-    /// Notes that the cache served this transaction, and whether it could before the answer to `BEGIN` came.
-    fileprivate func servedFromCache() {
-        if begunAt == nil { usedCache = true }
+    /// Notes that the cache served this transaction a count, or a catalog entry, before the answer to `BEGIN` came.
+    fileprivate func servedFromCache(catalog: Bool) {
+        if begunAt == nil {
+            if catalog { usedCachedCatalog = true } else { usedCachedCounts = true }
+        }
     }
 
     func invalidate() {
@@ -385,20 +434,38 @@ final class PostgresTransaction: StorageTransaction {
             // prepared statement. The mark is for asking after a lost connection whether the commit held: a
             // transaction id the server never logged is given out again after a crash, and another transaction
             // with it may have committed. The marks of all but the last 1,024 commits are let go.
+            // A change of the catalog is noted as this commit's (`$5`).
+            //
+            // When the cache served this transaction before the answer to `BEGIN` came (which has not come yet), the
+            // statement also checks that what it served still held: that the commit made follows the one the cache
+            // held (`$3`), that the catalog last changed where the cache says (`$4`); -1 for no check. Else it
+            // fails, and with it the transaction, which runs again. (`old` sees the row as before the update.)
+            let counts = begunAt == nil && usedCachedCounts ? assumedCommit : -1
+            let catalog = begunAt == nil && usedCachedCatalog ? assumedCatalog : -1
             try mark.withUnsafeBytes { m in
                 try engine.channelName.withUTF8Bytes { c in
-                    try connection.sendAhead("commitnext", "WITH next AS (UPDATE meta SET commit = commit + 1 RETURNING "
-                                             + "commit), marked AS (INSERT INTO commits SELECT commit, $1 FROM next "
-                                             + "RETURNING 1) SELECT pg_notify(convert_from($2, 'UTF8'), '') FROM marked",
-                                             [m, c]) { _ in }
+                    try connection.sendAhead("commitnext2", "WITH old AS (SELECT commit, catalog FROM meta), next AS "
+                                             + "(UPDATE meta SET commit = commit + 1, catalog = CASE WHEN $5::bigint = 1 "
+                                             + "THEN commit + 1 ELSE catalog END RETURNING commit), marked AS (INSERT "
+                                             + "INTO commits SELECT commit, $1 FROM next RETURNING 1) SELECT "
+                                             + "pg_notify(convert_from($2, 'UTF8'), ''), 1 / (CASE WHEN ($3::bigint < 0 "
+                                             + "OR old.commit = $3::bigint) AND ($4::bigint < 0 OR old.catalog = "
+                                             + "$4::bigint) THEN 1 ELSE 0 END) FROM marked, old", [m, c],
+                                             integers: [counts, catalog, wroteCatalog ? 1 : 0]) { _ in }
                 }
             }
-            if id % 1_024 == 0 {
-                try connection.sendAhead("DELETE FROM commits WHERE number <= \(id - 1_024)")
+            // (By the commit this transaction is thought to make, before the answer says: a later one lets them go
+            // if this one misses.)
+            let made = (begunAt ?? assumedCommit) + 1
+            if made > 0 && made % 1_024 == 0 {
+                try connection.sendAhead("DELETE FROM commits WHERE number <= \(made - 1_024)")
             }
         }
         try connection.sendAhead("COMMIT")
-        try connection.settle()
+        do { try connection.settle() } catch {
+            note(error)
+            throw error
+        }
     }
 
     /// The spaces whose counts the writes sent ahead changed: noted on the server (`docstore_deltas`), added up at
@@ -422,6 +489,7 @@ final class PostgresTransaction: StorageTransaction {
             result = try body()
         } catch let error as PostgresError {
             if savepoints == 0 { failure = error }
+            note(error)
             throw error
         }
         if stale { throw PostgresTransaction.staleCache }
@@ -524,7 +592,7 @@ final class PostgresTransaction: StorageTransaction {
                            integers: [Int(space.number)]).binaryInteger(0, 0) + (countChanges[space.number] ?? 0)
         }
         let cached = resetCounts ? nil : engine.cache.counts[space.number]
-        if cached != nil { servedFromCache() }
+        if cached != nil { servedFromCache(catalog: false) }
         let stored = try cached ?? {
             let answer = try run("count", "SELECT count FROM spaces WHERE number = $1::bigint", [],
                                  integers: [Int(space.number)])
@@ -618,7 +686,13 @@ final class PostgresTransaction: StorageTransaction {
     }
 
     /// Every key's `get` not already read ahead, sent together and answered in one round trip.
-    func prefetch(_ keys: [(KeySpace, [UInt8])]) throws {
+    ///
+    /// Keys the caller expects absent are, on a write's first run, taken as absent without asking: one statement
+    /// sent ahead with the writes checks that none is there, and fails when one is (see ``note(_:)``). The
+    /// transaction then cannot commit, and runs again reading them; the caller finds the key there and refuses.
+    /// So an insert costs one round trip, its commit's.
+    func prefetch(_ keys: [(KeySpace, [UInt8])], expectingAbsent: Bool) throws {
+        if expectingAbsent && assumesAbsence { return try assumeAbsent(keys) }
         var asked = false
         var sent = Set<PrefetchKey>()
         for (space, key) in keys where prefetched[PrefetchKey(space: space.number, key: key)] == nil
@@ -640,13 +714,31 @@ final class PostgresTransaction: StorageTransaction {
         if asked { try onServer { try connection.settle() } }
     }
 
+    private func assumeAbsent(_ keys: [(KeySpace, [UInt8])]) throws {
+        var bySpace: [UInt32: [[UInt8]]] = [:]
+        for (space, key) in keys where prefetched[PrefetchKey(space: space.number, key: key)] == nil {
+            prefetched[PrefetchKey(space: space.number, key: key)] = .some(nil)
+            bySpace[space.number, default: []].append(key)
+        }
+        guard !bySpace.isEmpty else { return }
+        let spaces = bySpace.keys.sorted()
+        let arrays = spaces.map { PostgresTransaction.byteaArray(bySpace[$0]!) }
+        let found = spaces.enumerated().map { i, number in
+            "EXISTS (SELECT 1 FROM \(table(KeySpace(number: number))) WHERE k = ANY($\(i + 1)::bytea[]))"
+        }
+        try withBuffers(arrays) { values in
+            try runAhead("absent_" + spaces.map(String.init).joined(separator: "_"),
+                         "SELECT 1 / (CASE WHEN \(found.joined(separator: " OR ")) THEN 0 ELSE 1 END)", values)
+        }
+    }
+
     func get(_ space: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         if !prefetched.isEmpty, let found = prefetched[PrefetchKey(space: space.number, key: Array(key))] {
             return found
         }
         let cached = space.number == engine.cache.catalog && !wroteCatalog
         if cached, let hit = engine.cache.entries[Array(key)] {
-            servedFromCache()
+            servedFromCache(catalog: true)
             guard let hit else { return nil }
             cachedValues.append(hit)
             return hit.buffer
@@ -690,7 +782,17 @@ final class PostgresTransaction: StorageTransaction {
     /// sent as one statement a space: the rows of one `unnest` of two arrays. The order of the statements is
     /// unchanged, so that everything else sees them as if sent one by one. A space's puts of one key keep the last
     /// value (a duplicate-sorted space keeps each pair once).
-    private var gathered: [UInt32: GatheredPuts] = [:]
+    ///
+    /// They are gathered per nested transaction (``nested(_:)``), the transaction itself first, each with whether
+    /// its `SAVEPOINT` has been sent. A savepoint is sent only when its transaction first sends something else (a
+    /// read, a write that answers), after the puts gathered around it: a nested transaction that sends nothing (a
+    /// group commit's insert, whose checks were read ahead) costs no statement, and its puts join those around it.
+    private var levels = [Level(name: "", opened: true)]
+    private struct Level {
+        let name: String
+        var opened: Bool
+        var gathered: [UInt32: GatheredPuts] = [:]
+    }
     private struct GatheredPuts {
         var keys: [[UInt8]] = []
         var values: [[UInt8]] = []
@@ -706,19 +808,38 @@ final class PostgresTransaction: StorageTransaction {
             keys.append(key)
             values.append(value)
         }
+
+        /// Adds the puts of `other`, made after these.
+        mutating func add(_ other: GatheredPuts, duplicateSorted: Bool) {
+            if keys.isEmpty { return self = other }
+            for (key, value) in zip(other.keys, other.values) { add(key, value, duplicateSorted: duplicateSorted) }
+        }
     }
 
     private func gather(_ space: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
                         duplicateSorted: Bool) {
         // (Changed in place: a copy taken out of the dictionary and put back would copy the arrays each time.)
-        gathered[space.number, default: GatheredPuts()].add(Array(key), Array(value), duplicateSorted: duplicateSorted)
+        levels[levels.count - 1].gathered[space.number, default: GatheredPuts()]
+            .add(Array(key), Array(value), duplicateSorted: duplicateSorted)
     }
 
-    /// Sends the gathered puts, a statement a space, each noting how many entries it added.
+    /// Sends the savepoints not yet sent, each after the puts gathered around it, and the puts gathered in the
+    /// innermost: everything that must reach the server before a statement of another kind.
     private func sendGathered() throws {
-        guard !gathered.isEmpty else { return }
-        let all = gathered
-        gathered = [:]
+        for i in levels.indices {
+            if !levels[i].opened {
+                try connection.sendAhead("SAVEPOINT \(levels[i].name)")
+                levels[i].opened = true
+            }
+            guard !levels[i].gathered.isEmpty else { continue }
+            let all = levels[i].gathered
+            levels[i].gathered = [:]
+            try send(all)
+        }
+    }
+
+    /// Sends puts, a statement a space, each noting how many entries it added.
+    private func send(_ all: [UInt32: GatheredPuts]) throws {
         for (number, puts) in all.sorted(by: { $0.key < $1.key }) {
             let space = KeySpace(number: number)
             let t = table(space)
@@ -839,11 +960,12 @@ final class PostgresTransaction: StorageTransaction {
     /// A savepoint: released into this transaction when `body` returns, rolled back to when it throws.
     ///
     /// `SAVEPOINT` and `RELEASE` are sent ahead with the writes, so that the writes of a group commit, each nested,
-    /// cost no round trip of their own. A rollback undoes the count changes noted on the server with the writes.
+    /// cost no round trip of their own; and only when `body` sends something else than puts (see ``levels``): else
+    /// its puts join this transaction's when it returns, and are dropped when it throws. A rollback undoes the count
+    /// changes noted on the server with the writes.
     func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
         if let failure { throw failure }
         savepoints += 1
-        let name = "nested\(savepoints)"
         defer { savepoints -= 1 }
         let counts = countChanges
         let created = createdSpaces.count
@@ -851,30 +973,25 @@ final class PostgresTransaction: StorageTransaction {
         // before it returns, so none is on its way).
         let readAhead = prefetched
         let interrupted = interruptedChange
+        levels.append(Level(name: "nested\(savepoints)", opened: false))
+        let result: R
         do {
-            // What was gathered before belongs to the transaction around: sent before the savepoint.
-            try sendGathered()
-            try connection.sendAhead("SAVEPOINT \(name)")
-        } catch let error as PostgresError {
-            throw StorageError.nestingRefused(error.description)
-        }
-        do {
-            let result = try body(self)
+            result = try body(self)
             if interruptedChange != nil && interrupted == nil {
                 throw StorageError.interruptedChange(interruptedChange!)
             }
-            try connection.sendAhead("RELEASE SAVEPOINT \(name)")
-            return result
         } catch {
             // What was gathered since the savepoint is undone by not sending it. What was sent ahead is answered
             // first: its error, if any, is this one or its cause.
-            gathered = [:]
-            try? connection.settle()
-            do {
-                try connection.execute("ROLLBACK TO SAVEPOINT \(name)")
-            } catch let rollbackError as PostgresError {
-                failure = rollbackError
-                throw error
+            let level = levels.removeLast()
+            if level.opened {
+                do { try connection.settle() } catch { note(error) }
+                do {
+                    try connection.execute("ROLLBACK TO SAVEPOINT \(level.name)")
+                } catch let rollbackError as PostgresError {
+                    failure = rollbackError
+                    throw error
+                }
             }
             countChanges = counts
             interruptedChange = interrupted
@@ -884,6 +1001,13 @@ final class PostgresTransaction: StorageTransaction {
             prefetched = readAhead   // (those read since may have been read after writes the rollback undid)
             throw error
         }
+        let level = levels.removeLast()
+        if level.opened { try connection.sendAhead("RELEASE SAVEPOINT \(level.name)") }
+        for (number, puts) in level.gathered {
+            levels[levels.count - 1].gathered[number, default: GatheredPuts()]
+                .add(puts, duplicateSorted: isDuplicateSorted(KeySpace(number: number)))
+        }
+        return result
     }
 
     func twin() -> (any StorageTransaction)? { nil }
@@ -898,11 +1022,11 @@ extension String {
     }
 }
 
-/// What every transaction reads and only a commit changes, kept from one transaction to the next while no commit
-/// came between: the catalog's entries (every transaction of the store reads its records) and the key spaces'
-/// counts (the planner asks for them). A transaction that begins at another commit than the last one's starts it
-/// afresh; a commit of this engine carries its own count changes over, and forgets the catalog if it wrote there.
-/// Writers take turns on the `meta` row, so a commit's state is the one it began at plus its own changes.
+/// What every transaction reads and only a commit changes, kept from one transaction to the next: the catalog's
+/// entries (every transaction of the store reads its records), while no commit changed the catalog, and the key
+/// spaces' counts (the planner asks for them), while no commit came between. A transaction that begins past either
+/// drops that part; a commit of this engine carries its own count changes over, and forgets the catalog if it wrote
+/// there. Writers take turns on the `meta` row, so a commit's state is the one it began at plus its own changes.
 final class CommitCache {
     /// A cached value's bytes, at an address that stays while a transaction holds it.
     final class Bytes {
@@ -917,22 +1041,32 @@ final class CommitCache {
 
     /// The catalog's space, once a transaction has opened it.
     var catalog: UInt32?
-    /// The commit the cache holds, -1 for none.
+    /// The commit the cache's counts hold at, -1 for none.
     private(set) var commit = -1
+    /// The commit that last changed the catalog, which the cache's catalog entries hold at; -1 for none.
+    private(set) var catalogChanged = -1
     /// The catalog's entries read at ``commit``: a value, or none (`.some(nil)`).
     var entries: [[UInt8]: Bytes?] = [:]
     var counts: [UInt32: Int] = [:]
 
-    /// A transaction begins at `commit`.
-    func begin(at commit: Int) {
-        guard commit != self.commit else { return }
-        forget()
-        self.commit = commit
+    /// A transaction begins at `commit`, where the catalog last changed at `catalogChanged`.
+    func begin(at commit: Int, catalogChanged: Int) {
+        if commit != self.commit {
+            counts = [:]
+            self.commit = commit
+        }
+        if catalogChanged != self.catalogChanged {
+            entries = [:]
+            self.catalogChanged = catalogChanged
+        }
     }
 
     /// `txn` committed, as the commit after the one it began at.
     func committed(_ txn: PostgresTransaction) {
-        if txn.wroteCatalog { entries = [:] }
+        if txn.wroteCatalog {
+            entries = [:]
+            catalogChanged = commit + 1
+        }
         if txn.resetCounts {
             counts = [:]
         } else {
@@ -946,5 +1080,6 @@ final class CommitCache {
         entries = [:]
         counts = [:]
         commit = -1
+        catalogChanged = -1
     }
 }

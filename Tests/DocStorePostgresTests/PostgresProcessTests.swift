@@ -129,6 +129,56 @@ struct PostgresProcessTests {
         #expect(Set(claims.map(\.code)) == Set(0..<codes))
     }
 
+    /// Two stores on one schema, each with its own cache of the catalog and the counts (as two processes have):
+    /// an insert takes its id and unique values as absent without asking, and a write served the catalog from the
+    /// cache before the server said where the catalog last changed. Whatever the other store did in between, each
+    /// refuses what it must, and sees the other's indexes and counts.
+    @Test func aStoreSeesWhatAnotherChangedWhileItsCacheHeldTheOld() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        let a = try await DocStore(postgres: url)
+        let b = try await DocStore(postgres: url)
+        let ann = Person(name: "Ann", age: 30, email: "ann@example.com")
+        try await a.insert(ann)
+        try await b.insert(Person(name: "Bo", age: 40, email: "bo@example.com"))
+        // Each store's cache now holds the catalog and the counts; the other commits past them.
+        for (store, other) in [(a, b), (b, a)] {
+            // (One with an email: a missing one is not indexed, and takes nothing.)
+            let taken = try await Person.query().results(in: other).last { $0.email != nil }!
+            await Self.expect(.duplicateID) { try await store.insert(taken) }
+            var copy = Person(name: "Copy \(UUID())", age: 1, email: taken.email)
+            await Self.expect(.uniqueViolation) { try await store.insert(copy) }
+            copy.email = "new-\(UUID())@example.com"
+            try await other.insert(Person(name: "Filler \(UUID())", age: 2))
+            try await store.insert(copy)
+        }
+        #expect(try await Person.query().count(in: a) == 6)
+        #expect(try await Person.query().count(in: b) == 6)
+        // An index the one store makes binds the other's next write, which its cache knew nothing of.
+        try await b.write { ctx in
+            try ctx.createIndex(IndexDefinition(name: "by_name", kind: .unique, fields: ["name"]), in: "people")
+        }
+        await Self.expect(.uniqueViolation) {
+            try await a.write { ctx in
+                try ctx.insert(.object([("id", .string(UUID().uuidString)), ("name", .string("Ann")), ("age", .int(5)),
+                                        ("city", .string("Oslo")), ("tags", .array([]))]), into: "people")
+            }
+        }
+        await Self.expect(.uniqueViolation) { try await a.insert(Person(name: "Bo", age: 9)) }
+        try await a.insert(Person(name: "Cy", age: 9))
+        #expect(try await Person.query().count(in: b) == 7)
+        #expect(try await a.verify().isClean)
+    }
+
+    static func expect(_ code: DocStoreError.Code, sourceLocation: SourceLocation = #_sourceLocation,
+                       _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("no error; expected \(code)", sourceLocation: sourceLocation)
+        } catch {
+            #expect((error as? DocStoreError)?.code == code, "\(error)", sourceLocation: sourceLocation)
+        }
+    }
+
     /// Writes sent ahead (their count changes noted on the server and added up at the commit) keep the counts
     /// right inside a transaction, through savepoints kept and rolled back, and from one commit to the next, where
     /// the engine keeps the counts the commit returned. And a walk placed by a bounded seek ends at its bound.

@@ -85,7 +85,11 @@ package protocol StorageTransaction: AnyObject {
     func entryCounts(_ ranges: [(space: KeySpace, lower: [UInt8], upper: [UInt8]?)], atMost limit: Int?) throws -> [Int]
     /// Reads the values under these keys ahead, for the ``get(_:_:)``s that follow before the next write: an
     /// engine with a round trip per call asks for them all in one. Does nothing on an engine without round trips.
-    func prefetch(_ keys: [(KeySpace, [UInt8])]) throws
+    ///
+    /// `expectingAbsent` says that the caller refuses its write when any of them is there (an insert's checks): an
+    /// engine with round trips may then take them as absent without asking, check with the commit that none was
+    /// there, and run the transaction again (reading them) when one was.
+    func prefetch(_ keys: [(KeySpace, [UInt8])], expectingAbsent: Bool) throws
     /// Deletes as ``delete(_:_:value:)`` does, for a caller that needs no answer: an engine with a round trip per
     /// call sends it with the next statement that waits, as it sends a ``put(_:_:_:noOverwrite:noDuplicate:)``
     /// that has nothing to refuse.
@@ -135,7 +139,8 @@ extension StorageTransaction {
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws { _ = try delete(space, key, value: value) }
     package func append(_ space: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws { try put(space, key, value) }
 
-    func prefetch(_ keys: [(KeySpace, [UInt8])]) throws {}
+    func prefetch(_ keys: [(KeySpace, [UInt8])], expectingAbsent: Bool) throws {}
+    func prefetch(_ keys: [(KeySpace, [UInt8])]) throws { try prefetch(keys, expectingAbsent: false) }
 
     func keySummaries(_ space: KeySpace, from lower: [UInt8], after: [UInt8]?, below upper: [UInt8]?, atMost limit: Int)
         throws -> [(key: [UInt8], first: [UInt8], count: Int)] {

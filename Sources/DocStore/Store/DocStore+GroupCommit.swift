@@ -53,7 +53,7 @@ extension DocStore {
     /// ``write(_:)``, with what `body` will read for its checks (`reads`): on an engine with round trips, a group
     /// commit asks for every write's reads at once, before the writes run.
     nonisolated func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R,
-                                        reads: (@Sendable (WriteContext) throws -> [(KeySpace, [UInt8])])?)
+                                        reads: CheckedReads?)
         async throws -> R {
         try checkOpen()
         if writesOnCallersThreadsWhenIdle && thread.borrow() {
@@ -73,10 +73,10 @@ extension DocStore {
 
     /// ``write(_:)`` as a job of the store's thread: at once when no other write waits, else with the group.
     private func writeOnThread<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R,
-                                            reads: (@Sendable (WriteContext) throws -> [(KeySpace, [UInt8])])?)
+                                            reads: CheckedReads?)
         async throws -> R {
         try checkOpen()
-        if isReadOnly || (queuedWrites.isEmpty && thread.waitingJobs == 0) { return try withWrite(body) }
+        if isReadOnly || (queuedWrites.isEmpty && thread.waitingJobs == 0) { return try withWrite(body, reads: reads) }
         let cancelled = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -171,15 +171,27 @@ extension DocStore {
         let scope = try TransactionScope(core: core, txn: txn)
         let context = WriteContext(scope: scope)
         defer { context.invalidate() }
-        let keys = group.flatMap { (try? $0.reads(context)) ?? [] }
-        if !keys.isEmpty { try txn.prefetch(keys) }
+        let keys = group.flatMap { write in write.reads.flatMap { try? $0.keys(context) } ?? [] }
+        // Taken as absent without asking only when every write of the group expects them so: a body of the
+        // caller's own must read what is there, even in a run that does not commit.
+        let absent = group.allSatisfy { $0.reads?.expectingAbsent == true }
+        if !keys.isEmpty { try txn.prefetch(keys, expectingAbsent: absent) }
     }
+}
+
+/// What a write will read for its checks (see ``DocStore/write(_:reads:)``), and whether it is refused when any of
+/// it is there: an insert of the store's own, whose body the caller does not see, so that an engine with round
+/// trips may take the keys as absent without asking (``StorageTransaction/prefetch(_:expectingAbsent:)``) and run
+/// it again when one was there.
+struct CheckedReads: Sendable {
+    let expectingAbsent: Bool
+    let keys: @Sendable (WriteContext) throws -> [(KeySpace, [UInt8])]
 }
 
 /// A write waiting for its commit, whatever its result's type.
 protocol QueuedWrite: AnyObject {
     /// What the write will read for its checks, if it says (see ``DocStore/write(_:reads:)``).
-    func reads(_ context: WriteContext) throws -> [(KeySpace, [UInt8])]
+    var reads: CheckedReads? { get }
     /// Runs the write's body, keeping its result for ``finish()``.
     func run(_ context: WriteContext) throws
     /// The write did not commit: ``finish()`` gives `error`.
@@ -192,16 +204,16 @@ protocol QueuedWrite: AnyObject {
 
 final class PendingWrite<R: Sendable>: QueuedWrite {
     private let body: @Sendable (WriteContext) throws -> R
-    private let readsAhead: (@Sendable (WriteContext) throws -> [(KeySpace, [UInt8])])?
+    let reads: CheckedReads?
     private let continuation: CheckedContinuation<R, any Error>
     private let cancelled: CancellationFlag
     private var outcome: Result<R, any Error>?
 
     init(body: @escaping @Sendable (WriteContext) throws -> R,
-         reads: (@Sendable (WriteContext) throws -> [(KeySpace, [UInt8])])?,
+         reads: CheckedReads?,
          continuation: CheckedContinuation<R, any Error>, cancelled: CancellationFlag) {
         self.body = body
-        self.readsAhead = reads
+        self.reads = reads
         self.continuation = continuation
         self.cancelled = cancelled
     }
@@ -216,7 +228,6 @@ final class PendingWrite<R: Sendable>: QueuedWrite {
         try WriteCancellation.$ofCaller.withValue(cancelled) { try body(context) }
     }
 
-    func reads(_ context: WriteContext) throws -> [(KeySpace, [UInt8])] { try readsAhead?(context) ?? [] }
 
     func failed(_ error: any Error) {
         outcome = .failure(error)
@@ -227,7 +238,7 @@ final class PendingWrite<R: Sendable>: QueuedWrite {
     }
 
     func runAlone(in store: isolated DocStore) {
-        continuation.resume(with: Result { try store.withWrite(runBody) })
+        continuation.resume(with: Result { try store.withWrite(runBody, reads: reads) })
     }
 }
 

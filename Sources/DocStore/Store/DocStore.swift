@@ -318,7 +318,7 @@ public actor DocStore {
     ///
     /// Called on the store's thread, or on a thread that holds its turn (``StoreThread/borrow()``): it touches no
     /// state of the actor's, and writes are one at a time either way.
-    nonisolated func withWrite<R>(_ body: (WriteContext) throws -> R) throws -> R {
+    nonisolated func withWrite<R>(_ body: (WriteContext) throws -> R, reads: CheckedReads? = nil) throws -> R {
         try checkOpen()
         if isReadOnly { return try mapErrors { try inReadTransaction({ WriteContext(scope: $0) }, body) } }
         return try mapErrors {
@@ -330,6 +330,9 @@ public actor DocStore {
                     attempt.scope = current
                     let context = WriteContext(scope: current)
                     defer { context.invalidate() }
+                    if let reads, txn.prefersBatches, let keys = try? reads.keys(context), !keys.isEmpty {
+                        try txn.prefetch(keys, expectingAbsent: reads.expectingAbsent)
+                    }
                     let result = try body(context)
                     return (result, try core.catalog(txn).generation())
                 }
@@ -400,14 +403,14 @@ public actor DocStore {
     public nonisolated func insert<T: Document>(_ document: T) async throws {
         let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection)
         try await write({ try $0.write(bytes, as: T.self, mode: .insert) },
-                        reads: { try $0.checkedReads(bytes, as: T.self) })
+                        reads: CheckedReads(expectingAbsent: true) { try $0.checkedReads(bytes, as: T.self) })
     }
 
     /// Inserts the document, or replaces the one with the same id, updating its index entries.
     public nonisolated func save<T: Document>(_ document: T) async throws {
         let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection)
         try await write({ try $0.write(bytes, as: T.self, mode: .save) },
-                        reads: { try $0.checkedReads(bytes, as: T.self) })
+                        reads: CheckedReads(expectingAbsent: false) { try $0.checkedReads(bytes, as: T.self) })
     }
 
     /// Inserts several documents in one transaction: all of them, or none when one fails.
