@@ -45,10 +45,11 @@ final class PostgresStorage: StorageEngine {
     private func connect() throws -> PostgresConnection {
         let connection = try PostgresConnection(conninfo: settings.conninfo, server: settings.server)
         try connection.execute("SET search_path TO \(quoted(settings.schema)); SET client_min_messages TO warning; "
-            + "SET synchronous_commit TO " + (settings.synchronousCommit ? "on" : "off") + "; "
-            // Where the writes sent ahead note how they change the spaces' counts: the commit adds them up.
-            + "CREATE TEMP TABLE IF NOT EXISTS docstore_deltas (space integer NOT NULL, delta integer NOT NULL) "
-            + "ON COMMIT DELETE ROWS")
+            + "SET synchronous_commit TO " + (settings.synchronousCommit ? "on" : "off"))
+        // Every statement looks keys up, or walks a key range, whatever its values: one plan serves them all. Left
+        // to choose, the server plans the statements that take arrays again at every run (a sixth of a single
+        // insert's time on the server). A server without the setting plans as it will.
+        _ = try? connection.execute("SET plan_cache_mode TO force_generic_plan")
         return connection
     }
 
@@ -416,15 +417,15 @@ final class PostgresTransaction: StorageTransaction {
     fileprivate func commit() throws {
         try sendGathered()
         if changed {
+            // (Each answers the count it leaves: the count at the commit, which the cache keeps.)
             for (number, delta) in countChanges where delta != 0 {
-                try connection.sendAhead("addcount", "UPDATE spaces SET count = count + $1::bigint WHERE number = $2::bigint",
-                                         [], integers: [delta, Int(number)]) { _ in }
+                countedOnServer.insert(number)
+                try connection.sendAhead("addcount2", "UPDATE spaces SET count = count + $1::bigint WHERE number = "
+                                         + "$2::bigint RETURNING count", [], integers: [delta, Int(number)],
+                                         then: countAnswered(KeySpace(number: number)))
             }
-            if !countedOnServer.isEmpty {
-                try connection.sendAhead("counts", "UPDATE spaces SET count = spaces.count + d.total FROM (SELECT space, "
-                                         + "sum(delta)::bigint AS total FROM pg_temp.docstore_deltas GROUP BY space) d "
-                                         + "WHERE spaces.number = d.space RETURNING spaces.number, spaces.count", []) {
-                    [weak self] answer in
+            if countsRolledBack && !countedOnServer.isEmpty {
+                try connection.sendAhead("countsnow", "SELECT number::bigint, count FROM spaces", []) { [weak self] answer in
                     for row in 0..<answer.rowCount {
                         self?.committedCounts[UInt32(answer.binaryInteger(row, 0))] = answer.binaryInteger(row, 1)
                     }
@@ -468,15 +469,25 @@ final class PostgresTransaction: StorageTransaction {
         }
     }
 
-    /// The spaces whose counts the writes sent ahead changed: noted on the server (`docstore_deltas`), added up at
-    /// the commit, whose new counts come back in ``committedCounts``.
+    /// The spaces whose counts the writes sent ahead changed on the server, as they ran, each with the count the
+    /// last of them (or the commit) answered: the count at the commit.
     fileprivate(set) var countedOnServer: Set<UInt32> = []
     fileprivate(set) var committedCounts: [UInt32: Int] = [:]
+    /// A savepoint was rolled back after its writes had changed counts on the server: the counts they answered no
+    /// longer hold, and the commit asks for them again.
+    private var countsRolledBack = false
 
-    /// A write sent ahead that notes its count change on the server: `change` (a `WITH` whose rows, one per entry
-    /// added or removed, are named `row`), then a note of `delta` per row.
-    private func counting(_ space: KeySpace, _ change: String, by delta: Int) -> String {
-        "WITH \(change) INSERT INTO pg_temp.docstore_deltas SELECT \(space.number), \(delta) FROM row"
+    /// A write sent ahead that changes its space's count on the server as it runs: `change` (a `WITH` whose rows,
+    /// one per entry added or removed, are named `row`), then the count moved by `delta` per row (`counted`
+    /// rows, when not all), in the same statement, which answers the new count.
+    private func counting(_ space: KeySpace, _ change: String, by delta: Int, counted: String = "count(*)") -> String {
+        "WITH \(change) UPDATE spaces SET count = count + \(delta) * (SELECT \(counted) FROM row) WHERE number = "
+            + "\(space.number) RETURNING count"
+    }
+
+    /// Keeps the count a write made by ``counting(_:_:by:counted:)`` answered.
+    private func countAnswered(_ space: KeySpace) -> (PostgresResult) -> Void {
+        { [weak self] answer in if answer.rowCount > 0 { self?.committedCounts[space.number] = answer.binaryInteger(0, 0) } }
     }
 
     /// Talks to the server for this transaction: after a server error nothing more is sent, and an error is kept
@@ -586,9 +597,8 @@ final class PostgresTransaction: StorageTransaction {
     func entryCount(_ space: KeySpace) throws -> Int {
         if space.number == 0 { return try runText("SELECT count(*) FROM main").textInteger(0, 0) ?? 0 }
         if countedOnServer.contains(space.number) {
-            // The count as of this transaction's statements so far, with the changes the writes sent ahead noted.
-            return try run("countnow", "SELECT (count + coalesce((SELECT sum(delta) FROM pg_temp.docstore_deltas WHERE "
-                           + "space = $1::bigint), 0))::bigint FROM spaces WHERE number = $1::bigint", [],
+            // The count as of this transaction's statements so far, which the writes sent ahead changed as they ran.
+            return try run("countnow", "SELECT count FROM spaces WHERE number = $1::bigint", [],
                            integers: [Int(space.number)]).binaryInteger(0, 0) + (countChanges[space.number] ?? 0)
         }
         let cached = resetCounts ? nil : engine.cache.counts[space.number]
@@ -849,13 +859,12 @@ final class PostgresTransaction: StorageTransaction {
                            by: 1)
                 // A row the insert made has no `xmax`; one it updated has this transaction's (a join with the
                 // table to find the keys already there can be planned as a scan of the whole table).
-                : "WITH \(rows), new AS (INSERT INTO \(t) SELECT k, v FROM u ON CONFLICT (k) DO UPDATE SET v = "
-                    + "EXCLUDED.v RETURNING xmax = 0 AS added) INSERT INTO pg_temp.docstore_deltas SELECT \(number), "
-                    + "count(*) FILTER (WHERE added) FROM new"
+                : counting(space, "\(rows), row AS (INSERT INTO \(t) SELECT k, v FROM u ON CONFLICT (k) DO UPDATE SET "
+                           + "v = EXCLUDED.v RETURNING xmax = 0 AS added)", by: 1, counted: "count(*) FILTER (WHERE added)")
             let keys = PostgresTransaction.byteaArray(puts.keys), values = PostgresTransaction.byteaArray(puts.values)
             try keys.withUnsafeBytes { k in
                 try values.withUnsafeBytes { v in
-                    try connection.sendAhead("\(t)_putmany", sql, [k, v]) { _ in }
+                    try connection.sendAhead("\(t)_putmany2", sql, [k, v], then: countAnswered(space))
                 }
             }
         }
@@ -923,12 +932,12 @@ final class PostgresTransaction: StorageTransaction {
         try key.withUnsafeBytes { k in
             if let value {
                 try value.withUnsafeBytes { v in
-                    try runAhead("\(t)_delpairc", counting(space, "row AS (DELETE FROM \(t) WHERE k = $1 AND v = $2 "
-                                                            + "RETURNING 1)", by: -1), [k, v])
+                    try runAhead("\(t)_delpairc2", counting(space, "row AS (DELETE FROM \(t) WHERE k = $1 AND v = $2 "
+                                                             + "RETURNING 1)", by: -1), [k, v], then: countAnswered(space))
                 }
             } else {
-                try runAhead("\(t)_delc", counting(space, "row AS (DELETE FROM \(t) WHERE k = $1 RETURNING 1)", by: -1),
-                             [k])
+                try runAhead("\(t)_delc2", counting(space, "row AS (DELETE FROM \(t) WHERE k = $1 RETURNING 1)", by: -1),
+                             [k], then: countAnswered(space))
             }
         }
         key.withUnsafeBytes { wrote(space, key: $0, countedOnServer: true) }
@@ -994,6 +1003,8 @@ final class PostgresTransaction: StorageTransaction {
                 }
             }
             countChanges = counts
+            // The counts answered inside are undone; those answered before may have come after the savepoint began.
+            if level.opened { countsRolledBack = true }
             interruptedChange = interrupted
             engine.forget(Array(createdSpaces[created...]), on: connection)
             createdSpaces.removeSubrange(created...)
