@@ -202,11 +202,11 @@ final class PostgresConnection {
         }
     }
 
-    /// Forgets the statements whose names start with `prefix` (their tables are gone), on the server too.
-    func forgetStatements(withPrefix prefix: String) {
+    /// Forgets the statements whose names `named` picks (their tables are gone), on the server too.
+    func forgetStatements(_ named: (String) -> Bool) {
         try? readUnanswered()
         try? settle()
-        for name in prepared where name.hasPrefix(prefix) {
+        for name in prepared where named(name) {
             prepared.remove(name)
             PQclear(PQexec(raw, "DEALLOCATE \"\(name)\""))
         }

@@ -211,7 +211,10 @@ final class PostgresStorage: StorageEngine {
     fileprivate func forget(_ spaces: [UInt32], on connection: PostgresConnection) {
         for number in spaces {
             duplicateSorted[number] = nil
-            connection.forgetStatements(withPrefix: "s\(number)_")
+            // A space's own statements, and the puts that name it among others (`pm_2_3d_`).
+            connection.forgetStatements {
+                $0.hasPrefix("s\(number)_") || ($0.hasPrefix("pm_") && ($0.contains("_\(number)_") || $0.contains("_\(number)d_")))
+            }
         }
     }
 
@@ -848,23 +851,37 @@ final class PostgresTransaction: StorageTransaction {
         }
     }
 
-    /// Sends puts, a statement a space, each noting how many entries it added.
+    /// Sends puts: one statement for every space, each space's rows one `unnest` of two arrays, and the count of
+    /// each space moved by the entries added, which the statement answers.
     private func send(_ all: [UInt32: GatheredPuts]) throws {
-        for (number, puts) in all.sorted(by: { $0.key < $1.key }) {
+        guard !all.isEmpty else { return }
+        let spaces = all.keys.sorted()
+        // Named after its spaces and their kinds (see ``PostgresStorage/forget(_:on:)``).
+        var name = "pm_"
+        var changes: [String] = [], counts: [String] = []
+        for (i, number) in spaces.enumerated() {
             let space = KeySpace(number: number)
-            let t = table(space)
-            let rows = "u AS (SELECT * FROM unnest($1::bytea[], $2::bytea[]) AS u(k, v))"
-            let sql = isDuplicateSorted(space)
-                ? counting(space, "\(rows), row AS (INSERT INTO \(t) SELECT k, v FROM u ON CONFLICT DO NOTHING RETURNING 1)",
-                           by: 1)
+            let rows = "\(table(space)) SELECT * FROM unnest($\(2 * i + 1)::bytea[], $\(2 * i + 2)::bytea[])"
+            if isDuplicateSorted(space) {
+                name += "\(number)d_"
+                changes.append("r\(i) AS (INSERT INTO \(rows) ON CONFLICT DO NOTHING RETURNING true AS added)")
+            } else {
+                name += "\(number)_"
                 // A row the insert made has no `xmax`; one it updated has this transaction's (a join with the
                 // table to find the keys already there can be planned as a scan of the whole table).
-                : counting(space, "\(rows), row AS (INSERT INTO \(t) SELECT k, v FROM u ON CONFLICT (k) DO UPDATE SET "
-                           + "v = EXCLUDED.v RETURNING xmax = 0 AS added)", by: 1, counted: "count(*) FILTER (WHERE added)")
-            let keys = PostgresTransaction.byteaArray(puts.keys), values = PostgresTransaction.byteaArray(puts.values)
-            try keys.withUnsafeBytes { k in
-                try values.withUnsafeBytes { v in
-                    try connection.sendAhead("\(t)_putmany2", sql, [k, v], then: countAnswered(space))
+                changes.append("r\(i) AS (INSERT INTO \(rows) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v RETURNING "
+                               + "xmax = 0 AS added)")
+            }
+            counts.append("(\(number), (SELECT count(*) FILTER (WHERE added) FROM r\(i)))")
+        }
+        let sql = "WITH \(changes.joined(separator: ", ")) UPDATE spaces SET count = count + d.n FROM (VALUES "
+            + "\(counts.joined(separator: ", "))) AS d(number, n) WHERE spaces.number = d.number RETURNING "
+            + "spaces.number::bigint, spaces.count"
+        let arrays = spaces.flatMap { [PostgresTransaction.byteaArray(all[$0]!.keys), PostgresTransaction.byteaArray(all[$0]!.values)] }
+        try withBuffers(arrays) { values in
+            try connection.sendAhead(name, sql, values) { [weak self] answer in
+                for row in 0..<answer.rowCount {
+                    self?.committedCounts[UInt32(answer.binaryInteger(row, 0))] = answer.binaryInteger(row, 1)
                 }
             }
         }
