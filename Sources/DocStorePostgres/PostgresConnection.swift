@@ -266,6 +266,9 @@ final class PostgresResult {
     deinit { PQclear(raw) }
 
     var rowCount: Int { Int(PQntuples(raw)) }
+    var columnCount: Int { Int(PQnfields(raw)) }
+
+    func isNull(_ row: Int, _ column: Int) -> Bool { PQgetisnull(raw, Int32(row), Int32(column)) != 0 }
 
     /// The rows a statement changed (`INSERT 0 1` says 1).
     var affected: Int { Int(String(cString: PQcmdTuples(raw))) ?? 0 }

@@ -41,10 +41,20 @@ final class PostgresCursor: StorageCursor {
         let generation: Int
     }
 
-    init(transaction: PostgresTransaction, space: KeySpace) {
+    /// The table whose rows the entries' values name, fetched with each window (a third column, null where the
+    /// row is missing): see ``fetchedDocument()``.
+    private let documents: String?
+
+    init(transaction: PostgresTransaction, space: KeySpace, documents: KeySpace? = nil) {
         self.txn = transaction
         self.table = transaction.table(space)
         self.duplicateSorted = transaction.isDuplicateSorted(space)
+        self.documents = documents.map(transaction.table)
+    }
+
+    func fetchedDocument() -> UnsafeRawBufferPointer?? {
+        guard state == .onRow, let answer = window?.answer, answer.columnCount > 2 else { return nil }
+        return answer.isNull(index, 2) ? .some(nil) : answer.bytes(index, 2)
     }
 
     private var order: String { duplicateSorted ? "k, v" : "k" }
@@ -60,9 +70,15 @@ final class PostgresCursor: StorageCursor {
     /// Fetches a window by the statement `name` (`condition` on `k`, `v`) and lands on its first row.
     private func fetch(_ name: String, where condition: String?, descending: Bool, bounded: Bool = false,
                        startsAtKey: Bool = true, _ values: [UnsafeRawBufferPointer]) throws -> StorageEntry? {
-        let sql = "SELECT k, v FROM \(table)" + (condition.map { " WHERE " + $0 } ?? "")
+        var sql = "SELECT k, v FROM \(table)" + (condition.map { " WHERE " + $0 } ?? "")
             + " ORDER BY " + (descending ? reversed : order) + " LIMIT $\(values.count + 1)"
-        let answer = try txn.window("\(table)_\(name)", sql, values, limit: limit)
+        if let documents {
+            // A look-up per row, whatever the plan kept for the statement guesses of its limit (a join may be
+            // planned as a scan of the whole table).
+            sql = "SELECT w.k, w.v, (SELECT d.v FROM \(documents) AS d WHERE d.k = w.v) FROM (\(sql)) AS w ORDER BY "
+                + (descending ? "w.k DESC, w.v DESC" : "w.k, w.v")
+        }
+        let answer = try txn.window("\(table)_\(name)" + (documents.map { "_\($0)l" } ?? ""), sql, values, limit: limit)
         let count = answer.rowCount
         window = Window(answer: answer, count: count, descending: descending,
                         reachesEnd: !bounded && count < limit, startsAtKey: startsAtKey, generation: txn.writeGeneration)

@@ -970,6 +970,12 @@ final class PostgresTransaction: StorageTransaction {
         PostgresCursor(transaction: self, space: space)
     }
 
+    /// A cursor whose windows are joined to the documents their entries name: an index walked to its documents
+    /// costs the round trips of its windows alone.
+    func openCursor(_ space: KeySpace, fetchingValuesIn documents: KeySpace) throws -> (any StorageCursor)? {
+        PostgresCursor(transaction: self, space: space, documents: documents)
+    }
+
     func closeCursor(_ cursor: any StorageCursor) {}
 
     // MARK: Atomic changes

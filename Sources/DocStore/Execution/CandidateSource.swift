@@ -99,15 +99,19 @@ final class IndexScanSource: CandidateSource {
         self.scan = scan
         self.txn = txn
         self.documents = documents
-        self.cursor = try txn.openCursor(space)
         self.seen = seen
         self.fetchDocuments = fetchDocuments
         self.statistics = statistics
         readsInBatches = fetchDocuments && !scan.primary && txn.prefersBatches
+        let fetching = readsInBatches ? try txn.openCursor(space, fetchingValuesIn: documents) : nil
+        self.cursor = try fetching ?? txn.openCursor(space)
+        fetchesAlong = fetching != nil
     }
 
     /// Whether documents are read in batches (``next()``), asked once rather than per entry.
     private let readsInBatches: Bool
+    /// Whether the cursor fetches each entry's document with it (``StorageCursor/fetchedDocument()``).
+    private let fetchesAlong: Bool
 
     private var hasDuplicates: Bool { !scan.index.isUnique }
 
@@ -175,6 +179,15 @@ final class IndexScanSource: CandidateSource {
 
     override func next() throws -> Candidate? {
         guard readsInBatches else { return try nextEntry() }
+        if fetchesAlong {
+            while let (id, _) = try nextEntry(fetching: false) {
+                let fetched = try cursor.fetchedDocument() ?? txn.get(documents, id)
+                guard let document = fetched else { continue }   // verify() reports it
+                statistics.value.documentsRead += 1
+                return (id, document)
+            }
+            return nil
+        }
         if batchPosition == batch.count {
             var ids: [[UInt8]] = []
             while ids.count < batchSize, let (id, _) = try nextEntry(fetching: false) { ids.append(Array(id)) }

@@ -107,6 +107,10 @@ package protocol StorageTransaction: AnyObject {
     /// Opens a cursor that stays open until the transaction ends or ``closeCursor(_:)``; check ``isValid`` before
     /// each use.
     func openCursor(_ space: KeySpace) throws -> any StorageCursor
+    /// Opens a cursor as ``openCursor(_:)`` does, over a space whose values are keys of `documents` (an index's
+    /// entries, whose values are ids) whose values the caller reads as it walks: an engine with round trips may
+    /// fetch those with the entries (``StorageCursor/fetchedDocument()``). `nil` when the engine does not.
+    func openCursor(_ space: KeySpace, fetchingValuesIn documents: KeySpace) throws -> (any StorageCursor)?
     /// Closes a cursor from ``openCursor(_:)`` early (nothing, if the transaction has ended).
     func closeCursor(_ cursor: any StorageCursor)
 
@@ -140,6 +144,7 @@ extension StorageTransaction {
     package func append(_ space: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws { try put(space, key, value) }
 
     func prefetch(_ keys: [(KeySpace, [UInt8])], expectingAbsent: Bool) throws {}
+    func openCursor(_ space: KeySpace, fetchingValuesIn documents: KeySpace) throws -> (any StorageCursor)? { nil }
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws { try prefetch(keys, expectingAbsent: false) }
 
     func keySummaries(_ space: KeySpace, from lower: [UInt8], after: [UInt8]?, below upper: [UInt8]?, atMost limit: Int)
@@ -243,9 +248,15 @@ package protocol StorageCursor {
     func duplicateCount() throws -> Int
     /// Whether the exact pair (`key`, `value`) is in a duplicate-sorted space.
     func contains(key: [UInt8], value: [UInt8]) throws -> Bool
+    /// For a cursor from ``StorageTransaction/openCursor(_:fetchingValuesIn:)``: the value under the current
+    /// entry's value in the other space, fetched with the entry (`.some(nil)` when there is none there); `nil`
+    /// when it was not fetched, and must be read.
+    func fetchedDocument() -> UnsafeRawBufferPointer??
 }
 
 extension StorageCursor {
+    func fetchedDocument() -> UnsafeRawBufferPointer?? { nil }
+
     func seek(atLeast key: [UInt8]) throws -> StorageEntry? {
         try key.withUnsafeBytes { try seek(atLeast: $0) }
     }
