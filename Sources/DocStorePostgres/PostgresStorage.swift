@@ -213,7 +213,8 @@ final class PostgresStorage: StorageEngine {
             duplicateSorted[number] = nil
             // A space's own statements, and the puts that name it among others (`pm_2_3d_`).
             connection.forgetStatements {
-                $0.hasPrefix("s\(number)_") || ($0.hasPrefix("pm_") && ($0.contains("_\(number)_") || $0.contains("_\(number)d_")))
+                $0.hasPrefix("s\(number)_") || (($0.hasPrefix("pm_") || $0.hasPrefix("dm_"))
+                    && ($0.contains("_\(number)_") || $0.contains("_\(number)d_")))
             }
         }
     }
@@ -791,10 +792,9 @@ final class PostgresTransaction: StorageTransaction {
         return array
     }
 
-    /// The puts whose answer nobody needs, gathered per space until the next statement of any other kind, and then
-    /// sent as one statement a space: the rows of one `unnest` of two arrays. The order of the statements is
-    /// unchanged, so that everything else sees them as if sent one by one. A space's puts of one key keep the last
-    /// value (a duplicate-sorted space keeps each pair once).
+    /// The puts and deletes whose answer nobody needs, gathered per space until the next statement of any other
+    /// kind, and then sent as two statements (``send(_:)``), so that everything else sees them as if sent one by
+    /// one. A space's puts of one key keep the last value (a duplicate-sorted space keeps each pair once).
     ///
     /// They are gathered per nested transaction (``nested(_:)``), the transaction itself first, each with whether
     /// its `SAVEPOINT` has been sent. A savepoint is sent only when its transaction first sends something else (a
@@ -804,36 +804,64 @@ final class PostgresTransaction: StorageTransaction {
     private struct Level {
         let name: String
         var opened: Bool
-        var gathered: [UInt32: GatheredPuts] = [:]
+        var gathered: [UInt32: GatheredChanges] = [:]
     }
-    private struct GatheredPuts {
+    /// One space's changes gathered: deletes, sent first, then puts. A delete drops the puts gathered before it of
+    /// what it deletes, so that sending every delete before every put keeps the order they were made in.
+    private struct GatheredChanges {
         var keys: [[UInt8]] = []
-        var values: [[UInt8]] = []
-        /// Where each key is, in a space that is not duplicate-sorted.
+        /// `nil` for a put a later delete dropped.
+        var values: [[UInt8]?] = []
+        /// Where each key's put is (in a duplicate-sorted space, each pair's: ``slot(_:_:duplicateSorted:)``).
         var positions: [[UInt8]: Int] = [:]
+        /// The keys deleted, and in a duplicate-sorted space the values with them.
+        var deletedKeys: [[UInt8]] = []
+        var deletedValues: [[UInt8]] = []
 
-        mutating func add(_ key: [UInt8], _ value: [UInt8], duplicateSorted: Bool) {
-            if !duplicateSorted, let at = positions[key] {
+        private static func slot(_ key: [UInt8], _ value: [UInt8], duplicateSorted: Bool) -> [UInt8] {
+            guard duplicateSorted else { return key }
+            return withUnsafeBytes(of: UInt32(key.count).bigEndian) { Array($0) } + key + value
+        }
+
+        var hasPuts: Bool { values.contains { $0 != nil } }
+
+        mutating func put(_ key: [UInt8], _ value: [UInt8], duplicateSorted: Bool) {
+            let slot = GatheredChanges.slot(key, value, duplicateSorted: duplicateSorted)
+            if let at = positions[slot] {
                 values[at] = value
                 return
             }
-            if !duplicateSorted { positions[key] = keys.count }
+            positions[slot] = keys.count
             keys.append(key)
             values.append(value)
         }
 
-        /// Adds the puts of `other`, made after these.
-        mutating func add(_ other: GatheredPuts, duplicateSorted: Bool) {
-            if keys.isEmpty { return self = other }
-            for (key, value) in zip(other.keys, other.values) { add(key, value, duplicateSorted: duplicateSorted) }
+        mutating func delete(_ key: [UInt8], value: [UInt8]?, duplicateSorted: Bool) {
+            if let at = positions[GatheredChanges.slot(key, value ?? [], duplicateSorted: duplicateSorted)] {
+                values[at] = nil
+            }
+            deletedKeys.append(key)
+            if duplicateSorted, let value { deletedValues.append(value) }
+        }
+
+        /// Adds the changes of `other`, made after these.
+        mutating func add(_ other: GatheredChanges, duplicateSorted: Bool) {
+            if keys.isEmpty && deletedKeys.isEmpty { return self = other }
+            for i in other.deletedKeys.indices {
+                delete(other.deletedKeys[i], value: duplicateSorted ? other.deletedValues[i] : nil,
+                       duplicateSorted: duplicateSorted)
+            }
+            for (key, value) in zip(other.keys, other.values) {
+                if let value { put(key, value, duplicateSorted: duplicateSorted) }
+            }
         }
     }
 
     private func gather(_ space: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
                         duplicateSorted: Bool) {
         // (Changed in place: a copy taken out of the dictionary and put back would copy the arrays each time.)
-        levels[levels.count - 1].gathered[space.number, default: GatheredPuts()]
-            .add(Array(key), Array(value), duplicateSorted: duplicateSorted)
+        levels[levels.count - 1].gathered[space.number, default: GatheredChanges()]
+            .put(Array(key), Array(value), duplicateSorted: duplicateSorted)
     }
 
     /// Sends the savepoints not yet sent, each after the puts gathered around it, and the puts gathered in the
@@ -851,18 +879,43 @@ final class PostgresTransaction: StorageTransaction {
         }
     }
 
-    /// Sends puts: one statement for every space, each space's rows one `unnest` of two arrays, and the count of
-    /// each space moved by the entries added, which the statement answers.
-    private func send(_ all: [UInt32: GatheredPuts]) throws {
-        guard !all.isEmpty else { return }
+    /// Sends changes: one statement for every space's deletes, then one for every space's puts, each space's rows
+    /// one `unnest` of arrays, with the count of each space moved by the entries removed or added, which the
+    /// statement answers. Each statement is named after its spaces and their kinds (see
+    /// ``PostgresStorage/forget(_:on:)``).
+    private func send(_ all: [UInt32: GatheredChanges]) throws {
         let spaces = all.keys.sorted()
-        // Named after its spaces and their kinds (see ``PostgresStorage/forget(_:on:)``).
-        var name = "pm_"
+        var arrays: [[UInt8]] = []
+        /// The next parameter, for `bytes`.
+        func parameter(_ bytes: [[UInt8]]) -> String {
+            arrays.append(PostgresTransaction.byteaArray(bytes))
+            return "$\(arrays.count)::bytea[]"
+        }
+        var name = "dm_"
         var changes: [String] = [], counts: [String] = []
-        for (i, number) in spaces.enumerated() {
-            let space = KeySpace(number: number)
-            let rows = "\(table(space)) SELECT * FROM unnest($\(2 * i + 1)::bytea[], $\(2 * i + 2)::bytea[])"
-            if isDuplicateSorted(space) {
+        for number in spaces where !all[number]!.deletedKeys.isEmpty {
+            let changed = all[number]!, t = table(KeySpace(number: number)), i = changes.count
+            if isDuplicateSorted(KeySpace(number: number)) {
+                name += "\(number)d_"
+                changes.append("x\(i) AS (DELETE FROM \(t) USING unnest(\(parameter(changed.deletedKeys)), "
+                               + "\(parameter(changed.deletedValues))) AS g(k, v) WHERE \(t).k = g.k AND \(t).v = g.v "
+                               + "RETURNING 1)")
+            } else {
+                name += "\(number)_"
+                changes.append("x\(i) AS (DELETE FROM \(t) WHERE k = ANY(\(parameter(changed.deletedKeys))) RETURNING 1)")
+            }
+            counts.append("(\(number), (SELECT -count(*) FROM x\(i)))")
+        }
+        if !changes.isEmpty { try sendCounted(name, changes, counts, arrays) }
+        (name, changes, counts, arrays) = ("pm_", [], [], [])
+        for number in spaces where all[number]!.hasPuts {
+            let changed = all[number]!, t = table(KeySpace(number: number)), i = changes.count
+            var keys: [[UInt8]] = [], values: [[UInt8]] = []
+            for (key, value) in zip(changed.keys, changed.values) {
+                if let value { keys.append(key); values.append(value) }
+            }
+            let rows = "\(t) SELECT * FROM unnest(\(parameter(keys)), \(parameter(values)))"
+            if isDuplicateSorted(KeySpace(number: number)) {
                 name += "\(number)d_"
                 changes.append("r\(i) AS (INSERT INTO \(rows) ON CONFLICT DO NOTHING RETURNING true AS added)")
             } else {
@@ -874,10 +927,14 @@ final class PostgresTransaction: StorageTransaction {
             }
             counts.append("(\(number), (SELECT count(*) FILTER (WHERE added) FROM r\(i)))")
         }
+        if !changes.isEmpty { try sendCounted(name, changes, counts, arrays) }
+    }
+
+    /// Sends `changes` (a `WITH`'s parts), then the counts moved by `counts` (a space and its change each).
+    private func sendCounted(_ name: String, _ changes: [String], _ counts: [String], _ arrays: [[UInt8]]) throws {
         let sql = "WITH \(changes.joined(separator: ", ")) UPDATE spaces SET count = count + d.n FROM (VALUES "
             + "\(counts.joined(separator: ", "))) AS d(number, n) WHERE spaces.number = d.number RETURNING "
             + "spaces.number::bigint, spaces.count"
-        let arrays = spaces.flatMap { [PostgresTransaction.byteaArray(all[$0]!.keys), PostgresTransaction.byteaArray(all[$0]!.values)] }
         try withBuffers(arrays) { values in
             try connection.sendAhead(name, sql, values) { [weak self] answer in
                 for row in 0..<answer.rowCount {
@@ -945,6 +1002,15 @@ final class PostgresTransaction: StorageTransaction {
     /// A delete whose answer nobody waits for: sent ahead, its count change noted on the server.
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws {
         try checkWritable()
+        let duplicateSorted = isDuplicateSorted(space)
+        if duplicateSorted == (value != nil) {
+            // A pair of a duplicate-sorted space, or a key of another: gathered with the puts (sent before them).
+            if let failure { throw failure }
+            levels[levels.count - 1].gathered[space.number, default: GatheredChanges()]
+                .delete(key, value: value, duplicateSorted: duplicateSorted)
+            key.withUnsafeBytes { wrote(space, key: $0, countedOnServer: true) }
+            return
+        }
         let t = table(space)
         try key.withUnsafeBytes { k in
             if let value {
@@ -1038,7 +1104,7 @@ final class PostgresTransaction: StorageTransaction {
         let level = levels.removeLast()
         if level.opened { try connection.sendAhead("RELEASE SAVEPOINT \(level.name)") }
         for (number, puts) in level.gathered {
-            levels[levels.count - 1].gathered[number, default: GatheredPuts()]
+            levels[levels.count - 1].gathered[number, default: GatheredChanges()]
                 .add(puts, duplicateSorted: isDuplicateSorted(KeySpace(number: number)))
         }
         return result
