@@ -8,8 +8,17 @@ final class PostgresConnection {
     private let raw: OpaquePointer
     /// The server as errors name it: `host:port/database`.
     let server: String
-    /// The names of the statements prepared on this connection (``execute(_:_:_:)``).
-    private var prepared: Set<String> = []
+    /// The statements prepared on this connection (``execute(_:_:_:)``), by name, with their text.
+    private var prepared: [String: String] = [:]
+
+    /// The name a statement is prepared under on the server: its own, or a hash of it for one longer than the
+    /// server keeps (63 bytes), which would share its first 63 bytes with others.
+    private static func serverName(_ name: String) -> String {
+        guard name.utf8.count > 63 else { return name }
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325   // FNV-1a
+        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        return String(name.prefix(40)) + "_h" + String(hash, radix: 16)
+    }
     /// A statement sent by ``send(_:)`` whose answer has not been read.
     private var unanswered = false
 
@@ -77,12 +86,14 @@ final class PostgresConnection {
             guard let answer else { throw lostError() }
             return answer
         }
-        if !prepared.contains(name) {
-            try check(PQprepare(raw, name, sql(), Int32(values.count + integers.count), nil))
-            prepared.insert(name)
+        let server = PostgresConnection.serverName(name)
+        if prepared[name] == nil {
+            let text = sql()
+            try check(PQprepare(raw, server, text, Int32(values.count + integers.count), nil))
+            prepared[name] = text
         }
         return try check(withParameters(values, integers) { count, pointers, lengths, formats in
-            PQexecPrepared(raw, name, count, pointers, lengths, formats, 1)
+            PQexecPrepared(raw, server, count, pointers, lengths, formats, 1)
         })
     }
 
@@ -103,15 +114,17 @@ final class PostgresConnection {
     func sendAhead(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
                    integers: [Int] = [], then: @escaping (PostgresResult) -> Void) throws {
         try beginAhead()
-        if !prepared.contains(name) {
-            guard PQsendPrepare(raw, name, sql(), Int32(values.count + integers.count), nil) == 1 else {
+        let server = PostgresConnection.serverName(name)
+        if prepared[name] == nil {
+            let text = sql()
+            guard PQsendPrepare(raw, server, text, Int32(values.count + integers.count), nil) == 1 else {
                 throw sendFailed()
             }
-            prepared.insert(name)
+            prepared[name] = text
             ahead.append(.prepared(name))
         }
         let sent = withParameters(values, integers) { count, pointers, lengths, formats in
-            PQsendQueryPrepared(raw, name, count, pointers, lengths, formats, 1)
+            PQsendQueryPrepared(raw, server, count, pointers, lengths, formats, 1)
         }
         guard sent == 1 else { throw sendFailed() }
         try queued(.statement(then))
@@ -156,8 +169,8 @@ final class PostgresConnection {
             if aborted { PQclear(result) }
             switch item {
             case .prepared(let name):
-                if aborted { prepared.remove(name); continue }
-                do { try check(result) } catch { prepared.remove(name); failure = failure ?? error }
+                if aborted { prepared[name] = nil; continue }
+                do { try check(result) } catch { prepared[name] = nil; failure = failure ?? error }
             case .statement(let then):
                 if aborted { continue }
                 do { then(try check(result)) } catch { failure = failure ?? error }
@@ -202,13 +215,14 @@ final class PostgresConnection {
         }
     }
 
-    /// Forgets the statements whose names `named` picks (their tables are gone), on the server too.
-    func forgetStatements(_ named: (String) -> Bool) {
+    /// Forgets the statements whose text names `table` (the table is gone), on the server too.
+    func forgetStatements(naming table: String) {
         try? readUnanswered()
         try? settle()
-        for name in prepared where named(name) {
-            prepared.remove(name)
-            PQclear(PQexec(raw, "DEALLOCATE \"\(name)\""))
+        for (name, text) in prepared
+        where text.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "_") }).contains(Substring(table)) {
+            prepared[name] = nil
+            PQclear(PQexec(raw, "DEALLOCATE \"\(PostgresConnection.serverName(name))\""))
         }
     }
 

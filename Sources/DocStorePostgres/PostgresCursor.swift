@@ -52,6 +52,15 @@ final class PostgresCursor: StorageCursor {
         self.documents = documents.map(transaction.table)
     }
 
+    /// `rows` (a window's `k`, `v`), with each row's document when the cursor fetches them: a look-up per row,
+    /// whatever the plan kept for the statement guesses of its limit (a join may be planned as a scan of the whole
+    /// table).
+    private func along(_ rows: String, descending: Bool) -> String {
+        guard let documents else { return rows }
+        return "SELECT w.k, w.v, (SELECT d.v FROM \(documents) AS d WHERE d.k = w.v) FROM (\(rows)) AS w ORDER BY "
+            + (descending ? "w.k DESC, w.v DESC" : "w.k, w.v")
+    }
+
     func fetchedDocument() -> UnsafeRawBufferPointer?? {
         guard state == .onRow, let answer = window?.answer, answer.columnCount > 2 else { return nil }
         return answer.isNull(index, 2) ? .some(nil) : answer.bytes(index, 2)
@@ -70,14 +79,9 @@ final class PostgresCursor: StorageCursor {
     /// Fetches a window by the statement `name` (`condition` on `k`, `v`) and lands on its first row.
     private func fetch(_ name: String, where condition: String?, descending: Bool, bounded: Bool = false,
                        startsAtKey: Bool = true, _ values: [UnsafeRawBufferPointer]) throws -> StorageEntry? {
-        var sql = "SELECT k, v FROM \(table)" + (condition.map { " WHERE " + $0 } ?? "")
-            + " ORDER BY " + (descending ? reversed : order) + " LIMIT $\(values.count + 1)"
-        if let documents {
-            // A look-up per row, whatever the plan kept for the statement guesses of its limit (a join may be
-            // planned as a scan of the whole table).
-            sql = "SELECT w.k, w.v, (SELECT d.v FROM \(documents) AS d WHERE d.k = w.v) FROM (\(sql)) AS w ORDER BY "
-                + (descending ? "w.k DESC, w.v DESC" : "w.k, w.v")
-        }
+        let sql = along("SELECT k, v FROM \(table)" + (condition.map { " WHERE " + $0 } ?? "")
+                        + " ORDER BY " + (descending ? reversed : order) + " LIMIT $\(values.count + 1)",
+                        descending: descending)
         let answer = try txn.window("\(table)_\(name)" + (documents.map { "_\($0)l" } ?? ""), sql, values, limit: limit)
         let count = answer.rowCount
         window = Window(answer: answer, count: count, descending: descending,
@@ -262,9 +266,9 @@ final class PostgresCursor: StorageCursor {
             }
             if along && window.reachesEnd { return nil }
         }
-        let answer = try txn.run("\(table)_\(forward ? "nextdup" : "prevdup")",
-                                 "SELECT k, v FROM \(table) WHERE k = $1 AND v \(forward ? ">" : "<") $2 ORDER BY v"
-                                    + (forward ? "" : " DESC") + " LIMIT $3",
+        let answer = try txn.run("\(table)_\(forward ? "nextdup" : "prevdup")" + (documents.map { "_\($0)l" } ?? ""),
+                                 along("SELECT k, v FROM \(table) WHERE k = $1 AND v \(forward ? ">" : "<") $2 ORDER BY v"
+                                       + (forward ? "" : " DESC") + " LIMIT $3", descending: !forward),
                                  [here.key, here.value], integers: [limit])
         guard answer.rowCount > 0 else { return nil }
         txn.keep(answer)

@@ -5,7 +5,10 @@ import Foundation
 /// PostgreSQL orders as LMDB does (bytes compared in order, a shorter key first when it is the other's prefix).
 ///
 /// In the store's schema:
-/// - `meta`: one row, the number of the last commit and the next key space's number;
+/// - `meta`: one row, the number of the last commit, the next key space's number, and the number of the commit that
+///   last changed the catalog;
+/// - `commits`: the last commits' numbers, each with a random mark (see ``committed(_:)``) and the format of the
+///   process that made it;
 /// - `spaces`: each key space's name, number, whether it is duplicate-sorted, and its entry count, kept in the
 ///   transaction that changes it so that a count costs one row;
 /// - `main`, and `s1`, `s2`, ...: the key spaces, keyed on `k` (on `k, v` when duplicate-sorted).
@@ -67,21 +70,30 @@ final class PostgresStorage: StorageEngine {
                     CREATE TABLE IF NOT EXISTS \(schema).meta (
                         one boolean PRIMARY KEY DEFAULT true CHECK (one),
                         commit bigint NOT NULL, next_space integer NOT NULL, catalog bigint NOT NULL DEFAULT 0);
-                    INSERT INTO \(schema).meta VALUES (true, 0, 1, 0) ON CONFLICT DO NOTHING;
+                    INSERT INTO \(schema).meta (one, commit, next_space) VALUES (true, 0, 1) ON CONFLICT DO NOTHING;
                     CREATE TABLE IF NOT EXISTS \(schema).spaces (
                         name text PRIMARY KEY, number integer NOT NULL UNIQUE,
                         dupsort boolean NOT NULL, count bigint NOT NULL);
                     CREATE TABLE IF NOT EXISTS \(schema).main (k bytea PRIMARY KEY, v bytea NOT NULL);
-                    CREATE TABLE IF NOT EXISTS \(schema).commits (number bigint PRIMARY KEY, mark bytea NOT NULL);
+                    CREATE TABLE IF NOT EXISTS \(schema).commits (
+                        number bigint PRIMARY KEY, mark bytea NOT NULL, format integer NOT NULL);
                     COMMIT
                     """)
-                // A store made before the catalog's commit was kept: every process's cache begins empty.
-                let catalogKept = try connection.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = "
-                    + "'\(settings.schema.replacingOccurrences(of: "'", with: "''"))' AND table_name = 'meta' AND "
-                    + "column_name = 'catalog'")
-                if catalogKept.rowCount == 0 {
-                    try connection.execute("ALTER TABLE \(schema).meta ADD COLUMN IF NOT EXISTS catalog bigint NOT NULL "
-                                           + "DEFAULT 0")
+                // A store made before the commit that last changed the catalog was kept (`meta.catalog`) gets it.
+                // A process of that time would change the catalog without saying so, and a process of this one,
+                // whose cache holds the catalog while no commit changed it, could then miss an index: its commits
+                // are refused from now on (each commit notes its `format`, which that process does not fill).
+                let upgraded = try connection.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = "
+                    + "'\(settings.schema.replacingOccurrences(of: "'", with: "''"))' AND table_name = 'commits' AND "
+                    + "column_name = 'format'")
+                if upgraded.rowCount == 0 {
+                    try connection.execute("""
+                        BEGIN;
+                        ALTER TABLE \(schema).meta ADD COLUMN IF NOT EXISTS catalog bigint NOT NULL DEFAULT 0;
+                        ALTER TABLE \(schema).commits ADD COLUMN IF NOT EXISTS format integer NOT NULL DEFAULT 2;
+                        ALTER TABLE \(schema).commits ALTER COLUMN format DROP DEFAULT;
+                        COMMIT
+                        """)
                 }
                 return
             } catch let error as PostgresError where attempt < 5 && !error.connectionLost {
@@ -211,11 +223,7 @@ final class PostgresStorage: StorageEngine {
     fileprivate func forget(_ spaces: [UInt32], on connection: PostgresConnection) {
         for number in spaces {
             duplicateSorted[number] = nil
-            // A space's own statements, and the puts that name it among others (`pm_2_3d_`).
-            connection.forgetStatements {
-                $0.hasPrefix("s\(number)_") || (($0.hasPrefix("pm_") || $0.hasPrefix("dm_"))
-                    && ($0.contains("_\(number)_") || $0.contains("_\(number)d_")))
-            }
+            connection.forgetStatements(naming: "s\(number)")
         }
     }
 
@@ -445,14 +453,16 @@ final class PostgresTransaction: StorageTransaction {
             // statement also checks that what it served still held: that the commit made follows the one the cache
             // held (`$3`), that the catalog last changed where the cache says (`$4`); -1 for no check. Else it
             // fails, and with it the transaction, which runs again. (`old` sees the row as before the update.)
-            let counts = begunAt == nil && usedCachedCounts ? assumedCommit : -1
-            let catalog = begunAt == nil && usedCachedCatalog ? assumedCatalog : -1
+            // (What the cache served is checked even when the answer came meanwhile, with writes sent ahead.)
+            if stale { throw PostgresTransaction.staleCache }
+            let counts = usedCachedCounts ? assumedCommit : -1
+            let catalog = usedCachedCatalog ? assumedCatalog : -1
             try mark.withUnsafeBytes { m in
                 try engine.channelName.withUTF8Bytes { c in
-                    try connection.sendAhead("commitnext2", "WITH old AS (SELECT commit, catalog FROM meta), next AS "
+                    try connection.sendAhead("commitnext3", "WITH old AS (SELECT commit, catalog FROM meta), next AS "
                                              + "(UPDATE meta SET commit = commit + 1, catalog = CASE WHEN $5::bigint = 1 "
                                              + "THEN commit + 1 ELSE catalog END RETURNING commit), marked AS (INSERT "
-                                             + "INTO commits SELECT commit, $1 FROM next RETURNING 1) SELECT "
+                                             + "INTO commits SELECT commit, $1, 2 FROM next RETURNING 1) SELECT "
                                              + "pg_notify(convert_from($2, 'UTF8'), ''), 1 / (CASE WHEN ($3::bigint < 0 "
                                              + "OR old.commit = $3::bigint) AND ($4::bigint < 0 OR old.catalog = "
                                              + "$4::bigint) THEN 1 ELSE 0 END) FROM marked, old", [m, c],
@@ -1058,8 +1068,8 @@ final class PostgresTransaction: StorageTransaction {
     /// A savepoint: released into this transaction when `body` returns, rolled back to when it throws.
     ///
     /// `SAVEPOINT` and `RELEASE` are sent ahead with the writes, so that the writes of a group commit, each nested,
-    /// cost no round trip of their own; and only when `body` sends something else than puts (see ``levels``): else
-    /// its puts join this transaction's when it returns, and are dropped when it throws. A rollback undoes the count
+    /// cost no round trip of their own; and only when `body` sends something else than puts and deletes (see
+    /// ``levels``): else its changes join this transaction's when it returns, and are dropped when it throws. A rollback undoes the count
     /// changes noted on the server with the writes.
     func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
         if let failure { throw failure }
@@ -1145,8 +1155,9 @@ final class CommitCache {
     private(set) var commit = -1
     /// The commit that last changed the catalog, which the cache's catalog entries hold at; -1 for none.
     private(set) var catalogChanged = -1
-    /// The catalog's entries read at ``commit``: a value, or none (`.some(nil)`).
+    /// The catalog's entries, as they have been since ``catalogChanged``: a value, or none (`.some(nil)`).
     var entries: [[UInt8]: Bytes?] = [:]
+    /// The spaces' counts at ``commit``.
     var counts: [UInt32: Int] = [:]
 
     /// A transaction begins at `commit`, where the catalog last changed at `catalogChanged`.

@@ -169,6 +169,30 @@ struct PostgresProcessTests {
         #expect(try await a.verify().isClean)
     }
 
+    /// A store made before the commit that last changed the catalog was kept opens, keeps what it holds, and
+    /// gets the columns; from then on a commit of a process of that time (which fills no `format`) is refused.
+    @Test func aStoreOfTheFormerLayoutOpensAndRefusesCommitsOfItsTime() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        let location = try PostgresLocation(url, durability: .full)
+        let ann = Person(name: "Ann", age: 30, email: "ann@example.com")
+        do {
+            let store = try await DocStore(postgres: url)
+            try await store.insert(ann)
+            await store.close()
+        }
+        let raw = try PostgresConnection(conninfo: location.storage.conninfo, server: location.storage.server)
+        let schema = quoted(location.storage.schema)
+        try raw.execute("ALTER TABLE \(schema).meta DROP COLUMN catalog; ALTER TABLE \(schema).commits DROP COLUMN format")
+        let store = try await DocStore(postgres: url)
+        #expect(try await Person.query().results(in: store) == [ann])
+        await Self.expect(.uniqueViolation) { try await store.insert(Person(name: "Copy", age: 1, email: ann.email)) }
+        try await store.insert(Person(name: "Bo", age: 40))
+        #expect(try await Person.query().count(in: store) == 2)
+        #expect(throws: PostgresError.self) {
+            try raw.execute("INSERT INTO \(schema).commits SELECT max(number) + 1, '\\x00' FROM \(schema).commits")
+        }
+    }
+
     static func expect(_ code: DocStoreError.Code, sourceLocation: SourceLocation = #_sourceLocation,
                        _ body: () async throws -> Void) async {
         do {

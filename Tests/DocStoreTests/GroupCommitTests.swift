@@ -155,12 +155,18 @@ import TestSupport
     @Test func insertsOfOneGroupSeeTheValuesAndIDsTheOthersTook() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
-        try await store.insert(Person(name: "first", age: 1))   // (the collection is open: its checks are read ahead)
+        // (The collection is open: its checks are read ahead.)
+        let first = Person(name: "first", age: 1, email: "first@example.com")
+        try await store.insert(first)
         let shared = UUID()
-        let people = (0..<12).map { i in
+        // The 13th takes the id of one stored before, the 14th its email: refused as the others' conflicts are
+        // (on an engine that takes an insert's checks as free, the group then runs again, reading them).
+        var people = (0..<12).map { i in
             Person(id: i == 3 || i == 7 ? shared : UUID(), name: "p\(i)", age: i,
                    email: i % 4 == 1 ? "same@example.com" : "p\(i)@example.com")
         }
+        people.append(Person(id: first.id, name: "p12", age: 12))
+        people.append(Person(name: "p13", age: 13, email: first.email))
         let outcomes = await Self.grouped(in: store, calls: people.map { person in { try await store.insert(person) } })
         let largest = await store.largestGroup
         #expect(largest >= 8, "the writes were not grouped: \(largest)")
@@ -168,9 +174,11 @@ import TestSupport
         #expect(committed.intersection([1, 5, 9]).count == 1, "\(outcomes)")
         #expect(committed.intersection([3, 7]).count == 1, "\(outcomes)")
         #expect(committed.isSuperset(of: [0, 2, 4, 6, 8, 10, 11]), "\(outcomes)")
-        for i in Set(0..<12).subtracting(committed) {
+        #expect(committed.isDisjoint(with: [12, 13]), "\(outcomes)")
+        for i in Set(0..<14).subtracting(committed) {
             #expect([.uniqueViolation, .duplicateID].contains(Self.code(outcomes[i])), "\(outcomes[i])")
         }
+        #expect(Self.code(outcomes[12]) == .duplicateID && Self.code(outcomes[13]) == .uniqueViolation, "\(outcomes)")
         let names = Set(try await Person.query().results(in: store).map(\.name))
         #expect(names == Set(committed.map { "p\($0)" } + ["first"]))
         #expect(try await store.verify().isClean)
