@@ -44,12 +44,14 @@ final class PostgresCursor: StorageCursor {
     /// The table whose rows the entries' values name, fetched with each window (a third column, null where the
     /// row is missing): see ``fetchedDocument()``.
     private let documents: String?
+    private let documentSpace: KeySpace?
 
     init(transaction: PostgresTransaction, space: KeySpace, documents: KeySpace? = nil) {
         self.txn = transaction
         self.table = transaction.table(space)
         self.duplicateSorted = transaction.isDuplicateSorted(space)
         self.documents = documents.map(transaction.table)
+        documentSpace = documents
     }
 
     /// `rows` (a window's `k`, `v`), with each row's document when the cursor fetches them: a look-up per row,
@@ -83,6 +85,7 @@ final class PostgresCursor: StorageCursor {
                         + " ORDER BY " + (descending ? reversed : order) + " LIMIT $\(values.count + 1)",
                         descending: descending)
         let answer = try txn.window("\(table)_\(name)" + (documents.map { "_\($0)l" } ?? ""), sql, values, limit: limit)
+        if let documentSpace { txn.fetchedAlong(documentSpace, answer) }
         let count = answer.rowCount
         window = Window(answer: answer, count: count, descending: descending,
                         reachesEnd: !bounded && count < limit, startsAtKey: startsAtKey, generation: txn.writeGeneration)
@@ -272,6 +275,7 @@ final class PostgresCursor: StorageCursor {
                                  [here.key, here.value], integers: [limit])
         guard answer.rowCount > 0 else { return nil }
         txn.keep(answer)
+        if let documentSpace { txn.fetchedAlong(documentSpace, answer) }
         self.window = Window(answer: answer, count: answer.rowCount, descending: !forward, reachesEnd: false,
                              startsAtKey: false, generation: txn.writeGeneration)
         limit = min(limit * 4, 4096)

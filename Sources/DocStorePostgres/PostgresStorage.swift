@@ -421,6 +421,8 @@ final class PostgresTransaction: StorageTransaction {
         windows = [:]
         prefetched = [:]
         cachedValues = []
+        along = nil
+        alongByID = nil
     }
 
     /// Ends a write in one round trip: its count changes (those known here, and those the writes sent ahead
@@ -679,6 +681,56 @@ final class PostgresTransaction: StorageTransaction {
     /// Keeps an answer whose values are handed out until the transaction ends.
     func keep(_ answer: PostgresResult) { answers.append(answer) }
 
+    /// The last windows whose rows came with the documents they name (``PostgresCursor``), while nothing was
+    /// written since: ``entries(_:forKeys:)`` serves those documents again (a walk that gathers ids, then reads
+    /// their documents in id order, reads them once). At most ``alongRows`` rows, the oldest let go first.
+    private var along: (space: UInt32, generation: Int, windows: [PostgresResult], rows: Int)?
+    /// The documents of ``along`` by id, made when first asked for.
+    private var alongByID: [Bytes: (id: UnsafeRawBufferPointer, document: UnsafeRawBufferPointer?)]?
+    private static let alongRows = 8_192
+
+    /// Bytes as a dictionary key, hashed at once rather than a byte at a time.
+    private struct Bytes: Hashable {
+        let bytes: [UInt8]
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
+
+    /// Notes a window whose rows are index entries (`k`, `v`) with the document of `space` each names (a third
+    /// column).
+    func fetchedAlong(_ space: KeySpace, _ answer: PostgresResult) {
+        if along == nil || along!.space != space.number || along!.generation != writeGeneration {
+            along = (space.number, writeGeneration, [], 0)
+        }
+        along!.windows.append(answer)
+        along!.rows += answer.rowCount
+        while along!.rows > PostgresTransaction.alongRows && along!.windows.count > 1 {
+            along!.rows -= along!.windows.removeFirst().rowCount
+        }
+        alongByID = nil
+    }
+
+    /// The entries under `keys`, when ``along`` holds every one of them (a document or its absence).
+    private func entriesFetchedAlong(_ space: KeySpace, _ keys: [[UInt8]]) -> [StorageEntry]? {
+        guard let along, along.space == space.number, along.generation == writeGeneration else { return nil }
+        if alongByID == nil {
+            var byID: [Bytes: (id: UnsafeRawBufferPointer, document: UnsafeRawBufferPointer?)] = [:]
+            for window in along.windows {
+                for row in 0..<window.rowCount {
+                    let id = window.bytes(row, 1)
+                    byID[Bytes(bytes: Array(id))] = (id, window.isNull(row, 2) ? nil : window.bytes(row, 2))
+                }
+            }
+            alongByID = byID
+        }
+        var entries: [StorageEntry] = []
+        entries.reserveCapacity(keys.count)
+        for key in keys {
+            guard let found = alongByID![Bytes(bytes: key)] else { return nil }
+            if let document = found.document { entries.append((found.id, document)) }
+        }
+        return entries
+    }
+
     /// The windows cursors fetched, by statement, parameters and the writes before them: a window asked for again
     /// in the same transaction (the planner counts a range's entries, then the walk reads them) is not fetched
     /// twice.
@@ -782,6 +834,7 @@ final class PostgresTransaction: StorageTransaction {
 
     /// One statement for all the keys: an array parameter, joined to the table in the keys' order.
     func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?) {
+        if along != nil, let served = entriesFetchedAlong(space, keys) { return (served, nil) }
         let t = table(space)
         let answer = try PostgresTransaction.byteaArray(keys).withUnsafeBytes { a in
             try run("\(t)_many", "SELECT q.k, v FROM unnest($1::bytea[]) WITH ORDINALITY AS q(k, i) "

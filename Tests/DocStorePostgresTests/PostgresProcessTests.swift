@@ -193,6 +193,42 @@ struct PostgresProcessTests {
         }
     }
 
+    /// An index walked with its documents serves them again to a read of those documents by id, as the server
+    /// would answer it (a missing one left out), and no longer once the transaction wrote.
+    @Test func documentsFetchedWithAnIndexAreServedAgainUntilAWrite() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        let engine = try PostgresStorage(settings: try PostgresLocation(url, durability: .full).storage)
+        defer { engine.close() }
+        let ids: [[UInt8]] = (0..<40).map { [UInt8($0), 7] }
+        try engine.write { txn in
+            let index = try #require(try txn.openKeySpace("index", create: true, duplicateSort: true))
+            let documents = try #require(try txn.openKeySpace("documents", create: true, duplicateSort: false))
+            for (i, id) in ids.enumerated() {
+                try txn.put(index, [UInt8(i % 3)], id)
+                if i % 5 != 0 { try txn.put(documents, id, id + [1]) }   // every fifth entry names no document
+            }
+        }
+        try engine.write { txn in
+            let index = try #require(try txn.openKeySpace("index", create: false, duplicateSort: true))
+            let documents = try #require(try txn.openKeySpace("documents", create: false, duplicateSort: false))
+            let cursor = try #require(try txn.openCursor(index, fetchingValuesIn: documents))
+            var walked: [[UInt8]] = []
+            var entry = try cursor.first()
+            while let (_, id) = entry {
+                walked.append(Array(id))
+                #expect(cursor.fetchedDocument()?.map(Array.init) == (ids.firstIndex(of: Array(id))! % 5 == 0 ? nil : Array(id) + [1]))
+                entry = try cursor.next()
+            }
+            #expect(Set(walked) == Set(ids))
+            let asked = [ids[3], ids[5], ids[1]]
+            let expected: [[UInt8]] = [ids[3] + [1], ids[1] + [1]]
+            #expect(try txn.entries(documents, forKeys: asked).entries.map { Array($0.value) } == expected)
+            try txn.put(documents, ids[3], [42])
+            try txn.put(documents, ids[5], [43])
+            #expect(try txn.entries(documents, forKeys: asked).entries.map { Array($0.value) } == [[42], [43], ids[1] + [1]])
+        }
+    }
+
     static func expect(_ code: DocStoreError.Code, sourceLocation: SourceLocation = #_sourceLocation,
                        _ body: () async throws -> Void) async {
         do {
