@@ -63,6 +63,11 @@ final class PostgresCursor: StorageCursor {
             + (descending ? "w.k DESC, w.v DESC" : "w.k, w.v")
     }
 
+    /// The first window's size, when the walk said how many entries it will likely read.
+    private var expected: Int?
+
+    func expect(about count: Int) { expected = min(max(count + 1, 16), 4_096) }
+
     func fetchedDocument() -> UnsafeRawBufferPointer?? {
         guard state == .onRow, let answer = window?.answer, answer.columnCount > 2 else { return nil }
         return answer.isNull(index, 2) ? .some(nil) : answer.bytes(index, 2)
@@ -152,13 +157,13 @@ final class PostgresCursor: StorageCursor {
     }
 
     func first() throws -> StorageEntry? {
-        limit = 16
+        limit = expected ?? 16
         upperBound = nil
         return try fetch("first", where: nil, descending: false, [])
     }
 
     func last() throws -> StorageEntry? {
-        limit = 16
+        limit = expected ?? 16
         upperBound = nil
         return try fetch("last", where: nil, descending: true, [])
     }
@@ -170,7 +175,7 @@ final class PostgresCursor: StorageCursor {
     /// window.
     func seek(atLeast key: UnsafeRawBufferPointer, below upper: [UInt8]?) throws -> StorageEntry? {
         guard let upper else { return try seek(atLeast: key) }
-        limit = 256
+        limit = expected ?? 256
         upperBound = upper
         return try upper.withUnsafeBytes {
             try fetch("range", where: "k >= $1 AND k < $2", descending: false, [key, $0])
@@ -178,7 +183,7 @@ final class PostgresCursor: StorageCursor {
     }
 
     func seek(atLeast key: UnsafeRawBufferPointer) throws -> StorageEntry? {
-        limit = 16
+        limit = expected ?? 16
         upperBound = nil
         if key.isEmpty { return try first() }
         return try fetch("seek", where: "k >= $1", descending: false, [key])

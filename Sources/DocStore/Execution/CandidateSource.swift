@@ -108,6 +108,9 @@ final class IndexScanSource: CandidateSource {
         fetchesAlong = fetching != nil
     }
 
+    /// Says how many entries the walk will likely read (``StorageCursor/expect(about:)``).
+    func expect(about count: Int) { cursor.expect(about: count) }
+
     /// Whether documents are read in batches (``next()``), asked once rather than per entry.
     private let readsInBatches: Bool
     /// Whether the cursor fetches each entry's document with it (``StorageCursor/fetchedDocument()``).

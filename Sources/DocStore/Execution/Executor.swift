@@ -36,9 +36,12 @@ final class Executor {
         case .fullScan(let descending):
             return try FullScanSource(txn: txn, documents: handle.documents, descending: descending, statistics: statistics)
         case .index(let scan):
-            return try IndexScanSource(scan: scan, space: try handle.space(of: scan), txn: txn, documents: handle.documents,
-                                       seen: scan.deduplicate ? .init() : nil, fetchDocuments: fetchDocuments,
-                                       statistics: statistics)
+            let source = try IndexScanSource(scan: scan, space: try handle.space(of: scan), txn: txn,
+                                             documents: handle.documents, seen: scan.deduplicate ? .init() : nil,
+                                             fetchDocuments: fetchDocuments, statistics: statistics)
+            // A window of results read in the index's order, with nothing more to check: that many entries.
+            if plan.ordering == .natural, residual.isTrivial, let needed = plan.needed { source.expect(about: needed) }
+            return source
         case .union(let scans):
             let seen = IndexScanSource.SeenIDs()
             return UnionSource(try scans.map {
