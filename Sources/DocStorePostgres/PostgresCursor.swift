@@ -63,10 +63,16 @@ final class PostgresCursor: StorageCursor {
             + (descending ? "w.k DESC, w.v DESC" : "w.k, w.v")
     }
 
-    /// The first window's size, when the walk said how many entries it will likely read.
+    /// The size of the next window fetched from a new place, when the walk said how many entries it will likely
+    /// read from there (``expect(about:)``): used once.
     private var expected: Int?
 
     func expect(about count: Int) { expected = min(max(count + 1, 16), 4_096) }
+
+    private func takeExpected() -> Int? {
+        defer { expected = nil }
+        return expected
+    }
 
     func fetchedDocument() -> UnsafeRawBufferPointer?? {
         guard state == .onRow, let answer = window?.answer, answer.columnCount > 2 else { return nil }
@@ -157,13 +163,13 @@ final class PostgresCursor: StorageCursor {
     }
 
     func first() throws -> StorageEntry? {
-        limit = expected ?? 16
+        limit = takeExpected() ?? 16
         upperBound = nil
         return try fetch("first", where: nil, descending: false, [])
     }
 
     func last() throws -> StorageEntry? {
-        limit = expected ?? 16
+        limit = takeExpected() ?? 16
         upperBound = nil
         return try fetch("last", where: nil, descending: true, [])
     }
@@ -175,7 +181,7 @@ final class PostgresCursor: StorageCursor {
     /// window.
     func seek(atLeast key: UnsafeRawBufferPointer, below upper: [UInt8]?) throws -> StorageEntry? {
         guard let upper else { return try seek(atLeast: key) }
-        limit = expected ?? 256
+        limit = takeExpected() ?? 256
         upperBound = upper
         return try upper.withUnsafeBytes {
             try fetch("range", where: "k >= $1 AND k < $2", descending: false, [key, $0])
@@ -183,9 +189,9 @@ final class PostgresCursor: StorageCursor {
     }
 
     func seek(atLeast key: UnsafeRawBufferPointer) throws -> StorageEntry? {
-        limit = expected ?? 16
-        upperBound = nil
         if key.isEmpty { return try first() }
+        limit = takeExpected() ?? 16
+        upperBound = nil
         return try fetch("seek", where: "k >= $1", descending: false, [key])
     }
 

@@ -682,8 +682,10 @@ final class PostgresTransaction: StorageTransaction {
     func keep(_ answer: PostgresResult) { answers.append(answer) }
 
     /// The last windows whose rows came with the documents they name (``PostgresCursor``), while nothing was
-    /// written since: ``entries(_:forKeys:)`` serves those documents again (a walk that gathers ids, then reads
-    /// their documents in id order, reads them once). At most ``alongRows`` rows, the oldest let go first.
+    /// written since: ``entries(_:forKeys:)`` serves those documents again (a walk that checks a condition on the
+    /// documents of a page of results, whose documents are then read again by id, reads them once). At most
+    /// ``alongRows`` rows are looked in, the oldest windows dropped first (``answers`` holds them all until the
+    /// transaction ends).
     private var along: (space: UInt32, generation: Int, windows: [PostgresResult], rows: Int)?
     /// The documents of ``along`` by id, made when first asked for.
     private var alongByID: [Bytes: (id: UnsafeRawBufferPointer, document: UnsafeRawBufferPointer?)]?

@@ -39,8 +39,11 @@ final class Executor {
             let source = try IndexScanSource(scan: scan, space: try handle.space(of: scan), txn: txn,
                                              documents: handle.documents, seen: scan.deduplicate ? .init() : nil,
                                              fetchDocuments: fetchDocuments, statistics: statistics)
-            // A window of results read in the index's order, with nothing more to check: that many entries.
-            if plan.ordering == .natural, residual.isTrivial, let needed = plan.needed { source.expect(about: needed) }
+            // A page of results read forward in the index's order, with nothing more to check: that many entries.
+            // (A walk back is placed by a fetch past its range's end first.)
+            if plan.ordering == .natural, residual.isTrivial, !scan.descending, let needed = plan.needed {
+                source.expect(about: needed)
+            }
             return source
         case .union(let scans):
             let seen = IndexScanSource.SeenIDs()

@@ -252,8 +252,8 @@ package protocol StorageCursor {
     /// entry's value in the other space, fetched with the entry (`.some(nil)` when there is none there); `nil`
     /// when it was not fetched, and must be read.
     func fetchedDocument() -> UnsafeRawBufferPointer??
-    /// Says that the walk will likely read about `count` entries from where it is placed next: an engine that
-    /// fetches ahead sizes its first fetch to them (a page of results costs one round trip).
+    /// Says that the walk will likely read about `count` entries, forward, from where it is placed next: an engine
+    /// that fetches ahead sizes that fetch to them (a page of results costs one round trip).
     func expect(about count: Int)
 }
 
