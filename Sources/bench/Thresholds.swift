@@ -1,5 +1,6 @@
 /// Floors for DocStore's ratios against a peer, from a file of lines `scenario form peer floor` (`#` comments):
-/// the ratio is the peer's median time over DocStore's, so 1.5 means DocStore must be at least 1.5x as fast.
+/// the ratio is the peer's median time over DocStore's, so 1.5 means DocStore must be at least 1.5x as fast. Against
+/// the `postgres` peer, DocStore is the one on PostgreSQL.
 enum Thresholds {
     /// Prints a line per floor and returns how many were not met (a floor without a measurement counts as not met).
     static func check(_ text: String, _ all: [Measurement], print: (String) -> Void) throws -> Int {
@@ -13,7 +14,9 @@ enum Thresholds {
                     + "found '\(raw)'")
             }
             let (scenario, form) = (words[0], words[1])
-            guard let m = all.first(where: { $0.peer == "DocStore" && $0.scenario == scenario && $0.form == form }),
+            // Against PostgreSQL used directly, DocStore on the same server.
+            let ours = peer is PostgresJSONBPeer ? "DocStore PG" : "DocStore"
+            guard let m = all.first(where: { $0.peer == ours && $0.scenario == scenario && $0.form == form }),
                   let ratio = Report.ratio(all, m, to: peer.name) else {
                 print("MISSING \(scenario) \(form) vs \(peer.name): not measured")
                 failures += 1
