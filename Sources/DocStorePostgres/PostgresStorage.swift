@@ -700,21 +700,21 @@ final class PostgresTransaction: StorageTransaction {
     /// Notes a window whose rows are index entries (`k`, `v`) with the document of `space` each names (a third
     /// column).
     func fetchedAlong(_ space: KeySpace, _ answer: PostgresResult) {
-        if along == nil || along!.space != space.number || along!.generation != writeGeneration {
-            along = (space.number, writeGeneration, [], 0)
+        var kept = along.flatMap { $0.space == space.number && $0.generation == writeGeneration ? $0 : nil }
+            ?? (space: space.number, generation: writeGeneration, windows: [], rows: 0)
+        kept.windows.append(answer)
+        kept.rows += answer.rowCount
+        while kept.rows > PostgresTransaction.alongRows && kept.windows.count > 1 {
+            kept.rows -= kept.windows.removeFirst().rowCount
         }
-        along!.windows.append(answer)
-        along!.rows += answer.rowCount
-        while along!.rows > PostgresTransaction.alongRows && along!.windows.count > 1 {
-            along!.rows -= along!.windows.removeFirst().rowCount
-        }
+        along = kept
         alongByID = nil
     }
 
     /// The entries under `keys`, when ``along`` holds every one of them (a document or its absence).
     private func entriesFetchedAlong(_ space: KeySpace, _ keys: [[UInt8]]) -> [StorageEntry]? {
         guard let along, along.space == space.number, along.generation == writeGeneration else { return nil }
-        if alongByID == nil {
+        let byID = alongByID ?? {
             var byID: [Bytes: (id: UnsafeRawBufferPointer, document: UnsafeRawBufferPointer?)] = [:]
             for window in along.windows {
                 for row in 0..<window.rowCount {
@@ -723,11 +723,12 @@ final class PostgresTransaction: StorageTransaction {
                 }
             }
             alongByID = byID
-        }
+            return byID
+        }()
         var entries: [StorageEntry] = []
         entries.reserveCapacity(keys.count)
         for key in keys {
-            guard let found = alongByID![Bytes(bytes: key)] else { return nil }
+            guard let found = byID[Bytes(bytes: key)] else { return nil }
             if let document = found.document { entries.append((found.id, document)) }
         }
         return entries
@@ -799,8 +800,9 @@ final class PostgresTransaction: StorageTransaction {
             bySpace[space.number, default: []].append(key)
         }
         guard !bySpace.isEmpty else { return }
-        let spaces = bySpace.keys.sorted()
-        let arrays = spaces.map { PostgresTransaction.byteaArray(bySpace[$0]!) }
+        let sorted = bySpace.sorted { $0.key < $1.key }
+        let spaces = sorted.map(\.key)
+        let arrays = sorted.map { PostgresTransaction.byteaArray($0.value) }
         let found = spaces.enumerated().map { i, number in
             "EXISTS (SELECT 1 FROM \(table(KeySpace(number: number))) WHERE k = ANY($\(i + 1)::bytea[]))"
         }
@@ -949,7 +951,7 @@ final class PostgresTransaction: StorageTransaction {
     /// statement answers. Each statement is named after its spaces and their kinds (see
     /// ``PostgresStorage/forget(_:on:)``).
     private func send(_ all: [UInt32: GatheredChanges]) throws {
-        let spaces = all.keys.sorted()
+        let spaces = all.sorted { $0.key < $1.key }
         var arrays: [[UInt8]] = []
         /// The next parameter, for `bytes`.
         func parameter(_ bytes: [[UInt8]]) -> String {
@@ -958,8 +960,8 @@ final class PostgresTransaction: StorageTransaction {
         }
         var name = "dm_"
         var changes: [String] = [], counts: [String] = []
-        for number in spaces where !all[number]!.deletedKeys.isEmpty {
-            let changed = all[number]!, t = table(KeySpace(number: number)), i = changes.count
+        for (number, changed) in spaces where !changed.deletedKeys.isEmpty {
+            let t = table(KeySpace(number: number)), i = changes.count
             if isDuplicateSorted(KeySpace(number: number)) {
                 name += "\(number)d_"
                 changes.append("x\(i) AS (DELETE FROM \(t) USING unnest(\(parameter(changed.deletedKeys)), "
@@ -973,8 +975,8 @@ final class PostgresTransaction: StorageTransaction {
         }
         if !changes.isEmpty { try sendCounted(name, changes, counts, arrays) }
         (name, changes, counts, arrays) = ("pm_", [], [], [])
-        for number in spaces where all[number]!.hasPuts {
-            let changed = all[number]!, t = table(KeySpace(number: number)), i = changes.count
+        for (number, changed) in spaces where changed.hasPuts {
+            let t = table(KeySpace(number: number)), i = changes.count
             var keys: [[UInt8]] = [], values: [[UInt8]] = []
             for (key, value) in zip(changed.keys, changed.values) {
                 if let value { keys.append(key); values.append(value) }
