@@ -210,7 +210,7 @@ extension Executor {
             return grouping.arranged([GroupRow(key: [], values: [], result: .int(Int64(n)))])
         case .indexKeys(let index, let ranges, let firstOnly):
             rows = try aggregateFromKeys(of: index, ranges: ranges, groupBy: grouping.by, grouping.aggregate,
-                                         firstOnly: firstOnly)
+                                         firstOnly: firstOnly, decoded: grouping.valuesDecoded)
         case .matches:
             rows = try groups(grouping)
         }
@@ -244,7 +244,7 @@ extension Executor {
     /// Walks the distinct keys of an index in `ranges`, each counted as many times as it has entries
     /// (`mdb_cursor_count`), its first parts the group and the next one the aggregate's value.
     private func aggregateFromKeys(of definition: IndexDefinition, ranges: [KeyRange], groupBy: [FieldPath],
-                                   _ aggregate: Aggregate, firstOnly: Bool) throws -> [GroupRow] {
+                                   _ aggregate: Aggregate, firstOnly: Bool, decoded: Bool) throws -> [GroupRow] {
         let index = try handle.index(definition)
         let groupParts = groupBy.count
         var rows: [GroupRow] = []
@@ -294,7 +294,7 @@ extension Executor {
                     }
                 case .min, .max:
                     guard part.first != KeyEncoder.Kind.null else { break }
-                    try state.offer(key: Array(part), value: { try partValue(part, path: valuePath, id: firstOfKey()) },
+                    try state.offer(key: Array(part), value: { try partValue(part, path: valuePath, id: firstOfKey) },
                                     greatest: aggregate.isMax)
                 }
             }
@@ -368,13 +368,21 @@ extension Executor {
             return try paths.map { path in
                 guard let end = KeyEncoder.partEnd(key, from: start) else { throw malformed() }
                 defer { start = end }
-                return try partValue(UnsafeRawBufferPointer(rebasing: key[start..<end]), path: path, id: id)
+                return try partValue(UnsafeRawBufferPointer(rebasing: key[start..<end]), path: path, id: { id })
             }
         }
 
-        func partValue(_ part: UnsafeRawBufferPointer, path: FieldPath, id: UnsafeRawBufferPointer) throws -> DocumentValue {
+        /// The value a key part holds: from the part where it tells it exactly, else from the document `id` names
+        /// (found only then).
+        func partValue(_ part: UnsafeRawBufferPointer, path: FieldPath, id: () throws -> UnsafeRawBufferPointer) throws
+            -> DocumentValue {
             if let value = KeyEncoder.exactValue(ofPart: part) { return value }
-            guard let raw = try txn.get(handle.documents, id) else {
+            // A number for a caller that decodes it: whether it was stored as an integer does not matter.
+            if decoded, let (whole, double) = KeyEncoder.number(ofPart: part) {
+                if whole == nil { return .double(double) }
+                if let whole, let integer = Int64(exactly: whole) { return .int(integer) }
+            }
+            guard let raw = try txn.get(handle.documents, id()) else {
                 throw DocStoreError(.corruptDocument, "index '\(definition.name)' of collection '\(handle.name)' has an "
                     + "entry for a missing document (verify() reports it)", collection: handle.name, index: definition.name)
             }

@@ -54,6 +54,10 @@ struct Grouping: Sendable, Equatable {
     var aggregate: Aggregate
     /// The group of documents without a value is left out (the distinct values of a field).
     var dropsNil = false
+    /// The caller decodes each value of the groups (keys, `min`, `max`) as a Swift type, which takes a number
+    /// stored as an integer or as a `Double` alike: a number's index key gives it. An untyped answer says which it
+    /// was stored as, which only the document tells.
+    var valuesDecoded = false
     var order = GroupOrder.key
     var descending = false
     /// Groups of equal aggregates in descending key order: set by ``Query/reverse()``, so that it flips every

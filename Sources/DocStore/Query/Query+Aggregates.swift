@@ -25,9 +25,9 @@ extension Query {
     }
 
     /// This request's matches in groups by `paths`, each with `aggregate`, its rows made by `row`.
-    func grouped<T>(by paths: [FieldPath], _ aggregate: Aggregate, dropsNil: Bool = false,
+    func grouped<T>(by paths: [FieldPath], _ aggregate: Aggregate, dropsNil: Bool = false, decoded: Bool = false,
                     _ row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> T) -> Query<T> {
-        documents.answering(.groups(Grouping(by: paths, aggregate: aggregate, dropsNil: dropsNil)),
+        documents.answering(.groups(Grouping(by: paths, aggregate: aggregate, dropsNil: dropsNil, valuesDecoded: decoded)),
                             as: kind.opening(as: .rows(row)))
     }
 }
@@ -104,7 +104,7 @@ extension Query where Element: Document {
     private func distinct<V: Decodable & Sendable>(_ keyPath: AnyKeyPath, _ type: V.Type) -> Query<V> {
         var query = self
         let path = query.path(of: keyPath, for: "take the distinct values of", problem: &query.selection.problem)
-        return query.grouped(by: path.map { [$0] } ?? [], .count, dropsNil: true) { values, _ in
+        return query.grouped(by: path.map { [$0] } ?? [], .count, dropsNil: true, decoded: true) { values, _ in
             try values[0].decoded(as: V.self)
         }
     }
@@ -153,7 +153,9 @@ extension Query where Element: Document {
         let paths = keyPaths.compactMap { query.path(of: $0, for: "group", problem: &query.selection.problem) }
         if query.selection.problem == nil { query.selection.problem = aggregation.problem }
         let value = aggregation.value
-        return query.grouped(by: paths, aggregation.aggregate) { values, result in try row(values, try value(result)) }
+        return query.grouped(by: paths, aggregation.aggregate, decoded: true) { values, result in
+            try row(values, try value(result))
+        }
     }
 }
 
