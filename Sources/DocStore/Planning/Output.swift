@@ -82,7 +82,8 @@ enum AggregateAccess: Sendable, Equatable {
     /// The matches counted (the count of every match), then `afterwards` applied to the count.
     case counting(afterwards: [WindowStep])
     /// From the keys of an index in `ranges` and their entry counts: no document read, except one per distinct key
-    /// whose value the key does not give back exactly. `firstOnly`: a `min` or `max` of everything, which the first
+    /// whose value the key does not give back exactly (a number, for an untyped answer: see
+    /// ``Grouping/valuesDecoded``). `firstOnly`: a `min` or `max` of everything, which the first
     /// key in the walk's direction answers.
     case indexKeys(IndexDefinition, ranges: [KeyRange], firstOnly: Bool)
     /// Over the query's matches (in order and within the slice, when the query is sliced), reading the named fields
