@@ -69,7 +69,8 @@ final class PostgresStorage: StorageEngine {
                     CREATE SCHEMA IF NOT EXISTS \(schema);
                     CREATE TABLE IF NOT EXISTS \(schema).meta (
                         one boolean PRIMARY KEY DEFAULT true CHECK (one),
-                        commit bigint NOT NULL, next_space integer NOT NULL, catalog bigint NOT NULL DEFAULT 0);
+                        commit bigint NOT NULL, next_space integer NOT NULL, catalog bigint NOT NULL DEFAULT 0,
+                        listeners integer NOT NULL DEFAULT 0);
                     INSERT INTO \(schema).meta (one, commit, next_space) VALUES (true, 0, 1) ON CONFLICT DO NOTHING;
                     CREATE TABLE IF NOT EXISTS \(schema).spaces (
                         name text PRIMARY KEY, number integer NOT NULL UNIQUE,
@@ -83,13 +84,15 @@ final class PostgresStorage: StorageEngine {
                 // A process of that time would change the catalog without saying so, and a process of this one,
                 // whose cache holds the catalog while no commit changed it, could then miss an index: its commits
                 // are refused from now on (each commit notes its `format`, which that process does not fill).
+                // (And the number of processes listening for commits, `meta.listeners`.)
                 let upgraded = try connection.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = "
-                    + "'\(settings.schema.replacingOccurrences(of: "'", with: "''"))' AND table_name = 'commits' AND "
-                    + "column_name = 'format'")
-                if upgraded.rowCount == 0 {
+                    + "'\(settings.schema.replacingOccurrences(of: "'", with: "''"))' AND ((table_name = 'meta' AND "
+                    + "column_name IN ('catalog', 'listeners')) OR (table_name = 'commits' AND column_name = 'format'))")
+                if upgraded.rowCount < 3 {
                     try connection.execute("""
                         BEGIN;
                         ALTER TABLE \(schema).meta ADD COLUMN IF NOT EXISTS catalog bigint NOT NULL DEFAULT 0;
+                        ALTER TABLE \(schema).meta ADD COLUMN IF NOT EXISTS listeners integer NOT NULL DEFAULT 0;
                         ALTER TABLE \(schema).commits ADD COLUMN IF NOT EXISTS format integer NOT NULL DEFAULT 2;
                         ALTER TABLE \(schema).commits ALTER COLUMN format DROP DEFAULT;
                         COMMIT
@@ -242,6 +245,13 @@ final class PostgresStorage: StorageEngine {
 
     /// The channel every commit notifies (a `NOTIFY` in the transaction, delivered when it commits), as an
     /// identifier, and by name.
+    ///
+    /// A commit notifies only while a process listens: `meta.listeners` counts them, and a `NOTIFY` costs a commit
+    /// about a sixth of its time on the server. A listener counts itself in after its `LISTEN` and before it reads the
+    /// last commit; the count takes the `meta` row, which every writer holds from its start to its commit, so a
+    /// commit either sees the listener counted or comes before that read. A process that ends without counting
+    /// itself out (killed, or its connection lost) leaves the count up: commits then notify for nobody, as they
+    /// always did before.
     var channel: String { quoted(channelName) }
     var channelName: String { "docstore " + settings.schema }
 
@@ -255,7 +265,12 @@ final class PostgresStorage: StorageEngine {
             if listener == nil || listener?.isUp == false {
                 lastSeenCommit = nil
                 listener = try? connect()
-                _ = try? listener?.execute("LISTEN \(channel)")
+                do {
+                    _ = try listener?.execute("LISTEN \(channel)")
+                    _ = try listener?.execute("UPDATE meta SET listeners = listeners + 1")
+                } catch {
+                    listener = nil   // (the last commit is then asked for at every call)
+                }
             }
             let commit = try liveConnection().execute("SELECT commit FROM meta").textInteger(0, 0) ?? 0
             if listener != nil { lastSeenCommit = commit }
@@ -266,6 +281,7 @@ final class PostgresStorage: StorageEngine {
     func close() {
         closed = true
         connection = nil
+        if let listener, listener.isUp { _ = try? listener.execute("UPDATE meta SET listeners = listeners - 1") }
         listener = nil
     }
 
@@ -461,11 +477,12 @@ final class PostgresTransaction: StorageTransaction {
             let catalog = usedCachedCatalog ? assumedCatalog : -1
             try mark.withUnsafeBytes { m in
                 try engine.channelName.withUTF8Bytes { c in
-                    try connection.sendAhead("commitnext3", "WITH old AS (SELECT commit, catalog FROM meta), next AS "
-                                             + "(UPDATE meta SET commit = commit + 1, catalog = CASE WHEN $5::bigint = 1 "
-                                             + "THEN commit + 1 ELSE catalog END RETURNING commit), marked AS (INSERT "
-                                             + "INTO commits SELECT commit, $1, 2 FROM next RETURNING 1) SELECT "
-                                             + "pg_notify(convert_from($2, 'UTF8'), ''), 1 / (CASE WHEN ($3::bigint < 0 "
+                    try connection.sendAhead("commitnext4", "WITH old AS (SELECT commit, catalog, listeners FROM meta), "
+                                             + "next AS (UPDATE meta SET commit = commit + 1, catalog = CASE WHEN "
+                                             + "$5::bigint = 1 THEN commit + 1 ELSE catalog END RETURNING commit), marked "
+                                             + "AS (INSERT INTO commits SELECT commit, $1, 2 FROM next RETURNING 1) SELECT "
+                                             + "CASE WHEN old.listeners > 0 THEN pg_notify(convert_from($2, 'UTF8'), '') "
+                                             + "END, 1 / (CASE WHEN ($3::bigint < 0 "
                                              + "OR old.commit = $3::bigint) AND ($4::bigint < 0 OR old.catalog = "
                                              + "$4::bigint) THEN 1 ELSE 0 END) FROM marked, old", [m, c],
                                              integers: [counts, catalog, wroteCatalog ? 1 : 0]) { _ in }

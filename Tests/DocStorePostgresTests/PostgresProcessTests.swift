@@ -182,7 +182,8 @@ struct PostgresProcessTests {
         }
         let raw = try PostgresConnection(conninfo: location.storage.conninfo, server: location.storage.server)
         let schema = quoted(location.storage.schema)
-        try raw.execute("ALTER TABLE \(schema).meta DROP COLUMN catalog; ALTER TABLE \(schema).commits DROP COLUMN format")
+        try raw.execute("ALTER TABLE \(schema).meta DROP COLUMN catalog, DROP COLUMN listeners; "
+                        + "ALTER TABLE \(schema).commits DROP COLUMN format")
         let store = try await DocStore(postgres: url)
         #expect(try await Person.query().results(in: store) == [ann])
         await Self.expect(.uniqueViolation) { try await store.insert(Person(name: "Copy", age: 1, email: ann.email)) }
