@@ -5,8 +5,8 @@ import Foundation
 /// PostgreSQL orders as LMDB does (bytes compared in order, a shorter key first when it is the other's prefix).
 ///
 /// In the store's schema:
-/// - `meta`: one row, the number of the last commit, the next key space's number, and the number of the commit that
-///   last changed the catalog;
+/// - `meta`: one row, the number of the last commit, the next key space's number, the number of the commit that
+///   last changed the catalog, and how many processes listen for commits;
 /// - `commits`: the last commits' numbers, each with a random mark (see ``committed(_:)``) and the format of the
 ///   process that made it;
 /// - `spaces`: each key space's name, number, whether it is duplicate-sorted, and its entry count, kept in the
@@ -266,6 +266,9 @@ final class PostgresStorage: StorageEngine {
                 lastSeenCommit = nil
                 listener = try? connect()
                 do {
+                    // (A writer of another process holds the `meta` row while it writes: a long one is not waited
+                    // for, and the last commit is then asked for at every call.)
+                    _ = try listener?.execute("SET lock_timeout TO '2s'")
                     _ = try listener?.execute("LISTEN \(channel)")
                     _ = try listener?.execute("UPDATE meta SET listeners = listeners + 1")
                 } catch {

@@ -886,6 +886,23 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
 
     /// Over no document at all (a missing collection, a filter that is always false, one that an index finds
     /// nothing for): a count and a sum of 0, no average, min, max, distinct value or group.
+    /// Typed answers take numbers from an index's keys; the same request made untyped answers each number as
+    /// stored (an integer or a `Double`, which share a key), and `-0.0` keeps its sign either way.
+    @Test func typedAnswersFromKeysAndUntypedAnswersAsStored() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(contentsOf: [SignedReading(id: 1, value: 3.0), SignedReading(id: 2, value: -0.0),
+                                            SignedReading(id: 3, value: 3.0), SignedReading(id: 4, value: 2.5)])
+        #expect(try await SignedReading.query().aggregate(.max(\.value)).value(in: store) == 3.0)
+        let least = try await SignedReading.query().aggregate(.min(\.value)).value(in: store)
+        #expect(least == 0 && least?.sign == .minus, "\(String(describing: least))")
+        #expect(try await SignedReading.query().groupBy(\.value).results(in: store).map(\.key) == [-0.0, 2.5, 3.0])
+        let rows = try await SignedReading.query().groupBy(\.value).decoded(as: DocumentValue.self).results(in: store)
+        #expect(rows.map { $0[path: "value"] } == [.double(-0.0), .double(2.5), .double(3.0)])
+        let untyped = try await Query<DocumentValue>("signed_readings").groupBy("value").results(in: store)
+        #expect(untyped.map(\.key) == [[.double(-0.0)], [.double(2.5)], [.double(3.0)]])
+    }
+
     @Test func aggregatesOfNothing() async throws {
         var generator = Generator(seed: 0xA66_0000)
         let (store, dir) = try await Stores.indexedAndPlain(generator.documents(count: 50))
@@ -1306,4 +1323,12 @@ private struct TypedAnswers: Sendable {
         check("include(team == 3).groupBy(team).sum(units)", unitsOfTeam, other.unitsOfTeam)
         return out
     }
+}
+
+/// A document with a `Double` field under an index, for answers taken from its keys.
+struct SignedReading: Document, Equatable {
+    var id: Int
+    var value: Double
+    static let collection = "signed_readings"
+    static let indexes: [IndexSpec<SignedReading>] = [.index("value", \.value)]
 }

@@ -377,8 +377,9 @@ extension Executor {
         func partValue(_ part: UnsafeRawBufferPointer, path: FieldPath, id: () throws -> UnsafeRawBufferPointer) throws
             -> DocumentValue {
             if let value = KeyEncoder.exactValue(ofPart: part) { return value }
-            // A number for a caller that decodes it: whether it was stored as an integer does not matter.
-            if decoded, let (whole, double) = KeyEncoder.number(ofPart: part) {
+            // A number for a caller that decodes it: whether it was stored as an integer does not matter. (Not
+            // zero: its key does not keep the sign of -0.0.)
+            if decoded, let (whole, double) = KeyEncoder.number(ofPart: part), whole != 0 {
                 if whole == nil { return .double(double) }
                 if let whole, let integer = Int64(exactly: whole) { return .int(integer) }
             }

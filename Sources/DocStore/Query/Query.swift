@@ -131,10 +131,12 @@ public struct Query<Element: Sendable>: Sendable {
     ///
     /// For example: `try await Person.include(#Predicate { $0.age > 40 }).decoded(as: DocumentValue.self).first(in: store)?.json()`.
     public func decoded(as type: DocumentValue.Type) -> Query<DocumentValue> {
-        guard case .groups(let grouping) = output else {
+        guard case .groups(var grouping) = output else {
             return answering(output, as: kind.opening(as: .documentValue))
         }
-        return answering(output, as: kind.opening(as: .rows { values, value in
+        // Values as stored: a number says whether it was an integer or a `Double`, which only its document tells.
+        grouping.valuesDecoded = false
+        return answering(.groups(grouping), as: kind.opening(as: .rows { [grouping] values, value in
             var row = DocumentValue.object([DocumentValue.Field]())
             for (path, v) in zip(grouping.by, values) { row = row.setting(v, at: path) }
             return row.setting(value, at: FieldPath(components: [grouping.aggregate.description]))
