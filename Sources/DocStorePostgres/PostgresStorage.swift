@@ -246,8 +246,9 @@ final class PostgresStorage: StorageEngine {
     /// The channel every commit notifies (a `NOTIFY` in the transaction, delivered when it commits), as an
     /// identifier, and by name.
     ///
-    /// A commit notifies only while a process listens: `meta.listeners` counts them, and a `NOTIFY` costs a commit
-    /// about a sixth of its time on the server. A listener counts itself in after its `LISTEN` and before it reads the
+    /// A commit notifies only while a process listens: `meta.listeners` counts them. (The server takes a lock of
+    /// the whole database at the commit of a transaction that notifies: the commits of every store in it take turns
+    /// there.) A listener counts itself in after its `LISTEN` and before it reads the
     /// last commit; the count takes the `meta` row, which every writer holds from its start to its commit, so a
     /// commit either sees the listener counted or comes before that read. A process that ends without counting
     /// itself out (killed, or its connection lost) leaves the count up: commits then notify for nobody, as they
