@@ -471,11 +471,10 @@ final class PostgresTransaction: StorageTransaction {
             // with it may have committed. The marks of all but the last 1,024 commits are let go.
             // A change of the catalog is noted as this commit's (`$5`).
             //
-            // When the cache served this transaction before the answer to `BEGIN` came (which has not come yet), the
-            // statement also checks that what it served still held: that the commit made follows the one the cache
-            // held (`$3`), that the catalog last changed where the cache says (`$4`); -1 for no check. Else it
-            // fails, and with it the transaction, which runs again. (`old` sees the row as before the update.)
-            // (What the cache served is checked even when the answer came meanwhile, with writes sent ahead.)
+            // When the cache served this transaction before the answer to `BEGIN` came (which may come only with the
+            // commit), the statement also checks that what it served still held: that the commit made follows the
+            // one the cache held (`$3`), that the catalog last changed where the cache says (`$4`); -1 for no check.
+            // Else it fails, and with it the transaction, which runs again. (`old` sees the row before the update.)
             if stale { throw PostgresTransaction.staleCache }
             let counts = usedCachedCounts ? assumedCommit : -1
             let catalog = usedCachedCatalog ? assumedCatalog : -1
@@ -514,15 +513,15 @@ final class PostgresTransaction: StorageTransaction {
     /// longer hold, and the commit asks for them again.
     private var countsRolledBack = false
 
-    /// A write sent ahead that changes its space's count on the server as it runs: `change` (a `WITH` whose rows,
-    /// one per entry added or removed, are named `row`), then the count moved by `delta` per row (`counted`
-    /// rows, when not all), in the same statement, which answers the new count.
-    private func counting(_ space: KeySpace, _ change: String, by delta: Int, counted: String = "count(*)") -> String {
-        "WITH \(change) UPDATE spaces SET count = count + \(delta) * (SELECT \(counted) FROM row) WHERE number = "
-            + "\(space.number) RETURNING count"
+    /// A delete sent ahead that lowers its space's count on the server as it runs: `change` (a `WITH` whose rows,
+    /// one per entry removed, are named `row`), then the count lowered by its rows, in the same statement, which
+    /// answers the new count.
+    private func counting(_ space: KeySpace, _ change: String) -> String {
+        "WITH \(change) UPDATE spaces SET count = count - (SELECT count(*) FROM row) WHERE number = \(space.number) "
+            + "RETURNING count"
     }
 
-    /// Keeps the count a write made by ``counting(_:_:by:counted:)`` answered.
+    /// Keeps the count a write made by ``counting(_:_:)`` answered.
     private func countAnswered(_ space: KeySpace) -> (PostgresResult) -> Void {
         { [weak self] answer in if answer.rowCount > 0 { self?.committedCounts[space.number] = answer.binaryInteger(0, 0) } }
     }
@@ -969,8 +968,7 @@ final class PostgresTransaction: StorageTransaction {
 
     /// Sends changes: one statement for every space's deletes, then one for every space's puts, each space's rows
     /// one `unnest` of arrays, with the count of each space moved by the entries removed or added, which the
-    /// statement answers. Each statement is named after its spaces and their kinds (see
-    /// ``PostgresStorage/forget(_:on:)``).
+    /// statement answers. Each statement is named after its spaces and their kinds.
     private func send(_ all: [UInt32: GatheredChanges]) throws {
         let spaces = all.sorted { $0.key < $1.key }
         var arrays: [[UInt8]] = []
@@ -1104,10 +1102,10 @@ final class PostgresTransaction: StorageTransaction {
             if let value {
                 try value.withUnsafeBytes { v in
                     try runAhead("\(t)_delpairc2", counting(space, "row AS (DELETE FROM \(t) WHERE k = $1 AND v = $2 "
-                                                             + "RETURNING 1)", by: -1), [k, v], then: countAnswered(space))
+                                                             + "RETURNING 1)"), [k, v], then: countAnswered(space))
                 }
             } else {
-                try runAhead("\(t)_delc2", counting(space, "row AS (DELETE FROM \(t) WHERE k = $1 RETURNING 1)", by: -1),
+                try runAhead("\(t)_delc2", counting(space, "row AS (DELETE FROM \(t) WHERE k = $1 RETURNING 1)"),
                              [k], then: countAnswered(space))
             }
         }
