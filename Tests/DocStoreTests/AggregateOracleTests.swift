@@ -903,6 +903,37 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
         #expect(untyped.map(\.key) == [[.double(-0.0)], [.double(2.5)], [.double(3.0)]])
     }
 
+    /// Fractions add in id order, whatever order the index that found them walks in, so that a sum is the same to
+    /// the last bit on either engine (a store on a server reads the documents with the index's entries).
+    @Test func fractionsFoundThroughAnIndexAddInIDOrder() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        // `k` falls as the id grows: the index walks the documents in the reverse of id order.
+        let x = { @Sendable (id: Int) in Double(id) * 0.37 + (id % 5 == 0 ? 1e12 + 0.5 : 0.001) }
+        try await store.write { ctx in
+            try ctx.createIndex(IndexDefinition(name: "k", kind: .regular, fields: ["k"]), in: "fractions")
+            for id in 1...1_200 {
+                try ctx.insert(["id": .int(Int64(id)), "k": .int(Int64(1_000 - id)), "g": .int(Int64(id % 3)), "x": .double(x(id))],
+                               into: "fractions")
+            }
+        }
+        // The sum as documented: whole numbers exactly, the others as Doubles in the order given.
+        func sum(_ ids: [Int]) -> DocumentValue {
+            let whole = ids.map(x).filter { $0 == $0.rounded() }.reduce(0, +)
+            return .double(whole + ids.map(x).filter { $0 != $0.rounded() }.reduce(0.0, +))
+        }
+        let found = Array(1...100)   // k >= 900
+        #expect(sum(found) != sum(found.reversed()), "the sum does not depend on the order")
+        let q = Query<DocumentValue>("fractions").include(.compare("k", .greaterOrEqual, .int(900)))
+        let (total, groups, plan) = try await store.read { ctx in
+            (try q.aggregate(.sum("x")).value(in: ctx), try q.groupBy(["g"], .sum("x")).results(in: ctx),
+             try q.aggregate(.sum("x")).explain(in: ctx))
+        }
+        #expect(plan.lines.contains { $0.contains("index k") }, "\(plan.lines)")
+        #expect(total == sum(found))
+        #expect(groups.map(\.value) == (0..<3).map { g in sum(found.filter { $0 % 3 == g }) })
+    }
+
     @Test func aggregatesOfNothing() async throws {
         var generator = Generator(seed: 0xA66_0000)
         let (store, dir) = try await Stores.indexedAndPlain(generator.documents(count: 50))

@@ -29,7 +29,9 @@ final class Executor {
         sortKeys = SortKeys(plan.sort, idDescending: plan.idDescending)
     }
 
-    func makeSource(fetchDocuments: Bool = true) throws -> CandidateSource {
+    /// The candidates of the plan's access. With `whole`, the caller reads every one (it does not stop early), so
+    /// an index walk says it will read the entries the planner counted in its ranges.
+    func makeSource(fetchDocuments: Bool = true, whole: Bool = false) throws -> CandidateSource {
         switch plan.access {
         case .none, .noCollection:
             return CandidateSource()
@@ -43,13 +45,18 @@ final class Executor {
             // (A walk back is placed by a fetch past its range's end first.)
             if plan.ordering == .natural, residual.isTrivial, !scan.descending, let needed = plan.needed {
                 source.expect(about: needed)
+            } else if whole && !scan.descending {
+                source.expect(about: scan.estimate)
             }
             return source
         case .union(let scans):
             let seen = IndexScanSource.SeenIDs()
             return UnionSource(try scans.map {
-                try IndexScanSource(scan: $0, space: try handle.space(of: $0), txn: txn, documents: handle.documents, seen: seen,
-                                    fetchDocuments: fetchDocuments, statistics: statistics)
+                let source = try IndexScanSource(scan: $0, space: try handle.space(of: $0), txn: txn,
+                                                 documents: handle.documents, seen: seen,
+                                                 fetchDocuments: fetchDocuments, statistics: statistics)
+                if whole && !$0.descending { source.expect(about: $0.estimate) }
+                return source
             })
         }
     }
@@ -68,10 +75,12 @@ final class Executor {
     /// Calls `body` with each matching candidate in the access order until it returns false. With
     /// `needsDocument` false and nothing to check, an index scan reads only its entries: the candidate's
     /// `document` is then not the document (the caller uses the id alone).
-    func forEachMatch(needsDocument: Bool = true, _ body: (CandidateSource.Candidate) throws -> Bool) throws {
+    /// With `whole` false, `body` may stop the walk long before its end.
+    func forEachMatch(needsDocument: Bool = true, whole: Bool = true,
+                      _ body: (CandidateSource.Candidate) throws -> Bool) throws {
         let fetch = needsDocument || !residual.isTrivial
         if case .fullScan = plan.access {} else if !fetch { scanSkippedDocuments = true }
-        let source = try makeSource(fetchDocuments: fetch)
+        let source = try makeSource(fetchDocuments: fetch, whole: whole)
         defer { source.close() }
         while let candidate = try source.next() {
             if try matches(candidate) {
@@ -110,6 +119,10 @@ final class Executor {
     /// gathers its ids alone, sorts them, and then reads the documents in that order (``DocumentsByID``: through
     /// one cursor on a file, whose neighbouring ids share leaf pages; in batches on an engine with round trips).
     /// For runs that keep every match anyway (a sort without a limit); others use ``forEachMatch(needsDocument:_:)``.
+    ///
+    /// On an engine that reads by id in batches, a read fetches the documents with the index's entries instead (one
+    /// round trip per window rather than one more per batch of ids), keeps the matches (their bytes stay valid
+    /// until the read ends) and hands them on in id order.
     func forEachMatchInIDOrder(_ body: (CandidateSource.Candidate) throws -> Bool) throws {
         switch plan.access {
         case .index(let scan) where !scan.primary: break
@@ -117,8 +130,20 @@ final class Executor {
         default: return try forEachMatch(body)   // (the ids' ranges are in id order)
         }
         var ids = IDList()
+        if DocumentsByID.readsInBatches(txn) {
+            var documents: [UnsafeRawBufferPointer] = []
+            try forEachMatch { candidate in
+                ids.append(candidate.id)
+                documents.append(candidate.document)
+                return true
+            }
+            for i in ids.idOrder() {
+                guard try ids.withID(i, { try body(($0, documents[i])) }) else { return }
+            }
+            return
+        }
         do {
-            let source = try makeSource(fetchDocuments: false)
+            let source = try makeSource(fetchDocuments: false, whole: true)
             defer { source.close() }
             while let candidate = try source.next() { ids.append(candidate.id) }
         }
@@ -165,7 +190,7 @@ final class Executor {
             offset = plan.offset
             if plan.ordering == .natural && plan.afterwards.isEmpty && !collectFirst {
                 let gathered = whole ? try executor.splitMatches() : nil
-                source = plan.limit == 0 ? nil : try gathered ?? executor.makeSource()
+                source = plan.limit == 0 ? nil : try gathered ?? executor.makeSource(whole: whole && plan.limit == nil)
                 checked = gathered != nil
                 ids = IDList()
                 documents = nil
@@ -316,7 +341,7 @@ final class Executor {
             }
             var skipped = 0
             if plan.limit == 0 { return ids }
-            try forEachMatch(needsDocument: false) { candidate in
+            try forEachMatch(needsDocument: false, whole: plan.limit == nil) { candidate in
                 if skipped < plan.offset { skipped += 1; return true }
                 ids.append(candidate.id)
                 return plan.limit.map { ids.count < $0 } ?? true

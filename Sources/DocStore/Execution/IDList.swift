@@ -69,22 +69,36 @@ struct IDList {
             }
             return
         }
-        // Equal 16-byte prefixes (zero-padded) leave the rest of the bytes to decide, and then the length: a longer
-        // id with the same bytes orders after.
         long.withUnsafeBytes { long in
-            func precedes(_ a: Entry, _ b: Entry) -> Bool {
-                if a.high != b.high { return a.high < b.high }
-                if a.low != b.low { return a.low < b.low }
-                guard a.count > 16 && b.count > 16 else { return a.count < b.count }
-                return UnsafeRawBufferPointer(rebasing: long[(a.start + 16)..<(a.start + a.count)])
-                    .precedesInKeyOrder(UnsafeRawBufferPointer(rebasing: long[(b.start + 16)..<(b.start + b.count)]))
-            }
             if descending {
-                if !entries.isSorted(by: { precedes($1, $0) }) { entries.sort { precedes($1, $0) } }
-            } else if !entries.isSorted(by: precedes) {
-                entries.sort(by: precedes)
+                if !entries.isSorted(by: { IDList.precedes($1, $0, long) }) { entries.sort { IDList.precedes($1, $0, long) } }
+            } else if !entries.isSorted(by: { IDList.precedes($0, $1, long) }) {
+                entries.sort { IDList.precedes($0, $1, long) }
             }
         }
+    }
+
+    /// Whether id `a` orders before id `b`, their bytes past the first 16 in `long`. Equal 16-byte prefixes
+    /// (zero-padded) leave the rest of the bytes to decide, and then the length: a longer id with the same bytes
+    /// orders after.
+    @inline(__always)
+    private static func precedes(_ a: Entry, _ b: Entry, _ long: UnsafeRawBufferPointer) -> Bool {
+        if a.high != b.high { return a.high < b.high }
+        if a.low != b.low { return a.low < b.low }
+        guard a.count > 16 && b.count > 16 else { return a.count < b.count }
+        return UnsafeRawBufferPointer(rebasing: long[(a.start + 16)..<(a.start + a.count)])
+            .precedesInKeyOrder(UnsafeRawBufferPointer(rebasing: long[(b.start + 16)..<(b.start + b.count)]))
+    }
+
+    /// The positions of the ids in byte order, the ids left where they are: for a caller that keeps something
+    /// beside each.
+    func idOrder() -> [Int] {
+        var order = Array(entries.indices)
+        long.withUnsafeBytes { long in
+            guard !entries.isSorted(by: { IDList.precedes($0, $1, long) }) else { return }
+            order.sort { IDList.precedes(entries[$0], entries[$1], long) }
+        }
+        return order
     }
 
     /// Keeps the ids after the first `offset`, up to `limit` of them.
