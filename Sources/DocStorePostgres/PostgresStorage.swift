@@ -342,8 +342,9 @@ final class PostgresTransaction: StorageTransaction {
     /// was read may be out of date, and the transaction must run again (``mustRunAgain``).
     private var stale = false
     /// Random bytes kept with this transaction's commit number (table `commits`), for asking whether it committed
-    /// when the connection goes.
-    fileprivate let mark = withUnsafeBytes(of: UUID().uuid) { Array($0) }
+    /// when the connection goes. Made when a commit first asks for it: a read has none (each `UUID()` opens the
+    /// system's random device).
+    fileprivate lazy var mark = withUnsafeBytes(of: UUID().uuid) { Array($0) }
 
     var mustRunAgain: Bool { stale || assumedWrongly }
     /// What a transaction the cache served from another commit throws, to be run again.

@@ -9,6 +9,16 @@ private struct Account: Document, Equatable {
     static let indexes: [IndexSpec<Account>] = [.unique("tenant_email", \.tenant, \.email)]
 }
 
+private struct Member: Document, Equatable {
+    var id: Int
+    var handle: String
+    var badge: Int?
+    var teams: [String]
+    var level: Int
+    static let indexes: [IndexSpec<Member>] = [.unique("handle", \.handle), .multi("teams", \.teams), .index("level", \.level),
+                                               .unique("badge", \.badge)]
+}
+
 private struct Note: Document, Equatable {
     var id: Int
     var text: String
@@ -57,6 +67,69 @@ private struct Note: Document, Equatable {
         #expect(try await Account.query().count(in: store) == 10)
         try await store.insert(contentsOf: base[10...])
         #expect(try await Account.query().count(in: store) == 1_200)
+        #expect(try await store.verify().isClean)
+    }
+
+    /// A batch insert refuses with the error that inserting its documents one at a time meets first (the same code
+    /// and message), or inserts them all, as one at a time does: random batches with repeated ids and unique
+    /// values, within the batch and against the store, and none.
+    @Test func aBatchInsertRefusesWithTheErrorOneAtATimeMeetsFirst() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        var rng = SeededGenerator(seed: 0xBA7C_4)
+        func member(_ id: Int) -> Member {
+            Member(id: id, handle: "h\(Int.random(in: 0..<400, using: &rng))",
+                   badge: Bool.random(using: &rng) ? nil : Int.random(in: 0..<400, using: &rng),
+                   teams: (0..<Int.random(in: 0...3, using: &rng)).map { _ in "t\(Int.random(in: 0..<5, using: &rng))" },
+                   level: Int.random(in: 0..<4, using: &rng))
+        }
+        // Stored already: ids 0..<20 with handles and badges of their own.
+        try await store.insert(contentsOf: (0..<20).map { Member(id: $0, handle: "s\($0)", badge: 1_000 + $0, teams: [], level: 0) })
+        struct Rollback: Error {}
+        func outcome(_ body: @escaping @Sendable (WriteContext) throws -> Void) async -> String {
+            do {
+                try await store.write { ctx in try body(ctx); throw Rollback() }
+            } catch let error as DocStoreError {
+                return "\(error.code): \(error.message)"
+            } catch {
+                return "inserted"
+            }
+            return "unreachable"
+        }
+        var refused = 0
+        for trial in 0..<120 {
+            let size = Int.random(in: 1...40, using: &rng)
+            var batch = (0..<size).map { _ in member(Int.random(in: 0..<(trial % 3 == 0 ? 60 : 6_000), using: &rng)) }
+            if trial % 4 == 1 { batch[Int.random(in: 0..<size, using: &rng)].handle = "s\(Int.random(in: 0..<20, using: &rng))" }
+            if trial % 5 == 2 { batch[Int.random(in: 0..<size, using: &rng)].badge = 1_000 + Int.random(in: 0..<20, using: &rng) }
+            let members = batch
+            let oneByOne = await outcome { ctx in for m in members { try ctx.insert(m) } }
+            let together = await outcome { ctx in try ctx.insert(contentsOf: members) }
+            #expect(together == oneByOne, "trial \(trial): \(members.map(\.id))")
+            if oneByOne != "inserted" { refused += 1 }
+        }
+        #expect(refused > 30 && refused < 110, "\(refused) of 120 batches refused")
+        // Batches large enough that their keys are made on several threads, each with a problem or two (or none)
+        // put where the threads' parts meet or anywhere.
+        for trial in 0..<(engineIsServer ? 1 : 8) {
+            var batch = (0..<4_500).map { Member(id: 100_000 + $0, handle: "b\($0)", badge: nil, teams: ["t\($0 % 3)"], level: $0 % 4) }
+            for _ in 0..<(trial % 3) {
+                let at = Bool.random(using: &rng) ? Int.random(in: 2_240...2_260, using: &rng) : Int.random(in: 1..<4_500, using: &rng)
+                let earlier = Int.random(in: 0..<at, using: &rng)
+                switch Int.random(in: 0..<5, using: &rng) {
+                case 0: batch[at].id = batch[earlier].id
+                case 1: batch[at].handle = batch[earlier].handle
+                case 2: (batch[at].badge, batch[earlier].badge) = (7, 7)
+                case 3: batch[at].handle = String(repeating: "x", count: 3_000)   // too long for a key
+                default: batch[at].id = Int.random(in: 0..<20, using: &rng)        // stored already
+                }
+            }
+            let members = batch
+            let oneByOne = await outcome { ctx in for m in members { try ctx.insert(m) } }
+            let together = await outcome { ctx in try ctx.insert(contentsOf: members) }
+            #expect(together == oneByOne, "large trial \(trial)")
+        }
+        #expect(try await Member.query().count(in: store) == 20)
         #expect(try await store.verify().isClean)
     }
 

@@ -208,10 +208,7 @@ final class CollectionHandle {
                 try txn.prefetch(checkedReads(reader: reader, root: root, id: id))
             }
             let old: [UInt8]? = try stored ?? txn.get(documents, id).map { Array($0) }
-            if old != nil && mode == .insert {
-                throw DocStoreError(.duplicateID, "collection '\(name)' already has a document with id "
-                    + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
-            }
+            if old != nil && mode == .insert { throw duplicateID(reader, root) }
             // The indexes whose fields hold the same bytes as before keep their entries: their keys are not made.
             var kept = old.map { unchangedIndexes(from: $0, to: reader, root: root) }
                 ?? Array(repeating: false, count: indexes.count)
@@ -235,7 +232,7 @@ final class CollectionHandle {
             for (i, index) in indexes.enumerated() where index.isUnique {
                 for key in added[i] {
                     if let holder = try txn.get(index.database, key), !holder.elementsEqual(id) {
-                        throw uniqueViolation(index, IndexKeys.describe(index.definition, reader: reader, root: root))
+                        throw uniqueViolation(index, reader, root)
                     }
                 }
             }
@@ -260,47 +257,172 @@ final class CollectionHandle {
     /// too long), so that a refused batch changes nothing. Then the documents go in in id order and each index's
     /// entries in key order, so that consecutive puts land on the same pages.
     func insert(batch: [[UInt8]], in txn: any StorageTransaction) throws {
+        // Each document is checked against the store as it comes; its id and keys against the batch's others once
+        // they are all in, sorted, where equal ones are neighbours. The error is the one checking them one by one
+        // in order would meet first: for the earliest document, its id before its indexes, in their order.
         var ids: [[UInt8]] = []
         ids.reserveCapacity(batch.count)
-        var entries = Array(repeating: [(key: [UInt8], id: [UInt8])](), count: indexes.count)
-        var seenIDs = Set<[UInt8]>(minimumCapacity: batch.count)
-        var taken = Array(repeating: Set<[UInt8]>(), count: indexes.count)
-        for bytes in batch {
-            try bytes.withUnsafeBytes { raw in
-                let reader = BinaryReader(raw)
-                let root = try reader.root()
-                let id = try idKey(reader: reader, root: root)
-                if try !seenIDs.insert(id).inserted || txn.get(documents, id) != nil {
-                    throw DocStoreError(.duplicateID, "collection '\(name)' already has a document with id "
-                        + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
-                }
-                for (i, index) in indexes.enumerated() {
-                    for key in try checkedKeys(for: index, reader: reader, root: root) {
-                        if try index.isUnique && (!taken[i].insert(key).inserted || txn.get(index.database, key) != nil) {
-                            throw uniqueViolation(index, IndexKeys.describe(index.definition, reader: reader, root: root))
-                        }
-                        entries[i].append((key, id))
+        var sortedIDs = IDList()
+        var keys = Array(repeating: IDList(), count: indexes.count)
+        var owners = Array(repeating: [Int](), count: indexes.count)   // the document of each key
+        var refusal: (at: Refusal, error: any Error)?
+        // A document's id and keys, checked against the store's and kept for the checks among the batch's.
+        func check(_ d: Int, id: [UInt8], keys made: [[[UInt8]]]) throws {
+            if try txn.get(documents, id) != nil {
+                refusal = (Refusal(document: d, step: 1), try duplicateID(batch[d]))
+            }
+            ids.append(id)
+            id.withUnsafeBytes { sortedIDs.append($0) }
+            for (i, index) in indexes.enumerated() where i < made.count && refusal == nil {
+                for key in made[i] {
+                    if refusal == nil, index.isUnique, try txn.get(index.database, key) != nil {
+                        refusal = (Refusal(document: d, step: 2 + i), try uniqueViolation(index, batch[d]))
                     }
+                    key.withUnsafeBytes { keys[i].append($0) }
+                    owners[i].append(d)
                 }
-                ids.append(id)
             }
         }
-        let order = ids.indices.sorted { ids[$0].precedesInKeyOrder(ids[$1]) }
+        documents: for (d, bytes) in batch.enumerated() {
+            let made = IDAndKeys(bytes, of: self)
+            do {
+                if let id = made.id { try check(d, id: id, keys: made.keys) }
+            } catch {
+                refusal = (Refusal(document: d, step: 1), error)
+            }
+            if refusal == nil, let failure = made.failure { refusal = (Refusal(document: d, step: failure.step), failure.error) }
+            if refusal != nil { break documents }
+        }
+        let order = sortedIDs.idOrder()
+        if let twice = Refusal.repeated(sortedIDs, order, owners: nil, step: 1), twice < refusal?.at ?? twice.later {
+            refusal = (twice, try duplicateID(batch[twice.document]))
+        }
+        var rank = [Int](repeating: 0, count: ids.count)   // each document's place in id order
+        for (place, d) in order.enumerated() { rank[d] = place }
+        // Each index's entries in key order, then in id order: sorted side by side, one index per thread, for a
+        // large batch.
+        let entryOrders: [[Int]]
+        if batch.count >= 2_048 && keys.count > 1 {
+            let sorted = Mutex([[Int]](repeating: [], count: keys.count))
+            DispatchQueue.concurrentPerform(iterations: keys.count) { [keys, owners, rank] i in
+                let order = keys[i].idOrder(ranks: owners[i].map { rank[$0] })
+                sorted.withLock { $0[i] = order }
+            }
+            entryOrders = sorted.withLock { $0 }
+        } else {
+            entryOrders = keys.indices.map { i in keys[i].idOrder(ranks: owners[i].map { rank[$0] }) }
+        }
+        for (i, index) in indexes.enumerated() where index.isUnique {
+            if let twice = Refusal.repeated(keys[i], entryOrders[i], owners: owners[i], step: 2 + i),
+               twice < refusal?.at ?? twice.later {
+                refusal = (twice, try uniqueViolation(index, batch[twice.document]))
+            }
+        }
+        if let refusal { throw refusal.error }
         try txn.changingAtomically {
             // The ids after the last one stored are appended, in order; those before it are put.
             let last = try lastID(in: txn)
             var appending = false
-            for i in order {
-                appending = appending || last.precedesInKeyOrder(ids[i])
-                if appending { try txn.append(documents, ids[i], batch[i]) } else { try txn.put(documents, ids[i], batch[i]) }
+            for d in order {
+                appending = appending || last.precedesInKeyOrder(ids[d])
+                if appending { try txn.append(documents, ids[d], batch[d]) } else { try txn.put(documents, ids[d], batch[d]) }
             }
             for (i, index) in indexes.enumerated() {
-                entries[i].sort { a, b in
-                    a.key.precedesInKeyOrder(b.key) || (!b.key.precedesInKeyOrder(a.key) && a.id.precedesInKeyOrder(b.id))
+                let (keys, owners, space) = (keys[i], owners[i], index.database)
+                for e in entryOrders[i] {
+                    try keys.withID(e) { key in
+                        try ids[owners[e]].withUnsafeBytes { id in
+                            _ = try txn.put(space, key, id, noOverwrite: false, noDuplicate: false)
+                        }
+                    }
                 }
-                for entry in entries[i] { try txn.put(index.database, entry.key, entry.id) }
             }
         }
+    }
+
+    /// Where checking a batch one document at a time would refuse it: at which document, and at which step of it
+    /// (0 reading it, 1 its id, 2 and on its indexes in order).
+    private struct Refusal: Comparable {
+        let document: Int
+        let step: Int
+
+        static func < (a: Refusal, b: Refusal) -> Bool { (a.document, a.step) < (b.document, b.step) }
+
+        /// A refusal after this one, for comparing with none.
+        var later: Refusal { Refusal(document: document + 1, step: 0) }
+
+        /// The first document whose key (or id) an earlier document of the batch has too: among the keys in `order`
+        /// (sorted, equal ones together), of documents `owners` (the positions themselves without it).
+        static func repeated(_ keys: IDList, _ order: [Int], owners: [Int]?, step: Int) -> Refusal? {
+            var first: Int?
+            var run = 0
+            while run < order.count {
+                var end = run + 1
+                while end < order.count && keys.same(order[run], order[end]) { end += 1 }
+                if end - run > 1 {
+                    // The second of them in the batch's order is refused.
+                    let documents = order[run..<end].map { owners?[$0] ?? $0 }.sorted()
+                    first = min(first ?? .max, documents[1])
+                }
+                run = end
+            }
+            return first.map { Refusal(document: $0, step: step) }
+        }
+    }
+
+    /// A document's id and index keys, made from its bytes alone.
+    private struct IDAndKeys {
+        /// `nil` when the document could not be read or has no id that can be stored.
+        var id: [UInt8]?
+        /// Each index's keys, up to the first that could not be made.
+        var keys: [[[UInt8]]] = []
+        /// Why they could not all be made, and at which step (as ``Refusal`` counts them).
+        var failure: (step: Int, error: any Error)?
+
+        init(_ bytes: [UInt8], of handle: CollectionHandle) {
+            bytes.withUnsafeBytes { raw in
+                let reader = BinaryReader(raw)
+                do {
+                    let root = try reader.root()
+                    id = try handle.idKey(reader: reader, root: root)
+                    for index in handle.indexes {
+                        do {
+                            keys.append(try handle.checkedKeys(for: index, reader: reader, root: root))
+                        } catch {
+                            failure = (2 + keys.count, error)
+                            break
+                        }
+                    }
+                } catch {
+                    failure = (0, error)
+                }
+            }
+        }
+    }
+
+    private func duplicateID(_ bytes: [UInt8]) throws -> DocStoreError {
+        try bytes.withUnsafeBytes { raw in
+            let reader = BinaryReader(raw)
+            return duplicateID(reader, try reader.root())
+        }
+    }
+
+    private func uniqueViolation(_ index: Index, _ bytes: [UInt8]) throws -> DocStoreError {
+        try bytes.withUnsafeBytes { raw in
+            let reader = BinaryReader(raw)
+            return uniqueViolation(index, reader, try reader.root())
+        }
+    }
+
+    /// The error for an id another document holds.
+    private func duplicateID(_ reader: BinaryReader, _ root: ValueRef) -> DocStoreError {
+        DocStoreError(.duplicateID, "collection '\(name)' already has a document with id "
+            + "\(IndexKeys.describeValue(at: info.idPath, reader: reader, root: root))", collection: name)
+    }
+
+    /// The error for a unique value another document holds.
+    private func uniqueViolation(_ index: Index, _ reader: BinaryReader, _ root: ValueRef) -> DocStoreError {
+        uniqueViolation(index, IndexKeys.describe(index.definition, reader: reader, root: root))
     }
 
     /// Puts a document. A new one whose id orders after every stored id is appended, so that ids that count up

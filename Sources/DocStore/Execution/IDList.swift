@@ -1,4 +1,7 @@
-/// Document ids gathered by a walk, in the order they were found or put in id order, with no array per id.
+import Foundation
+
+/// Document ids gathered by a walk, in the order they were found or put in id order, with no array per id (or any
+/// keys to be put in order: a batch's index keys).
 ///
 /// Each id keeps its first 16 bytes as two big-endian integers: an id of 16 bytes or fewer (an integer's key, 10
 /// bytes, fits; a UUID's, 17, does not) lives in them alone, and most comparisons in a sort are two integer
@@ -78,27 +81,58 @@ struct IDList {
         }
     }
 
-    /// Whether id `a` orders before id `b`, their bytes past the first 16 in `long`. Equal 16-byte prefixes
-    /// (zero-padded) leave the rest of the bytes to decide, and then the length: a longer id with the same bytes
-    /// orders after.
+    /// Whether id `a` orders before id `b`, their bytes past the first 16 in `long`.
     @inline(__always)
     private static func precedes(_ a: Entry, _ b: Entry, _ long: UnsafeRawBufferPointer) -> Bool {
-        if a.high != b.high { return a.high < b.high }
-        if a.low != b.low { return a.low < b.low }
-        guard a.count > 16 && b.count > 16 else { return a.count < b.count }
-        return UnsafeRawBufferPointer(rebasing: long[(a.start + 16)..<(a.start + a.count)])
-            .precedesInKeyOrder(UnsafeRawBufferPointer(rebasing: long[(b.start + 16)..<(b.start + b.count)]))
+        compare(a, b, long) < 0
+    }
+
+    /// -1, 0 or 1 as id `a` orders before, with or after id `b`. Equal 16-byte prefixes (zero-padded) leave the
+    /// rest of the bytes to decide, and then the length: a longer id with the same bytes orders after.
+    @inline(__always)
+    private static func compare(_ a: Entry, _ b: Entry, _ long: UnsafeRawBufferPointer) -> Int {
+        if a.high != b.high { return a.high < b.high ? -1 : 1 }
+        if a.low != b.low { return a.low < b.low ? -1 : 1 }
+        if a.count > 16 && b.count > 16 {
+            let n = Swift.min(a.count, b.count) - 16
+            let order = memcmp(long.baseAddress! + a.start + 16, long.baseAddress! + b.start + 16, n)
+            if order != 0 { return order < 0 ? -1 : 1 }
+        }
+        return a.count == b.count ? 0 : a.count < b.count ? -1 : 1
     }
 
     /// The positions of the ids in byte order, the ids left where they are: for a caller that keeps something
-    /// beside each.
-    func idOrder() -> [Int] {
+    /// beside each. Equal ids (the keys of an index, say) are in the order of their `ranks`, when given, else in
+    /// the order they came.
+    func idOrder(ranks: [Int]? = nil) -> [Int] {
+        if long.isEmpty {
+            // Every id lies in its two integers: sorted as a 128-bit number, its length and its rank each.
+            var keyed = entries.indices.map { i in
+                (UInt128(entries[i].high) << 64 | UInt128(entries[i].low), entries[i].count, ranks?[i] ?? i, i)
+            }
+            if !keyed.isSorted(by: { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }) {
+                keyed.sort { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }
+            }
+            return keyed.map(\.3)
+        }
         var order = Array(entries.indices)
         long.withUnsafeBytes { long in
+            if let ranks {
+                order.sort { a, b in
+                    let order = IDList.compare(entries[a], entries[b], long)
+                    return order == 0 ? ranks[a] < ranks[b] : order < 0
+                }
+                return
+            }
             guard !entries.isSorted(by: { IDList.precedes($0, $1, long) }) else { return }
             order.sort { IDList.precedes(entries[$0], entries[$1], long) }
         }
         return order
+    }
+
+    /// Whether the `i`th and `j`th ids are the same bytes.
+    func same(_ i: Int, _ j: Int) -> Bool {
+        long.withUnsafeBytes { IDList.compare(entries[i], entries[j], $0) == 0 }
     }
 
     /// Keeps the ids after the first `offset`, up to `limit` of them.
