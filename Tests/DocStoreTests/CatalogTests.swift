@@ -241,7 +241,7 @@ private func catalogIndexMatchesDocuments<T: Document>(_ store: DocStore, _ type
             var entry = try cursor.first()
             while let (key, value) = entry {
                 let reader = BinaryReader(value)
-                for indexKey in try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root()) {
+                for indexKey in try IndexKeys.keys(of: index, reader: reader, root: try reader.root()) {
                     expected.append(indexKey + [0xFF] + Array(key))
                 }
                 entry = try cursor.next()

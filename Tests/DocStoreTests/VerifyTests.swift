@@ -22,7 +22,7 @@ private enum VerifyDamage {
     static func keys(of bytes: [UInt8], for index: CollectionHandle.Index) throws -> [[UInt8]] {
         try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
-            return try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root())
+            return try IndexKeys.keys(of: index, reader: reader, root: try reader.root())
         }
     }
 

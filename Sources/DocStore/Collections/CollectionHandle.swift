@@ -8,7 +8,15 @@ final class CollectionHandle {
     struct Index {
         let definition: IndexDefinition
         let database: KeySpace
+        /// The definition's field paths, laid out for look-ups (``IndexKeys/keys(of:reader:root:)``).
+        let paths: [CompiledPath]
         var isUnique: Bool { definition.kind == .unique }
+
+        init(definition: IndexDefinition, database: KeySpace) {
+            self.definition = definition
+            self.database = database
+            paths = definition.fields.map(CompiledPath.init)
+        }
     }
 
     let info: CollectionInfo
@@ -549,7 +557,7 @@ final class CollectionHandle {
 
     /// The keys of one index for a document being written, refused when LMDB could not store one of them.
     private func checkedKeys(for index: Index, reader: BinaryReader, root: ValueRef) throws -> [[UInt8]] {
-        let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
+        let keys = try IndexKeys.keys(of: index, reader: reader, root: root)
         for key in keys where key.count > IndexKeys.maximumKeySize {
             throw DocStoreError(.valueTooLarge, "the value of \(IndexKeys.describe(index.definition, reader: reader, root: root).prefix(60))... "
                 + "is \(key.count) bytes encoded, too long for index '\(index.definition.name)' of '\(name)' "
@@ -567,7 +575,7 @@ final class CollectionHandle {
                 let reader = BinaryReader(raw)
                 let root = try reader.root()
                 return try indexes.indices.map { i in
-                    skipping?[i] == true ? [] : try IndexKeys.keys(for: indexes[i].definition, reader: reader, root: root)
+                    skipping?[i] == true ? [] : try IndexKeys.keys(of: indexes[i], reader: reader, root: root)
                 }
             }
         } catch is MalformedDocument {

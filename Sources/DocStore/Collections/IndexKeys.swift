@@ -5,23 +5,24 @@ enum IndexKeys {
     /// LMDB's compiled-in limit on key size (`mdb_env_get_maxkeysize`), which also bounds duplicate data.
     static let maximumKeySize = 511
 
-    /// The keys `definition` holds for the document whose root is `root`: none, one, or (multi) one per element.
-    static func keys(for definition: IndexDefinition, reader: BinaryReader, root: ValueRef) throws -> [[UInt8]] {
-        switch definition.kind {
+    /// The keys `index` holds for the document whose root is `root`: none, one, or (multi) one per element.
+    static func keys(of index: CollectionHandle.Index, reader: BinaryReader, root: ValueRef) throws -> [[UInt8]] {
+        let kind = index.definition.kind
+        switch kind {
         case .regular, .unique:
             var encoder = KeyEncoder(capacity: 32)
-            for path in definition.fields {
-                if let ref = try reader.value(atPath: path, from: root), ref.tag != BinaryFormat.Tag.null {
+            for path in index.paths {
+                if let ref = try path.layout.value(in: reader, from: root), ref.tag != BinaryFormat.Tag.null {
                     try encoder.append(ref, in: reader)
                 } else {
-                    if definition.kind == .unique { return [] }
+                    if kind == .unique { return [] }
                     encoder.append(.null)
                 }
             }
             return [encoder.bytes]
         case .multi:
-            guard let path = definition.fields.first,
-                  let ref = try reader.value(atPath: path, from: root), ref.tag != BinaryFormat.Tag.null else { return [] }
+            guard let path = index.paths.first,
+                  let ref = try path.layout.value(in: reader, from: root), ref.tag != BinaryFormat.Tag.null else { return [] }
             if ref.tag != BinaryFormat.Tag.array { return [try KeyEncoder.key(ref, in: reader)] }
             // Each element's key once: looked for among those before it while they are few, in a set after that.
             var keys: [[UInt8]] = []

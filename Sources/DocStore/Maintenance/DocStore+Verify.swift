@@ -149,7 +149,7 @@ extension DocStore {
                 if try !reader.checkChecksum() { tally.unchecked += 1 }
                 try DocumentValue.check(reader: reader, ref: root)
                 for (i, index) in indexes.enumerated() {
-                    let keys = try IndexKeys.keys(for: index.definition, reader: reader, root: root)
+                    let keys = try IndexKeys.keys(of: index, reader: reader, root: root)
                     tally.produced[i] = tally.produced[i].map { $0 + keys.count }
                     for key in keys {
                         let present = try index.isUnique
@@ -231,7 +231,7 @@ extension DocStore {
             }
             let produced = keysOf[id] ?? Set((try? document.withUnsafeBytes { raw -> [[UInt8]] in
                 let reader = BinaryReader(raw)
-                return try IndexKeys.keys(for: index.definition, reader: reader, root: try reader.root())
+                return try IndexKeys.keys(of: index, reader: reader, root: try reader.root())
             }) ?? [])
             keysOf[id] = produced
             guard !produced.contains(key) else { return }
