@@ -336,12 +336,10 @@ final class CollectionHandle {
                 if appending { try txn.append(documents, ids[d], batch[d]) } else { try txn.put(documents, ids[d], batch[d]) }
             }
             for (i, index) in indexes.enumerated() {
-                let (keys, owners, space) = (keys[i], owners[i], index.database)
-                for e in entryOrders[i] {
-                    try keys.withID(e) { key in
-                        try ids[owners[e]].withUnsafeBytes { id in
-                            _ = try txn.put(space, key, id, noOverwrite: false, noDuplicate: false)
-                        }
+                let (keys, owners) = (keys[i], owners[i])
+                try txn.putInOrder(index.database) { put in
+                    for e in entryOrders[i] {
+                        try keys.withID(e) { key in try ids[owners[e]].withUnsafeBytes { id in try put(key, id) } }
                     }
                 }
             }

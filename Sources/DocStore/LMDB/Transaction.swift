@@ -218,6 +218,19 @@ final class LMDBTransaction: StorageTransaction {
         return true
     }
 
+    /// The corresponding LMDB function is `mdb_cursor_put`, through one cursor: LMDB looks for each key on the
+    /// leaf page where the last one went before it descends from the root.
+    func putInOrder(_ db: KeySpace,
+                    _ body: (_ put: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
+        let cursor = try newCursor(db)
+        defer { mdb_cursor_close(cursor) }
+        try body { key, value in
+            var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            try check(mdb_cursor_put(cursor, &k, &v, 0))
+        }
+    }
+
     /// The corresponding LMDB function is `mdb_put`, with `MDB_APPEND`.
     func append(_ db: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws {
         try check(key.withUnsafeBytes { k in value.withUnsafeBytes { v in put(db, k, v, flags: LMDBFlags.append) } })

@@ -69,6 +69,11 @@ package protocol StorageTransaction: AnyObject {
     /// entry goes at the end, and a full last page is continued on a new one rather than split in half, so that
     /// keys that come in order fill their pages. A key that does not order last is an error.
     func append(_ space: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws
+    /// Stores many entries as ``put(_:_:_:noOverwrite:noDuplicate:)`` does, replacing none: `body` hands each to
+    /// the function it is given, in key order (and in value order within a key), so that an engine that walks to
+    /// each place from the last one (a cursor on a leaf page) descends from the root only when it leaves it.
+    func putInOrder(_ space: KeySpace,
+                    _ body: (_ put: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws
     /// Deletes `key` (with `value`, only that duplicate). Returns `false` when there was nothing to delete.
     @discardableResult
     func delete(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool
@@ -142,6 +147,10 @@ extension StorageTransaction {
 
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws { _ = try delete(space, key, value: value) }
     package func append(_ space: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws { try put(space, key, value) }
+    package func putInOrder(_ space: KeySpace,
+                    _ body: (_ put: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
+        try body { key, value in _ = try put(space, key, value, noOverwrite: false, noDuplicate: false) }
+    }
 
     func prefetch(_ keys: [(KeySpace, [UInt8])], expectingAbsent: Bool) throws {}
     func openCursor(_ space: KeySpace, fetchingValuesIn documents: KeySpace) throws -> (any StorageCursor)? { nil }
