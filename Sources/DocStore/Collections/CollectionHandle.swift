@@ -309,17 +309,7 @@ final class CollectionHandle {
         for (place, d) in order.enumerated() { rank[d] = place }
         // Each index's entries in key order, then in id order: sorted side by side, one index per thread, for a
         // large batch.
-        let entryOrders: [[Int]]
-        if batch.count >= 2_048 && keys.count > 1 {
-            let sorted = Mutex([[Int]](repeating: [], count: keys.count))
-            DispatchQueue.concurrentPerform(iterations: keys.count) { [keys, owners, rank] i in
-                let order = keys[i].idOrder(ranks: owners[i].map { rank[$0] })
-                sorted.withLock { $0[i] = order }
-            }
-            entryOrders = sorted.withLock { $0 }
-        } else {
-            entryOrders = keys.indices.map { i in keys[i].idOrder(ranks: owners[i].map { rank[$0] }) }
-        }
+        let entryOrders = keys.indices.map { i in keys[i].idOrder(ranks: owners[i].map { rank[$0] }) }
         for (i, index) in indexes.enumerated() where index.isUnique {
             if let twice = Refusal.repeated(keys[i], entryOrders[i], owners: owners[i], step: 2 + i),
                twice < refusal?.at ?? twice.later {
