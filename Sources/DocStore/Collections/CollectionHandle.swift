@@ -274,17 +274,25 @@ final class CollectionHandle {
         var keys = Array(repeating: IDList(), count: indexes.count)
         var owners = Array(repeating: [Int](), count: indexes.count)   // the document of each key
         var refusal: (at: Refusal, error: any Error)?
-        // A document's id and keys, checked against the store's and kept for the checks among the batch's.
-        func check(_ d: Int, id: [UInt8], keys made: [[[UInt8]]]) throws {
+        // A document's id and keys, checked against the store's and kept for the checks among the batch's. `step`
+        // is the check under way (for an error of the engine's own).
+        var step = 0
+        func check(_ d: Int, id: [UInt8], _ made: IDAndKeys) throws {
+            step = 1
             if try txn.get(documents, id) != nil {
                 refusal = (Refusal(document: d, step: 1), try duplicateID(batch[d]))
             }
             ids.append(id)
             id.withUnsafeBytes { sortedIDs.append($0) }
-            for (i, index) in indexes.enumerated() where i < made.count && refusal == nil {
-                for key in made[i] {
+            if refusal == nil, let failure = made.failure {
+                // A key that cannot be made is met before any unique value is checked.
+                refusal = (Refusal(document: d, step: failure.step), failure.error)
+            }
+            for (i, index) in indexes.enumerated() where i < made.keys.count && refusal == nil {
+                step = Refusal.uniqueStep(i, of: indexes.count)
+                for key in made.keys[i] {
                     if refusal == nil, index.isUnique, try txn.get(index.database, key) != nil {
-                        refusal = (Refusal(document: d, step: 2 + i), try uniqueViolation(index, batch[d]))
+                        refusal = (Refusal(document: d, step: step), try uniqueViolation(index, batch[d]))
                     }
                     key.withUnsafeBytes { keys[i].append($0) }
                     owners[i].append(d)
@@ -293,12 +301,11 @@ final class CollectionHandle {
         }
         documents: for (d, bytes) in batch.enumerated() {
             let made = IDAndKeys(bytes, of: self)
-            do {
-                if let id = made.id { try check(d, id: id, keys: made.keys) }
-            } catch {
-                refusal = (Refusal(document: d, step: 1), error)
+            if let id = made.id {
+                do { try check(d, id: id, made) } catch { refusal = (Refusal(document: d, step: step), error) }
+            } else if let failure = made.failure {
+                refusal = (Refusal(document: d, step: failure.step), failure.error)
             }
-            if refusal == nil, let failure = made.failure { refusal = (Refusal(document: d, step: failure.step), failure.error) }
             if refusal != nil { break documents }
         }
         let order = sortedIDs.idOrder()
@@ -311,7 +318,8 @@ final class CollectionHandle {
         // large batch.
         let entryOrders = keys.indices.map { i in keys[i].idOrder(ranks: owners[i].map { rank[$0] }) }
         for (i, index) in indexes.enumerated() where index.isUnique {
-            if let twice = Refusal.repeated(keys[i], entryOrders[i], owners: owners[i], step: 2 + i),
+            if let twice = Refusal.repeated(keys[i], entryOrders[i], owners: owners[i],
+                                            step: Refusal.uniqueStep(i, of: indexes.count)),
                twice < refusal?.at ?? twice.later {
                 refusal = (twice, try uniqueViolation(index, batch[twice.document]))
             }
@@ -336,11 +344,15 @@ final class CollectionHandle {
         }
     }
 
-    /// Where checking a batch one document at a time would refuse it: at which document, and at which step of it
-    /// (0 reading it, 1 its id, 2 and on its indexes in order).
+    /// Where checking a batch one document at a time (``write(_:mode:in:stored:)``) would refuse it: at which
+    /// document, and at which step of it: 0 reading it and its id, 1 the id taken, then each index's keys made (an
+    /// index's step is 2 and its position), then each unique index's values taken, in the indexes' order.
     private struct Refusal: Comparable {
         let document: Int
         let step: Int
+
+        /// The step at which the values of unique index `i` (of `count`) are checked.
+        static func uniqueStep(_ i: Int, of count: Int) -> Int { 2 + count + i }
 
         static func < (a: Refusal, b: Refusal) -> Bool { (a.document, a.step) < (b.document, b.step) }
 

@@ -39,8 +39,12 @@ final class TransactionScope {
     /// The collection of a Swift type as the catalog has it, for reading: `nil` when there is none yet. Indexes the
     /// type declares that the catalog lacks are simply not used.
     func handleForReading<T: Document>(_ type: T.Type) throws -> CollectionHandle? {
+        // The collection kept open and synced with the type, found by name without copying the type's schema.
+        if let name = TypeRegistry.collection(type), let open = try current(name),
+           isSynced(ObjectIdentifier(type), with: open) {
+            return open
+        }
         let schema = try TypeRegistry.schema(type)
-        if let open = try current(schema.collection), isSynced(ObjectIdentifier(type), with: open) { return open }
         guard let handle = try handle(named: schema.collection) else { return nil }
         if handle.info.idPath != schema.idPath {
             // Its ids are elsewhere: a look-up by the type's id, or an id read from its documents, would be wrong.

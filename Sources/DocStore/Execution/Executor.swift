@@ -75,8 +75,9 @@ final class Executor {
     /// Calls `body` with each matching candidate in the access order until it returns false. With
     /// `needsDocument` false and nothing to check, an index scan reads only its entries: the candidate's
     /// `document` is then not the document (the caller uses the id alone).
-    /// With `whole` false, `body` may stop the walk long before its end.
-    func forEachMatch(needsDocument: Bool = true, whole: Bool = true,
+    /// `whole` says whether `body` takes every match: with `false`, it may stop the walk long before its end, and
+    /// the engine fetches no more than it must.
+    func forEachMatch(needsDocument: Bool = true, whole: Bool,
                       _ body: (CandidateSource.Candidate) throws -> Bool) throws {
         let fetch = needsDocument || !residual.isTrivial
         if case .fullScan = plan.access {} else if !fetch { scanSkippedDocuments = true }
@@ -118,7 +119,8 @@ final class Executor {
     /// Calls `body` with every matching candidate, in id order rather than the access order. An index scan first
     /// gathers its ids alone, sorts them, and then reads the documents in that order (``DocumentsByID``: through
     /// one cursor on a file, whose neighbouring ids share leaf pages; in batches on an engine with round trips).
-    /// For runs that keep every match anyway (a sort without a limit); others use ``forEachMatch(needsDocument:_:)``.
+    /// For runs that keep every match anyway (a sort without a limit); others use
+    /// ``forEachMatch(needsDocument:whole:_:)``.
     ///
     /// On an engine that reads by id in batches, a read fetches the documents with the index's entries instead (one
     /// round trip per window rather than one more per batch of ids), keeps the matches (their bytes stay valid
@@ -127,12 +129,12 @@ final class Executor {
         switch plan.access {
         case .index(let scan) where !scan.primary: break
         case .union: break
-        default: return try forEachMatch(body)   // (the ids' ranges are in id order)
+        default: return try forEachMatch(whole: true, body)   // (the ids' ranges are in id order)
         }
         var ids = IDList()
         if DocumentsByID.readsInBatches(txn) {
             var documents: [UnsafeRawBufferPointer] = []
-            try forEachMatch { candidate in
+            try forEachMatch(whole: true) { candidate in
                 ids.append(candidate.id)
                 documents.append(candidate.document)
                 return true
@@ -361,7 +363,7 @@ final class Executor {
                                                   add: { try offer(&$0.0, &$0.1, $1) }) {
                     for part in parts { for row in part.0.sorted() { heap.offer(row) } }
                 } else {
-                    try forEachMatch { candidate in
+                    try forEachMatch(whole: true) { candidate in
                         try offer(&heap, &scratch, candidate)
                         return true
                     }
@@ -373,7 +375,7 @@ final class Executor {
                 if !residual.isTrivial, let parts = try matchesInParts(start: { IDList() }, add: { $0.append($1.id) }) {
                     for part in parts { ids.append(contentsOf: part) }
                 } else if residual.isTrivial {
-                    try forEachMatch(needsDocument: false, add)
+                    try forEachMatch(needsDocument: false, whole: true, add)
                 } else {
                     try forEachMatchInIDOrder(add)
                 }
@@ -425,7 +427,7 @@ final class Executor {
         } else if let parts = try matchesInParts(start: { 0 }, add: { count, _ in count += 1 }) {
             total = parts.reduce(0, +)
         } else {
-            try forEachMatch { _ in total += 1; return true }
+            try forEachMatch(whole: true) { _ in total += 1; return true }
         }
         total = max(0, total - plan.offset)
         if let limit = plan.limit { total = min(total, limit) }

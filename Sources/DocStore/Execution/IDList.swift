@@ -117,15 +117,11 @@ struct IDList {
         }
         var order = Array(entries.indices)
         long.withUnsafeBytes { long in
-            if let ranks {
-                order.sort { a, b in
-                    let order = IDList.compare(entries[a], entries[b], long)
-                    return order == 0 ? ranks[a] < ranks[b] : order < 0
-                }
-                return
+            guard ranks != nil || !entries.isSorted(by: { IDList.precedes($0, $1, long) }) else { return }
+            order.sort { a, b in
+                let order = IDList.compare(entries[a], entries[b], long)
+                return order == 0 ? (ranks?[a] ?? a) < (ranks?[b] ?? b) : order < 0
             }
-            guard !entries.isSorted(by: { IDList.precedes($0, $1, long) }) else { return }
-            order.sort { IDList.precedes(entries[$0], entries[$1], long) }
         }
         return order
     }

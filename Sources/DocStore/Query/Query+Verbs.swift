@@ -172,7 +172,8 @@ extension Query {
     }
 
     /// Calls `body` with each result's stored bytes, undecoded, as `results(in:)` finds them, until it
-    /// returns `false`: for measuring a query apart from decoding. The bytes are valid only during the call.
+    /// returns `false`: for measuring a query apart from decoding. The bytes are valid only during the call. It
+    /// reads ahead as `results(in:)` does, for a caller that takes every result.
     @_spi(Benchmarks)
     public func forEachEncoded(in context: ReadContext, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
         try documents.executor(in: context)?.walk(collectFirst: !context.txn.isReadOnly) { try body($1) }

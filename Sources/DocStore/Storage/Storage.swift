@@ -69,7 +69,7 @@ package protocol StorageTransaction: AnyObject {
     /// entry goes at the end, and a full last page is continued on a new one rather than split in half, so that
     /// keys that come in order fill their pages. A key that does not order last is an error.
     func append(_ space: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws
-    /// Stores many entries as ``put(_:_:_:noOverwrite:noDuplicate:)`` does, replacing none: `body` hands each to
+    /// Stores many entries as ``put(_:_:_:noOverwrite:noDuplicate:)`` does with neither flag: `body` hands each to
     /// the function it is given, in key order (and in value order within a key), so that an engine that walks to
     /// each place from the last one (a cursor on a leaf page) descends from the root only when it leaves it.
     func putInOrder(_ space: KeySpace,
@@ -259,7 +259,7 @@ package protocol StorageCursor {
     func contains(key: [UInt8], value: [UInt8]) throws -> Bool
     /// For a cursor from ``StorageTransaction/openCursor(_:fetchingValuesIn:)``: the value under the current
     /// entry's value in the other space, fetched with the entry (`.some(nil)` when there is none there); `nil`
-    /// when it was not fetched, and must be read.
+    /// when it was not fetched, and must be read. Its bytes last as an entry's do (``StorageEntry``).
     func fetchedDocument() -> UnsafeRawBufferPointer??
     /// Says that the walk will likely read about `count` entries, forward, from where it is placed next: an engine
     /// that fetches ahead sizes that fetch to them (a page of results costs one round trip).
