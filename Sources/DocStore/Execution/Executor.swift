@@ -462,3 +462,14 @@ final class Executor {
     }
 }
 
+extension IDList {
+    /// What `steps` make of the ids' order, as ``WindowStep/apply(_:to:)`` makes it of any elements'.
+    mutating func apply(_ steps: [WindowStep]) {
+        for step in steps {
+            switch step {
+            case .reverse: reverse()
+            case .slice(let range): keep(skipping: range.lowerBound, taking: range.count)
+            }
+        }
+    }
+}

@@ -138,10 +138,8 @@ struct IDList {
         entries = Array(entries[start..<Swift.min(entries.count, start + Swift.min(limit ?? .max, entries.count))])
     }
 
-    /// What `steps` make of the ids' order.
-    mutating func apply(_ steps: [WindowStep]) {
-        if !steps.isEmpty { entries = WindowStep.apply(steps, to: entries) }
-    }
+    /// The ids in the reverse order.
+    mutating func reverse() { entries.reverse() }
 
     /// Calls `body` with the bytes of the `i`th id.
     @inline(__always)
