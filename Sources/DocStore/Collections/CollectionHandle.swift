@@ -267,7 +267,7 @@ final class CollectionHandle {
     func insert(batch: [[UInt8]], in txn: any StorageTransaction) throws {
         // Each document is checked against the store as it comes; its id and keys against the batch's others once
         // they are all in, sorted, where equal ones are neighbours. The error is the one checking them one by one
-        // in order would meet first: for the earliest document, its id before its indexes, in their order.
+        // in order would meet first (``Refusal``).
         var ids: [[UInt8]] = []
         ids.reserveCapacity(batch.count)
         var sortedIDs = IDList()
@@ -314,8 +314,7 @@ final class CollectionHandle {
         }
         var rank = [Int](repeating: 0, count: ids.count)   // each document's place in id order
         for (place, d) in order.enumerated() { rank[d] = place }
-        // Each index's entries in key order, then in id order: sorted side by side, one index per thread, for a
-        // large batch.
+        // Each index's entries in key order, then in id order.
         let entryOrders = keys.indices.map { i in keys[i].idOrder(ranks: owners[i].map { rank[$0] }) }
         for (i, index) in indexes.enumerated() where index.isUnique {
             if let twice = Refusal.repeated(keys[i], entryOrders[i], owners: owners[i],
