@@ -268,9 +268,7 @@ final class CollectionHandle {
         // Each document is checked against the store as it comes; its id and keys against the batch's others once
         // they are all in, sorted, where equal ones are neighbours. The error is the one checking them one by one
         // in order would meet first (``Refusal``).
-        var ids: [[UInt8]] = []
-        ids.reserveCapacity(batch.count)
-        var sortedIDs = IDList()
+        var ids = IDList()   // each document's, in the batch's order
         var keys = Array(repeating: IDList(), count: indexes.count)
         var owners = Array(repeating: [Int](), count: indexes.count)   // the document of each key
         var refusal: (at: Refusal, error: any Error)?
@@ -282,8 +280,7 @@ final class CollectionHandle {
             if try txn.get(documents, id) != nil {
                 refusal = (Refusal(document: d, step: 1), try duplicateID(batch[d]))
             }
-            ids.append(id)
-            id.withUnsafeBytes { sortedIDs.append($0) }
+            id.withUnsafeBytes { ids.append($0) }
             if refusal == nil, let failure = made.failure {
                 // A key that cannot be made is met before any unique value is checked.
                 refusal = (Refusal(document: d, step: failure.step), failure.error)
@@ -308,8 +305,8 @@ final class CollectionHandle {
             }
             if refusal != nil { break documents }
         }
-        let order = sortedIDs.idOrder()
-        if let twice = Refusal.repeated(sortedIDs, order, owners: nil, step: 1), twice < refusal?.at ?? twice.later {
+        let order = ids.idOrder()
+        if let twice = Refusal.repeated(ids, order, owners: nil, step: 1), twice < refusal?.at ?? twice.later {
             refusal = (twice, try duplicateID(batch[twice.document]))
         }
         var rank = [Int](repeating: 0, count: ids.count)   // each document's place in id order
@@ -329,14 +326,15 @@ final class CollectionHandle {
             let last = try lastID(in: txn)
             var appending = false
             for d in order {
-                appending = appending || last.precedesInKeyOrder(ids[d])
-                if appending { try txn.append(documents, ids[d], batch[d]) } else { try txn.put(documents, ids[d], batch[d]) }
+                let id = ids[d]
+                appending = appending || last.precedesInKeyOrder(id)
+                if appending { try txn.append(documents, id, batch[d]) } else { try txn.put(documents, id, batch[d]) }
             }
             for (i, index) in indexes.enumerated() {
                 let (keys, owners) = (keys[i], owners[i])
                 try txn.putInOrder(index.database) { put in
                     for e in entryOrders[i] {
-                        try keys.withID(e) { key in try ids[owners[e]].withUnsafeBytes { id in try put(key, id) } }
+                        try keys.withID(e) { key in try ids.withID(owners[e]) { id in try put(key, id) } }
                     }
                 }
             }

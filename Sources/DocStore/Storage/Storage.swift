@@ -148,7 +148,7 @@ extension StorageTransaction {
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws { _ = try delete(space, key, value: value) }
     package func append(_ space: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws { try put(space, key, value) }
     package func putInOrder(_ space: KeySpace,
-                    _ body: (_ put: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
+                            _ body: (_ put: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
         try body { key, value in _ = try put(space, key, value, noOverwrite: false, noDuplicate: false) }
     }
 
