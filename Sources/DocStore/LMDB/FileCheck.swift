@@ -241,8 +241,11 @@ struct LMDBFileCheck {
         return true
     }
 
+    /// Walks the tree from `page`, whose keys must lie from `lower` on and before `upper` (its parent's keys around
+    /// it): a key outside them is one a look-up would not find, though a walk from the first key would.
     private mutating func visit(_ page: UInt64, level: Int, record: Record, space: String, isMain: Bool,
-                                isFreeList: Bool, tally: inout Tally) {
+                                isFreeList: Bool, tally: inout Tally, lower: UnsafeRawBufferPointer? = nil,
+                                upper: UnsafeRawBufferPointer? = nil) {
         guard claim(page, space: space) else { return }
         pagesChecked += 1
         let base = Int(page) * pageSize
@@ -276,23 +279,37 @@ struct LMDBFileCheck {
         }
         let nodes = self.nodes(inPageAt: base, length: pageSize, page: page, space: space)
         guard let nodes else { return }
-        var previous: UnsafeRawBufferPointer?
+        var keys: [UnsafeRawBufferPointer] = []
+        keys.reserveCapacity(nodes.count)
         let ordered = record.flags & (DatabaseFlag.reverseKey | DatabaseFlag.integerKey) == 0
         for (i, node) in nodes.enumerated() {
             guard let key = self.key(of: node, within: base + pageSize, page: page, space: space) else { return }
+            keys.append(key)
             // A branch page's first key is empty: everything before the second goes left.
             if ordered, !(i == 0 && !isLeaf) {
-                if let previous, !LMDBFileCheck.precedes(previous, key) {
+                if let previous = keys.count > 1 && !(i == 1 && !isLeaf) ? keys[i - 1] : nil,
+                   !LMDBFileCheck.precedes(previous, key) {
                     damage(page, space, "keys out of order at node \(i)")
                     return
                 }
-                previous = key
+                if let lower, LMDBFileCheck.precedes(key, lower) {
+                    damage(page, space, "key of node \(i) lies before the key its parent page has for it")
+                    return
+                }
+                if let upper, !LMDBFileCheck.precedes(key, upper) {
+                    damage(page, space, "key of node \(i) lies at or after the key its parent page has for the next page")
+                    return
+                }
             }
+        }
+        for (i, node) in nodes.enumerated() {
+            let key = keys[i]
             guard let lo = u16(node), let hi = u16(node + 2), let nodeFlags = u16(node + 4) else { return }
             if !isLeaf {
                 let child = UInt64(lo) | UInt64(hi) << 16 | UInt64(nodeFlags) << 32
                 visit(child, level: level + 1, record: record, space: space, isMain: isMain, isFreeList: isFreeList,
-                      tally: &tally)
+                      tally: &tally, lower: !ordered ? nil : i == 0 ? lower : key,
+                      upper: !ordered ? nil : i + 1 < keys.count ? keys[i + 1] : upper)
                 if problems.count >= 100 { return }
                 continue
             }
