@@ -178,8 +178,14 @@ extension DocumentValue {
             writer.closeContainer(at: header, count: elements.count)
         case .object(let fields):
             let header = writer.openContainer(tag: BinaryFormat.Tag.object)
-            for f in fields { writer.name(f.name); f.value.write(to: &writer) }
-            writer.closeContainer(at: header, count: fields.count)
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: fields.count) { starts in
+                for (i, f) in fields.enumerated() {
+                    starts[i] = writer.bytes.count
+                    writer.name(f.name)
+                    f.value.write(to: &writer)
+                }
+                writer.closeObject(at: header, fieldStarts: UnsafeBufferPointer(starts))
+            }
         }
     }
 }
