@@ -30,6 +30,30 @@ import TestSupport
                tags: i % 500 == 0 ? (0..<800).map { "tag\($0)-\(i)" } : ["t\(i % 13)"])
     }
 
+    /// A branch page's key for a child raised above that child's first key, the page's keys still in order: a
+    /// look-up of that first key would go to the page before, while a walk from the first key still finds it. The
+    /// check compares every page's keys with the keys its parent has around it.
+    @Test func aKeyBelowItsParentsKeyForItsPageIsFound() async throws {
+        let (path, dir) = try await Self.storeFile(people: 1_500)
+        defer { _ = dir }
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let findings = LMDBFileCheck.run(path: path)
+        #expect(findings.problems.isEmpty)
+        let root = try #require(findings.roots[Catalog.documentsSpace("people")])
+        let page = Int(root) * findings.pageSize
+        #expect(bytes[page + 10] & 0x01 != 0, "the documents' root is a branch page")
+        // The second node (the first one's key is empty): its key follows the 8-byte node header.
+        let node = page + Int(UInt16(bytes[page + 18]) | UInt16(bytes[page + 19]) << 8)
+        let keySize = Int(UInt16(bytes[node + 6]) | UInt16(bytes[node + 7]) << 8)
+        let last = node + 8 + keySize - 1
+        #expect(bytes[last] < 0xFF)
+        bytes[last] += 1
+        let damaged = dir.path("raised.db")
+        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+        let problems = LMDBFileCheck.run(path: damaged).problems
+        #expect(problems.contains { $0.message.contains("lies before the key its parent page has for it") }, "\(problems)")
+    }
+
     @Test func aRealStoreIsClean() async throws {
         let (path, dir) = try await Self.storeFile()
         defer { _ = dir }
