@@ -79,7 +79,7 @@ private struct Outer: Codable { var o: Inner; var z: Int }
     /// A container's header is not read past the bound, where the bytes may say anything (here: a count that
     /// would not fit).
     @Test func aHeaderIsReadNoFurtherThanItsBound() {
-        for tag in [BinaryFormat.Tag.array, BinaryFormat.Tag.object, BinaryFormat.Tag.object8, BinaryFormat.Tag.object16] {
+        for tag in [BinaryFormat.Tag.array, BinaryFormat.Tag.object] {
             let bytes: [UInt8] = [1, tag, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF]
             for limit in 2..<bytes.count {
                 let error = bytes.withUnsafeBytes { raw in malformed { try BinaryReader(raw).value(at: 1, within: limit) } }
@@ -91,7 +91,7 @@ private struct Outer: Codable { var o: Inner; var z: Int }
     }
 
     @Test func anUnknownTagIsRefusedWithItsOffset() {
-        for tag in UInt8(0x11)...0xFF {
+        for tag in UInt8(0x0F)...0xFF {
             let error = [1, tag, 0, 0, 0, 0, 0, 0, 0, 0].withUnsafeBytes { raw in malformed { try BinaryReader(raw).value(at: 1, within: 10) } }
             #expect(error?.offset == 1 && error?.reason.contains("unknown value tag") == true, "tag \(tag)")
         }

@@ -93,8 +93,14 @@ import TestSupport
         let (store, dir) = try await makeStore(options: options)
         var people = (0..<5).map { Person(name: "P\($0)", age: $0, email: "p\($0)@x.org", tags: ["t"]) }
         try await store.insert(contentsOf: people)
-        try await rewriteDocuments(of: people, in: store, markingFormat: 1) { bytes in
-            [BinaryFormat.uncheckedVersion] + bytes.dropFirst().dropLast(4)
+        try await store.write { [people] ctx in
+            let handle = try ctx.scope.handle(for: Person.self)
+            for person in people {
+                let key = try CollectionHandle.idKey(person.id, collection: "people")
+                let bytes = try #require(try ctx.txn.get(handle.documents, key).map { Array($0) })
+                try ctx.txn.put(handle.documents, key, [BinaryFormat.uncheckedVersion] + bytes.dropFirst().dropLast(4))
+            }
+            try ctx.txn.put(ctx.scope.core.meta, Array("format".utf8), [1])
         }
         #expect(try await Person.query().sortBy(\.age).results(in: store) == people)
         let report = try await store.verify()

@@ -1066,7 +1066,7 @@ private func readPath(_ path: FieldPath, in bytes: [UInt8]) throws -> DocumentVa
     @Test func unknownVersionByteThrows() throws {
         var random = CodecRandom(seed: 1171)
         let bytes = try DocumentEncoder().encode(random.everything())
-        for version in UInt8.min...UInt8.max where version != BinaryFormat.version && version != BinaryFormat.untabledVersion {
+        for version in UInt8.min...UInt8.max where version != BinaryFormat.version {
             var changed = bytes
             changed[0] = version
             #expect(throws: DocStoreError.self, "version \(version)") { _ = try DocumentDecoder().decode(Everything.self, from: changed) }

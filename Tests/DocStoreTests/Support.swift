@@ -136,18 +136,3 @@ func drained<Element>(_ cursor: QueryCursor<Element>) throws -> [Element] {
     while let element = try cursor.next() { out.append(element) }
     return out
 }
-
-/// Rewrites the stored bytes of `people` with `change`, and marks the store with `format`: a store as an earlier
-/// version of DocStore left it.
-func rewriteDocuments(of people: [Person], in store: DocStore, markingFormat format: UInt8,
-                      _ change: @escaping @Sendable ([UInt8]) throws -> [UInt8]) async throws {
-    try await store.write { ctx in
-        let handle = try ctx.scope.handle(for: Person.self)
-        for person in people {
-            let key = try CollectionHandle.idKey(person.id, collection: "people")
-            let bytes = try #require(try ctx.txn.get(handle.documents, key).map { Array($0) })
-            try ctx.txn.put(handle.documents, key, try change(bytes))
-        }
-        try ctx.txn.put(ctx.scope.core.meta, Array("format".utf8), [format])
-    }
-}

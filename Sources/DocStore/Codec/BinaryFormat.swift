@@ -1,11 +1,10 @@
 import Foundation
 
-/// DocStore's document format, version 3.
+/// DocStore's document format, version 2.
 ///
 /// A document is a version byte, one value, and a checksum: the CRC-32C (``CRC32C``) of the version byte and the
-/// value, 4 bytes little-endian. Version 2 is the same without field tables (tags 0x0F and 0x10), and version 1
-/// without the checksum either; documents of both are still read, and are written again in version 3 when they
-/// change. Each value is a tag byte and a payload:
+/// value, 4 bytes little-endian. Version 1 is the same without the checksum; documents of version 1 are still read,
+/// and are written again in version 2 when they change. Each value is a tag byte and a payload:
 ///
 /// | tag | value | payload |
 /// | --- | --- | --- |
@@ -20,20 +19,13 @@ import Foundation
 /// | 0x0C | UUID | 16 bytes |
 /// | 0x0D | array | UInt32 byte length, UInt32 count, values |
 /// | 0x0E | object | UInt32 byte length, UInt32 count, then (varint name length, name, value) per field |
-/// | 0x0F, 0x10 | object with a field table | as 0x0E, with a table between the header and the fields: each field's
-///   offset from the first field, 1 byte each (0x0F) or 2 (0x10), in the fields' order |
 ///
 /// Arrays and objects carry their byte length, so a reader skips a field it does not need in O(1), and
-/// finds a field by path without decoding the rest of the document. An object of ``tabledFieldCount`` fields or
-/// more has a field table (in the narrowest width its fields' bytes allow; none past 64 KiB), so that finding one
-/// field reads the table and the names, each load independent of the others, instead of stepping from field to
-/// field: the look-up a scan makes in every document. A table's byte length counts in its object's. Their count must agree with the values their
+/// finds a field by path without decoding the rest of the document. Their count must agree with the values their
 /// bytes hold; a count too large for the bytes (more elements than bytes, more fields than pairs of bytes) is
 /// refused as soon as the container is read. ``BinaryReader`` reads the format.
 enum BinaryFormat {
-    static let version: UInt8 = 3
-    /// The version with a checksum and without field tables, which is still read.
-    static let untabledVersion: UInt8 = 2
+    static let version: UInt8 = 2
     /// The version without a checksum, which is still read.
     static let uncheckedVersion: UInt8 = 1
     /// The size of the checksum that ends a document of ``version``.
@@ -57,18 +49,6 @@ enum BinaryFormat {
         static let uuid: UInt8 = 0x0C
         static let array: UInt8 = 0x0D
         static let object: UInt8 = 0x0E
-        static let object8: UInt8 = 0x0F
-        static let object16: UInt8 = 0x10
-    }
-
-    /// How many fields an object has at least for a field table to be written: below it, stepping over the fields
-    /// costs little more than reading the table.
-    static let tabledFieldCount = 4
-
-    /// The width of each entry of the field table of an object of `count` fields whose fields take `fieldBytes`
-    /// bytes: 1 or 2, or 0 for none.
-    static func tableWidth(count: Int, fieldBytes: Int) -> Int {
-        count < tabledFieldCount ? 0 : fieldBytes <= 0xFF ? 1 : fieldBytes <= 0xFFFF ? 2 : 0
     }
 
     /// Size of an array or object header after its tag: byte length and count.
@@ -154,32 +134,6 @@ struct BinaryWriter {
         let at = bytes.count
         bytes.append(contentsOf: [0, 0, 0, 0, 0, 0, 0, 0])
         return at
-    }
-
-    /// Closes an object opened by ``openContainer(tag:)`` whose fields begin at `fieldStarts` (offsets in
-    /// ``bytes``, in order): with a field table when it has ``BinaryFormat/tabledFieldCount`` fields or more and its
-    /// fields' bytes fit one.
-    mutating func closeObject(at header: Int, fieldStarts: UnsafeBufferPointer<Int>) {
-        let count = fieldStarts.count
-        let first = header + BinaryFormat.containerHeaderSize
-        let region = bytes.count - first
-        let width = BinaryFormat.tableWidth(count: count, fieldBytes: region)
-        if width > 0 {
-            bytes[header - 1] = width == 1 ? BinaryFormat.Tag.object8 : BinaryFormat.Tag.object16
-            bytes.insert(contentsOf: repeatElement(0, count: count * width), at: first)
-            bytes.withUnsafeMutableBytes { raw in
-                for (i, start) in fieldStarts.enumerated() {
-                    let offset = start - first
-                    if width == 1 {
-                        raw.storeBytes(of: UInt8(truncatingIfNeeded: offset), toByteOffset: first + i, as: UInt8.self)
-                    } else {
-                        raw.storeBytes(of: UInt16(truncatingIfNeeded: offset).littleEndian, toByteOffset: first + 2 * i,
-                                       as: UInt16.self)
-                    }
-                }
-            }
-        }
-        closeContainer(at: header, count: count)
     }
 
     mutating func closeContainer(at header: Int, count: Int) {

@@ -6,18 +6,14 @@ import Foundation
 /// payload is as long as its tag says, and a container's count fits in its bytes: the readers of scalars and
 /// headers below rely on that and check nothing more.
 struct ValueRef {
-    /// The value's tag; an object with a field table has ``BinaryFormat/Tag/object``'s, and its ``table`` says so.
     let tag: UInt8
-    /// The width of each entry of an object's field table in bytes; 0 for an object without one, and other values.
-    let table: UInt8
     /// Offset of the payload (just after the tag).
     let start: Int
     /// Offset just past the value.
     let end: Int
 
-    fileprivate init(tag: UInt8, start: Int, end: Int, table: UInt8 = 0) {
+    fileprivate init(tag: UInt8, start: Int, end: Int) {
         self.tag = tag
-        self.table = table
         self.start = start
         self.end = end
     }
@@ -57,7 +53,7 @@ struct BinaryReader {
     private func valueEnd() throws -> Int {
         guard buffer.count >= 2 else { throw MalformedDocument(offset: 0, reason: "too short to be a document") }
         switch buffer[0] {
-        case BinaryFormat.version, BinaryFormat.untabledVersion:
+        case BinaryFormat.version:
             guard buffer.count >= 2 + BinaryFormat.checksumSize else {
                 throw MalformedDocument(offset: 0, reason: "too short to be a document")
             }
@@ -127,18 +123,6 @@ struct BinaryReader {
             guard count <= (tag == BinaryFormat.Tag.array ? length : length / 2) else {
                 throw BinaryReader.countCannotFit(at: offset, count: count, length: length)
             }
-        case BinaryFormat.Tag.object8, BinaryFormat.Tag.object16:
-            guard limit - p >= BinaryFormat.containerHeaderSize else { throw BinaryReader.runsPast(at: offset, limit) }
-            let length = Int(base.loadUnaligned(fromByteOffset: p, as: UInt32.self).littleEndian)
-            let count = Int(base.loadUnaligned(fromByteOffset: p + 4, as: UInt32.self).littleEndian)
-            let width = tag == BinaryFormat.Tag.object8 ? 1 : 2
-            // The table and then two bytes a field at least.
-            guard count <= length / (width + 2) else {
-                throw BinaryReader.countCannotFit(at: offset, count: count, length: length)
-            }
-            end = p + BinaryFormat.containerHeaderSize + length
-            guard end <= limit else { throw BinaryReader.runsPast(at: offset, limit) }
-            return ValueRef(tag: BinaryFormat.Tag.object, start: p, end: end, table: UInt8(width))
         default:
             throw BinaryReader.unknownTag(tag, at: offset)
         }
@@ -273,19 +257,8 @@ struct BinaryReader {
     /// The number of elements or fields of an array or object.
     func count(_ ref: ValueRef) -> Int { Int(load(UInt32.self, at: ref.start + 4)) }
 
-    /// Offset of the first element or field of a container (after an object's field table).
-    @inline(__always)
-    func contentStart(_ ref: ValueRef) -> Int {
-        ref.start + BinaryFormat.containerHeaderSize + (ref.table == 0 ? 0 : count(ref) * Int(ref.table))
-    }
-
-    /// Entry `i` of the field table of `object`, whose fields start at `first`: where field `i` begins.
-    @inline(__always)
-    private func tabledField(_ i: Int, of object: ValueRef, first: Int) -> Int {
-        let table = object.start + BinaryFormat.containerHeaderSize
-        return first + (object.table == 1 ? Int(buffer.load(fromByteOffset: table + i, as: UInt8.self))
-            : Int(load(UInt16.self, at: table + 2 * i)))
-    }
+    /// Offset of the first element or field of a container.
+    func contentStart(_ ref: ValueRef) -> Int { ref.start + BinaryFormat.containerHeaderSize }
 
     /// Calls `body` with each element of an array.
     ///
@@ -307,21 +280,10 @@ struct BinaryReader {
     ///
     /// - Throws: ``MalformedDocument`` when a field is, or when the object holds another number of fields than
     ///   its count.
-    /// - Throws: ``MalformedDocument`` also when the object's field table says that a field begins elsewhere: a
-    ///   walk over every field checks the table.
     func forEachField(_ object: ValueRef, _ body: (UnsafeRawBufferPointer, ValueRef) throws -> Void) throws {
-        let first = contentStart(object)
-        let count = object.table == 0 ? 0 : count(object)
-        var offset = first
+        var offset = contentStart(object)
         var seen = 0
         while offset < object.end {
-            if seen < count {
-                let said = tabledField(seen, of: object, first: first)
-                guard said == offset else {
-                    throw MalformedDocument(offset: object.start + BinaryFormat.containerHeaderSize, reason:
-                        "its field table says field \(seen) begins at byte \(said), but it begins at \(offset)")
-                }
-            }
             let field = try field(at: offset, within: object.end)
             try body(UnsafeRawBufferPointer(rebasing: buffer[field.nameStart..<(field.nameStart + field.nameCount)]), field.value)
             offset = field.value.end
@@ -341,13 +303,11 @@ struct BinaryReader {
     /// The value of field `name` in `object`, or `nil` when there is none (or `object` is not an object).
     ///
     /// Each field is stepped over by ``field(at:within:)``, and names are compared only when their lengths agree:
-    /// the look-up a scan over many documents makes per field of its condition. An object with a field table is looked up through it: each name is found from its entry, with no step
-    /// over the fields before it.
+    /// the look-up a scan over many documents makes per field of its condition.
     @inline(__always)
     func field(_ object: ValueRef, named name: UnsafeRawBufferPointer) throws -> ValueRef? {
         guard object.tag == BinaryFormat.Tag.object else { return nil }
         let end = object.end
-        if object.table != 0 { return try tabledField(object, named: name) }
         var offset = contentStart(object)
         while offset < end {
             let field = try field(at: offset, within: end)
@@ -357,29 +317,12 @@ struct BinaryReader {
         return nil
     }
 
-    /// ``field(_:named:)`` through the field table of `object`: the first field so named, in the fields' order.
-    private func tabledField(_ object: ValueRef, named name: UnsafeRawBufferPointer) throws -> ValueRef? {
-        let first = contentStart(object)
-        let end = object.end
-        for i in 0..<count(object) {
-            let (n, s) = try length(at: tabledField(i, of: object, first: first), within: end)
-            if n == name.count, s + n <= end, sameName(at: s, name) { return try value(at: s + n, within: end) }
-        }
-        return nil
-    }
-
-    /// Whether `field`'s name is the bytes of `name`.
+    /// Whether `field`'s name is the bytes of `name`. Field names are short: a loop beats calling `memcmp`.
     @inline(__always)
     func field(_ field: FieldRef, isNamed name: UnsafeRawBufferPointer) -> Bool {
-        field.nameCount == name.count && sameName(at: field.nameStart, name)
-    }
-
-    /// Whether the `name.count` bytes at `offset` (which lie inside the buffer) are `name`'s. Field names are
-    /// short: a loop beats calling `memcmp`.
-    @inline(__always)
-    private func sameName(at offset: Int, _ name: UnsafeRawBufferPointer) -> Bool {
         let count = name.count
-        guard count > 0, let a = buffer.baseAddress.map({ $0 + offset }), let b = name.baseAddress else { return true }
+        guard field.nameCount == count else { return false }
+        guard count > 0, let a = buffer.baseAddress.map({ $0 + field.nameStart }), let b = name.baseAddress else { return true }
         guard count <= 16 else { return memcmp(a, b, count) == 0 }
         var i = 0
         while i < count {

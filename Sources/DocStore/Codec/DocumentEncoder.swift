@@ -55,31 +55,14 @@ final class EncodingState {
     // Exclusivity is not checked at run time here: the state belongs to one `encode` call, on one thread, and
     // no access to it overlaps another; the checks cost about a sixth of the encoding time.
     @exclusivity(unchecked) var writer = BinaryWriter()
-    /// An open container: where its header is, how many values it holds so far, and for an object, where its
-    /// first field's start is in ``fieldStarts`` (-1 for an array).
-    struct Open { var header: Int; var count: Int; var firstField: Int }
+    struct Open { var header: Int; var count: Int }
     @exclusivity(unchecked) var open: [Open] = []
-    /// Where each field of the open objects begins, the deepest object's last: its field table, when it closes.
-    @exclusivity(unchecked) var fieldStarts: [Int] = []
 
     func closeContainers(deeperThan level: Int) {
         while open.count > level {
             let c = open.removeLast()
-            if c.firstField < 0 {
-                writer.closeContainer(at: c.header, count: c.count)
-            } else {
-                fieldStarts.withUnsafeBufferPointer { starts in
-                    writer.closeObject(at: c.header, fieldStarts: UnsafeBufferPointer(rebasing: starts[c.firstField...]))
-                }
-                fieldStarts.removeSubrange(c.firstField...)
-            }
+            writer.closeContainer(at: c.header, count: c.count)
         }
-    }
-
-    /// Writes a container's header; it is open until ``closeContainers(deeperThan:)`` closes it.
-    func openContainer(tag: UInt8) {
-        let header = writer.openContainer(tag: tag)
-        open.append(.init(header: header, count: 0, firstField: tag == BinaryFormat.Tag.object ? fieldStarts.count : -1))
     }
 
     /// Called before a container at `level` (1-based) writes an element.
@@ -90,7 +73,6 @@ final class EncodingState {
         }
         closeContainers(deeperThan: level)
         open[level - 1].count += 1
-        if open[level - 1].firstField >= 0 { fieldStarts.append(writer.bytes.count) }
     }
 
     /// Opens a container of `tag` as the field or element that `begin` starts (and names): the container's path
@@ -99,7 +81,8 @@ final class EncodingState {
         -> (path: PathNode?, level: Int, failure: (any Error)?) {
         do {
             let key = try begin()
-            openContainer(tag: tag)
+            let header = writer.openContainer(tag: tag)
+            open.append(.init(header: header, count: 0))
             return (PathNode(path, key), open.count, nil)
         } catch {
             return (path, 0, error)
@@ -171,7 +154,8 @@ final class DocumentValueEncoder: Encoder {
             throw EncodingError.invalidValue((), .init(codingPath: codingPath,
                 debugDescription: "a value was encoded twice at the same place"))
         }
-        state.openContainer(tag: tag)
+        let header = state.writer.openContainer(tag: tag)
+        state.open.append(.init(header: header, count: 0))
         ownContainer = state.open.count
         return state.open.count
     }

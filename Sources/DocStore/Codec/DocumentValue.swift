@@ -178,14 +178,8 @@ extension DocumentValue {
             writer.closeContainer(at: header, count: elements.count)
         case .object(let fields):
             let header = writer.openContainer(tag: BinaryFormat.Tag.object)
-            withUnsafeTemporaryAllocation(of: Int.self, capacity: fields.count) { starts in
-                for (i, f) in fields.enumerated() {
-                    starts[i] = writer.bytes.count
-                    writer.name(f.name)
-                    f.value.write(to: &writer)
-                }
-                writer.closeObject(at: header, fieldStarts: UnsafeBufferPointer(starts))
-            }
+            for f in fields { writer.name(f.name); f.value.write(to: &writer) }
+            writer.closeContainer(at: header, count: fields.count)
         }
     }
 }

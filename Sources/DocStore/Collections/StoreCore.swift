@@ -4,9 +4,8 @@ import Foundation
 ///
 /// Owned by the actor and used only on it, inside synchronous transactions.
 final class StoreCore {
-    /// 2: documents end with a checksum; 3: objects may have field tables (``BinaryFormat``). Stores of earlier
-    /// formats open, and are marked with this one when opened for writing; their documents are rewritten as they change.
-    static let formatVersion: UInt8 = 3
+    /// 2: documents end with a checksum (format 1 stores open, and are marked 2 when opened for writing).
+    static let formatVersion: UInt8 = 2
 
     /// The storage, opened in ``openEnvironment(path:options:)``.
     let env: any StorageEngine
@@ -109,8 +108,7 @@ final class StoreCore {
                 throw DocStoreError(.formatTooNew, "\(path) was written in DocStore format \(format); this build "
                     + "reads format \(StoreCore.formatVersion) and older: open it with a newer DocStore")
             }
-            // Format 2 documents end with a checksum, and format 3 objects may have field tables: a store that
-            // will hold some says so to older builds.
+            // Format 2 documents end with a checksum: a store that will hold some says so to older builds.
             if format < StoreCore.formatVersion, !isReadOnly {
                 try catalog(txn).setFormat(StoreCore.formatVersion)
             }

@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 import Synchronization
 
@@ -82,7 +81,7 @@ struct ParallelScan {
                         let lower = range == 0 ? nil : cuts[range - 1]
                         let upper = range == cuts.count ? nil : cuts[range]
                         var part = start()
-                        var ahead = try LookAhead(cursor, from: lower)
+                        let ahead = try LookAhead(cursor, first: .some(try lower.map { try cursor.seek(atLeast: $0) } ?? cursor.first()))
                         while let (key, document) = try ahead.next() {
                             if let upper, !upper.withUnsafeBytes({ key.precedesInKeyOrder($0) }) { break }
                             box.value.entriesScanned += 1
@@ -159,41 +158,3 @@ private final class Job: @unchecked Sendable {
     func release() { work = nil }
 }
 
-/// A cursor's entries read a few ahead of the one handed on, each asked into the caches as the cursor reaches it:
-/// a document's bytes arrive while the ones before it are read, where reading each in turn waited for memory at
-/// each step inside it. Entries stay valid for the read transaction, as the cursor gives them.
-struct LookAhead {
-    private static let depth = 4
-    private let cursor: any StorageCursor
-    /// The next `depth` entries, the next one at `position`; `nil` past the last.
-    private var ring: [StorageEntry?] = []
-    private var position = 0
-
-    /// Entries from the first at or after `lower` (the first of all when `nil`).
-    init(_ cursor: any StorageCursor, from lower: [UInt8]?) throws {
-        self.cursor = cursor
-        ring.reserveCapacity(LookAhead.depth)
-        var entry = try lower.map { try cursor.seek(atLeast: $0) } ?? cursor.first()
-        while true {
-            LookAhead.fetch(entry)
-            ring.append(entry)
-            guard ring.count < LookAhead.depth else { break }
-            if entry != nil { entry = try cursor.next() }
-        }
-    }
-
-    mutating func next() throws -> StorageEntry? {
-        guard let entry = ring[position] else { return nil }
-        let last = ring[(position + LookAhead.depth - 1) % LookAhead.depth]
-        let fresh = last == nil ? nil : try cursor.next()
-        LookAhead.fetch(fresh)
-        ring[position] = fresh
-        position = (position + 1) % LookAhead.depth
-        return entry
-    }
-
-    @inline(__always)
-    private static func fetch(_ entry: StorageEntry?) {
-        if let value = entry?.value, let base = value.baseAddress { docstore_prefetch(base, value.count) }
-    }
-}
