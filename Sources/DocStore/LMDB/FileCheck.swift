@@ -1,3 +1,4 @@
+import CLMDB
 import Foundation
 
 /// A check of an LMDB file's structure, read from the file itself with every page number, offset and length checked
@@ -180,11 +181,20 @@ struct LMDBFileCheck {
             damage(UInt64(index), space, "not a meta page (flags \(flags), magic \(String(magic, radix: 16)), version \(version))")
             return nil
         }
-        guard let free = record(at: base + 40), let main = record(at: base + 88), let last = u64(base + 136),
-              let txnid = u64(base + 144) else {
+        // A writer in another process may be writing this meta page (its commit id last) while it is read: a
+        // commit id that is not the same after the fields as before them names fields of two commits. The page is
+        // then left out, as a commit not yet made: the other meta page has the commit before it.
+        guard base + 152 <= bytes.count, let start = bytes.baseAddress else {
             damage(UInt64(index), space, "cut short")
             return nil
         }
+        let before = UInt64(littleEndian: docstore_load_fresh64(start + base + 144))
+        guard let free = record(at: base + 40), let main = record(at: base + 88), let last = u64(base + 136) else {
+            damage(UInt64(index), space, "cut short")
+            return nil
+        }
+        let txnid = UInt64(littleEndian: docstore_load_fresh64(start + base + 144))
+        guard before == txnid else { return nil }
         let filePages = UInt64(bytes.count / pageSize)
         guard last >= 1, last < filePages || pastTheEnd else {
             damage(UInt64(index), space, "its last page \(last) \(LMDBFileCheck.pastTheEnd) (\(filePages) pages)")
