@@ -289,44 +289,49 @@ struct LMDBFileCheck {
         }
         let nodes = self.nodes(inPageAt: base, length: pageSize, page: page, space: space)
         guard let nodes else { return }
+        // A branch page's keys are kept, and its children visited once they are read: each child's keys must lie
+        // between the two keys around it.
         var keys: [UnsafeRawBufferPointer] = []
-        keys.reserveCapacity(nodes.count)
+        if !isLeaf { keys.reserveCapacity(nodes.count) }
+        var previous: UnsafeRawBufferPointer?
         let ordered = record.flags & (DatabaseFlag.reverseKey | DatabaseFlag.integerKey) == 0
         for (i, node) in nodes.enumerated() {
             guard let key = self.key(of: node, within: base + pageSize, page: page, space: space) else { return }
-            keys.append(key)
             // A branch page's first key is empty: everything before the second goes left.
             if ordered, !(i == 0 && !isLeaf) {
-                if let previous = keys.count > 1 && !(i == 1 && !isLeaf) ? keys[i - 1] : nil,
-                   !LMDBFileCheck.precedes(previous, key) {
+                // The keys in order, the first from `lower` on and the last before `upper`: all lie between.
+                if let previous, !LMDBFileCheck.precedes(previous, key) {
                     damage(page, space, "keys out of order at node \(i)")
                     return
                 }
-                if let lower, LMDBFileCheck.precedes(key, lower) {
+                if previous == nil, let lower, LMDBFileCheck.precedes(key, lower) {
                     damage(page, space, "key of node \(i) lies before the key its parent page has for it")
                     return
                 }
-                if let upper, !LMDBFileCheck.precedes(key, upper) {
+                previous = key
+                if i + 1 == nodes.count, let upper, !LMDBFileCheck.precedes(key, upper) {
                     damage(page, space, "key of node \(i) lies at or after the key its parent page has for the next page")
                     return
                 }
             }
-        }
-        for (i, node) in nodes.enumerated() {
-            let key = keys[i]
-            guard let lo = u16(node), let hi = u16(node + 2), let nodeFlags = u16(node + 4) else { return }
             if !isLeaf {
-                let child = UInt64(lo) | UInt64(hi) << 16 | UInt64(nodeFlags) << 32
-                visit(child, level: level + 1, record: record, space: space, isMain: isMain, isFreeList: isFreeList,
-                      tally: &tally, lower: !ordered ? nil : i == 0 ? lower : key,
-                      upper: !ordered ? nil : i + 1 < keys.count ? keys[i + 1] : upper)
-                if problems.count >= 100 { return }
+                keys.append(key)
                 continue
             }
+            guard let lo = u16(node), let hi = u16(node + 2), let nodeFlags = u16(node + 4) else { return }
             let size = Int(UInt32(lo) | UInt32(hi) << 16)
             let dataStart = node + LMDBFileCheck.nodeHeaderSize + key.count
             leaf(nodeFlags, key: key, data: dataStart, size: size, pageEnd: base + pageSize, page: page, record: record,
                  space: space, isMain: isMain, isFreeList: isFreeList, tally: &tally)
+            if problems.count >= 100 { return }
+        }
+        guard !isLeaf else { return }
+        for (i, node) in nodes.enumerated() {
+            guard let lo = u16(node), let hi = u16(node + 2), let nodeFlags = u16(node + 4) else { return }
+            let child = UInt64(lo) | UInt64(hi) << 16 | UInt64(nodeFlags) << 32
+            visit(child, level: level + 1, record: record, space: space, isMain: isMain, isFreeList: isFreeList,
+                  tally: &tally, lower: !ordered ? nil : i == 0 ? lower : keys[i],
+                  upper: !ordered ? nil : i + 1 < keys.count ? keys[i + 1] : upper)
             if problems.count >= 100 { return }
         }
     }
