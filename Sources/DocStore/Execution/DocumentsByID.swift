@@ -1,8 +1,11 @@
+import CLMDB
+
 /// The documents of ids asked for in order, as a walk reaches them: through one cursor on an engine whose reads
 /// cost no round trip (neighbouring ids share leaf pages, which LMDB searches without descending from the root),
 /// and in batches of ``StorageTransaction/entries(_:forKeys:)`` on one that prefers batches (16 first, four times
 /// more each time, up to 1,024), in a read transaction: a write transaction's walk may change the documents ahead
-/// of it, so each is read when it is reached.
+/// of it, so each is read when it is reached. Through the cursor, a read looks up the documents of the next ids
+/// before they are asked for and asks the processor for their bytes, as a scan does (``LookAhead``).
 final class DocumentsByID {
     private let txn: any StorageTransaction
     private let space: KeySpace
@@ -14,18 +17,45 @@ final class DocumentsByID {
     private var batchSize = 16
     /// What keeps the last two batches' bytes valid: a document handed on stays valid while the next is read.
     private var keepers: (AnyObject?, AnyObject?)
+    /// In a read through the cursor, the documents of `ids[i]` (at `i % depth`) for the `i` from the last one asked
+    /// for up to `aheadEnd`.
+    private let ahead: UnsafeMutablePointer<UnsafeRawBufferPointer?>?
+    private var aheadEnd = 0
+    private static let depth = 4
 
     init(_ txn: any StorageTransaction, _ space: KeySpace) throws {
         self.txn = txn
         self.space = space
         cursor = DocumentsByID.readsInBatches(txn) ? nil : try txn.openCursor(space)
+        if cursor != nil, txn.isReadOnly {
+            ahead = .allocate(capacity: DocumentsByID.depth)
+            ahead?.initialize(repeating: nil, count: DocumentsByID.depth)
+        } else {
+            ahead = nil
+        }
+    }
+
+    deinit {
+        ahead?.deinitialize(count: DocumentsByID.depth)
+        ahead?.deallocate()
     }
 
     static func readsInBatches(_ txn: any StorageTransaction) -> Bool { txn.prefersBatches && txn.isReadOnly }
 
     /// The document of `ids[i]`, `nil` when there is none; `i` grows from call to call.
     func document(_ i: Int, of ids: IDList) throws -> UnsafeRawBufferPointer? {
-        if let cursor { return try ids.withID(i) { try cursor.value(forKey: $0) } }
+        if let cursor {
+            guard let ahead else { return try ids.withID(i) { try cursor.value(forKey: $0) } }
+            aheadEnd = max(aheadEnd, i)
+            let end = min(ids.count, i + DocumentsByID.depth)
+            while aheadEnd < end {
+                let document = try ids.withID(aheadEnd) { try cursor.value(forKey: $0) }
+                if let document, let base = document.baseAddress { docstore_prefetch(base, document.count) }
+                ahead[aheadEnd % DocumentsByID.depth] = document
+                aheadEnd += 1
+            }
+            return ahead[i % DocumentsByID.depth]
+        }
         if i >= batchEnd {
             batchEnd = min(ids.count, i + batchSize)
             let fetched = try txn.entries(space, forKeys: ids.arrays(i..<batchEnd))
