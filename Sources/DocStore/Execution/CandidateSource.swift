@@ -78,7 +78,9 @@ final class FullScanSource: CandidateSource {
 
 /// Shared, mutable statistics of a run (sources and the executor add to them).
 final class StatisticsBox {
-    var value = QueryStatistics()
+    // Exclusivity is not checked at run time: a box belongs to one run on one thread (a split scan gives each
+    // thread its own), and the checks were three calls per document of a scan.
+    @exclusivity(unchecked) var value = QueryStatistics()
 
     /// Every 4,096 entries, stops a walk whose task was cancelled (a REPL's Ctrl-C, say) with `CancellationError`.
     @inline(__always)
