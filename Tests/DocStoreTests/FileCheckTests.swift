@@ -41,12 +41,12 @@ import TestSupport
         #expect(findings.problems.isEmpty)
         let root = try #require(findings.roots[Catalog.documentsSpace("people")])
         let page = Int(root) * findings.pageSize
-        #expect(bytes[page + 10] & 0x01 != 0, "the documents' root is a branch page")
+        try #require(bytes[page + 10] & 0x01 != 0, "the documents' root is a branch page")
         // The second node (the first one's key is empty): its key follows the 8-byte node header.
         let node = page + Int(UInt16(bytes[page + 18]) | UInt16(bytes[page + 19]) << 8)
         let keySize = Int(UInt16(bytes[node + 6]) | UInt16(bytes[node + 7]) << 8)
         let last = node + 8 + keySize - 1
-        #expect(bytes[last] < 0xFF)
+        try #require(bytes[last] < 0xFF)
         bytes[last] += 1
         let damaged = dir.path("raised.db")
         try Data(bytes).write(to: URL(fileURLWithPath: damaged))

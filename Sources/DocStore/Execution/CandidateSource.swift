@@ -47,7 +47,7 @@ final class FullScanSource: CandidateSource {
         self.cursor = try txn.openCursor(documents)
         self.descending = descending
         self.statistics = statistics
-        keeper = txn.isReadOnly && !txn.prefersBatches ? try LookAhead(cursor, descending: descending) : nil
+        keeper = txn.isReadOnly && !txn.prefersBatches ? LookAhead(cursor, descending: descending) : nil
         ahead = keeper.map { Unmanaged.passUnretained($0) }
     }
 
@@ -305,50 +305,54 @@ final class LookAhead {
     private static let depth = 4
     private let cursor: any StorageCursor
     private let descending: Bool
-    /// The next `depth` entries, the next one at `position`; `nil` past the last.
-    private let ring = UnsafeMutablePointer<StorageEntry?>.allocate(capacity: LookAhead.depth)
-    @exclusivity(unchecked) private var position = -1
+    /// The entries read ahead: entry `k` (counted from the first) at `k % depth`, for `handed <= k < stored`.
+    private let ring = UnsafeMutablePointer<StorageEntry>.allocate(capacity: LookAhead.depth)
+    @exclusivity(unchecked) private var handed = 0
+    @exclusivity(unchecked) private var stored = 0
+    @exclusivity(unchecked) private var started = false
+    /// The cursor gave its last entry.
+    @exclusivity(unchecked) private var ended = false
+    /// What the step after the last entry stored threw: thrown when that entry's turn comes, not before.
+    private var failure: (any Error)?
 
     /// The entries of `cursor` from its first (its last, and backwards, when `descending`), or from `first`, an
     /// entry where the cursor stands.
-    init(_ cursor: any StorageCursor, descending: Bool = false, first: StorageEntry?? = nil) throws {
+    init(_ cursor: any StorageCursor, descending: Bool = false, first: StorageEntry?? = nil) {
         self.cursor = cursor
         self.descending = descending
-        ring.initialize(repeating: nil, count: LookAhead.depth)
-        if let first { try fill(from: first) }
-    }
-
-    deinit {
-        ring.deinitialize(count: LookAhead.depth)
-        ring.deallocate()
-    }
-
-    private func fill(from first: StorageEntry?) throws {
-        var entry = first
-        for i in 0..<LookAhead.depth {
-            LookAhead.fetch(entry)
-            ring[i] = entry
-            if entry != nil, i + 1 < LookAhead.depth { entry = try step() }
+        if let first {
+            started = true
+            keep(first)
+            while !ended, failure == nil, stored < LookAhead.depth { stepAhead() }
         }
-        position = 0
     }
 
-    @inline(__always)
-    private func step() throws -> StorageEntry? { descending ? try cursor.previous() : try cursor.next() }
+    deinit { ring.deallocate() }
+
+    private func keep(_ entry: StorageEntry?) {
+        guard let entry else { ended = true; return }
+        if let base = entry.value.baseAddress { docstore_prefetch(base, entry.value.count) }
+        (ring + stored % LookAhead.depth).initialize(to: entry)
+        stored += 1
+    }
+
+    private func stepAhead() {
+        do { keep(descending ? try cursor.previous() : try cursor.next()) } catch { failure = error }
+    }
 
     func next() throws -> StorageEntry? {
-        if position < 0 { try fill(from: descending ? try cursor.last() : try cursor.first()) }
-        guard let entry = ring[position] else { return nil }
-        let last = ring[(position + LookAhead.depth - 1) % LookAhead.depth]
-        let fresh = last == nil ? nil : try step()
-        LookAhead.fetch(fresh)
-        ring[position] = fresh
-        position = (position + 1) % LookAhead.depth
+        if !started {
+            started = true
+            keep(descending ? try cursor.last() : try cursor.first())
+            while !ended, failure == nil, stored < LookAhead.depth { stepAhead() }
+        }
+        guard handed < stored else {
+            if let failure { throw failure }
+            return nil
+        }
+        let entry = ring[handed % LookAhead.depth]
+        handed += 1
+        if !ended, failure == nil { stepAhead() }
         return entry
-    }
-
-    @inline(__always)
-    private static func fetch(_ entry: StorageEntry?) {
-        if let value = entry?.value, let base = value.baseAddress { docstore_prefetch(base, value.count) }
     }
 }

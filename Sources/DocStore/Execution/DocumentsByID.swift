@@ -22,6 +22,9 @@ final class DocumentsByID {
     private let ahead: UnsafeMutablePointer<UnsafeRawBufferPointer?>?
     private var aheadEnd = 0
     private static let depth = 4
+    /// What looking up `ids[failedAt]` ahead threw: thrown when it is asked for, not before.
+    private var failure: (any Error)?
+    private var failedAt = 0
 
     init(_ txn: any StorageTransaction, _ space: KeySpace) throws {
         self.txn = txn
@@ -46,13 +49,22 @@ final class DocumentsByID {
     func document(_ i: Int, of ids: IDList) throws -> UnsafeRawBufferPointer? {
         if let cursor {
             guard let ahead else { return try ids.withID(i) { try cursor.value(forKey: $0) } }
+            if let failure {
+                if failedAt == i { throw failure }
+                if failedAt < i { self.failure = nil }
+            }
             aheadEnd = max(aheadEnd, i)
             let end = min(ids.count, i + DocumentsByID.depth)
-            while aheadEnd < end {
-                let document = try ids.withID(aheadEnd) { try cursor.value(forKey: $0) }
-                if let document, let base = document.baseAddress { docstore_prefetch(base, document.count) }
-                ahead[aheadEnd % DocumentsByID.depth] = document
-                aheadEnd += 1
+            while failure == nil, aheadEnd < end {
+                do {
+                    let document = try ids.withID(aheadEnd) { try cursor.value(forKey: $0) }
+                    if let document, let base = document.baseAddress { docstore_prefetch(base, document.count) }
+                    ahead[aheadEnd % DocumentsByID.depth] = document
+                    aheadEnd += 1
+                } catch {
+                    if aheadEnd == i { throw error }
+                    (failure, failedAt) = (error, aheadEnd)
+                }
             }
             return ahead[i % DocumentsByID.depth]
         }

@@ -81,7 +81,7 @@ struct ParallelScan {
                         let lower = range == 0 ? nil : cuts[range - 1]
                         let upper = range == cuts.count ? nil : cuts[range]
                         var part = start()
-                        let ahead = try LookAhead(cursor, first: .some(try lower.map { try cursor.seek(atLeast: $0) } ?? cursor.first()))
+                        let ahead = LookAhead(cursor, first: .some(try lower.map { try cursor.seek(atLeast: $0) } ?? cursor.first()))
                         while let (key, document) = try ahead.next() {
                             if let upper, !upper.withUnsafeBytes({ key.precedesInKeyOrder($0) }) { break }
                             box.value.entriesScanned += 1

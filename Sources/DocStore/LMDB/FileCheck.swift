@@ -62,7 +62,7 @@ struct LMDBFileCheck {
     ///
     /// The file is mapped at the size it has then. A writer in another process may grow it and commit before the
     /// meta pages are read, which then name pages past the mapped end: the file is mapped again at its new size.
-    static func run(path: String, snapshot: Int = 0, metaOnly: Bool = false) -> LMDBFileCheck.Findings {
+    static func run(path: String, metaOnly: Bool = false) -> LMDBFileCheck.Findings {
         var findings: Findings
         var attempts = 0
         repeat {
@@ -71,7 +71,7 @@ struct LMDBFileCheck {
                 return Findings(problems: [StorageDamage(page: nil, space: "", message: "the file '\(path)' cannot be read")],
                                 pagesChecked: 0, roots: [:], pageSize: 0, newestCommit: nil)
             }
-            findings = run(data: data, snapshot: snapshot, metaOnly: metaOnly)
+            findings = run(data: data, metaOnly: metaOnly)
             let grown = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0) > data.count
             guard grown, findings.problems.contains(where: { $0.message.contains(LMDBFileCheck.pastTheEnd) }) else { break }
         } while attempts < 4
@@ -82,10 +82,10 @@ struct LMDBFileCheck {
     static let pastTheEnd = "lies past the end of the file"
 
     /// The whole check of a file's bytes.
-    static func run(data: Data, snapshot: Int = 0, metaOnly: Bool = false) -> LMDBFileCheck.Findings {
+    static func run(data: Data, metaOnly: Bool = false) -> LMDBFileCheck.Findings {
         data.withUnsafeBytes { raw in
             var check = LMDBFileCheck(bytes: raw)
-            check.run(snapshot: UInt64(max(snapshot, 0)), metaOnly: metaOnly)
+            check.run(metaOnly: metaOnly)
             return Findings(problems: check.problems, pagesChecked: check.pagesChecked, roots: check.roots,
                             pageSize: check.pageSize, newestCommit: check.newestCommit)
         }
@@ -133,7 +133,7 @@ struct LMDBFileCheck {
 
     // MARK: Meta pages
 
-    private mutating func run(snapshot: UInt64, metaOnly: Bool) {
+    private mutating func run(metaOnly: Bool) {
         // Hostile input stays inside these bytes: every read below is bounds-checked.
         // A file with no LMDB magic number is not damaged but foreign: LMDB refuses it itself, and the store says
         // it is not one.
@@ -141,10 +141,10 @@ struct LMDBFileCheck {
         let metas = readMetas()
         newestCommit = metas.map(\.txnid).max()
         guard !metaOnly else { return }
-        // The commit a reader at `snapshot` sees (the oldest valid one not before it), else the newest: what LMDB
-        // opens.
-        let seen = snapshot == 0 ? nil : metas.filter({ $0.txnid >= snapshot }).min(by: { $0.txnid < $1.txnid })
-        guard let newest = seen ?? metas.max(by: { $0.txnid < $1.txnid }) else {
+        // The newest commit, what LMDB opens. A writer writes the next commit's meta page over the older one, never
+        // over the newest; and a reader of any commit keeps the pages of every commit from it on, so that a check
+        // made for a reader (``FileStorage/check(path:snapshot:)``) reads pages that nobody reuses meanwhile.
+        guard let newest = metas.max(by: { $0.txnid < $1.txnid }) else {
             damage(0, "", "neither meta page is valid")
             return
         }
@@ -159,14 +159,35 @@ struct LMDBFileCheck {
     /// The valid meta pages. The page size is in the first one's free-list record; a damaged one is looked for in
     /// the second. With `pastTheEnd`, a meta page whose last page lies past the end of the file is valid too (a file
     /// cut short): its pages that are still there can be read.
+    ///
+    /// A writer in another process may be writing a meta page meanwhile (its fields, then its commit id): the two
+    /// pages' commit ids are read before and after the rest, and the pages read again when either changed, so that
+    /// no page's fields come from two commits, and a page being written is not reported as damage.
     private mutating func readMetas(pastTheEnd: Bool = false) -> [Meta] {
         var metas: [Meta] = []
         for size in [Int(u32(40) ?? 0), 4096] where size >= 512 && size <= 65536 && size & (size - 1) == 0 {
             pageSize = size
-            metas = (0...1).compactMap { meta(at: $0, pastTheEnd: pastTheEnd) }
+            for attempt in 1...8 {
+                let reported = problems.count
+                let before = (commitID(ofMeta: 0, first: true), commitID(ofMeta: 1, first: true))
+                metas = (0...1).compactMap { meta(at: $0, pastTheEnd: pastTheEnd) }
+                let after = (commitID(ofMeta: 0, first: false), commitID(ofMeta: 1, first: false))
+                if before == after || attempt == 8 { break }
+                problems.removeSubrange(reported...)
+            }
             if !metas.isEmpty { break }
         }
         return metas
+    }
+
+    /// The commit id of meta page `index`, read from memory now: `first`, no later read moves before it; otherwise
+    /// no earlier read moves after it. `nil` past the end of the bytes.
+    private func commitID(ofMeta index: Int, first: Bool) -> UInt64? {
+        let offset = index * pageSize + 144
+        guard offset + 8 <= bytes.count, let start = bytes.baseAddress, (Int(bitPattern: start) + offset) % 8 == 0 else {
+            return nil
+        }
+        return UInt64(littleEndian: first ? docstore_load_acquire64(start + offset) : docstore_load_after64(start + offset))
     }
 
     /// The meta page `index`, if it is one: a damaged one is reported.
@@ -181,20 +202,11 @@ struct LMDBFileCheck {
             damage(UInt64(index), space, "not a meta page (flags \(flags), magic \(String(magic, radix: 16)), version \(version))")
             return nil
         }
-        // A writer in another process may be writing this meta page (its commit id last) while it is read: a
-        // commit id that is not the same after the fields as before them names fields of two commits. The page is
-        // then left out, as a commit not yet made: the other meta page has the commit before it.
-        guard base + 152 <= bytes.count, let start = bytes.baseAddress else {
+        guard let free = record(at: base + 40), let main = record(at: base + 88), let last = u64(base + 136),
+              let txnid = u64(base + 144) else {
             damage(UInt64(index), space, "cut short")
             return nil
         }
-        let before = UInt64(littleEndian: docstore_load_fresh64(start + base + 144))
-        guard let free = record(at: base + 40), let main = record(at: base + 88), let last = u64(base + 136) else {
-            damage(UInt64(index), space, "cut short")
-            return nil
-        }
-        let txnid = UInt64(littleEndian: docstore_load_fresh64(start + base + 144))
-        guard before == txnid else { return nil }
         let filePages = UInt64(bytes.count / pageSize)
         guard last >= 1, last < filePages || pastTheEnd else {
             damage(UInt64(index), space, "its last page \(last) \(LMDBFileCheck.pastTheEnd) (\(filePages) pages)")
@@ -735,11 +747,11 @@ extension FileStorage {
     /// while they are read. Damage found while the newest commit moved is therefore looked for again, and not
     /// reported if the file never stood still.
     static func check(path: String, snapshot: Int = 0) -> (damage: [StorageDamage], pages: Int) {
-        var check = LMDBFileCheck.run(path: path, snapshot: snapshot)
+        var check = LMDBFileCheck.run(path: path)
         guard snapshot == 0 else { return (check.problems, check.pagesChecked) }
         let moved = { check.newestCommit != LMDBFileCheck.run(path: path, metaOnly: true).newestCommit }
         for _ in 0..<3 where !check.problems.isEmpty && moved() {
-            check = LMDBFileCheck.run(path: path, snapshot: snapshot)
+            check = LMDBFileCheck.run(path: path)
         }
         if !check.problems.isEmpty && moved() {
             return ([], check.pagesChecked)   // written throughout: nothing can be said
