@@ -157,4 +157,3 @@ private final class Job: @unchecked Sendable {
     func run(_ worker: Int) { work?(worker) }
     func release() { work = nil }
 }
-
