@@ -320,11 +320,7 @@ final class LookAhead {
     init(_ cursor: any StorageCursor, descending: Bool = false, first: StorageEntry?? = nil) {
         self.cursor = cursor
         self.descending = descending
-        if let first {
-            started = true
-            keep(first)
-            while !ended, failure == nil, stored < LookAhead.depth { stepAhead() }
-        }
+        if let first { start(from: first) }
     }
 
     deinit { ring.deallocate() }
@@ -336,16 +332,19 @@ final class LookAhead {
         stored += 1
     }
 
+    /// Keeps `first` and the entries after it, up to `depth`.
+    private func start(from first: StorageEntry?) {
+        started = true
+        keep(first)
+        while !ended, failure == nil, stored < LookAhead.depth { stepAhead() }
+    }
+
     private func stepAhead() {
         do { keep(descending ? try cursor.previous() : try cursor.next()) } catch { failure = error }
     }
 
     func next() throws -> StorageEntry? {
-        if !started {
-            started = true
-            keep(descending ? try cursor.last() : try cursor.first())
-            while !ended, failure == nil, stored < LookAhead.depth { stepAhead() }
-        }
+        if !started { start(from: descending ? try cursor.last() : try cursor.first()) }
         guard handed < stored else {
             if let failure { throw failure }
             return nil
