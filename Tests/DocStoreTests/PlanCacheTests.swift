@@ -116,7 +116,7 @@ struct CachedPlanItem: Document, Equatable {
         let shape = RequestShape(selection: q.selection, output: q.output)
         func kept() async throws -> Int? {
             try await store.read { ctx in
-                try ctx.scope.handleForReading(CachedPlanItem.self)?.plans.entry(shape)?.plan.documentCount
+                try ctx.scope.handleForReading(CachedPlanItem.self)?.plans.entry(shape)?.plan.plan.documentCount
             }
         }
         _ = try await q.ids(in: store)

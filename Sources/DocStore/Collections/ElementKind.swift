@@ -42,7 +42,10 @@ final class ElementKind<Element: Sendable>: Sendable {
                                    insert: { context, document, collection in try context.insertAndFetch(document, into: collection) })
     }
 
-    static func model<T: Document>(_ type: T.Type) -> ElementKind<T> {
+    /// The documents of a type, decoded as it: made once per type (``TypeRegistry``).
+    static func model<T: Document>(_ type: T.Type) -> ElementKind<T> { TypeRegistry.kind(type) }
+
+    static func making<T: Document>(_ type: T.Type) -> ElementKind<T> {
         ElementKind<T>(
             typeName: { String(reflecting: T.self) },
             decodeRaw: { try DocumentDecoder().decode(T.self, from: $0) },
@@ -61,6 +64,13 @@ final class ElementKind<Element: Sendable>: Sendable {
     func opening<T>(as kind: ElementKind<T>) -> ElementKind<T> {
         ElementKind<T>(typeName: kind.typeName, decodeRaw: kind.decodeRaw, row: kind.row, openForReading: openForReading,
                        openForWriting: openForWriting, insert: kind.insert)
+    }
+
+    /// Computed rows made into elements by `row`, the collection opened as this kind opens it: `opening(as:
+    /// .rows(row))` in one step.
+    func opening<T>(rows row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> T) -> ElementKind<T> {
+        ElementKind<T>(typeName: { String(reflecting: T.self) }, row: row, openForReading: openForReading,
+                       openForWriting: openForWriting)
     }
 
     /// Decodes a stored document of `handle`'s collection (checking its checksum first if the store asks for it); a

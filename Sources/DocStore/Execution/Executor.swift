@@ -7,7 +7,9 @@ import Foundation
 /// ``documents(_:)`` for them decoded, ``project(_:)`` for some fields of each, ``resultIDs()``, ``count()`` and
 /// ``aggregate()``. It keeps the statistics of what it did.
 final class Executor {
-    let plan: Plan
+    private let shared: SharedPlan
+    /// The plan, read in place: never copied whole.
+    var plan: Plan { _read { yield shared.plan } }
     let handle: CollectionHandle
     let txn: any StorageTransaction
     let statistics = StatisticsBox()
@@ -20,13 +22,13 @@ final class Executor {
     /// How far a full scan with a condition is split among threads.
     private let scan: ParallelScan.Settings
 
-    init(plan: Plan, handle: CollectionHandle, txn: any StorageTransaction, scan: ParallelScan.Settings = .off) {
-        self.plan = plan
+    init(plan: SharedPlan, handle: CollectionHandle, txn: any StorageTransaction, scan: ParallelScan.Settings = .off) {
+        self.shared = plan
         self.handle = handle
         self.txn = txn
         self.scan = scan
-        residual = Residual(plan.residual, handle: handle, statistics: statistics)
-        sortKeys = SortKeys(plan.sort, idDescending: plan.idDescending)
+        residual = Residual(plan.plan.residual, handle: handle, statistics: statistics)
+        sortKeys = SortKeys(plan.plan.sort, idDescending: plan.plan.idDescending)
     }
 
     /// The candidates of the plan's access. With `whole`, the caller reads every one (it does not stop early), so
@@ -100,7 +102,7 @@ final class Executor {
         -> [Part]? {
         guard scan.threads > 1, case .fullScan = plan.access else { return nil }
         return try ParallelScan(txn: txn, documents: handle.documents, settings: scan).run(
-            residual: { [plan, handle] in Residual(plan.residual, handle: handle, statistics: $0) },
+            residual: { [shared, handle] in Residual(shared.plan.residual, handle: handle, statistics: $0) },
             statistics: statistics, start: start, add: add)
     }
 
@@ -187,12 +189,11 @@ final class Executor {
         /// split among threads, its matches gathered before the first is handed on.
         init(_ executor: Executor, collectFirst: Bool, whole: Bool = false) throws {
             self.executor = executor
-            let plan = executor.plan
-            limit = plan.limit
-            offset = plan.offset
-            if plan.ordering == .natural && plan.afterwards.isEmpty && !collectFirst {
+            let (limit, offset) = (executor.plan.limit, executor.plan.offset)
+            (self.limit, self.offset) = (limit, offset)
+            if executor.plan.ordering == .natural && executor.plan.afterwards.isEmpty && !collectFirst {
                 let gathered = whole ? try executor.splitMatches() : nil
-                source = plan.limit == 0 ? nil : try gathered ?? executor.makeSource(whole: whole && plan.limit == nil)
+                source = limit == 0 ? nil : try gathered ?? executor.makeSource(whole: whole && limit == nil)
                 checked = gathered != nil
                 ids = IDList()
                 documents = nil

@@ -28,7 +28,7 @@ extension Query {
     func grouped<T>(by paths: [FieldPath], _ aggregate: Aggregate, dropsNil: Bool = false, decoded: Bool = false,
                     _ row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> T) -> Query<T> {
         documents.answering(.groups(Grouping(by: paths, aggregate: aggregate, dropsNil: dropsNil, valuesDecoded: decoded)),
-                            as: kind.opening(as: .rows(row)))
+                            as: kind.opening(rows: row))
     }
 }
 

@@ -15,7 +15,7 @@ extension Query {
         let open = writing ? kind.openForWriting : kind.openForReading
         guard let handle = try open(context.scope, collection) else { return nil }
         let planner = Planner(statistics: CollectionHandle.Statistics(handle: handle, txn: context.txn))
-        let plan = fresh ? try planner.plan(selection, output: output)
+        let plan = fresh ? SharedPlan(try planner.plan(selection, output: output))
                          : try planner.plan(selection, output: output, cache: handle.plans)
         return Executor(plan: plan, handle: handle, txn: context.txn, scan: context.scope.core.scan)
     }

@@ -231,7 +231,8 @@ extension Query where Element == DocumentValue {
 extension Query where Element: Document {
     /// A query for every document of `Element`.
     public init() {
-        self.init(collection: Query.collection, kind: .model(Element.self))
+        let (collection, kind) = TypeRegistry.collectionAndKind(Element.self)
+        self.init(collection: collection ?? Element.collection, kind: kind)
     }
 
     /// The collection of `Element`, as its schema has it (fixed once per process).
