@@ -43,9 +43,14 @@ final class ElementKind<Element: Sendable>: Sendable {
     }
 
     /// The documents of a type, decoded as it: made once per type (``TypeRegistry``).
-    static func model<T: Document>(_ type: T.Type) -> ElementKind<T> { TypeRegistry.kind(type) }
+    static func model<T: Document>(_ type: T.Type) -> ElementKind<T> { modelAndCollection(type).kind }
 
-    static func making<T: Document>(_ type: T.Type) -> ElementKind<T> {
+    /// ``model(_:)``, and the type's collection (`nil` without a valid schema), in one look-up.
+    static func modelAndCollection<T: Document>(_ type: T.Type) -> (collection: String?, kind: ElementKind<T>) {
+        TypeRegistry.collectionAndKind(type) { making(type) }
+    }
+
+    private static func making<T: Document>(_ type: T.Type) -> ElementKind<T> {
         ElementKind<T>(
             typeName: { String(reflecting: T.self) },
             decodeRaw: { try DocumentDecoder().decode(T.self, from: $0) },

@@ -231,7 +231,7 @@ extension Query where Element == DocumentValue {
 extension Query where Element: Document {
     /// A query for every document of `Element`.
     public init() {
-        let (collection, kind) = TypeRegistry.collectionAndKind(Element.self)
+        let (collection, kind) = ElementKind<Element>.modelAndCollection(Element.self)
         self.init(collection: collection ?? Element.collection, kind: kind)
     }
 

@@ -11,16 +11,14 @@ enum TypeRegistry {
         /// The schema's collection, read apart: every query built names it.
         let collection: String?
         let probe: Any?
-        /// The type's ``ElementKind``, made once: a query holds it, where making one per query cost a tenth of a
-        /// query's time.
-        let kind: AnyObject
+        /// What the type's queries decode their results with, made once (see ``collectionAndKind(_:make:)``).
+        let kind = AtomicLazyReference<AnyObject>()
         var paths: [AnyKeyPath: FieldPath?] = [:]
 
-        init(schema: Result<ResolvedSchema, DocStoreError>, probe: Any?, kind: AnyObject) {
+        init(schema: Result<ResolvedSchema, DocStoreError>, probe: Any?) {
             self.schema = schema
             self.collection = try? schema.get().collection
             self.probe = probe
-            self.kind = kind
         }
     }
 
@@ -36,7 +34,7 @@ enum TypeRegistry {
         } catch {
             schema = .failure(DocStoreError(.invalidSchema, "\(String(reflecting: T.self)): \(error)"))
         }
-        let made = Entry(schema: schema, probe: try? FieldPathProbe<T>(), kind: ElementKind<T>.making(T.self))
+        let made = Entry(schema: schema, probe: try? FieldPathProbe<T>())
         return entries.withLock { entries in
             if let first = entries[ObjectIdentifier(type)] { return first }   // another thread made it meanwhile
             entries[ObjectIdentifier(type)] = made
@@ -52,15 +50,14 @@ enum TypeRegistry {
     /// The type's collection, `nil` when the type has no valid schema.
     static func collection<T: Document>(_ type: T.Type) -> String? { entry(type).collection }
 
-    /// The elements of the type's queries: its documents, decoded as it.
-    static func kind<T: Document>(_ type: T.Type) -> ElementKind<T> {
-        unsafeDowncast(entry(type).kind, to: ElementKind<T>.self)
-    }
-
-    /// ``collection(_:)`` and ``kind(_:)`` at once, for a query of the type.
-    static func collectionAndKind<T: Document>(_ type: T.Type) -> (collection: String?, kind: ElementKind<T>) {
+    /// The type's collection, and what its queries decode their results with: made by `make` the first time, then
+    /// kept (every `make` must make the same kind of object). A query holds it, where making one per query cost
+    /// a tenth of a query's time.
+    static func collectionAndKind<T: Document, Kind: AnyObject>(_ type: T.Type, make: () -> Kind)
+        -> (collection: String?, kind: Kind) {
         let entry = entry(type)
-        return (entry.collection, unsafeDowncast(entry.kind, to: ElementKind<T>.self))
+        let kind = entry.kind.load() ?? entry.kind.storeIfNil(make())
+        return (entry.collection, unsafeDowncast(kind, to: Kind.self))
     }
 
     /// The field path `keyPath` reads, or `nil` when it is not a stored field (a computed property, `.count`, ...).
