@@ -28,6 +28,9 @@ struct IDList {
         for id in arrays { id.withUnsafeBytes { append($0) } }
     }
 
+    /// Makes room for `count` ids in all.
+    mutating func reserve(_ count: Int) { entries.reserveCapacity(count) }
+
     var count: Int { entries.count }
     var isEmpty: Bool { entries.isEmpty }
 

@@ -115,6 +115,7 @@ final class IndexScanSource: CandidateSource {
         self.fetchDocuments = fetchDocuments
         self.statistics = statistics
         readsInBatches = fetchDocuments && !scan.primary && txn.prefersBatches
+        keysStayInPlace = !scan.index.isUnique && txn.isReadOnly && !txn.prefersBatches
         let fetching = readsInBatches ? try txn.openCursor(space, fetchingValuesIn: documents) : nil
         self.cursor = try fetching ?? txn.openCursor(space)
         fetchesAlong = fetching != nil
@@ -127,6 +128,12 @@ final class IndexScanSource: CandidateSource {
     private let readsInBatches: Bool
     /// Whether the cursor fetches each entry's document with it (``StorageCursor/fetchedDocument()``).
     private let fetchesAlong: Bool
+    /// Whether an entry's key is read in place, at an address no other key has until the transaction ends: a read
+    /// of a file. ``step()`` then tells a key's next id by its key's address, and compares only a new key with the
+    /// range's bound.
+    private let keysStayInPlace: Bool
+    /// The key of the entry before, when ``keysStayInPlace``.
+    private var lastKey = UnsafeRawBufferPointer(start: nil, count: 0)
 
     private var hasDuplicates: Bool { !scan.index.isUnique }
 
@@ -163,26 +170,61 @@ final class IndexScanSource: CandidateSource {
         return entry
     }
 
-    /// Steps to the next entry in walk order.
-    private func step() throws -> StorageEntry? {
+    /// Steps to the next entry in walk order; `sameKey` when it is another id of the entry before's key, which lies
+    /// within the range as that one did (its bound is then not compared again).
+    private func step() throws -> (entry: StorageEntry?, sameKey: Bool) {
         guard hasDuplicates, scan.descending != scan.descendingIDs else {
-            return scan.descending ? try cursor.previous() : try cursor.next()
+            let entry = scan.descending ? try cursor.previous() : try cursor.next()
+            guard keysStayInPlace, let key = entry?.key else { return (entry, false) }
+            // A key's ids are one node of its page, whose key they all return: the same bytes at the same place.
+            defer { lastKey = key }
+            return (entry, key.baseAddress == lastKey.baseAddress && key.count == lastKey.count)
         }
         // Keys one way, ids the other: walk each key's duplicates, then move to the neighbouring key.
         if scan.descending {
-            if let e = try cursor.nextDuplicate() { return e }
-            guard try cursor.previousKey() != nil else { return nil }
-            return try cursor.firstDuplicate()
+            if let e = try cursor.nextDuplicate() { return (e, true) }
+            guard try cursor.previousKey() != nil else { return (nil, false) }
+            return (try cursor.firstDuplicate(), false)
         } else {
-            if let e = try cursor.previousDuplicate() { return e }
-            guard try cursor.nextKey() != nil else { return nil }
-            return try cursor.lastDuplicate()
+            if let e = try cursor.previousDuplicate() { return (e, true) }
+            guard try cursor.nextKey() != nil else { return (nil, false) }
+            return (try cursor.lastDuplicate(), false)
         }
     }
 
     override func close() {
         rangeIndex = scan.ranges.count
         txn.closeCursor(cursor)
+    }
+
+    /// Appends the id of every entry of the ranges to `ids`, in key order whatever the scan's direction, in one
+    /// loop of the engine's: for a caller that puts them in id order afterwards. For an index's entries (not the
+    /// ids' own), each document met once (no ``SeenIDs``).
+    func appendIDs(to ids: inout IDList) throws {
+        precondition(!scan.primary && seen == nil, "ids gathered from an index walk that may meet a document twice")
+        var sinceCheck = 0
+        for range in scan.ranges {
+            let upper = range.upper
+            let found = try range.lower.withUnsafeBytes { lower in
+                try Self.withBytes(upper) { upper in
+                    try cursor.forEachValue(from: lower, below: upper) { id in
+                        ids.append(id)
+                        sinceCheck += 1
+                        if sinceCheck == 1024 {
+                            sinceCheck = 0
+                            try statistics.checkCancellation()
+                        }
+                    }
+                }
+            }
+            statistics.value.entriesScanned += found
+        }
+        rangeIndex = scan.ranges.count
+    }
+
+    private static func withBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        guard let bytes else { return try body(nil) }
+        return try bytes.withUnsafeBytes { try body($0) }
     }
 
     /// With an engine that prefers batches: the documents of the next index entries, read ahead in one call each
@@ -224,12 +266,14 @@ final class IndexScanSource: CandidateSource {
             let entry: StorageEntry?
             let within: Bool
             if positioned {
-                entry = try step()
-                within = entry.map { beforeFarBound($0.key) } ?? false
+                let (next, sameKey) = try step()
+                entry = next
+                within = next.map { sameKey || beforeFarBound($0.key) } ?? false
             } else {
                 let range = scan.ranges[rangeIndex]
                 entry = try position(range)
                 within = entry.map { range.contains($0.key) } ?? false
+                if keysStayInPlace { lastKey = entry?.key ?? UnsafeRawBufferPointer(start: nil, count: 0) }
                 positioned = true
             }
             guard let (key, value) = entry, within else {

@@ -375,6 +375,16 @@ final class Executor {
                 let add = { (candidate: CandidateSource.Candidate) -> Bool in ids.append(candidate.id); return true }
                 if !residual.isTrivial, let parts = try matchesInParts(start: { IDList() }, add: { $0.append($1.id) }) {
                     for part in parts { ids.append(contentsOf: part) }
+                } else if residual.isTrivial, case .index(let scan) = plan.access, !scan.primary, !scan.deduplicate {
+                    // The index's values alone, in one loop of the engine's, into room for the ids the planner
+                    // counted (an array grown step by step copies them all again).
+                    ids.reserve(min(scan.estimate, 1 << 20))
+                    scanSkippedDocuments = true
+                    let source = try IndexScanSource(scan: scan, space: try handle.space(of: scan), txn: txn,
+                                                     documents: handle.documents, seen: nil, fetchDocuments: false,
+                                                     statistics: statistics)
+                    defer { source.close() }
+                    try source.appendIDs(to: &ids)
                 } else if residual.isTrivial {
                     try forEachMatch(needsDocument: false, whole: true, add)
                 } else {

@@ -264,6 +264,11 @@ package protocol StorageCursor {
     /// Says that the walk will likely read about `count` entries, forward, from where it is placed next: an engine
     /// that fetches ahead sizes that fetch to them (a page of results costs one round trip).
     func expect(about count: Int)
+    /// Calls `body` with the value of every entry whose key lies in `lower..<upper` (`upper` `nil`: to the end), in
+    /// key order, and returns how many there were: for a walk that takes every value of a range and nothing else.
+    /// `body` must not write.
+    func forEachValue(from lower: UnsafeRawBufferPointer, below upper: UnsafeRawBufferPointer?,
+                      _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int
 }
 
 extension StorageCursor {
@@ -278,6 +283,19 @@ extension StorageCursor {
         let entry = try seek(atLeast: key)
         guard let upper, let found = entry else { return entry }
         return found.key.lexicographicallyPrecedes(upper) ? found : nil
+    }
+
+    package func forEachValue(from lower: UnsafeRawBufferPointer, below upper: UnsafeRawBufferPointer?,
+                              _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+        var entry = try seek(atLeast: lower, below: upper.map { Array($0) })
+        var count = 0
+        while let (key, value) = entry {
+            if let upper, !key.lexicographicallyPrecedes(upper) { break }
+            try body(value)
+            count += 1
+            entry = try next()
+        }
+        return count
     }
 }
 
