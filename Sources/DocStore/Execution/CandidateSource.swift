@@ -197,23 +197,31 @@ final class IndexScanSource: CandidateSource {
         txn.closeCursor(cursor)
     }
 
-    /// Appends the id of every entry of the ranges to `ids`, in key order whatever the scan's direction, in one
-    /// loop of the engine's: for a caller that puts them in id order afterwards. For an index's entries (not the
-    /// ids' own), each document met once (no ``SeenIDs``).
-    func appendIDs(to ids: inout IDList) throws {
+    /// Appends the ids of the ranges' entries to `ids` in one loop of the engine's, in key order (and each key's ids
+    /// in id order) whatever the scan's direction: after the first `offset`, up to `limit` of them. For an index's
+    /// entries (not the ids' own), each document met once (no ``SeenIDs``).
+    func appendIDs(to ids: inout IDList, skipping offset: Int = 0, limit: Int? = nil) throws {
         precondition(!scan.primary && seen == nil, "ids gathered from an index walk that may meet a document twice")
-        var sinceCheck = 0
-        for range in scan.ranges {
+        // Room for the ids the planner counted: an array grown step by step copies them all again.
+        ids.reserve(ids.count + min(limit ?? scan.estimate, scan.estimate, 1 << 20))
+        var (sinceCheck, skipped, taken) = (0, 0, 0)
+        for range in scan.ranges where limit.map({ taken < $0 }) ?? true {
             let upper = range.upper
             let found = try range.lower.withUnsafeBytes { lower in
                 try Self.withBytes(upper) { upper in
                     try cursor.forEachValue(from: lower, below: upper) { id in
-                        ids.append(id)
                         sinceCheck += 1
                         if sinceCheck == 1024 {
                             sinceCheck = 0
                             try statistics.checkCancellation()
                         }
+                        if skipped < offset {
+                            skipped += 1
+                            return true
+                        }
+                        ids.append(id)
+                        taken += 1
+                        return limit.map { taken < $0 } ?? true
                     }
                 }
             }

@@ -333,6 +333,20 @@ final class Executor {
     }
 
     /// The ids of the matches in the plan's order, within its window (before any reversal of the output).
+    /// The walk of an index whose entries alone answer the request, ready to gather its ids in one loop of the
+    /// engine's (``IndexScanSource/appendIDs(to:skipping:limit:)``); `nil` when the access is another, or each
+    /// document may be met twice, or (`inKeyOrder`, for a caller that keeps the walk's order) the walk goes back.
+    private func idsAlone(inKeyOrder: Bool) throws -> IndexScanSource? {
+        guard residual.isTrivial, case .index(let scan) = plan.access, !scan.primary, !scan.deduplicate else { return nil }
+        if inKeyOrder && (scan.descending || (scan.descendingIDs && !scan.index.isUnique)) { return nil }
+        scanSkippedDocuments = true
+        let source = try IndexScanSource(scan: scan, space: try handle.space(of: scan), txn: txn,
+                                         documents: handle.documents, seen: nil, fetchDocuments: false,
+                                         statistics: statistics)
+        source.expect(about: plan.needed ?? scan.estimate)
+        return source
+    }
+
     func orderedIDs() throws -> IDList {
         var ids = IDList()
         switch plan.ordering {
@@ -344,6 +358,11 @@ final class Executor {
             }
             var skipped = 0
             if plan.limit == 0 { return ids }
+            if let source = try idsAlone(inKeyOrder: true) {
+                defer { source.close() }
+                try source.appendIDs(to: &ids, skipping: plan.offset, limit: plan.limit)
+                return ids
+            }
             try forEachMatch(needsDocument: false, whole: plan.limit == nil) { candidate in
                 if skipped < plan.offset { skipped += 1; return true }
                 ids.append(candidate.id)
@@ -375,14 +394,7 @@ final class Executor {
                 let add = { (candidate: CandidateSource.Candidate) -> Bool in ids.append(candidate.id); return true }
                 if !residual.isTrivial, let parts = try matchesInParts(start: { IDList() }, add: { $0.append($1.id) }) {
                     for part in parts { ids.append(contentsOf: part) }
-                } else if residual.isTrivial, case .index(let scan) = plan.access, !scan.primary, !scan.deduplicate {
-                    // The index's values alone, in one loop of the engine's, into room for the ids the planner
-                    // counted (an array grown step by step copies them all again).
-                    ids.reserve(min(scan.estimate, 1 << 20))
-                    scanSkippedDocuments = true
-                    let source = try IndexScanSource(scan: scan, space: try handle.space(of: scan), txn: txn,
-                                                     documents: handle.documents, seen: nil, fetchDocuments: false,
-                                                     statistics: statistics)
+                } else if let source = try idsAlone(inKeyOrder: false) {
                     defer { source.close() }
                     try source.appendIDs(to: &ids)
                 } else if residual.isTrivial {

@@ -27,7 +27,7 @@ struct LMDBCursor: StorageCursor {
     /// compared once per key: a key's values are one node of its page, and each returns that node's key, at the
     /// same address (no write moves it meanwhile: `body` writes nothing).
     func forEachValue(from lower: UnsafeRawBufferPointer, below upper: UnsafeRawBufferPointer?,
-                      _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+                      _ body: (UnsafeRawBufferPointer) throws -> Bool) throws -> Int {
         var k = MDB_val(mv_size: lower.count, mv_data: UnsafeMutableRawPointer(mutating: lower.baseAddress))
         var v = MDB_val()
         var rc = mdb_cursor_get(raw, &k, &v, lower.isEmpty ? MDB_FIRST : MDB_SET_RANGE)
@@ -38,8 +38,8 @@ struct LMDBCursor: StorageCursor {
                 guard UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size).precedesInKeyOrder(upper) else { break }
                 withinKey = k
             }
-            try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
             count += 1
+            guard try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return count }
             rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)
         }
         if rc != 0 && rc != MDB_NOTFOUND { try transaction.check(rc) }

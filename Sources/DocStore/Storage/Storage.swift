@@ -264,11 +264,11 @@ package protocol StorageCursor {
     /// Says that the walk will likely read about `count` entries, forward, from where it is placed next: an engine
     /// that fetches ahead sizes that fetch to them (a page of results costs one round trip).
     func expect(about count: Int)
-    /// Calls `body` with the value of every entry whose key lies in `lower..<upper` (`upper` `nil`: to the end), in
-    /// key order, and returns how many there were: for a walk that takes every value of a range and nothing else.
-    /// `body` must not write.
+    /// Calls `body` with the value of each entry whose key lies in `lower..<upper` (`upper` `nil`: to the end), in
+    /// key order, until it returns `false`, and returns how many it was called with: for a walk that takes the
+    /// values of a range and nothing else. `body` must not write.
     func forEachValue(from lower: UnsafeRawBufferPointer, below upper: UnsafeRawBufferPointer?,
-                      _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int
+                      _ body: (UnsafeRawBufferPointer) throws -> Bool) throws -> Int
 }
 
 extension StorageCursor {
@@ -286,13 +286,13 @@ extension StorageCursor {
     }
 
     package func forEachValue(from lower: UnsafeRawBufferPointer, below upper: UnsafeRawBufferPointer?,
-                              _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+                              _ body: (UnsafeRawBufferPointer) throws -> Bool) throws -> Int {
         var entry = try seek(atLeast: lower, below: upper.map { Array($0) })
         var count = 0
         while let (key, value) = entry {
             if let upper, !key.lexicographicallyPrecedes(upper) { break }
-            try body(value)
             count += 1
+            guard try body(value) else { break }
             entry = try next()
         }
         return count
