@@ -146,7 +146,10 @@ final class Executor {
             }
             return
         }
-        do {
+        if let source = try idsAlone(inKeyOrder: false, checkedLater: true) {
+            defer { source.close() }
+            try source.appendIDs(to: &ids)
+        } else {
             let source = try makeSource(fetchDocuments: false, whole: true)
             defer { source.close() }
             while let candidate = try source.next() { ids.append(candidate.id) }
@@ -333,13 +336,14 @@ final class Executor {
     }
 
     /// The ids of the matches in the plan's order, within its window (before any reversal of the output).
-    /// The walk of an index whose entries alone answer the request, ready to gather its ids in one loop of the
-    /// engine's (``IndexScanSource/appendIDs(to:skipping:limit:)``); `nil` when the access is another, or each
+    /// The walk of the index the plan reads, ready to gather its ids in one loop of the engine's
+    /// (``IndexScanSource/appendIDs(to:skipping:limit:)``): when its entries alone answer the request, or
+    /// (`checkedLater`) the caller checks the rest on each document. `nil` when the access is another, or each
     /// document may be met twice, or (`inKeyOrder`, for a caller that keeps the walk's order) the walk goes back.
-    private func idsAlone(inKeyOrder: Bool) throws -> IndexScanSource? {
-        guard residual.isTrivial, case .index(let scan) = plan.access, !scan.primary, !scan.deduplicate else { return nil }
+    private func idsAlone(inKeyOrder: Bool, checkedLater: Bool = false) throws -> IndexScanSource? {
+        guard residual.isTrivial || checkedLater, case .index(let scan) = plan.access, !scan.primary, !scan.deduplicate
+        else { return nil }
         if inKeyOrder && (scan.descending || (scan.descendingIDs && !scan.index.isUnique)) { return nil }
-        scanSkippedDocuments = true
         let source = try IndexScanSource(scan: scan, space: try handle.space(of: scan), txn: txn,
                                          documents: handle.documents, seen: nil, fetchDocuments: false,
                                          statistics: statistics)
@@ -360,6 +364,7 @@ final class Executor {
             if plan.limit == 0 { return ids }
             if let source = try idsAlone(inKeyOrder: true) {
                 defer { source.close() }
+                scanSkippedDocuments = true
                 try source.appendIDs(to: &ids, skipping: plan.offset, limit: plan.limit)
                 return ids
             }
@@ -396,6 +401,7 @@ final class Executor {
                     for part in parts { ids.append(contentsOf: part) }
                 } else if let source = try idsAlone(inKeyOrder: false) {
                     defer { source.close() }
+                    scanSkippedDocuments = true
                     try source.appendIDs(to: &ids)
                 } else if residual.isTrivial {
                     try forEachMatch(needsDocument: false, whole: true, add)
