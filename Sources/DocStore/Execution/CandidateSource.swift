@@ -353,8 +353,33 @@ final class UnionSource: CandidateSource {
 /// a document's bytes arrive while the ones before it are read, where reading each in turn waited for memory at
 /// each step inside it. For reads only, whose entries stay valid until they end (a write may move the bytes of
 /// entries read ahead); and not for an engine that reads in batches, where a step ahead may cost a round trip.
+/// Asks the processor for the whole page a walk comes to (``docstore_prefetch_page``), once per page: a cursor's next
+/// steps read the nodes of the page it is on, and without this each step waits for its node. LMDB places a leaf's
+/// nodes from the end of its page down, where the prefetch of a document's bytes, forward from them, does not reach.
+struct PageFetch {
+    /// LMDB's page size on this machine's usual page size (a guess elsewhere costs only a useless prefetch).
+    private static let size = 4096
+    private var last: UInt = 0
+
+    /// Fetches the page `inside` points into, if it is not the last one fetched. Leaves written in order (a load, a
+    /// compacted file) lie one after the other: once a walk has stepped from a page to the next one in the file,
+    /// the page after this one is fetched too, before the cursor needs it.
+    @inline(__always)
+    mutating func fetch(around inside: UnsafeRawPointer) {
+        let page = UInt(bitPattern: inside) & ~UInt(PageFetch.size - 1)
+        guard page != last else { return }
+        let following = page == last &+ UInt(PageFetch.size)
+        last = page
+        docstore_prefetch_page(inside, PageFetch.size)
+        if following, let next = UnsafeRawPointer(bitPattern: page &+ UInt(PageFetch.size)) {
+            docstore_prefetch_page(next, PageFetch.size)
+        }
+    }
+}
+
 final class LookAhead {
     private static let depth = 4
+    @exclusivity(unchecked) private var pages = PageFetch()
     private let cursor: any StorageCursor
     private let descending: Bool
     /// The entries read ahead: entry `k` (counted from the first) at `k % depth`, for `handed <= k < stored`.
@@ -379,7 +404,10 @@ final class LookAhead {
 
     private func keep(_ entry: StorageEntry?) {
         guard let entry else { ended = true; return }
-        if let base = entry.value.baseAddress { docstore_prefetch(base, entry.value.count) }
+        if let base = entry.value.baseAddress {
+            pages.fetch(around: base)
+            docstore_prefetch(base, entry.value.count)
+        }
         (ring + stored % LookAhead.depth).initialize(to: entry)
         stored += 1
     }
