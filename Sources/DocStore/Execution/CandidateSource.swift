@@ -115,7 +115,7 @@ final class IndexScanSource: CandidateSource {
         self.fetchDocuments = fetchDocuments
         self.statistics = statistics
         readsInBatches = fetchDocuments && !scan.primary && txn.prefersBatches
-        keysStayInPlace = !scan.index.isUnique && txn.isReadOnly && !txn.prefersBatches
+        keysStayInPlace = !scan.index.isUnique && txn.isReadOnly && txn.keysStayInPlace
         let fetching = readsInBatches ? try txn.openCursor(space, fetchingValuesIn: documents) : nil
         self.cursor = try fetching ?? txn.openCursor(space)
         fetchesAlong = fetching != nil
@@ -197,9 +197,10 @@ final class IndexScanSource: CandidateSource {
         txn.closeCursor(cursor)
     }
 
-    /// Appends the ids of the ranges' entries to `ids` in one loop of the engine's, in key order (and each key's ids
-    /// in id order) whatever the scan's direction: after the first `offset`, up to `limit` of them. For an index's
-    /// entries (not the ids' own), each document met once (no ``SeenIDs``).
+    /// Appends the ids of the ranges' entries to `ids` in one loop of the engine's: each range walked forward, in the
+    /// order the scan holds them (a descending scan's last first), whatever the scan's direction within them. After
+    /// the first `offset`, up to `limit` of them. For an index's entries (not the ids' own), each document met once
+    /// (no ``SeenIDs``).
     func appendIDs(to ids: inout IDList, skipping offset: Int = 0, limit: Int? = nil) throws {
         precondition(!scan.primary && seen == nil, "ids gathered from an index walk that may meet a document twice")
         // Room for the ids the planner counted: an array grown step by step copies them all again.
@@ -212,8 +213,9 @@ final class IndexScanSource: CandidateSource {
                     try cursor.forEachValue(from: lower, below: upper) { id in
                         sinceCheck += 1
                         if sinceCheck == 1024 {
+                            // (Not `statistics.checkCancellation()`: the count of entries grows once per range.)
                             sinceCheck = 0
-                            try statistics.checkCancellation()
+                            if WriteCancellation.isCancelled { throw CancellationError() }
                         }
                         if skipped < offset {
                             skipped += 1
@@ -349,15 +351,13 @@ final class UnionSource: CandidateSource {
     }
 }
 
-/// A cursor's entries read a few ahead of the one handed on, each asked into the caches as the cursor reaches it:
-/// a document's bytes arrive while the ones before it are read, where reading each in turn waited for memory at
-/// each step inside it. For reads only, whose entries stay valid until they end (a write may move the bytes of
-/// entries read ahead); and not for an engine that reads in batches, where a step ahead may cost a round trip.
 /// Asks the processor for the whole page a walk comes to (``docstore_prefetch_page``), once per page: a cursor's next
 /// steps read the nodes of the page it is on, and without this each step waits for its node. LMDB places a leaf's
 /// nodes from the end of its page down, where the prefetch of a document's bytes, forward from them, does not reach.
 struct PageFetch {
-    /// LMDB's page size on this machine's usual page size (a guess elsewhere costs only a useless prefetch).
+    /// The size of LMDB's pages where the system's pages are 4 KiB (x86-64, most arm64 Linux). With larger pages a
+    /// part of each is fetched: a hint, never wrong. (A constant: read from the system, the size made a scan 10%
+    /// slower.)
     private static let size = 4096
     private var last: UInt = 0
 
@@ -377,6 +377,10 @@ struct PageFetch {
     }
 }
 
+/// A cursor's entries read a few ahead of the one handed on, each asked into the caches as the cursor reaches it:
+/// a document's bytes arrive while the ones before it are read, where reading each in turn waited for memory at
+/// each step inside it. For reads only, whose entries stay valid until they end (a write may move the bytes of
+/// entries read ahead); and not for an engine that reads in batches, where a step ahead may cost a round trip.
 final class LookAhead {
     private static let depth = 4
     @exclusivity(unchecked) private var pages = PageFetch()
@@ -404,10 +408,9 @@ final class LookAhead {
 
     private func keep(_ entry: StorageEntry?) {
         guard let entry else { ended = true; return }
-        if let base = entry.value.baseAddress {
-            pages.fetch(around: base)
-            docstore_prefetch(base, entry.value.count)
-        }
+        // (A key lies in its leaf's node; a large document's value on pages of its own.)
+        if let key = entry.key.baseAddress { pages.fetch(around: key) }
+        if let base = entry.value.baseAddress { docstore_prefetch(base, entry.value.count) }
         (ring + stored % LookAhead.depth).initialize(to: entry)
         stored += 1
     }

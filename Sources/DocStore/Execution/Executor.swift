@@ -335,7 +335,6 @@ final class Executor {
         return ids
     }
 
-    /// The ids of the matches in the plan's order, within its window (before any reversal of the output).
     /// The walk of the index the plan reads, ready to gather its ids in one loop of the engine's
     /// (``IndexScanSource/appendIDs(to:skipping:limit:)``): when its entries alone answer the request, or
     /// (`checkedLater`) the caller checks the rest on each document. `nil` when the access is another, or each
@@ -347,10 +346,12 @@ final class Executor {
         let source = try IndexScanSource(scan: scan, space: try handle.space(of: scan), txn: txn,
                                          documents: handle.documents, seen: nil, fetchDocuments: false,
                                          statistics: statistics)
-        source.expect(about: plan.needed ?? scan.estimate)
+        // (A slice read in the index's order stops at its end; ids put in id order afterwards are all read.)
+        source.expect(about: inKeyOrder ? plan.needed ?? scan.estimate : scan.estimate)
         return source
     }
 
+    /// The ids of the matches in the plan's order, within its window (before any reversal of the output).
     func orderedIDs() throws -> IDList {
         var ids = IDList()
         switch plan.ordering {

@@ -9,6 +9,9 @@ import Glibc
 final class LMDBTransaction: StorageTransaction {
     let raw: OpaquePointer
     let isReadOnly: Bool
+    /// A cursor's entries point into the memory map (or a write's own pages), where they stay until the
+    /// transaction ends or writes.
+    var keysStayInPlace: Bool { true }
     private(set) var isValid = true
     /// Set when any call in this transaction met `MDB_MAP_FULL`: the write is then retried with a larger map,
     /// whatever the caller did with the error.

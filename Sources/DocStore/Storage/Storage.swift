@@ -103,6 +103,10 @@ package protocol StorageTransaction: AnyObject {
     /// Whether reading many values in one call (``entries(_:forKeys:)``) saves time over one ``get(_:_:)`` each:
     /// an engine with a round trip per call says so, and walks that read documents by id read them in batches.
     var prefersBatches: Bool { get }
+    /// Whether the bytes of an entry a cursor returns lie in place until the transaction ends or writes, each key
+    /// at an address no other key has meanwhile: a walk may then tell a key's next value from a new key by the
+    /// key's address. An engine that copies entries into buffers it reuses says no.
+    var keysStayInPlace: Bool { get }
     /// The entries under those of `keys` that exist, in the order of `keys`, and an object that keeps their bytes
     /// valid while it lives (they are valid until the transaction ends or writes, too).
     func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?)
@@ -144,6 +148,7 @@ package protocol StorageTransaction: AnyObject {
 
 extension StorageTransaction {
     var prefersBatches: Bool { false }
+    package var keysStayInPlace: Bool { false }
 
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws { _ = try delete(space, key, value: value) }
     package func append(_ space: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws { try put(space, key, value) }
