@@ -872,6 +872,49 @@ private func makeModelStore(_ rows: [Row], indexes: (before: [IndexDefinition], 
         // The store is still usable afterwards.
         #expect(try await store.read { try Query<DocumentValue>("big").count(in: $0) } == 50_000)
     }
+
+    /// The ids of an index's ranges, gathered in one loop, stop too: here the first range holds 3 entries and the
+    /// second 20,000, so a check that waited for the walk's count to reach a multiple of 4,096 would never come.
+    @Test func aCancelledWalkOfAnIndexsIDsThrowsCancellationError() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.write { ctx in
+            try ctx.createIndex(IndexDefinition(name: "n", kind: .regular, fields: ["n"]), in: "big")
+            // (Four in five documents match neither value: the index is the cheaper access.)
+            for i in 0..<100_003 {
+                let n = i < 3 ? 0 : i % 5 == 0 ? 1 : 2
+                try ctx.insert(.object([("id", .int(Int64(i))), ("n", .int(Int64(n)))]), into: "big")
+            }
+        }
+        let both = Query<DocumentValue>("big").include(.oneOf("n", [.int(0), .int(1)]))
+        #expect(try await store.read { try both.ids(in: $0).count } == 20_003)
+        let plan = try await store.read { try both.plan(in: $0) }
+        guard case .index(let scan) = plan.access else { Issue.record("not an index walk: \(plan)"); return }
+        #expect(scan.ranges.count == 2)
+
+        // Ranges that meet each other give each id once, in id order, as any other plan does.
+        for repeated in [Query<DocumentValue>("big").include(.oneOf("n", [.int(1), .int(0), .int(1)])),
+                         Query<DocumentValue>("big").include(.or([.compare("n", .lessOrEqual, .int(1)),
+                                                                  .compare("n", .less, .int(1))]))] {
+            let ids = try await store.read { try repeated.ids(in: $0) }
+            #expect(ids.count == 20_003, "\(repeated)")
+            let numbers = ids.map { id -> Int64 in if case .int(let n) = id { n } else { -1 } }
+            #expect(numbers == numbers.sorted() && Set(numbers).count == numbers.count, "\(repeated)")
+        }
+
+        for sorted in [false, true] {
+            let task = Task {
+                try await store.read { ctx in
+                    // The read begins before the task is cancelled: only the walk itself can see it.
+                    while !Task.isCancelled { usleep(100) }
+                    return try (sorted ? both.sortBy("id") : both).ids(in: ctx).count
+                }
+            }
+            task.cancel()
+            let outcome = await task.result
+            #expect(throws: CancellationError.self, "sorted: \(sorted)") { try outcome.get() }
+        }
+    }
 }
 
 /// `findOrCreate`, saying whether it created the document.

@@ -170,6 +170,12 @@ private struct ByDate: Document { var id: Date; var n: Int; static let collectio
             let expected = ids.sorted { descending ? $1.lexicographicallyPrecedes($0) : $0.lexicographicallyPrecedes($1) }
             #expect((0..<list.count).map { list[$0] } == expected, "round \(round)")
 
+            // Sorted, each id once (short ids tie often here).
+            var once = list
+            once.dropRepeats()
+            let distinct = expected.enumerated().filter { $0.offset == 0 || expected[$0.offset - 1] != $0.element }.map(\.element)
+            #expect(once.arrays(0..<once.count) == distinct, "round \(round)")
+
             let offset = Int.random(in: 0...5, using: &rng), limit = Bool.random(using: &rng) ? nil : Int.random(in: 0...9, using: &rng)
             list.keep(skipping: offset, taking: limit)
             #expect(list.arrays(0..<list.count) == Array(expected.dropFirst(offset).prefix(limit ?? .max)))

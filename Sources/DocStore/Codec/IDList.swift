@@ -84,6 +84,19 @@ struct IDList {
         }
     }
 
+    /// Keeps one id of each run of equal ones: after ``sort(descending:)``, each id once.
+    mutating func dropRepeats() {
+        guard entries.count > 1 else { return }
+        var kept = 1
+        long.withUnsafeBytes { long in
+            for i in 1..<entries.count where IDList.compare(entries[kept - 1], entries[i], long) != 0 {
+                entries[kept] = entries[i]
+                kept += 1
+            }
+        }
+        entries.removeLast(entries.count - kept)
+    }
+
     /// Whether id `a` orders before id `b`, their bytes past the first 16 in `long`.
     @inline(__always)
     private static func precedes(_ a: Entry, _ b: Entry, _ long: UnsafeRawBufferPointer) -> Bool {

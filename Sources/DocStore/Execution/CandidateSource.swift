@@ -199,10 +199,10 @@ final class IndexScanSource: CandidateSource {
 
     /// Appends the ids of the ranges' entries to `ids` in one loop of the engine's: each range walked forward, in the
     /// order the scan holds them (a descending scan's last first), whatever the scan's direction within them. After
-    /// the first `offset`, up to `limit` of them. For an index's entries (not the ids' own), each document met once
-    /// (no ``SeenIDs``).
+    /// the first `offset`, up to `limit` of them. For an index's entries (not the ids' own); a document met twice is
+    /// there twice (no ``SeenIDs``).
     func appendIDs(to ids: inout IDList, skipping offset: Int = 0, limit: Int? = nil) throws {
-        precondition(!scan.primary && seen == nil, "ids gathered from an index walk that may meet a document twice")
+        precondition(!scan.primary && seen == nil, "ids gathered in one loop from the ids' own entries, or with a set")
         // Room for the ids the planner counted: an array grown step by step copies them all again.
         ids.reserve(ids.count + min(limit ?? scan.estimate, scan.estimate, 1 << 20))
         var (sinceCheck, skipped, taken) = (0, 0, 0)

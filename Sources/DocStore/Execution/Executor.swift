@@ -155,6 +155,7 @@ final class Executor {
             while let candidate = try source.next() { ids.append(candidate.id) }
         }
         ids.sort(descending: false)
+        if repeatsIDs { ids.dropRepeats() }
         let documents = try DocumentsByID(txn, handle.documents)
         defer { documents.close() }
         for i in 0..<ids.count {
@@ -335,14 +336,23 @@ final class Executor {
         return ids
     }
 
+    /// Whether the plan's walk may meet a document more than once (several ranges, or an index of arrays' elements):
+    /// ids gathered in one loop (``idsAlone(inKeyOrder:checkedLater:)``) keep one of each once in id order.
+    private var repeatsIDs: Bool {
+        if case .index(let scan) = plan.access { return scan.deduplicate }
+        return false
+    }
+
     /// The walk of the index the plan reads, ready to gather its ids in one loop of the engine's
     /// (``IndexScanSource/appendIDs(to:skipping:limit:)``): when its entries alone answer the request, or
-    /// (`checkedLater`) the caller checks the rest on each document. `nil` when the access is another, or each
-    /// document may be met twice, or (`inKeyOrder`, for a caller that keeps the walk's order) the walk goes back.
+    /// (`checkedLater`) the caller checks the rest on each document. `nil` when the access is another, or
+    /// (`inKeyOrder`, for a caller that keeps the walk's order) when the walk goes back or may meet a document twice.
     private func idsAlone(inKeyOrder: Bool, checkedLater: Bool = false) throws -> IndexScanSource? {
-        guard residual.isTrivial || checkedLater, case .index(let scan) = plan.access, !scan.primary, !scan.deduplicate
-        else { return nil }
-        if inKeyOrder && (scan.descending || (scan.descendingIDs && !scan.index.isUnique)) { return nil }
+        guard residual.isTrivial || checkedLater, case .index(let scan) = plan.access, !scan.primary else { return nil }
+        // In the walk's order, each document must come once; ids put in id order lose their repeats there.
+        if inKeyOrder && (scan.deduplicate || scan.descending || (scan.descendingIDs && !scan.index.isUnique)) {
+            return nil
+        }
         let source = try IndexScanSource(scan: scan, space: try handle.space(of: scan), txn: txn,
                                          documents: handle.documents, seen: nil, fetchDocuments: false,
                                          statistics: statistics)
@@ -410,6 +420,7 @@ final class Executor {
                     try forEachMatchInIDOrder(add)
                 }
                 ids.sort(descending: plan.idDescending)
+                if repeatsIDs { ids.dropRepeats() }
                 ids.keep(skipping: plan.offset, taking: plan.limit)
                 return ids
             } else {
