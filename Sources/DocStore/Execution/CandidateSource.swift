@@ -207,34 +207,24 @@ final class IndexScanSource: CandidateSource {
         ids.reserve(ids.count + min(limit ?? scan.estimate, scan.estimate, 1 << 20))
         var (sinceCheck, skipped, taken) = (0, 0, 0)
         for range in scan.ranges where limit.map({ taken < $0 }) ?? true {
-            let upper = range.upper
-            let found = try range.lower.withUnsafeBytes { lower in
-                try Self.withBytes(upper) { upper in
-                    try cursor.forEachValue(from: lower, below: upper) { id in
-                        sinceCheck += 1
-                        if sinceCheck == 1024 {
-                            // (Not `statistics.checkCancellation()`: the count of entries grows once per range.)
-                            sinceCheck = 0
-                            if WriteCancellation.isCancelled { throw CancellationError() }
-                        }
-                        if skipped < offset {
-                            skipped += 1
-                            return true
-                        }
-                        ids.append(id)
-                        taken += 1
-                        return limit.map { taken < $0 } ?? true
-                    }
+            let found = try cursor.forEachValue(from: range.lower, below: range.upper) { id in
+                sinceCheck += 1
+                if sinceCheck == 1024 {
+                    // (Not `statistics.checkCancellation()`: the count of entries grows once per range.)
+                    sinceCheck = 0
+                    if WriteCancellation.isCancelled { throw CancellationError() }
                 }
+                if skipped < offset {
+                    skipped += 1
+                    return true
+                }
+                ids.append(id)
+                taken += 1
+                return limit.map { taken < $0 } ?? true
             }
             statistics.value.entriesScanned += found
         }
         rangeIndex = scan.ranges.count
-    }
-
-    private static func withBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
-        guard let bytes else { return try body(nil) }
-        return try bytes.withUnsafeBytes { try body($0) }
     }
 
     /// With an engine that prefers batches: the documents of the next index entries, read ahead in one call each

@@ -26,24 +26,27 @@ struct LMDBCursor: StorageCursor {
     /// Every value of a key range in one loop of `mdb_cursor_get` (`MDB_SET_RANGE`, then `MDB_NEXT`). The bound is
     /// compared once per key: a key's values are one node of its page, and each returns that node's key, at the
     /// same address (no write moves it meanwhile: `body` writes nothing).
-    func forEachValue(from lower: UnsafeRawBufferPointer, below upper: UnsafeRawBufferPointer?,
-                      _ body: (UnsafeRawBufferPointer) throws -> Bool) throws -> Int {
-        var k = MDB_val(mv_size: lower.count, mv_data: UnsafeMutableRawPointer(mutating: lower.baseAddress))
-        var v = MDB_val()
-        var rc = mdb_cursor_get(raw, &k, &v, lower.isEmpty ? MDB_FIRST : MDB_SET_RANGE)
-        var count = 0
-        var withinKey = MDB_val()
-        while rc == 0 {
-            if let upper, k.mv_data != withinKey.mv_data || k.mv_size != withinKey.mv_size {
-                guard UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size).precedesInKeyOrder(upper) else { break }
-                withinKey = k
+    func forEachValue(from lower: [UInt8], below upper: [UInt8]?, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws
+        -> Int {
+        try lower.withUnsafeBytes { lower in
+            var k = MDB_val(mv_size: lower.count, mv_data: UnsafeMutableRawPointer(mutating: lower.baseAddress))
+            var v = MDB_val()
+            var rc = mdb_cursor_get(raw, &k, &v, lower.isEmpty ? MDB_FIRST : MDB_SET_RANGE)
+            var count = 0
+            var withinKey = MDB_val()
+            while rc == 0 {
+                if let upper, k.mv_data != withinKey.mv_data || k.mv_size != withinKey.mv_size {
+                    let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+                    guard upper.withUnsafeBytes({ key.precedesInKeyOrder($0) }) else { break }
+                    withinKey = k
+                }
+                count += 1
+                guard try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return count }
+                rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)
             }
-            count += 1
-            guard try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return count }
-            rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)
+            if rc != 0 && rc != MDB_NOTFOUND { try transaction.check(rc) }
+            return count
         }
-        if rc != 0 && rc != MDB_NOTFOUND { try transaction.check(rc) }
-        return count
     }
 
     /// The first entry. The corresponding LMDB operation is `MDB_FIRST`.

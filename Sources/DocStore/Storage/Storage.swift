@@ -272,8 +272,8 @@ package protocol StorageCursor {
     /// Calls `body` with the value of each entry whose key lies in `lower..<upper` (`upper` `nil`: to the end), in
     /// key order, until it returns `false`, and returns how many it was called with: for a walk that takes the
     /// values of a range and nothing else. `body` must not write.
-    func forEachValue(from lower: UnsafeRawBufferPointer, below upper: UnsafeRawBufferPointer?,
-                      _ body: (UnsafeRawBufferPointer) throws -> Bool) throws -> Int
+    func forEachValue(from lower: [UInt8], below upper: [UInt8]?, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws
+        -> Int
 }
 
 extension StorageCursor {
@@ -290,9 +290,9 @@ extension StorageCursor {
         return found.key.lexicographicallyPrecedes(upper) ? found : nil
     }
 
-    package func forEachValue(from lower: UnsafeRawBufferPointer, below upper: UnsafeRawBufferPointer?,
+    package func forEachValue(from lower: [UInt8], below upper: [UInt8]?,
                               _ body: (UnsafeRawBufferPointer) throws -> Bool) throws -> Int {
-        var entry = try seek(atLeast: lower, below: upper.map { Array($0) })
+        var entry = try lower.withUnsafeBytes { try seek(atLeast: $0, below: upper) }
         var count = 0
         while let (key, value) = entry {
             if let upper, !key.lexicographicallyPrecedes(upper) { break }
