@@ -42,12 +42,24 @@ import TestSupport
         let root = try #require(findings.roots[Catalog.documentsSpace("people")])
         let page = Int(root) * findings.pageSize
         try #require(bytes[page + 10] & 0x01 != 0, "the documents' root is a branch page")
-        // The second node (the first one's key is empty): its key follows the 8-byte node header.
-        let node = page + Int(UInt16(bytes[page + 18]) | UInt16(bytes[page + 19]) << 8)
-        let keySize = Int(UInt16(bytes[node + 6]) | UInt16(bytes[node + 7]) << 8)
-        let last = node + 8 + keySize - 1
-        try #require(bytes[last] < 0xFF)
-        bytes[last] += 1
+        // The second node (the first one's key is empty): its key follows the 8-byte node header. It is raised to
+        // just below the third node's key, so above every key of its page but the last. (Raised by one only, it
+        // could stay at or below the page's first key: a page whose first document was deleted keeps its key.)
+        func node(_ index: Int) -> (key: Int, size: Int) {
+            let at = page + Int(UInt16(bytes[page + 16 + 2 * index]) | UInt16(bytes[page + 17 + 2 * index]) << 8)
+            return (at + 8, Int(UInt16(bytes[at + 6]) | UInt16(bytes[at + 7]) << 8))
+        }
+        let nodes = (Int(UInt16(bytes[page + 12]) | UInt16(bytes[page + 13]) << 8) - 16) / 2
+        try #require(nodes >= 3)
+        let (second, third) = (node(1), node(2))
+        try #require(second.size == third.size)
+        bytes[second.key..<(second.key + second.size)] = bytes[third.key..<(third.key + third.size)]
+        var last = second.key + second.size - 1
+        while bytes[last] == 0 {
+            bytes[last] = 0xFF
+            last -= 1
+        }
+        bytes[last] -= 1
         let damaged = dir.path("raised.db")
         try Data(bytes).write(to: URL(fileURLWithPath: damaged))
         let problems = LMDBFileCheck.run(path: damaged).problems

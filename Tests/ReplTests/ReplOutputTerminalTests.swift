@@ -27,6 +27,7 @@ extension ShellSessions {
         try shell.enter("temps.sortBy(temp)", expecting: " id ")
         // Rows are coming: Ctrl-C now (typed as is, without waiting for the output to pause).
         try shell.expect(" City", timeout: TerminalSession.shellPatience)
+        shell.skipOutputSoFar()
         try shell.send("\u{03}")
         let afterControlC = try shell.expect("interrupted: printing stopped after ", timeout: TerminalSession.shellPatience)
         let note = try shell.expect(" documents", timeout: TerminalSession.shellPatience)

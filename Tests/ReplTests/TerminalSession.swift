@@ -276,6 +276,12 @@ final class TerminalSession {
 
     // MARK: Reading
 
+    /// Passes over the output read so far: the next `expect` returns only
+    /// what is read after this.
+    func skipOutputSoFar() {
+        matchEnd = cleaned.count
+    }
+
     /// Reads output until `text` appears after the end of the previous match,
     /// and returns the (escape-stripped) output from there up to and including
     /// the match. Matching is done on the output with escape sequences, CR, BEL
@@ -341,7 +347,7 @@ final class TerminalSession {
 
     /// All output so far, with ANSI/VT100 escape sequences, CR, BEL and NUL removed.
     var transcript: String {
-        drainAvailable()
+        drainAvailable(atMost: .max)
         return String(decoding: cleaned, as: UTF8.self)
     }
 
@@ -380,7 +386,7 @@ final class TerminalSession {
     func terminate() {
         let running = exitStatus == nil && reap() == nil
         if masterFD >= 0 {
-            drainAvailable()
+            drainAvailable(atMost: .max)
             close(masterFD)
             masterFD = -1
             outputClosed = true
@@ -448,14 +454,16 @@ final class TerminalSession {
         }
     }
 
-    /// Reads whatever output is available right now, without waiting, and
-    /// returns the number of bytes read.
+    /// Reads the output available right now, without waiting, and returns
+    /// the number of bytes read. While matching it stops after 64 KiB: a
+    /// program that writes as fast as this reads would otherwise keep it
+    /// reading to the end, and a match would be seen only then.
     @discardableResult
-    private func drainAvailable() -> Int {
+    private func drainAvailable(atMost limit: Int = 64 * 1024) -> Int {
         guard masterFD >= 0, !outputClosed else { return 0 }
         var chunk = [UInt8](repeating: 0, count: 8192)
         var total = 0
-        while true {
+        while total < limit {
             let count = chunk.withUnsafeMutableBytes { buffer in
                 read(masterFD, buffer.baseAddress, buffer.count)
             }
@@ -480,6 +488,7 @@ final class TerminalSession {
                 return total
             }
         }
+        return total
     }
 
     /// After the program has exited: collect its last output. The kernel hands
@@ -490,7 +499,7 @@ final class TerminalSession {
         let deadline = Self.now() + 1
         while masterFD >= 0, !outputClosed, Self.now() < deadline {
             var descriptor = pollfd(fd: masterFD, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 50) > 0, drainAvailable() > 0 || outputClosed else { return }
+            guard poll(&descriptor, 1, 50) > 0, drainAvailable(atMost: .max) > 0 || outputClosed else { return }
         }
     }
 

@@ -94,8 +94,7 @@ final class LMDBEnvironment: FileStorageEngine {
             var dead: Int32 = 0
             try lmdbCheck(mdb_reader_check(env, &dead))
         } catch {
-            mdb_env_close(env)
-            _ = LMDBEnvironment.openFiles.withLock { $0.remove(registered) }
+            LMDBEnvironment.close(env, forgetting: registered)
             throw error
         }
         self.raw = env
@@ -161,9 +160,18 @@ final class LMDBEnvironment: FileStorageEngine {
             // Commits that were not synced (`MDB_NOSYNC`, or a meta page left unsynced) are made durable: LMDB's
             // close does not sync.
             if !configuration.readOnly && configuration.sync != .full { _ = mdb_env_sync(env, 1) }
-            mdb_env_close(env)
+            LMDBEnvironment.close(env, forgetting: fileID)
             raw = nil
-            _ = LMDBEnvironment.openFiles.withLock { $0.remove(fileID) }
+        }
+    }
+
+    /// Closes `env` and forgets its file, both under the lock of the open files: once the handle is closed, a file
+    /// that was deleted while open frees its inode, and a store created meanwhile may get it. Forgotten after, the
+    /// inode would be forgotten for that store too, and a second opening of its file let through.
+    private static func close(_ env: OpaquePointer, forgetting file: FileID) {
+        openFiles.withLock { open in
+            mdb_env_close(env)
+            open.remove(file)
         }
     }
 
