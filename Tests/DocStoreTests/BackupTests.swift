@@ -121,6 +121,79 @@ import TestSupport
         await expectError(.closed, mentions: []) { try await store.backup(to: dir.path("late.db")) }
     }
 
+    /// Compaction rewrites every key space entry by entry, in key order: each one comes back with all its entries
+    /// (the duplicates of a key included, large values too), and pages that random inserts left half full come back
+    /// full, so the file is smaller than LMDB's compacting copy of it.
+    @Test(arguments: [1, 2]) func aCompactionKeepsEveryEntryAndFillsThePages(seed: UInt64) throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("rewrite.mdb")
+        let configuration = FileStorage.Configuration(initialMapSize: 1 << 26, maximumMapSize: 1 << 28, maxDatabases: 8,
+                                                      maxReaders: 8)
+        var random = SeededGenerator(seed: seed)
+        func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) } }
+        do {
+            let env = try LMDBEnvironment(path: path, configuration: configuration)
+            defer { env.close() }
+            try env.write { txn in
+                let plain = try txn.openKeySpace("plain", create: true, duplicateSort: false)!
+                let sorted = try txn.openKeySpace("sorted", create: true, duplicateSort: true)!
+                _ = try txn.openKeySpace("empty", create: true, duplicateSort: false)
+                for i in 0..<20_000 {
+                    // Keys in random order; now and then a value larger than a page.
+                    try txn.put(plain, bytes(Int.random(in: 1...40, using: &random)),
+                                bytes(i % 997 == 0 ? 9_000 : Int.random(in: 0...60, using: &random)))
+                    try txn.put(sorted, [UInt8(i % 200)], bytes(16))
+                }
+                // Deletes leave holes the rewrite must not carry.
+                let doomed: [[UInt8]] = try txn.withCursor(plain) { cursor in
+                    var keys: [[UInt8]] = [], seen = 0
+                    var entry = try cursor.first()
+                    while let (key, _) = entry {
+                        if seen % 3 == 0 { keys.append(Array(key)) }
+                        seen += 1
+                        entry = try cursor.next()
+                    }
+                    return keys
+                }
+                for key in doomed { _ = try txn.delete(plain, key) }
+            }
+        }
+        func entries(at path: String) throws -> [String: [[UInt8]]] {
+            let env = try LMDBEnvironment(path: path, configuration: configuration)
+            defer { env.close() }
+            // (A write transaction: it opens the key spaces, which a read beside others does not.)
+            return try env.write { txn in
+                var all: [String: [[UInt8]]] = [:]
+                for (name, duplicates) in [("plain", false), ("sorted", true), ("empty", false)] {
+                    let space = try #require(try txn.openKeySpace(name, create: false, duplicateSort: duplicates))
+                    all[name] = try txn.withCursor(space) { cursor in
+                        var found: [[UInt8]] = []
+                        var entry = try cursor.first()
+                        while let (key, value) = entry {
+                            found.append(Array(key) + [0xFF] + Array(value))
+                            entry = try cursor.next()
+                        }
+                        return found
+                    }
+                }
+                return all
+            }
+        }
+        let before = try entries(at: path)
+        #expect(before["plain"]!.count > 10_000 && before["sorted"]!.count == 20_000 && before["empty"]!.isEmpty)
+        let copy = dir.path("copy.mdb")
+        do {
+            let env = try LMDBEnvironment(path: path, configuration: configuration)
+            defer { env.close() }
+            try env.copy(to: .path(copy), compact: true)
+        }
+        let (_, after) = try FileStorage.compact(path: path, configuration: configuration)
+        #expect(try entries(at: path) == before)
+        let copied = Int((try FileManager.default.attributesOfItem(atPath: copy))[.size] as! UInt64)
+        #expect(Double(after) < Double(copied) * 0.85, "rewritten \(after) bytes, copied \(copied)")
+        #expect(LMDBFileCheck.run(path: path).problems.isEmpty)
+    }
+
     /// A store with nine documents in ten deleted shrinks when compacted, keeps every remaining document and index
     /// entry, and shows its free pages before.
     @Test func compactingAStoreWithMostDocumentsDeletedShrinksIt() async throws {

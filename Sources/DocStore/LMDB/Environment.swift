@@ -424,6 +424,102 @@ final class LMDBEnvironment: FileStorageEngine {
         try translatingErrors { try lmdbCheck(rc) }
     }
 
+    /// Writes every database into a new file at `path`, key by key in key order with `MDB_APPEND` (`MDB_APPENDDUP`
+    /// for a key's further values), in one write transaction, then syncs it. Appending fills each page before it
+    /// starts the next, where keys put in any other order split pages in two and leave them half full; a copy
+    /// (`mdb_env_copy2`) keeps the pages as they are. The new file has no free pages either.
+    ///
+    /// The corresponding LMDB functions are `mdb_dbi_flags` and `mdb_cursor_put`, on a new environment opened
+    /// without a lock file (`MDB_NOLOCK`: no other process knows of it).
+    ///
+    /// It opens the source's databases in a read transaction of its own, so it runs alone (``TransactionGate``).
+    func rewrite(to path: String) throws {
+        try gate.alone { try translatingErrors {
+            let (info, stat) = try infoAndStat()
+            let source = try environment()
+            var reading: OpaquePointer?
+            try lmdbCheck(mdb_txn_begin(source, nil, LMDBFlags.readOnly, &reading))
+            defer { mdb_txn_abort(reading) }
+
+            var target: OpaquePointer?
+            try lmdbCheck(mdb_env_create(&target))
+            guard let target else { throw LMDBError(code: ENOMEM) }
+            defer { mdb_env_close(target) }
+            try lmdbCheck(mdb_env_set_maxdbs(target, configuration.maxDatabases))
+            // Room for what the source holds, and for branch pages, which appending leaves half full.
+            let used = (info.me_last_pgno + 1) * Int(stat.ms_psize)
+            try lmdbCheck(mdb_env_set_mapsize(target, max(info.me_mapsize, used + used / 4 + (1 << 20))))
+            try lmdbCheck(mdb_env_open(target, path, LMDBFlags.noSubdirectory | LMDBFlags.noLock | LMDBFlags.noSync,
+                                       0o644))
+            var writing: OpaquePointer?
+            try lmdbCheck(mdb_txn_begin(target, nil, 0, &writing))
+            do {
+                var main: MDB_dbi = 0
+                try lmdbCheck(mdb_dbi_open(reading, nil, 0, &main))
+                // The main database holds a record per named database, and nothing else in a store.
+                for name in try Self.keys(of: main, in: reading) {
+                    var from: MDB_dbi = 0, to: MDB_dbi = 0, flags: UInt32 = 0
+                    try lmdbCheck(mdb_dbi_open(reading, name, 0, &from))
+                    try lmdbCheck(mdb_dbi_flags(reading, from, &flags))
+                    try lmdbCheck(mdb_dbi_open(writing, name, flags | LMDBFlags.create, &to))
+                    try Self.append(from, in: reading, to: to, in: writing,
+                                    duplicates: flags & LMDBFlags.duplicateSort != 0)
+                }
+                let rc = mdb_txn_commit(writing)
+                writing = nil
+                try lmdbCheck(rc)
+            } catch {
+                if let writing { mdb_txn_abort(writing) }
+                throw error
+            }
+            try lmdbCheck(mdb_env_sync(target, 1))
+        } }
+    }
+
+    /// The keys of `dbi` as text: the names of the databases, for the main one.
+    private static func keys(of dbi: MDB_dbi, in txn: OpaquePointer?) throws -> [String] {
+        var cursor: OpaquePointer?
+        try lmdbCheck(mdb_cursor_open(txn, dbi, &cursor))
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val(), value = MDB_val(), names: [String] = []
+        var rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
+        while rc == MDB_SUCCESS {
+            names.append(String(decoding: UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size), as: UTF8.self))
+            rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+        }
+        if rc != MDB_NOTFOUND { try lmdbCheck(rc) }
+        return names
+    }
+
+    /// Puts every entry of `from` into the empty `to`, in order: each new key appended, each further value of a key
+    /// appended to its values.
+    private static func append(_ from: MDB_dbi, in reading: OpaquePointer?, to: MDB_dbi, in writing: OpaquePointer?,
+                               duplicates: Bool) throws {
+        var source: OpaquePointer?, target: OpaquePointer?
+        try lmdbCheck(mdb_cursor_open(reading, from, &source))
+        defer { mdb_cursor_close(source) }
+        try lmdbCheck(mdb_cursor_open(writing, to, &target))
+        defer { mdb_cursor_close(target) }
+        var key = MDB_val(), value = MDB_val()
+        var rc = mdb_cursor_get(source, &key, &value, MDB_FIRST)
+        var flags = LMDBFlags.append
+        while rc == MDB_SUCCESS {
+            try lmdbCheck(mdb_cursor_put(target, &key, &value, flags))
+            guard duplicates else {
+                rc = mdb_cursor_get(source, &key, &value, MDB_NEXT)
+                continue
+            }
+            // The next value of this key, or else the first of the next key.
+            rc = mdb_cursor_get(source, &key, &value, MDB_NEXT_DUP)
+            flags = LMDBFlags.appendDuplicate
+            if rc == MDB_NOTFOUND {
+                rc = mdb_cursor_get(source, &key, &value, MDB_NEXT_NODUP)
+                flags = LMDBFlags.append
+            }
+        }
+        if rc != MDB_NOTFOUND { try lmdbCheck(rc) }
+    }
+
     /// The page size, the pages up to the last one written, and the free pages (those the free list holds, which
     /// later commits reuse).
     ///
@@ -542,10 +638,10 @@ extension FileStorage {
         try LMDBEnvironment(path: path, configuration: configuration)
     }
 
-    /// Replaces the file at `path`, which no process may have open, by a compact copy of itself: the copy is written
-    /// beside it (`PATH.compacting`), synced, and renamed over it, so that the file is whole at every moment, the
-    /// old one until the rename and the new one after. A copy left by a compaction cut short is removed first.
-    /// Returns the file's sizes before and after.
+    /// Replaces the file at `path`, which no process may have open, by a rewrite of itself (full pages, none free,
+    /// ``LMDBEnvironment/rewrite(to:)``): the new file is written beside it (`PATH.compacting`), synced, and renamed
+    /// over it, so that the file is whole at every moment, the old one until the rename and the new one after. A
+    /// file left by a compaction cut short is removed first. Returns the file's sizes before and after.
     static func compact(path: String, configuration: Configuration) throws -> (before: Int, after: Int) {
         let lockPath = path + "-lock", temporary = path + ".compacting"
         guard LMDBEnvironment.lockFileIsUnused(lockPath) else { throw StorageError.openElsewhere }
@@ -553,7 +649,7 @@ extension FileStorage {
         let before = fileSize(path)
         let environment = try LMDBEnvironment(path: path, configuration: configuration)
         do {
-            try environment.copy(to: .path(temporary), compact: true)
+            try environment.rewrite(to: temporary)
             environment.close()
             try DurableFile.sync(temporary)
         } catch {
@@ -569,7 +665,7 @@ extension FileStorage {
         guard rename(temporary, path) == 0 else {
             let message = String(cString: strerror(errno))
             unlink(temporary)
-            throw StorageError.failed("cannot rename the compact copy over \(path): \(message)")
+            throw StorageError.failed("cannot rename the compacted file over \(path): \(message)")
         }
         // The lock file describes the old file's readers and commits: the next opening makes a new one.
         unlink(lockPath)

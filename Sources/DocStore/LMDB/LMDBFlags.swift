@@ -13,5 +13,6 @@ enum LMDBFlags {
     static let noOverwrite = UInt32(MDB_NOOVERWRITE)
     static let noDuplicateData = UInt32(MDB_NODUPDATA)
     static let append = UInt32(MDB_APPEND)
+    static let appendDuplicate = UInt32(MDB_APPENDDUP)
     static let copyCompact = UInt32(MDB_CP_COMPACT)
 }

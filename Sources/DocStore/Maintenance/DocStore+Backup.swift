@@ -102,8 +102,9 @@ extension DocStore {
         }
     }
 
-    /// Rewrites the closed store at `path` as a compact copy of itself, so that the file is as small as its data:
-    /// the copy is written beside it, synced and renamed over it, and the store is whole at every moment, the old
+    /// Rewrites the closed store at `path` into a new file as small as its data (no free pages, and every page
+    /// filled: each key space is written again in key order): the new file is written beside it, synced and renamed
+    /// over it, and the store is whole at every moment, the old
     /// file until the rename and the new one after, whenever the process is stopped. Returns the file's size
     /// before and after.
     ///
