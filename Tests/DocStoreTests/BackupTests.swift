@@ -122,9 +122,11 @@ import TestSupport
     }
 
     /// Compaction rewrites every key space entry by entry, in key order: each one comes back with all its entries
-    /// (the duplicates of a key included, large values too), and pages that random inserts left half full come back
-    /// full, so the file is smaller than LMDB's compacting copy of it.
-    @Test(arguments: [1, 2]) func aCompactionKeepsEveryEntryAndFillsThePages(seed: UInt64) throws {
+    /// (keys of one value, a few, dozens and thousands of duplicates, large values too), and pages that random
+    /// inserts left partly empty come back full, so the file is smaller than LMDB's compacting copy of it. The
+    /// second case commits every 64 KiB, as a large store's compaction does every 64 MiB.
+    @Test(arguments: [(1, 64 << 20), (2, 64 << 10)])
+    func aCompactionKeepsEveryEntryAndFillsThePages(seed: UInt64, bytesPerCommit: Int) throws {
         let dir = TemporaryDirectory()
         let path = dir.path("rewrite.mdb")
         let configuration = FileStorage.Configuration(initialMapSize: 1 << 26, maximumMapSize: 1 << 28, maxDatabases: 8,
@@ -142,7 +144,14 @@ import TestSupport
                     // Keys in random order; now and then a value larger than a page.
                     try txn.put(plain, bytes(Int.random(in: 1...40, using: &random)),
                                 bytes(i % 997 == 0 ? 9_000 : Int.random(in: 0...60, using: &random)))
-                    try txn.put(sorted, [UInt8(i % 200)], bytes(16))
+                    // Keys of one value, of about three, of about 60, and one of about 2,900.
+                    let key: [UInt8] = switch i % 7 {
+                    case 0, 1, 2: [0, UInt8(i >> 8), UInt8(i & 0xFF)]
+                    case 3, 4: [1, UInt8(i % 97)]
+                    case 5: [2, UInt8(i % 1_000 >> 8), UInt8(i % 1_000 & 0xFF)]
+                    default: [3]
+                    }
+                    try txn.put(sorted, key, bytes(16))
                 }
                 // Deletes leave holes the rewrite must not carry.
                 let doomed: [[UInt8]] = try txn.withCursor(plain) { cursor in
@@ -187,11 +196,38 @@ import TestSupport
             defer { env.close() }
             try env.copy(to: .path(copy), compact: true)
         }
-        let (_, after) = try FileStorage.compact(path: path, configuration: configuration)
+        let (_, after) = try FileStorage.compact(path: path, configuration: configuration, bytesPerCommit: bytesPerCommit)
         #expect(try entries(at: path) == before)
         let copied = Int((try FileManager.default.attributesOfItem(atPath: copy))[.size] as! UInt64)
         #expect(Double(after) < Double(copied) * 0.85, "rewritten \(after) bytes, copied \(copied)")
         #expect(LMDBFileCheck.run(path: path).problems.isEmpty)
+
+        // The file keeps its permissions.
+        chmod(path, 0o664)   // group write, which the usual umask (022) takes off
+        _ = try FileStorage.compact(path: path, configuration: configuration, bytesPerCommit: bytesPerCommit)
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o664, "mode \(String(info.st_mode & 0o777, radix: 8))")
+        #expect(try entries(at: path) == before)
+
+        // An environment whose main database holds a record of its own is not a store: refused, left as it was.
+        let foreign = dir.path("foreign.mdb")
+        do {
+            let env = try LMDBEnvironment(path: foreign, configuration: configuration)
+            defer { env.close() }
+            try env.write { txn in
+                let main = try #require(try txn.openKeySpace(nil, create: false, duplicateSort: false))
+                try txn.put(main, Array("settings".utf8), [1, 2, 3])
+            }
+        }
+        let original = try Data(contentsOf: URL(fileURLWithPath: foreign))
+        #expect {
+            try FileStorage.compact(path: foreign, configuration: configuration)
+        } throws: { error in
+            guard case StorageError.notAStore(let why) = error else { return false }
+            return why.contains("settings")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: foreign)) == original)
+        #expect(!FileManager.default.fileExists(atPath: foreign + ".compacting"))
     }
 
     /// A store with nine documents in ten deleted shrinks when compacted, keeps every remaining document and index

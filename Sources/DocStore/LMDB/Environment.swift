@@ -425,99 +425,163 @@ final class LMDBEnvironment: FileStorageEngine {
     }
 
     /// Writes every database into a new file at `path`, key by key in key order with `MDB_APPEND` (`MDB_APPENDDUP`
-    /// for a key's further values), in one write transaction, then syncs it. Appending fills each page before it
-    /// starts the next, where keys put in any other order split pages in two and leave them half full; a copy
-    /// (`mdb_env_copy2`) keeps the pages as they are. The new file has no free pages either.
+    /// for a key's further values), then syncs it. Appending fills each page before it starts the next; keys put in
+    /// random order leave pages between half and wholly full (about two thirds on average), and a copy
+    /// (`mdb_env_copy2`) keeps them as they are. The new file has no free pages but the few its commits leave: it
+    /// commits every `bytesPerCommit` of keys and values (64 MiB unless a test asks for less), so that LMDB holds no
+    /// more than about that in memory.
     ///
-    /// The corresponding LMDB functions are `mdb_dbi_flags` and `mdb_cursor_put`, on a new environment opened
-    /// without a lock file (`MDB_NOLOCK`: no other process knows of it).
+    /// `path` must not exist: the file is created here, so that nothing already there is written into.
     ///
     /// It opens the source's databases in a read transaction of its own, so it runs alone (``TransactionGate``).
-    func rewrite(to path: String) throws {
+    /// The corresponding LMDB functions are `mdb_dbi_flags` and `mdb_cursor_put`, on a new environment opened
+    /// without a lock file (`MDB_NOLOCK`: no other process knows of it).
+    func rewrite(to path: String, mode: mode_t, bytesPerCommit: Int = 64 << 20) throws {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else {
+            throw StorageError.failed("cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        _ = fchmod(fd, mode)   // as asked, whatever the umask
+        Glibc.close(fd)   // LMDB makes an empty file a new environment
         try gate.alone { try translatingErrors {
             let (info, stat) = try infoAndStat()
             let source = try environment()
             var reading: OpaquePointer?
             try lmdbCheck(mdb_txn_begin(source, nil, LMDBFlags.readOnly, &reading))
             defer { mdb_txn_abort(reading) }
-
-            var target: OpaquePointer?
-            try lmdbCheck(mdb_env_create(&target))
-            guard let target else { throw LMDBError(code: ENOMEM) }
-            defer { mdb_env_close(target) }
-            try lmdbCheck(mdb_env_set_maxdbs(target, configuration.maxDatabases))
-            // Room for what the source holds, and for branch pages, which appending leaves half full.
+            var main: MDB_dbi = 0
+            try lmdbCheck(mdb_dbi_open(reading, nil, 0, &main))
+            // The main database holds a record per named database, and nothing else in a store.
+            let names = try Self.keys(of: main, in: reading)
+            // The new file is no larger than its source but for the few pages its commits leave free, or pages of
+            // another size (the system's, when the source came from another machine): room for twice the source,
+            // and a megabyte more per database. (The file's meta page keeps the map's size, as the source's does.)
             let used = (info.me_last_pgno + 1) * Int(stat.ms_psize)
-            try lmdbCheck(mdb_env_set_mapsize(target, max(info.me_mapsize, used + used / 4 + (1 << 20))))
-            try lmdbCheck(mdb_env_open(target, path, LMDBFlags.noSubdirectory | LMDBFlags.noLock | LMDBFlags.noSync,
-                                       0o644))
-            var writing: OpaquePointer?
-            try lmdbCheck(mdb_txn_begin(target, nil, 0, &writing))
-            do {
-                var main: MDB_dbi = 0
-                try lmdbCheck(mdb_dbi_open(reading, nil, 0, &main))
-                // The main database holds a record per named database, and nothing else in a store.
-                for name in try Self.keys(of: main, in: reading) {
-                    var from: MDB_dbi = 0, to: MDB_dbi = 0, flags: UInt32 = 0
-                    try lmdbCheck(mdb_dbi_open(reading, name, 0, &from))
-                    try lmdbCheck(mdb_dbi_flags(reading, from, &flags))
-                    try lmdbCheck(mdb_dbi_open(writing, name, flags | LMDBFlags.create, &to))
-                    try Self.append(from, in: reading, to: to, in: writing,
-                                    duplicates: flags & LMDBFlags.duplicateSort != 0)
+            let mapSize = max(info.me_mapsize, 2 * used + names.count << 20)
+            let writer = try Rewriter(path: path, databases: names.count, mapSize: mapSize,
+                                      bytesPerCommit: bytesPerCommit)
+            for name in names {
+                var from: MDB_dbi = 0, flags: UInt32 = 0
+                let rc = name.withUnsafeBufferPointer { mdb_dbi_open(reading, $0.baseAddress, 0, &from) }
+                if rc == MDB_INCOMPATIBLE {
+                    throw StorageError.notAStore("its main database holds a record that is not a database ("
+                        + String(decoding: name.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self) + ")")
                 }
-                let rc = mdb_txn_commit(writing)
-                writing = nil
                 try lmdbCheck(rc)
-            } catch {
-                if let writing { mdb_txn_abort(writing) }
-                throw error
+                try lmdbCheck(mdb_dbi_flags(reading, from, &flags))
+                try writer.create(name, flags: flags)
+                try writer.append(from, in: reading, duplicates: flags & LMDBFlags.duplicateSort != 0)
             }
-            try lmdbCheck(mdb_env_sync(target, 1))
+            try writer.finish()
         } }
     }
 
-    /// The keys of `dbi` as text: the names of the databases, for the main one.
-    private static func keys(of dbi: MDB_dbi, in txn: OpaquePointer?) throws -> [String] {
+    /// The keys of `dbi`, each with a NUL after it: the names of the databases, for the main one.
+    private static func keys(of dbi: MDB_dbi, in txn: OpaquePointer?) throws -> [[CChar]] {
         var cursor: OpaquePointer?
         try lmdbCheck(mdb_cursor_open(txn, dbi, &cursor))
         defer { mdb_cursor_close(cursor) }
-        var key = MDB_val(), value = MDB_val(), names: [String] = []
+        var key = MDB_val(), value = MDB_val(), names: [[CChar]] = []
         var rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
         while rc == MDB_SUCCESS {
-            names.append(String(decoding: UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size), as: UTF8.self))
+            let bytes = UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)
+            names.append(bytes.map { CChar(bitPattern: $0) } + [0])
             rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
         }
         if rc != MDB_NOTFOUND { try lmdbCheck(rc) }
         return names
     }
 
-    /// Puts every entry of `from` into the empty `to`, in order: each new key appended, each further value of a key
-    /// appended to its values.
-    private static func append(_ from: MDB_dbi, in reading: OpaquePointer?, to: MDB_dbi, in writing: OpaquePointer?,
-                               duplicates: Bool) throws {
-        var source: OpaquePointer?, target: OpaquePointer?
-        try lmdbCheck(mdb_cursor_open(reading, from, &source))
-        defer { mdb_cursor_close(source) }
-        try lmdbCheck(mdb_cursor_open(writing, to, &target))
-        defer { mdb_cursor_close(target) }
-        var key = MDB_val(), value = MDB_val()
-        var rc = mdb_cursor_get(source, &key, &value, MDB_FIRST)
-        var flags = LMDBFlags.append
-        while rc == MDB_SUCCESS {
-            try lmdbCheck(mdb_cursor_put(target, &key, &value, flags))
-            guard duplicates else {
-                rc = mdb_cursor_get(source, &key, &value, MDB_NEXT)
-                continue
-            }
-            // The next value of this key, or else the first of the next key.
-            rc = mdb_cursor_get(source, &key, &value, MDB_NEXT_DUP)
-            flags = LMDBFlags.appendDuplicate
-            if rc == MDB_NOTFOUND {
-                rc = mdb_cursor_get(source, &key, &value, MDB_NEXT_NODUP)
-                flags = LMDBFlags.append
+    /// The new environment of a rewrite, and its write transaction: entries appended to one database at a time,
+    /// committed every `bytesPerCommit`. Appending goes on across commits, each key after the last one there.
+    private final class Rewriter {
+        private let bytesPerCommit: Int
+        private let environment: OpaquePointer
+        private var txn: OpaquePointer?
+        private var cursor: OpaquePointer?
+        private var dbi: MDB_dbi = 0
+        private var pending = 0
+
+        init(path: String, databases: Int, mapSize: Int, bytesPerCommit: Int) throws {
+            self.bytesPerCommit = bytesPerCommit
+            var env: OpaquePointer?
+            try lmdbCheck(mdb_env_create(&env))
+            guard let env else { throw LMDBError(code: ENOMEM) }
+            environment = env
+            do {
+                try lmdbCheck(mdb_env_set_maxdbs(env, MDB_dbi(max(databases, 1))))
+                try lmdbCheck(mdb_env_set_mapsize(env, mapSize))
+                try lmdbCheck(mdb_env_open(env, path, LMDBFlags.noSubdirectory | LMDBFlags.noLock | LMDBFlags.noSync,
+                                           0o600))
+                try lmdbCheck(mdb_txn_begin(env, nil, 0, &txn))
+            } catch {
+                mdb_env_close(env)
+                throw error
             }
         }
-        if rc != MDB_NOTFOUND { try lmdbCheck(rc) }
+
+        deinit {
+            if let cursor { mdb_cursor_close(cursor) }
+            if let txn { mdb_txn_abort(txn) }
+            mdb_env_close(environment)
+        }
+
+        /// Creates the database `name` (NUL-terminated) with `flags`, and makes it the one appended to.
+        func create(_ name: [CChar], flags: UInt32) throws {
+            if let cursor { mdb_cursor_close(cursor) }
+            cursor = nil
+            try name.withUnsafeBufferPointer { try lmdbCheck(mdb_dbi_open(txn, $0.baseAddress, flags | LMDBFlags.create, &dbi)) }
+            try lmdbCheck(mdb_cursor_open(txn, dbi, &cursor))
+        }
+
+        /// Puts every entry of `from` into the database being written, in order: each new key appended, each
+        /// further value of a key appended to its values.
+        func append(_ from: MDB_dbi, in reading: OpaquePointer?, duplicates: Bool) throws {
+            var source: OpaquePointer?
+            try lmdbCheck(mdb_cursor_open(reading, from, &source))
+            defer { mdb_cursor_close(source) }
+            var key = MDB_val(), value = MDB_val()
+            var rc = mdb_cursor_get(source, &key, &value, MDB_FIRST)
+            var flags = LMDBFlags.append
+            while rc == MDB_SUCCESS {
+                try lmdbCheck(mdb_cursor_put(cursor, &key, &value, flags))
+                pending += key.mv_size + value.mv_size
+                if pending >= bytesPerCommit { try commitAndGoOn() }
+                guard duplicates else {
+                    rc = mdb_cursor_get(source, &key, &value, MDB_NEXT)
+                    continue
+                }
+                // The next value of this key, or else the first of the next key.
+                rc = mdb_cursor_get(source, &key, &value, MDB_NEXT_DUP)
+                flags = LMDBFlags.appendDuplicate
+                if rc == MDB_NOTFOUND {
+                    rc = mdb_cursor_get(source, &key, &value, MDB_NEXT_NODUP)
+                    flags = LMDBFlags.append
+                }
+            }
+            if rc != MDB_NOTFOUND { try lmdbCheck(rc) }
+        }
+
+        private func commitAndGoOn() throws {
+            try commit()
+            try lmdbCheck(mdb_txn_begin(environment, nil, 0, &txn))
+            try lmdbCheck(mdb_cursor_open(txn, dbi, &cursor))
+        }
+
+        private func commit() throws {
+            if let cursor { mdb_cursor_close(cursor) }
+            cursor = nil
+            let rc = mdb_txn_commit(txn)
+            txn = nil
+            pending = 0
+            try lmdbCheck(rc)
+        }
+
+        /// Commits the last transaction and syncs the file.
+        func finish() throws {
+            try commit()
+            try lmdbCheck(mdb_env_sync(environment, 1))
+        }
     }
 
     /// The page size, the pages up to the last one written, and the free pages (those the free list holds, which
@@ -642,14 +706,18 @@ extension FileStorage {
     /// ``LMDBEnvironment/rewrite(to:)``): the new file is written beside it (`PATH.compacting`), synced, and renamed
     /// over it, so that the file is whole at every moment, the old one until the rename and the new one after. A
     /// file left by a compaction cut short is removed first. Returns the file's sizes before and after.
-    static func compact(path: String, configuration: Configuration) throws -> (before: Int, after: Int) {
+    static func compact(path: String, configuration: Configuration, bytesPerCommit: Int = 64 << 20) throws
+        -> (before: Int, after: Int) {
         let lockPath = path + "-lock", temporary = path + ".compacting"
         guard LMDBEnvironment.lockFileIsUnused(lockPath) else { throw StorageError.openElsewhere }
         unlink(temporary)
-        let before = fileSize(path)
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw LMDBError(code: errno).storageError }
+        let before = Int(info.st_size)
         let environment = try LMDBEnvironment(path: path, configuration: configuration)
         do {
-            try environment.rewrite(to: temporary)
+            // The new file gets the store's permissions.
+            try environment.rewrite(to: temporary, mode: info.st_mode & 0o7777, bytesPerCommit: bytesPerCommit)
             environment.close()
             try DurableFile.sync(temporary)
         } catch {

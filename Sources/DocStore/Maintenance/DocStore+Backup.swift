@@ -104,12 +104,12 @@ extension DocStore {
 
     /// Rewrites the closed store at `path` into a new file as small as its data (no free pages, and every page
     /// filled: each key space is written again in key order): the new file is written beside it, synced and renamed
-    /// over it, and the store is whole at every moment, the old
-    /// file until the rename and the new one after, whenever the process is stopped. Returns the file's size
-    /// before and after.
+    /// over it, and the store is whole at every moment, the old file until the rename and the new one after,
+    /// whenever the process is stopped. The new file keeps the store's permissions. Returns the file's size before
+    /// and after.
     ///
     /// No process may have the store open: the compaction refuses with ``DocStoreError/Code/alreadyOpen`` if one
-    /// has, or opens it before the copy is in place.
+    /// has, or opens it before the new file is in place.
     ///
     /// For example:
     /// ```swift

@@ -54,8 +54,8 @@ extension Shell {
         ("backup", ".backup FILE", "write a compact copy of the store, as of its last commit, to FILE: other "
             + "writers go on meanwhile, and FILE opens as a store"),
         ("stats", ".stats", "the store's size, what is in use and free, and each collection's counts"),
-        ("compact", ".compact", "rewrite the store's file without its free pages and with full pages, so that it shrinks: the shell "
-            + "closes the store for it, and it is refused while another process has the store open"),
+        ("compact", ".compact", "rewrite the store's file with full pages and none free, so that it shrinks: the "
+            + "shell closes the store for it, and it is refused while another process has the store open"),
         ("dump", ".dump [FILE]", "write the whole store (catalog, saved filters, migrations, documents) as NDJSON, "
             + "to FILE or the output: a copy any later DocStore reads (.restore, or docstore NEW < FILE), NEW a file "
             + "or a PostgreSQL URL"),
