@@ -196,7 +196,8 @@ import TestSupport
             defer { env.close() }
             try env.copy(to: .path(copy), compact: true)
         }
-        let (_, after) = try FileStorage.compact(path: path, configuration: configuration, bytesPerCommit: bytesPerCommit)
+        let (_, after) = try FileStorage.compact(path: path, configuration: configuration,
+                                                 bytesPerCommit: bytesPerCommit)
         #expect(try entries(at: path) == before)
         let copied = Int((try FileManager.default.attributesOfItem(atPath: copy))[.size] as! UInt64)
         #expect(Double(after) < Double(copied) * 0.85, "rewritten \(after) bytes, copied \(copied)")
@@ -206,7 +207,8 @@ import TestSupport
         chmod(path, 0o664)   // group write, which the usual umask (022) takes off
         _ = try FileStorage.compact(path: path, configuration: configuration, bytesPerCommit: bytesPerCommit)
         var info = stat()
-        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o664, "mode \(String(info.st_mode & 0o777, radix: 8))")
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o664,
+                "mode \(String(info.st_mode & 0o777, radix: 8))")
         #expect(try entries(at: path) == before)
 
         // An environment whose main database holds a record of its own is not a store: refused, left as it was.

@@ -530,7 +530,9 @@ final class LMDBEnvironment: FileStorageEngine {
         func create(_ name: [CChar], flags: UInt32) throws {
             if let cursor { mdb_cursor_close(cursor) }
             cursor = nil
-            try name.withUnsafeBufferPointer { try lmdbCheck(mdb_dbi_open(txn, $0.baseAddress, flags | LMDBFlags.create, &dbi)) }
+            try name.withUnsafeBufferPointer {
+                try lmdbCheck(mdb_dbi_open(txn, $0.baseAddress, flags | LMDBFlags.create, &dbi))
+            }
             try lmdbCheck(mdb_cursor_open(txn, dbi, &cursor))
         }
 
@@ -702,10 +704,11 @@ extension FileStorage {
         try LMDBEnvironment(path: path, configuration: configuration)
     }
 
-    /// Replaces the file at `path`, which no process may have open, by a rewrite of itself (full pages, none free,
-    /// ``LMDBEnvironment/rewrite(to:)``): the new file is written beside it (`PATH.compacting`), synced, and renamed
-    /// over it, so that the file is whole at every moment, the old one until the rename and the new one after. A
-    /// file left by a compaction cut short is removed first. Returns the file's sizes before and after.
+    /// Replaces the file at `path`, which no process may have open, by a rewrite of itself (full pages, none free:
+    /// ``LMDBEnvironment/rewrite(to:mode:bytesPerCommit:)``). The new file is written beside it (`PATH.compacting`),
+    /// synced, and renamed over it, so that the file is whole at every moment, the old one until the rename and the
+    /// new one after. A file left by a compaction cut short is removed first. Returns the file's sizes before and
+    /// after.
     static func compact(path: String, configuration: Configuration, bytesPerCommit: Int = 64 << 20) throws
         -> (before: Int, after: Int) {
         let lockPath = path + "-lock", temporary = path + ".compacting"
