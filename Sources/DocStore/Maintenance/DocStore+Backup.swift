@@ -17,7 +17,8 @@ public struct SpaceUsage: Sendable, Equatable, CustomStringConvertible {
 
     /// Bytes that hold data: the pages written, less the free ones.
     public var bytesInUse: Int { max(0, pages - freePages) * pageSize }
-    /// What a compaction would give back, about: the file less what is in use.
+    /// What a compaction gives back at least: the file less what is in use. (It gives back more where pages are
+    /// partly empty, as keys inserted in random order leave them: it fills every page.)
     public var reclaimableBytes: Int { max(0, fileBytes - bytesInUse) }
 
     public var description: String {
