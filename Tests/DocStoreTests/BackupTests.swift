@@ -121,45 +121,6 @@ import TestSupport
         await expectError(.closed, mentions: []) { try await store.backup(to: dir.path("late.db")) }
     }
 
-    /// A backup to a file is written as a compaction is (every key space again, in key order): its pages are full,
-    /// where LMDB's copy (what a backup to a descriptor still is) keeps them as random inserts left them. Both hold
-    /// every document and index entry, while a writer goes on.
-    @Test func aBackupToAFileHasFullPagesAndEveryDocument() async throws {
-        let dir = TemporaryDirectory()
-        let store = try await DocStore(path: dir.path("source.db"))
-        // Emails in random order split the unique index's pages, over several commits.
-        let people = (0..<4_000).map {
-            Person(name: "p\($0)", age: $0 % 90, city: ["Oslo", "Lima"][$0 % 2],
-                   email: "\(UUID().uuidString)@example.com", tags: ["t\($0 % 5)"])
-        }
-        for start in stride(from: 0, to: people.count, by: 400) {
-            try await store.insert(contentsOf: Array(people[start..<(start + 400)]))
-        }
-        let writer = Task {
-            for i in 0..<200 { try await store.insert(Person(name: "late \(i)", age: i % 90)) }
-        }
-        let full = dir.path("full.db"), copied = dir.path("copied.db")
-        try await store.backup(to: full)
-        let fd = open(copied, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        try #require(fd >= 0)
-        try await store.backup(toDescriptor: fd)
-        close(fd)
-        try await writer.value
-        let size = { (path: String) in Int((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? UInt64 ?? 0) }
-        #expect(Double(size(full)) < Double(size(copied)) * 0.9, "rewritten \(size(full)) bytes, copied \(size(copied))")
-        for path in [full, copied] {
-            let copy = try await DocStore(path: path)
-            let count = try await Person.query().count(in: copy)
-            #expect(count >= people.count && count <= people.count + 200, "\(path): \(count)")
-            #expect(try await Person.include(#Predicate { $0.name.starts(with: "p") }).count(in: copy) == people.count)
-            let email = people[1_234].email
-            #expect(try await Person.include(#Predicate { $0.email == email }).first(in: copy) == people[1_234])
-            #expect(try await copy.verify().isClean)
-            await copy.close()
-        }
-        await store.close()
-    }
-
     /// Compaction rewrites every key space entry by entry, in key order: each one comes back with all its entries
     /// (keys of one value, a few, dozens and thousands of duplicates, large values too), and pages that random
     /// inserts left partly empty come back full, so the file is smaller than LMDB's compacting copy of it. The
