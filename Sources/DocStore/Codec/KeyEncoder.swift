@@ -33,6 +33,9 @@ public struct KeyEncoder: Sendable {
     /// An encoder with room for a key of `capacity` bytes, so that the usual key is made without growing.
     init(capacity: Int) { bytes.reserveCapacity(capacity) }
 
+    /// Empties the key, keeping its room for the next one.
+    mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
     enum Kind {
         static let null: UInt8 = 0x05
         static let `false`: UInt8 = 0x10

@@ -7,21 +7,46 @@ enum IndexKeys {
 
     /// The keys `index` holds for the document whose root is `root`: none, one, or (multi) one per element.
     static func keys(of index: CollectionHandle.Index, reader: BinaryReader, root: ValueRef) throws -> [[UInt8]] {
-        let kind = index.definition.kind
+        try keys(kind: index.definition.kind, paths: index.paths, reader: reader, root: root)
+    }
+
+    /// ``keys(of:reader:root:)``, each handed to `body` in turn: an index of one key per document makes its key in
+    /// `encoder` (emptied first), with nothing allocated once the encoder has room.
+    static func forEachKey(kind: IndexKind, paths: [CompiledPath], reader: BinaryReader, root: ValueRef,
+                           encoder: inout KeyEncoder, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        guard kind != .multi else {
+            for key in try keys(kind: kind, paths: paths, reader: reader, root: root) { try key.withUnsafeBytes(body) }
+            return
+        }
+        encoder.removeAll()
+        if try encodeKey(kind: kind, paths: paths, reader: reader, root: root, into: &encoder) {
+            try encoder.bytes.withUnsafeBytes(body)
+        }
+    }
+
+    /// Appends the one key of a regular or unique index to `encoder`; false when a unique index has none (a field
+    /// missing or null).
+    @inline(__always)
+    private static func encodeKey(kind: IndexKind, paths: [CompiledPath], reader: BinaryReader, root: ValueRef,
+                                  into encoder: inout KeyEncoder) throws -> Bool {
+        for path in paths {
+            if let ref = try path.layout.value(in: reader, from: root), ref.tag != BinaryFormat.Tag.null {
+                try encoder.append(ref, in: reader)
+            } else {
+                if kind == .unique { return false }
+                encoder.append(.null)
+            }
+        }
+        return true
+    }
+
+    static func keys(kind: IndexKind, paths: [CompiledPath], reader: BinaryReader, root: ValueRef) throws -> [[UInt8]] {
         switch kind {
         case .regular, .unique:
             var encoder = KeyEncoder(capacity: 32)
-            for path in index.paths {
-                if let ref = try path.layout.value(in: reader, from: root), ref.tag != BinaryFormat.Tag.null {
-                    try encoder.append(ref, in: reader)
-                } else {
-                    if kind == .unique { return [] }
-                    encoder.append(.null)
-                }
-            }
-            return [encoder.bytes]
+            return try encodeKey(kind: kind, paths: paths, reader: reader, root: root, into: &encoder) ? [encoder.bytes] : []
         case .multi:
-            guard let path = index.paths.first,
+            guard let path = paths.first,
                   let ref = try path.layout.value(in: reader, from: root), ref.tag != BinaryFormat.Tag.null else { return [] }
             if ref.tag != BinaryFormat.Tag.array { return [try KeyEncoder.key(ref, in: reader)] }
             // Each element's key once: looked for among those before it while they are few, in a set after that.

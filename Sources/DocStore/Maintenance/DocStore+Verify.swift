@@ -78,6 +78,11 @@ extension DocStore {
     /// index entry its values produce; and every index entry belongs to a document that produces it (index entries
     /// have no checksum of their own: this comparison with the documents is their check).
     ///
+    /// The entries are compared as wholes: the documents' entries and the index's own, each set counted and summed
+    /// by a hash seeded afresh for each check, the index read once in key order. Only an index whose count or sum
+    /// differs is looked at entry by entry, to name each document without its entry and each entry without its
+    /// document. (Two different sets give the same sum by a chance of one in 2⁶⁴.)
+    ///
     /// First it reads the file's structure without trusting it (every page number, offset and length checked before
     /// use): a damaged file is reported, with the page and what is wrong, and nothing more is read, so that
     /// `verify()` never goes through a damaged page into LMDB.
@@ -104,14 +109,16 @@ extension DocStore {
             for name in try context.collections().map(\.name) {
                 guard let handle = try context.scope.handle(named: name) else { continue }
                 report.collectionsChecked += 1
-                let produced = try verifyDocuments(of: handle, in: context.txn, into: &report)
+                let seed = UInt64.random(in: .min ... .max)
+                let produced = try verifyDocuments(of: handle, in: context.txn, seed: seed, into: &report)
                 for (i, index) in handle.indexes.enumerated() {
-                    // Every entry the documents produce is there; as many as there are entries means there is no
-                    // other. Otherwise each entry is looked at, to name the ones no document produces.
-                    let entries = try context.txn.entryCount(index.database)
-                    if let count = produced[i], count == entries {
-                        report.entriesChecked += entries
+                    // The index holds exactly the entries the documents produce when it has as many, summed alike
+                    // (``EntrySum``). Otherwise each entry is looked up, to name what is missing or extra.
+                    if let sum = produced[i], try context.txn.entryCount(index.database) == sum.count,
+                       try EntrySum(of: index.database, in: context.txn, seed: seed) == sum {
+                        report.entriesChecked += sum.count
                     } else {
+                        try findMissingEntries(of: index, in: handle, txn: context.txn, into: &report)
                         try verifyEntries(of: index, in: handle, txn: context.txn, into: &report)
                     }
                 }
@@ -125,22 +132,21 @@ extension DocStore {
         }
     }
 
-    /// Checks each document, and that each of its index entries is there. Returns, per index, how many entries the
-    /// documents produce, or `nil` when one is missing or a document could not be read.
-    private func verifyDocuments(of handle: CollectionHandle, in txn: any StorageTransaction,
-                                 into report: inout VerificationReport) throws -> [Int?] {
+    /// Checks each document. Returns, per index, the sum of the entries the documents produce, or `nil` when a
+    /// document could not be read.
+    private func verifyDocuments(of handle: CollectionHandle, in txn: any StorageTransaction, seed: UInt64,
+                                 into report: inout VerificationReport) throws -> [EntrySum?] {
         let checker = core.withState { core.typeCheckers[handle.name] }
         let indexes = handle.indexes
+        let shapes = indexes.map { ($0.definition.kind, $0.paths) }
         /// One document's checks, with the transaction of the thread that runs them.
-        let check = { (tally: inout DocumentTally, rawKey: UnsafeRawBufferPointer, rawValue: UnsafeRawBufferPointer,
-                       txn: any StorageTransaction) throws in
+        let check = { (tally: inout DocumentTally, rawKey: UnsafeRawBufferPointer, rawValue: UnsafeRawBufferPointer) throws in
             tally.checked += 1
             // Stopped like a long query (a shell's Ctrl-C); only the caller's own thread is in its task.
             if tally.checked & 4095 == 0 && WriteCancellation.isCancelled { throw CancellationError() }
-            let id = Array(rawKey)
             func problem(_ kind: VerificationReport.Problem.Kind, index: String? = nil, _ detail: String) {
                 tally.problems.append(.init(kind: kind, collection: handle.name, index: index,
-                    document: CollectionHandle.describeID(id, in: Array(rawValue), idPath: handle.info.idPath),
+                    document: CollectionHandle.describeID(Array(rawKey), in: Array(rawValue), idPath: handle.info.idPath),
                     detail: detail))
             }
             do {
@@ -148,18 +154,10 @@ extension DocStore {
                 let root = try reader.root()
                 if try !reader.checkChecksum() { tally.unchecked += 1 }
                 try DocumentValue.check(reader: reader, ref: root)
-                for (i, index) in indexes.enumerated() {
-                    let keys = try IndexKeys.keys(of: index, reader: reader, root: root)
-                    tally.produced[i] = tally.produced[i].map { $0 + keys.count }
-                    for key in keys {
-                        let present = try index.isUnique
-                            ? txn.get(index.database, key).map { $0.sameBytes(as: id) } ?? false
-                            : txn.withCursor(index.database) { try $0.contains(key: key, value: id) }
-                        if !present {
-                            tally.produced[i] = nil
-                            problem(.documentWithoutEntry, index: index.definition.name,
-                                    "no entry for \(IndexKeys.describe(index.definition, reader: reader, root: root))")
-                        }
+                for (i, (kind, paths)) in shapes.enumerated() where tally.produced[i] != nil {
+                    try IndexKeys.forEachKey(kind: kind, paths: paths, reader: reader, root: root,
+                                             encoder: &tally.encoder) {
+                        tally.produced[i]?.add(key: $0, value: rawKey, seed: seed)
                     }
                 }
             } catch let error as MalformedDocument {
@@ -182,10 +180,10 @@ extension DocStore {
         let start = { DocumentTally(indexes: indexes.count) }
         if let parts = try ParallelScan(txn: txn, documents: handle.documents, settings: core.scan).run(
             residual: { Residual(.constant(true), handle: handle, statistics: $0) }, statistics: StatisticsBox(),
-            start: start, add: { try check(&$0, $1.id, $1.document, $2) }) {
+            start: start, add: { try check(&$0, $1.id, $1.document) }) {
             for part in parts { tally.add(part) }
         } else {
-            try txn.forEachEntry(in: handle.documents) { try check(&tally, $0, $1, txn) }
+            try txn.forEachEntry(in: handle.documents) { try check(&tally, $0, $1) }
         }
         report.documentsChecked += tally.checked
         report.problems += tally.problems
@@ -202,16 +200,47 @@ extension DocStore {
         /// Documents without a checksum.
         var unchecked = 0
         var problems: [VerificationReport.Problem] = []
-        /// Per index, the entries the documents produce; `nil` once one is missing or a document could not be read.
-        var produced: [Int?]
+        /// Per index, the entries the documents produce; `nil` once a document could not be read.
+        var produced: [EntrySum?]
+        /// Room for a document's keys, kept from one to the next.
+        var encoder = KeyEncoder(capacity: 64)
 
-        init(indexes: Int) { produced = Array(repeating: 0, count: indexes) }
+        init(indexes: Int) { produced = Array(repeating: EntrySum(), count: indexes) }
 
         mutating func add(_ other: DocumentTally) {
             checked += other.checked
             unchecked += other.unchecked
             problems += other.problems
             produced = zip(produced, other.produced).map { a, b in a.flatMap { a in b.map { a + $0 } } }
+        }
+    }
+
+    /// Names each document missing an entry of `index` (looked up one by one: the sums of the index and of the
+    /// documents differed).
+    private func findMissingEntries(of index: CollectionHandle.Index, in handle: CollectionHandle,
+                                    txn: any StorageTransaction, into report: inout VerificationReport) throws {
+        try txn.withCursor(index.database) { cursor in
+            var checked = 0
+            try txn.forEachEntry(in: handle.documents) { rawKey, rawValue in
+                checked += 1
+                if checked & 4095 == 0 && WriteCancellation.isCancelled { throw CancellationError() }
+                let id = Array(rawKey)
+                // A document that cannot be read was reported by the documents' check.
+                let reader = BinaryReader(rawValue)
+                guard let root = try? reader.root(),
+                      let keys = try? IndexKeys.keys(of: index, reader: reader, root: root) else { return }
+                for key in keys {
+                    let present = try index.isUnique
+                        ? txn.get(index.database, key).map { $0.sameBytes(as: id) } ?? false
+                        : cursor.contains(key: key, value: id)
+                    if !present {
+                        report.problems.append(.init(kind: .documentWithoutEntry, collection: handle.name,
+                            index: index.definition.name,
+                            document: CollectionHandle.describeID(id, in: Array(rawValue), idPath: handle.info.idPath),
+                            detail: "no entry for \(IndexKeys.describe(index.definition, reader: reader, root: root))"))
+                    }
+                }
+            }
         }
     }
 
@@ -239,6 +268,45 @@ extension DocStore {
                 document: CollectionHandle.describeID(id, in: document, idPath: handle.info.idPath),
                 detail: "entry \(CollectionHandle.hex(key)) does not match the document's values"))
         }
+    }
+}
+
+/// A set of index entries as one count and one sum: each entry (key and value) hashed with a seed drawn for the
+/// check, the hashes added. Two sets that differ give different sums but for a chance of 2⁻⁶⁴, whatever differs and
+/// wherever, so an index is compared with its documents by one walk in key order, with no look-up per entry.
+struct EntrySum: Equatable {
+    var count = 0
+    var sum: UInt64 = 0
+
+    init() {}
+
+    /// The sum of every entry of `space`.
+    init(of space: KeySpace, in txn: any StorageTransaction, seed: UInt64) throws {
+        try txn.forEachEntry(in: space) {
+            add(key: $0, value: $1, seed: seed)
+            if count & 4095 == 0 && WriteCancellation.isCancelled { throw CancellationError() }
+        }
+    }
+
+    mutating func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, seed: UInt64) {
+        var hasher = Hasher()
+        hasher.combine(seed)
+        hasher.combine(key.count)   // so that bytes moved from the key to the value change the hash
+        hasher.combine(bytes: key)
+        hasher.combine(bytes: value)
+        count += 1
+        sum &+= UInt64(UInt(bitPattern: hasher.finalize()))
+    }
+
+    mutating func add(key: [UInt8], value: UnsafeRawBufferPointer, seed: UInt64) {
+        key.withUnsafeBytes { add(key: $0, value: value, seed: seed) }
+    }
+
+    static func + (a: EntrySum, b: EntrySum) -> EntrySum {
+        var total = a
+        total.count += b.count
+        total.sum &+= b.sum
+        return total
     }
 }
 
