@@ -202,30 +202,30 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         _ = dir
         let people = verifyStandardPeople()
         // Two people whose every indexed value differs.
-        let ann = Person(name: "Dan", age: 25, city: "Bodø", email: "dan@example.com", tags: ["kotlin"])
-        let bob = Person(name: "Eve", age: 52, city: "Tromsø", email: "eve@example.com", tags: ["rust"])
-        try await store.insert(contentsOf: [people.ann, people.bob, people.cat, ann, bob])
+        let dan = Person(name: "Dan", age: 25, city: "Bodø", email: "dan@example.com", tags: ["kotlin"])
+        let eve = Person(name: "Eve", age: 52, city: "Tromsø", email: "eve@example.com", tags: ["rust"])
+        try await store.insert(contentsOf: [people.ann, people.bob, people.cat, dan, eve])
         try await store.write { ctx in
             let handle = try ctx.scope.handle(for: Person.self)
             let index = try VerifyDamage.index(handle, indexName)
-            let annID = try VerifyDamage.personID(ann.id), bobID = try VerifyDamage.personID(bob.id)
-            let annKeys = try VerifyDamage.keys(of: ann, for: index), bobKeys = try VerifyDamage.keys(of: bob, for: index)
-            guard let annKey = annKeys.first(where: { !bobKeys.contains($0) }),
-                  let bobKey = bobKeys.first(where: { !annKeys.contains($0) }) else {
+            let danID = try VerifyDamage.personID(dan.id), eveID = try VerifyDamage.personID(eve.id)
+            let danKeys = try VerifyDamage.keys(of: dan, for: index), eveKeys = try VerifyDamage.keys(of: eve, for: index)
+            guard let danKey = danKeys.first(where: { !eveKeys.contains($0) }),
+                  let eveKey = eveKeys.first(where: { !danKeys.contains($0) }) else {
                 throw VerifyDamage.SetupFailed(description: "no keys to swap")
             }
             let entries = try ctx.txn.entryCount(index.database)
-            _ = try ctx.txn.delete(index.database, annKey, value: index.isUnique ? nil : annID)
-            _ = try ctx.txn.delete(index.database, bobKey, value: index.isUnique ? nil : bobID)
-            try ctx.txn.put(index.database, annKey, bobID)
-            try ctx.txn.put(index.database, bobKey, annID)
+            _ = try ctx.txn.delete(index.database, danKey, value: index.isUnique ? nil : danID)
+            _ = try ctx.txn.delete(index.database, eveKey, value: index.isUnique ? nil : eveID)
+            try ctx.txn.put(index.database, danKey, eveID)
+            try ctx.txn.put(index.database, eveKey, danID)
             guard try ctx.txn.entryCount(index.database) == entries else {
                 throw VerifyDamage.SetupFailed(description: "the entry count changed")
             }
         }
         let report = try await store.verify()
         #expect(Set(report.problems.map(\.kind)) == [.documentWithoutEntry, .staleEntry], "\(report)")
-        for person in [ann, bob] {
+        for person in [dan, eve] {
             #expect(report.problems.filter { $0.document.contains(person.id.uuidString) }.count == 2, "\(report)")
         }
         #expect(report.problems.allSatisfy { $0.index == indexName }, "\(report)")
