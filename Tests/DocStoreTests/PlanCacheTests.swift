@@ -55,6 +55,19 @@ struct CachedPlanItem: Document, Equatable {
                             "id \(id)")
                     #expect(try q.count(in: ctx) == (try ctx.get(CachedPlanItem.self, id: id) == nil ? 0 : 1))
                 }
+                // Read with one `get` when nothing else is asked: slices that begin past the document, or are
+                // empty, or are reversed, must answer as the plan does.
+                let held = (try ctx.get(CachedPlanItem.self, id: id)).map { [$0] } ?? []
+                let base = CachedPlanItem.include(#Predicate { $0.id == id })
+                for window in [0..<1, 0..<5, 1..<2, 0..<0, 2..<4, 1..<1] {
+                    let expected = Array(held[min(window.lowerBound, held.count)..<min(window.upperBound, held.count)])
+                    #expect(try base[window].results(in: ctx) == expected, "id \(id), \(window)")
+                    #expect(try base.reverse()[window].results(in: ctx) == expected, "id \(id), \(window)")
+                    #expect(try base[window].reverse().results(in: ctx) == expected, "id \(id), \(window)")
+                    #expect(try base[window][0..<1].results(in: ctx) == Array(expected.prefix(1)), "id \(id), \(window)")
+                }
+                #expect(try base.first(in: ctx) == held.first && base.last(in: ctx) == held.first
+                        && base.any(in: ctx) == held.first, "id \(id)")
             }
         }
         // Ids of another kind (UUIDs, 17-byte keys), in a collection with more indexes.

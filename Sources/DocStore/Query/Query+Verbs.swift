@@ -89,7 +89,30 @@ extension Query {
     /// The results, in order: documents, some fields of each, groups, or the one aggregate of every match.
     ///
     /// For example, inside `write`: `let page = try Person.sortBy(\.name)[0..<20].results(in: ctx)`.
-    public func results(in context: ReadContext) throws -> [Element] { try run(in: context).results }
+    public func results(in context: ReadContext) throws -> [Element] {
+        if let found = try lookedUpByID(in: context) { return found }
+        return try run(in: context).results
+    }
+
+    /// The results of a look-up by id alone (`include { $0.id == x }`, whole or its first), read with one `get`:
+    /// the plan would be ``Planner/idLookUp(_:output:)``'s, whose making and running cost such a read most of its
+    /// time. `nil` for any other request.
+    private func lookedUpByID(in context: ReadContext) throws -> [Element]? {
+        guard output == .documents, selection.sort.isEmpty, selection.conditions.count == 1,
+              case .compare(let path, .equal, let value) = selection.conditions[0], value != .null else { return nil }
+        if let window = selection.window,
+           window.range.lowerBound != 0 || window.range.isEmpty || !window.afterwards.isEmpty { return nil }
+        try context.checkValid()
+        if let problem = selection.problem { throw problem }
+        guard let handle = try kind.openForReading(context.scope, collection), path == handle.info.idPath else {
+            return nil
+        }
+        let key = KeyEncoder.key(value)
+        guard let raw = try context.txn.get(handle.documents, key) else { return [] }
+        return [try kind.decode(raw, from: handle) {
+            CollectionHandle.describeID(key, in: Array(raw), idPath: handle.info.idPath)
+        }]
+    }
 
     /// The first result, or `nil`. `q.first` is `q[0..<1]`'s only result.
     public func first(in context: ReadContext) throws -> Element? { try self[0..<1].results(in: context).first }
