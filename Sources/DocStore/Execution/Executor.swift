@@ -262,12 +262,20 @@ final class Executor {
     /// The results, each made by `decode` from its stored bytes (counted as decoded and returned), in order.
     func documents<T>(_ decode: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> T)
         throws -> [T] {
-        if let key = soleKey {
-            // One `get`, where a walk would make a source, open a cursor and position it.
-            guard let raw = try txn.get(handle.documents, key) else { return [] }
+        if let (key, scan) = soleKey {
+            // One `get` (two through a unique index), where a walk would make a source, open a cursor and
+            // position it.
             statistics.value.entriesScanned += 1
+            if scan.primary {
+                guard let raw = try txn.get(handle.documents, key) else { return [] }
+                statistics.value.documentsRead += 1
+                return try key.withUnsafeBytes { [try decoded($0, raw, decode)] }
+            }
+            // An entry whose document is missing is passed over, as a walk does (verify() reports it).
+            guard let id = try txn.get(try handle.space(of: scan), key),
+                  let raw = try txn.get(handle.documents, id) else { return [] }
             statistics.value.documentsRead += 1
-            return try key.withUnsafeBytes { [try decoded($0, raw, decode)] }
+            return [try decoded(id, raw, decode)]
         }
         var results: [T] = []
         try walk { id, raw in
@@ -277,14 +285,15 @@ final class Executor {
         return results
     }
 
-    /// The primary key of the one document the plan can match, when it reads nothing else and checks nothing more
-    /// (a look-up by id, ``Planner/idLookUp(_:output:)``): its one range holds that key alone.
-    private var soleKey: [UInt8]? {
-        guard case .index(let scan) = plan.access, scan.primary, scan.pointLookUps, scan.ranges.count == 1,
+    /// The key of the one entry the plan can match, when it reads nothing else and checks nothing more: a look-up
+    /// by id (``Planner/idLookUp(_:output:)``, the key a document's) or by the whole key of a unique index (the
+    /// key an entry's, whose value is the id). Its one range holds that key alone.
+    private var soleKey: (key: [UInt8], scan: IndexScan)? {
+        guard case .index(let scan) = plan.access, scan.pointLookUps, scan.ranges.count == 1,
               case .constant(true) = plan.residual, plan.offset == 0, plan.limit != 0, plan.afterwards.isEmpty,
               plan.grouping == nil else { return nil }
         let range = scan.ranges[0]
-        return range.upper == KeyEncoder.prefixUpperBound(range.lower) ? range.lower : nil
+        return range.upper == KeyEncoder.prefixUpperBound(range.lower) ? (range.lower, scan) : nil
     }
 
     /// The results one at a time, each made by `decode` as the loop asks for it (`nil` after the last): in the

@@ -8,12 +8,13 @@ extension Query {
     /// The plan of this request in a transaction, ready to run; `nil` when the collection does not exist (nothing
     /// matches). Reading never creates the collection nor builds an index.
     /// The plan comes from the collection's ``PlanCache`` unless `fresh`: `explain` weighs every access anew, to
-    /// show them all.
-    func executor(in context: ReadContext, writing: Bool = false, fresh: Bool = false) throws -> Executor? {
+    /// show them all. `opened` is the collection when the caller opened it for reading already.
+    func executor(in context: ReadContext, writing: Bool = false, fresh: Bool = false,
+                  opened: CollectionHandle? = nil) throws -> Executor? {
         try context.checkValid()
         if let problem = selection.problem { throw problem }
         let open = writing ? kind.openForWriting : kind.openForReading
-        guard let handle = try open(context.scope, collection) else { return nil }
+        guard let handle = try opened ?? open(context.scope, collection) else { return nil }
         let planner = Planner(statistics: CollectionHandle.Statistics(handle: handle, txn: context.txn))
         let plan = fresh ? SharedPlan(try planner.plan(selection, output: output))
                          : try planner.plan(selection, output: output, cache: handle.plans)
@@ -27,9 +28,9 @@ extension Query {
 
     /// Runs the request: its results, and the plan it ran with what running it took (made only when asked for:
     /// a copy of the plan costs a query of one key a good share of its time).
-    private func run(in context: ReadContext, fresh: Bool = false) throws
+    private func run(in context: ReadContext, fresh: Bool = false, opened: CollectionHandle? = nil) throws
         -> (results: [Element], explained: () -> (plan: Plan, statistics: QueryStatistics)) {
-        let executor = try executor(in: context, fresh: fresh)
+        let executor = try executor(in: context, fresh: fresh, opened: opened)
         let results: [Element]
         if let executor, output == .documents {
             // Only the documents returned are decoded, as the walk finds them.
@@ -90,23 +91,23 @@ extension Query {
     ///
     /// For example, inside `write`: `let page = try Person.sortBy(\.name)[0..<20].results(in: ctx)`.
     public func results(in context: ReadContext) throws -> [Element] {
-        if let found = try lookedUpByID(in: context) { return found }
-        return try run(in: context).results
+        guard output == .documents else { return try run(in: context).results }
+        try context.checkValid()
+        if let problem = selection.problem { throw problem }
+        guard let handle = try kind.openForReading(context.scope, collection) else { return try run(in: context).results }
+        if let found = try lookedUpByID(in: context, handle) { return found }
+        return try run(in: context, opened: handle).results
     }
 
     /// The results of a look-up by id alone (`include { $0.id == x }`, whole or its first), read with one `get`:
     /// the plan would be ``Planner/idLookUp(_:output:)``'s, whose making and running cost such a read most of its
     /// time. `nil` for any other request.
-    private func lookedUpByID(in context: ReadContext) throws -> [Element]? {
-        guard output == .documents, selection.sort.isEmpty, selection.conditions.count == 1,
-              case .compare(let path, .equal, let value) = selection.conditions[0], value != .null else { return nil }
+    private func lookedUpByID(in context: ReadContext, _ handle: CollectionHandle) throws -> [Element]? {
+        guard selection.sort.isEmpty, selection.conditions.count == 1,
+              case .compare(let path, .equal, let value) = selection.conditions[0], value != .null,
+              path == handle.info.idPath else { return nil }
         if let window = selection.window,
            window.range.lowerBound != 0 || window.range.isEmpty || !window.afterwards.isEmpty { return nil }
-        try context.checkValid()
-        if let problem = selection.problem { throw problem }
-        guard let handle = try kind.openForReading(context.scope, collection), path == handle.info.idPath else {
-            return nil
-        }
         let key = KeyEncoder.key(value)
         guard let raw = try context.txn.get(handle.documents, key) else { return [] }
         return [try kind.decode(raw, from: handle) {
