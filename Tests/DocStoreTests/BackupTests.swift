@@ -121,6 +121,142 @@ import TestSupport
         await expectError(.closed, mentions: []) { try await store.backup(to: dir.path("late.db")) }
     }
 
+    /// A backup to a file is written as a compaction is (every key space again, in key order): its pages are full,
+    /// where LMDB's copy (what a backup to a descriptor still is) keeps them as random inserts left them. Both hold
+    /// every document and index entry, while a writer goes on.
+    @Test func aBackupToAFileHasFullPagesAndEveryDocument() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("source.db"))
+        // Emails in random order split the unique index's pages, over several commits.
+        let people = (0..<4_000).map {
+            Person(name: "p\($0)", age: $0 % 90, city: ["Oslo", "Lima"][$0 % 2],
+                   email: "\(UUID().uuidString)@example.com", tags: ["t\($0 % 5)"])
+        }
+        for start in stride(from: 0, to: people.count, by: 400) {
+            try await store.insert(contentsOf: Array(people[start..<(start + 400)]))
+        }
+        let writer = Task {
+            for i in 0..<200 { try await store.insert(Person(name: "late \(i)", age: i % 90)) }
+        }
+        let (full, backup, copy) = try await Self.backupAndCopySizes(store, dir, "full")
+        try await writer.value
+        #expect(Double(backup) < Double(copy) * 0.9, "rewritten \(backup) bytes, copied \(copy)")
+        for path in [full, dir.path("full-copied.db")] {
+            let copy = try await DocStore(path: path)
+            let count = try await Person.query().count(in: copy)
+            #expect(count >= people.count && count <= people.count + 200, "\(path): \(count)")
+            #expect(try await Person.include(#Predicate { $0.name.starts(with: "p") }).count(in: copy) == people.count)
+            let email = people[1_234].email
+            #expect(try await Person.include(#Predicate { $0.email == email }).first(in: copy) == people[1_234])
+            #expect(try await copy.verify().isClean)
+            await copy.close()
+        }
+        await store.close()
+    }
+
+    /// The sizes of the backup to a file and of LMDB's copy to a descriptor, taken one after the other.
+    static func backupAndCopySizes(_ store: DocStore, _ dir: TemporaryDirectory, _ name: String) async throws
+        -> (full: String, backup: Int, copy: Int) {
+        let full = dir.path(name + ".db"), copied = dir.path(name + "-copied.db")
+        try await store.backup(to: full)
+        let fd = open(copied, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        try #require(fd >= 0)
+        try await store.backup(toDescriptor: fd)
+        close(fd)
+        let size = { (path: String) in Int((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? UInt64 ?? 0) }
+        return (full, size(full), size(copied))
+    }
+
+    /// A backup taken first thing, by a process that has read nothing since it opened the store, after another
+    /// process made a collection with an index: the backup still is a rewrite (the key spaces are opened for it),
+    /// and holds what the other process made.
+    @Test func aBackupFirstThingAfterAnotherProcessMadeACollectionIsARewriteWithIt() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("source.db")
+        let people = (0..<3_000).map {
+            Person(name: "p\($0)", age: $0 % 90, email: "\(UUID().uuidString)@example.com", tags: ["t\($0 % 5)"])
+        }
+        do {
+            let store = try await DocStore(path: path)
+            for start in stride(from: 0, to: people.count, by: 300) {
+                try await store.insert(contentsOf: Array(people[start..<(start + 300)]))
+            }
+            await store.close()
+        }
+        let store = try await DocStore(path: path)
+        let child = try CatalogChild(path: path)
+        try child.make("create items 2000 a")
+        try child.make("index items by_group group")
+        let (full, backup, copy) = try await Self.backupAndCopySizes(store, dir, "first")
+        #expect(try child.finish() == 0)
+        #expect(Double(backup) < Double(copy) * 0.9, "rewritten \(backup) bytes, copied \(copy)")
+        let restored = try await DocStore(path: full)
+        #expect(try await Person.query().count(in: restored) == people.count)
+        let groups = try await restored.read { ctx in
+            let q = Query<DocumentValue>("items").include(.compare("group", .equal, .string("g1")))
+            return (try q.count(in: ctx), try q.explain(in: ctx).index)
+        }
+        #expect(groups.0 == 667 && groups.1 == "by_group", "\(groups)")
+        #expect(try await restored.verify().isClean)
+        await restored.close()
+        await store.close()
+    }
+
+    /// Backups while collections are made, by this process and by another one that this process's reads then
+    /// open: each new key space is either in a backup whole or not in it, and every backup opens and verifies
+    /// clean. (A handle this process opens after a backup's read transaction began is not valid in that
+    /// transaction, though the key space was there when it began: the backup must not take it.)
+    @Test func backupsWhileCollectionsAreMadeEachHoldWholeCollections() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("source.db"))
+        // Enough documents that a backup takes a while over them, before it comes to the collections made since.
+        try await store.insert(contentsOf: (0..<5_000).map { Person(name: "p\($0)", age: $0 % 90) })
+        /// The child, used by the thread below alone until it is done.
+        struct Handed: @unchecked Sendable { let child: CatalogChild }
+        let child = try CatalogChild(path: store.path)
+        let handed = Handed(child: child)
+        let made = Mutex(0)
+        let other = Thread {
+            for i in 0..<30 {
+                do { try handed.child.make("create other\(i) 20 x") } catch { break }
+                made.withLock { $0 += 1 }
+            }
+        }
+        other.start()
+        let maker = Task {
+            for i in 0..<60 {
+                // A new collection of this process's, or a document more in the other's newest (its key spaces
+                // opened by this write).
+                let newest = made.withLock { $0 } - 1
+                try await store.write { ctx in
+                    if i % 2 == 0 || newest < 0 {
+                        for n in 0..<20 {
+                            try ctx.save(.object([.init("id", .int(Int64(n))), .init("n", .int(Int64(n)))]),
+                                         into: "made\(i)")
+                        }
+                    } else {
+                        try ctx.save(.object([.init("id", .int(1_000)), .init("n", .int(1_000))]), into: "other\(newest)")
+                    }
+                }
+            }
+        }
+        for round in 0..<12 {
+            let target = dir.path("round\(round).db")
+            try await store.backup(to: target)
+            let copy = try await DocStore(path: target)
+            let counts = try await copy.read { ctx in
+                try ctx.collections().map { try Query<DocumentValue>($0.name).count(in: ctx) }
+            }
+            #expect(counts.allSatisfy { [20, 21, 5_000].contains($0) }, "round \(round): \(counts)")
+            #expect(try await copy.verify().isClean, "round \(round)")
+            await copy.close()
+        }
+        try await maker.value
+        while made.withLock({ $0 }) < 30 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(try child.finish() == 0)
+        await store.close()
+    }
+
     /// Compaction rewrites every key space entry by entry, in key order: each one comes back with all its entries
     /// (keys of one value, a few, dozens and thousands of duplicates, large values too), and pages that random
     /// inserts left partly empty come back full, so the file is smaller than LMDB's compacting copy of it. The

@@ -405,11 +405,20 @@ final class LMDBEnvironment: FileStorageEngine {
 
     // MARK: Copies
 
-    /// Copies the file as of its last commit into a new file, or to an open descriptor.
+    /// Copies the file as of its last commit into a new file, or to an open descriptor. A compact copy to a new file
+    /// is a rewrite (``rewrite(to:mode:besideOthers:bytesPerCommit:)``): full pages, none free. It falls back to
+    /// LMDB's compacting copy when a database is not open in this process (another process made it since).
     ///
     /// The corresponding LMDB functions are `mdb_env_copy2` and `mdb_env_copyfd2` (with `MDB_CP_COMPACT` when
     /// `compact`).
     func copy(to destination: CopyDestination, compact: Bool) throws {
+        if compact, case .path(let path) = destination {
+            do {
+                return try rewrite(to: path, mode: nil, besideOthers: true)
+            } catch is NotOpenHere {
+                unlink(path)
+            }
+        }
         // A copy holds a read transaction: the environment stays open, and its map its size, until it ends.
         gate.enter()
         defer { gate.leave() }
@@ -431,49 +440,86 @@ final class LMDBEnvironment: FileStorageEngine {
     /// commits every `bytesPerCommit` of keys and values (64 MiB unless a test asks for less), so that LMDB holds no
     /// more than about that in memory.
     ///
-    /// `path` must not exist: the file is created here, so that nothing already there is written into.
+    /// `path` must not exist: the file is created here (with `mode`, else as the umask has it), so that nothing
+    /// already there is written into.
     ///
-    /// It opens the source's databases in a read transaction of its own, so it runs alone (``TransactionGate``).
+    /// Alone (``TransactionGate``), it opens the source's databases in its read transaction. Beside others (a
+    /// backup, while readers and writers go on), it opens none: it takes the handles this process had open when
+    /// its read transaction began, and throws ``NotOpenHere`` for a database it had not.
     /// The corresponding LMDB functions are `mdb_dbi_flags` and `mdb_cursor_put`, on a new environment opened
     /// without a lock file (`MDB_NOLOCK`: no other process knows of it).
-    func rewrite(to path: String, mode: mode_t, bytesPerCommit: Int = 64 << 20) throws {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+    func rewrite(to path: String, mode: mode_t?, besideOthers: Bool = false, bytesPerCommit: Int = 64 << 20) throws {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode ?? 0o666)
         guard fd >= 0 else {
             throw StorageError.failed("cannot create \(path): \(String(cString: strerror(errno)))")
         }
-        _ = fchmod(fd, mode)   // as asked, whatever the umask
+        if let mode { _ = fchmod(fd, mode) }   // as asked, whatever the umask
         Glibc.close(fd)   // LMDB makes an empty file a new environment
-        try gate.alone { try translatingErrors {
-            let (info, stat) = try infoAndStat()
-            let source = try environment()
-            var reading: OpaquePointer?
-            try lmdbCheck(mdb_txn_begin(source, nil, LMDBFlags.readOnly, &reading))
-            defer { mdb_txn_abort(reading) }
-            var main: MDB_dbi = 0
-            try lmdbCheck(mdb_dbi_open(reading, nil, 0, &main))
-            // The main database holds a record per named database, and nothing else in a store.
-            let names = try Self.keys(of: main, in: reading)
-            // The new file is no larger than its source but for the few pages its commits leave free, or pages of
-            // another size (the system's, when the source came from another machine): room for twice the source,
-            // and a megabyte more per database. (The file's meta page keeps the map's size, as the source's does.)
-            let used = (info.me_last_pgno + 1) * Int(stat.ms_psize)
-            let mapSize = max(info.me_mapsize, 2 * used + names.count << 20)
-            let writer = try Rewriter(path: path, databases: names.count, mapSize: mapSize,
-                                      bytesPerCommit: bytesPerCommit)
-            for name in names {
-                var from: MDB_dbi = 0, flags: UInt32 = 0
-                let rc = name.withUnsafeBufferPointer { mdb_dbi_open(reading, $0.baseAddress, 0, &from) }
-                if rc == MDB_INCOMPATIBLE {
-                    throw StorageError.notAStore("its main database holds a record that is not a database ("
-                        + String(decoding: name.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self) + ")")
+        if besideOthers {
+            gate.enter()
+            defer { gate.leave() }
+            // The handles open before the read transaction begins, each committed before it: valid in it. (A
+            // database opened later is not in its snapshot; one deleted waits for the gate.)
+            let open = gate.openNamesNow()
+            try translatingErrors {
+                try rewriting(to: path, bytesPerCommit: bytesPerCommit, openingMain: false) { _, name in
+                    guard let dbi = open[String(decoding: name.dropLast().map { UInt8(bitPattern: $0) },
+                                                as: UTF8.self)] else { throw NotOpenHere() }
+                    return dbi
                 }
-                try lmdbCheck(rc)
-                try lmdbCheck(mdb_dbi_flags(reading, from, &flags))
-                try writer.create(name, flags: flags)
-                try writer.append(from, in: reading, duplicates: flags & LMDBFlags.duplicateSort != 0)
             }
-            try writer.finish()
-        } }
+        } else {
+            try gate.alone { try translatingErrors {
+                try rewriting(to: path, bytesPerCommit: bytesPerCommit, openingMain: true) { reading, name in
+                    var dbi: MDB_dbi = 0
+                    let rc = name.withUnsafeBufferPointer { mdb_dbi_open(reading, $0.baseAddress, 0, &dbi) }
+                    if rc == MDB_INCOMPATIBLE {
+                        throw StorageError.notAStore("its main database holds a record that is not a database ("
+                            + String(decoding: name.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self) + ")")
+                    }
+                    try lmdbCheck(rc)
+                    return dbi
+                }
+            } }
+        }
+    }
+
+    /// A database a rewrite beside others finds that this process has not open.
+    struct NotOpenHere: Error {}
+
+    /// The rewrite in a read transaction of its own, `database` giving each named database's handle in it.
+    ///
+    /// The main database is opened (`mdb_dbi_open` with no name) only when `openingMain`, alone: that call sets
+    /// its comparator in the table every transaction of the process reads. Beside others its handle is taken as
+    /// it stands, valid in every transaction (LMDB's `MAIN_DBI`, 1), its comparator set when the store first
+    /// opened its catalog.
+    private func rewriting(to path: String, bytesPerCommit: Int, openingMain: Bool,
+                           database: (OpaquePointer?, [CChar]) throws -> MDB_dbi) throws {
+        let (info, stat) = try infoAndStat()
+        let source = try environment()
+        var reading: OpaquePointer?
+        let begun = mdb_txn_begin(source, nil, LMDBFlags.readOnly, &reading)
+        if begun == MDB_MAP_RESIZED { throw StorageError.mapGrownElsewhere }
+        try lmdbCheck(begun)
+        defer { mdb_txn_abort(reading) }
+        // The main database holds a record per named database, and nothing else in a store.
+        var main: MDB_dbi = 1
+        if openingMain { try lmdbCheck(mdb_dbi_open(reading, nil, 0, &main)) }
+        let names = try Self.keys(of: main, in: reading)
+        // The new file is no larger than its source but for the few pages its commits leave free, or pages of
+        // another size (the system's, when the source came from another machine): room for twice the source, and a
+        // megabyte more per database. (The file's meta page keeps the map's size, as the source's does.)
+        let used = (info.me_last_pgno + 1) * Int(stat.ms_psize)
+        let mapSize = max(info.me_mapsize, 2 * used + names.count << 20)
+        let writer = try Rewriter(path: path, databases: names.count, mapSize: mapSize, bytesPerCommit: bytesPerCommit)
+        for name in names {
+            let from = try database(reading, name)
+            var flags: UInt32 = 0
+            try lmdbCheck(mdb_dbi_flags(reading, from, &flags))
+            try writer.create(name, flags: flags)
+            try writer.append(from, in: reading, duplicates: flags & LMDBFlags.duplicateSort != 0)
+        }
+        try writer.finish()
     }
 
     /// The keys of `dbi`, each with a NUL after it: the names of the databases, for the main one.
@@ -705,7 +751,7 @@ extension FileStorage {
     }
 
     /// Replaces the file at `path`, which no process may have open, by a rewrite of itself (full pages, none free:
-    /// ``LMDBEnvironment/rewrite(to:mode:bytesPerCommit:)``). The new file is written beside it (`PATH.compacting`),
+    /// ``LMDBEnvironment/rewrite(to:mode:besideOthers:bytesPerCommit:)``). The new file is written beside it (`PATH.compacting`),
     /// synced, and renamed over it, so that the file is whole at every moment, the old one until the rename and the
     /// new one after. A file left by a compaction cut short is removed first. Returns the file's sizes before and
     /// after.

@@ -26,6 +26,9 @@ final class TransactionGate: @unchecked Sendable {
 
     func openName(_ name: String) -> UInt32? { openNames.withLock { $0[name] } }
 
+    /// Every database open in the process now, by name.
+    func openNamesNow() -> [String: UInt32] { openNames.withLock { $0 } }
+
     func opened(_ names: [(String, UInt32)]) {
         openNames.withLock { for (name, dbi) in names { $0[name] = dbi } }
     }

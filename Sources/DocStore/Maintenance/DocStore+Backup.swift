@@ -30,8 +30,8 @@ extension DocStore {
     /// Writes a copy of the store, as of its last commit, to `path`: a consistent snapshot, taken while readers and
     /// writers go on (a write of this process waits only if it must grow the map meanwhile). The copy is written
     /// beside `path` and renamed onto it once complete and synced, so `path` never holds half a backup; a file
-    /// already there is replaced. With `compact` (the default), free pages are left out and the copy is as small
-    /// as the data. The copy opens as a store of its own and passes ``verify()``.
+    /// already there is replaced. With `compact` (the default), the copy is written as ``compact(path:options:)``
+    /// writes: no free pages, and every page full. The copy opens as a store of its own and passes ``verify()``.
     ///
     /// For example:
     /// ```swift
@@ -48,7 +48,12 @@ extension DocStore {
         }
         let temporary = path + ".incomplete"
         unlink(temporary)
-        try await copy(to: .path(temporary), compact: compact, naming: path)
+        do {
+            try await copy(to: .path(temporary), compact: compact, naming: path)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
         do {
             try mapErrors { try DurableFile.replace(path, with: temporary) }
         } catch {
@@ -58,7 +63,8 @@ extension DocStore {
     }
 
     /// Writes a copy of the store, as of its last commit, to an open file descriptor (a pipe, a socket, a file),
-    /// as ``backup(to:compact:)`` does to a path. The descriptor is neither synced nor closed.
+    /// as ``backup(to:compact:)`` does to a path, with LMDB's copy: with `compact`, free pages are left out and the
+    /// others written as they are. The descriptor is neither synced nor closed.
     public nonisolated func backup(toDescriptor descriptor: Int32, compact: Bool = true) async throws {
         try await copy(to: .descriptor(descriptor), compact: compact, naming: "file descriptor \(descriptor)")
     }
@@ -67,6 +73,9 @@ extension DocStore {
     private nonisolated func copy(to destination: CopyDestination, compact: Bool, naming target: String) async throws {
         try checkOpen()
         let engine = UncheckedEngine(engine: try core.fileEngine(for: "a copy of the file"))
+        // A read opens every key space the catalog names, if this process has not yet: a compact copy to a file
+        // takes their handles (a key space not open here makes it LMDB's copy).
+        if compact, case .path = destination { try await withRead { _ in } }
         for attempt in 1...4 {
             do {
                 return try await DocStore.onThread("DocStore backup") {
