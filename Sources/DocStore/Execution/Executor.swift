@@ -395,7 +395,7 @@ final class Executor {
             }
             return ids
         case .sorted:
-            var rows: [SortKeys.Row]
+            let rows: [SortKeys.Row]
             var scratch: [UInt8] = []
             if let needed = plan.needed {
                 var heap = TopK(capacity: needed)
@@ -433,20 +433,34 @@ final class Executor {
                 ids.keep(skipping: plan.offset, taking: plan.limit)
                 return ids
             } else {
-                let row = { [sortKeys] (scratch: inout [UInt8], candidate: CandidateSource.Candidate) -> SortKeys.Row? in
-                    try sortKeys.make(candidate, into: &scratch).map { SortKeys.Row(key: scratch, idStart: $0.idStart) }
+                // Every match's sort key, side by side in one list (no array per match), put in order as a list of
+                // ids is; each id is the end of its key.
+                var keys = IDList(), idStarts: [Int] = []
+                let add = { [sortKeys] (keys: inout IDList, idStarts: inout [Int], scratch: inout [UInt8],
+                                        candidate: CandidateSource.Candidate) in
+                    guard let made = try sortKeys.make(candidate, into: &scratch) else { return }
+                    scratch.withUnsafeBytes { keys.append($0) }
+                    idStarts.append(made.idStart)
                 }
-                if let parts = try matchesInParts(start: { ([SortKeys.Row](), [UInt8]()) },
-                                                  add: { part, candidate in try row(&part.1, candidate).map { part.0.append($0) } }) {
-                    rows = parts.flatMap(\.0)
+                if let parts = try matchesInParts(start: { (IDList(), [Int](), [UInt8]()) },
+                                                  add: { try add(&$0.0, &$0.1, &$0.2, $1) }) {
+                    for part in parts {
+                        keys.append(contentsOf: part.0)
+                        idStarts += part.1
+                    }
                 } else {
-                    rows = []
                     try forEachMatchInIDOrder { candidate in
-                        try row(&scratch, candidate).map { rows.append($0) }
+                        try add(&keys, &idStarts, &scratch, candidate)
                         return true
                     }
                 }
-                rows.sort { SortKeys.precedes($0.key, $1.key) }
+                for i in keys.idOrder().dropFirst(plan.offset).prefix(plan.limit ?? Int.max) {
+                    keys.withID(i) { key in
+                        let id = UnsafeRawBufferPointer(rebasing: key[idStarts[i]...])
+                        if plan.idDescending { id.map { ~$0 }.withUnsafeBytes { ids.append($0) } } else { ids.append(id) }
+                    }
+                }
+                return ids
             }
             for row in rows.dropFirst(plan.offset).prefix(plan.limit ?? Int.max) {
                 if plan.idDescending {
