@@ -400,7 +400,7 @@ final class Executor {
             if let needed = plan.needed {
                 var heap = TopK(capacity: needed)
                 let offer = { [sortKeys] (heap: inout TopK, scratch: inout [UInt8], candidate: CandidateSource.Candidate) in
-                    if let made = try sortKeys.make(candidate, into: &scratch, unlessAfter: heap.bound) {
+                    if let made = try sortKeys.make(candidate, into: &scratch, unlessAfter: heap) {
                         heap.offer(SortKeys.Row(key: scratch, idStart: made.idStart, number: made.number))
                     }
                 }

@@ -29,11 +29,12 @@ struct SortKeys {
     /// The sort key of a document: each sort field's order-preserving key (bytes inverted for a descending
     /// field: keys are prefix-free, so inverting reverses their order), then the id likewise.
     ///
-    /// With a `bound` (the last row a full top-k keeps), gives `nil` as soon as the first field orders after the
-    /// bound's: such a document cannot enter the top k, and the rest of its key is not worth building. Two numbers
-    /// are compared as numbers, before any key is built; otherwise the first field's key is compared.
+    /// With a full `heap`, gives `nil` as soon as the first field orders after that of the last row the heap keeps:
+    /// such a document cannot enter the top k, and the rest of its key is not worth building. Two numbers are
+    /// compared as numbers, before any key is built; otherwise the first field's key is compared. (The heap is
+    /// read where it lies: a copy of its last row would retain and release a key per document.)
     func make(_ candidate: CandidateSource.Candidate, into key: inout [UInt8],
-                 unlessAfter bound: Row? = nil) throws -> (idStart: Int, number: Double?)? {
+              unlessAfter heap: TopK = TopK(capacity: 0)) throws -> (idStart: Int, number: Double?)? {
         let reader = BinaryReader(candidate.document)
         let root = try reader.root()
         var number: Double?
@@ -41,7 +42,7 @@ struct SortKeys {
         if let path = sortLayouts.first {
             first = try path.value(in: reader, from: root)
             number = first.flatMap { reader.exactDouble($0) }
-            if let n = number, let b = bound?.number, sortDescending[0] ? n < b : n > b { return nil }
+            if let n = number, heap.isFull, let b = heap.top.number, sortDescending[0] ? n < b : n > b { return nil }
         }
         key.removeAll(keepingCapacity: true)
         var encoder = KeyEncoder()
@@ -55,7 +56,7 @@ struct SortKeys {
                 encoder.append(.null)
             }
             if sortDescending[i] { encoder.invert(from: start) }
-            if i == 0, let bound, SortKeys.compare(encoder.bytes, bound.key) > 0 { return nil }
+            if i == 0, heap.isFull, SortKeys.compare(encoder.bytes, heap.top.key) > 0 { return nil }
         }
         let idStart = encoder.bytes.count
         encoder.appendRaw(candidate.id)
@@ -104,8 +105,10 @@ struct TopK {
         }
     }
 
-    /// The row a newcomer must precede to be kept, once the heap is full.
-    var bound: SortKeys.Row? { heap.count == capacity && capacity > 0 ? heap[0] : nil }
+    /// Whether a newcomer must precede ``top`` to be kept.
+    var isFull: Bool { heap.count == capacity && capacity > 0 }
+    /// The last row kept, once the heap ``isFull``.
+    var top: SortKeys.Row { heap[0] }
 
     func sorted() -> [SortKeys.Row] { heap.sorted { SortKeys.precedes($0.key, $1.key) } }
 
