@@ -215,10 +215,11 @@ import TestSupport
         struct Handed: @unchecked Sendable { let child: CatalogChild }
         let child = try CatalogChild(path: store.path)
         let handed = Handed(child: child)
-        let made = Mutex(0)
+        let made = Mutex(0), done = Mutex(false)
         let other = Thread {
+            defer { done.withLock { $0 = true } }
             for i in 0..<30 {
-                do { try handed.child.make("create other\(i) 20 x") } catch { break }
+                do { try handed.child.make("create other\(i) 20 x") } catch { return }
                 made.withLock { $0 += 1 }
             }
         }
@@ -252,7 +253,8 @@ import TestSupport
             await copy.close()
         }
         try await maker.value
-        while made.withLock({ $0 }) < 30 { try await Task.sleep(for: .milliseconds(5)) }
+        while !done.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(made.withLock { $0 } == 30, "the other process stopped making collections")
         #expect(try child.finish() == 0)
         await store.close()
     }

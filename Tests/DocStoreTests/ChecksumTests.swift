@@ -17,6 +17,19 @@ import TestSupport
         return ~crc
     }
 
+    /// Changes the first byte of `text` in `person`'s stored bytes to `byte`, behind the store's back.
+    private static func damage(_ person: Person, at text: String, to byte: Character, in store: DocStore) async throws {
+        try await store.write { ctx in
+            let handle = try ctx.scope.handle(for: Person.self)
+            let key = try CollectionHandle.idKey(person.id, collection: "people")
+            var bytes = try #require(try ctx.txn.get(handle.documents, key).map { Array($0) })
+            let found = Array(text.utf8)
+            let at = try #require(bytes.indices.first { Array(bytes[$0...].prefix(found.count)) == found })
+            bytes[at] = try #require(byte.asciiValue)
+            try ctx.txn.put(handle.documents, key, bytes)
+        }
+    }
+
     @Test func theChecksumIsCRC32C() {
         #expect(Array("123456789".utf8).withUnsafeBytes { CRC32C.checksum($0) } == 0xE306_9283)
         var rng = SeededGenerator(seed: 41)
@@ -51,15 +64,7 @@ import TestSupport
         let (store, dir) = try await makeStore()
         let ann = Person(name: "Zebulon Quist", age: 30, city: "Oslo")
         try await store.insert(contentsOf: [ann, Person(name: "Bo", age: 20)])
-        try await store.write { ctx in
-            let handle = try ctx.scope.handle(for: Person.self)
-            let key = try CollectionHandle.idKey(ann.id, collection: "people")
-            var bytes = try #require(try ctx.txn.get(handle.documents, key).map { Array($0) })
-            let name = Array("Quist".utf8)
-            let at = try #require(bytes.indices.first { Array(bytes[$0...].prefix(name.count)) == name })
-            bytes[at] = UInt8(ascii: "R")
-            try ctx.txn.put(handle.documents, key, bytes)
-        }
+        try await Self.damage(ann, at: "Quist", to: "R", in: store)
         let report = try await store.verify()
         #expect(report.problems.count == 1, "\(report)")
         let problem = try #require(report.problems.first)
@@ -83,6 +88,20 @@ import TestSupport
         }
         // The sound document still reads.
         #expect(try await Person.include(#Predicate { $0.age < 25 }).results(in: checked).map(\.name) == ["Bo"])
+    }
+
+    /// A byte changed inside an indexed value: the document fails its checksum, and the index's entry for the old
+    /// value is stale. Nothing is said of an entry for the changed value: it was never the document's.
+    @Test func damageInAnIndexedValueNamesTheDocumentAndTheStaleEntryOnly() async throws {
+        let (store, dir) = try await makeStore()
+        _ = dir
+        let ann = Person(name: "Ann", age: 30, city: "Trondheim")
+        try await store.insert(contentsOf: [ann, Person(name: "Bo", age: 20, city: "Oslo")])
+        try await Self.damage(ann, at: "Trondheim", to: "S", in: store)
+        let report = try await store.verify()
+        #expect(Set(report.problems.map(\.kind)) == [.corruptDocument, .staleEntry], "\(report)")
+        #expect(report.problems.allSatisfy { $0.document.contains(ann.id.uuidString) }, "\(report)")
+        #expect(report.problems.filter { $0.kind == .staleEntry }.map(\.index) == ["city_age"], "\(report)")
     }
 
     /// A store of the format before checksums: its documents read and verify (with a notice), a document saved

@@ -292,6 +292,9 @@ final class Executor {
         guard case .index(let scan) = plan.access, scan.pointLookUps, scan.ranges.count == 1,
               case .constant(true) = plan.residual, plan.offset == 0, plan.limit != 0, plan.afterwards.isEmpty,
               plan.grouping == nil else { return nil }
+        // An engine with a round trip per call fetches an index entry with its document in one (a walk's cursor):
+        // two gets would be two.
+        guard scan.primary || !txn.prefersBatches else { return nil }
         let range = scan.ranges[0]
         return range.upper == KeyEncoder.prefixUpperBound(range.lower) ? (range.lower, scan) : nil
     }

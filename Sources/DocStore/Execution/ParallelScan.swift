@@ -29,14 +29,6 @@ struct ParallelScan {
     /// pages of the map, which LMDB does not reuse while one of them is open.
     func run<Part>(residual: @escaping (StatisticsBox) -> Residual, statistics: StatisticsBox, start: @escaping () -> Part,
                    add: @escaping (inout Part, CandidateSource.Candidate) throws -> Void) throws -> [Part]? {
-        try run(residual: residual, statistics: statistics, start: start) { part, candidate, _ in try add(&part, candidate) }
-    }
-
-    /// ``run(residual:statistics:start:add:)``, with `add` given its thread's read transaction too, for reads of
-    /// other key spaces (a reader's transaction belongs to its thread).
-    func run<Part>(residual: @escaping (StatisticsBox) -> Residual, statistics: StatisticsBox, start: @escaping () -> Part,
-                   add: @escaping (inout Part, CandidateSource.Candidate, any StorageTransaction) throws -> Void)
-        throws -> [Part]? {
         let count = try txn.entryCount(documents)
         let threads = min(settings.threads, count / max(settings.documentsPerThread, 1))
         guard threads > 1 else { return nil }
@@ -91,7 +83,7 @@ struct ParallelScan {
                                 if worker == 0 { try box.checkCancellation() }
                                 if stop.load(ordering: .relaxed) { return }
                             }
-                            if try residual.matches((key, document)) { try add(&part, (key, document), txn) }
+                            if try residual.matches((key, document)) { try add(&part, (key, document)) }
                         }
                         parts[range] = part
                     }

@@ -28,7 +28,8 @@ public struct SpaceUsage: Sendable, Equatable, CustomStringConvertible {
 
 extension DocStore {
     /// Writes a copy of the store, as of its last commit, to `path`: a consistent snapshot, taken while readers and
-    /// writers go on (a write of this process waits only if it must grow the map meanwhile). The copy is written
+    /// writers go on (a write of this process waits only if it must grow the map, or drops a collection or an
+    /// index, meanwhile). The copy is written
     /// beside `path` and renamed onto it once complete and synced, so `path` never holds half a backup; a file
     /// already there is replaced. With `compact` (the default), the copy is written as ``compact(path:options:)``
     /// writes: no free pages, and every page full. The copy opens as a store of its own and passes ``verify()``.

@@ -44,6 +44,8 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
     public internal(set) var entriesChecked = 0
     /// Pages of the file read by the structural check.
     public internal(set) var pagesChecked = 0
+    /// Indexes whose entries were looked up one by one, their sums having differed from their documents'.
+    var indexesLookedUp = 0
 
     /// No problem found.
     public var isClean: Bool { problems.isEmpty }
@@ -118,6 +120,7 @@ extension DocStore {
                        try EntrySum(of: index.database, in: context.txn, seed: seed) == sum {
                         report.entriesChecked += sum.count
                     } else {
+                        report.indexesLookedUp += 1
                         try findMissingEntries(of: index, in: handle, txn: context.txn, into: &report)
                         try verifyEntries(of: index, in: handle, txn: context.txn, into: &report)
                     }
@@ -139,7 +142,7 @@ extension DocStore {
         let checker = core.withState { core.typeCheckers[handle.name] }
         let indexes = handle.indexes
         let shapes = indexes.map { ($0.definition.kind, $0.paths) }
-        /// One document's checks, with the transaction of the thread that runs them.
+        /// One document's checks, on whichever thread runs them.
         let check = { (tally: inout DocumentTally, rawKey: UnsafeRawBufferPointer, rawValue: UnsafeRawBufferPointer) throws in
             tally.checked += 1
             // Stopped like a long query (a shell's Ctrl-C); only the caller's own thread is in its task.
@@ -194,7 +197,7 @@ extension DocStore {
         return tally.produced
     }
 
-    /// What the documents of a collection (or one thread's share of them) gave ``verifyDocuments(of:in:into:)``.
+    /// What the documents of a collection (or one thread's share of them) gave ``verifyDocuments(of:in:seed:into:)``.
     private struct DocumentTally {
         var checked = 0
         /// Documents without a checksum.
@@ -225,9 +228,11 @@ extension DocStore {
                 checked += 1
                 if checked & 4095 == 0 && WriteCancellation.isCancelled { throw CancellationError() }
                 let id = Array(rawKey)
-                // A document that cannot be read was reported by the documents' check.
+                // A document that cannot be read, or fails its checksum or its structure, was reported by the
+                // documents' check; keys made from its bytes would name entries it never had.
                 let reader = BinaryReader(rawValue)
-                guard let root = try? reader.root(),
+                guard let root = try? reader.root(), (try? reader.checkChecksum()) != nil,
+                      (try? DocumentValue.check(reader: reader, ref: root)) != nil,
                       let keys = try? IndexKeys.keys(of: index, reader: reader, root: root) else { return }
                 for key in keys {
                     let present = try index.isUnique
@@ -250,6 +255,7 @@ extension DocStore {
         var keysOf: [[UInt8]: Set<[UInt8]>] = [:]
         try txn.forEachEntry(in: index.database) { rawKey, rawValue in
             report.entriesChecked += 1
+            if report.entriesChecked & 4095 == 0 && WriteCancellation.isCancelled { throw CancellationError() }
             let key = Array(rawKey)
             let id = Array(rawValue)
             guard let document = try txn.get(handle.documents, id).map({ Array($0) }) else {

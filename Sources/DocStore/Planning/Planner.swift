@@ -38,8 +38,7 @@ struct Planner<Statistics: CollectionStatistics> {
     /// documents: the look-up of one key, which is what weighing every access chooses for it (nothing reads less
     /// than one key of the ids), made here without weighing, counting or a cache. `nil` for any other request.
     func idLookUp(_ selection: Selection, output: Output) throws -> Plan? {
-        guard selection.conditions.count == 1, case .compare(let path, .equal, let value) = selection.conditions[0],
-              path == statistics.idPath, value != .null, selection.sort.isEmpty, !output.isGroups else { return nil }
+        guard let value = selection.soleID(idPath: statistics.idPath), !output.isGroups else { return nil }
         let documents = try statistics.documentCount()
         guard documents > 0 else { return nil }
         let condition = selection.conditions[0]

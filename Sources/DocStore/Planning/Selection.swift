@@ -11,6 +11,14 @@ struct Selection: Sendable, Equatable {
 
     var condition: Condition { .and(conditions) }
 
+    /// The id a look-up by id alone asks for (`$0.id == x`, in no order but the ids'): `nil` for any other request.
+    /// (What it reads is for the caller to say: a slice, groups.)
+    func soleID(idPath: FieldPath) -> DocumentValue? {
+        guard conditions.count == 1, case .compare(let path, .equal, let value) = conditions[0], path == idPath,
+              value != .null, sort.isEmpty else { return nil }
+        return value
+    }
+
     /// Adds the condition of one `include` (with `excluded`, one `exclude`), its own bound for a part that stops
     /// (``Condition/settled``): `exclude` keeps the documents its condition does not match, including those where
     /// evaluating it stops.

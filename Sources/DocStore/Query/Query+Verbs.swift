@@ -103,9 +103,7 @@ extension Query {
     /// the plan would be ``Planner/idLookUp(_:output:)``'s, whose making and running cost such a read most of its
     /// time. `nil` for any other request.
     private func lookedUpByID(in context: ReadContext, _ handle: CollectionHandle) throws -> [Element]? {
-        guard selection.sort.isEmpty, selection.conditions.count == 1,
-              case .compare(let path, .equal, let value) = selection.conditions[0], value != .null,
-              path == handle.info.idPath else { return nil }
+        guard let value = selection.soleID(idPath: handle.info.idPath) else { return nil }
         if let window = selection.window,
            window.range.lowerBound != 0 || window.range.isEmpty || !window.afterwards.isEmpty { return nil }
         let key = KeyEncoder.key(value)
