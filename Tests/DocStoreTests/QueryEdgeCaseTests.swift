@@ -29,6 +29,39 @@ private struct Note: Document, Equatable {
 }
 
 @Suite struct QueryEdgeCaseTests {
+    /// A sort whose keys are of several lengths, on either side of 16 bytes (a missing badge and a small integer
+    /// id make 11 bytes, a badge and an id 20), split among threads: every ordering, reversed or sliced, is the
+    /// oracle's (nil first, ties in id order).
+    @Test func sortsOfKeysOfSeveralLengthsFollowTheOracle() async throws {
+        var options = DocStore.Options()
+        options.scanThreads = 2
+        options.documentsPerScanThread = 50
+        let (store, dir) = try await makeStore(options: options)
+        defer { _ = dir }
+        // Badges are unique (their index is), a quarter of them missing; levels repeat, so ties fall to the badge.
+        let badges = Array(-300..<300).shuffled()
+        let members = (0..<400).map { i in
+            Member(id: i * 7 - 1_000, handle: "h\(i)", badge: Int.random(in: 0..<4) == 0 ? nil : badges[i],
+                   teams: [], level: Int.random(in: 0..<3))
+        }
+        try await store.insert(contentsOf: members)
+        func ascending(_ a: Member, _ b: Member) -> Bool {
+            switch (a.badge, b.badge) {
+            case (nil, nil): return a.id < b.id
+            case (nil, _): return true
+            case (_, nil): return false
+            case let (x?, y?): return x != y ? x < y : a.id < b.id
+            }
+        }
+        let sorted = members.sorted(by: ascending)
+        #expect(try await Member.sortBy(\.badge).results(in: store).map(\.id) == sorted.map(\.id))
+        #expect(try await Member.sortBy(\.badge).reverse().results(in: store).map(\.id) == sorted.reversed().map(\.id))
+        let byLevel = members.sorted { $0.level != $1.level ? $0.level > $1.level : ascending($0, $1) }
+        #expect(try await Member.sortBy(\.level, order: .reverse).sortBy(\.badge).results(in: store).map(\.id)
+            == byLevel.map(\.id))
+        #expect(try await Member.sortBy(\.badge)[37..<301].results(in: store).map(\.id) == sorted[37..<301].map(\.id))
+    }
+
     /// A document saved several times in one write is what the last save made, with the index entries of that
     /// version only, however an engine gathers the writes before sending them.
     @Test func theLastOfSeveralSavesInOneWriteWins() async throws {

@@ -118,6 +118,7 @@ private func verifyStandardPeople() -> (ann: Person, bob: Person, cat: Person) {
         #expect(problem.index == indexName)
         #expect(problem.document.contains(ann.id.uuidString), "\(problem)")
         #expect(problem.description.contains("document without entry"))
+        #expect(report.indexesLookedUp == 1, "only the damaged index is looked up entry by entry")
     }
 
     @Test(arguments: ["age", "city_age", "email", "tags"])

@@ -263,8 +263,8 @@ final class Executor {
     func documents<T>(_ decode: (_ id: UnsafeRawBufferPointer, _ document: UnsafeRawBufferPointer) throws -> T)
         throws -> [T] {
         if let (key, scan) = soleKey {
-            // One `get` (two through a unique index), where a walk would make a source, open a cursor and
-            // position it.
+            // One `get` (two through a unique index, where a call is not a round trip), where a walk would make
+            // a source, open a cursor and position it.
             statistics.value.entriesScanned += 1
             if scan.primary {
                 guard let raw = try txn.get(handle.documents, key) else { return [] }
@@ -286,8 +286,9 @@ final class Executor {
     }
 
     /// The key of the one entry the plan can match, when it reads nothing else and checks nothing more: a look-up
-    /// by id (``Planner/idLookUp(_:output:)``, the key a document's) or by the whole key of a unique index (the
-    /// key an entry's, whose value is the id). Its one range holds that key alone.
+    /// by id (``Planner/idLookUp(_:output:)``, the key a document's) or, on an engine whose calls are not round
+    /// trips, by the whole key of a unique index (the key an entry's, whose value is the id). Its one range holds
+    /// that key alone.
     private var soleKey: (key: [UInt8], scan: IndexScan)? {
         guard case .index(let scan) = plan.access, scan.pointLookUps, scan.ranges.count == 1,
               case .constant(true) = plan.residual, plan.offset == 0, plan.limit != 0, plan.afterwards.isEmpty,

@@ -108,7 +108,9 @@ struct TopK {
     /// Whether a newcomer must precede ``top`` to be kept.
     var isFull: Bool { heap.count == capacity && capacity > 0 }
     /// The last row kept, once the heap ``isFull``.
-    var top: SortKeys.Row { heap[0] }
+    var top: SortKeys.Row {
+        _read { yield heap[0] }
+    }
 
     func sorted() -> [SortKeys.Row] { heap.sorted { SortKeys.precedes($0.key, $1.key) } }
 

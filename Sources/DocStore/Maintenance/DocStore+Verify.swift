@@ -44,7 +44,8 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
     public internal(set) var entriesChecked = 0
     /// Pages of the file read by the structural check.
     public internal(set) var pagesChecked = 0
-    /// Indexes whose entries were looked up one by one, their sums having differed from their documents'.
+    /// Indexes whose entries were looked up one by one: their counts or sums differed from their documents', or a
+    /// document could not be read.
     var indexesLookedUp = 0
 
     /// No problem found.
