@@ -88,4 +88,10 @@ final class ElementKind<Element: Sendable>: Sendable {
             throw DecodingFailure.named(error, type: typeName(), collection: handle.name, id: id)
         }
     }
+
+    /// ``decode(_:from:id:)``, a failure naming the document by its primary key `key`.
+    func decode(_ raw: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, from handle: CollectionHandle) throws
+        -> Element {
+        try decode(raw, from: handle) { CollectionHandle.describeID(Array(key), in: Array(raw), idPath: handle.info.idPath) }
+    }
 }

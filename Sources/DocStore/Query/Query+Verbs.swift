@@ -49,11 +49,7 @@ extension Query {
 
     /// The stored documents made into elements, a failure naming the document.
     func decoder(_ executor: Executor) -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Element {
-        { [kind] id, raw in
-            try kind.decode(raw, from: executor.handle) {
-                CollectionHandle.describeID(Array(id), in: Array(raw), idPath: executor.handle.info.idPath)
-            }
-        }
+        { [kind, handle = executor.handle] id, raw in try kind.decode(raw, key: id, from: handle) }
     }
 
     /// What a request of fields or groups computes, before its rows are elements: each document's fields, or each
@@ -108,9 +104,7 @@ extension Query {
            window.range.lowerBound != 0 || window.range.isEmpty || !window.afterwards.isEmpty { return nil }
         let key = KeyEncoder.key(value)
         guard let raw = try context.txn.get(handle.documents, key) else { return [] }
-        return [try kind.decode(raw, from: handle) {
-            CollectionHandle.describeID(key, in: Array(raw), idPath: handle.info.idPath)
-        }]
+        return try key.withUnsafeBytes { [try kind.decode(raw, key: $0, from: handle)] }
     }
 
     /// The first result, or `nil`. `q.first` is `q[0..<1]`'s only result.
