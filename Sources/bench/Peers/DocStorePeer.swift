@@ -241,8 +241,8 @@ final class DocStorePeer: Peer {
     }
 }
 
-/// Tells the scanning tasks of `savesBesideScans` to stop.
-private final class StopFlag: Sendable {
+/// Tells the scanning tasks (or threads) of `savesBesideScans` to stop.
+final class StopFlag: Sendable {
     private let flag = Atomic<Bool>(false)
     var isSet: Bool { flag.load(ordering: .acquiring) }
     func set() { flag.store(true, ordering: .releasing) }

@@ -309,7 +309,7 @@ final class SQLitePeer: Peer {
         return touched
     }
 
-    func supports(_ scenario: Scenario, _ form: Form) -> Bool { form != .decoded && !scenario.measuresReadsSideBySide }
+    func supports(_ scenario: Scenario, _ form: Form) -> Bool { form != .decoded }
 
     func run(_ scenario: Scenario, _ form: Form, _ p: Parameters) async throws -> Int {
         guard db != nil else { return 0 }
@@ -365,6 +365,25 @@ final class SQLitePeer: Peer {
                 value = sqlite3_column_double(row, Int32(sqlite3_column_count(row) - 1))
             }
             return PersonTable.produced(scenario, rows: rows, value: value)
+        case .scansInARow4:
+            let reader = try readerConnections(1)[0]
+            return try (0..<4).reduce(0) { n, _ in try n + Self.countScores(through: reader) }
+        case .scansAtOnce4:
+            return try Self.onThreads(try readerConnections(4)) { try Self.countScores(through: $0) }.reduce(0, +)
+        case .savesBesideScans:
+            // Four threads loop the count, each through its own connection, while this one saves: WAL lets the
+            // writer go on beside the readers.
+            let stop = StopFlag()
+            let saves = Array(p.writes(.singleSaves).lists[0].prefix(20))
+            let scans = Self.start(try readerConnections(4)) { reader in
+                while !stop.isSet { _ = try Self.countScores(through: reader) }
+                return 0
+            }
+            let message = Self.insert(saves, through: db!, sql: PersonTable.savePerson)
+            stop.set()
+            _ = try scans()
+            if let message { throw BenchFailure(description: message) }
+            return saves.count
         case .findOrCreateHit, .findOrCreateMiss:
             let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
             let sql = PersonTable.byEmail
@@ -386,6 +405,62 @@ final class SQLitePeer: Peer {
 
     /// Connections of the concurrent writers, opened on first use and kept: one per thread, as SQLite wants them.
     private var writers: [OpaquePointer] = []
+    /// Read-only connections of the side-by-side scans, opened on first use and kept, one per thread.
+    private var readers: [OpaquePointer] = []
+
+    /// The first `count` reader connections, opened as needed.
+    private func readerConnections(_ count: Int) throws -> [SendableConnection] {
+        while readers.count < count {
+            var connection: OpaquePointer?
+            guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
+                  let connection else { throw BenchFailure(description: "SQLite cannot open \(path) to read") }
+            readers.append(connection)
+            for sql in PersonTable.connectionPragmas(durability) {
+                try check(sqlite3_exec(connection, sql, nil, nil, nil), sql)
+            }
+        }
+        return readers.prefix(count).map(SendableConnection.init)
+    }
+
+    /// The count the side-by-side scenarios scan for (every row read), through `connection`.
+    private static func countScores(through connection: SendableConnection) throws -> Int {
+        let sql = "SELECT COUNT(*) FROM person WHERE score > 99"
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(connection.raw, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw BenchFailure(description: "SQLite cannot prepare \"\(sql)\"")
+        }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else {
+            throw BenchFailure(description: "\(sql): \(String(cString: sqlite3_errmsg(connection.raw)))")
+        }
+        return Int(sqlite3_column_int64(statement, 0))
+    }
+
+    /// Runs `body` once per connection, each on a thread of its own; returns what waits for them all and gives
+    /// their results in order, or throws the first error.
+    private static func start<R: Sendable>(_ connections: [SendableConnection],
+                                           _ body: @escaping @Sendable (SendableConnection) throws -> R)
+        -> () throws -> [R] {
+        let results = Mutex<[Int: Result<R, any Error>]>([:])
+        let finished = DispatchSemaphore(value: 0)
+        for (i, connection) in connections.enumerated() {
+            Thread {
+                defer { finished.signal() }
+                let result = Result { try body(connection) }
+                results.withLock { $0[i] = result }
+            }.start()
+        }
+        return {
+            for _ in connections { finished.wait() }
+            return try results.withLock { all in try (0..<connections.count).map { try all[$0]!.get() } }
+        }
+    }
+
+    /// ``start(_:_:)``, waited for.
+    private static func onThreads<R: Sendable>(_ connections: [SendableConnection],
+                                               _ body: @escaping @Sendable (SendableConnection) throws -> R) throws -> [R] {
+        try start(connections, body)()
+    }
 
     /// Writes each list (`sql`: an insert or a save) on a thread of its own, through a connection of its own, a
     /// transaction per person; the connections wait for SQLite's write lock (`busy_timeout`) rather than fail.
@@ -472,8 +547,8 @@ final class SQLitePeer: Peer {
 
     func close() async {
         func report(_ error: any Error) { FileHandle.standardError.write(Data("\(name): \(error)\n".utf8)) }
-        for writer in writers { _ = sqlite3_close_v2(writer) }
-        writers = []
+        for connection in writers + readers { _ = sqlite3_close_v2(connection) }
+        (writers, readers) = ([], [])
         for (sql, statement) in statements {
             do { try check(sqlite3_finalize(statement), sql) } catch { report(error) }
         }
