@@ -24,8 +24,17 @@ import Foundation
 /// finds a field by path without decoding the rest of the document. Their count must agree with the values their
 /// bytes hold; a count too large for the bytes (more elements than bytes, more fields than pairs of bytes) is
 /// refused as soon as the container is read. ``BinaryReader`` reads the format.
+///
+/// Version 3 (``shapedVersion``) leaves the names of the root object's fields out: they are the document's shape
+/// (``DocumentShape``), which its collection keeps once under an id. After the version byte come the shape's id
+/// (UInt32), the width `w` of the offsets (1, 2 or 4 bytes, the least that holds them), the offset of each field's
+/// value but the first (`w` bytes little-endian each, counted from the first value), the values in the shape's
+/// order, and the checksum. A field is found from its position in the shape, without a walk over the fields
+/// before it; each value must end where the next begins.
 enum BinaryFormat {
     static let version: UInt8 = 2
+    /// The version whose root object's field names are its shape's.
+    static let shapedVersion: UInt8 = 3
     /// The version without a checksum, which is still read.
     static let uncheckedVersion: UInt8 = 1
     /// The size of the checksum that ends a document of ``version``.
@@ -49,7 +58,13 @@ enum BinaryFormat {
         static let uuid: UInt8 = 0x0C
         static let array: UInt8 = 0x0D
         static let object: UInt8 = 0x0E
+        /// The root object of a document of ``BinaryFormat/shapedVersion``, as ``BinaryReader/root()`` hands it
+        /// on: never stored as a tag (a value may not have it), it tells the object apart for the readers.
+        static let shaped: UInt8 = 0x10
     }
+
+    /// The size of the header of a document of ``shapedVersion`` before its offsets: version, shape id, width.
+    static let shapedHeaderSize = 6
 
     /// Size of an array or object header after its tag: byte length and count.
     static let containerHeaderSize = 8

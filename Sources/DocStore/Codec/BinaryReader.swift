@@ -36,12 +36,26 @@ struct FieldRef {
 /// optimized build keeps them.
 struct BinaryReader {
     let buffer: UnsafeRawBufferPointer
+    /// The shapes of the collection the document is read from, for a document of format 3.
+    let shapes: ShapeSet?
 
-    init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+    init(_ buffer: UnsafeRawBufferPointer, shapes: ShapeSet? = nil) {
+        self.buffer = buffer
+        self.shapes = shapes
+    }
 
-    /// The document's root value, after checking the version byte (not the checksum: ``checkChecksum()``).
+    /// The document's root value, after checking the version byte (not the checksum: ``checkChecksum()``). The
+    /// root of a document of format 3 is an object of tag ``BinaryFormat/Tag/shaped``, its shape and offsets checked.
     func root() throws -> ValueRef {
         let end = try valueEnd()
+        if buffer[0] == BinaryFormat.shapedVersion {
+            guard end >= BinaryFormat.shapedHeaderSize else {
+                throw MalformedDocument(offset: 0, reason: "too short to be a document")
+            }
+            let ref = ValueRef(tag: BinaryFormat.Tag.shaped, start: 1, end: end)
+            _ = try shaped(ref)
+            return ref
+        }
         let ref = try value(at: 1, within: end)
         guard ref.end == end else {
             throw MalformedDocument(offset: ref.end, reason: "\(end - ref.end) bytes after the document")
@@ -53,7 +67,7 @@ struct BinaryReader {
     private func valueEnd() throws -> Int {
         guard buffer.count >= 2 else { throw MalformedDocument(offset: 0, reason: "too short to be a document") }
         switch buffer[0] {
-        case BinaryFormat.version:
+        case BinaryFormat.version, BinaryFormat.shapedVersion:
             guard buffer.count >= 2 + BinaryFormat.checksumSize else {
                 throw MalformedDocument(offset: 0, reason: "too short to be a document")
             }
@@ -254,8 +268,77 @@ struct BinaryReader {
 
     // MARK: Containers
 
-    /// The number of elements or fields of an array or object.
-    func count(_ ref: ValueRef) -> Int { Int(load(UInt32.self, at: ref.start + 4)) }
+    /// Whether `ref` is an object, its field names in the document or in its shape.
+    @inline(__always)
+    func isObject(_ ref: ValueRef) -> Bool { ref.tag == BinaryFormat.Tag.object || ref.tag == BinaryFormat.Tag.shaped }
+
+    /// The number of elements or fields of an array or object (of a shaped object, its shape's: see
+    /// ``shaped(_:)``, which ``root()`` checked).
+    func count(_ ref: ValueRef) -> Int {
+        if ref.tag == BinaryFormat.Tag.shaped { return (try? shaped(ref).shape.count) ?? 0 }
+        return Int(load(UInt32.self, at: ref.start + 4))
+    }
+
+    // MARK: Shaped objects
+
+    /// Where the parts of a document of format 3 lie.
+    struct Shaped {
+        let shape: DocumentShape
+        /// The width of an offset, and where the offsets begin.
+        let width: Int
+        let offsets: Int
+        /// Where the values begin and end.
+        let values: Int
+        let end: Int
+    }
+
+    /// The shape and layout of the root `ref` of a document of format 3.
+    ///
+    /// - Throws: ``MalformedDocument`` when the reader has no shapes, its shapes lack the document's, the width
+    ///   is not 1, 2 or 4, or the offsets run past the values' end.
+    @inline(__always)
+    func shaped(_ ref: ValueRef) throws -> Shaped {
+        let id = load(UInt32.self, at: ref.start)
+        guard let shape = shapes?.shape(id) else { throw unknownShape(id) }
+        let width = Int(buffer[ref.start + 4])
+        guard width == 1 || width == 2 || width == 4 else {
+            throw MalformedDocument(offset: ref.start + 4, reason: "offsets of \(width) bytes (1, 2 or 4 expected)")
+        }
+        let offsets = ref.start + 5
+        let values = offsets + width * max(0, shape.count - 1)
+        guard values <= ref.end else { throw BinaryReader.runsPast(at: offsets, ref.end) }
+        return Shaped(shape: shape, width: width, offsets: offsets, values: values, end: ref.end)
+    }
+
+    @inline(never)
+    private func unknownShape(_ id: UInt32) -> MalformedDocument {
+        MalformedDocument(offset: 1, reason: shapes == nil ? "a document of shape \(id), read without its collection's shapes"
+                                                              : "shape \(id) is not one its collection records")
+    }
+
+    /// The value of field `i` (below the shape's count) of a shaped object: from its offset to the next one's (or
+    /// the end), which it must fill.
+    @inline(__always)
+    func field(_ i: Int, of object: Shaped) throws -> ValueRef {
+        let start = i == 0 ? object.values : object.values + offset(i - 1, of: object)
+        let limit = i + 1 < object.shape.count ? object.values + offset(i, of: object) : object.end
+        guard limit <= object.end else { throw BinaryReader.runsPast(at: object.offsets + i * object.width, object.end) }
+        let value = try value(at: start, within: limit)
+        guard value.end == limit else {
+            throw MalformedDocument(offset: value.end, reason: "\(limit - value.end) bytes between a value and the next")
+        }
+        return value
+    }
+
+    @inline(__always)
+    private func offset(_ k: Int, of object: Shaped) -> Int {
+        let at = object.offsets + k * object.width
+        switch object.width {
+        case 1: return Int(buffer[at])
+        case 2: return Int(load(UInt16.self, at: at))
+        default: return Int(load(UInt32.self, at: at))
+        }
+    }
 
     /// Offset of the first element or field of a container.
     func contentStart(_ ref: ValueRef) -> Int { ref.start + BinaryFormat.containerHeaderSize }
@@ -281,6 +364,11 @@ struct BinaryReader {
     /// - Throws: ``MalformedDocument`` when a field is, or when the object holds another number of fields than
     ///   its count.
     func forEachField(_ object: ValueRef, _ body: (UnsafeRawBufferPointer, ValueRef) throws -> Void) throws {
+        if object.tag == BinaryFormat.Tag.shaped {
+            let shaped = try shaped(object)
+            for i in 0..<shaped.shape.count { try body(shaped.shape.name(i), try field(i, of: shaped)) }
+            return
+        }
         var offset = contentStart(object)
         var seen = 0
         while offset < object.end {
@@ -306,7 +394,11 @@ struct BinaryReader {
     /// the look-up a scan over many documents makes per field of its condition.
     @inline(__always)
     func field(_ object: ValueRef, named name: UnsafeRawBufferPointer) throws -> ValueRef? {
-        guard object.tag == BinaryFormat.Tag.object else { return nil }
+        guard object.tag == BinaryFormat.Tag.object else {
+            guard object.tag == BinaryFormat.Tag.shaped else { return nil }
+            let shaped = try shaped(object)
+            return try shaped.shape.index(of: name).map { try field($0, of: shaped) }
+        }
         let end = object.end
         var offset = contentStart(object)
         while offset < end {

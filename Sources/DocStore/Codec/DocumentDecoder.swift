@@ -24,7 +24,12 @@ public struct DocumentDecoder: Sendable {
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer) throws -> T {
-        let reader = BinaryReader(buffer)
+        try decode(type, from: buffer, shapes: nil)
+    }
+
+    /// Decodes a document of any format, one of format 3 with its collection's `shapes`.
+    func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer, shapes: ShapeSet?) throws -> T {
+        let reader = BinaryReader(buffer, shapes: shapes)
         do {
             let root = try reader.root()
             return try DocumentValueDecoder(reader: reader, ref: root, parent: nil, key: nil).decodeValue(type)
@@ -92,8 +97,8 @@ final class DocumentValueDecoder: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         try checkDepth()
-        guard ref.tag == BinaryFormat.Tag.object else { throw mismatch([String: Any].self, ref, nil) }
-        hint = reader.contentStart(ref)
+        guard reader.isObject(ref) else { throw mismatch([String: Any].self, ref, nil) }
+        hint = ref.tag == BinaryFormat.Tag.shaped ? 0 : reader.contentStart(ref)
         return KeyedDecodingContainer(KeyedContainer<Key>(decoder: self))
     }
 
@@ -124,7 +129,7 @@ final class DocumentValueDecoder: Decoder {
         case BinaryFormat.Tag.date: return "a date"
         case BinaryFormat.Tag.uuid: return "a UUID"
         case BinaryFormat.Tag.array: return "an array"
-        case BinaryFormat.Tag.object: return "an object"
+        case BinaryFormat.Tag.object, BinaryFormat.Tag.shaped: return "an object"
         default: return "an unknown value"
         }
     }
@@ -241,8 +246,10 @@ final class DocumentValueDecoder: Decoder {
         return try Array(name.utf8).withUnsafeBytes { try field($0) }
     }
 
-    /// Walks the fields from the one expected next (at `hint`) to the end, then from the first up to `hint`.
+    /// Walks the fields from the one expected next (at `hint`) to the end, then from the first up to `hint`; in
+    /// a shaped object, finds the field's position in the shape.
     private func field(_ name: UnsafeRawBufferPointer) throws -> ValueRef? {
+        if ref.tag == BinaryFormat.Tag.shaped { return try reader.field(ref, named: name) }
         let start = reader.contentStart(ref)
         let hint = self.hint
         var offset = hint

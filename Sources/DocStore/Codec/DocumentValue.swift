@@ -118,7 +118,7 @@ extension DocumentValue {
             elements.reserveCapacity(min(reader.count(ref), 1024))
             try reader.forEachElement(ref) { elements.append(try DocumentValue(reader: reader, ref: $0, depth: depth + 1)) }
             self = .array(elements)
-        case BinaryFormat.Tag.object:
+        case BinaryFormat.Tag.object, BinaryFormat.Tag.shaped:
             var fields: [Field] = []
             fields.reserveCapacity(min(reader.count(ref), 1024))
             try reader.forEachField(ref) { name, value in
@@ -145,7 +145,7 @@ extension DocumentValue {
             _ = try reader.payloadBytes(ref)
         case BinaryFormat.Tag.array:
             try reader.forEachElement(ref) { try check(reader: reader, ref: $0, depth: depth + 1) }
-        case BinaryFormat.Tag.object:
+        case BinaryFormat.Tag.object, BinaryFormat.Tag.shaped:
             try reader.forEachField(ref) { _, value in try check(reader: reader, ref: value, depth: depth + 1) }
         default:
             throw MalformedDocument(offset: ref.start - 1, reason: "unknown value tag")

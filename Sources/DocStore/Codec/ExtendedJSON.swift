@@ -87,7 +87,7 @@ enum ExtendedJSON {
                 try write(reader: reader, ref: element, depth: depth + 1, to: &out)
             }
             out.append(UInt8(ascii: "]"))
-        case BinaryFormat.Tag.object:
+        case BinaryFormat.Tag.object, BinaryFormat.Tag.shaped:
             var wrapped = false
             try reader.forEachField(ref) { name, _ in if name.first == UInt8(ascii: "$") { wrapped = true } }
             append(wrapped ? "{\"$object\":{" : "{", &out)

@@ -23,8 +23,11 @@ public enum InPlaceReading {
     ///   key of the value, and the value written again reads back the same.
     ///
     /// Every reader throws nothing but ``MalformedDocument`` on a corrupt document; anything else is a disagreement.
-    public static func readEveryWay(_ buffer: UnsafeRawBufferPointer, paths: [FieldPath]) -> Outcome {
-        let reader = BinaryReader(buffer)
+    /// A document of format 3 is read with `shapes`, the names of each shape by its id.
+    public static func readEveryWay(_ buffer: UnsafeRawBufferPointer, paths: [FieldPath],
+                                    shapes: [UInt32: [String]] = [:]) -> Outcome {
+        let set = ShapeSet(shapes.map { ($0.key, DocumentShape($0.value)) })
+        let reader = BinaryReader(buffer, shapes: set)
         do {
             let root: ValueRef
             do { root = try reader.root() } catch is MalformedDocument { return Outcome(wellFormed: false) }
@@ -69,6 +72,14 @@ public enum InPlaceReading {
         } catch {
             return Outcome(wellFormed: false, disagreement: "a reader threw \(type(of: error)): \(error)")
         }
+    }
+
+    /// `document` written again in format 3 under shape `id`, and its shape's names; `nil` when its root is not
+    /// an object.
+    public static func shaped(_ document: [UInt8], id: UInt32) throws -> (bytes: [UInt8], names: [String])? {
+        var names: [String] = []
+        let bytes = try document.withUnsafeBytes { try BinaryFormat.shaped($0) { names = $0; return id } }
+        return bytes.map { ($0, names) }
     }
 
     /// The value at `path` in `value`, names compared by their UTF-8 bytes as the walks over encoded bytes compare

@@ -111,7 +111,7 @@ public struct KeyEncoder: Sendable {
             bytes.append(Kind.array)
             try reader.forEachElement(ref) { try append($0, in: reader, depth: depth + 1) }
             bytes.append(Kind.end)
-        case BinaryFormat.Tag.object:
+        case BinaryFormat.Tag.object, BinaryFormat.Tag.shaped:
             bytes.append(Kind.object)
             try reader.forEachField(ref) { name, value in
                 appendString(String(decoding: name, as: UTF8.self))

@@ -121,7 +121,7 @@ enum ValueComparison {
         case BinaryFormat.Tag.date: return .date
         case BinaryFormat.Tag.uuid: return .uuid
         case BinaryFormat.Tag.array: return .array
-        case BinaryFormat.Tag.object: return .object
+        case BinaryFormat.Tag.object, BinaryFormat.Tag.shaped: return .object
         default: return .number
         }
     }

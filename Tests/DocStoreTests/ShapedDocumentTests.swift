@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+@_spi(Fuzzing) @testable import DocStore
+
+/// Documents of format 3, whose root object's field names are a shape kept apart: every reader finds in one what it
+/// finds in the document of format 2 it was written from, and refuses a damaged one without reading outside it.
+@Suite struct ShapedDocumentTests {
+    private struct Person: Codable, Equatable {
+        var id: Int
+        var name: String
+        var age: Int
+        var score: Double
+        var tags: [String]
+        var address: [String: String]
+        var bonus: Int?
+    }
+
+    /// A random object of one to eight fields, some holding values long enough for offsets of 2 or 4 bytes.
+    private func randomObject(_ random: inout CodecRandom) -> DocumentValue {
+        DocumentValue.object((0..<(1 + random.below(8))).map { i in
+            let value: DocumentValue
+            switch random.below(12) {
+            case 0: value = .string(String(repeating: "x", count: 200 + random.below(400)))
+            case 1: value = .bytes([UInt8](repeating: 7, count: random.chance(4) ? 70_000 : 300))
+            default: value = random.documentValue(depth: 3, allowNaN: true)
+            }
+            return ("f\(i)" + random.asciiString(maxLength: 3), value)
+        })
+    }
+
+    private func shaped(_ value: DocumentValue, id: UInt32) throws -> (bytes: [UInt8], names: [String]) {
+        try #require(try InPlaceReading.shaped(value.encoded(), id: id))
+    }
+
+    @Test func shapedDocumentsReadAsTheDocumentsTheyCameFrom() throws {
+        var random = CodecRandom(seed: 3301)
+        var failures = CodecFailures()
+        var widths = Set<UInt8>()
+        for _ in 0..<2_000 {
+            let value = randomObject(&random)
+            let id = UInt32(truncatingIfNeeded: random.next())
+            let (bytes, names) = try shaped(value, id: id)
+            widths.insert(bytes[5])
+            guard case .object(let fields) = value, names == fields.map(\.name) else {
+                failures.add("the shape's names are not the fields': \(names)")
+                continue
+            }
+            let set = ShapeSet([(id, DocumentShape(names))])
+            try bytes.withUnsafeBytes { raw in
+                let reader = BinaryReader(raw, shapes: set)
+                if (try? reader.checkChecksum()) != true { failures.add("the checksum does not hold") }
+                let root = try reader.root()
+                if try DocumentValue(reader: reader, ref: root).encoded() != value.encoded() {
+                    failures.add("read back as another value: \(value)")
+                }
+                var key = KeyEncoder()
+                try key.append(root, in: reader)
+                if key.bytes != KeyEncoder.key(value) { failures.add("its key differs: \(value)") }
+            }
+            var paths = allPaths(value).map { FieldPath(components: $0) }
+            paths.append(FieldPath(components: ["\u{1}missing"]))
+            let outcome = bytes.withUnsafeBytes { InPlaceReading.readEveryWay($0, paths: paths, shapes: [id: names]) }
+            if !outcome.wellFormed { failures.add("refused: \(value)") }
+            if let disagreement = outcome.disagreement { failures.add(disagreement) }
+        }
+        #expect(failures.count == 0, failures.report(seed: 3301))
+        #expect(widths == [1, 2, 4])
+    }
+
+    @Test func aModelDecodesFromItsShapedDocument() throws {
+        let people = (0..<50).map { i in
+            Person(id: i, name: "name \(i)", age: i % 90, score: Double(i) / 3, tags: Array(repeating: "t", count: i % 4),
+                   address: ["city": "city \(i)"], bonus: i % 3 == 0 ? nil : i)
+        }
+        var shapes: [UInt32: [String]] = [:]
+        for person in people {
+            let document = try DocumentEncoder().encode(person)
+            // The shape is the names: a person without a bonus has another one.
+            let id: UInt32 = person.bonus == nil ? 1 : 2
+            let (bytes, names) = try #require(try InPlaceReading.shaped(document, id: id))
+            shapes[id] = names
+            #expect(bytes.count < document.count)
+            let set = ShapeSet(shapes.map { ($0.key, DocumentShape($0.value)) })
+            let decoded = try bytes.withUnsafeBytes { try DocumentDecoder().decode(Person.self, from: $0, shapes: set) }
+            #expect(decoded == person)
+            let age = try bytes.withUnsafeBytes { raw -> DocumentValue? in
+                let reader = BinaryReader(raw, shapes: set)
+                return try reader.value(atPath: "age", from: try reader.root()).map { try DocumentValue(reader: reader, ref: $0) }
+            }
+            #expect(age == .int(Int64(person.age)))
+        }
+        #expect(shapes[1] == ["id", "name", "age", "score", "tags", "address"])
+    }
+
+    @Test func aShapedDocumentNeedsItsShape() throws {
+        let (bytes, names) = try shaped(["a": 1, "b": "two"], id: 7)
+        func failure(_ shapes: ShapeSet?) -> String {
+            bytes.withUnsafeBytes { raw in
+                do { _ = try BinaryReader(raw, shapes: shapes).root(); return "none" } catch { return "\(error)" }
+            }
+        }
+        #expect(failure(nil).contains("shape 7, read without its collection's shapes"))
+        #expect(failure(ShapeSet([(8, DocumentShape(names))])).contains("shape 7 is not one its collection records"))
+        #expect(failure(ShapeSet([(7, DocumentShape(names))])) == "none")
+        // A shape of another number of fields than the document's values: the offsets and values do not agree.
+        let wrong = ShapeSet([(7, DocumentShape(["a", "b", "c"]))])
+        #expect(bytes.withUnsafeBytes { (try? DocumentValue(reader: BinaryReader($0, shapes: wrong), ref: try BinaryReader($0, shapes: wrong).root())) } == nil)
+    }
+
+    @Test func onlyAnObjectTakesAShape() throws {
+        #expect(try InPlaceReading.shaped(DocumentValue.array([1, 2]).encoded(), id: 1) == nil)
+        #expect(try InPlaceReading.shaped(DocumentValue.int(3).encoded(), id: 1) == nil)
+        let kept = try DocumentValue.object([("a", 1)]).encoded().withUnsafeBytes { raw in
+            try BinaryFormat.shaped(raw) { _ in nil }
+        }
+        #expect(kept == nil)
+        // An empty object has a shape of no names, and no values.
+        let (empty, names) = try shaped(DocumentValue.object([DocumentValue.Field]()), id: 2)
+        #expect(names.isEmpty)
+        let value = try empty.withUnsafeBytes { raw in
+            let reader = BinaryReader(raw, shapes: ShapeSet([(2, DocumentShape([]))]))
+            return try DocumentValue(reader: reader, ref: try reader.root())
+        }
+        #expect(value == DocumentValue.object([DocumentValue.Field]()))
+    }
+
+    @Test func damagedShapedDocumentsAreRefusedOrReadAlikeEveryWay() throws {
+        var random = CodecRandom(seed: 3307)
+        var failures = CodecFailures()
+        var refused = 0
+        for round in 0..<4_000 {
+            let value = randomObject(&random)
+            var (bytes, names) = try shaped(value, id: 5)
+            for _ in 0..<(1 + random.below(3)) {
+                let at = random.below(bytes.count)
+                switch random.below(4) {
+                case 0: bytes[at] = UInt8(truncatingIfNeeded: random.next())
+                case 1: bytes[at] ^= 1 << UInt8(random.below(8))
+                case 2: bytes[at] = random.pick([0x00, 0x01, 0x02, 0x04, 0x05, 0x7F, 0xFF])
+                default: bytes.remove(at: at)
+                }
+            }
+            if round % 5 == 0 { bytes.removeLast(random.below(min(bytes.count, 12) + 1)) }
+            var paths = allPaths(value).map { FieldPath(components: $0) }
+            paths.append(FieldPath(components: ["nothing"]))
+            let outcome = bytes.withUnsafeBytes { InPlaceReading.readEveryWay($0, paths: paths, shapes: [5: names]) }
+            if !outcome.wellFormed { refused += 1 }
+            if let disagreement = outcome.disagreement { failures.add(disagreement) }
+            _ = bytes.withUnsafeBytes { raw in
+                try? DocumentDecoder().decode([String: String].self, from: raw,
+                                              shapes: ShapeSet([(5, DocumentShape(names))]))
+            }
+        }
+        #expect(failures.count == 0, failures.report(seed: 3307))
+        #expect(refused > 1_000)
+    }
+
+    private func allPaths(_ value: DocumentValue, prefix: [String] = []) -> [[String]] {
+        guard case .object(let fields) = value else { return [] }
+        return fields.flatMap { [prefix + [$0.name]] + allPaths($0.value, prefix: prefix + [$0.name]) }
+    }
+}
