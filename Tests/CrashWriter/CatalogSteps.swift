@@ -12,6 +12,7 @@ import Foundation
 /// - `dropIndex COLLECTION NAME`
 /// - `drop COLLECTION`
 /// - `people N` — inserts N ``ChildPerson``s, a typed collection with indexes.
+/// - `fields COLLECTION N NAME...` — saves documents with ids 1...N, each with the fields NAME... set to its id.
 enum CatalogSteps {
     static func run(path: String) async -> Never {
         let store: DocStore
@@ -63,6 +64,15 @@ enum CatalogSteps {
             let collection = words[1]
             guard try await store.write({ try $0.dropCollection(collection) }) else {
                 throw Refusal("no collection \(collection)")
+            }
+        case ("fields", let n) where n >= 4:
+            guard let count = Int(words[2]), count > 0 else { throw Refusal("fields COLLECTION N NAME...: N above 0") }
+            let (collection, names) = (words[1], Array(words[3...]))
+            try await store.write { ctx in
+                for i in 1...count {
+                    try ctx.save(.object([.init("id", .int(Int64(i)))] + names.map { .init($0, .int(Int64(i))) }),
+                                 into: collection)
+                }
             }
         case ("people", 2):
             guard let count = Int(words[1]) else { throw Refusal("people N: N is a number") }

@@ -146,7 +146,8 @@ import TestSupport
         }
         let names = Set(try await Person.query().results(in: store).map(\.name))
         #expect(names == Set((0..<8).filter { $0 != 3 }.map { "small-\($0)" }))
-        #expect(try await store.verify().isClean)
+        let report = try await store.verify()
+        #expect(report.isClean, "\(report)")
     }
 
     /// Inserts that commit together, some taking a unique value or an id that another of the group took first:

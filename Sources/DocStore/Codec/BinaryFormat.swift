@@ -26,8 +26,9 @@ import Foundation
 /// refused as soon as the container is read. ``BinaryReader`` reads the format.
 ///
 /// Version 3 (``shapedVersion``) leaves the names of the root object's fields out: they are the document's shape
-/// (``DocumentShape``), which its collection keeps once under an id. After the version byte come the shape's id
-/// (UInt32), the width `w` of the offsets (1, 2 or 4 bytes, the least that holds them), the offset of each field's
+/// (``DocumentShape``), which the store keeps once under an id. After the version byte come the shape's id
+/// (UInt64, a hash of the names: ``DocumentShape/id(of:)``), the width `w` of the offsets (1, 2 or 4 bytes, the
+/// least that holds them), the number of fields (a varint, which must be the shape's), the offset of each field's
 /// value but the first (`w` bytes little-endian each, counted from the first value), the values in the shape's
 /// order, and the checksum. A field is found from its position in the shape, without a walk over the fields
 /// before it; each value must end where the next begins.
@@ -63,8 +64,9 @@ enum BinaryFormat {
         static let shaped: UInt8 = 0x10
     }
 
-    /// The size of the header of a document of ``shapedVersion`` before its offsets: version, shape id, width.
-    static let shapedHeaderSize = 6
+    /// The least size of the header of a document of ``shapedVersion`` before its offsets: version, shape id,
+    /// width, a count of one byte.
+    static let shapedHeaderSize = 11
 
     /// Size of an array or object header after its tag: byte length and count.
     static let containerHeaderSize = 8

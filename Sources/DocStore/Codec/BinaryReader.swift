@@ -36,12 +36,14 @@ struct FieldRef {
 /// optimized build keeps them.
 struct BinaryReader {
     let buffer: UnsafeRawBufferPointer
-    /// The shapes of the collection the document is read from, for a document of format 3.
-    let shapes: ShapeSet?
+    /// Shapes to read a document of format 3 with, besides those of ``ShapeTable``; unretained, so that a reader
+    /// stays a plain value that copies without reference counting (a scan copies one per document): the caller
+    /// keeps the set alive while it reads.
+    private let shapes: Unmanaged<ShapeSet>?
 
     init(_ buffer: UnsafeRawBufferPointer, shapes: ShapeSet? = nil) {
         self.buffer = buffer
-        self.shapes = shapes
+        self.shapes = shapes.map(Unmanaged.passUnretained)
     }
 
     /// The document's root value, after checking the version byte (not the checksum: ``checkChecksum()``). The
@@ -275,7 +277,7 @@ struct BinaryReader {
     /// The number of elements or fields of an array or object (of a shaped object, its shape's: see
     /// ``shaped(_:)``, which ``root()`` checked).
     func count(_ ref: ValueRef) -> Int {
-        if ref.tag == BinaryFormat.Tag.shaped { return (try? shaped(ref).shape.count) ?? 0 }
+        if ref.tag == BinaryFormat.Tag.shaped { return (try? shaped(ref).count) ?? 0 }
         return Int(load(UInt32.self, at: ref.start + 4))
     }
 
@@ -283,7 +285,11 @@ struct BinaryReader {
 
     /// Where the parts of a document of format 3 lie.
     struct Shaped {
-        let shape: DocumentShape
+        /// Unretained (a shape lives as long as the table or set that holds it, which outlives every read), and
+        /// used without retaining it: a scan's threads would each retain and release it per document.
+        let shape: Unmanaged<DocumentShape>
+        /// The number of fields, the shape's.
+        let count: Int
         /// The width of an offset, and where the offsets begin.
         let width: Int
         let offsets: Int
@@ -298,22 +304,28 @@ struct BinaryReader {
     ///   is not 1, 2 or 4, or the offsets run past the values' end.
     @inline(__always)
     func shaped(_ ref: ValueRef) throws -> Shaped {
-        let id = load(UInt32.self, at: ref.start)
-        guard let shape = shapes?.shape(id) else { throw unknownShape(id) }
-        let width = Int(buffer[ref.start + 4])
-        guard width == 1 || width == 2 || width == 4 else {
-            throw MalformedDocument(offset: ref.start + 4, reason: "offsets of \(width) bytes (1, 2 or 4 expected)")
+        let id = load(UInt64.self, at: ref.start)
+        guard let shape = shapes?._withUnsafeGuaranteedRef({ $0.shape(id) }).map(Unmanaged.passUnretained)
+                ?? ShapeTable.shape(id) else {
+            throw unknownShape(id)
         }
-        let offsets = ref.start + 5
-        let values = offsets + width * max(0, shape.count - 1)
+        let names = shape._withUnsafeGuaranteedRef { $0.count }
+        let width = Int(buffer[ref.start + 8])
+        guard width == 1 || width == 2 || width == 4 else {
+            throw MalformedDocument(offset: ref.start + 8, reason: "offsets of \(width) bytes (1, 2 or 4 expected)")
+        }
+        let (count, offsets) = try length(at: ref.start + 9, within: ref.end)
+        guard count == names else {
+            throw MalformedDocument(offset: ref.start + 9, reason: "holds \(count) values but its shape names \(names)")
+        }
+        let values = offsets + width * max(0, count - 1)
         guard values <= ref.end else { throw BinaryReader.runsPast(at: offsets, ref.end) }
-        return Shaped(shape: shape, width: width, offsets: offsets, values: values, end: ref.end)
+        return Shaped(shape: shape, count: count, width: width, offsets: offsets, values: values, end: ref.end)
     }
 
     @inline(never)
-    private func unknownShape(_ id: UInt32) -> MalformedDocument {
-        MalformedDocument(offset: 1, reason: shapes == nil ? "a document of shape \(id), read without its collection's shapes"
-                                                              : "shape \(id) is not one its collection records")
+    private func unknownShape(_ id: UInt64) -> MalformedDocument {
+        MalformedDocument(offset: 1, reason: "its shape (\(String(id, radix: 16))) is not one its store records")
     }
 
     /// The value of field `i` (below the shape's count) of a shaped object: from its offset to the next one's (or
@@ -321,7 +333,7 @@ struct BinaryReader {
     @inline(__always)
     func field(_ i: Int, of object: Shaped) throws -> ValueRef {
         let start = i == 0 ? object.values : object.values + offset(i - 1, of: object)
-        let limit = i + 1 < object.shape.count ? object.values + offset(i, of: object) : object.end
+        let limit = i + 1 < object.count ? object.values + offset(i, of: object) : object.end
         guard limit <= object.end else { throw BinaryReader.runsPast(at: object.offsets + i * object.width, object.end) }
         let value = try value(at: start, within: limit)
         guard value.end == limit else {
@@ -366,7 +378,9 @@ struct BinaryReader {
     func forEachField(_ object: ValueRef, _ body: (UnsafeRawBufferPointer, ValueRef) throws -> Void) throws {
         if object.tag == BinaryFormat.Tag.shaped {
             let shaped = try shaped(object)
-            for i in 0..<shaped.shape.count { try body(shaped.shape.name(i), try field(i, of: shaped)) }
+            try shaped.shape._withUnsafeGuaranteedRef { shape in
+                for i in 0..<shaped.count { try body(shape.name(i), try field(i, of: shaped)) }
+            }
             return
         }
         var offset = contentStart(object)
@@ -397,7 +411,7 @@ struct BinaryReader {
         guard object.tag == BinaryFormat.Tag.object else {
             guard object.tag == BinaryFormat.Tag.shaped else { return nil }
             let shaped = try shaped(object)
-            return try shaped.shape.index(of: name).map { try field($0, of: shaped) }
+            return try shaped.shape._withUnsafeGuaranteedRef { $0.index(of: name) }.map { try field($0, of: shaped) }
         }
         let end = object.end
         var offset = contentStart(object)

@@ -58,6 +58,9 @@ final class DocumentValueDecoder: Decoder {
     /// (Not checked for exclusivity at run time: a decoder is used by one synchronous decode, and no two accesses
     /// overlap.)
     @exclusivity(unchecked) var hint: Int = 0
+    /// The layout of a shaped object (the root of a document of format 3), found once for all its fields; `hint`
+    /// is then the position of the field expected next.
+    @exclusivity(unchecked) var shaped: BinaryReader.Shaped?
 
     /// How many values this one is nested in.
     let depth: Int
@@ -98,7 +101,12 @@ final class DocumentValueDecoder: Decoder {
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         try checkDepth()
         guard reader.isObject(ref) else { throw mismatch([String: Any].self, ref, nil) }
-        hint = ref.tag == BinaryFormat.Tag.shaped ? 0 : reader.contentStart(ref)
+        if ref.tag == BinaryFormat.Tag.shaped {
+            shaped = try reader.shaped(ref)
+            hint = 0
+        } else {
+            hint = reader.contentStart(ref)
+        }
         return KeyedDecodingContainer(KeyedContainer<Key>(decoder: self))
     }
 
@@ -249,7 +257,16 @@ final class DocumentValueDecoder: Decoder {
     /// Walks the fields from the one expected next (at `hint`) to the end, then from the first up to `hint`; in
     /// a shaped object, finds the field's position in the shape.
     private func field(_ name: UnsafeRawBufferPointer) throws -> ValueRef? {
-        if ref.tag == BinaryFormat.Tag.shaped { return try reader.field(ref, named: name) }
+        if let shaped {
+            let expected = hint
+            let i = shaped.shape._withUnsafeGuaranteedRef { shape -> Int? in
+                if expected < shaped.count, shape.name(expected).sameBytes(as: name) { return expected }
+                return shape.index(of: name)
+            }
+            guard let i else { return nil }
+            hint = i + 1
+            return try reader.field(i, of: shaped)
+        }
         let start = reader.contentStart(ref)
         let hint = self.hint
         var offset = hint

@@ -6,13 +6,19 @@
 struct DocumentPatch {
     private var bytes: [UInt8]
 
-    /// A patch of `document`; `nil` for a document of the version without a checksum (a change writes it again
+    /// A patch of `document` (of format 2 or 3); `nil` for a document of the version without a checksum (a change writes it again
     /// whole, in the current version), or one whose checksum does not hold (a change must not seal damaged bytes).
     init?(_ document: UnsafeRawBufferPointer) {
-        guard document.first == BinaryFormat.version, (try? BinaryReader(document).checkChecksum()) == true else {
-            return nil
+        guard (try? BinaryReader(document).checkChecksum()) == true else { return nil }
+        switch document.first {
+        case BinaryFormat.version: bytes = Array(document)
+        case BinaryFormat.shapedVersion:
+            // Its names put back in place: a patch works on fields laid out as format 2 lays them (the write
+            // stores the result in format 3 again).
+            guard let unshaped = try? BinaryFormat.unshaped(document) else { return nil }
+            bytes = unshaped
+        default: return nil
         }
-        bytes = Array(document)
     }
 
     /// Where the value at `path` lies: the offsets of the headers of the objects on its way (the root first), and

@@ -25,9 +25,12 @@ public enum InPlaceReading {
     /// Every reader throws nothing but ``MalformedDocument`` on a corrupt document; anything else is a disagreement.
     /// A document of format 3 is read with `shapes`, the names of each shape by its id.
     public static func readEveryWay(_ buffer: UnsafeRawBufferPointer, paths: [FieldPath],
-                                    shapes: [UInt32: [String]] = [:]) -> Outcome {
+                                    shapes: [UInt64: [String]] = [:]) -> Outcome {
         let set = ShapeSet(shapes.map { ($0.key, DocumentShape($0.value)) })
-        let reader = BinaryReader(buffer, shapes: set)
+        return withExtendedLifetime(set) { readEveryWay(BinaryReader(buffer, shapes: set), paths: paths) }
+    }
+
+    private static func readEveryWay(_ reader: BinaryReader, paths: [FieldPath]) -> Outcome {
         do {
             let root: ValueRef
             do { root = try reader.root() } catch is MalformedDocument { return Outcome(wellFormed: false) }
@@ -76,9 +79,15 @@ public enum InPlaceReading {
 
     /// `document` written again in format 3 under shape `id`, and its shape's names; `nil` when its root is not
     /// an object.
-    public static func shaped(_ document: [UInt8], id: UInt32) throws -> (bytes: [UInt8], names: [String])? {
+    public static func shaped(_ document: [UInt8], id: UInt64) throws -> (bytes: [UInt8], names: [String])? {
         var names: [String] = []
-        let bytes = try document.withUnsafeBytes { try BinaryFormat.shaped($0) { names = $0; return id } }
+        let bytes = try document.withUnsafeBytes { raw in
+            try BinaryFormat.shaped(raw) { found in
+                guard let strings = found.strings else { return nil }
+                names = strings
+                return id
+            }
+        }
         return bytes.map { ($0, names) }
     }
 

@@ -18,6 +18,8 @@ struct Catalog {
     enum Record: Equatable {
         case format, generation, knownMigrations
         case collection(String), filter(String), migration(String)
+        /// The names of a shape of documents of format 3, by its id (``DocumentShape/id(of:)``).
+        case shape(UInt64)
 
         var key: [UInt8] {
             switch self {
@@ -27,6 +29,7 @@ struct Catalog {
             case .collection(let name): Catalog.key("collection", name)
             case .filter(let name): Catalog.key("filter", name)
             case .migration(let name): Catalog.key("migration", name)
+            case .shape(let id): Catalog.key("shape", Catalog.hex(id))
             }
         }
 
@@ -41,12 +44,21 @@ struct Catalog {
             case ("collection", let name?): self = .collection(name)
             case ("filter", let name?): self = .filter(name)
             case ("migration", let name?): self = .migration(name)
+            case ("shape", let hex?):
+                guard hex.utf8.count == 16, let id = UInt64(hex, radix: 16) else { return nil }
+                self = .shape(id)
             default: return nil
             }
         }
     }
 
     private static func key(_ kind: String, _ name: String) -> [UInt8] { Array((kind + String(separator) + name).utf8) }
+
+    /// An id as 16 hexadecimal digits.
+    static func hex(_ id: UInt64) -> String {
+        let digits = String(id, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
 
     // MARK: Format and generation
 
@@ -149,6 +161,31 @@ struct Catalog {
     /// Records the names a migrator registered.
     func setKnownMigrations(_ names: [String]) throws {
         try txn.put(space, Record.knownMigrations.key, try DocumentEncoder().encode(names))
+    }
+
+    // MARK: Shapes
+
+    /// The names of the shape `id`, or `nil` when the catalog has no such shape.
+    func shape(_ id: UInt64) throws -> [String]? {
+        try decoded(Catalog.decoding([String].self), .shape(id), what: "the names of shape \(Catalog.hex(id))")
+    }
+
+    /// Records a shape, and moves the generation: the reads that begin after the commit load it
+    /// (``StoreCore/loadShapes(in:generation:)``).
+    func setShape(_ id: UInt64, names: [String]) throws {
+        try txn.put(space, Record.shape(id).key, try DocumentEncoder().encode(names))
+        try bumpGeneration()
+    }
+
+    /// Every shape, by id; a damaged record is left out (its documents then say that their shape is not recorded).
+    func shapes() throws -> [(id: UInt64, names: [String])] {
+        var out: [(UInt64, [String])] = []
+        try txn.forEachEntry(in: space) { key, value in
+            guard case .shape(let id)? = Record(key: Array(key)),
+                  let names = try? DocumentDecoder().decode([String].self, from: value) else { return }
+            out.append((id, names))
+        }
+        return out
     }
 
     // MARK: Reading records

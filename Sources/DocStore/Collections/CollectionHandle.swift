@@ -34,12 +34,47 @@ final class CollectionHandle {
     /// The definitions of ``indexes``, as the planner reads them.
     let indexDefinitions: [IndexDefinition]
 
-    init(info: CollectionInfo, documents: KeySpace, indexes: [Index], checksChecksums: Bool) {
+    /// The shape a document is written under, given its field names (``StoreCore/shapeID(for:in:)``); `nil` where
+    /// documents are written in format 2.
+    private let shapeID: ((BinaryFormat.Names, any StorageTransaction) throws -> UInt64?)?
+
+    init(info: CollectionInfo, documents: KeySpace, indexes: [Index], checksChecksums: Bool,
+         shapeID: ((BinaryFormat.Names, any StorageTransaction) throws -> UInt64?)? = nil) {
         self.info = info
         self.documents = documents
         self.indexes = indexes
         self.indexDefinitions = indexes.map(\.definition)
         self.checksChecksums = checksChecksums
+        self.shapeID = shapeID
+    }
+
+    /// A document as this collection stores it: in format 3 where the store writes shapes, else as it is (and as
+    /// it is when its root is not an object, or malformed: the write then refuses it as before). `shapes` keeps the
+    /// shapes found for the documents of one call, in one transaction: each is looked up in the catalog once.
+    func storable(_ bytes: [UInt8], in txn: any StorageTransaction, shapes: inout [UInt64: UInt64?]) throws -> [UInt8] {
+        guard let shapeID, bytes.first != BinaryFormat.shapedVersion else { return bytes }
+        let shaped: [UInt8]?
+        do {
+            shaped = try bytes.withUnsafeBytes { raw in
+                try BinaryFormat.shaped(raw) { names in
+                    if let found = shapes[names.id],
+                       found == nil || ShapeTable.shape(names.id)?._withUnsafeGuaranteedRef({ $0.hasNames(names.bytes) }) == true {
+                        return found
+                    }
+                    let found = try shapeID(names, txn)
+                    shapes[names.id] = found
+                    return found
+                }
+            }
+        } catch is MalformedDocument {
+            return bytes
+        }
+        return shaped ?? bytes
+    }
+
+    func storable(_ bytes: [UInt8], in txn: any StorageTransaction) throws -> [UInt8] {
+        var shapes: [UInt64: UInt64?] = [:]
+        return try storable(bytes, in: txn, shapes: &shapes)
     }
 
     var name: String { info.name }
@@ -155,7 +190,7 @@ final class CollectionHandle {
         switch try stored.withUnsafeBytes({ try change($0) }) {
         case .keep: return true
         case .delete: return try delete(id: id, in: txn)
-        case .replace(let new): bytes = new
+        case .replace(let new): bytes = try storable(new, in: txn)
         }
         guard !bytes.withUnsafeBytes({ $0.sameBytes(as: stored) }) else { return true }
         let newID: [UInt8]
@@ -207,6 +242,7 @@ final class CollectionHandle {
     /// duplicate id (insert) or a unique conflict. `stored`, when given, is the document's present bytes (read by
     /// the caller already), else they are read here.
     func write(_ bytes: [UInt8], mode: WriteMode, in txn: any StorageTransaction, stored: [UInt8]? = nil) throws {
+        let bytes = try storable(bytes, in: txn)
         try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
             let root = try reader.root()
@@ -265,6 +301,8 @@ final class CollectionHandle {
     /// too long), so that a refused batch changes nothing. Then the documents go in in id order and each index's
     /// entries in key order, so that consecutive puts land on the same pages.
     func insert(batch: [[UInt8]], in txn: any StorageTransaction) throws {
+        var shapes: [UInt64: UInt64?] = [:]
+        let batch = try batch.map { try storable($0, in: txn, shapes: &shapes) }
         // Each document is checked against the store as it comes; its id and keys against the batch's others once
         // they are all in, sorted, where equal ones are neighbours. The error is the one checking them one by one
         // in order would meet first (``Refusal``).

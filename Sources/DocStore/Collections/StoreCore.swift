@@ -4,8 +4,9 @@ import Foundation
 ///
 /// Owned by the actor and used only on it, inside synchronous transactions.
 final class StoreCore {
-    /// 2: documents end with a checksum (format 1 stores open, and are marked 2 when opened for writing).
-    static let formatVersion: UInt8 = 2
+    /// 2: documents end with a checksum (format 1 stores open, and are marked 2 when opened for writing). 3:
+    /// documents of a file may leave their field names to a shape the catalog records (``DocumentShape``).
+    static let formatVersion: UInt8 = 3
 
     /// The storage, opened in ``openEnvironment(path:options:)``.
     let env: any StorageEngine
@@ -40,6 +41,14 @@ final class StoreCore {
     /// neither its collections nor the key spaces it opened, as some may have been closed since.
     var keySpaceEpoch: UInt64 = 0
     private(set) var meta = KeySpace(number: 0)
+    /// The generation whose shapes are all in ``ShapeTable`` (guarded as ``handles`` is); `nil` until a
+    /// transaction loads them.
+    private var shapesLoadedAt: UInt64?
+    /// The shapes the catalog records, as of ``shapesLoadedAt`` (guarded as ``handles`` is): a write of a document
+    /// of one of them writes no record.
+    private var recordedShapes: Set<UInt64> = []
+    /// The most shapes a store records; documents of further shapes are written in format 2.
+    static let shapeLimit = 4_096
     /// Run when the core goes, after the engine is closed: the store's observers end there.
     var onRelease: (() -> Void)?
 
@@ -176,6 +185,65 @@ final class StoreCore {
     /// The catalog as `txn` sees it.
     func catalog(_ txn: any StorageTransaction) -> Catalog { Catalog(space: meta, txn: txn, path: path) }
 
+    // MARK: Shapes
+
+    /// Whether documents are written in format 3: in a file (a server's store keeps format 2, which needs no
+    /// catalog to read).
+    var writesShapes: Bool { file != nil && !isReadOnly }
+
+    /// Puts the shapes the catalog records at `generation` (`txn`'s) into ``ShapeTable``, unless a
+    /// transaction of that generation or a later one did: before any of `txn`'s documents is read.
+    ///
+    /// Only a read takes them as recorded (``shapeID(for:in:)`` then writes no record): a write transaction may see
+    /// records of its own that it does not commit (a group's writes each see those of the writes before them).
+    ///
+    /// - Throws: ``DocStoreError/Code/corruptDocument`` when a shape cannot be held: the process met another
+    ///   shape of the same id (a hash of the names), or more shapes than it holds.
+    func loadShapes(in txn: any StorageTransaction, generation: UInt64) throws {
+        guard file != nil, withState({ shapesLoadedAt.map { $0 < generation } ?? true }) else { return }
+        var ids: [UInt64] = []
+        for (id, names) in try catalog(txn).shapes() {
+            guard let shape = ShapeTable.add(id, names), shape.names == names else {
+                throw DocStoreError(.corruptDocument, "\(path) records shape \(Catalog.hex(id)), which this process "
+                    + "cannot hold beside the shapes of the stores it read before (\(names.count) names)")
+            }
+            ids.append(id)
+        }
+        guard txn.isReadOnly else { return }
+        withState {
+            guard shapesLoadedAt.map({ $0 < generation }) ?? true else { return }
+            shapesLoadedAt = generation
+            recordedShapes.formUnion(ids)
+        }
+    }
+
+    /// The id of the shape a document with the field names `names` is written under in `txn`, its record added to
+    /// the catalog when the catalog has none; `nil` to write the document in format 2 (a name that is not UTF-8,
+    /// the store's or the process's shapes all taken, another shape of the same id).
+    func shapeID(for names: BinaryFormat.Names, in txn: any StorageTransaction) throws -> UInt64? {
+        let strings: [String]
+        if let known = ShapeTable.shape(names.id)?.takeUnretainedValue() {
+            guard known.hasNames(names.bytes) else { return nil }
+            if withState({ recordedShapes.contains(names.id) }) { return names.id }
+            strings = known.names
+        } else {
+            guard let valid = names.strings else { return nil }
+            strings = valid
+        }
+        let catalog = catalog(txn)
+        // Recorded already (by this transaction, or one committed since the shapes were loaded), or not yet.
+        if let recorded = try catalog.shape(names.id) {
+            guard recorded == strings, let shape = ShapeTable.add(names.id, strings), shape.names == strings else {
+                return nil
+            }
+            return names.id
+        }
+        guard withState({ recordedShapes.count }) < StoreCore.shapeLimit,
+              let shape = ShapeTable.add(names.id, strings), shape.names == strings else { return nil }
+        try catalog.setShape(names.id, names: strings)
+        return names.id
+    }
+
     func readInfo(_ collection: String, in txn: any StorageTransaction) throws -> CollectionInfo? {
         try catalog(txn).collection(collection)
     }
@@ -197,7 +265,8 @@ final class StoreCore {
             }
             indexes.append(.init(definition: definition, database: db))
         }
-        return CollectionHandle(info: info, documents: documents, indexes: indexes, checksChecksums: checksChecksums)
+        return CollectionHandle(info: info, documents: documents, indexes: indexes, checksChecksums: checksChecksums,
+                                shapeID: writesShapes ? { [unowned self] in try shapeID(for: $0, in: $1) } : nil)
     }
 
     /// Brings the catalog in line with a Swift type's schema, inside a write transaction: creates the collection,

@@ -34,6 +34,7 @@ final class TransactionScope {
         self.txn = txn
         self.epoch = core.withState { core.keySpaceEpoch }
         self.startGeneration = try core.catalog(txn).generation()
+        try core.loadShapes(in: txn, generation: startGeneration)
     }
 
     /// The collection of a Swift type as the catalog has it, for reading: `nil` when there is none yet. Indexes the

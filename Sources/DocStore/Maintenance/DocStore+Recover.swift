@@ -210,6 +210,12 @@ extension DocStore {
                     }
                 case .knownMigrations:
                     knownMigrations = try? DocumentDecoder().decode([String].self, from: value)
+                case .shape(let id):
+                    // The names of documents of format 3: known to the process, they read as the others.
+                    if let names = try? DocumentDecoder().decode([String].self, from: value),
+                       DocumentShape.id(of: names) == id {
+                        _ = ShapeTable.add(id, names)
+                    }
                 case .format, .generation, nil:
                     break
                 }
@@ -298,6 +304,7 @@ extension DocStore {
                     + (salvage.readNewest ? "cut off from the collection's tree" : "no tree reaches"))
             }
             entry.collection.conflicting = conflicting.count
+            var shapesLost = 0
             for key in order where !conflicting.contains(key) {
                 guard let item = chosen[key] else { continue }
                 do {
@@ -310,7 +317,15 @@ extension DocStore {
                     }
                 } catch {
                     entry.collection.damaged += 1
+                    if item.value.first == BinaryFormat.shapedVersion, item.value.count > 9,
+                       ShapeTable.shape(UInt64(littleEndian: item.value.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 1, as: UInt64.self) })) == nil {
+                        shapesLost += 1
+                    }
                 }
+            }
+            if shapesLost > 0 {
+                entry.collection.notes.append("\(shapesLost) of the damaged documents are sound, but the names of their "
+                    + "fields (their shape) were lost with the catalog: their values could not be named")
             }
             if let unreachable = entry.collection.unreachable {
                 entry.collection.unreachable = max(0, unreachable - added)

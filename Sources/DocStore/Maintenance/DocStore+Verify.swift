@@ -143,6 +143,9 @@ extension DocStore {
         let checker = core.withState { core.typeCheckers[handle.name] }
         let indexes = handle.indexes
         let shapes = indexes.map { ($0.definition.kind, $0.paths) }
+        // A document of format 3 is read with its shape wherever this process met it; its record must also be in
+        // the catalog, for the processes that meet it there.
+        let recorded = Set(try core.catalog(txn).shapes().map(\.id))
         /// One document's checks, on whichever thread runs them.
         let check = { (tally: inout DocumentTally, rawKey: UnsafeRawBufferPointer, rawValue: UnsafeRawBufferPointer) throws in
             tally.checked += 1
@@ -157,6 +160,13 @@ extension DocStore {
                 let reader = BinaryReader(rawValue)
                 let root = try reader.root()
                 if try !reader.checkChecksum() { tally.unchecked += 1 }
+                if root.tag == BinaryFormat.Tag.shaped {
+                    let id = reader.load(UInt64.self, at: root.start)
+                    if !recorded.contains(id) {
+                        problem(.corruptDocument, "its shape \(Catalog.hex(id)) is not recorded in the catalog: another "
+                            + "process cannot read it")
+                    }
+                }
                 try DocumentValue.check(reader: reader, ref: root)
                 for (i, (kind, paths)) in shapes.enumerated() where tally.produced[i] != nil {
                     try IndexKeys.forEachKey(kind: kind, paths: paths, reader: reader, root: root,

@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import DocStore
+
+/// A store in a file writes its documents in format 3: their field names are shapes the catalog records once.
+/// What another process, an aborted write or a refused write in a group leaves must still be readable everywhere:
+/// every document's shape is in the catalog (``DocStore/verify()`` checks it).
+@Suite(.ownThreads) struct ShapedStoreTests {
+    /// A field name no other test uses, so that this process has never met a shape that holds it.
+    private static func newName() -> String { "f" + UUID().uuidString.prefix(8).lowercased() }
+
+    private static func shapeRecords(_ store: DocStore) async throws -> [UInt64: [String]] {
+        try await store.read { ctx in
+            Dictionary(uniqueKeysWithValues: try ctx.scope.core.catalog(ctx.txn).shapes().map { ($0.id, $0.names) })
+        }
+    }
+
+    @Test func documentsAreWrittenUnderTheirShapeAndReadBack() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let people = (0..<200).map { Person(name: "P\($0)", age: $0 % 90, email: "p\($0)@x.org", tags: ["t\($0 % 3)"]) }
+        try await store.insert(contentsOf: people)
+        let raw = try await store.read { ctx in
+            let handle = try #require(try ctx.scope.handleForReading(Person.self))
+            var firsts = Set<UInt8>(), sizes = 0, named = 0
+            try ctx.txn.forEachEntry(in: handle.documents) { _, value in
+                firsts.insert(value[0])
+                sizes += value.count
+                named += try DocumentValue(encoded: Array(value)).encoded().count
+            }
+            return (firsts, sizes, named)
+        }
+        #expect(raw.0 == [BinaryFormat.shapedVersion])
+        #expect(raw.1 < raw.2, "the documents are not smaller without their names: \(raw.1) against \(raw.2)")
+        #expect(try await Person.query().sortBy(\.email).results(in: store) == people.sorted { $0.email! < $1.email! })
+        #expect(try await Person.include(#Predicate { $0.age == 7 }).results(in: store).map(\.name).sorted()
+                == people.filter { $0.age == 7 }.map(\.name).sorted())
+        let shapes = try await Self.shapeRecords(store)
+        #expect(shapes.count == 1 && shapes.values.first?.contains("email") == true, "\(shapes)")
+        #expect(try await store.verify().isClean)
+    }
+
+    @Test func aShapeAnotherProcessRecordsIsReadOnTheFirstTry() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.write { try $0.save(.object([.init("id", .int(0)), .init("a", .int(0))]), into: "things") }
+        #expect(try await Query<DocumentValue>("things").count(in: store) == 1)
+        let (b, c) = (Self.newName(), Self.newName())
+        let child = try CatalogChild(path: store.path)
+        try child.make("fields things 3 \(b) \(c)")
+        let read = try await store.read { try Query<DocumentValue>("things").sortBy("id").results(in: $0) }
+        #expect(read.map { $0[field: b] } == [nil, .int(1), .int(2), .int(3)], "\(read)")
+        #expect(read.last?[field: c] == .int(3))
+        #expect(try child.finish() == 0)
+        #expect(try await store.verify().isClean)
+    }
+
+    @Test func theShapeOfAnAbortedWriteIsRecordedByTheNextOne() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        struct Abort: Error {}
+        let name = Self.newName()
+        do {
+            try await store.write { ctx in
+                try ctx.save(.object([.init("id", .int(1)), .init(name, .int(1))]), into: "things")
+                throw Abort()
+            }
+        } catch is Abort {}
+        // This process knows the shape; the catalog does not, and the next write must record it.
+        #expect(try await Self.shapeRecords(store).values.contains { $0.contains(name) } == false)
+        try await store.write { try $0.save(.object([.init("id", .int(2)), .init(name, .int(2))]), into: "things") }
+        #expect(try await Self.shapeRecords(store).values.contains { $0 == ["id", name] })
+        #expect(try await store.verify().isClean)
+    }
+
+    /// Writers in one group commit, some refused by a unique index (their part of the transaction is undone, with
+    /// any shape record it wrote): every document written has its shape recorded.
+    @Test func refusedWritesInAGroupLeaveEveryShapeRecorded() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.write { try $0.createIndex(IndexDefinition(name: "u", kind: .unique, fields: ["u"]), in: "things") }
+        let names = (0..<12).map { _ in Self.newName() }
+        let refused = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var refused = 0
+                    for i in 0..<30 {
+                        let id = task * 1_000 + i
+                        let extra = names[(task * 7 + i) % names.count]
+                        do {
+                            try await store.write { ctx in
+                                try ctx.save(.object([.init("id", .int(Int64(id))), .init("u", .int(Int64(id % 97))),
+                                                      .init(extra, .int(1))]), into: "things")
+                            }
+                        } catch let error as DocStoreError where error.code == .uniqueViolation {
+                            refused += 1
+                        }
+                    }
+                    return refused
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(refused > 0)
+        #expect(try await Query<DocumentValue>("things").count(in: store) == 240 - refused)
+        let report = try await store.verify()
+        #expect(report.isClean, "\(report)")
+    }
+}
