@@ -60,6 +60,8 @@ enum CodecFuzz {
         for depth in [255, 256] {
             documents.append((0..<depth).reduce(DocumentValue.object([("leaf", .int(1))])) { inner, _ in .array([inner]) }.encoded())
         }
+        // Each object also in format 3, its shape known to the process as a store's are.
+        documents += try documents.compactMap { try InPlaceReading.shapedAndKnown($0) }
         return documents.map { bytes in
             let paths = (try? DocumentValue(encoded: bytes)).map { fieldPaths($0, []) } ?? []
             return Source(bytes: bytes, paths: (paths + [["\u{1}missing"], [String(repeating: "n", count: 200)]]).map(FieldPath.init(components:)))

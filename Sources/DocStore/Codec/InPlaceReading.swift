@@ -91,6 +91,17 @@ public enum InPlaceReading {
         return bytes.map { ($0, names) }
     }
 
+    /// `document` written again in format 3 under its shape's own id, the shape made known to this process as a
+    /// store's is when its catalog is loaded; `nil` when its root is not an object or a name is not UTF-8.
+    public static func shapedAndKnown(_ document: [UInt8]) throws -> [UInt8]? {
+        try document.withUnsafeBytes { raw in
+            try BinaryFormat.shaped(raw) { names in
+                guard let strings = names.strings, ShapeTable.add(names.id, strings)?.names == strings else { return nil }
+                return names.id
+            }
+        }
+    }
+
     /// The value at `path` in `value`, names compared by their UTF-8 bytes as the walks over encoded bytes compare
     /// them (`String`'s `==` would find "\u{212A}" at "K").
     private static func value(in value: DocumentValue, at path: FieldPath) -> DocumentValue? {
