@@ -112,6 +112,23 @@ import Testing
         #expect(bytes.withUnsafeBytes { (try? DocumentValue(reader: BinaryReader($0, shapes: wrong), ref: try BinaryReader($0, shapes: wrong).root())) } == nil)
     }
 
+    /// A shaped object of no fields with bytes after it, sealed as if sound: refused, as format 2 refuses bytes
+    /// after its root.
+    @Test func bytesAfterAShapedObjectOfNoFieldsAreRefused() throws {
+        var writer = BinaryWriter()
+        writer.byte(BinaryFormat.shapedVersion)
+        writer.littleEndian(UInt64(2))
+        writer.byte(1)
+        writer.varint(0)
+        writer.byte(0xAA)
+        writer.seal()
+        let set = ShapeSet([(2, DocumentShape([]))])
+        let refusal = writer.bytes.withUnsafeBytes { raw in
+            do { _ = try BinaryReader(raw, shapes: set).root(); return "none" } catch { return "\(error)" }
+        }
+        #expect(refusal.contains("1 bytes after the document"), "\(refusal)")
+    }
+
     @Test func onlyAnObjectTakesAShape() throws {
         #expect(try InPlaceReading.shaped(DocumentValue.array([1, 2]).encoded(), id: 1) == nil)
         #expect(try InPlaceReading.shaped(DocumentValue.int(3).encoded(), id: 1) == nil)

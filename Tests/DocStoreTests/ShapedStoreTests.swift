@@ -107,4 +107,52 @@ import TestSupport
         let report = try await store.verify()
         #expect(report.isClean, "\(report)")
     }
+
+    /// Documents whose fields are a dictionary's keys make a shape each: past the store's limit, the rest are
+    /// written in format 2, and every one reads back.
+    @Test func pastItsLimitOfShapesAStoreWritesNamesInTheDocuments() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let prefix = Self.newName()
+        let count = StoreCore.shapeLimit + 40
+        try await store.write { ctx in
+            for i in 0..<count {
+                try ctx.save(.object([.init("id", .int(Int64(i))), .init("\(prefix)_\(i)", .int(Int64(i)))]), into: "things")
+            }
+        }
+        let formats = try await store.read { ctx in
+            let handle = try #require(try ctx.scope.handle(named: "things"))
+            var formats: [UInt8: Int] = [:]
+            try ctx.txn.forEachEntry(in: handle.documents) { _, value in formats[value[0], default: 0] += 1 }
+            return formats
+        }
+        #expect(formats[BinaryFormat.shapedVersion] == StoreCore.shapeLimit && formats[BinaryFormat.version] == 40, "\(formats)")
+        let read = try await store.read { try Query<DocumentValue>("things").sortBy("id").results(in: $0) }
+        #expect(read.count == count && read.enumerated().allSatisfy { $1[field: "\(prefix)_\($0)"] == .int(Int64($0)) })
+        #expect(try await store.verify().isClean)
+    }
+
+    /// Two stores with the same names: their shapes have ids of their own (salted per store), and both read.
+    @Test func twoStoresWithTheSameNamesHaveShapesOfTheirOwn() async throws {
+        let (first, dir1) = try await makeStore()
+        let (second, dir2) = try await makeStore()
+        defer { _ = (dir1, dir2) }
+        let name = Self.newName()
+        for store in [first, second] {
+            try await store.write { try $0.save(.object([.init("id", .int(1)), .init(name, .int(1))]), into: "things") }
+        }
+        let ids = try await [first, second].asyncMap { Set(try await Self.shapeRecords($0).keys) }
+        #expect(ids[0].count == 1 && ids[1].count == 1 && ids[0] != ids[1])
+        for store in [first, second] {
+            #expect(try await Query<DocumentValue>("things").results(in: store).first?[field: name] == .int(1))
+        }
+    }
+}
+
+private extension Array {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
+    }
 }

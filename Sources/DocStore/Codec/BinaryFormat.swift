@@ -1,10 +1,11 @@
 import Foundation
 
-/// DocStore's document format, version 2.
+/// DocStore's document format, versions 2 and 3.
 ///
-/// A document is a version byte, one value, and a checksum: the CRC-32C (``CRC32C``) of the version byte and the
-/// value, 4 bytes little-endian. Version 1 is the same without the checksum; documents of version 1 are still read,
-/// and are written again in version 2 when they change. Each value is a tag byte and a payload:
+/// A document of version 2 is a version byte, one value, and a checksum: the CRC-32C (``CRC32C``) of the version
+/// byte and the value, 4 bytes little-endian. Version 1 is the same without the checksum; documents of version 1 are
+/// still read, and are written again when they change (in version 3 in a file, in version 2 on a server). Each value
+/// is a tag byte and a payload:
 ///
 /// | tag | value | payload |
 /// | --- | --- | --- |
@@ -27,7 +28,7 @@ import Foundation
 ///
 /// Version 3 (``shapedVersion``) leaves the names of the root object's fields out: they are the document's shape
 /// (``DocumentShape``), which the store keeps once under an id. After the version byte come the shape's id
-/// (UInt64, a hash of the names: ``DocumentShape/id(of:)``), the width `w` of the offsets (1, 2 or 4 bytes, the
+/// (UInt64, a hash of the names: ``DocumentShape/id(of:salt:)``), the width `w` of the offsets (1, 2 or 4 bytes, the
 /// least that holds them), the number of fields (a varint, which must be the shape's), the offset of each field's
 /// value but the first (`w` bytes little-endian each, counted from the first value), the values in the shape's
 /// order, and the checksum. A field is found from its position in the shape, without a walk over the fields
@@ -38,7 +39,7 @@ enum BinaryFormat {
     static let shapedVersion: UInt8 = 3
     /// The version without a checksum, which is still read.
     static let uncheckedVersion: UInt8 = 1
-    /// The size of the checksum that ends a document of ``version``.
+    /// The size of the checksum that ends a document of ``version`` or ``shapedVersion``.
     static let checksumSize = 4
     /// How deep arrays and objects may nest. Deeper documents are refused as malformed rather than risk the stack.
     static let maximumDepth = 256

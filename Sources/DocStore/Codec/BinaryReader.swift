@@ -320,6 +320,10 @@ struct BinaryReader {
         }
         let values = offsets + width * max(0, count - 1)
         guard values <= ref.end else { throw BinaryReader.runsPast(at: offsets, ref.end) }
+        // (With fields, the last one's value must end where the values end; with none, nothing may follow.)
+        guard count > 0 || values == ref.end else {
+            throw MalformedDocument(offset: values, reason: "\(ref.end - values) bytes after the document")
+        }
         return Shaped(shape: shape, count: count, width: width, offsets: offsets, values: values, end: ref.end)
     }
 

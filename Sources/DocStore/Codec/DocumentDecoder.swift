@@ -27,7 +27,7 @@ public struct DocumentDecoder: Sendable {
         try decode(type, from: buffer, shapes: nil)
     }
 
-    /// Decodes a document of any format, one of format 3 with its collection's `shapes`.
+    /// Decodes a document of any format, one of format 3 with `shapes` besides those of ``ShapeTable``.
     func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer, shapes: ShapeSet?) throws -> T {
         let reader = BinaryReader(buffer, shapes: shapes)
         do {

@@ -56,7 +56,8 @@ final class DocumentShape: Sendable {
     }
 }
 
-/// The shapes a reader may meet, by the id a document of format 3 names its shape with: those of one collection.
+/// Shapes given to a reader by hand, by the id a document of format 3 names its shape with (the tests' and the
+/// fuzzing's; a store's are in ``ShapeTable``).
 final class ShapeSet: Sendable {
     private let ids: [UInt64]
     private let shapes: [DocumentShape]
@@ -140,10 +141,13 @@ enum ShapeTable {
 }
 
 extension DocumentShape {
-    /// The id of the shape of these names, the same in every process and build: FNV-1a (64 bits) over the names'
-    /// UTF-8 bytes, each followed by 0xFF (a byte UTF-8 never has); never 0, which marks an empty slot.
-    static func id<Names: Sequence>(of names: Names) -> UInt64 where Names.Element == UnsafeRawBufferPointer {
+    /// The id of the shape of these names in a store whose shapes are salted with `salt`, the same in every process
+    /// and build: FNV-1a (64 bits) over the salt's eight bytes and the names' UTF-8 bytes, each name followed by
+    /// 0xFF (a byte UTF-8 never has); never 0, which marks an empty slot. The salt, random per store, keeps the
+    /// shapes of two stores read by one process apart, even where names were chosen to make their ids meet.
+    static func id<Names: Sequence>(of names: Names, salt: UInt64) -> UInt64 where Names.Element == UnsafeRawBufferPointer {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in withUnsafeBytes(of: salt.littleEndian, Array.init) { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
         for name in names {
             for byte in name { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
             hash = (hash ^ 0xFF) &* 0x0000_0100_0000_01B3
@@ -151,9 +155,9 @@ extension DocumentShape {
         return hash == 0 ? 1 : hash
     }
 
-    static func id(of names: [String]) -> UInt64 {
+    static func id(of names: [String], salt: UInt64) -> UInt64 {
         let bytes = names.map { Array($0.utf8) }
-        return bytes.withUnsafeBufferPointers { id(of: $0) }
+        return bytes.withUnsafeBufferPointers { id(of: $0, salt: salt) }
     }
 
     /// Whether this shape's names are `names`, byte for byte.
@@ -196,7 +200,8 @@ extension BinaryFormat {
     /// `shapeID` returns `nil` (the document is then kept as it is).
     ///
     /// - Throws: ``MalformedDocument`` when `document` is not well formed at its root's level.
-    static func shaped(_ document: UnsafeRawBufferPointer, shapeID: (Names) throws -> UInt64?) throws -> [UInt8]? {
+    static func shaped(_ document: UnsafeRawBufferPointer, salt: UInt64 = 0,
+                       shapeID: (Names) throws -> UInt64?) throws -> [UInt8]? {
         let reader = BinaryReader(document)
         let root = try reader.root()
         guard root.tag == Tag.object else { return nil }
@@ -210,7 +215,7 @@ extension BinaryFormat {
             names.append(name)
             values.append((value.start - 1)..<value.end)
         }
-        guard let id = try shapeID(Names(bytes: names, id: DocumentShape.id(of: names))) else { return nil }
+        guard let id = try shapeID(Names(bytes: names, id: DocumentShape.id(of: names, salt: salt))) else { return nil }
         let length = values.reduce(0) { $0 + $1.count }
         let width = length <= 0xFF ? 1 : length <= 0xFFFF ? 2 : 4
         var writer = BinaryWriter(capacity: shapedHeaderSize + width * max(0, values.count - 1) + length + checksumSize)

@@ -17,6 +17,8 @@ struct Catalog {
     /// A record of the catalog, by what it describes.
     enum Record: Equatable {
         case format, generation, knownMigrations
+        /// The salt of the store's shape ids (``DocumentShape/id(of:salt:)``), eight bytes.
+        case shapeSalt
         case collection(String), filter(String), migration(String)
         /// The names of a shape of documents of format 3, by its id (``DocumentShape/id(of:)``).
         case shape(UInt64)
@@ -26,6 +28,7 @@ struct Catalog {
             case .format: Array("format".utf8)
             case .generation: Array("generation".utf8)
             case .knownMigrations: Array("migrations-known".utf8)
+            case .shapeSalt: Array("shape-salt".utf8)
             case .collection(let name): Catalog.key("collection", name)
             case .filter(let name): Catalog.key("filter", name)
             case .migration(let name): Catalog.key("migration", name)
@@ -41,6 +44,7 @@ struct Catalog {
             case ("format", nil): self = .format
             case ("generation", nil): self = .generation
             case ("migrations-known", nil): self = .knownMigrations
+            case ("shape-salt", nil): self = .shapeSalt
             case ("collection", let name?): self = .collection(name)
             case ("filter", let name?): self = .filter(name)
             case ("migration", let name?): self = .migration(name)
@@ -164,6 +168,16 @@ struct Catalog {
     }
 
     // MARK: Shapes
+
+    /// The salt of the store's shape ids, or `nil` when it has none yet.
+    func shapeSalt() throws -> UInt64? {
+        guard let raw = try txn.get(space, Record.shapeSalt.key), raw.count == 8 else { return nil }
+        return UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
+    }
+
+    func setShapeSalt(_ salt: UInt64) throws {
+        try txn.put(space, Record.shapeSalt.key, withUnsafeBytes(of: salt.littleEndian) { Array($0) })
+    }
 
     /// The names of the shape `id`, or `nil` when the catalog has no such shape.
     func shape(_ id: UInt64) throws -> [String]? {

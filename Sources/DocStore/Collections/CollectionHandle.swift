@@ -37,15 +37,18 @@ final class CollectionHandle {
     /// The shape a document is written under, given its field names (``StoreCore/shapeID(for:in:)``); `nil` where
     /// documents are written in format 2.
     private let shapeID: ((BinaryFormat.Names, any StorageTransaction) throws -> UInt64?)?
+    /// The salt of the store's shape ids (``DocumentShape/id(of:salt:)``).
+    private let shapeSalt: UInt64
 
-    init(info: CollectionInfo, documents: KeySpace, indexes: [Index], checksChecksums: Bool,
+    init(info: CollectionInfo, documents: KeySpace, indexes: [Index], checksChecksums: Bool, shapeSalt: UInt64? = nil,
          shapeID: ((BinaryFormat.Names, any StorageTransaction) throws -> UInt64?)? = nil) {
         self.info = info
         self.documents = documents
         self.indexes = indexes
         self.indexDefinitions = indexes.map(\.definition)
         self.checksChecksums = checksChecksums
-        self.shapeID = shapeID
+        self.shapeSalt = shapeSalt ?? 0
+        self.shapeID = shapeSalt == nil ? nil : shapeID
     }
 
     /// A document as this collection stores it: in format 3 where the store writes shapes, else as it is (and as
@@ -56,7 +59,7 @@ final class CollectionHandle {
         let shaped: [UInt8]?
         do {
             shaped = try bytes.withUnsafeBytes { raw in
-                try BinaryFormat.shaped(raw) { names in
+                try BinaryFormat.shaped(raw, salt: shapeSalt) { names in
                     if let found = shapes[names.id],
                        found == nil || ShapeTable.shape(names.id)?._withUnsafeGuaranteedRef({ $0.hasNames(names.bytes) }) == true {
                         return found

@@ -4,9 +4,14 @@ import Foundation
 ///
 /// Owned by the actor and used only on it, inside synchronous transactions.
 final class StoreCore {
-    /// 2: documents end with a checksum (format 1 stores open, and are marked 2 when opened for writing). 3:
-    /// documents of a file may leave their field names to a shape the catalog records (``DocumentShape``).
+    /// The newest format this build reads. 2: documents end with a checksum (format 1 stores open, and are marked
+    /// 2 when opened for writing). 3: documents of a file may leave their field names to a shape the catalog
+    /// records (``DocumentShape``).
     static let formatVersion: UInt8 = 3
+
+    /// The format this store's writes need older builds to read: 3 in a file, 2 on a server (which writes no
+    /// shapes, and so stays readable by builds of format 2).
+    var writtenFormat: UInt8 { file != nil ? 3 : 2 }
 
     /// The storage, opened in ``openEnvironment(path:options:)``.
     let env: any StorageEngine
@@ -47,8 +52,15 @@ final class StoreCore {
     /// The shapes the catalog records, as of ``shapesLoadedAt`` (guarded as ``handles`` is): a write of a document
     /// of one of them writes no record.
     private var recordedShapes: Set<UInt64> = []
-    /// The most shapes a store records; documents of further shapes are written in format 2.
-    static let shapeLimit = 4_096
+    /// How many shapes the catalog records, as the last load counted them and the writes since made them (guarded
+    /// as ``handles`` is; more than there are after a write that aborted, until the next load).
+    private var shapeCount = 0
+    /// The most shapes a store records: documents of further shapes are written in format 2 (a collection of
+    /// documents whose fields are keys of a dictionary would otherwise record a shape for nearly each).
+    static let shapeLimit = 1_024
+    /// The salt of the store's shape ids, read (or made) when the store opens; `nil` in a store that has none and
+    /// writes none (one opened read-only, or on a server).
+    private(set) var shapeSalt: UInt64?
     /// Run when the core goes, after the engine is closed: the store's observers end there.
     var onRelease: (() -> Void)?
 
@@ -117,9 +129,14 @@ final class StoreCore {
                 throw DocStoreError(.formatTooNew, "\(path) was written in DocStore format \(format); this build "
                     + "reads format \(StoreCore.formatVersion) and older: open it with a newer DocStore")
             }
-            // Format 2 documents end with a checksum: a store that will hold some says so to older builds.
-            if format < StoreCore.formatVersion, !isReadOnly {
-                try catalog(txn).setFormat(StoreCore.formatVersion)
+            // A store that will hold documents of a newer format says so to older builds.
+            if format < writtenFormat, !isReadOnly {
+                try catalog(txn).setFormat(writtenFormat)
+            }
+            shapeSalt = try catalog(txn).shapeSalt()
+            if shapeSalt == nil, writesShapes {
+                shapeSalt = UInt64.random(in: 1...UInt64.max)
+                try catalog(txn).setShapeSalt(shapeSalt!)
             }
         } else {
             if isReadOnly {
@@ -147,8 +164,12 @@ final class StoreCore {
                 throw DocStoreError(.storage, "cannot create the catalog in \(path)")
             }
             self.meta = meta
-            try catalog(txn).setFormat(StoreCore.formatVersion)
+            try catalog(txn).setFormat(writtenFormat)
             try catalog(txn).setGeneration(0)
+            if writesShapes {
+                shapeSalt = UInt64.random(in: 1...UInt64.max)
+                try catalog(txn).setShapeSalt(shapeSalt!)
+            }
         }
     }
 
@@ -187,33 +208,34 @@ final class StoreCore {
 
     // MARK: Shapes
 
-    /// Whether documents are written in format 3: in a file (a server's store keeps format 2, which needs no
+    /// Whether documents are written in format 3: in a file (a server's store writes format 2, which needs no
     /// catalog to read).
     var writesShapes: Bool { file != nil && !isReadOnly }
 
-    /// Puts the shapes the catalog records at `generation` (`txn`'s) into ``ShapeTable``, unless a
-    /// transaction of that generation or a later one did: before any of `txn`'s documents is read.
+    /// Puts the shapes the catalog records at `generation` (`txn`'s) into ``ShapeTable``, unless a transaction of
+    /// that generation or a later one did: before any of `txn`'s documents is read. A record whose id is not its
+    /// names' (damaged, or of another store), or that the process cannot hold beside the shapes it has (it is full,
+    /// or holds other names under that id), is left out: the documents of that shape then fail alone, naming it.
     ///
-    /// Only a read takes them as recorded (``shapeID(for:in:)`` then writes no record): a write transaction may see
-    /// records of its own that it does not commit (a group's writes each see those of the writes before them).
-    ///
-    /// - Throws: ``DocStoreError/Code/corruptDocument`` when a shape cannot be held: the process met another
-    ///   shape of the same id (a hash of the names), or more shapes than it holds.
-    func loadShapes(in txn: any StorageTransaction, generation: UInt64) throws {
-        guard file != nil, withState({ shapesLoadedAt.map { $0 < generation } ?? true }) else { return }
+    /// Only a transaction that sees nothing but committed data (a read, or a write before it changed anything:
+    /// not a group's nested write, which sees the writes before it) takes what it loads as recorded
+    /// (``shapeID(for:in:)`` then writes no record).
+    func loadShapes(in txn: any StorageTransaction, generation: UInt64, committedView: Bool) throws {
+        guard file != nil, let salt = try shapeSalt ?? catalog(txn).shapeSalt(),
+              withState({ shapesLoadedAt.map { $0 < generation } ?? true }) else { return }
         var ids: [UInt64] = []
+        var count = 0
         for (id, names) in try catalog(txn).shapes() {
-            guard let shape = ShapeTable.add(id, names), shape.names == names else {
-                throw DocStoreError(.corruptDocument, "\(path) records shape \(Catalog.hex(id)), which this process "
-                    + "cannot hold beside the shapes of the stores it read before (\(names.count) names)")
-            }
+            count += 1
+            guard DocumentShape.id(of: names, salt: salt) == id, ShapeTable.add(id, names)?.names == names else { continue }
             ids.append(id)
         }
-        guard txn.isReadOnly else { return }
+        guard committedView else { return }
         withState {
             guard shapesLoadedAt.map({ $0 < generation }) ?? true else { return }
             shapesLoadedAt = generation
             recordedShapes.formUnion(ids)
+            shapeCount = count
         }
     }
 
@@ -233,14 +255,13 @@ final class StoreCore {
         let catalog = catalog(txn)
         // Recorded already (by this transaction, or one committed since the shapes were loaded), or not yet.
         if let recorded = try catalog.shape(names.id) {
-            guard recorded == strings, let shape = ShapeTable.add(names.id, strings), shape.names == strings else {
-                return nil
-            }
+            guard recorded == strings, ShapeTable.add(names.id, strings)?.names == strings else { return nil }
             return names.id
         }
-        guard withState({ recordedShapes.count }) < StoreCore.shapeLimit,
-              let shape = ShapeTable.add(names.id, strings), shape.names == strings else { return nil }
+        guard withState({ shapeCount < StoreCore.shapeLimit }),
+              ShapeTable.add(names.id, strings)?.names == strings else { return nil }
         try catalog.setShape(names.id, names: strings)
+        withState { shapeCount += 1 }
         return names.id
     }
 
@@ -266,6 +287,7 @@ final class StoreCore {
             indexes.append(.init(definition: definition, database: db))
         }
         return CollectionHandle(info: info, documents: documents, indexes: indexes, checksChecksums: checksChecksums,
+                                shapeSalt: writesShapes ? shapeSalt : nil,
                                 shapeID: writesShapes ? { [unowned self] in try shapeID(for: $0, in: $1) } : nil)
     }
 

@@ -29,12 +29,13 @@ final class TransactionScope {
     /// The store's ``StoreCore/keySpaceEpoch`` when the transaction began.
     private let epoch: UInt64
 
-    init(core: StoreCore, txn: any StorageTransaction) throws {
+    /// `nested`: the transaction is a group's nested one, which sees the writes of the group before it.
+    init(core: StoreCore, txn: any StorageTransaction, nested: Bool = false) throws {
         self.core = core
         self.txn = txn
         self.epoch = core.withState { core.keySpaceEpoch }
         self.startGeneration = try core.catalog(txn).generation()
-        try core.loadShapes(in: txn, generation: startGeneration)
+        try core.loadShapes(in: txn, generation: startGeneration, committedView: txn.isReadOnly || !nested)
     }
 
     /// The collection of a Swift type as the catalog has it, for reading: `nil` when there is none yet. Indexes the

@@ -148,6 +148,7 @@ extension DocStore {
 
         // The catalog: collections by name, and saved filters.
         var catalog = RecoveredCatalog(entries: salvage.databases[Catalog.spaceName] ?? [])
+        DocStore.learnShapes(from: (salvage.databases[Catalog.spaceName] ?? []) + salvage.loosePages.flatMap(\.entries))
         var names = Set(catalog.infos.keys)
             .union(salvage.databases.keys.compactMap(Catalog.collectionName(ofKeySpace:)))
         var namedOnLoosePages = Set<String>()
@@ -196,6 +197,9 @@ extension DocStore {
         var filters: [SavedFilter] = []
         var migrations: [AppliedMigration] = []
         var knownMigrations: [String]?
+        /// The shapes of documents of format 3 found, and the salt of their ids.
+        var shapes: [(id: UInt64, names: [String])] = []
+        var salt: UInt64?
 
         init(entries: [(key: [UInt8], value: [UInt8])]) {
             for (key, value) in entries {
@@ -211,16 +215,22 @@ extension DocStore {
                 case .knownMigrations:
                     knownMigrations = try? DocumentDecoder().decode([String].self, from: value)
                 case .shape(let id):
-                    // The names of documents of format 3: known to the process, they read as the others.
-                    if let names = try? DocumentDecoder().decode([String].self, from: value),
-                       DocumentShape.id(of: names) == id {
-                        _ = ShapeTable.add(id, names)
-                    }
+                    if let names = try? DocumentDecoder().decode([String].self, from: value) { shapes.append((id, names)) }
+                case .shapeSalt:
+                    if value.count == 8 { salt = UInt64(littleEndian: value.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }) }
                 case .format, .generation, nil:
                     break
                 }
             }
         }
+    }
+
+    /// Makes the shapes of `entries` (the catalog's, and those of pages no tree reaches: a shape's record vouches
+    /// for itself, its id being its names' hash) known to the process, so that documents of format 3 read.
+    private static func learnShapes(from entries: [(key: [UInt8], value: [UInt8])]) {
+        let found = RecoveredCatalog(entries: entries)
+        guard let salt = found.salt else { return }
+        for (id, names) in found.shapes where DocumentShape.id(of: names, salt: salt) == id { _ = ShapeTable.add(id, names) }
     }
 
     /// One collection's documents, gathered from the file before they are copied.
@@ -318,6 +328,7 @@ extension DocStore {
                 } catch {
                     entry.collection.damaged += 1
                     if item.value.first == BinaryFormat.shapedVersion, item.value.count > 9,
+                       (try? item.value.withUnsafeBytes { try BinaryReader($0).checkChecksum() }) == true,
                        ShapeTable.shape(UInt64(littleEndian: item.value.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 1, as: UInt64.self) })) == nil {
                         shapesLost += 1
                     }

@@ -130,7 +130,7 @@ extension DocStore {
                         let attempt = Attempt()
                         do {
                             let end = try txn.nested { child -> UInt64 in
-                                let scope = try TransactionScope(core: core, txn: child)
+                                let scope = try TransactionScope(core: core, txn: child, nested: true)
                                 attempt.scope = scope
                                 let context = WriteContext(scope: scope)
                                 defer { context.invalidate() }
