@@ -132,6 +132,44 @@ import TestSupport
         #expect(try await store.verify().isClean)
     }
 
+    /// A store whose documents are of format 2 (as an older build wrote them): a compaction writes each again in
+    /// format 3, batch after batch, with the same index entries; every document reads back and the store verifies.
+    @Test func aCompactionWritesEveryDocumentInTheCurrentFormat() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("old.db")
+        var store: DocStore? = try await DocStore(path: path)
+        let people = (0..<500).map { Person(name: "P\($0)", age: $0 % 90, email: $0 % 3 == 0 ? nil : "p\($0)@x.org") }
+        try await store!.insert(contentsOf: people)
+        try await store!.write { ctx in
+            let handle = try ctx.scope.handle(for: Person.self)
+            var older: [([UInt8], [UInt8])] = []
+            try ctx.txn.forEachEntry(in: handle.documents) { key, value in
+                older.append((Array(key), try DocumentValue(encoded: Array(value)).encoded()))
+            }
+            for (key, value) in older { try ctx.txn.put(handle.documents, key, value) }
+        }
+        await store!.close()
+        store = nil
+        let configuration = FileStorage.Configuration(initialMapSize: 1 << 24, maximumMapSize: 1 << 30, maxDatabases: 64,
+                                                      maxReaders: 126)
+        _ = try FileStorage.compact(path: path, configuration: configuration) { engine in
+            try StoreCore.writeInCurrentFormat(in: engine, path: path, batch: 7)
+        }
+        let reopened = try await DocStore(path: path)
+        let formats = try await reopened.read { ctx in
+            let handle = try #require(try ctx.scope.handleForReading(Person.self))
+            var formats: [UInt8: Int] = [:]
+            try ctx.txn.forEachEntry(in: handle.documents) { _, value in formats[value[0], default: 0] += 1 }
+            return formats
+        }
+        #expect(formats == [BinaryFormat.shapedVersion: 500], "\(formats)")
+        #expect(try await Person.query().sortBy(\.name).results(in: reopened) == people.sorted { $0.name < $1.name })
+        #expect(try await Person.include(#Predicate { $0.age == 7 }).count(in: reopened) == people.filter { $0.age == 7 }.count)
+        let report = try await reopened.verify()
+        #expect(report.isClean, "\(report)")
+        await reopened.close()
+    }
+
     /// Two stores with the same names: their shapes have ids of their own (salted per store), and both read.
     @Test func twoStoresWithTheSameNamesHaveShapesOfTheirOwn() async throws {
         let (first, dir1) = try await makeStore()

@@ -753,10 +753,10 @@ extension FileStorage {
     /// Replaces the file at `path`, which no process may have open, by a rewrite of itself (full pages, none free:
     /// ``LMDBEnvironment/rewrite(to:mode:besideOthers:bytesPerCommit:)``). The new file is written beside it (`PATH.compacting`),
     /// synced, and renamed over it, so that the file is whole at every moment, the old one until the rename and the
-    /// new one after. A file left by a compaction cut short is removed first. Returns the file's sizes before and
-    /// after.
-    static func compact(path: String, configuration: Configuration, bytesPerCommit: Int = 64 << 20) throws
-        -> (before: Int, after: Int) {
+    /// new one after. A file left by a compaction cut short is removed first. `prepare` runs first on the file,
+    /// held to itself. Returns the file's sizes before and after.
+    static func compact(path: String, configuration: Configuration, bytesPerCommit: Int = 64 << 20,
+                        prepare: (any StorageEngine) throws -> Void = { _ in }) throws -> (before: Int, after: Int) {
         let lockPath = path + "-lock", temporary = path + ".compacting"
         guard LMDBEnvironment.lockFileIsUnused(lockPath) else { throw StorageError.openElsewhere }
         unlink(temporary)
@@ -765,6 +765,7 @@ extension FileStorage {
         let before = Int(info.st_size)
         let environment = try LMDBEnvironment(path: path, configuration: configuration)
         do {
+            try prepare(environment)
             // The new file gets the store's permissions.
             try environment.rewrite(to: temporary, mode: info.st_mode & 0o7777, bytesPerCommit: bytesPerCommit)
             environment.close()

@@ -81,7 +81,9 @@ extension StoreCore {
             throw DocStoreError(.cannotOpen, "cannot compact \(path): there is no store there")
         }
         do {
-            return try FileStorage.compact(path: path, configuration: configuration(options))
+            return try FileStorage.compact(path: path, configuration: configuration(options)) { engine in
+                try StoreCore.writeInCurrentFormat(in: engine, path: path)
+            }
         } catch let error as StorageError {
             switch error {
             case .alreadyOpenInProcess:
@@ -105,5 +107,71 @@ extension StoreCore {
         .init(initialMapSize: options.initialMapSize,
               maximumMapSize: max(options.maximumMapSize, options.initialMapSize),
               maxDatabases: options.maxDatabases, maxReaders: options.maxReaders)
+    }
+
+    /// Writes every document of an older format again in format 3, in commits of at most `batch` documents: what a
+    /// compaction does first, so that the compacted file holds the documents as writes now leave them. The values
+    /// are the same bytes, so the index entries stay as they are. A document that cannot be read, or whose shape
+    /// cannot be recorded (a name that is not UTF-8, the store's shapes all taken), is left as it is. A file that
+    /// is not a store is left for the rewrite to refuse.
+    static func writeInCurrentFormat(in engine: any StorageEngine, path: String, batch: Int = 10_000) throws {
+        // The salt, the format and the collections; the shapes recorded so far.
+        let prepared: (salt: UInt64, collections: [String], shapes: [UInt64: [String]])? = try engine.write { txn in
+            guard let meta = try txn.openKeySpace(Catalog.spaceName, create: false) else { return nil }
+            let catalog = Catalog(space: meta, txn: txn, path: path)
+            guard let format = try catalog.format(), format <= formatVersion else { return nil }
+            if format < 3 { try catalog.setFormat(3) }
+            let salt = try catalog.shapeSalt() ?? {
+                let salt = UInt64.random(in: 1...UInt64.max)
+                try catalog.setShapeSalt(salt)
+                return salt
+            }()
+            let shapes = Dictionary(try catalog.shapes().map { ($0.id, $0.names) }, uniquingKeysWith: { first, _ in first })
+            return (salt, try catalog.collections().map(\.name), shapes)
+        }
+        guard let prepared else { return }
+        let salt = prepared.salt
+        var shapes = prepared.shapes
+        for collection in prepared.collections {
+            var after: [UInt8]?
+            repeat {
+                after = try engine.write { txn -> [UInt8]? in
+                    guard let meta = try txn.openKeySpace(Catalog.spaceName, create: false),
+                          let documents = try txn.openKeySpace(Catalog.documentsSpace(collection), create: false) else {
+                        return nil
+                    }
+                    let catalog = Catalog(space: meta, txn: txn, path: path)
+                    // A batch's documents of older formats, read first: written back once the walk is over.
+                    var older: [(key: [UInt8], value: [UInt8])] = []
+                    let last: [UInt8]? = try txn.withCursor(documents) { cursor in
+                        var entry = try after.map { try cursor.seek(atLeast: $0) } ?? cursor.first()
+                        if let (key, _) = entry, let after, key.sameBytes(as: after) { entry = try cursor.next() }
+                        var walked = 0
+                        while let (key, value) = entry, walked < batch {
+                            if value.first != BinaryFormat.shapedVersion { older.append((Array(key), Array(value))) }
+                            walked += 1
+                            if walked == batch { return Array(key) }
+                            entry = try cursor.next()
+                        }
+                        return nil
+                    }
+                    for (key, value) in older {
+                        let shaped = try? value.withUnsafeBytes { raw in
+                            try BinaryFormat.shaped(raw, salt: salt) { names -> UInt64? in
+                                if let known = shapes[names.id] {
+                                    return names.strings == known ? names.id : nil
+                                }
+                                guard shapes.count < shapeLimit, let strings = names.strings else { return nil }
+                                try catalog.setShape(names.id, names: strings)
+                                shapes[names.id] = strings
+                                return names.id
+                            }
+                        }
+                        if let shaped = shaped ?? nil { try txn.put(documents, key, shaped) }
+                    }
+                    return last
+                }
+            } while after != nil
+        }
     }
 }
