@@ -12,7 +12,7 @@ import TestSupport
 
     private static func shapeRecords(_ store: DocStore) async throws -> [UInt64: [String]] {
         try await store.read { ctx in
-            Dictionary(uniqueKeysWithValues: try ctx.scope.core.catalog(ctx.txn).shapes().map { ($0.id, $0.names) })
+            Dictionary(uniqueKeysWithValues: try ctx.scope.core.catalog(ctx.txn).shapes().shapes.map { ($0.id, $0.names) })
         }
     }
 

@@ -191,15 +191,18 @@ struct Catalog {
         try bumpGeneration()
     }
 
-    /// Every shape, by id; a damaged record is left out (its documents then say that their shape is not recorded).
-    func shapes() throws -> [(id: UInt64, names: [String])] {
+    /// Every shape but those of `known`, by id (and how many records there are, `known`'s too); a damaged record is
+    /// left out (its documents then say that their shape is not recorded).
+    func shapes(besides known: Set<UInt64> = []) throws -> (shapes: [(id: UInt64, names: [String])], records: Int) {
         var out: [(UInt64, [String])] = []
+        var records = 0
         try txn.forEachEntry(in: space) { key, value in
-            guard case .shape(let id)? = Record(key: Array(key)),
-                  let names = try? DocumentDecoder().decode([String].self, from: value) else { return }
+            guard case .shape(let id)? = Record(key: Array(key)) else { return }
+            records += 1
+            guard !known.contains(id), let names = try? DocumentDecoder().decode([String].self, from: value) else { return }
             out.append((id, names))
         }
-        return out
+        return (out, records)
     }
 
     // MARK: Reading records

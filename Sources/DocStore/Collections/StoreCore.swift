@@ -224,9 +224,9 @@ final class StoreCore {
         guard file != nil, let salt = try shapeSalt ?? catalog(txn).shapeSalt(),
               withState({ shapesLoadedAt.map { $0 < generation } ?? true }) else { return }
         var ids: [UInt64] = []
-        var count = 0
-        for (id, names) in try catalog(txn).shapes() {
-            count += 1
+        // (Those known recorded are in the table already: their records are counted, not read again.)
+        let (found, records) = try catalog(txn).shapes(besides: withState { recordedShapes })
+        for (id, names) in found {
             guard DocumentShape.id(of: names, salt: salt) == id, ShapeTable.add(id, names)?.names == names else { continue }
             ids.append(id)
         }
@@ -235,7 +235,7 @@ final class StoreCore {
             guard shapesLoadedAt.map({ $0 < generation }) ?? true else { return }
             shapesLoadedAt = generation
             recordedShapes.formUnion(ids)
-            shapeCount = count
+            shapeCount = records
         }
     }
 

@@ -145,7 +145,7 @@ extension DocStore {
         let shapes = indexes.map { ($0.definition.kind, $0.paths) }
         // A document of format 3 is read with its shape wherever this process met it; its record must also be in
         // the catalog, for the processes that meet it there.
-        let recorded = Set(try core.catalog(txn).shapes().map(\.id))
+        let recorded = Set(try core.catalog(txn).shapes().shapes.map(\.id))
         /// One document's checks, on whichever thread runs them.
         let check = { (tally: inout DocumentTally, rawKey: UnsafeRawBufferPointer, rawValue: UnsafeRawBufferPointer) throws in
             tally.checked += 1

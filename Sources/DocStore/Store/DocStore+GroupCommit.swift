@@ -124,6 +124,9 @@ extension DocStore {
                     // A run before this one met a full map, and what it opened was closed with it.
                     if published { core.forgetCollections(); published = false }
                     cut = group.count
+                    // The shapes this transaction sees before any write of the group (each write's own scope sees
+                    // the writes before it, and cannot take what it loads as recorded).
+                    try core.loadShapes(in: txn, generation: try core.catalog(txn).generation(), committedView: true)
                     if txn.prefersBatches { try DocStore.readAhead(group, core: core, txn: txn) }
                     for (i, write) in group.enumerated() {
                         if txn.mustRunAgain { break }

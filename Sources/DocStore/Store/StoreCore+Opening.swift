@@ -126,7 +126,7 @@ extension StoreCore {
                 try catalog.setShapeSalt(salt)
                 return salt
             }()
-            let shapes = Dictionary(try catalog.shapes().map { ($0.id, $0.names) }, uniquingKeysWith: { first, _ in first })
+            let shapes = Dictionary(try catalog.shapes().shapes.map { ($0.id, $0.names) }, uniquingKeysWith: { first, _ in first })
             return (salt, try catalog.collections().map(\.name), shapes)
         }
         guard let prepared else { return }
