@@ -688,6 +688,23 @@ extension ShellSessions {
         #expect(try sandbox.run(["--help"]).stdout.contains("--no-check"))
     }
 
+    /// Zeroes the leaf pages (4 KiB) of the file at `path` that hold `text` and not `other`; returns how many.
+    private static func zeroLeaves(of path: String, holding text: String, unless other: String? = nil) throws -> Int {
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let pageSize = 4096
+        var zeroed = 0
+        for page in 2..<(bytes.count / pageSize) where bytes[page * pageSize + 10] == 0x02 {
+            let range = (page * pageSize)..<((page + 1) * pageSize)
+            if bytes.range(of: Data(text.utf8), in: range) != nil,
+               other.map({ bytes.range(of: Data($0.utf8), in: range) == nil }) ?? true {
+                bytes.replaceSubrange(range, with: Data(count: pageSize))
+                zeroed += 1
+            }
+        }
+        try bytes.write(to: URL(fileURLWithPath: path))
+        return zeroed
+    }
+
     /// `docstore FILE .recover NEW` reads a file the shell refuses to open, and copies what can be read.
     @Test func aDamagedFileIsRecoveredIntoANewStore() throws {
         let sandbox = try ShellSandbox()
@@ -695,21 +712,9 @@ extension ShellSessions {
         let made = try sandbox.run([sandbox.storePath, "people.insert([\(people)])", ".createIndex age people age",
                                     ".save old people.include(age > 40)"])
         #expect(made.status == 0, "\(made)")
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath))
         // The leaf pages that hold Person-150's document, zeroed (not the catalog's, whose page may hold old bytes
         // of a page of documents it reused: the catalog lost is another test's).
-        let pageSize = 4096
-        var zeroed = 0
-        for page in 2..<(bytes.count / pageSize) where bytes[page * pageSize + 10] == 0x02 {
-            let range = (page * pageSize)..<((page + 1) * pageSize)
-            if bytes.range(of: Data("Person-150".utf8), in: range) != nil,
-               bytes.range(of: Data("collection\u{1F}people".utf8), in: range) == nil {
-                bytes.replaceSubrange(range, with: Data(count: pageSize))
-                zeroed += 1
-            }
-        }
-        #expect(zeroed >= 1)
-        try bytes.write(to: URL(fileURLWithPath: sandbox.storePath))
+        #expect(try Self.zeroLeaves(of: sandbox.storePath, holding: "Person-150", unless: "collection\u{1F}people") >= 1)
         let refused = try sandbox.run([sandbox.storePath, "people.count()"])
         #expect(refused.status == 1 && refused.stderr.contains(".recover NEW"), "\(refused)")
 
@@ -736,18 +741,7 @@ extension ShellSessions {
         let people = (0..<40).map { #"{"name": "Person-\#($0)", "age": \#($0)}"# }.joined(separator: ", ")
         let made = try sandbox.run([sandbox.storePath, "people.insert([\(people)])"])
         #expect(made.status == 0, "\(made)")
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath))
-        let pageSize = 4096
-        var zeroed = 0
-        for page in 2..<(bytes.count / pageSize) where bytes[page * pageSize + 10] == 0x02 {
-            let range = (page * pageSize)..<((page + 1) * pageSize)
-            if bytes.range(of: Data("shape\u{1F}".utf8), in: range) != nil {
-                bytes.replaceSubrange(range, with: Data(count: pageSize))
-                zeroed += 1
-            }
-        }
-        #expect(zeroed >= 1)
-        try bytes.write(to: URL(fileURLWithPath: sandbox.storePath))
+        #expect(try Self.zeroLeaves(of: sandbox.storePath, holding: "shape\u{1F}") >= 1)
         let newPath = sandbox.path("recovered.db")
         let result = try sandbox.run([sandbox.storePath, ".recover \(newPath)"])
         #expect(result.status == 0, "\(result)")

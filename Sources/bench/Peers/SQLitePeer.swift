@@ -452,7 +452,11 @@ final class SQLitePeer: Peer {
         }
         return {
             for _ in connections { finished.wait() }
-            return try results.withLock { all in try (0..<connections.count).map { try all[$0]!.get() } }
+            return try results.withLock { all in
+                try (0..<connections.count).map { i in
+                    try (all[i] ?? .failure(BenchFailure(description: "a scan thread ended without a result"))).get()
+                }
+            }
         }
     }
 
