@@ -1,5 +1,6 @@
 import DocStore
 import Foundation
+import TestSupport
 
 /// `swift run -c release bench [--docs N,N] [--scenario S,S] [--peer P,P] [--runs N] [--json FILE] [--chart FILE.svg]`
 enum BenchCommand {
@@ -220,7 +221,7 @@ struct StreamingMemory: Codable {
         let peer = DocStorePeer()
         try await peer.load(People.make(count), in: directory)
         await peer.close()
-        let child = Process()
+        let child = ChildProcess()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         child.arguments = ["--stream-walk", directory + "/docstore.db"]
         let out = Pipe()

@@ -5,6 +5,7 @@ import GRDB
 #endif
 import CSQLite
 import Synchronization
+import TestSupport
 
 /// The `insertProcesses4` scenario: four processes insert into one store at once, each from four tasks (threads,
 /// for SQLite's C API), a transaction per document. The processes are this binary, started as
@@ -21,10 +22,10 @@ enum ProcessWriters {
     static func run(kind: String, path: String, durability: BenchDurability, _ p: Parameters) throws -> Int {
         let first = Int64(p.documentCount) + 40_000_000 + Int64(p.missSerial * processes * insertsPerProcess)
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        var children: [(process: Process, input: Pipe, output: FileHandle)] = []
+        var children: [(process: ChildProcess, input: Pipe, output: FileHandle)] = []
         defer { for child in children where child.process.isRunning { child.process.terminate() } }
         for i in 0..<processes {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = executable
             process.arguments = ["--child-writer", kind, path, durability.rawValue,
                                  "\(first + Int64(i * insertsPerProcess))", "\(insertsPerProcess)", "\(tasksPerProcess)"]

@@ -18,8 +18,8 @@ struct PostgresProcessTests {
     /// Runs writers with each of `runs` as arguments, all at once, to their ends, and returns what each printed,
     /// one line each. The waits block this thread (the suite has threads of its own), never the shared pool.
     static func runWriters(_ runs: [[String]]) throws -> [(status: Int32, lines: [Substring], complaint: String)] {
-        let started = try runs.map { arguments -> (Process, Pipe, Pipe) in
-            let process = Process()
+        let started = try runs.map { arguments -> (ChildProcess, Pipe, Pipe) in
+            let process = ChildProcess()
             process.executableURL = writerURL
             process.arguments = arguments
             let output = Pipe()
@@ -45,7 +45,7 @@ struct PostgresProcessTests {
         var reported: Set<Int> = []
         for round in 0..<6 {
             let delay = Int.random(in: 20...200, using: &rng)
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = Self.writerURL
             process.arguments = [url, "full"]
             let output = Pipe()

@@ -19,8 +19,8 @@ import TestSupport
         return text
     }
 
-    static func child(_ arguments: [String]) throws -> (Process, FileHandle, Pipe) {
-        let process = Process()
+    static func child(_ arguments: [String]) throws -> (ChildProcess, FileHandle, Pipe) {
+        let process = ChildProcess()
         process.executableURL = CrashSafetyTests.writerURL
         process.arguments = arguments
         let output = Pipe(), input = Pipe()

@@ -7,7 +7,7 @@ import TestSupport
 /// The child process in its `catalog-on-cue` mode: each catalog change is sent as a line, and ``make(_:)`` returns
 /// once the child has committed it. The child keeps the store open the whole time, as a second shell would.
 final class CatalogChild {
-    private let process = Process()
+    private let process = ChildProcess()
     private let cues = Pipe()
     private let answers = Pipe()
     private let complaints = Pipe()

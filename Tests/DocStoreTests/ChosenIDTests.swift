@@ -72,8 +72,8 @@ import TestSupport
         let store = try await DocStore(path: path)
         try await store.write { try $0.insert(.object([("writer", .string("seed"))]), into: "shared") }
         let perWriter = 150
-        let children = try ["a", "b"].map { tag -> (Process, Pipe) in
-            let process = Process()
+        let children = try ["a", "b"].map { tag -> (ChildProcess, Pipe) in
+            let process = ChildProcess()
             process.executableURL = CrashSafetyTests.writerURL
             process.arguments = ["insert-untyped", path, "shared", "\(perWriter)", tag]
             let output = Pipe()

@@ -19,7 +19,7 @@ import TestSupport
     /// the cooperative threads busy, and the writer would then run far longer than the round intends.
     static func runWriter(path: String, durability: String = "full", killAfterMilliseconds delay: Int) throws
         -> (Process.TerminationReason, String) {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = writerURL
         process.arguments = [path, durability]
         let output = Pipe()
@@ -86,8 +86,8 @@ import TestSupport
         let store = try await DocStore(path: path)
         try await store.write { try $0.createIndex(IndexDefinition(name: "n", kind: .regular, fields: ["n"]), in: "shared") }
         let perProcess = 200
-        let processes = (0..<4).map { p -> (Process, Pipe) in
-            let process = Process()
+        let processes = (0..<4).map { p -> (ChildProcess, Pipe) in
+            let process = ChildProcess()
             process.executableURL = Self.writerURL
             process.arguments = ["insert-concurrently", path, "\(perProcess)", "8", "w\(p)"]
             let output = Pipe()

@@ -192,7 +192,7 @@ import TestSupport
     @Test func aStoreWrittenByAnotherProcessOpensWithTheCheck() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("busy.db")
-        let writer = Process()
+        let writer = ChildProcess()
         writer.executableURL = CrashSafetyTests.writerURL
         writer.arguments = ["insert-people", path, "3000", "0"]
         writer.standardOutput = FileHandle.nullDevice

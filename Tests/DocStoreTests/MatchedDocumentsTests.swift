@@ -3,6 +3,7 @@
 
 import DocStore
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct MatchedDocumentsTests {
@@ -117,7 +118,7 @@ import Testing
         let matched = try await store.read { try titanic.matchedDocuments(in: $0) }
         #expect(matched.ids == [.int(1), .int(2), .int(3), .int(5)])
 
-        let child = Process()
+        let child = ChildProcess()
         child.executableURL = ObservationTests.writerURL
         child.arguments = ["edit-films", dir.path("store.db")]
         try child.run()

@@ -612,9 +612,9 @@ private func everything(_ store: DocStore) async throws -> String {
             }
             await store.close()
         }
-        var children: [(Process, Pipe)] = []
+        var children: [(ChildProcess, Pipe)] = []
         for _ in 0..<4 {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = ObservationTests.writerURL
             process.arguments = ["migrate", path]
             let output = Pipe()

@@ -1,6 +1,7 @@
 import DocStoreCrashWriter
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 @testable import DocStore
 
@@ -196,7 +197,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
     /// minute). Returns its exit status, when it exited, and what it printed.
     static func runChildInserting(_ inserts: Int, pauseMilliseconds pause: Int, into path: String) async throws
         -> (status: Int32, exited: ContinuousClock.Instant, printed: String, complaint: String) {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = writerURL
         process.arguments = ["insert-people", path, "\(inserts)", "\(pause)"]
         let output = Pipe()
@@ -633,7 +634,7 @@ private let adultsByName = Person.include(#Predicate { $0.age >= 18 }).sortBy(\.
 
         // The child commits one document per line it reads, and after the last one waits to be told to stop.
         let inserts = 10
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = Self.writerURL
         process.arguments = ["insert-people-on-cue", store.path, "\(inserts)"]
         let cues = Pipe()

@@ -1,5 +1,6 @@
 import DocStore
 import Foundation
+import TestSupport
 import Testing
 
 extension ShellSessions {
@@ -151,7 +152,7 @@ extension ShellSessions {
 enum ReadOnlyMount {
     static let isAvailable: Bool = {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { return false }
-        let probe = Process()
+        let probe = ChildProcess()
         probe.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         probe.arguments = ["-rm", "/bin/sh", "-c", "mount --bind /tmp /tmp && mount -o remount,ro,bind /tmp"]
         probe.standardOutput = FileHandle.nullDevice
@@ -164,7 +165,7 @@ enum ReadOnlyMount {
     /// Runs the shell with `arguments` where `folder` is mounted read-only (`FOLDER` in an argument stands for it).
     static func run(folder: String, _ arguments: [String]) throws -> ShellRun {
         let script = #"d="$1"; shift; mount --bind "$d" "$d" && mount -o remount,ro,bind "$d" && exec "$@""#
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         process.arguments = ["-rm", "/bin/sh", "-c", script, "sh", folder, DocStoreBinary.path]
             + arguments.map { $0.replacingOccurrences(of: "FOLDER", with: folder) }

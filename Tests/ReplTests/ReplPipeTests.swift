@@ -1,6 +1,7 @@
-// End-to-end tests of the `docstore` shell without a terminal: the real binary, started with Foundation's `Process`,
-// its standard input, output and error all pipes. This file also holds the helpers the terminal tests share: where
-// the binary is, and a temporary directory per test for the store, the history file and any files a test writes.
+// End-to-end tests of the `docstore` shell without a terminal: the real binary, started through `ChildProcess`
+// (posix_spawn), its standard input, output and error all pipes. This file also holds the helpers the terminal tests
+// share: where the binary is, and a temporary directory per test for the store, the history file and any files a test
+// writes.
 
 import Foundation
 import Synchronization
@@ -93,7 +94,7 @@ final class ShellSandbox: Sendable {
         try stdin.fileHandleForWriting.write(contentsOf: bytes)
         try stdin.fileHandleForWriting.close()
 
-        let process = Process()
+        let process = ChildProcess()
         let launcher = user.launcher
         process.executableURL = URL(fileURLWithPath: launcher.first ?? DocStoreBinary.path)
         process.arguments = launcher.isEmpty ? arguments : Array(launcher.dropFirst()) + [DocStoreBinary.path] + arguments

@@ -4,6 +4,7 @@
 
 import DocStore
 import Foundation
+import TestSupport
 import Testing
 
 extension ShellSessions {
@@ -379,7 +380,7 @@ final class Background<T: Sendable>: @unchecked Sendable {
 
 /// The shell on pipes, written to while it runs, so that two shells can be interleaved.
 final class PipedShell {
-    private let process = Process()
+    private let process = ChildProcess()
     private let input = Pipe()
     private let output = Collected()
     private let errors = Collected()

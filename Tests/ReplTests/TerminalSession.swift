@@ -26,6 +26,7 @@
 
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #else
 #error("TerminalSession supports Linux with glibc only")
 #endif
@@ -183,12 +184,12 @@ final class TerminalSession {
         var actionStatus = posix_spawn_file_actions_addopen(&actions, 0, slavePath, O_RDWR, 0)
         if actionStatus == 0 { actionStatus = posix_spawn_file_actions_adddup2(&actions, 0, 1) }
         if actionStatus == 0 { actionStatus = posix_spawn_file_actions_adddup2(&actions, 0, 2) }
-        if actionStatus == 0, let closeFrom = GlibcExtensions.addCloseFrom {
+        if actionStatus == 0, let closeFrom = SpawnExtensions.addCloseFrom {
             // Drop any descriptor the test process leaked without FD_CLOEXEC.
             actionStatus = closeFrom(&actions, 3)
         }
         if actionStatus == 0, let directory {
-            guard let addChdir = GlibcExtensions.addChdir else {
+            guard let addChdir = SpawnExtensions.addChdir else {
                 throw TerminalSessionError.systemCall("posix_spawn_file_actions_addchdir_np (not in this libc)",
                                                       errno: ENOSYS)
             }
@@ -625,50 +626,6 @@ final class TerminalSession {
     private static func inheritedVariable(_ name: String) -> String? {
         guard let value = getenv(name) else { return nil }
         return String(cString: value)
-    }
-}
-
-/// glibc extensions that Swift's Glibc module does not import, resolved at run time.
-private enum GlibcExtensions {
-    typealias AddChdir = @convention(c) (
-        UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
-    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-
-    /// posix_spawn_file_actions_addchdir_np (glibc >= 2.29).
-    static var addChdir: AddChdir? {
-        symbol("posix_spawn_file_actions_addchdir_np").map { unsafeBitCast($0, to: AddChdir.self) }
-    }
-
-    /// posix_spawn_file_actions_addclosefrom_np (glibc >= 2.34).
-    static var addCloseFrom: AddCloseFrom? {
-        symbol("posix_spawn_file_actions_addclosefrom_np").map { unsafeBitCast($0, to: AddCloseFrom.self) }
-    }
-
-    private static func symbol(_ name: String) -> UnsafeMutableRawPointer? {
-        // A null path gives the global symbol scope of the running program, libc included.
-        guard let handle = dlopen(nil, RTLD_NOW) else { return nil }
-        defer { dlclose(handle) }
-        return dlsym(handle, name)
-    }
-}
-
-/// A NUL-terminated array of C strings that lives as long as this value.
-private final class CStringArray {
-    let pointers: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
-    private let count: Int
-
-    init(_ strings: [String]) {
-        count = strings.count
-        pointers = .allocate(capacity: strings.count + 1)
-        for (index, string) in strings.enumerated() {
-            pointers[index] = strdup(string)
-        }
-        pointers[strings.count] = nil
-    }
-
-    deinit {
-        for index in 0..<count { free(pointers[index]) }
-        pointers.deallocate()
     }
 }
 

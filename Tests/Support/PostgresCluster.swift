@@ -155,8 +155,8 @@ public final class PostgresCluster: Sendable {
     }
 
     private static func spawn(runAs: String?, _ path: String, _ arguments: [String],
-                              input: String? = nil) throws -> Process {
-        let process = Process()
+                              input: String? = nil) throws -> ChildProcess {
+        let process = ChildProcess()
         if let runAs {
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
             process.arguments = ["-u", runAs, "--", path] + arguments
@@ -177,7 +177,7 @@ public final class PostgresCluster: Sendable {
 
     @discardableResult
     private static func run(_ path: String, _ arguments: [String]) throws -> Int32 {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
@@ -227,7 +227,7 @@ public final class PostgresCluster: Sendable {
         guard first else { return }
         atexit {
             for state in PostgresCluster.exitState.withLock({ $0 }) where FileManager.default.fileExists(atPath: state.data) {
-            let stop = Process()
+            let stop = ChildProcess()
             let arguments = [state.binaries + "/pg_ctl", "-D", state.data, "-m", "immediate", "-w", "stop"]
             if let runAs = state.runAs {
                 stop.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
