@@ -178,8 +178,147 @@ import Testing
         #expect(refused > 1_000)
     }
 
+    /// The encoder writes format 3 in one pass: the same bytes as a document of format 2 converted, whichever way
+    /// a type writes its root's fields (a keyed `encode`, a nested container, a super encoder), with a name twice,
+    /// and for a root that is not an object (format 2, as the conversion leaves it).
+    @Test func theEncoderWritesFormat3AsTheConversionMakesIt() throws {
+        var random = CodecRandom(seed: 3313)
+        var failures = CodecFailures()
+        let salt = random.next() | 1
+        var shaped = 0
+        // (Kept from document to document, as a batch's are: one of the same names as the last, or not.)
+        let last = LastShape()
+        for round in 0..<600 {
+            var value = round % 10 == 9 ? random.documentValue(depth: 3, allowNaN: true) : randomObject(&random)
+            if case .object(var fields) = value, random.chance(8), let first = fields.first {
+                fields.append(first)
+                value = .object(fields)
+            }
+            let through = ThroughEncoder(value: value, way: round)
+            let plain = value.encoded()
+            guard try DocumentEncoder().encode(through) == plain else {
+                failures.add("encoded as other bytes than its value's: \(value)")
+                continue
+            }
+            let direct = try DocumentEncoder().encode(through, shapedWith: salt)
+            let converted = try plain.withUnsafeBytes { try BinaryFormat.shaped($0, salt: salt) { $0.id } } ?? plain
+            if direct != converted { failures.add("not the bytes the conversion makes: \(value)") }
+            for _ in 0..<(round % 3) {
+                if try DocumentEncoder().encode(through, shapedWith: salt, last: last) != converted {
+                    failures.add("not the bytes the conversion makes, after the last document's: \(value)")
+                }
+            }
+            guard direct.first == BinaryFormat.shapedVersion else { continue }
+            shaped += 1
+            // Its shape is in the process's table: the document reads back without one given.
+            if try DocumentValue(encoded: direct).encoded() != plain { failures.add("read back otherwise: \(value)") }
+        }
+        #expect(failures.count == 0, failures.report(seed: 3313))
+        #expect(shaped > 500)
+    }
+
+    /// Other names held under the id of a document's names (the table's, so the document could not be read with
+    /// them): the encoder writes it in format 2, with its names.
+    @Test func aDocumentWhoseIdTheTableHoldsForOtherNamesKeepsItsNames() throws {
+        let salt = UInt64.random(in: 1...UInt64.max)
+        let value = DocumentValue.object([("a\(salt)", 1), ("b", .object([("c", "two")])), ("d", [1, 2])])
+        let id = DocumentShape.id(of: ["a\(salt)", "b", "d"], salt: salt)
+        #expect(ShapeTable.add(id, ["other\(salt)"])?.names == ["other\(salt)"])
+        let last = LastShape()
+        for way in 0..<3 {
+            #expect(try DocumentEncoder().encode(ThroughEncoder(value: value, way: way), shapedWith: salt) == value.encoded())
+            #expect(try DocumentEncoder().encode(ThroughEncoder(value: value, way: way), shapedWith: salt, last: last)
+                    == value.encoded())
+        }
+    }
+
     private func allPaths(_ value: DocumentValue, prefix: [String] = []) -> [[String]] {
         guard case .object(let fields) = value else { return [] }
         return fields.flatMap { [prefix + [$0.name]] + allPaths($0.value, prefix: prefix + [$0.name]) }
+    }
+}
+
+/// A value written through the `Encoder` API, each object's fields and array's elements in one of the ways a
+/// `Codable` type may write them (chosen from `way`), so that every path of the encoder that writes a name is taken.
+private struct ThroughEncoder: Encodable {
+    let value: DocumentValue
+    let way: Int
+
+    func encode(to encoder: any Encoder) throws {
+        switch value {
+        case .object(let fields):
+            var container = encoder.container(keyedBy: NamedKey.self)
+            for (i, field) in fields.enumerated() {
+                let key = NamedKey(field.name), inner = ThroughEncoder(value: field.value, way: way &* 31 &+ i)
+                switch (way + i) % 3 {
+                case 0: try container.encode(inner, forKey: key)
+                case 1: try inner.encode(to: container.superEncoder(forKey: key))
+                default: try Self.put(field.value, into: &container, key, way: inner.way)
+                }
+            }
+        case .array(let elements):
+            var container = encoder.unkeyedContainer()
+            for (i, element) in elements.enumerated() {
+                let inner = ThroughEncoder(value: element, way: way &* 31 &+ i)
+                switch (way + i) % 3 {
+                case 0: try container.encode(inner)
+                case 1: try inner.encode(to: container.superEncoder())
+                default: try Self.put(element, into: &container, way: inner.way)
+                }
+            }
+        default:
+            var container = encoder.singleValueContainer()
+            if let scalar = Self.scalar(value) { try container.encode(scalar) } else { try container.encodeNil() }
+        }
+    }
+
+    /// A value that is neither an object nor an array as the Swift value that encodes as it; `nil` for null.
+    private static func scalar(_ value: DocumentValue) -> (any Encodable)? {
+        switch value {
+        case .null, .array, .object: nil
+        case .bool(let b): b
+        case .int(let i): i
+        case .uint(let u): u
+        case .double(let d): d
+        case .string(let s): s
+        case .bytes(let b): Data(b)
+        case .date(let d): d
+        case .uuid(let u): u
+        }
+    }
+
+    /// `value` written by the keyed container's own methods, and its objects and arrays as nested containers.
+    private static func put(_ value: DocumentValue, into container: inout KeyedEncodingContainer<NamedKey>,
+                            _ key: NamedKey, way: Int) throws {
+        switch value {
+        case .null: try container.encodeNil(forKey: key)
+        case .bool(let b): try container.encode(b, forKey: key)
+        case .int(let i): try container.encode(i, forKey: key)
+        case .uint(let u): try container.encode(u, forKey: key)
+        case .double(let d): try container.encode(d, forKey: key)
+        case .string(let s): try container.encode(s, forKey: key)
+        case .bytes(let b): try container.encode(Data(b), forKey: key)
+        case .date(let d): try container.encode(d, forKey: key)
+        case .uuid(let u): try container.encode(u, forKey: key)
+        case .object(let fields):
+            var nested = container.nestedContainer(keyedBy: NamedKey.self, forKey: key)
+            for (i, field) in fields.enumerated() { try put(field.value, into: &nested, NamedKey(field.name), way: way + i) }
+        case .array(let elements):
+            var nested = container.nestedUnkeyedContainer(forKey: key)
+            for (i, element) in elements.enumerated() { try put(element, into: &nested, way: way + i) }
+        }
+    }
+
+    private static func put(_ value: DocumentValue, into container: inout any UnkeyedEncodingContainer, way: Int) throws {
+        switch value {
+        case .null: try container.encodeNil()
+        case .bool, .int, .uint, .double, .string, .bytes, .date, .uuid: try container.encode(scalar(value)!)
+        case .object(let fields):
+            var nested = container.nestedContainer(keyedBy: NamedKey.self)
+            for (i, field) in fields.enumerated() { try put(field.value, into: &nested, NamedKey(field.name), way: way + i) }
+        case .array(let elements):
+            var nested = container.nestedUnkeyedContainer()
+            for (i, element) in elements.enumerated() { try put(element, into: &nested, way: way + i) }
+        }
     }
 }

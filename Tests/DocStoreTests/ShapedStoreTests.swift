@@ -119,6 +119,12 @@ import TestSupport
             for i in 0..<count {
                 try ctx.save(.object([.init("id", .int(Int64(i))), .init("\(prefix)_\(i)", .int(Int64(i)))]), into: "things")
             }
+            // A model the encoder wrote in format 3, of one shape more: written in format 2 too.
+            let handle = try #require(try ctx.scope.handle(named: "things"))
+            let bytes = try DocumentEncoder().encode(["id": count - 1, "\(prefix)_\(count - 1)": count - 1],
+                                                     shapedWith: ctx.scope.core.encodingSalt)
+            #expect(bytes.first == BinaryFormat.shapedVersion)
+            try handle.write(bytes, mode: .save, in: ctx.txn)
         }
         let formats = try await store.read { ctx in
             let handle = try #require(try ctx.scope.handle(named: "things"))
@@ -129,6 +135,30 @@ import TestSupport
         #expect(formats[BinaryFormat.shapedVersion] == StoreCore.shapeLimit && formats[BinaryFormat.version] == 40, "\(formats)")
         let read = try await store.read { try Query<DocumentValue>("things").sortBy("id").results(in: $0) }
         #expect(read.count == count && read.enumerated().allSatisfy { $1[field: "\(prefix)_\($0)"] == .int(Int64($0)) })
+        #expect(try await store.verify().isClean)
+    }
+
+    /// A model encoded in format 3 for another store (another salt, so another id for the same names) is written
+    /// under this store's id, its shape recorded.
+    @Test func aDocumentShapedForAnotherStoreIsWrittenUnderThisStoresShape() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let person = Person(name: "Other", age: 3, email: "o@x.org", tags: ["t"])
+        let salt = try #require(store.core.encodingSalt)
+        let foreign = try DocumentEncoder().encode(person, shapedWith: salt ^ 0x5EED)
+        #expect(foreign.first == BinaryFormat.shapedVersion)
+        try await store.write { try $0.write(foreign, as: Person.self, mode: .insert) }
+        let stored = try await store.read { ctx in
+            let handle = try #require(try ctx.scope.handleForReading(Person.self))
+            var stored: [[UInt8]] = []
+            try ctx.txn.forEachEntry(in: handle.documents) { _, value in stored.append(Array(value)) }
+            return stored
+        }
+        #expect(stored == [try DocumentEncoder().encode(person, shapedWith: salt)])
+        #expect(try await store.get(Person.self, id: person.id) == person)
+        #expect(Set(try await Self.shapeRecords(store).keys) == [UInt64(littleEndian: stored[0].withUnsafeBytes {
+            $0.loadUnaligned(fromByteOffset: 1, as: UInt64.self)
+        })])
         #expect(try await store.verify().isClean)
     }
 

@@ -15,12 +15,41 @@ public struct DocumentEncoder: Sendable {
 
     /// Encodes `value` as a document, version byte first.
     public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        try encode(value, shapedWith: nil)
+    }
+
+    /// Encodes `value` as a document; with a `salt`, a root object in format 3 (``BinaryFormat/shapedVersion``)
+    /// under the shape of its names in a store of that salt: the bytes ``BinaryFormat/shaped(_:salt:shapeID:)``
+    /// makes of the format-2 document, in one pass. The shape is put in ``ShapeTable`` (the document is read with
+    /// it before the write records it); when the table cannot take it, the document is written in format 2.
+    ///
+    /// `last`, given for the documents of one batch, keeps the last document's names and what they came to, so that
+    /// the next document of the same names (nearly each, in a batch of one type) takes them without a look-up.
+    func encode<T: Encodable>(_ value: T, shapedWith salt: UInt64?, last: LastShape? = nil) throws -> [UInt8] {
         let state = EncodingState()
+        if salt != nil {
+            state.shapesRoot = true
+            state.rootNames.reserveCapacity(last?.names.capacity ?? 64)
+            state.rootFields.reserveCapacity(last?.ends.count ?? 8)
+        }
         state.writer.byte(BinaryFormat.version)
         try state.encodeValue(value, parent: nil, key: nil)
+        if let salt, state.writer.bytes.count > 1, state.writer.bytes[1] == BinaryFormat.Tag.object {
+            return state.rootFields(salt: salt, last: last)
+        }
         state.writer.seal()
         return state.writer.bytes
     }
+}
+
+/// The root names of the last document one thread encoded in a batch, and the shape they came to
+/// (``DocumentEncoder/encode(_:shapedWith:last:)``).
+final class LastShape {
+    var salt: UInt64 = 0
+    var names: [UInt8] = []
+    var ends: [Int] = []
+    var id: UInt64 = 0
+    var held = false
 }
 
 /// A key of an object or an index in an array, for coding paths.
@@ -57,6 +86,55 @@ final class EncodingState {
     @exclusivity(unchecked) var writer = BinaryWriter()
     struct Open { var header: Int; var count: Int }
     @exclusivity(unchecked) var open: [Open] = []
+    /// Whether the root object's names are kept apart from its values (``DocumentEncoder/encode(_:shapedWith:)``):
+    /// the names' bytes one after the other, and per field where its name ends there and its value begins in
+    /// `writer`.
+    var shapesRoot = false
+    @exclusivity(unchecked) var rootNames: [UInt8] = []
+    @exclusivity(unchecked) var rootFields: [(nameEnd: Int, valueStart: Int)] = []
+
+    /// Writes the name of the next field of the object open at `level`.
+    @inline(__always)
+    func name(_ name: String, level: Int) {
+        guard shapesRoot && level == 1 else { writer.name(name); return }
+        var name = name
+        name.withUTF8 { rootNames.append(contentsOf: $0) }
+        rootFields.append((rootNames.count, writer.bytes.count))
+    }
+
+    /// The document whose root object `writer` holds without its names: in format 3, or in format 2 when
+    /// ``ShapeTable`` has other names under the shape's id or no room for it.
+    func rootFields(salt: UInt64, last: LastShape?) -> [UInt8] {
+        closeContainers(deeperThan: 0)
+        let bytes = writer.bytes
+        let values = rootFields.indices.map { i in
+            rootFields[i].valueStart..<(i + 1 < rootFields.count ? rootFields[i + 1].valueStart : bytes.count)
+        }
+        return rootNames.withUnsafeBytes { all in
+            var start = 0
+            let names = rootFields.map { field in
+                defer { start = field.nameEnd }
+                return UnsafeRawBufferPointer(rebasing: all[start..<field.nameEnd])
+            }
+            let id: UInt64, held: Bool
+            if let last, last.salt == salt, last.names == rootNames, last.ends.elementsEqual(rootFields.lazy.map(\.nameEnd)) {
+                (id, held) = (last.id, last.held)
+            } else {
+                id = DocumentShape.id(of: names, salt: salt)
+                if let known = ShapeTable.shape(id) {
+                    held = known._withUnsafeGuaranteedRef { $0.hasNames(names) }
+                } else {
+                    let strings = names.map { String(decoding: $0, as: UTF8.self) }
+                    held = ShapeTable.add(id, strings, within: ShapeTable.writersShare)?.names == strings
+                }
+                if let last { (last.salt, last.names, last.ends, last.id, last.held) = (salt, rootNames, rootFields.map(\.nameEnd), id, held) }
+            }
+            return bytes.withUnsafeBytes { document in
+                held ? BinaryFormat.shaped(id: id, values: values, of: document)
+                     : BinaryFormat.named(names, values: values, of: document)
+            }
+        }
+    }
 
     func closeContainers(deeperThan level: Int) {
         while open.count > level {
@@ -139,7 +217,7 @@ final class DocumentValueEncoder: Encoder {
         if wroteValue { return false }
         if let pending = pendingKey {
             try state.prepareWrite(level: pending.container, path: path)
-            state.writer.name(pending.name)
+            state.name(pending.name, level: pending.container)
             pendingKey = nil
         }
         wroteValue = true
@@ -195,7 +273,7 @@ final class DocumentValueEncoder: Encoder {
         private func begin(_ key: Key) throws -> Key {
             if let failure { throw failure }
             try state.prepareWrite(level: level, path: path)
-            state.writer.name(key.stringValue)
+            state.name(key.stringValue, level: level)
             return key
         }
 

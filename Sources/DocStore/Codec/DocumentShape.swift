@@ -122,13 +122,20 @@ enum ShapeTable {
         }
     }
 
+    /// The most slots a shape may be added to: three quarters of the table.
+    static let limit = capacity / 4 * 3
+    /// The most slots the encoder's shapes may be added to (``DocumentEncoder/encode(_:shapedWith:)``): it adds a
+    /// shape before any store records it, and a type whose fields are a dictionary's keys meets a new one nearly
+    /// per document. The rest is left for the shapes stores record.
+    static let writersShare = capacity / 2
+
     /// Adds `names` under `id`, and returns the shape the table holds under it: `names`' own, or one added before
-    /// (whose names the caller compares); `nil` when the table is three quarters full (documents of new shapes
-    /// are then written in format 2).
-    static func add(_ id: UInt64, _ names: [String]) -> DocumentShape? {
+    /// (whose names the caller compares); `nil` when `within` slots are taken (documents of new shapes are then
+    /// written in format 2).
+    static func add(_ id: UInt64, _ names: [String], within: Int = limit) -> DocumentShape? {
         adding.withLock { taken in
             if let known = shape(id) { return known.takeUnretainedValue() }
-            guard id != 0, taken < capacity / 4 * 3 else { return nil }
+            guard id != 0, taken < within else { return nil }
             var i = Int(truncatingIfNeeded: id) & mask
             while ids[i].load(ordering: .acquiring) != 0 { i = (i + 1) & mask }
             let shape = DocumentShape(names)
@@ -216,6 +223,11 @@ extension BinaryFormat {
             values.append((value.start - 1)..<value.end)
         }
         guard let id = try shapeID(Names(bytes: names, id: DocumentShape.id(of: names, salt: salt))) else { return nil }
+        return shaped(id: id, values: values, of: document)
+    }
+
+    /// A document of format 3 under the shape `id` whose fields' values are `values` of `document`, in order.
+    static func shaped(id: UInt64, values: [Range<Int>], of document: UnsafeRawBufferPointer) -> [UInt8] {
         let length = values.reduce(0) { $0 + $1.count }
         let width = length <= 0xFF ? 1 : length <= 0xFFFF ? 2 : 4
         var writer = BinaryWriter(capacity: shapedHeaderSize + width * max(0, values.count - 1) + length + checksumSize)
@@ -233,6 +245,23 @@ extension BinaryFormat {
             }
         }
         for value in values { writer.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: document[value])) }
+        writer.seal()
+        return writer.bytes
+    }
+
+    /// A document of format 2 whose root object has the fields `names`, their values `values` of `document`.
+    static func named(_ names: [UnsafeRawBufferPointer], values: [Range<Int>], of document: UnsafeRawBufferPointer)
+        -> [UInt8] {
+        var writer = BinaryWriter(capacity: containerHeaderSize + 8 + names.reduce(0) { $0 + $1.count + 1 }
+                                  + values.reduce(0) { $0 + $1.count } + checksumSize)
+        writer.byte(version)
+        let header = writer.openContainer(tag: Tag.object)
+        for (name, value) in zip(names, values) {
+            writer.varint(name.count)
+            writer.bytes.append(contentsOf: name)
+            writer.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: document[value]))
+        }
+        writer.closeContainer(at: header, count: names.count)
         writer.seal()
         return writer.bytes
     }

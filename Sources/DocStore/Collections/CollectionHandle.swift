@@ -55,7 +55,8 @@ final class CollectionHandle {
     /// it is when its root is not an object, or malformed: the write then refuses it as before). `shapes` keeps the
     /// shapes found for the documents of one call, in one transaction: each is looked up in the catalog once.
     func storable(_ bytes: [UInt8], in txn: any StorageTransaction, shapes: inout [UInt64: UInt64?]) throws -> [UInt8] {
-        guard let shapeID, bytes.first != BinaryFormat.shapedVersion else { return bytes }
+        guard let shapeID else { return bytes }
+        if bytes.first == BinaryFormat.shapedVersion { return try recorded(bytes, in: txn, shapes: &shapes) }
         let shaped: [UInt8]?
         do {
             shaped = try bytes.withUnsafeBytes { raw in
@@ -73,6 +74,29 @@ final class CollectionHandle {
             return bytes
         }
         return shaped ?? bytes
+    }
+
+    /// A document of format 3 (as the encoder writes one) as this collection stores it: as it is once its shape is
+    /// recorded, else in format 2 (the store records no more shapes), or under this store's id for its names (it
+    /// was shaped for another store). One whose shape this process does not know is kept as it is, for the write
+    /// to refuse.
+    private func recorded(_ bytes: [UInt8], in txn: any StorageTransaction, shapes: inout [UInt64: UInt64?]) throws
+        -> [UInt8] {
+        guard let shapeID, bytes.count > BinaryFormat.shapedHeaderSize else { return bytes }
+        let id = UInt64(littleEndian: bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 1, as: UInt64.self) })
+        let found: UInt64?
+        if let known = shapes[id] {
+            found = known
+        } else {
+            guard let shape = ShapeTable.shape(id)?.takeUnretainedValue() else { return bytes }
+            let names = (0..<shape.count).map { shape.name($0) }
+            guard DocumentShape.id(of: names, salt: shapeSalt) == id else {
+                return try storable(bytes.withUnsafeBytes { try BinaryFormat.unshaped($0) }, in: txn, shapes: &shapes)
+            }
+            found = try shapeID(BinaryFormat.Names(bytes: names, id: id), txn)
+            shapes[id] = found
+        }
+        return found == id ? bytes : try bytes.withUnsafeBytes { try BinaryFormat.unshaped($0) }
     }
 
     func storable(_ bytes: [UInt8], in txn: any StorageTransaction) throws -> [UInt8] {
@@ -217,25 +241,34 @@ final class CollectionHandle {
     enum WriteMode { case insert, save }
 
     /// A model encoded as a document of this collection; a failure names the type and the collection.
-    func encoded<T: Encodable>(_ document: T) throws -> [UInt8] { try CollectionHandle.encoded(document, for: name) }
+    func encoded<T: Encodable>(_ document: T) throws -> [UInt8] {
+        try CollectionHandle.encoded(document, for: name, shapedWith: shapeID == nil ? nil : shapeSalt)
+    }
 
     /// Many models encoded, in slices on every core when they are many; the first failure is thrown.
-    static func encoded<T: Encodable & Sendable>(_ documents: [T], for collection: String) throws -> [[UInt8]] {
+    static func encoded<T: Encodable & Sendable>(_ documents: [T], for collection: String, shapedWith salt: UInt64?)
+        throws -> [[UInt8]] {
         let slices = min(ProcessInfo.processInfo.activeProcessorCount, documents.count / 2048)
-        guard slices > 1 else { return try documents.map { try encoded($0, for: collection) } }
+        guard slices > 1 else {
+            let last = LastShape()
+            return try documents.map { try encoded($0, for: collection, shapedWith: salt, last: last) }
+        }
         let results = Mutex<[Result<[[UInt8]], any Error>?]>(Array(repeating: nil, count: slices))
         DispatchQueue.concurrentPerform(iterations: slices) { slice in
             let range = (documents.count * slice / slices)..<(documents.count * (slice + 1) / slices)
-            let result = Result { try documents[range].map { try encoded($0, for: collection) } }
+            let last = LastShape()
+            let result = Result { try documents[range].map { try encoded($0, for: collection, shapedWith: salt, last: last) } }
             results.withLock { $0[slice] = result }
         }
         return try results.withLock { $0 }.flatMap { try $0!.get() }
     }
 
     /// A model encoded as a document of `collection`, which needs no transaction: a writer encodes on its own
-    /// thread before the store's thread writes. A failure names the type and the collection.
-    static func encoded<T: Encodable>(_ document: T, for collection: String) throws -> [UInt8] {
-        do { return try DocumentEncoder().encode(document) } catch {
+    /// thread before the store's thread writes; in format 3 with the store's `salt` (``StoreCore/encodingSalt``),
+    /// its shape recorded by the write. A failure names the type and the collection.
+    static func encoded<T: Encodable>(_ document: T, for collection: String, shapedWith salt: UInt64?,
+                                      last: LastShape? = nil) throws -> [UInt8] {
+        do { return try DocumentEncoder().encode(document, shapedWith: salt, last: last) } catch {
             throw DocStoreError(.encodingFailed, "cannot encode a \(String(reflecting: T.self)) for collection "
                 + "'\(collection)': \(error)", collection: collection)
         }

@@ -92,14 +92,16 @@ public final class WriteContext: ReadContext {
     /// - Throws: ``DocStoreError/Code/duplicateID`` when a document with the same id exists,
     ///   ``DocStoreError/Code/uniqueViolation`` when a unique index already holds one of its values.
     public func insert<T: Document>(_ document: T) throws {
-        try write(try CollectionHandle.encoded(document, for: collection(of: T.self)), as: T.self, mode: .insert)
+        try write(try CollectionHandle.encoded(document, for: collection(of: T.self), shapedWith: scope.core.encodingSalt),
+                  as: T.self, mode: .insert)
     }
 
     /// Inserts a document, or replaces the one with the same id, updating its index entries.
     ///
     /// - Throws: ``DocStoreError/Code/uniqueViolation`` when a unique index holds one of its values for another document.
     public func save<T: Document>(_ document: T) throws {
-        try write(try CollectionHandle.encoded(document, for: collection(of: T.self)), as: T.self, mode: .save)
+        try write(try CollectionHandle.encoded(document, for: collection(of: T.self), shapedWith: scope.core.encodingSalt),
+                  as: T.self, mode: .save)
     }
 
     /// Inserts several documents: all of them, or none when one is refused (a duplicate id, a unique value taken,
@@ -107,7 +109,8 @@ public final class WriteContext: ReadContext {
     /// with everything else.
     public func insert<S: Sequence>(contentsOf documents: S) throws where S.Element: Document {
         let collection = try collection(of: S.Element.self)
-        try insert(encoded: CollectionHandle.encoded(Array(documents), for: collection), as: S.Element.self)
+        try insert(encoded: CollectionHandle.encoded(Array(documents), for: collection,
+                                                    shapedWith: scope.core.encodingSalt), as: S.Element.self)
     }
 
     /// Inserts documents encoded already (by the caller of ``DocStore/insert(contentsOf:)``, on its own thread).
@@ -141,7 +144,7 @@ public final class WriteContext: ReadContext {
         try scope.handleForReading(type)?.checkedReads(of: bytes) ?? []
     }
 
-    /// Writes a document of type `T`, encoded already (by ``CollectionHandle/encoded(_:for:)``).
+    /// Writes a document of type `T`, encoded already (by ``CollectionHandle/encoded(_:for:shapedWith:)``).
     func write<T: Document>(_ bytes: [UInt8], as type: T.Type, mode: CollectionHandle.WriteMode) throws {
         try checkWritable("\(mode == .insert ? "insert" : "save") a document into '\(try collection(of: T.self))'",
                           collection: try collection(of: T.self))

@@ -212,6 +212,10 @@ final class StoreCore {
     /// catalog to read).
     var writesShapes: Bool { file != nil && !isReadOnly }
 
+    /// The salt a model is encoded with before a write (``CollectionHandle/encoded(_:for:shapedWith:)``): the
+    /// store's where it writes shapes. Set when the store opens, and read from any thread after.
+    var encodingSalt: UInt64? { writesShapes ? shapeSalt : nil }
+
     /// Puts the shapes the catalog records at `generation` (`txn`'s) into ``ShapeTable``, unless a transaction of
     /// that generation or a later one did: before any of `txn`'s documents is read. A record whose id is not its
     /// names' (damaged, or of another store), or that the process cannot hold beside the shapes it has (it is full,

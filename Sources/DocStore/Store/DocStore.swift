@@ -401,14 +401,16 @@ public actor DocStore {
     /// The document is encoded before the write, on the caller's thread; the write, which runs in the store thread's
     /// turn, only writes its bytes. The same holds for ``save(_:)`` and ``insert(contentsOf:)``.
     public nonisolated func insert<T: Document>(_ document: T) async throws {
-        let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection)
+        let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection,
+                                                 shapedWith: core.encodingSalt)
         try await write({ try $0.write(bytes, as: T.self, mode: .insert) },
                         reads: CheckedReads(expectingAbsent: true) { try $0.checkedReads(bytes, as: T.self) })
     }
 
     /// Inserts the document, or replaces the one with the same id, updating its index entries.
     public nonisolated func save<T: Document>(_ document: T) async throws {
-        let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection)
+        let bytes = try CollectionHandle.encoded(document, for: TypeRegistry.schema(T.self).collection,
+                                                 shapedWith: core.encodingSalt)
         try await write({ try $0.write(bytes, as: T.self, mode: .save) },
                         reads: CheckedReads(expectingAbsent: false) { try $0.checkedReads(bytes, as: T.self) })
     }
@@ -417,7 +419,7 @@ public actor DocStore {
     public nonisolated func insert<S: Sequence & Sendable>(contentsOf documents: S) async throws
         where S.Element: Document {
         let collection = try TypeRegistry.schema(S.Element.self).collection
-        let encoded = try CollectionHandle.encoded(Array(documents), for: collection)
+        let encoded = try CollectionHandle.encoded(Array(documents), for: collection, shapedWith: core.encodingSalt)
         try await write { try $0.insert(encoded: encoded, as: S.Element.self) }
     }
 
