@@ -48,21 +48,25 @@ struct BinaryReader {
 
     /// The document's root value, after checking the version byte (not the checksum: ``checkChecksum()``). The
     /// root of a document of format 3 is an object of tag ``BinaryFormat/Tag/shaped``, its shape and offsets checked.
-    func root() throws -> ValueRef {
+    func root() throws -> ValueRef { try rootAndShape().root }
+
+    /// The root, and its layout when the document is of format 3 (``shaped(_:)``, which a look-up of one of its
+    /// fields starts from).
+    @inline(__always)
+    func rootAndShape() throws -> (root: ValueRef, shaped: Shaped?) {
         let end = try valueEnd()
         if buffer[0] == BinaryFormat.shapedVersion {
             guard end >= BinaryFormat.shapedHeaderSize else {
                 throw MalformedDocument(offset: 0, reason: "too short to be a document")
             }
             let ref = ValueRef(tag: BinaryFormat.Tag.shaped, start: 1, end: end)
-            _ = try shaped(ref)
-            return ref
+            return (ref, try shaped(ref))
         }
         let ref = try value(at: 1, within: end)
         guard ref.end == end else {
             throw MalformedDocument(offset: ref.end, reason: "\(end - ref.end) bytes after the document")
         }
-        return ref
+        return (ref, nil)
     }
 
     /// Where the document's value must end: before its checksum, or at the end of a document without one.

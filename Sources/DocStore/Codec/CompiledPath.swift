@@ -21,6 +21,22 @@ final class CompiledPath {
             }
             return current
         }
+
+        /// The same, from a root of format 3 whose layout `shaped` is read already (`nil` for any other root): its
+        /// field is found without reading the document's header again.
+        @inline(__always)
+        func value(in reader: BinaryReader, from root: ValueRef, shaped: BinaryReader.Shaped?) throws -> ValueRef? {
+            guard let shaped, let first = spans.first else { return try value(in: reader, from: root) }
+            let name = UnsafeRawBufferPointer(start: names + first.offset, count: first.count)
+            guard let i = shaped.shape._withUnsafeGuaranteedRef({ $0.index(of: name) }) else { return nil }
+            var current = try reader.field(i, of: shaped)
+            for span in spans.dropFirst() {
+                let name = UnsafeRawBufferPointer(start: names + span.offset, count: span.count)
+                guard let found = try reader.field(current, named: name) else { return nil }
+                current = found
+            }
+            return current
+        }
     }
 
     let layout: Layout

@@ -140,12 +140,12 @@ final class GroupScan {
     /// Adds one document to its group.
     func add(_ document: UnsafeRawBufferPointer, to part: inout Part) throws {
         let reader = BinaryReader(document)
-        let root = try reader.root()
+        let (root, shaped) = try reader.rootAndShape()
         var encoder = KeyEncoder()
         part.scratch.removeAll(keepingCapacity: true)
         encoder.swapBuffer(&part.scratch)
         for layout in groupLayouts {
-            if let ref = try layout.value(in: reader, from: root), ref.tag != BinaryFormat.Tag.null {
+            if let ref = try layout.value(in: reader, from: root, shaped: shaped), ref.tag != BinaryFormat.Tag.null {
                 try encoder.append(ref, in: reader)
             } else {
                 encoder.append(.null)
@@ -153,10 +153,10 @@ final class GroupScan {
         }
         encoder.swapBuffer(&part.scratch)
         if let i = part.groups.index(forKey: part.scratch) {
-            try add(reader, root, to: &part.groups.values[i].state)
+            try add(reader, root, shaped, to: &part.groups.values[i].state)
         } else {
             var state = Accumulator()
-            try add(reader, root, to: &state)
+            try add(reader, root, shaped, to: &state)
             let values = try groupLayouts.map { layout in
                 try layout.value(in: reader, from: root).map { try DocumentValue(reader: reader, ref: $0) } ?? .null
             }
@@ -165,9 +165,10 @@ final class GroupScan {
     }
 
     @inline(__always)
-    private func add(_ reader: BinaryReader, _ root: ValueRef, to state: inout Accumulator) throws {
+    private func add(_ reader: BinaryReader, _ root: ValueRef, _ shaped: BinaryReader.Shaped?,
+                     to state: inout Accumulator) throws {
         state.documents += 1
-        guard let valueLayout, let ref = try valueLayout.value(in: reader, from: root),
+        guard let valueLayout, let ref = try valueLayout.value(in: reader, from: root, shaped: shaped),
               ref.tag != BinaryFormat.Tag.null else { return }
         switch aggregate {
         case .count: break

@@ -8,8 +8,16 @@ class CompiledCondition {
     struct Document {
         let reader: BinaryReader
         let root: ValueRef
+        /// The layout of `root` when it is a document's root in format 3, read once for every path's look-up.
+        var shaped: BinaryReader.Shaped? = nil
         /// Decodes the document, for opaque parts (at most once per document; the caller keeps it).
         let decoded: () throws -> Any
+
+        /// The value at `layout`'s path, or `nil` when it is missing.
+        @inline(__always)
+        func value(at layout: CompiledPath.Layout) throws -> ValueRef? {
+            try layout.value(in: reader, from: root, shaped: shaped)
+        }
     }
 
     /// Compiles `condition`; `keys` keeps the constants' encoded keys across documents.
@@ -79,7 +87,7 @@ class CompiledCondition {
         /// The value at the path in `document`, or `nil` when it is missing.
         @inline(__always)
         func value(in document: Document) throws -> ValueRef? {
-            try layout.value(in: document.reader, from: document.root)
+            try document.value(at: layout)
         }
     }
 
@@ -120,7 +128,7 @@ class CompiledCondition {
 
         override func check(_ document: Document) throws -> Bool {
             let reader = document.reader
-            guard let ref = try layout.value(in: reader, from: document.root) else { return try general.check(document) }
+            guard let ref = try document.value(at: layout) else { return try general.check(document) }
             let order: Int
             if let j = integer, let i = reader.integer(ref) {
                 order = i < j ? -1 : (i == j ? 0 : 1)   // exact, at any size
@@ -213,7 +221,7 @@ class CompiledCondition {
 
         override func check(_ document: Document) throws -> Bool {
             let reader = document.reader
-            guard let array = try layout.value(in: reader, from: document.root), array.tag == BinaryFormat.Tag.array else {
+            guard let array = try document.value(at: layout), array.tag == BinaryFormat.Tag.array else {
                 return every   // no elements
             }
             var answer = every

@@ -48,7 +48,7 @@ class CompiledExpression {
         init(_ path: CompiledPath) { self.path = path; layout = path.layout }
 
         override func value(_ document: CompiledCondition.Document) throws -> Operand {
-            try layout.value(in: document.reader, from: document.root).map(Operand.stored) ?? .computed(.null)
+            try document.value(at: layout).map(Operand.stored) ?? .computed(.null)
         }
     }
 
@@ -131,7 +131,7 @@ class CompiledExpression {
 
         override func value(_ document: CompiledCondition.Document) throws -> Operand {
             let reader = document.reader
-            guard let array = try layout.value(in: reader, from: document.root), array.tag == BinaryFormat.Tag.array else {
+            guard let array = try document.value(at: layout), array.tag == BinaryFormat.Tag.array else {
                 return .computed(.null)
             }
             var count: Int64 = 0

@@ -29,17 +29,17 @@ final class Residual {
     func matches(_ candidate: CandidateSource.Candidate) throws -> Bool {
         if let constant { return constant }
         let reader = BinaryReader(candidate.document)
-        let root: ValueRef
-        do { root = try reader.root() } catch let error as MalformedDocument {
+        let root: ValueRef, shaped: BinaryReader.Shaped?
+        do { (root, shaped) = try reader.rootAndShape() } catch let error as MalformedDocument {
             throw DocStoreError(.corruptDocument, "document \(CollectionHandle.hex(candidate.id)) of collection '\(handle.name)' "
                 + "is damaged: \(error)", collection: handle.name)
         }
         guard needsDecoding, let decodeForCondition else {
             // The common case: no closure capturing this document, so nothing is allocated per document.
-            return try compiled.check(.init(reader: reader, root: root, decoded: Residual.noDecoding))
+            return try compiled.check(.init(reader: reader, root: root, shaped: shaped, decoded: Residual.noDecoding))
         }
         var decoded: Any?
-        return try compiled.check(.init(reader: reader, root: root) { [self] in
+        return try compiled.check(.init(reader: reader, root: root, shaped: shaped) { [self] in
             if let decoded { return decoded }
             statistics.value.documentsDecoded += 1
             let value: Any

@@ -36,11 +36,11 @@ struct SortKeys {
     func make(_ candidate: CandidateSource.Candidate, into key: inout [UInt8],
               unlessAfter heap: TopK = TopK(capacity: 0)) throws -> (idStart: Int, number: Double?)? {
         let reader = BinaryReader(candidate.document)
-        let root = try reader.root()
+        let (root, shaped) = try reader.rootAndShape()
         var number: Double?
         var first: ValueRef?
         if let path = sortLayouts.first {
-            first = try path.value(in: reader, from: root)
+            first = try path.value(in: reader, from: root, shaped: shaped)
             number = first.flatMap { reader.exactDouble($0) }
             if let n = number, heap.isFull, let b = heap.top.number, sortDescending[0] ? n < b : n > b { return nil }
         }
@@ -50,7 +50,7 @@ struct SortKeys {
         defer { encoder.swapBuffer(&key) }
         for i in sortLayouts.indices {
             let start = encoder.bytes.count
-            if let ref = i == 0 ? first : try sortLayouts[i].value(in: reader, from: root) {
+            if let ref = i == 0 ? first : try sortLayouts[i].value(in: reader, from: root, shaped: shaped) {
                 try encoder.append(ref, in: reader)
             } else {
                 encoder.append(.null)
