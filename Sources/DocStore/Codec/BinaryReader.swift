@@ -431,16 +431,23 @@ struct BinaryReader {
         return nil
     }
 
-    /// Whether `field`'s name is the bytes of `name`. Field names are short: a loop beats calling `memcmp`.
+    /// Whether `field`'s name is the bytes of `name`.
     @inline(__always)
     func field(_ field: FieldRef, isNamed name: UnsafeRawBufferPointer) -> Bool {
+        guard field.nameCount == name.count else { return false }
+        guard name.count > 0, let a = buffer.baseAddress else { return true }
+        return BinaryReader.isName(name, at: a + field.nameStart)
+    }
+
+    /// Whether the `name.count` bytes at `bytes` are `name`'s. Names are short: a loop beats calling `memcmp`.
+    @inline(__always)
+    static func isName(_ name: UnsafeRawBufferPointer, at bytes: UnsafeRawPointer) -> Bool {
         let count = name.count
-        guard field.nameCount == count else { return false }
-        guard count > 0, let a = buffer.baseAddress.map({ $0 + field.nameStart }), let b = name.baseAddress else { return true }
-        guard count <= 16 else { return memcmp(a, b, count) == 0 }
+        guard count > 0, let b = name.baseAddress else { return true }
+        guard count <= 16 else { return memcmp(bytes, b, count) == 0 }
         var i = 0
         while i < count {
-            if a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) { return false }
+            if bytes.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) { return false }
             i += 1
         }
         return true

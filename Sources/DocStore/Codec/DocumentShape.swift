@@ -49,24 +49,10 @@ final class DocumentShape: Sendable {
         let count = name.count
         var i = 0
         while i < self.count {
-            if starts[i + 1] - starts[i] == count, DocumentShape.same(bytes.baseAddress! + starts[i], name) { return i }
+            if starts[i + 1] - starts[i] == count, BinaryReader.isName(name, at: bytes.baseAddress! + starts[i]) { return i }
             i += 1
         }
         return nil
-    }
-
-    /// Whether the `name.count` bytes at `a` are `name`'s. Names are short: a loop beats calling `memcmp`.
-    @inline(__always)
-    private static func same(_ a: UnsafeRawPointer, _ name: UnsafeRawBufferPointer) -> Bool {
-        let count = name.count
-        guard count > 0, let b = name.baseAddress else { return true }
-        guard count <= 16 else { return memcmp(a, b, count) == 0 }
-        var i = 0
-        while i < count {
-            if a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) { return false }
-            i += 1
-        }
-        return true
     }
 }
 
