@@ -232,6 +232,33 @@ import Testing
         }
     }
 
+    /// A type that breaks the `Encoder` rules is refused with an error, never a crash, and never written as a
+    /// document that reads otherwise than it was meant: values put in the root object through an unkeyed container
+    /// of the same encoder; a value written through a container it has left.
+    @Test func encoderMisuseIsRefused() throws {
+        struct UnkeyedIntoTheRoot: Encodable {
+            func encode(to encoder: any Encoder) throws {
+                var keyed = encoder.container(keyedBy: NamedKey.self)
+                try keyed.encode(1, forKey: NamedKey("a"))
+                var unkeyed = encoder.unkeyedContainer()
+                try unkeyed.encode(2)
+            }
+        }
+        struct AfterLeaving: Encodable {
+            func encode(to encoder: any Encoder) throws {
+                var root = encoder.container(keyedBy: NamedKey.self)
+                var left = root.nestedContainer(keyedBy: NamedKey.self, forKey: NamedKey("a"))
+                try root.encode(1, forKey: NamedKey("b"))
+                var failed = left.nestedContainer(keyedBy: NamedKey.self, forKey: NamedKey("c"))
+                try 5.encode(to: failed.superEncoder(forKey: NamedKey("d")))
+            }
+        }
+        #expect(throws: EncodingError.self) { try DocumentEncoder().encode(UnkeyedIntoTheRoot(), shapedWith: 7) }
+        for salt in [nil, 7] as [UInt64?] {
+            #expect(throws: EncodingError.self) { try DocumentEncoder().encode(AfterLeaving(), shapedWith: salt) }
+        }
+    }
+
     private func allPaths(_ value: DocumentValue, prefix: [String] = []) -> [[String]] {
         guard case .object(let fields) = value else { return [] }
         return fields.flatMap { [prefix + [$0.name]] + allPaths($0.value, prefix: prefix + [$0.name]) }

@@ -750,6 +750,29 @@ extension ShellSessions {
                 && !result.stdout.contains("nothing was lost"), "\(result)")
     }
 
+    /// The record of the store's salt lost, its shapes' records kept: `.recover`, in a process that never read the
+    /// store, reads every document by the shapes' records, whose checksums vouch for them.
+    @Test func documentsAreRecoveredWhenOnlyTheSaltOfTheirShapesIsLost() throws {
+        let sandbox = try ShellSandbox()
+        let people = (0..<40).map { #"{"name": "Person-\#($0)", "age": \#($0)}"# }.joined(separator: ", ")
+        let made = try sandbox.run([sandbox.storePath, "people.insert([\(people)])"])
+        #expect(made.status == 0, "\(made)")
+        // The record's key renamed on every page that holds it: a record the catalog does not know.
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: sandbox.storePath))
+        var renamed = 0
+        while let found = bytes.range(of: Data("shape-salt".utf8)) {
+            bytes.replaceSubrange(found, with: Data("shape-salz".utf8))
+            renamed += 1
+        }
+        #expect(renamed >= 1)
+        try bytes.write(to: URL(fileURLWithPath: sandbox.storePath))
+        let newPath = sandbox.path("recovered.db")
+        let result = try sandbox.run([sandbox.storePath, ".recover \(newPath)"])
+        #expect(result.status == 0 && !result.stdout.contains("lost with the catalog"), "\(result)")
+        let counted = try sandbox.run([newPath, #"people.include(name == "Person-7").count()"#])
+        #expect(counted.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(counted)")
+    }
+
     /// A file cut short to its size before its last commit, which created `planes`: `.recover` says what was lost,
     /// or that it cannot be known, and never that nothing was. `people` is written in `commits` commits; `planes`
     /// in one more, which LMDB writes partly on pages the earlier commits freed (the more of them, the more pages).

@@ -34,8 +34,12 @@ public struct DocumentEncoder: Sendable {
         }
         state.writer.byte(BinaryFormat.version)
         try state.encodeValue(value, parent: nil, key: nil)
-        if let salt, state.writer.bytes.count > 1, state.writer.bytes[1] == BinaryFormat.Tag.object {
-            return state.rootFields(salt: salt, last: last)
+        if let salt, state.writer.bytes.count > 1 {
+            if state.writer.bytes[1] == BinaryFormat.Tag.object { return try state.rootFields(salt: salt, last: last) }
+            guard state.rootFields.isEmpty else {
+                throw EncodingError.invalidValue(value, .init(codingPath: [],
+                    debugDescription: "a keyed container wrote names into a root that is not an object"))
+            }
         }
         state.writer.seal()
         return state.writer.bytes
@@ -104,9 +108,17 @@ final class EncodingState {
 
     /// The document whose root object `writer` holds without its names: in format 3, or in format 2 when
     /// ``ShapeTable`` has other names under the shape's id or no room for it.
-    func rootFields(salt: UInt64, last: LastShape?) -> [UInt8] {
+    func rootFields(salt: UInt64, last: LastShape?) throws -> [UInt8] {
         closeContainers(deeperThan: 0)
         let bytes = writer.bytes
+        // Every value of the root object follows a name: one written through another kind of container at the
+        // root (an unkeyed one asked of the same encoder) would lose its place.
+        let count = bytes.withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 6, as: UInt32.self))) }
+        guard count == rootFields.count, (rootFields.first?.valueStart ?? bytes.count) == 2 + BinaryFormat.containerHeaderSize
+        else {
+            throw EncodingError.invalidValue((), .init(codingPath: [],
+                debugDescription: "the root object was written through another container than its keyed one"))
+        }
         let values = rootFields.indices.map { i in
             rootFields[i].valueStart..<(i + 1 < rootFields.count ? rootFields[i + 1].valueStart : bytes.count)
         }
@@ -125,7 +137,7 @@ final class EncodingState {
                     held = known._withUnsafeGuaranteedRef { $0.hasNames(names) }
                 } else {
                     let strings = names.map { String(decoding: $0, as: UTF8.self) }
-                    held = ShapeTable.add(id, strings, within: ShapeTable.writersShare)?.names == strings
+                    held = ShapeTable.add(id, strings, byEncoder: true)?.names == strings
                 }
                 if let last { (last.salt, last.names, last.ends, last.id, last.held) = (salt, rootNames, rootFields.map(\.nameEnd), id, held) }
             }
@@ -145,7 +157,7 @@ final class EncodingState {
 
     /// Called before a container at `level` (1-based) writes an element.
     func prepareWrite(level: Int, path: PathNode?) throws {
-        guard open.count >= level else {
+        guard level > 0, open.count >= level else {
             throw EncodingError.invalidValue((), .init(codingPath: PathNode.array(path),
                 debugDescription: "DocStore writes documents in one pass: this value wrote to a container after leaving it"))
         }

@@ -101,8 +101,8 @@ enum ShapeTable {
         for i in 0..<capacity { (shapes + i).initialize(to: Atomic(0)) }
         return shapes
     }()
-    /// Adds are one at a time; the number of slots taken.
-    private static let adding = Mutex(0)
+    /// Adds are one at a time; the number of slots taken, and how many of them the encoder took.
+    private static let adding = Mutex((taken: 0, byEncoder: 0))
 
     /// The shape with id `id`, or `nil` when this process has not met it. Unretained: the table keeps every shape
     /// for the life of the process.
@@ -122,26 +122,27 @@ enum ShapeTable {
         }
     }
 
-    /// The most slots a shape may be added to: three quarters of the table.
+    /// The most slots shapes may take: three quarters of the table.
     static let limit = capacity / 4 * 3
-    /// The most slots the encoder's shapes may be added to (``DocumentEncoder/encode(_:shapedWith:)``): it adds a
-    /// shape before any store records it, and a type whose fields are a dictionary's keys meets a new one nearly
-    /// per document. The rest is left for the shapes stores record.
-    static let writersShare = capacity / 2
+    /// The most slots the encoder's shapes may take (``DocumentEncoder/encode(_:shapedWith:last:)``): it adds a
+    /// shape before its store records it, and the write may then fail. The rest is left for the shapes stores
+    /// record.
+    static let encodersShare = capacity / 2
 
     /// Adds `names` under `id`, and returns the shape the table holds under it: `names`' own, or one added before
-    /// (whose names the caller compares); `nil` when `within` slots are taken (documents of new shapes are then
-    /// written in format 2).
-    static func add(_ id: UInt64, _ names: [String], within: Int = limit) -> DocumentShape? {
-        adding.withLock { taken in
+    /// (whose names the caller compares); `nil` when the table, or the encoder's share of it (`byEncoder`), is
+    /// full (documents of new shapes are then written in format 2).
+    static func add(_ id: UInt64, _ names: [String], byEncoder: Bool = false) -> DocumentShape? {
+        adding.withLock { count in
             if let known = shape(id) { return known.takeUnretainedValue() }
-            guard id != 0, taken < within else { return nil }
+            guard id != 0, count.taken < limit, !byEncoder || count.byEncoder < encodersShare else { return nil }
             var i = Int(truncatingIfNeeded: id) & mask
             while ids[i].load(ordering: .acquiring) != 0 { i = (i + 1) & mask }
             let shape = DocumentShape(names)
             shapes[i].store(UInt(bitPattern: Unmanaged.passRetained(shape).toOpaque()), ordering: .releasing)
             ids[i].store(id, ordering: .releasing)
-            taken += 1
+            count.taken += 1
+            if byEncoder { count.byEncoder += 1 }
             return shape
         }
     }

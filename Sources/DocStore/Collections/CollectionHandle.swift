@@ -77,9 +77,9 @@ final class CollectionHandle {
     }
 
     /// A document of format 3 (as the encoder writes one) as this collection stores it: as it is once its shape is
-    /// recorded, else in format 2 (the store records no more shapes), or under this store's id for its names (it
-    /// was shaped for another store). One whose shape this process does not know is kept as it is, for the write
-    /// to refuse.
+    /// recorded; else written again from format 2, under this store's id for its names (it was shaped for another
+    /// store), or in format 2 (the store records no more shapes). One whose shape this process does not know is
+    /// kept as it is, for the write to refuse.
     private func recorded(_ bytes: [UInt8], in txn: any StorageTransaction, shapes: inout [UInt64: UInt64?]) throws
         -> [UInt8] {
         guard let shapeID, bytes.count > BinaryFormat.shapedHeaderSize else { return bytes }
@@ -89,14 +89,11 @@ final class CollectionHandle {
             found = known
         } else {
             guard let shape = ShapeTable.shape(id)?.takeUnretainedValue() else { return bytes }
-            let names = (0..<shape.count).map { shape.name($0) }
-            guard DocumentShape.id(of: names, salt: shapeSalt) == id else {
-                return try storable(bytes.withUnsafeBytes { try BinaryFormat.unshaped($0) }, in: txn, shapes: &shapes)
-            }
-            found = try shapeID(BinaryFormat.Names(bytes: names, id: id), txn)
+            found = try shapeID(BinaryFormat.Names(bytes: (0..<shape.count).map { shape.name($0) }, id: id), txn)
             shapes[id] = found
         }
-        return found == id ? bytes : try bytes.withUnsafeBytes { try BinaryFormat.unshaped($0) }
+        guard found != id else { return bytes }
+        return try storable(bytes.withUnsafeBytes { try BinaryFormat.unshaped($0) }, in: txn, shapes: &shapes)
     }
 
     func storable(_ bytes: [UInt8], in txn: any StorageTransaction) throws -> [UInt8] {

@@ -214,7 +214,9 @@ final class StoreCore {
 
     /// The salt a model is encoded with before a write (``CollectionHandle/encoded(_:for:shapedWith:)``): the
     /// store's where it writes shapes. Set when the store opens, and read from any thread after.
-    var encodingSalt: UInt64? { writesShapes ? shapeSalt : nil }
+    /// None once the store records as many shapes as it may: a model's new shape would then only take a slot of
+    /// the process's table for nothing (the write keeps its names).
+    var encodingSalt: UInt64? { writesShapes && withState({ shapeCount < StoreCore.shapeLimit }) ? shapeSalt : nil }
 
     /// Puts the shapes the catalog records at `generation` (`txn`'s) into ``ShapeTable``, unless a transaction of
     /// that generation or a later one did: before any of `txn`'s documents is read. A record whose id is not its
@@ -245,7 +247,8 @@ final class StoreCore {
 
     /// The id of the shape a document with the field names `names` is written under in `txn`, its record added to
     /// the catalog when the catalog has none; `nil` to write the document in format 2 (a name that is not UTF-8,
-    /// the store's or the process's shapes all taken, another shape of the same id).
+    /// the store's or the process's shapes all taken, another shape of the same id, an id that is not the names'
+    /// in this store).
     func shapeID(for names: BinaryFormat.Names, in txn: any StorageTransaction) throws -> UInt64? {
         let strings: [String]
         if let known = ShapeTable.shape(names.id)?.takeUnretainedValue() {
@@ -256,6 +259,8 @@ final class StoreCore {
             guard let valid = names.strings else { return nil }
             strings = valid
         }
+        // (A document shaped for another store names its shape by that store's id.)
+        guard let salt = shapeSalt, DocumentShape.id(of: names.bytes, salt: salt) == names.id else { return nil }
         let catalog = catalog(txn)
         // Recorded already (by this transaction, or one committed since the shapes were loaded), or not yet.
         if let recorded = try catalog.shape(names.id) {

@@ -226,11 +226,13 @@ extension DocStore {
     }
 
     /// Makes the shapes of `entries` (the catalog's, and those of pages no tree reaches: a shape's record vouches
-    /// for itself, its id being its names' hash) known to the process, so that documents of format 3 read.
+    /// for itself, its id being its names' hash under the store's salt) known to the process, so that documents of
+    /// format 3 read. With the salt's record lost, a record's own checksum vouches for it.
     private static func learnShapes(from entries: [(key: [UInt8], value: [UInt8])]) {
         let found = RecoveredCatalog(entries: entries)
-        guard let salt = found.salt else { return }
-        for (id, names) in found.shapes where DocumentShape.id(of: names, salt: salt) == id { _ = ShapeTable.add(id, names) }
+        for (id, names) in found.shapes where found.salt.map({ DocumentShape.id(of: names, salt: $0) == id }) ?? true {
+            _ = ShapeTable.add(id, names)
+        }
     }
 
     /// One collection's documents, gathered from the file before they are copied.
