@@ -29,7 +29,9 @@ import TestSupport
                 while store.thread.waitingJobs < writes.count && Date() < deadline { usleep(1_000) }
             }
         }
-        while begun.value == 0 { try? await Task.sleep(for: .milliseconds(1)) }   // the slow write holds the thread
+        // The slow write holds the thread (or failed: its error is the test's to see).
+        let deadline = Date().addingTimeInterval(60)
+        while begun.value == 0 && Date() < deadline { try? await Task.sleep(for: .milliseconds(1)) }
         let outcomes = await withTaskGroup(of: (Int, Result<R, any Error>).self) { group in
             for (i, body) in writes.enumerated() {
                 group.addTask {

@@ -51,7 +51,10 @@ public final class ChildProcess: @unchecked Sendable {
         sigemptyset(&noSignals)
         posix_spawnattr_setsigdefault(&attributes, &allSignals)
         posix_spawnattr_setsigmask(&attributes, &noSignals)
-        try check(posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK)),
+        // A process group of its own, as Foundation gives it: a Ctrl-C at the terminal stops the runner, not it.
+        try check(posix_spawnattr_setpgroup(&attributes, 0), "posix_spawnattr_setpgroup")
+        try check(posix_spawnattr_setflags(&attributes,
+                                           Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP)),
                   "posix_spawnattr_setflags")
 
         var actions = posix_spawn_file_actions_t()
@@ -113,7 +116,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     public func waitUntilExit() {
-        guard processIdentifier > 0 else { return }
+        guard processIdentifier > 0, ending.withLock({ $0 == nil }) else { return }
         // Waits without reaping, so that only `isRunning` and this, under the lock, ever reap.
         var info = siginfo_t()
         while waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOWAIT) != 0, errno == EINTR {}

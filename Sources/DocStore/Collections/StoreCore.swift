@@ -134,7 +134,9 @@ final class StoreCore {
                 try catalog(txn).setFormat(writtenFormat)
             }
             shapeSalt = try catalog(txn).shapeSalt()
-            if shapeSalt == nil, writesShapes {
+            // A salt is made only for a store that records no shape yet: with its record lost, a new salt would
+            // refuse every recorded shape. Such a store reads its shapes unsalted and writes format 2.
+            if shapeSalt == nil, writesShapes, try catalog(txn).shapes().records == 0 {
                 shapeSalt = UInt64.random(in: 1...UInt64.max)
                 try catalog(txn).setShapeSalt(shapeSalt!)
             }
@@ -227,13 +229,15 @@ final class StoreCore {
     /// not a group's nested write, which sees the writes before it) takes what it loads as recorded
     /// (``shapeID(for:in:)`` then writes no record).
     func loadShapes(in txn: any StorageTransaction, generation: UInt64, committedView: Bool) throws {
-        guard file != nil, let salt = try shapeSalt ?? catalog(txn).shapeSalt(),
-              withState({ shapesLoadedAt.map { $0 < generation } ?? true }) else { return }
+        guard file != nil, withState({ shapesLoadedAt.map { $0 < generation } ?? true }) else { return }
+        // (No salt: its record was lost, and each record is taken as it is.)
+        let salt = try shapeSalt ?? catalog(txn).shapeSalt()
         var ids: [UInt64] = []
         // (Those known recorded are in the table already: their records are counted, not read again.)
         let (found, records) = try catalog(txn).shapes(besides: withState { recordedShapes })
         for (id, names) in found {
-            guard DocumentShape.id(of: names, salt: salt) == id, ShapeTable.add(id, names)?.names == names else { continue }
+            guard salt.map({ DocumentShape.id(of: names, salt: $0) == id }) ?? true,
+                  ShapeTable.add(id, names)?.names == names else { continue }
             ids.append(id)
         }
         guard committedView else { return }

@@ -215,9 +215,16 @@ extension DocStore {
                 case .knownMigrations:
                     knownMigrations = try? DocumentDecoder().decode([String].self, from: value)
                 case .shape(let id):
-                    if let names = try? DocumentDecoder().decode([String].self, from: value) { shapes.append((id, names)) }
+                    // (Its checksum checked: without the salt, nothing else vouches for a record.)
+                    if (try? value.withUnsafeBytes { try BinaryReader($0).checkChecksum() }) == true,
+                       let names = try? DocumentDecoder().decode([String].self, from: value) {
+                        shapes.append((id, names))
+                    }
                 case .shapeSalt:
-                    if value.count == 8 { salt = UInt64(littleEndian: value.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }) }
+                    // (The first found: the catalog's entries come before those of pages no tree reaches.)
+                    if salt == nil, value.count == 8 {
+                        salt = UInt64(littleEndian: value.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
+                    }
                 case .format, .generation, nil:
                     break
                 }
@@ -227,7 +234,8 @@ extension DocStore {
 
     /// Makes the shapes of `entries` (the catalog's, and those of pages no tree reaches: a shape's record vouches
     /// for itself, its id being its names' hash under the store's salt) known to the process, so that documents of
-    /// format 3 read. With the salt's record lost, a record's own checksum vouches for it.
+    /// format 3 read. With the salt's record lost, a record's own checksum vouches for it (the first of an id wins:
+    /// the catalog's before those of pages no tree reaches).
     private static func learnShapes(from entries: [(key: [UInt8], value: [UInt8])]) {
         let found = RecoveredCatalog(entries: entries)
         for (id, names) in found.shapes where found.salt.map({ DocumentShape.id(of: names, salt: $0) == id }) ?? true {
