@@ -738,10 +738,7 @@ extension ShellSessions {
     /// catalog kept (their shape). `.recover`, in a process that never read the store, says they were lost and
     /// why, and never that nothing was.
     @Test func documentsWhoseShapeWasLostWithTheCatalogAreReportedLost() throws {
-        let sandbox = try ShellSandbox()
-        let people = (0..<40).map { #"{"name": "Person-\#($0)", "age": \#($0)}"# }.joined(separator: ", ")
-        let made = try sandbox.run([sandbox.storePath, "people.insert([\(people)])"])
-        #expect(made.status == 0, "\(made)")
+        let sandbox = try Self.fortyPeople()
         #expect(try Self.zeroLeaves(of: sandbox.storePath, holding: "shape\u{1F}") >= 1)
         let newPath = sandbox.path("recovered.db")
         let result = try sandbox.run([sandbox.storePath, ".recover \(newPath)"])
@@ -753,16 +750,22 @@ extension ShellSessions {
     /// The record of the store's salt lost, its shapes' records kept: `.recover`, in a process that never read the
     /// store, reads every document by the shapes' records, whose checksums vouch for them.
     @Test func documentsAreRecoveredWhenOnlyTheSaltOfTheirShapesIsLost() throws {
-        let sandbox = try ShellSandbox()
-        let people = (0..<40).map { #"{"name": "Person-\#($0)", "age": \#($0)}"# }.joined(separator: ", ")
-        let made = try sandbox.run([sandbox.storePath, "people.insert([\(people)])"])
-        #expect(made.status == 0, "\(made)")
+        let sandbox = try Self.fortyPeople()
         #expect(try Self.loseSaltRecord(of: sandbox.storePath) >= 1)
         let newPath = sandbox.path("recovered.db")
         let result = try sandbox.run([sandbox.storePath, ".recover \(newPath)"])
         #expect(result.status == 0 && !result.stdout.contains("lost with the catalog"), "\(result)")
         let counted = try sandbox.run([newPath, #"people.include(name == "Person-7").count()"#])
         #expect(counted.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(counted)")
+    }
+
+    /// A sandbox whose store holds 40 people, `age` 0 to 39, in format 3.
+    private static func fortyPeople() throws -> ShellSandbox {
+        let sandbox = try ShellSandbox()
+        let people = (0..<40).map { #"{"name": "Person-\#($0)", "age": \#($0)}"# }.joined(separator: ", ")
+        let made = try sandbox.run([sandbox.storePath, "people.insert([\(people)])"])
+        try #require(made.status == 0, "\(made)")
+        return sandbox
     }
 
     /// Renames the record of the store's salt on every page that holds it (a record the catalog does not know);
@@ -781,10 +784,7 @@ extension ShellSessions {
     /// The record of the store's salt lost: opening the store for writing, in a process that never read it, makes
     /// no new salt (which would refuse every recorded shape). Its documents read, and a new one is written.
     @Test func aStoreWhoseSaltRecordIsLostStillReadsAndWrites() throws {
-        let sandbox = try ShellSandbox()
-        let people = (0..<40).map { #"{"name": "Person-\#($0)", "age": \#($0)}"# }.joined(separator: ", ")
-        let made = try sandbox.run([sandbox.storePath, "people.insert([\(people)])"])
-        #expect(made.status == 0, "\(made)")
+        let sandbox = try Self.fortyPeople()
         #expect(try Self.loseSaltRecord(of: sandbox.storePath) >= 1)
         let written = try sandbox.run([sandbox.storePath, #"people.insert({"name": "New", "age": 1, "city": "Oslo"})"#])
         #expect(written.status == 0, "\(written)")
