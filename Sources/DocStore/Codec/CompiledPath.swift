@@ -23,7 +23,8 @@ final class CompiledPath {
         }
 
         /// The same, from a root of format 3 whose layout `shaped` is read already (`nil` for any other root): its
-        /// field is found without reading the document's header again.
+        /// field is found without reading the document's header again. (The walk after the first step is written
+        /// out again here: one loop shared over a slice of the steps made scans 4-7% slower.)
         @inline(__always)
         func value(in reader: BinaryReader, from root: ValueRef, shaped: BinaryReader.Shaped?) throws -> ValueRef? {
             guard let shaped, let first = spans.first else { return try value(in: reader, from: root) }

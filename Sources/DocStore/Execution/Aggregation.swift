@@ -158,7 +158,8 @@ final class GroupScan {
             var state = Accumulator()
             try add(reader, root, shaped, to: &state)
             let values = try groupLayouts.map { layout in
-                try layout.value(in: reader, from: root).map { try DocumentValue(reader: reader, ref: $0) } ?? .null
+                try layout.value(in: reader, from: root, shaped: shaped).map { try DocumentValue(reader: reader, ref: $0) }
+                    ?? .null
             }
             part.groups[part.scratch] = (values, state)
         }
