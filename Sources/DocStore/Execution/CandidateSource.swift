@@ -30,43 +30,48 @@ public struct QueryStatistics: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Every document, in id order or its reverse.
+/// Every document, in id order or its reverse: by the engine's walk where it has one, else by a cursor.
 final class FullScanSource: CandidateSource {
     private let txn: any StorageTransaction
-    private let cursor: any StorageCursor
+    private let cursor: (any StorageCursor)?
     private let descending: Bool
     private var started = false
     private let statistics: StatisticsBox
-    /// In a read of a file, the entries read ahead (whose bytes stay valid until the read ends); used unretained,
-    /// as `keeper` keeps it (a retain and a release per document were a fifth of a scan's time).
-    private let ahead: Unmanaged<LookAhead>?
-    private let keeper: LookAhead?
+    /// The engine's walk, used unretained, as `keeper` keeps it (a retain and a release per document were a fifth
+    /// of a scan's time).
+    private let walk: Unmanaged<StorageWalk>?
+    private let keeper: StorageWalk?
 
     init(txn: any StorageTransaction, documents: KeySpace, descending: Bool, statistics: StatisticsBox) throws {
         self.txn = txn
-        self.cursor = try txn.openCursor(documents)
         self.descending = descending
         self.statistics = statistics
-        keeper = txn.isReadOnly && !txn.prefersBatches ? LookAhead(cursor, descending: descending) : nil
-        ahead = keeper.map { Unmanaged.passUnretained($0) }
+        keeper = try txn.walk(documents, from: nil, descending: descending)
+        walk = keeper.map { Unmanaged.passUnretained($0) }
+        cursor = keeper == nil ? try txn.openCursor(documents) : nil
     }
 
     private var closed = false
 
     override func close() {
-        if !closed { closed = true; txn.closeCursor(cursor) }
+        if !closed, let cursor { closed = true; txn.closeCursor(cursor) }
+        closed = true
     }
 
     override func next() throws -> Candidate? {
         guard !closed else { return nil }
         let entry: StorageEntry?
-        if let ahead {
-            entry = try ahead._withUnsafeGuaranteedRef { try $0.next() }
-        } else if started {
-            entry = descending ? try cursor.previous() : try cursor.next()
+        if let walk {
+            entry = try walk._withUnsafeGuaranteedRef { try $0.next() }
+        } else if let cursor {
+            if started {
+                entry = descending ? try cursor.previous() : try cursor.next()
+            } else {
+                started = true
+                entry = descending ? try cursor.last() : try cursor.first()
+            }
         } else {
-            started = true
-            entry = descending ? try cursor.last() : try cursor.first()
+            entry = nil
         }
         guard let (key, value) = entry else { return nil }
         statistics.value.entriesScanned += 1
@@ -338,93 +343,5 @@ final class UnionSource: CandidateSource {
     override func close() {
         for source in sources { source.close() }
         sources = []
-    }
-}
-
-/// Asks the processor for the whole page a walk comes to (``docstore_prefetch_page``), once per page: a cursor's next
-/// steps read the nodes of the page it is on, and without this each step waits for its node. LMDB places a leaf's
-/// nodes from the end of its page down, where the prefetch of a document's bytes, forward from them, does not reach.
-struct PageFetch {
-    /// The size of LMDB's pages where the system's pages are 4 KiB (x86-64, most arm64 Linux). With larger pages a
-    /// part of each is fetched: a hint, never wrong. (A constant: read from the system, the size made a scan 10%
-    /// slower.)
-    private static let size = 4096
-    private var last: UInt = 0
-
-    /// Fetches the page `inside` points into, if it is not the last one fetched. Leaves written in order (a load, a
-    /// compacted file) lie one after the other: once a walk has stepped from a page to the next one in the file,
-    /// the page after this one is fetched too, before the cursor needs it.
-    @inline(__always)
-    mutating func fetch(around inside: UnsafeRawPointer) {
-        let page = UInt(bitPattern: inside) & ~UInt(PageFetch.size - 1)
-        guard page != last else { return }
-        let following = page == last &+ UInt(PageFetch.size)
-        last = page
-        docstore_prefetch_page(inside, PageFetch.size)
-        if following, let next = UnsafeRawPointer(bitPattern: page &+ UInt(PageFetch.size)) {
-            docstore_prefetch_page(next, PageFetch.size)
-        }
-    }
-}
-
-/// A cursor's entries read a few ahead of the one handed on, each asked into the caches as the cursor reaches it:
-/// a document's bytes arrive while the ones before it are read, where reading each in turn waited for memory at
-/// each step inside it. For reads only, whose entries stay valid until they end (a write may move the bytes of
-/// entries read ahead); and not for an engine that reads in batches, where a step ahead may cost a round trip.
-final class LookAhead {
-    private static let depth = 4
-    @exclusivity(unchecked) private var pages = PageFetch()
-    private let cursor: any StorageCursor
-    private let descending: Bool
-    /// The entries read ahead: entry `k` (counted from the first) at `k % depth`, for `handed <= k < stored`.
-    private let ring = UnsafeMutablePointer<StorageEntry>.allocate(capacity: LookAhead.depth)
-    @exclusivity(unchecked) private var handed = 0
-    @exclusivity(unchecked) private var stored = 0
-    @exclusivity(unchecked) private var started = false
-    /// The cursor gave its last entry.
-    @exclusivity(unchecked) private var ended = false
-    /// What the step after the last entry stored threw: thrown when that entry's turn comes, not before.
-    private var failure: (any Error)?
-
-    /// The entries of `cursor` from its first (its last, and backwards, when `descending`), or from `first`, an
-    /// entry where the cursor stands.
-    init(_ cursor: any StorageCursor, descending: Bool = false, first: StorageEntry?? = nil) {
-        self.cursor = cursor
-        self.descending = descending
-        if let first { start(from: first) }
-    }
-
-    deinit { ring.deallocate() }
-
-    private func keep(_ entry: StorageEntry?) {
-        guard let entry else { ended = true; return }
-        // (A key lies in its leaf's node; a large document's value on pages of its own.)
-        if let key = entry.key.baseAddress { pages.fetch(around: key) }
-        if let base = entry.value.baseAddress { docstore_prefetch(base, entry.value.count) }
-        (ring + stored % LookAhead.depth).initialize(to: entry)
-        stored += 1
-    }
-
-    /// Keeps `first` and the entries after it, up to `depth`.
-    private func start(from first: StorageEntry?) {
-        started = true
-        keep(first)
-        while !ended, failure == nil, stored < LookAhead.depth { stepAhead() }
-    }
-
-    private func stepAhead() {
-        do { keep(descending ? try cursor.previous() : try cursor.next()) } catch { failure = error }
-    }
-
-    func next() throws -> StorageEntry? {
-        if !started { start(from: descending ? try cursor.last() : try cursor.first()) }
-        guard handed < stored else {
-            if let failure { throw failure }
-            return nil
-        }
-        let entry = ring[handed % LookAhead.depth]
-        handed += 1
-        if !ended, failure == nil { stepAhead() }
-        return entry
     }
 }

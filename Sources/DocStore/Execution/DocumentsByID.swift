@@ -5,7 +5,7 @@ import CLMDB
 /// and in batches of ``StorageTransaction/entries(_:forKeys:)`` on one that prefers batches (16 first, four times
 /// more each time, up to 1,024), in a read transaction: a write transaction's walk may change the documents ahead
 /// of it, so each is read when it is reached. Through the cursor, a read looks up the documents of the next ids
-/// before they are asked for and asks the processor for their bytes, as a scan does (``LookAhead``).
+/// before they are asked for and asks the processor for their bytes.
 final class DocumentsByID {
     private let txn: any StorageTransaction
     private let space: KeySpace

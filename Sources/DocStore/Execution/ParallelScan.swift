@@ -73,8 +73,11 @@ struct ParallelScan {
                         let lower = range == 0 ? nil : cuts[range - 1]
                         let upper = range == cuts.count ? nil : cuts[range]
                         var part = start()
-                        let ahead = LookAhead(cursor, first: .some(try lower.map { try cursor.seek(atLeast: $0) } ?? cursor.first()))
-                        while let (key, document) = try ahead.next() {
+                        // The engine's walk where it has one; else the cursor's steps.
+                        let walk = try txn.walk(documents, from: lower, descending: false)
+                        var entry = try walk.map { try $0.next() }
+                            ?? lower.map { try cursor.seek(atLeast: $0) } ?? cursor.first()
+                        while let (key, document) = entry {
                             if let upper, !upper.withUnsafeBytes({ key.precedesInKeyOrder($0) }) { break }
                             box.value.entriesScanned += 1
                             box.value.documentsRead += 1
@@ -84,6 +87,7 @@ struct ParallelScan {
                                 if stop.load(ordering: .relaxed) { return }
                             }
                             if try residual.matches((key, document)) { try add(&part, (key, document)) }
+                            entry = try walk.map { try $0.next() } ?? cursor.next()
                         }
                         parts[range] = part
                     }

@@ -189,6 +189,29 @@ final class LMDBTransaction: StorageTransaction {
         if delete { access.gate.closed(db.number) }
     }
 
+    /// A walk of `db` read from its pages (``LMDBPageWalk``), in a read transaction only: a write's changed pages
+    /// are not in the map. Its record is read from the main database (whose number is 1, `MAIN_DBI` in LMDB).
+    ///
+    /// The corresponding LMDB functions are `mdb_get`, `mdb_env_stat` and `mdb_env_info`.
+    func walk(_ db: KeySpace, from lower: [UInt8]?, descending: Bool) throws -> StorageWalk? {
+        guard isReadOnly, isValid, !(descending && lower != nil), let env = mdb_txn_env(raw),
+              let name = access.opened.first(where: { $0.1 == db.number })?.0 ?? access.gate.name(of: db.number)
+        else { return nil }
+        var stat = MDB_stat(), info = MDB_envinfo()
+        try check(mdb_env_stat(env, &stat))
+        try check(mdb_env_info(env, &info))
+        return try name.utf8CString.withUnsafeBufferPointer { bytes in
+            var k = MDB_val(mv_size: bytes.count - 1, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            var v = MDB_val()
+            let rc = mdb_get(raw, 1, &k, &v)
+            if rc == MDB_NOTFOUND { return nil }
+            try check(rc)
+            return try LMDBPageWalk.make(record: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size), name: name,
+                                         pageSize: Int(stat.ms_psize), lastPage: UInt64(info.me_last_pgno),
+                                         from: lower, descending: descending)
+        }
+    }
+
     /// The corresponding LMDB function is `mdb_stat`.
     func entryCount(_ db: KeySpace) throws -> Int {
         var stat = MDB_stat()

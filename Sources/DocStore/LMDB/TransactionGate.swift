@@ -26,6 +26,9 @@ final class TransactionGate: @unchecked Sendable {
 
     func openName(_ name: String) -> UInt32? { openNames.withLock { $0[name] } }
 
+    /// The name of the open database `dbi`, if it is open in the process.
+    func name(of dbi: UInt32) -> String? { openNames.withLock { $0.first { $0.value == dbi }?.key } }
+
     /// Every database open in the process now, by name.
     func openNamesNow() -> [String: UInt32] { openNames.withLock { $0 } }
 

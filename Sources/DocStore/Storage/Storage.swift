@@ -111,6 +111,12 @@ package protocol StorageTransaction: AnyObject {
     /// valid while it lives (they are valid until the transaction ends or writes, too).
     func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?)
 
+    /// A walk of every entry of `space` from the first whose key is at least `lower` (from the first of all for
+    /// `nil`), or of every entry backwards from the last (`descending`, with no `lower`): an engine that can read
+    /// its pages itself hands each next one to the processor before the walk reaches it. `nil` where the engine
+    /// has none (a write, a duplicate-sorted space): a cursor walks instead. Valid as a cursor's entries are.
+    func walk(_ space: KeySpace, from lower: [UInt8]?, descending: Bool) throws -> StorageWalk?
+
     /// Opens a cursor, closed when `body` returns.
     func withCursor<R>(_ space: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R
     /// Opens a cursor that stays open until the transaction ends or ``closeCursor(_:)``; check ``isValid`` before
@@ -158,6 +164,7 @@ extension StorageTransaction {
     }
 
     func prefetch(_ keys: [(KeySpace, [UInt8])], expectingAbsent: Bool) throws {}
+    package func walk(_ space: KeySpace, from lower: [UInt8]?, descending: Bool) throws -> StorageWalk? { nil }
     func openCursor(_ space: KeySpace, fetchingValuesIn documents: KeySpace) throws -> (any StorageCursor)? { nil }
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws { try prefetch(keys, expectingAbsent: false) }
 
@@ -232,6 +239,14 @@ extension StorageTransaction {
             }
         }
     }
+}
+
+/// The entries of a key space in key order, or its reverse, one after the other: what
+/// ``StorageTransaction/walk(_:from:descending:)`` returns. A class, not a protocol, so that a scan holds it
+/// unretained (a retain and a release per entry cost a scan more than the step).
+package class StorageWalk {
+    /// The next entry, or `nil` after the last. Every engine's walk overrides it.
+    func next() throws -> StorageEntry? { nil }
 }
 
 /// A position in a key space, for ordered walks and range scans. Each move returns the entry it lands on, or `nil`

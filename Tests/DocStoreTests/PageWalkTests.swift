@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+@testable import DocStore
+
+/// The walk that reads a read transaction's pages itself (`LMDBPageWalk`) against LMDB's own cursor: the same
+/// entries, byte for byte, in the same order, from any starting key and backwards; and damage to the pages it
+/// reads is an error that names it, never a crash.
+@Suite struct PageWalkTests {
+    static func environment(_ dir: TemporaryDirectory, _ name: String = "walk.mdb") throws -> LMDBEnvironment {
+        try LMDBEnvironment(path: dir.path(name), configuration: .init(
+            initialMapSize: 1 << 24, maximumMapSize: 1 << 28, maxDatabases: 4, maxReaders: 8))
+    }
+
+    /// Random keys of 1 to 60 bytes, many sharing prefixes, with values of every size: empty, small, and larger
+    /// than a page (kept on overflow pages); then a third deleted, so that some pages are left part full.
+    static func fill(_ env: LMDBEnvironment, seed: UInt64, count: Int) throws -> KeySpace {
+        var rng = SeededGenerator(seed: seed)
+        let space = try env.write { txn in try txn.openKeySpace("s", create: true)! }
+        var keys: [[UInt8]] = []
+        try env.write { txn in
+            for _ in 0..<count {
+                let prefix = keys.isEmpty || Bool.random(using: &rng) ? [] : Array(keys.randomElement(using: &rng)!.prefix(Int.random(in: 0...8, using: &rng)))
+                let key = prefix + (0..<Int.random(in: 1...(60 - prefix.count), using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                let size = switch Int.random(in: 0..<20, using: &rng) {
+                case 0: 0
+                case 1: Int.random(in: 4_000...20_000, using: &rng)
+                default: Int.random(in: 1...300, using: &rng)
+                }
+                let value = (0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                try txn.put(space, key, value)
+                keys.append(key)
+            }
+        }
+        try env.write { txn in
+            for key in keys where Int.random(in: 0..<3, using: &rng) == 0 { try txn.delete(space, key) }
+        }
+        return space
+    }
+
+    /// Every entry from `walk`, copied.
+    static func entries(_ walk: StorageWalk) throws -> [[UInt8]] {
+        var found: [[UInt8]] = []
+        while let (key, value) = try walk.next() { found.append(Array(key)); found.append(Array(value)) }
+        return found
+    }
+
+    /// The cursor's entries from `lower` (or backwards from the last), copied.
+    static func cursorEntries(_ txn: any StorageTransaction, _ space: KeySpace, from lower: [UInt8]?,
+                              descending: Bool) throws -> [[UInt8]] {
+        try txn.withCursor(space) { cursor in
+            var found: [[UInt8]] = []
+            var entry = descending ? try cursor.last() : try cursor.seek(atLeast: lower ?? [])
+            while let (key, value) = entry {
+                found.append(Array(key)); found.append(Array(value))
+                entry = descending ? try cursor.previous() : try cursor.next()
+            }
+            return found
+        }
+    }
+
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func aWalkGivesWhatTheCursorGives(seed: UInt64) throws {
+        let dir = TemporaryDirectory()
+        let env = try Self.environment(dir)
+        defer { env.close() }
+        let space = try Self.fill(env, seed: seed, count: 6_000)
+        var rng = SeededGenerator(seed: seed + 100)
+        try env.read { txn in
+            let all = try Self.cursorEntries(txn, space, from: nil, descending: false)
+            let forward = try #require(try txn.walk(space, from: nil, descending: false))
+            #expect(try Self.entries(forward) == all)
+            #expect(try forward.next() == nil, "a walk that ended stays ended")
+            let backward = try #require(try txn.walk(space, from: nil, descending: true))
+            let allBackward = try Self.cursorEntries(txn, space, from: nil, descending: true)
+            #expect(try Self.entries(backward) == allBackward)
+            let depth = try #require(try txn.walk(space, from: nil, descending: false) as? LMDBPageWalk).pagesOnPath.count
+            #expect(depth >= 3, "the tree is \(depth) deep: the walk must cross branches")
+            // From keys that are there, keys between them, prefixes of them, and keys past either end.
+            let keys = stride(from: 0, to: all.count, by: 2).map { all[$0] }
+            var lowers: [[UInt8]] = [[], [0], [255, 255, 255], keys[0], keys[keys.count - 1], keys[keys.count - 1] + [0]]
+            for _ in 0..<60 {
+                let key = keys.randomElement(using: &rng)!
+                switch Int.random(in: 0..<4, using: &rng) {
+                case 0: lowers.append(key)
+                case 1: lowers.append(key + [0])
+                case 2: lowers.append(Array(key.prefix(Int.random(in: 1...key.count, using: &rng))))
+                default: lowers.append((0..<Int.random(in: 1...10, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
+                }
+            }
+            for lower in lowers {
+                let walk = try #require(try txn.walk(space, from: lower, descending: false))
+                let expected = try Self.cursorEntries(txn, space, from: lower, descending: false)
+                #expect(try Self.entries(walk) == expected, "from \(lower)")
+            }
+            #expect(try txn.walk(space, from: [1], descending: true) == nil, "backwards from a key: the cursor's")
+        }
+    }
+
+    @Test func anEmptySpaceWalksToNothingAndWritesHaveNoWalk() throws {
+        let dir = TemporaryDirectory()
+        let env = try Self.environment(dir)
+        defer { env.close() }
+        let space = try env.write { txn in try txn.openKeySpace("s", create: true)! }
+        let duplicates = try env.write { txn in try txn.openKeySpace("d", create: true, duplicateSort: true)! }
+        try env.write { txn in
+            _ = try txn.put(duplicates, [1], [2])
+            #expect(try txn.walk(space, from: nil, descending: false) == nil, "a write's pages are not in the map")
+        }
+        try env.read { txn in
+            for (lower, descending) in [(nil, false), ([5], false), (nil, true)] as [([UInt8]?, Bool)] {
+                let walk = try #require(try txn.walk(space, from: lower, descending: descending))
+                #expect(try walk.next() == nil)
+            }
+            #expect(try txn.walk(duplicates, from: nil, descending: false) == nil, "a key's values: the cursor's")
+        }
+    }
+
+    /// Damage to any page the walk stands on (a branch or a leaf): random bytes, its header, its table
+    /// of offsets, zeros, or another page copied over it. Each walk ends or throws ``StorageError/damaged(_:)``.
+    @Test func damageToThePagesOfAWalkIsAnErrorNeverACrash() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("clean.mdb")
+        var pages = Set<UInt64>()
+        do {
+            let env = try Self.environment(dir, "clean.mdb")
+            let space = try Self.fill(env, seed: 9, count: 3_000)
+            try env.read { txn in
+                let walk = try #require(try txn.walk(space, from: nil, descending: false) as? LMDBPageWalk)
+                pages.formUnion(walk.pagesOnPath)
+                while try walk.next() != nil { pages.formUnion(walk.pagesOnPath) }
+            }
+            env.close()
+        }
+        let clean = try Data(contentsOf: URL(fileURLWithPath: path))
+        let size = 4096
+        let ordered = pages.sorted()
+        var rng = SeededGenerator(seed: 5)
+        var (ended, refused) = (0, 0)
+        for round in 0..<120 {
+            var copy = clean
+            let page = Int(ordered.randomElement(using: &rng)!)
+            let base = page * size
+            switch Int.random(in: 0..<6, using: &rng) {
+            case 0:
+                for _ in 0..<Int.random(in: 1...24, using: &rng) {
+                    copy[base + Int.random(in: 0..<size, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                }
+            case 1: for offset in 8..<16 where Bool.random(using: &rng) { copy[base + offset] = UInt8.random(in: 0...255, using: &rng) }
+            case 2: for offset in 16..<48 where Bool.random(using: &rng) { copy[base + offset] = UInt8.random(in: 0...255, using: &rng) }
+            case 3: copy.replaceSubrange(base..<base + size, with: Data(count: size))
+            case 4:
+                let other = Int(ordered.randomElement(using: &rng)!) * size
+                copy.replaceSubrange(base..<base + size, with: clean[other..<other + size])
+            default:
+                // A node's sizes: its value's, its flags (a large value's), its key's.
+                for offset in 0..<8 where Bool.random(using: &rng) {
+                    let node = Int(copy[base + 16]) | Int(copy[base + 17]) << 8
+                    if node + offset < size { copy[base + node + offset] = UInt8.random(in: 0...255, using: &rng) }
+                }
+            }
+            let damagedPath = dir.path("damaged-\(round).mdb")
+            try copy.write(to: URL(fileURLWithPath: damagedPath))
+            defer { for file in [damagedPath, damagedPath + "-lock"] { try? FileManager.default.removeItem(atPath: file) } }
+            let env = try Self.environment(dir, "damaged-\(round).mdb")
+            defer { env.close() }
+            let space = try env.write { txn in try txn.openKeySpace("s", create: false)! }
+            for (lower, descending) in [(nil, false), ([UInt8(round)], false), (nil, true)] as [([UInt8]?, Bool)] {
+                do {
+                    try env.read { txn in
+                        if let walk = try txn.walk(space, from: lower, descending: descending) { _ = try Self.entries(walk) }
+                    }
+                    ended += 1
+                } catch StorageError.damaged(let why) {
+                    #expect(why.contains("page"), "\(why)")
+                    refused += 1
+                } catch {
+                    Issue.record("round \(round): \(error)")
+                }
+            }
+        }
+        #expect(refused > 60, "\(refused) walks refused, \(ended) ended")
+    }
+}
