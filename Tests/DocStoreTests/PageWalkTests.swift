@@ -44,13 +44,13 @@ import Testing
         return found
     }
 
-    /// The cursor's entries from `lower` (or backwards from the last), copied.
+    /// The cursor's entries from `lower` below `upper` (or backwards from the last), copied.
     static func cursorEntries(_ txn: any StorageTransaction, _ space: KeySpace, from lower: [UInt8]?,
-                              descending: Bool) throws -> [[UInt8]] {
+                              below upper: [UInt8]? = nil, descending: Bool) throws -> [[UInt8]] {
         try txn.withCursor(space) { cursor in
             var found: [[UInt8]] = []
             var entry = descending ? try cursor.last() : try cursor.seek(atLeast: lower ?? [])
-            while let (key, value) = entry {
+            while let (key, value) = entry, upper.map({ key.lexicographicallyPrecedes($0) }) ?? true {
                 found.append(Array(key)); found.append(Array(value))
                 entry = descending ? try cursor.previous() : try cursor.next()
             }
@@ -66,14 +66,14 @@ import Testing
         let space = try Self.fill(env, seed: seed, count: 6_000)
         var rng = SeededGenerator(seed: seed + 100)
         try env.read { txn in
-            let all = try Self.cursorEntries(txn, space, from: nil, descending: false)
-            let forward = try #require(try txn.walk(space, from: nil, descending: false))
+            let all = try Self.cursorEntries(txn, space, from: nil, below: nil, descending: false)
+            let forward = try #require(try txn.walk(space, from: nil, below: nil, descending: false))
             #expect(try Self.entries(forward) == all)
             #expect(try forward.next() == nil, "a walk that ended stays ended")
-            let backward = try #require(try txn.walk(space, from: nil, descending: true))
-            let allBackward = try Self.cursorEntries(txn, space, from: nil, descending: true)
+            let backward = try #require(try txn.walk(space, from: nil, below: nil, descending: true))
+            let allBackward = try Self.cursorEntries(txn, space, from: nil, below: nil, descending: true)
             #expect(try Self.entries(backward) == allBackward)
-            let depth = try #require(try txn.walk(space, from: nil, descending: false) as? LMDBPageWalk).pagesOnPath.count
+            let depth = try #require(try txn.walk(space, from: nil, below: nil, descending: false) as? LMDBPageWalk).pagesOnPath.count
             #expect(depth >= 3, "the tree is \(depth) deep: the walk must cross branches")
             // From keys that are there, keys between them, prefixes of them, and keys past either end.
             let keys = stride(from: 0, to: all.count, by: 2).map { all[$0] }
@@ -88,11 +88,20 @@ import Testing
                 }
             }
             for lower in lowers {
-                let walk = try #require(try txn.walk(space, from: lower, descending: false))
+                let walk = try #require(try txn.walk(space, from: lower, below: nil, descending: false))
                 let expected = try Self.cursorEntries(txn, space, from: lower, descending: false)
                 #expect(try Self.entries(walk) == expected, "from \(lower)")
+                // And up to a bound: another of the keys, above or below this one (nothing then), or its own.
+                for upper in [lowers.randomElement(using: &rng)!, lower, lower + [0]] {
+                    let walk = try #require(try txn.walk(space, from: lower, below: upper, descending: false))
+                    let expected = try Self.cursorEntries(txn, space, from: lower, below: upper, descending: false)
+                    #expect(try Self.entries(walk) == expected, "from \(lower) below \(upper)")
+                }
             }
-            #expect(try txn.walk(space, from: [1], descending: true) == nil, "backwards from a key: the cursor's")
+            let upTo = try #require(try txn.walk(space, from: nil, below: keys[keys.count / 2], descending: false))
+            #expect(try Self.entries(upTo) == Array(all.prefix(keys.count / 2 * 2)))
+            #expect(try txn.walk(space, from: [1], below: nil, descending: true) == nil, "backwards from a key: the cursor's")
+            #expect(try txn.walk(space, from: nil, below: [1], descending: true) == nil, "backwards to a key: the cursor's")
         }
     }
 
@@ -104,14 +113,14 @@ import Testing
         let duplicates = try env.write { txn in try txn.openKeySpace("d", create: true, duplicateSort: true)! }
         try env.write { txn in
             _ = try txn.put(duplicates, [1], [2])
-            #expect(try txn.walk(space, from: nil, descending: false) == nil, "a write's pages are not in the map")
+            #expect(try txn.walk(space, from: nil, below: nil, descending: false) == nil, "a write's pages are not in the map")
         }
         try env.read { txn in
             for (lower, descending) in [(nil, false), ([5], false), (nil, true)] as [([UInt8]?, Bool)] {
-                let walk = try #require(try txn.walk(space, from: lower, descending: descending))
+                let walk = try #require(try txn.walk(space, from: lower, below: nil, descending: descending))
                 #expect(try walk.next() == nil)
             }
-            #expect(try txn.walk(duplicates, from: nil, descending: false) == nil, "a key's values: the cursor's")
+            #expect(try txn.walk(duplicates, from: nil, below: nil, descending: false) == nil, "a key's values: the cursor's")
         }
     }
 
@@ -125,7 +134,7 @@ import Testing
             let env = try Self.environment(dir, "clean.mdb")
             let space = try Self.fill(env, seed: 9, count: 3_000)
             try env.read { txn in
-                let walk = try #require(try txn.walk(space, from: nil, descending: false) as? LMDBPageWalk)
+                let walk = try #require(try txn.walk(space, from: nil, below: nil, descending: false) as? LMDBPageWalk)
                 pages.formUnion(walk.pagesOnPath)
                 while try walk.next() != nil { pages.formUnion(walk.pagesOnPath) }
             }
@@ -164,10 +173,13 @@ import Testing
             let env = try Self.environment(dir, "damaged-\(round).mdb")
             defer { env.close() }
             let space = try env.write { txn in try txn.openKeySpace("s", create: false)! }
-            for (lower, descending) in [(nil, false), ([UInt8(round)], false), (nil, true)] as [([UInt8]?, Bool)] {
+            for (lower, upper, descending) in [(nil, nil, false), ([UInt8(round)], [UInt8(200)], false), (nil, nil, true)]
+                as [([UInt8]?, [UInt8]?, Bool)] {
                 do {
                     try env.read { txn in
-                        if let walk = try txn.walk(space, from: lower, descending: descending) { _ = try Self.entries(walk) }
+                        if let walk = try txn.walk(space, from: lower, below: upper, descending: descending) {
+                            _ = try Self.entries(walk)
+                        }
                     }
                     ended += 1
                 } catch StorageError.damaged(let why) {

@@ -46,7 +46,7 @@ final class FullScanSource: CandidateSource {
         self.txn = txn
         self.descending = descending
         self.statistics = statistics
-        keeper = try txn.walk(documents, from: nil, descending: descending)
+        keeper = try txn.walk(documents, from: nil, below: nil, descending: descending)
         walk = keeper.map { Unmanaged.passUnretained($0) }
         cursor = keeper == nil ? try txn.openCursor(documents) : nil
     }

@@ -73,12 +73,14 @@ struct ParallelScan {
                         let lower = range == 0 ? nil : cuts[range - 1]
                         let upper = range == cuts.count ? nil : cuts[range]
                         var part = start()
-                        // The engine's walk where it has one; else the cursor's steps.
-                        let walk = try txn.walk(documents, from: lower, descending: false)
-                        var entry = try walk.map { try $0.next() }
+                        // The engine's walk where it has one (which stops at `upper` itself), used unretained as
+                        // `kept` keeps it; else the cursor's steps.
+                        let kept = try txn.walk(documents, from: lower, below: upper, descending: false)
+                        let walk = kept.map { Unmanaged.passUnretained($0) }
+                        var entry = try walk.map { try $0._withUnsafeGuaranteedRef { try $0.next() } }
                             ?? lower.map { try cursor.seek(atLeast: $0) } ?? cursor.first()
                         while let (key, document) = entry {
-                            if let upper, !upper.withUnsafeBytes({ key.precedesInKeyOrder($0) }) { break }
+                            if walk == nil, let upper, !upper.withUnsafeBytes({ key.precedesInKeyOrder($0) }) { break }
                             box.value.entriesScanned += 1
                             box.value.documentsRead += 1
                             if box.value.entriesScanned & 4095 == 0 {
@@ -87,8 +89,9 @@ struct ParallelScan {
                                 if stop.load(ordering: .relaxed) { return }
                             }
                             if try residual.matches((key, document)) { try add(&part, (key, document)) }
-                            entry = try walk.map { try $0.next() } ?? cursor.next()
+                            entry = try walk.map { try $0._withUnsafeGuaranteedRef { try $0.next() } } ?? cursor.next()
                         }
+                        withExtendedLifetime(kept) {}
                         parts[range] = part
                     }
                 }

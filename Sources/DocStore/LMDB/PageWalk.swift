@@ -41,6 +41,10 @@ final class LMDBPageWalk: StorageWalk {
     private var end = 0
     /// Where the leaf's nodes may begin: past its table of offsets.
     private var nodesStart = 0
+    /// Where a walk forward stops (`nil`: at the end), and whether it stops at the end of this leaf: its keys are
+    /// compared with the bound once per leaf, not once per entry.
+    private let upper: [UInt8]?
+    private var lastLeaf = false
     /// The next leaf, of which the bytes below `aheadLeft` are still to be asked for, `aheadStep` at a time, from
     /// its end down (the way a walk forward reads a leaf's nodes). A whole page asked for at once lost most of its
     /// lines: a processor drops the prefetches it has no room for.
@@ -50,10 +54,10 @@ final class LMDBPageWalk: StorageWalk {
 
     /// The walk of the database whose 48-byte record in the main database is `record` (an `MDB_db`, read in the
     /// transaction the walk belongs to, from a page of the map), from its first entry whose key is at least `lower`
-    /// (or its last, backwards); `nil` for a database this walk cannot read: one with duplicates, or with keys not
+    /// to the last below `upper` (or from its last, backwards); `nil` for a database this walk cannot read: one with duplicates, or with keys not
     /// compared as bytes.
     static func make(record: UnsafeRawBufferPointer, name: String, pageSize: Int, lastPage: UInt64, from lower: [UInt8]?,
-                     descending: Bool) throws -> LMDBPageWalk? {
+                     below upper: [UInt8]?, descending: Bool) throws -> LMDBPageWalk? {
         guard record.count == 48, let base = record.baseAddress, pageSize >= 512, pageSize & (pageSize - 1) == 0,
               base.loadUnaligned(fromByteOffset: 4, as: UInt16.self) & Layout.notPlain == 0 else { return nil }
         // The record lies on a page of the map: that page's number says where the map begins.
@@ -68,14 +72,16 @@ final class LMDBPageWalk: StorageWalk {
             throw StorageError.damaged("the database \"\(name)\" is \(depth) pages deep, past LMDB's limit of \(Layout.maximumDepth)")
         }
         let walk = LMDBPageWalk(map: map, pageSize: pageSize, lastPage: lastPage, name: name, depth: depth,
-                                descending: descending)
+                                upper: descending ? nil : upper, descending: descending)
         let root = base.loadUnaligned(fromByteOffset: 40, as: UInt64.self)
         if root != Layout.noPage, depth > 0 { try walk.start(at: root, from: lower) }
         return walk
     }
 
-    private init(map: UnsafeRawPointer, pageSize: Int, lastPage: UInt64, name: String, depth: Int, descending: Bool) {
+    private init(map: UnsafeRawPointer, pageSize: Int, lastPage: UInt64, name: String, depth: Int, upper: [UInt8]?,
+                 descending: Bool) {
         self.map = map
+        self.upper = upper
         self.pageSize = pageSize
         self.lastPage = lastPage
         self.name = name
@@ -103,12 +109,12 @@ final class LMDBPageWalk: StorageWalk {
             number = try child(of: page, number, at: index)
         }
         try enterLeaf(number)
-        if let lower { index = try firstEntry(atLeast: lower) }
+        if let lower { index = min(try firstEntry(atLeast: lower, count: nodeCount(leaf)), end) }
     }
 
     override func next() throws -> StorageEntry? {
         while index == end {
-            guard try nextLeaf() else { return nil }
+            guard !lastLeaf, try nextLeaf() else { return nil }
         }
         if let ahead, aheadLeft > 0 {
             aheadLeft -= aheadStep
@@ -181,6 +187,13 @@ final class LMDBPageWalk: StorageWalk {
         let count = nodeCount(leaf)
         nodesStart = Layout.headerSize + 2 * count
         (index, end) = step > 0 ? (0, count) : (count - 1, -1)
+        if let upper, count > 0 {
+            let lastKey = try key(at: try node(count - 1, of: leaf, number, count: count), of: leaf, number)
+            if upper.withUnsafeBytes({ Self.compare(lastKey, $0) >= 0 }) {
+                end = try firstEntry(atLeast: upper, count: count)
+                lastLeaf = true
+            }
+        }
         // The leaf after this one is asked into the caches while this one is read, a few of its lines with each
         // entry (``next()``), as many as spread its lines over this leaf's entries.
         ahead = nil
@@ -277,13 +290,13 @@ final class LMDBPageWalk: StorageWalk {
         }
     }
 
-    /// In the leaf, the first entry whose key is at least `lower` (the count when none is).
-    private func firstEntry(atLeast lower: [UInt8]) throws -> Int {
+    /// In the leaf of `count` nodes, the first entry whose key is at least `lower` (`count` when none is).
+    private func firstEntry(atLeast lower: [UInt8], count: Int) throws -> Int {
         try lower.withUnsafeBytes { lower in
-            var (low, high) = (0, end)
+            var (low, high) = (0, count)
             while low < high {
                 let middle = (low + high) >> 1
-                let key = try key(at: try node(middle, of: leaf, leafNumber, count: end), of: leaf, leafNumber)
+                let key = try key(at: try node(middle, of: leaf, leafNumber, count: count), of: leaf, leafNumber)
                 if Self.compare(key, lower) < 0 { low = middle + 1 } else { high = middle }
             }
             return low

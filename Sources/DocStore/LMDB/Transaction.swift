@@ -193,8 +193,8 @@ final class LMDBTransaction: StorageTransaction {
     /// are not in the map. Its record is read from the main database (whose number is 1, `MAIN_DBI` in LMDB).
     ///
     /// The corresponding LMDB functions are `mdb_get`, `mdb_env_stat` and `mdb_env_info`.
-    func walk(_ db: KeySpace, from lower: [UInt8]?, descending: Bool) throws -> StorageWalk? {
-        guard isReadOnly, isValid, !(descending && lower != nil), let env = mdb_txn_env(raw),
+    func walk(_ db: KeySpace, from lower: [UInt8]?, below upper: [UInt8]?, descending: Bool) throws -> StorageWalk? {
+        guard isReadOnly, isValid, !descending || (lower == nil && upper == nil), let env = mdb_txn_env(raw),
               let name = access.opened.first(where: { $0.1 == db.number })?.0 ?? access.gate.name(of: db.number)
         else { return nil }
         var stat = MDB_stat(), info = MDB_envinfo()
@@ -208,7 +208,7 @@ final class LMDBTransaction: StorageTransaction {
             try check(rc)
             return try LMDBPageWalk.make(record: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size), name: name,
                                          pageSize: Int(stat.ms_psize), lastPage: UInt64(info.me_last_pgno),
-                                         from: lower, descending: descending)
+                                         from: lower, below: upper, descending: descending)
         }
     }
 

@@ -111,11 +111,11 @@ package protocol StorageTransaction: AnyObject {
     /// valid while it lives (they are valid until the transaction ends or writes, too).
     func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?)
 
-    /// A walk of every entry of `space` from the first whose key is at least `lower` (from the first of all for
-    /// `nil`), or of every entry backwards from the last (`descending`, with no `lower`): an engine that can read
-    /// its pages itself hands each next one to the processor before the walk reaches it. `nil` where the engine
-    /// has none (a write, a duplicate-sorted space): a cursor walks instead. Valid as a cursor's entries are.
-    func walk(_ space: KeySpace, from lower: [UInt8]?, descending: Bool) throws -> StorageWalk?
+    /// A walk of the entries of `space` whose keys lie in `lower..<upper` (`nil`: from the first, to the end), or of
+    /// every entry backwards from the last (`descending`, with no bounds): an engine that can read its pages itself
+    /// hands each next one to the processor before the walk reaches it. `nil` where the engine has none (a write, a
+    /// duplicate-sorted space): a cursor walks instead. Valid as a cursor's entries are.
+    func walk(_ space: KeySpace, from lower: [UInt8]?, below upper: [UInt8]?, descending: Bool) throws -> StorageWalk?
 
     /// Opens a cursor, closed when `body` returns.
     func withCursor<R>(_ space: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R
@@ -164,7 +164,8 @@ extension StorageTransaction {
     }
 
     func prefetch(_ keys: [(KeySpace, [UInt8])], expectingAbsent: Bool) throws {}
-    package func walk(_ space: KeySpace, from lower: [UInt8]?, descending: Bool) throws -> StorageWalk? { nil }
+    package func walk(_ space: KeySpace, from lower: [UInt8]?, below upper: [UInt8]?, descending: Bool) throws
+        -> StorageWalk? { nil }
     func openCursor(_ space: KeySpace, fetchingValuesIn documents: KeySpace) throws -> (any StorageCursor)? { nil }
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws { try prefetch(keys, expectingAbsent: false) }
 
