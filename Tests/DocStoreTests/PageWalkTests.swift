@@ -105,6 +105,43 @@ import Testing
         }
     }
 
+    /// Cuts read from the branch pages split a space into ranges of about as many entries each, however the keys
+    /// spread over their range: here numbers' keys (a double's bits, so that each power of two takes as wide a
+    /// stretch of keys as the next), and random keys.
+    @Test func cutsMakeRangesOfAboutAsManyEntries() throws {
+        let dir = TemporaryDirectory()
+        let env = try Self.environment(dir)
+        defer { env.close() }
+        let numbers = try env.write { txn in try txn.openKeySpace("n", create: true)! }
+        try env.write { txn in
+            for i in 1...30_000 {
+                let key = withUnsafeBytes(of: Double(i).bitPattern.bigEndian) { Array($0) }
+                try txn.put(numbers, key, [UInt8](repeating: 7, count: 60))
+            }
+        }
+        let random = try Self.fill(env, seed: 4, count: 6_000)
+        try env.read { txn in
+            for (space, parts) in [(numbers, 16), (numbers, 3), (random, 8), (random, 40)] {
+                let cuts = try #require(try txn.cuts(space, parts: parts))
+                #expect(zip(cuts, cuts.dropFirst()).allSatisfy { $0.lexicographicallyPrecedes($1) }, "increasing")
+                var counts = [Int](repeating: 0, count: cuts.count + 1)
+                try txn.forEachEntry(in: space) { key, _ in
+                    counts[cuts.firstIndex { !$0.lexicographicallyPrecedes(key) && !$0.elementsEqual(key) } ?? cuts.count] += 1
+                }
+                let total = counts.reduce(0, +)
+                #expect(cuts.count >= parts / 2 && cuts.count < parts, "\(cuts.count) cuts for \(parts) parts")
+                #expect(counts.allSatisfy { $0 > 0 && $0 < 3 * total / (cuts.count + 1) }, "\(counts)")
+            }
+        }
+        // A space of one page has no cut; a write has none to give.
+        let small = try env.write { txn in try txn.openKeySpace("one", create: true)! }
+        try env.write { txn in _ = try txn.put(small, [1], [1]) }
+        let one = try env.read { txn in try txn.cuts(small, parts: 8) }
+        #expect(one == [])
+        let inWrite = try env.write { txn in try txn.cuts(numbers, parts: 8) }
+        #expect(inWrite == nil)
+    }
+
     @Test func anEmptySpaceWalksToNothingAndWritesHaveNoWalk() throws {
         let dir = TemporaryDirectory()
         let env = try Self.environment(dir)

@@ -35,18 +35,21 @@ struct IDList {
     var isEmpty: Bool { entries.isEmpty }
 
     mutating func append(_ id: UnsafeRawBufferPointer) {
-        var prefix: (UInt64, UInt64) = (0, 0)
-        let n = Swift.min(id.count, 16)
-        if n > 0 {
-            withUnsafeMutableBytes(of: &prefix) { $0.baseAddress!.copyMemory(from: id.baseAddress!, byteCount: n) }
+        // The eight bytes from `offset` as a big-endian number, zeros past the id's end (a copy into a tuple was a
+        // call to `memmove` per id, a twentieth of a scan that kept one document in eight).
+        @inline(__always) func word(_ offset: Int) -> UInt64 {
+            let left = id.count - offset
+            if left >= 8 { return UInt64(bigEndian: id.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+            var value: UInt64 = 0
+            for i in 0..<Swift.max(left, 0) { value |= UInt64(id[offset + i]) << (56 - 8 * i) }
+            return value
         }
         var start = 0
         if id.count > 16 {
             start = long.count
             long.append(contentsOf: id)
         }
-        entries.append(Entry(high: UInt64(bigEndian: prefix.0), low: UInt64(bigEndian: prefix.1), start: start,
-                             count: id.count))
+        entries.append(Entry(high: word(0), low: word(8), start: start, count: id.count))
         width = width == nil || width == id.count ? id.count : -1
     }
 

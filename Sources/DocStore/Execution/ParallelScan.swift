@@ -32,12 +32,12 @@ struct ParallelScan {
         let count = try txn.entryCount(documents)
         let threads = min(settings.threads, count / max(settings.documentsPerThread, 1))
         guard threads > 1 else { return nil }
-        guard let (first, last) = try txn.withCursor(documents, { cursor -> ([UInt8], [UInt8])? in
+        let wanted = threads * ParallelScan.rangesPerThread
+        // Where the engine can say, ranges of about as many documents each; else ranges of keys of equal width.
+        guard let cuts = try txn.cuts(documents, parts: wanted) ?? txn.withCursor(documents, { cursor -> [[UInt8]]? in
             guard let first = try cursor.first(), let last = try cursor.last() else { return nil }
-            return (Array(first.key), Array(last.key))
-        }) else { return nil }
-        let cuts = ParallelScan.cuts(from: first, to: last, parts: threads * ParallelScan.rangesPerThread)
-        guard !cuts.isEmpty else { return nil }
+            return ParallelScan.cuts(from: Array(first.key), to: Array(last.key), parts: wanted)
+        }), !cuts.isEmpty else { return nil }
         var transactions = [txn]
         for _ in 1..<threads {
             guard let twin = txn.twin() else { break }

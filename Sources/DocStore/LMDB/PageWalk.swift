@@ -52,42 +52,84 @@ final class LMDBPageWalk: StorageWalk {
     private var aheadLeft = 0
     private var aheadStep = 64
 
-    /// The walk of the database whose 48-byte record in the main database is `record` (an `MDB_db`, read in the
-    /// transaction the walk belongs to, from a page of the map), from its first entry whose key is at least `lower`
-    /// to the last below `upper` (or from its last, backwards); `nil` for a database this walk cannot read: one with duplicates, or with keys not
-    /// compared as bytes.
-    static func make(record: UnsafeRawBufferPointer, name: String, pageSize: Int, lastPage: UInt64, from lower: [UInt8]?,
-                     below upper: [UInt8]?, descending: Bool) throws -> LMDBPageWalk? {
-        guard record.count == 48, let base = record.baseAddress, pageSize >= 512, pageSize & (pageSize - 1) == 0,
-              base.loadUnaligned(fromByteOffset: 4, as: UInt16.self) & Layout.notPlain == 0 else { return nil }
-        // The record lies on a page of the map: that page's number says where the map begins.
-        let page = UInt(bitPattern: base) & ~UInt(pageSize - 1)
-        let number = UnsafeRawPointer(bitPattern: page)?.loadUnaligned(as: UInt64.self) ?? .max
-        guard number <= lastPage, UInt64(page) / UInt64(pageSize) >= number,
-              let map = UnsafeRawPointer(bitPattern: page - UInt(number) * UInt(pageSize)) else {
-            throw StorageError.damaged("the record of the database \"\(name)\" lies on a page numbered \(number), past the file's end")
+    /// A database as its 48-byte record in the main database describes it (an `MDB_db`, read in a read
+    /// transaction, from a page of the map): where its root is, how deep it is, and where the map begins.
+    struct Tree {
+        let map: UnsafeRawPointer
+        let pageSize: Int
+        let lastPage: UInt64
+        let name: String
+        let depth: Int
+        /// `nil` for an empty database.
+        let root: UInt64?
+
+        /// `nil` for a database the walk cannot read: one with duplicates, or with keys not compared as bytes.
+        init?(record: UnsafeRawBufferPointer, name: String, pageSize: Int, lastPage: UInt64) throws {
+            guard record.count == 48, let base = record.baseAddress, pageSize >= 512, pageSize & (pageSize - 1) == 0,
+                  base.loadUnaligned(fromByteOffset: 4, as: UInt16.self) & Layout.notPlain == 0 else { return nil }
+            // The record lies on a page of the map: that page's number says where the map begins.
+            let page = UInt(bitPattern: base) & ~UInt(pageSize - 1)
+            let number = UnsafeRawPointer(bitPattern: page)?.loadUnaligned(as: UInt64.self) ?? .max
+            guard number <= lastPage, UInt64(page) / UInt64(pageSize) >= number,
+                  let map = UnsafeRawPointer(bitPattern: page - UInt(number) * UInt(pageSize)) else {
+                throw StorageError.damaged("the record of the database \"\(name)\" lies on a page numbered \(number), past the file's end")
+            }
+            depth = Int(base.loadUnaligned(fromByteOffset: 6, as: UInt16.self))
+            guard depth <= Layout.maximumDepth else {
+                throw StorageError.damaged("the database \"\(name)\" is \(depth) pages deep, past LMDB's limit of \(Layout.maximumDepth)")
+            }
+            let root = base.loadUnaligned(fromByteOffset: 40, as: UInt64.self)
+            self.root = root == Layout.noPage || depth == 0 ? nil : root
+            (self.map, self.pageSize, self.lastPage, self.name) = (map, pageSize, lastPage, name)
         }
-        let depth = Int(base.loadUnaligned(fromByteOffset: 6, as: UInt16.self))
-        guard depth <= Layout.maximumDepth else {
-            throw StorageError.damaged("the database \"\(name)\" is \(depth) pages deep, past LMDB's limit of \(Layout.maximumDepth)")
-        }
-        let walk = LMDBPageWalk(map: map, pageSize: pageSize, lastPage: lastPage, name: name, depth: depth,
-                                upper: descending ? nil : upper, descending: descending)
-        let root = base.loadUnaligned(fromByteOffset: 40, as: UInt64.self)
-        if root != Layout.noPage, depth > 0 { try walk.start(at: root, from: lower) }
+    }
+
+    /// The walk of `tree` from its first entry whose key is at least `lower` to the last below `upper` (or from its
+    /// last, backwards).
+    static func make(_ tree: Tree, from lower: [UInt8]?, below upper: [UInt8]?, descending: Bool) throws -> LMDBPageWalk {
+        let walk = LMDBPageWalk(tree, upper: descending ? nil : upper, descending: descending)
+        if let root = tree.root { try walk.start(at: root, from: lower) }
         return walk
     }
 
-    private init(map: UnsafeRawPointer, pageSize: Int, lastPage: UInt64, name: String, depth: Int, upper: [UInt8]?,
-                 descending: Bool) {
-        self.map = map
+    /// Keys that cut `tree` into about `parts` ranges of about as many entries each: the first keys of the subtrees
+    /// at the highest level that has `parts` of them (each subtree of a level holds about as many entries as
+    /// another). Empty for a tree of one page.
+    static func cuts(_ tree: Tree, parts: Int) throws -> [[UInt8]] {
+        guard let root = tree.root, tree.depth > 1, parts > 1 else { return [] }
+        let walk = LMDBPageWalk(tree, upper: nil, descending: false)
+        // The subtrees of a level, in key order, each with its first key (`nil` for the first of all).
+        var level: [(number: UInt64, first: [UInt8]?)] = [(root, nil)]
+        for _ in 1..<tree.depth where level.count < parts {
+            var below: [(number: UInt64, first: [UInt8]?)] = []
+            for (number, first) in level {
+                let page = try walk.page(number, kind: Layout.branch)
+                let count = walk.nodeCount(page)
+                for i in 0..<count {
+                    let offset = try walk.node(i, of: page, number, count: count)
+                    let key = i == 0 ? first : Array(try walk.key(at: offset, of: page, number))
+                    below.append((try walk.child(of: page, number, at: i), key))
+                }
+            }
+            level = below
+        }
+        var cuts: [[UInt8]] = []
+        for part in 1..<parts {
+            guard let key = level[part * level.count / parts].first else { continue }
+            if cuts.last.map({ $0.lexicographicallyPrecedes(key) }) ?? true { cuts.append(key) }
+        }
+        return cuts
+    }
+
+    private init(_ tree: Tree, upper: [UInt8]?, descending: Bool) {
+        map = tree.map
         self.upper = upper
-        self.pageSize = pageSize
-        self.lastPage = lastPage
-        self.name = name
+        pageSize = tree.pageSize
+        lastPage = tree.lastPage
+        name = tree.name
         step = descending ? -1 : 1
-        leaf = map
-        branchCount = max(depth - 1, 0)
+        leaf = tree.map
+        branchCount = max(tree.depth - 1, 0)
         branches = .allocate(capacity: max(branchCount, 1))
     }
 

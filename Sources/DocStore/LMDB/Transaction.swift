@@ -190,11 +190,23 @@ final class LMDBTransaction: StorageTransaction {
     }
 
     /// A walk of `db` read from its pages (``LMDBPageWalk``), in a read transaction only: a write's changed pages
-    /// are not in the map. Its record is read from the main database (whose number is 1, `MAIN_DBI` in LMDB).
+    /// are not in the map.
+    func walk(_ db: KeySpace, from lower: [UInt8]?, below upper: [UInt8]?, descending: Bool) throws -> StorageWalk? {
+        guard !descending || (lower == nil && upper == nil), let tree = try tree(of: db) else { return nil }
+        return try LMDBPageWalk.make(tree, from: lower, below: upper, descending: descending)
+    }
+
+    /// Keys read from the branch pages of `db` (``LMDBPageWalk/cuts(_:parts:)``), in a read transaction only.
+    func cuts(_ db: KeySpace, parts: Int) throws -> [[UInt8]]? {
+        try tree(of: db).map { try LMDBPageWalk.cuts($0, parts: parts) }
+    }
+
+    /// The tree of `db` as this read sees it: its record read from the main database (whose number is 1,
+    /// `MAIN_DBI` in LMDB); `nil` in a write, or for a database the walk does not read.
     ///
     /// The corresponding LMDB functions are `mdb_get`, `mdb_env_stat` and `mdb_env_info`.
-    func walk(_ db: KeySpace, from lower: [UInt8]?, below upper: [UInt8]?, descending: Bool) throws -> StorageWalk? {
-        guard isReadOnly, isValid, !descending || (lower == nil && upper == nil), let env = mdb_txn_env(raw),
+    private func tree(of db: KeySpace) throws -> LMDBPageWalk.Tree? {
+        guard isReadOnly, isValid, let env = mdb_txn_env(raw),
               let name = access.opened.first(where: { $0.1 == db.number })?.0 ?? access.gate.name(of: db.number)
         else { return nil }
         var stat = MDB_stat(), info = MDB_envinfo()
@@ -206,9 +218,8 @@ final class LMDBTransaction: StorageTransaction {
             let rc = mdb_get(raw, 1, &k, &v)
             if rc == MDB_NOTFOUND { return nil }
             try check(rc)
-            return try LMDBPageWalk.make(record: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size), name: name,
-                                         pageSize: Int(stat.ms_psize), lastPage: UInt64(info.me_last_pgno),
-                                         from: lower, below: upper, descending: descending)
+            return try LMDBPageWalk.Tree(record: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size), name: name,
+                                         pageSize: Int(stat.ms_psize), lastPage: UInt64(info.me_last_pgno))
         }
     }
 

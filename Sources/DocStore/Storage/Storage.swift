@@ -116,6 +116,9 @@ package protocol StorageTransaction: AnyObject {
     /// hands each next one to the processor before the walk reaches it. `nil` where the engine has none (a write, a
     /// duplicate-sorted space): a cursor walks instead. Valid as a cursor's entries are.
     func walk(_ space: KeySpace, from lower: [UInt8]?, below upper: [UInt8]?, descending: Bool) throws -> StorageWalk?
+    /// Keys, increasing, that cut `space` into about `parts` ranges of about as many entries each, as the engine
+    /// knows from how it keeps them; `nil` when it cannot say.
+    func cuts(_ space: KeySpace, parts: Int) throws -> [[UInt8]]?
 
     /// Opens a cursor, closed when `body` returns.
     func withCursor<R>(_ space: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R
@@ -166,6 +169,7 @@ extension StorageTransaction {
     func prefetch(_ keys: [(KeySpace, [UInt8])], expectingAbsent: Bool) throws {}
     package func walk(_ space: KeySpace, from lower: [UInt8]?, below upper: [UInt8]?, descending: Bool) throws
         -> StorageWalk? { nil }
+    package func cuts(_ space: KeySpace, parts: Int) throws -> [[UInt8]]? { nil }
     func openCursor(_ space: KeySpace, fetchingValuesIn documents: KeySpace) throws -> (any StorageCursor)? { nil }
     func prefetch(_ keys: [(KeySpace, [UInt8])]) throws { try prefetch(keys, expectingAbsent: false) }
 
