@@ -6,6 +6,9 @@ import Testing
 /// entries, byte for byte, in the same order, from any starting key and backwards; and damage to the pages it
 /// reads is an error that names it, never a crash.
 @Suite struct PageWalkTests {
+    /// The walked space's name, found in a file by its bytes.
+    static let name = "walked-space"
+
     static func environment(_ dir: TemporaryDirectory, _ name: String = "walk.mdb") throws -> LMDBEnvironment {
         try LMDBEnvironment(path: dir.path(name), configuration: .init(
             initialMapSize: 1 << 24, maximumMapSize: 1 << 28, maxDatabases: 4, maxReaders: 8))
@@ -15,7 +18,7 @@ import Testing
     /// than a page (kept on overflow pages); then a third deleted, so that some pages are left part full.
     static func fill(_ env: LMDBEnvironment, seed: UInt64, count: Int) throws -> KeySpace {
         var rng = SeededGenerator(seed: seed)
-        let space = try env.write { txn in try txn.openKeySpace("s", create: true)! }
+        let space = try env.write { txn in try txn.openKeySpace(Self.name, create: true)! }
         var keys: [[UInt8]] = []
         try env.write { txn in
             for _ in 0..<count {
@@ -142,11 +145,99 @@ import Testing
         #expect(inWrite == nil)
     }
 
+    /// Where `bytes` stand in `data`.
+    static func offsets(of bytes: [UInt8], in data: Data) -> [Int] {
+        let all = [UInt8](data)
+        return (0...(all.count - bytes.count)).filter { all[$0] == bytes[0] && all[$0..<$0 + bytes.count].elementsEqual(bytes) }
+    }
+
+    /// Damage outside the walked space's own pages: its record in the main database (a depth with no root, a root
+    /// with no depth), the number of the page that record lies on (which LMDB never reads, and the walk takes where
+    /// the map begins from), and a file cut short below pages the walk reaches.
+    @Test func damageToTheRecordItsPageOrTheFilesLengthIsNeverACrash() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("clean.mdb")
+        var pages = Set<UInt64>()
+        var all: [[UInt8]] = []
+        do {
+            let env = try Self.environment(dir, "clean.mdb")
+            let space = try Self.fill(env, seed: 12, count: 3_000)
+            try env.read { txn in
+                let walk = try #require(try txn.walk(space, from: nil, below: nil, descending: false) as? LMDBPageWalk)
+                while try walk.next() != nil { pages.formUnion(walk.pagesOnPath) }
+                all = try Self.cursorEntries(txn, space, from: nil, descending: false)
+            }
+            env.close()
+        }
+        let clean = try Data(contentsOf: URL(fileURLWithPath: path))
+        // The records: every copy of the main database's page holds one after the name (old copies lie on free pages).
+        let records = Self.offsets(of: Array(Self.name.utf8), in: clean).map { $0 + Self.name.utf8.count }
+        #expect(!records.isEmpty)
+        func open(_ copy: Data, _ label: String, _ body: (LMDBEnvironment, KeySpace) throws -> Void) throws {
+            let damagedPath = dir.path("\(label).mdb")
+            try copy.write(to: URL(fileURLWithPath: damagedPath))
+            defer { for file in [damagedPath, damagedPath + "-lock"] { try? FileManager.default.removeItem(atPath: file) } }
+            let env = try Self.environment(dir, "\(label).mdb")
+            defer { env.close() }
+            try body(env, try env.write { txn in try txn.openKeySpace(Self.name, create: false)! })
+        }
+        // A depth with no root, and a root with no depth.
+        for (depth, root) in [(UInt16(3), UInt64.max), (0, UInt64(pages.min()!))] {
+            var copy = clean
+            for record in records {
+                withUnsafeBytes(of: depth) { copy.replaceSubrange(record + 6..<record + 8, with: $0) }
+                withUnsafeBytes(of: root) { copy.replaceSubrange(record + 40..<record + 48, with: $0) }
+            }
+            try open(copy, "record-\(depth)") { env, space in
+                #expect(throws: StorageError.self, "depth \(depth), root \(root)") {
+                    try env.read { txn in _ = try txn.walk(space, from: nil, below: nil, descending: false) }
+                }
+            }
+        }
+        // The record's page numbered wrongly: the map's start cannot be told, and the cursor walks.
+        for wrong in [UInt64(1), 3, 1 << 20, UInt64.max] {
+            var copy = clean
+            for record in records {
+                let page = record / 4096 * 4096
+                withUnsafeBytes(of: wrong) { copy.replaceSubrange(page..<page + 8, with: $0) }
+            }
+            try open(copy, "numbered-\(wrong)") { env, space in
+                let (walk, read) = try env.read { txn in
+                    (try txn.walk(space, from: nil, below: nil, descending: false),
+                     try Self.cursorEntries(txn, space, from: nil, descending: false))
+                }
+                #expect(walk == nil, "page numbered \(wrong)")
+                #expect(read == all)
+            }
+        }
+        // The file cut short below pages the walk reaches (past the main database's page, which LMDB reads itself).
+        let mainPage = UInt64(records.max()! / 4096)
+        let beyond = pages.filter { $0 > mainPage + 1 }
+        try #require(!beyond.isEmpty, "no page of the walk lies past the main database's")
+        for cut in [mainPage + 1, beyond.min()!, beyond.max()!] {
+            try open(clean.prefix(Int(cut) * 4096), "cut-\(cut)") { env, space in
+                // Forwards and backwards over everything, the walk reaches a page past the end; from a key, it may not.
+                for (lower, descending) in [(nil, false), (nil, true), ([UInt8(200)], false)] as [([UInt8]?, Bool)] {
+                    do {
+                        try env.read { txn in
+                            if let walk = try txn.walk(space, from: lower, below: nil, descending: descending) {
+                                _ = try Self.entries(walk)
+                            }
+                        }
+                        #expect(lower != nil, "cut at page \(cut): the whole walk ended")
+                    } catch StorageError.damaged(let why) {
+                        #expect(why.contains("page"), "\(why)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test func anEmptySpaceWalksToNothingAndWritesHaveNoWalk() throws {
         let dir = TemporaryDirectory()
         let env = try Self.environment(dir)
         defer { env.close() }
-        let space = try env.write { txn in try txn.openKeySpace("s", create: true)! }
+        let space = try env.write { txn in try txn.openKeySpace(Self.name, create: true)! }
         let duplicates = try env.write { txn in try txn.openKeySpace("d", create: true, duplicateSort: true)! }
         try env.write { txn in
             _ = try txn.put(duplicates, [1], [2])
@@ -209,13 +300,19 @@ import Testing
             defer { for file in [damagedPath, damagedPath + "-lock"] { try? FileManager.default.removeItem(atPath: file) } }
             let env = try Self.environment(dir, "damaged-\(round).mdb")
             defer { env.close() }
-            let space = try env.write { txn in try txn.openKeySpace("s", create: false)! }
+            let space = try env.write { txn in try txn.openKeySpace(Self.name, create: false)! }
             for (lower, upper, descending) in [(nil, nil, false), ([UInt8(round)], [UInt8(200)], false), (nil, nil, true)]
                 as [([UInt8]?, [UInt8]?, Bool)] {
                 do {
                     try env.read { txn in
-                        if let walk = try txn.walk(space, from: lower, below: upper, descending: descending) {
+                        guard let walk = try txn.walk(space, from: lower, below: upper, descending: descending) else { return }
+                        do {
                             _ = try Self.entries(walk)
+                        } catch {
+                            #expect(throws: StorageError.self, "a walk that met damage does not go on past it") {
+                                try walk.next()
+                            }
+                            throw error
                         }
                     }
                     ended += 1

@@ -76,6 +76,7 @@ struct ParallelScan {
                         // The engine's walk where it has one (which stops at `upper` itself), used unretained as
                         // `kept` keeps it; else the cursor's steps.
                         let kept = try txn.walk(documents, from: lower, below: upper, descending: false)
+                        defer { withExtendedLifetime(kept) {} }
                         let walk = kept.map { Unmanaged.passUnretained($0) }
                         var entry = try walk.map { try $0._withUnsafeGuaranteedRef { try $0.next() } }
                             ?? lower.map { try cursor.seek(atLeast: $0) } ?? cursor.first()
@@ -91,7 +92,6 @@ struct ParallelScan {
                             if try residual.matches((key, document)) { try add(&part, (key, document)) }
                             entry = try walk.map { try $0._withUnsafeGuaranteedRef { try $0.next() } } ?? cursor.next()
                         }
-                        withExtendedLifetime(kept) {}
                         parts[range] = part
                     }
                 }

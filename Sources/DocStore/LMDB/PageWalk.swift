@@ -8,12 +8,15 @@ import Glibc
 /// cursor's steps were 37 ms of the walk where these take 9.
 ///
 /// The pages are LMDB's file format (as ``LMDBFileCheck`` reads it), which is fixed across LMDB 0.9's releases. The
-/// walk trusts nothing in them: every page number, offset and length is checked against the page or the file
-/// before it is read, and a page that fails is ``StorageError/damaged(_:)``, never a read out of bounds.
+/// walk trusts nothing in them. Where the map begins is worked out from the page the database's record lies on, and
+/// taken only once the two meta pages are found there (else a cursor walks instead). Every page number is checked
+/// against the last page of the read's commit, the file's size and the map's; every offset and length against its
+/// page; a page that fails is ``StorageError/damaged(_:)``, which the walk throws again if asked on.
 final class LMDBPageWalk: StorageWalk {
     private enum Layout {
         static let headerSize = 16, nodeHeaderSize = 8, maximumDepth = 32
-        static let branch: UInt16 = 0x01, leaf: UInt16 = 0x02, overflow: UInt16 = 0x04
+        static let branch: UInt16 = 0x01, leaf: UInt16 = 0x02, overflow: UInt16 = 0x04, meta: UInt16 = 0x08
+        static let magic: UInt32 = 0xBEEF_C0DE
         /// Every kind a page may be (a page as written has no other flag, but `P_DIRTY` and the like are ignored).
         static let kinds: UInt16 = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40
         static let bigData: UInt16 = 0x01, subData: UInt16 = 0x02, duplicates: UInt16 = 0x04
@@ -45,6 +48,8 @@ final class LMDBPageWalk: StorageWalk {
     /// compared with the bound once per leaf, not once per entry.
     private let upper: [UInt8]?
     private var lastLeaf = false
+    /// What ended the walk, if damage did.
+    private var failure: (any Error)?
     /// The next leaf, of which the bytes below `aheadLeft` are still to be asked for, `aheadStep` at a time, from
     /// its end down (the way a walk forward reads a leaf's nodes). A whole page asked for at once lost most of its
     /// lines: a processor drops the prefetches it has no room for.
@@ -57,30 +62,76 @@ final class LMDBPageWalk: StorageWalk {
     struct Tree {
         let map: UnsafeRawPointer
         let pageSize: Int
+        /// The last page the walk may read: of the read's commit, within the file and the map.
         let lastPage: UInt64
         let name: String
         let depth: Int
         /// `nil` for an empty database.
         let root: UInt64?
 
-        /// `nil` for a database the walk cannot read: one with duplicates, or with keys not compared as bytes.
-        init?(record: UnsafeRawBufferPointer, name: String, pageSize: Int, lastPage: UInt64) throws {
+        /// What the environment says of itself, for ``init(record:name:environment:)``.
+        struct Environment {
+            /// LMDB's page size, and the system's.
+            var pageSize: Int, systemPageSize: Int
+            /// The last page of the newest commit (`me_last_pgno`), the map's size and the file's, in bytes.
+            var lastPage: UInt64, mapSize: Int, fileSize: Int
+            /// The read transaction's id: the commit it sees.
+            var transaction: UInt64
+        }
+
+        /// `nil` for a database the walk cannot read (one with duplicates, or with keys not compared as bytes), or
+        /// where it cannot tell where the map begins (LMDB's pages larger than the system's, or no meta pages
+        /// where the record's page says the map begins: that page's own number, which LMDB never reads, is damaged).
+        init?(record: UnsafeRawBufferPointer, name: String, environment: Environment) throws {
+            let pageSize = environment.pageSize
             guard record.count == 48, let base = record.baseAddress, pageSize >= 512, pageSize & (pageSize - 1) == 0,
-                  base.loadUnaligned(fromByteOffset: 4, as: UInt16.self) & Layout.notPlain == 0 else { return nil }
-            // The record lies on a page of the map: that page's number says where the map begins.
-            let page = UInt(bitPattern: base) & ~UInt(pageSize - 1)
-            let number = UnsafeRawPointer(bitPattern: page)?.loadUnaligned(as: UInt64.self) ?? .max
-            guard number <= lastPage, UInt64(page) / UInt64(pageSize) >= number,
-                  let map = UnsafeRawPointer(bitPattern: page - UInt(number) * UInt(pageSize)) else {
-                throw StorageError.damaged("the record of the database \"\(name)\" lies on a page numbered \(number), past the file's end")
-            }
+                  pageSize <= environment.systemPageSize,
+                  base.loadUnaligned(fromByteOffset: 4, as: UInt16.self) & Layout.notPlain == 0,
+                  let (map, metas) = Self.map(around: base, environment) else { return nil }
+            self.map = map
+            self.pageSize = pageSize
+            self.name = name
+            // The read's commit's own last page, while its meta page is not yet written over; the file's, and the
+            // map's, which a damaged number must not pass.
+            let own = metas.first { $0.transaction == environment.transaction }?.lastPage ?? environment.lastPage
+            let inFile = UInt64(max(environment.fileSize / pageSize, 1) - 1)
+            let inMap = UInt64(max(environment.mapSize / pageSize, 1) - 1)
+            lastPage = min(own, environment.lastPage, inFile, inMap)
             depth = Int(base.loadUnaligned(fromByteOffset: 6, as: UInt16.self))
-            guard depth <= Layout.maximumDepth else {
-                throw StorageError.damaged("the database \"\(name)\" is \(depth) pages deep, past LMDB's limit of \(Layout.maximumDepth)")
-            }
             let root = base.loadUnaligned(fromByteOffset: 40, as: UInt64.self)
-            self.root = root == Layout.noPage || depth == 0 ? nil : root
-            (self.map, self.pageSize, self.lastPage, self.name) = (map, pageSize, lastPage, name)
+            guard depth <= Layout.maximumDepth, (depth == 0) == (root == Layout.noPage) else {
+                throw StorageError.damaged("the record of the database \"\(name)\" says it is \(depth) pages deep "
+                    + "with its root at page \(root == Layout.noPage ? "none" : String(root))")
+            }
+            self.root = depth == 0 ? nil : root
+        }
+
+        /// Where the map begins, from the page `inside` (a pointer into the map) lies on, and its two meta pages'
+        /// commit ids and last pages; `nil` unless both meta pages are there and mapped.
+        private static func map(around inside: UnsafeRawPointer, _ environment: Environment)
+            -> (UnsafeRawPointer, [(transaction: UInt64, lastPage: UInt64)])? {
+            let (pageSize, system) = (UInt(environment.pageSize), UInt(environment.systemPageSize))
+            let page = UInt(bitPattern: inside) & ~(pageSize - 1)
+            guard let pageStart = UnsafeRawPointer(bitPattern: page) else { return nil }
+            let number = UInt(truncatingIfNeeded: pageStart.loadUnaligned(as: UInt64.self))
+            guard number < UInt(environment.mapSize) / pageSize, page / pageSize >= number + 1 else { return nil }
+            let start = page - number * pageSize
+            // Mapped, both meta pages (`mincore` fails on an address no mapping holds), before anything is read.
+            let aligned = start & ~(system - 1)
+            let length = Int(start + 2 * pageSize - aligned)
+            var resident = [UInt8](repeating: 0, count: (length + Int(system) - 1) / Int(system))
+            guard let map = UnsafeRawPointer(bitPattern: start),
+                  mincore(UnsafeMutableRawPointer(bitPattern: aligned), length, &resident) == 0 else { return nil }
+            var metas: [(transaction: UInt64, lastPage: UInt64)] = []
+            for index in 0..<2 {
+                let meta = map + index * Int(pageSize)
+                guard meta.loadUnaligned(as: UInt64.self) == UInt64(index),
+                      meta.loadUnaligned(fromByteOffset: 10, as: UInt16.self) & Layout.meta != 0,
+                      meta.loadUnaligned(fromByteOffset: 16, as: UInt32.self) == Layout.magic else { return nil }
+                metas.append((meta.loadUnaligned(fromByteOffset: 144, as: UInt64.self),
+                              meta.loadUnaligned(fromByteOffset: 136, as: UInt64.self)))
+            }
+            return (map, metas)
         }
     }
 
@@ -129,7 +180,7 @@ final class LMDBPageWalk: StorageWalk {
         name = tree.name
         step = descending ? -1 : 1
         leaf = tree.map
-        branchCount = max(tree.depth - 1, 0)
+        branchCount = tree.root == nil ? 0 : max(tree.depth - 1, 0)
         branches = .allocate(capacity: max(branchCount, 1))
     }
 
@@ -154,17 +205,38 @@ final class LMDBPageWalk: StorageWalk {
         if let lower { index = min(try firstEntry(atLeast: lower, count: nodeCount(leaf)), end) }
     }
 
-    override func next() throws -> StorageEntry? {
+    override package func next() throws -> StorageEntry? {
         while index == end {
-            guard !lastLeaf, try nextLeaf() else { return nil }
+            if lastLeaf {
+                if let failure { throw failure }
+                return nil
+            }
+            do {
+                if try !nextLeaf() { lastLeaf = true }
+            } catch {
+                throw fail(error)
+            }
         }
         if let ahead, aheadLeft > 0 {
-            aheadLeft -= aheadStep
-            docstore_prefetch(ahead + max(aheadLeft, 0), aheadStep)
+            // A walk forward reads the next leaf's nodes from its end down; backwards, from its nodes' start up.
+            let chunk = min(aheadStep, aheadLeft)
+            aheadLeft -= chunk
+            docstore_prefetch_lines(ahead + (step > 0 ? aheadLeft : pageSize - aheadLeft - chunk), chunk)
         }
-        let entry = try self.entry(index)
-        index &+= step
-        return entry
+        do {
+            let entry = try self.entry(index)
+            index &+= step
+            return entry
+        } catch {
+            throw fail(error)
+        }
+    }
+
+    /// Ends the walk on `error`, which later calls throw again: a walk never goes on past damage it met.
+    private func fail(_ error: any Error) -> any Error {
+        failure = error
+        (index, end, lastLeaf) = (0, 0, true)
+        return error
     }
 
     // MARK: Pages
@@ -244,7 +316,7 @@ final class LMDBPageWalk: StorageWalk {
             let next = at + step
             if next >= 0, next < siblings, let sibling = try? child(of: parent, parentNumber, at: next), sibling <= lastPage {
                 let start = map + Int(sibling) * pageSize
-                docstore_prefetch(start, 64)
+                docstore_prefetch_lines(start + (step > 0 ? 0 : pageSize - 64), 64)
                 ahead = start
                 aheadLeft = pageSize
                 aheadStep = max(64, (pageSize / max(count, 1) + 63) & ~63)

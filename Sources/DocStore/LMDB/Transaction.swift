@@ -204,14 +204,19 @@ final class LMDBTransaction: StorageTransaction {
     /// The tree of `db` as this read sees it: its record read from the main database (whose number is 1,
     /// `MAIN_DBI` in LMDB); `nil` in a write, or for a database the walk does not read.
     ///
-    /// The corresponding LMDB functions are `mdb_get`, `mdb_env_stat` and `mdb_env_info`.
+    /// The corresponding LMDB functions are `mdb_get`, `mdb_env_stat`, `mdb_env_info` and `mdb_env_get_fd`.
     private func tree(of db: KeySpace) throws -> LMDBPageWalk.Tree? {
         guard isReadOnly, isValid, let env = mdb_txn_env(raw),
               let name = access.opened.first(where: { $0.1 == db.number })?.0 ?? access.gate.name(of: db.number)
         else { return nil }
-        var stat = MDB_stat(), info = MDB_envinfo()
+        var stat = MDB_stat(), info = MDB_envinfo(), descriptor: Int32 = -1, file = Glibc.stat()
         try check(mdb_env_stat(env, &stat))
         try check(mdb_env_info(env, &info))
+        try check(mdb_env_get_fd(env, &descriptor))
+        guard fstat(descriptor, &file) == 0 else { return nil }
+        let environment = LMDBPageWalk.Tree.Environment(
+            pageSize: Int(stat.ms_psize), systemPageSize: sysconf(Int32(_SC_PAGESIZE)), lastPage: UInt64(info.me_last_pgno),
+            mapSize: info.me_mapsize, fileSize: Int(file.st_size), transaction: UInt64(mdb_txn_id(raw)))
         return try name.utf8CString.withUnsafeBufferPointer { bytes in
             var k = MDB_val(mv_size: bytes.count - 1, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
             var v = MDB_val()
@@ -219,7 +224,7 @@ final class LMDBTransaction: StorageTransaction {
             if rc == MDB_NOTFOUND { return nil }
             try check(rc)
             return try LMDBPageWalk.Tree(record: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size), name: name,
-                                         pageSize: Int(stat.ms_psize), lastPage: UInt64(info.me_last_pgno))
+                                         environment: environment)
         }
     }
 

@@ -247,11 +247,11 @@ extension StorageTransaction {
 }
 
 /// The entries of a key space in key order, or its reverse, one after the other: what
-/// ``StorageTransaction/walk(_:from:descending:)`` returns. A class, not a protocol, so that a scan holds it
+/// ``StorageTransaction/walk(_:from:below:descending:)`` returns. A class, not a protocol, so that a scan holds it
 /// unretained (a retain and a release per entry cost a scan more than the step).
 package class StorageWalk {
     /// The next entry, or `nil` after the last. Every engine's walk overrides it.
-    func next() throws -> StorageEntry? { nil }
+    package func next() throws -> StorageEntry? { nil }
 }
 
 /// A position in a key space, for ordered walks and range scans. Each move returns the entry it lands on, or `nil`
