@@ -233,6 +233,27 @@ import Testing
         }
     }
 
+    /// A space this process has not opened before, opened by the read itself: the walk finds it by that read's
+    /// own list, and a later read by the process's.
+    @Test func aSpaceOpenedInTheReadItselfIsWalked() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let env = try Self.environment(dir)
+            _ = try Self.fill(env, seed: 3, count: 500)
+            env.close()
+        }
+        let env = try Self.environment(dir)
+        defer { env.close() }
+        for _ in 0..<2 {
+            let (walked, stepped) = try env.readAlone { txn in
+                let space = try #require(try txn.openKeySpace(Self.name, create: false))
+                let walk = try #require(try txn.walk(space, from: nil, below: nil, descending: false))
+                return (try Self.entries(walk), try Self.cursorEntries(txn, space, from: nil, descending: false))
+            }
+            #expect(!walked.isEmpty && walked == stepped)
+        }
+    }
+
     @Test func anEmptySpaceWalksToNothingAndWritesHaveNoWalk() throws {
         let dir = TemporaryDirectory()
         let env = try Self.environment(dir)
