@@ -108,7 +108,14 @@ indirect enum ValueExpression: Sendable, Equatable, CustomStringConvertible {
         /// `self op other` as Swift computes it (two integers as `Int`, else as `Double`); `nil` where Swift traps:
         /// an overflow, an integer division by zero. A sum is ``NumberSum``'s.
         func applying(_ op: Operator, _ other: Number) -> Number? {
-            if op == .add { return DocumentValue.adding(value, other.value).flatMap(Number.init) }
+            if op == .add {
+                // Two integers add as `Int64`s: what ``NumberSum`` gives them, without its 128-bit sum.
+                if case .int(let i) = self, case .int(let j) = other {
+                    let (sum, overflow) = i.addingReportingOverflow(j)
+                    return overflow ? nil : .int(sum)
+                }
+                return DocumentValue.adding(value, other.value).flatMap(Number.init)
+            }
             guard case .int(let i) = self, case .int(let j) = other else {
                 let (p, q) = (double, other.double)
                 switch op {
