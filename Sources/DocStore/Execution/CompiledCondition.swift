@@ -25,6 +25,7 @@ class CompiledCondition {
         switch condition {
         case .compare(let path, let op, let value):
             let general = Compare(path, keys, op, value)
+            if value == .null { return NullCompare(general) }
             return NumberCompare(general) ?? general
         case .contains(let path, let value):
             return Contains(path, keys, value)
@@ -138,6 +139,26 @@ class CompiledCondition {
                 return try ValueComparison.compare(ref, in: reader, op, general.constant, keys: general.keys)
             }
             return op.holds(order)
+        }
+    }
+
+    /// A comparison with `nil` (`$0.bonus == nil`): a missing or null value is `nil`, anything else is not, as the
+    /// general comparison has it (`nil` orders against nothing), without working out both sides' kinds per document.
+    private final class NullCompare: CompiledCondition {
+        /// Owns the memory `layout` points to.
+        let general: Compare
+        let layout: CompiledPath.Layout
+        let op: Condition.Comparison
+
+        init(_ general: Compare) {
+            self.general = general
+            layout = general.layout
+            op = general.op
+        }
+
+        override func check(_ document: Document) throws -> Bool {
+            let isNull = try document.value(at: layout).map { $0.tag == BinaryFormat.Tag.null } ?? true
+            return isNull ? op == .equal : op == .notEqual
         }
     }
 
