@@ -54,8 +54,9 @@ final class FullScanSource: CandidateSource {
     private var closed = false
 
     override func close() {
-        if !closed, let cursor { closed = true; txn.closeCursor(cursor) }
+        guard !closed else { return }
         closed = true
+        if let cursor { txn.closeCursor(cursor) }
     }
 
     override func next() throws -> Candidate? {
@@ -63,15 +64,11 @@ final class FullScanSource: CandidateSource {
         let entry: StorageEntry?
         if let walk {
             entry = try walk._withUnsafeGuaranteedRef { try $0.next() }
-        } else if let cursor {
-            if started {
-                entry = descending ? try cursor.previous() : try cursor.next()
-            } else {
-                started = true
-                entry = descending ? try cursor.last() : try cursor.first()
-            }
+        } else if started {
+            entry = descending ? try cursor?.previous() : try cursor?.next()
         } else {
-            entry = nil
+            started = true
+            entry = descending ? try cursor?.last() : try cursor?.first()
         }
         guard let (key, value) = entry else { return nil }
         statistics.value.entriesScanned += 1

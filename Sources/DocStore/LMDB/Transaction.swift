@@ -206,6 +206,7 @@ final class LMDBTransaction: StorageTransaction {
     ///
     /// The corresponding LMDB functions are `mdb_get`, `mdb_env_stat`, `mdb_env_info` and `mdb_env_get_fd`.
     private func tree(of db: KeySpace) throws -> LMDBPageWalk.Tree? {
+        if let known = trees[db.number] { return known }
         guard isReadOnly, isValid, let env = mdb_txn_env(raw),
               let name = access.opened.first(where: { $0.1 == db.number })?.0 ?? access.gate.name(of: db.number)
         else { return nil }
@@ -223,10 +224,16 @@ final class LMDBTransaction: StorageTransaction {
             let rc = mdb_get(raw, 1, &k, &v)
             if rc == MDB_NOTFOUND { return nil }
             try check(rc)
-            return try LMDBPageWalk.Tree(record: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size), name: name,
-                                         environment: environment)
+            let tree = try LMDBPageWalk.Tree(record: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size),
+                                             name: name, environment: environment)
+            trees[db.number] = tree
+            return tree
         }
     }
+
+    /// The trees this read has read already (a split scan walks one from each of its ranges): its snapshot and the
+    /// map do not change while it lasts.
+    private var trees: [UInt32: LMDBPageWalk.Tree] = [:]
 
     /// The corresponding LMDB function is `mdb_stat`.
     func entryCount(_ db: KeySpace) throws -> Int {
