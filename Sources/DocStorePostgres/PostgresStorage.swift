@@ -591,7 +591,7 @@ final class PostgresTransaction: StorageTransaction {
 
     // MARK: Key spaces
 
-    func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool) throws -> KeySpace? {
+    func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool, fixedSizeValues: Bool) throws -> KeySpace? {
         guard let name else { return KeySpace(number: 0) }
         let found = try name.withUTF8Bytes { n in
             try run("space", "SELECT number, dupsort FROM spaces WHERE name = convert_from($1, 'UTF8')", [n])

@@ -450,13 +450,13 @@ private func catalogExpect(
                 IndexDefinition(name: "score", kind: .regular, fields: ["score"]),
                 IndexDefinition(name: "tags", kind: .multi, fields: ["tags"]),
                 IndexDefinition(name: "code", kind: .unique, fields: ["code"]),
-            ]),
+            ], idWidth: 10),   // integer ids
             CollectionInfo(name: "people", idPath: "id", indexes: [
                 IndexDefinition(name: "age", kind: .regular, fields: ["age"]),
                 IndexDefinition(name: "city_age", kind: .regular, fields: ["city", "age"]),
                 IndexDefinition(name: "email", kind: .unique, fields: ["email"]),
                 IndexDefinition(name: "tags", kind: .multi, fields: ["tags"]),
-            ]),
+            ], idWidth: 17),   // UUIDs
         ]
         // Reopened, and no Swift type used: what a tool sees.
         var store = try await DocStore(path: path)

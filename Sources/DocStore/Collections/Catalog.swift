@@ -273,10 +273,11 @@ struct Catalog {
         return (damage.page.map { "page \($0)" } ?? "the file") + (place.isEmpty ? "" : " (\(place))") + ": \(damage.message)"
     }
 
-    /// Deletes an index's key space, with its entries, if it exists.
+    /// Deletes an index's key space, with its entries, if it exists. (An existing space keeps the flags it was
+    /// created with, whatever it is opened with.)
     func dropIndexSpace(_ collection: String, _ index: IndexDefinition) throws {
         if let space = try txn.openKeySpace(Catalog.indexSpace(collection, index), create: false,
-                                            duplicateSort: index.kind != .unique) {
+                                            duplicateSort: !index.isUnique, fixedSizeValues: false) {
             try txn.drop(space, delete: true)
         }
     }
@@ -340,5 +341,14 @@ struct FilterRecord: Equatable {
         } else {
             selection = try Selection(stored: value[field: "selection"] ?? .null)
         }
+    }
+}
+
+extension StorageTransaction {
+    /// Opens the key space of `index` of `collection`: a key's ids side by side at one length when the collection
+    /// keeps its ids at one (``CollectionInfo/idWidth``), for an index that holds several ids per key.
+    func openIndexSpace(_ collection: CollectionInfo, _ index: IndexDefinition, create: Bool) throws -> KeySpace? {
+        try openKeySpace(Catalog.indexSpace(collection.name, index), create: create, duplicateSort: !index.isUnique,
+                         fixedSizeValues: !index.isUnique && collection.idWidth != nil)
     }
 }

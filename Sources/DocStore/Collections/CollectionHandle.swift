@@ -105,6 +105,17 @@ final class CollectionHandle {
 
     // MARK: Ids
 
+    /// Thrown before a document is written whose id's key has another length than its collection keeps
+    /// (``CollectionInfo/idWidth``): the write is run again once the collection keeps ids of any length
+    /// (``TransactionScope/widenIDs(of:)``).
+    struct IDWidthChange: Error, CustomStringConvertible {
+        let collection: String
+        var description: String {
+            "collection '\(collection)' keeps its ids at one length in its indexes, and a write has an id of another "
+                + "length: the write must run again once the collection keeps ids of any length"
+        }
+    }
+
     /// The primary key of an id value.
     static func idKey<ID: Encodable>(_ id: ID, collection: @autoclosure () -> String) throws -> [UInt8] {
         // The commonest id types straight to their key (the encoded id's key, byte for byte), with no encoding.
@@ -141,7 +152,9 @@ final class CollectionHandle {
             throw DocStoreError(.invalidSchema, "a document of collection '\(name)' has no id at '\(info.idPath)'",
                                 collection: name)
         }
-        return try CollectionHandle.checkedIDKey(KeyEncoder.key(ref, in: reader), collection: name)
+        let key = try CollectionHandle.checkedIDKey(KeyEncoder.key(ref, in: reader), collection: name)
+        if let width = info.idWidth, key.count != width { throw IDWidthChange(collection: name) }
+        return key
     }
 
     /// An id for a new document that has none: the next integer after the greatest number among the ids (1 when

@@ -6,12 +6,14 @@ import Foundation
 final class StoreCore {
     /// The newest format this build reads. 2: documents end with a checksum (format 1 stores open, and are marked
     /// 2 when opened for writing). 3: documents of a file may leave their field names to a shape the catalog
-    /// records (``DocumentShape``).
-    static let formatVersion: UInt8 = 3
+    /// records (``DocumentShape``). 4: the indexes of a collection of a file whose ids all have one length keep a
+    /// key's ids side by side at that length (``CollectionInfo/idWidth``), which a build of format 3 would not keep
+    /// to.
+    static let formatVersion: UInt8 = 4
 
-    /// The format this store's writes need older builds to read: 3 in a file, 2 on a server (which writes no
-    /// shapes, and so stays readable by builds of format 2).
-    var writtenFormat: UInt8 { file != nil ? 3 : 2 }
+    /// The format this store's writes need older builds to read: 4 in a file, 2 on a server (which writes no
+    /// shapes and keeps no ids at one length, and so stays readable by builds of format 2).
+    var writtenFormat: UInt8 { file != nil ? 4 : 2 }
 
     /// The storage, opened in ``openEnvironment(path:options:)``.
     let env: any StorageEngine
@@ -38,6 +40,10 @@ final class StoreCore {
     var typeCheckers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
     /// Per collection, the schema of the Swift type last used with it, for reports.
     var declared: [String: ResolvedSchema] = [:]
+    /// Collections a write of this process found ids of another length for before they existed (they were created
+    /// in the same write, which ran again): when created again, they keep ids of any length. Guarded as
+    /// ``handles`` is.
+    var idsOfAnyLength: Set<String> = []
     /// The catalog generation at which every key space the catalog names was open in this process (guarded as
     /// ``handles`` is): a read of that generation runs beside others, as it need open none; `nil` until a read
     /// has opened them.
@@ -181,8 +187,7 @@ final class StoreCore {
         for info in try catalog(txn).collections() {
             _ = try txn.openKeySpace(Catalog.documentsSpace(info.name), create: false)
             for index in info.indexes {
-                _ = try txn.openKeySpace(Catalog.indexSpace(info.name, index), create: false,
-                                         duplicateSort: index.kind != .unique)
+                _ = try txn.openIndexSpace(info, index, create: false)
             }
         }
     }
@@ -292,8 +297,7 @@ final class StoreCore {
         }
         var indexes: [CollectionHandle.Index] = []
         for definition in info.indexes {
-            guard let db = try txn.openKeySpace(Catalog.indexSpace(info.name, definition), create: !txn.isReadOnly,
-                                                duplicateSort: definition.kind != .unique) else {
+            guard let db = try txn.openIndexSpace(info, definition, create: !txn.isReadOnly) else {
                 throw DocStoreError(.corruptDocument, "index '\(definition.name)' of '\(info.name)' is in the catalog "
                     + "but its entries are missing", collection: info.name, index: definition.name)
             }
@@ -311,7 +315,10 @@ final class StoreCore {
         try Catalog.validateName(schema.collection, what: "collection")
         for index in schema.indexes { try Catalog.validateName(index.name, what: "index") }
         let existing = try readInfo(schema.collection, in: txn)
-        var info = existing ?? CollectionInfo(name: schema.collection, idPath: schema.idPath, indexes: [])
+        // A new collection of a file keeps its indexes' ids at the length its type's ids have, if they have one.
+        let anyLength = file == nil || withState { idsOfAnyLength.contains(schema.collection) }
+        var info = existing ?? CollectionInfo(name: schema.collection, idPath: schema.idPath, indexes: [],
+                                              idWidth: anyLength ? nil : schema.idWidth)
         var changed = existing == nil
         guard let documents = try txn.openKeySpace(Catalog.documentsSpace(schema.collection), create: true) else {
             throw DocStoreError(.storage, "cannot create collection '\(schema.collection)'")

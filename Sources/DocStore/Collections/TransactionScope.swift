@@ -156,6 +156,28 @@ final class TransactionScope {
         return removed
     }
 
+    /// Makes `collection` keep ids of any length (``CollectionInfo/idWidth``): each index that holds several ids per
+    /// key is deleted and built again from the documents. What a write does first when it meets an id of another
+    /// length (``IDWidthChange``).
+    func widenIDs(of collection: String) throws {
+        guard var info = try core.readInfo(collection, in: txn) else {
+            // Made by the write that met the id, which did not commit: made again, it keeps ids of any length.
+            core.withState { _ = core.idsOfAnyLength.insert(collection) }
+            return
+        }
+        guard info.idWidth != nil else { return }
+        touchedCatalog = true   // first: a dropped key space is closed even if the transaction then aborts
+        for definition in info.indexes where !definition.isUnique {
+            try catalog.dropIndexSpace(collection, definition)
+        }
+        info.idWidth = nil
+        try catalog.setCollection(info)
+        let reopened = try core.openHandle(info, in: txn)
+        for index in reopened.indexes where !index.definition.isUnique { try reopened.build(index, in: txn) }
+        handles[collection] = nil
+        dropped.insert(collection)
+    }
+
     /// Adds an index to a collection (created when missing) and builds its entries from the documents.
     func createIndex(_ definition: IndexDefinition, in collection: String) throws {
         try Catalog.validateName(definition.name, what: "index")
@@ -208,7 +230,7 @@ final class TransactionScope {
         }
         guard let source = try handle(named: name) else { return }
         touchedCatalog = true
-        let moved = CollectionInfo(name: newName, idPath: info.idPath, indexes: info.indexes)
+        let moved = CollectionInfo(name: newName, idPath: info.idPath, indexes: info.indexes, idWidth: info.idWidth)
         try catalog.setCollection(moved)
         let target = try core.openHandle(moved, in: txn)
         try txn.forEachEntry(in: source.documents) { key, value in

@@ -10,6 +10,7 @@ enum LMDBFlags {
     static let noMetaSync = UInt32(MDB_NOMETASYNC)
     static let create = UInt32(MDB_CREATE)
     static let duplicateSort = UInt32(MDB_DUPSORT)
+    static let fixedSizeDuplicates = UInt32(MDB_DUPFIXED)
     static let noOverwrite = UInt32(MDB_NOOVERWRITE)
     static let noDuplicateData = UInt32(MDB_NODUPDATA)
     static let append = UInt32(MDB_APPEND)

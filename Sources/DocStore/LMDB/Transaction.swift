@@ -163,7 +163,7 @@ final class LMDBTransaction: StorageTransaction {
     /// A read beside others (not alone) calls nothing of LMDB's: it looks the name up among the databases open in
     /// the process, which hold every one its catalog names (see ``DocStore``'s reads); a name not there does not
     /// exist.
-    func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool) throws -> KeySpace? {
+    func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool, fixedSizeValues: Bool) throws -> KeySpace? {
         if let name, isReadOnly, !access.alone {
             return access.gate.openName(name).map(KeySpace.init(number:))
         }
@@ -171,13 +171,22 @@ final class LMDBTransaction: StorageTransaction {
         if isReadOnly { opensKeySpaces = true }
         var flags: UInt32 = 0
         if create { flags |= LMDBFlags.create }
-        if duplicateSort { flags |= LMDBFlags.duplicateSort }
+        if duplicateSort { flags |= LMDBFlags.duplicateSort | (fixedSizeValues ? LMDBFlags.fixedSizeDuplicates : 0) }
         var dbi: MDB_dbi = 0
         let rc = mdb_dbi_open(raw, name, flags, &dbi)
         if rc == MDB_NOTFOUND { return nil }
         try check(rc)
         if let name { access.opened.append((name, dbi)) }
         return KeySpace(number: dbi)
+    }
+
+    /// The flags `db` was created with (`MDB_DUPSORT`, `MDB_DUPFIXED`...): those it keeps, whatever it is opened with.
+    ///
+    /// The corresponding LMDB function is `mdb_dbi_flags`.
+    func flags(of db: KeySpace) throws -> UInt32 {
+        var flags: UInt32 = 0
+        try check(mdb_dbi_flags(raw, db.number, &flags))
+        return flags
     }
 
     /// The corresponding LMDB function is `mdb_drop`.
@@ -273,10 +282,37 @@ final class LMDBTransaction: StorageTransaction {
                     _ body: (_ put: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
         let cursor = try newCursor(db)
         defer { mdb_cursor_close(cursor) }
-        try body { key, value in
-            var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-            var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-            try check(mdb_cursor_put(cursor, &k, &v, 0))
+        // In a duplicate-sorted space, a key's values that order after every value it holds are appended
+        // (`MDB_APPENDDUP`): a full page of them goes on on a new one rather than splitting in half, so that values
+        // that come in order (ids, mostly) fill their pages. The greatest value is looked up once per key.
+        let sorted = try flags(of: db) & LMDBFlags.duplicateSort != 0
+        var key: [UInt8]?, greatest: [UInt8] = [], holdsAny = false
+        try body { k, v in
+            var keyValue = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            var value = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+            var flags: UInt32 = 0
+            if sorted {
+                if key.map({ !k.elementsEqual($0) }) ?? true {
+                    key = Array(k)
+                    var found = MDB_val()
+                    var rc = mdb_cursor_get(cursor, &keyValue, &found, MDB_SET_KEY)
+                    if rc == MDB_SUCCESS { rc = mdb_cursor_get(cursor, &keyValue, &found, MDB_LAST_DUP) }
+                    if rc != MDB_NOTFOUND { try check(rc) }
+                    holdsAny = rc == MDB_SUCCESS
+                    greatest.removeAll(keepingCapacity: true)
+                    if holdsAny {
+                        greatest.append(contentsOf: UnsafeRawBufferPointer(start: found.mv_data, count: found.mv_size))
+                    }
+                    keyValue = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                }
+                if !holdsAny || greatest.lexicographicallyPrecedes(v) {
+                    flags = LMDBFlags.appendDuplicate
+                    holdsAny = true
+                    greatest.removeAll(keepingCapacity: true)
+                    greatest.append(contentsOf: v)
+                }
+            }
+            try check(mdb_cursor_put(cursor, &keyValue, &value, flags))
         }
     }
 

@@ -28,11 +28,17 @@ public struct CollectionInfo: Codable, Sendable, Hashable {
     public var idPath: FieldPath
     /// Every index the store maintains for the collection, declared by the current type or not.
     public var indexes: [IndexDefinition]
+    /// The length in bytes of every id's key, when the collection keeps its ids at one length (integers within
+    /// ±2^53, UUIDs): its indexes then keep their ids side by side at that length, without a node each
+    /// (`MDB_DUPFIXED`). `nil` for ids of any length. A write of an id of another length first makes the
+    /// collection's indexes keep ids of any length, then runs again.
+    public var idWidth: Int?
 
-    public init(name: String, idPath: FieldPath, indexes: [IndexDefinition]) {
+    public init(name: String, idPath: FieldPath, indexes: [IndexDefinition], idWidth: Int? = nil) {
         self.name = name
         self.idPath = idPath
         self.indexes = indexes
+        self.idWidth = idWidth
     }
 }
 

@@ -1,9 +1,13 @@
+import Foundation
+
 /// A ``Document`` type's collection, id path and indexes, with every key path turned into a field path.
 struct ResolvedSchema: Sendable {
     let collection: String
     let typeName: String
     let idPath: FieldPath
     let indexes: [IndexDefinition]
+    /// The length of every id's key, when the id's type gives it one (``CollectionInfo/idWidth``).
+    var idWidth: Int? = nil
 
     static func resolve<T: Document>(_ type: T.Type) throws -> ResolvedSchema {
         let collection = T.collection
@@ -56,6 +60,19 @@ struct ResolvedSchema: Sendable {
             }
             indexes.append(IndexDefinition(name: spec.name, kind: spec.kind, fields: paths))
         }
-        return ResolvedSchema(collection: collection, typeName: typeName, idPath: idPath, indexes: indexes)
+        return ResolvedSchema(collection: collection, typeName: typeName, idPath: idPath, indexes: indexes,
+                              idWidth: idWidth(of: T.ID.self))
+    }
+
+    /// The length of the key of every value of `type`, when it has one: integers of every width (a key of 10
+    /// bytes, which `Int` and `UInt64` keep only within ±2^53, and lengthen past it) and UUIDs (17 bytes).
+    static func idWidth(of type: Any.Type) -> Int? {
+        switch type {
+        case is Int.Type, is Int64.Type, is Int32.Type, is Int16.Type, is Int8.Type,
+             is UInt.Type, is UInt64.Type, is UInt32.Type, is UInt16.Type, is UInt8.Type:
+            return KeyEncoder.key(.int(0)).count
+        case is UUID.Type: return KeyEncoder.key(.uuid(UUID())).count
+        default: return nil
+        }
     }
 }

@@ -52,7 +52,10 @@ package protocol StorageTransaction: AnyObject {
 
     /// Opens a named key space, creating it when `create` is true; `nil` when it does not exist. A space opened or
     /// dropped in a transaction that does not commit is closed with it: its handle must not be used again.
-    func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool) throws -> KeySpace?
+    ///
+    /// A duplicate-sorted space whose values all have one size (`fixedSizeValues`, which an engine may ignore)
+    /// keeps a key's values side by side, without a node each; a value of another size must then not be put.
+    func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool, fixedSizeValues: Bool) throws -> KeySpace?
     /// Removes every entry of a space, keeping the space (`delete: false`), or deletes it too.
     func drop(_ space: KeySpace, delete: Bool) throws
     /// The number of entries (duplicates included), in O(1).
@@ -214,7 +217,12 @@ extension StorageTransaction {
     }
 
     func openKeySpace(_ name: String?, create: Bool) throws -> KeySpace? {
-        try openKeySpace(name, create: create, duplicateSort: false)
+        try openKeySpace(name, create: create, duplicateSort: false, fixedSizeValues: false)
+    }
+
+    /// A space of values of any size, each key's sorted (`duplicateSort`) or not.
+    func openKeySpace(_ name: String?, create: Bool, duplicateSort: Bool) throws -> KeySpace? {
+        try openKeySpace(name, create: create, duplicateSort: duplicateSort, fixedSizeValues: false)
     }
 
     func get(_ space: KeySpace, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {

@@ -55,6 +55,25 @@ extension DocStore {
     nonisolated func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R,
                                         reads: CheckedReads?)
         async throws -> R {
+        var widened: Set<String> = []
+        while true {
+            do {
+                return try await writeOnce(body, reads: reads)
+            } catch let change as CollectionHandle.IDWidthChange {
+                // An id of another length than its collection's others: the collection's indexes are built again to
+                // keep ids of any length, in a write of its own, and the write runs again (once per collection).
+                guard widened.insert(change.collection).inserted else {
+                    throw DocStoreError(.storage, "\(change) (and it still had after they were made to)",
+                                        collection: change.collection)
+                }
+                try await writeOnce({ try $0.scope.widenIDs(of: change.collection) }, reads: nil)
+            }
+        }
+    }
+
+    private nonisolated func writeOnce<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R,
+                                                    reads: CheckedReads?)
+        async throws -> R {
         try checkOpen()
         if writesOnCallersThreadsWhenIdle && thread.borrow() {
             let start = DispatchTime.now().uptimeNanoseconds

@@ -1,0 +1,200 @@
+import Foundation
+import Testing
+@testable import DocStore
+
+/// A model keyed by integers, whose keys are 10 bytes within ±2^53 and 18 beyond.
+struct Ledger: Document, Equatable {
+    var id: Int64
+    var owner: String
+    var balance: Int
+    var tags: [String]
+    static let collection = "ledgers"
+    static let indexes: [IndexSpec<Ledger>] = [
+        .index("owner", \.owner),
+        .index("owner_balance", \.owner, \.balance),
+        .multi("tags", \.tags),
+        .unique("balance", \.balance),
+    ]
+}
+
+/// A collection whose ids all have one length keeps its indexes' ids side by side (`MDB_DUPFIXED`); an id of another
+/// length makes it keep ids of any length first. Checked against the documents kept in memory.
+@Suite struct IDWidthTests {
+    /// The index spaces of `accounts` that keep their values at one size, by index name.
+    static func fixedSpaces(_ store: DocStore) async throws -> [String: Bool] {
+        try await store.read { ctx in
+            guard let handle = try ctx.scope.handle(named: Ledger.collection),
+                  let txn = ctx.txn as? LMDBTransaction else { return [:] }
+            var fixed: [String: Bool] = [:]
+            for index in handle.indexes {
+                fixed[index.definition.name] = try txn.flags(of: index.database) & LMDBFlags.fixedSizeDuplicates != 0
+            }
+            return fixed
+        }
+    }
+
+    static func idWidth(_ store: DocStore) async throws -> Int? {
+        try await store.read { ctx in try ctx.scope.core.readInfo(Ledger.collection, in: ctx.txn)?.idWidth }
+    }
+
+    /// Every index's answer, in the store and in memory: ids, in id order.
+    static func checkIndexes(_ store: DocStore, _ kept: [Int64: Ledger], _ note: String) async throws {
+        let ordered = kept.values.sorted { $0.id < $1.id }
+        for owner in ["ann", "bob", "cy", "dee"] {
+            let ids = try await Ledger.include(#Predicate { $0.owner == owner }).ids(in: store)
+            #expect(ids == ordered.filter { $0.owner == owner }.map(\.id), "\(note): owner \(owner)")
+            let low = try await Ledger.include(#Predicate { $0.owner == owner && $0.balance < 500 }).ids(in: store)
+            #expect(low == ordered.filter { $0.owner == owner && $0.balance < 500 }.map(\.id), "\(note): \(owner) < 500")
+        }
+        for tag in ["red", "green", "blue"] {
+            let ids = try await Ledger.include(#Predicate { $0.tags.contains(tag) }).ids(in: store)
+            #expect(ids == ordered.filter { $0.tags.contains(tag) }.map(\.id), "\(note): tag \(tag)")
+        }
+        #expect(try await Ledger.query().count(in: store) == kept.count, "\(note): count")
+        let report = try await store.verify()
+        #expect(report.isClean, "\(note): \(report)")
+    }
+
+    static func account(_ id: Int64, _ g: inout SeededGenerator, balance: Int) -> Ledger {
+        let owners = ["ann", "bob", "cy", "dee"], tags = ["red", "green", "blue"]
+        return Ledger(id: id, owner: owners[Int.random(in: 0..<4, using: &g)], balance: balance,
+                       tags: tags.filter { _ in Bool.random(using: &g) })
+    }
+
+    /// An id past 2^53 (18 bytes as a key) arriving by each way a document is written: alone, in a batch, among
+    /// writes of several tasks committed together, in a write closure, and without the type.
+    @Test(arguments: ["insert", "batch", "tasks", "closure", "untyped"])
+    func anIdOfAnotherLengthWidensTheIndexesAndLosesNothing(_ way: String) async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("ids.db")
+        let store = try await DocStore(path: path)
+        var g = SeededGenerator(seed: 0x1D5 &+ UInt64(way.utf8.reduce(0) { $0 &* 31 &+ Int($1) }))
+        var kept: [Int64: Ledger] = [:]
+        var balance = 0
+        func next(_ id: Int64) -> Ledger {
+            balance += 1
+            return IDWidthTests.account(id, &g, balance: balance)
+        }
+        // Small ids first, by batches and one by one, with updates and deletes among them.
+        let first = (1...600).map { next(Int64($0)) }
+        try await store.insert(contentsOf: first)
+        for a in first { kept[a.id] = a }
+        for id in stride(from: Int64(3), to: 600, by: 7) {
+            var a = kept[id]!
+            a.owner = "dee"
+            try await store.save(a)
+            kept[id] = a
+        }
+        for id in stride(from: Int64(5), to: 600, by: 11) {
+            #expect(try await store.delete(Ledger.self, id: id))
+            kept[id] = nil
+        }
+        #expect(try await IDWidthTests.idWidth(store) == 10)
+        #expect(try await IDWidthTests.fixedSpaces(store) == ["owner": true, "owner_balance": true, "tags": true,
+                                                                "balance": false])
+        try await IDWidthTests.checkIndexes(store, kept, "\(way), before")
+
+        // Ids past 2^53, and beside them small ones again.
+        let long: [Ledger] = [next(1 << 60), next(-(1 << 55)), next(Int64.max), next(700), next((1 << 53) + 1)]
+        switch way {
+        case "insert":
+            for a in long { try await store.insert(a) }
+        case "batch":
+            try await store.insert(contentsOf: long)
+        case "tasks":
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for a in long { group.addTask { try await store.insert(a) } }
+                for i in 0..<16 {
+                    let a = next(Int64(5_000 + i))
+                    kept[a.id] = a
+                    group.addTask { try await store.insert(a) }
+                }
+                try await group.waitForAll()
+            }
+        case "closure":
+            try await store.write { ctx in
+                for a in long { try ctx.save(a) }
+                var moved = try #require(try ctx.get(Ledger.self, id: 10))
+                moved.tags = ["red"]
+                try ctx.save(moved)
+            }
+            kept[10]?.tags = ["red"]
+        default:
+            try await store.write { ctx in
+                for a in long {
+                    try ctx.insert(.object([
+                        ("id", .int(a.id)), ("owner", .string(a.owner)), ("balance", .int(Int64(a.balance))),
+                        ("tags", .array(a.tags.map { .string($0) })),
+                    ]), into: Ledger.collection)
+                }
+            }
+        }
+        for a in long { kept[a.id] = a }
+        #expect(try await IDWidthTests.idWidth(store) == nil)
+        #expect(try await IDWidthTests.fixedSpaces(store) == ["owner": false, "owner_balance": false, "tags": false,
+                                                                "balance": false])
+        try await IDWidthTests.checkIndexes(store, kept, "\(way), after")
+        #expect(try await store.get(Ledger.self, id: Int64.max) == kept[Int64.max])
+
+        // More writes of both lengths, then the file as another process opens it.
+        let more = (0..<200).map { n -> Ledger in
+            let id: Int64 = n % 2 == 0 ? Int64(2_000 + n) : (1 << 58) + Int64(n)
+            return next(id)
+        }
+        try await store.insert(contentsOf: more)
+        for a in more { kept[a.id] = a }
+        try await IDWidthTests.checkIndexes(store, kept, "\(way), more")
+        await store.close()
+        #expect(DocStore.checkFile(at: path).isClean)
+        let reopened = try await DocStore(path: path)
+        try await IDWidthTests.checkIndexes(reopened, kept, "\(way), reopened")
+        await reopened.close()
+    }
+
+    /// Ids written in order fill the pages of each key's ids (appended, rather than split in half), whether they come
+    /// in one batch or many, and a compaction keeps the indexes' layout.
+    @Test func idsInOrderAndACompactionKeepTheLayout() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("ids.db")
+        var store = try await DocStore(path: path)
+        var g = SeededGenerator(seed: 0xF1ED)
+        var kept: [Int64: Ledger] = [:]
+        var balance = 0
+        // Batches whose ids interleave with those before them, and batches past them.
+        for round in 0..<6 {
+            let ids = round % 2 == 0 ? (0..<1_500).map { Int64(round * 10_000 + $0 * 2) }
+                                     : (0..<1_500).map { Int64((round - 1) * 10_000 + $0 * 2 + 1) }
+            let batch = ids.shuffled(using: &g).map { id -> Ledger in
+                balance += 1
+                return IDWidthTests.account(id, &g, balance: balance)
+            }
+            try await store.insert(contentsOf: batch)
+            for a in batch { kept[a.id] = a }
+        }
+        try await IDWidthTests.checkIndexes(store, kept, "loaded")
+        await store.close()
+        _ = try await DocStore.compact(path: path)
+        #expect(DocStore.checkFile(at: path).isClean)
+        store = try await DocStore(path: path)
+        #expect(try await IDWidthTests.fixedSpaces(store) == ["owner": true, "owner_balance": true, "tags": true,
+                                                              "balance": false])
+        try await IDWidthTests.checkIndexes(store, kept, "compacted")
+        await store.close()
+    }
+
+    /// A collection of string ids, and one made without a type, keep ids of any length from the start.
+    @Test func idsOfAnyLengthAreKeptAsTheyCome() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("ids.db"))
+        try await store.write { ctx in
+            try ctx.insert(.object([("id", .string("a")), ("n", .int(1))]), into: "loose")
+            try ctx.createIndex(IndexDefinition(name: "n", kind: .regular, fields: ["n"]), in: "loose")
+            try ctx.insert(.object([("id", .string("bbbbbbbbbbbbbbbbbbbb")), ("n", .int(1))]), into: "loose")
+            try ctx.insert(.object([("id", .int(7)), ("n", .int(1))]), into: "loose")
+        }
+        #expect(try await store.read { try $0.scope.core.readInfo("loose", in: $0.txn)?.idWidth } == nil)
+        let ids = try await Query<DocumentValue>("loose").include(.compare("n", .equal, .int(1))).ids(in: store)
+        #expect(ids == [.int(7), .string("a"), .string("bbbbbbbbbbbbbbbbbbbb")])
+        #expect(try await store.verify().isClean)
+    }
+}
