@@ -12,6 +12,7 @@ import Foundation
 /// - `dropIndex COLLECTION NAME`
 /// - `drop COLLECTION`
 /// - `people N` — inserts N ``ChildPerson``s, a typed collection with indexes.
+/// - `save COLLECTION ID FIELD TEXT` — saves `{"id": ID, FIELD: TEXT}`, ID an integer.
 /// - `fields COLLECTION N NAME...` — saves documents with ids 1...N, each with the fields NAME... set to its id.
 enum CatalogSteps {
     static func run(path: String) async -> Never {
@@ -73,6 +74,12 @@ enum CatalogSteps {
                     try ctx.save(.object([.init("id", .int(Int64(i)))] + names.map { .init($0, .int(Int64(i))) }),
                                  into: collection)
                 }
+            }
+        case ("save", 5):
+            guard let id = Int64(words[2]) else { throw Refusal("save COLLECTION ID FIELD TEXT: ID is an integer") }
+            let (collection, field, text) = (words[1], words[3], words[4])
+            try await store.write { ctx in
+                try ctx.save(.object([.init("id", .int(id)), .init(field, .string(text))]), into: collection)
             }
         case ("people", 2):
             guard let count = Int(words[1]) else { throw Refusal("people N: N is a number") }

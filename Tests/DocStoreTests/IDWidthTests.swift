@@ -1,5 +1,7 @@
+import DocStoreCrashWriter
 import Foundation
 import Testing
+import TestSupport
 @testable import DocStore
 
 /// A model keyed by integers, whose keys are 10 bytes within ±2^53 and 18 beyond.
@@ -19,7 +21,7 @@ struct Ledger: Document, Equatable {
 
 /// A collection whose ids all have one length keeps its indexes' ids side by side (`MDB_DUPFIXED`); an id of another
 /// length makes it keep ids of any length first. Checked against the documents kept in memory.
-@Suite struct IDWidthTests {
+@Suite(.ownThreads) struct IDWidthTests {
     /// The index spaces of `accounts` that keep their values at one size, by index name.
     static func fixedSpaces(_ store: DocStore) async throws -> [String: Bool] {
         try await store.read { ctx in
@@ -196,5 +198,44 @@ struct Ledger: Document, Equatable {
         let ids = try await Query<DocumentValue>("loose").include(.compare("n", .equal, .int(1))).ids(in: store)
         #expect(ids == [.int(7), .string("a"), .string("bbbbbbbbbbbbbbbbbbbb")])
         #expect(try await store.verify().isClean)
+    }
+
+    /// Another process meets the long id: it builds the indexes again, and this process, whose open collection
+    /// still has the indexes it deleted, writes and reads them as they are now.
+    @Test func anotherProcessWideningTheIdsIsFollowed() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("ids.db")
+        let store = try await DocStore(path: path)
+        var g = SeededGenerator(seed: 0x2B)
+        let first = (1...300).map { IDWidthTests.account(Int64($0), &g, balance: $0) }
+        try await store.insert(contentsOf: first)
+        var annIDs = first.filter { $0.owner == "ann" }.map(\.id)
+        #expect(try await Ledger.include(#Predicate { $0.owner == "ann" }).ids(in: store) == annIDs)
+        #expect(try await IDWidthTests.idWidth(store) == 10)
+
+        let child = try CatalogChild(path: path)
+        // (2^60 + 1 is not a Double: its key is 18 bytes.)
+        let long: Int64 = (1 << 60) + 1
+        try child.make("save ledgers \(long) owner ann")
+        #expect(try child.finish() == 0)
+        annIDs.append(long)
+        #expect(try await IDWidthTests.idWidth(store) == nil)
+        #expect(try await Ledger.include(#Predicate { $0.owner == "ann" }).ids(in: store) == annIDs)
+
+        // This process's writes, of both lengths, go into the indexes the other process made: the other process's
+        // document made whole, and two new ones.
+        let mine = [IDWidthTests.account(long, &g, balance: 303), IDWidthTests.account(301, &g, balance: 301),
+                    IDWidthTests.account(-(1 << 58) - 1, &g, balance: 302)]
+        for var a in mine {
+            a.owner = "ann"
+            try await store.save(a)
+        }
+        annIDs = [-(1 << 58) - 1] + annIDs.dropLast() + [301, long]
+        #expect(try await Ledger.include(#Predicate { $0.owner == "ann" }).ids(in: store) == annIDs)
+        #expect(try await IDWidthTests.fixedSpaces(store)["owner"] == false)
+        let report = try await store.verify()
+        #expect(report.isClean, "\(report)")
+        await store.close()
+        #expect(DocStore.checkFile(at: path).isClean)
     }
 }

@@ -249,10 +249,19 @@ struct Catalog {
     /// The key space of a collection's documents.
     static func documentsSpace(_ collection: String) -> String { "doc" + String(separator) + collection }
 
-    /// The key space of an index. Its kind is part of the name: a kind changed (by this process or another) means a
-    /// space of another name, never a handle still open with the old kind's flags.
-    static func indexSpace(_ collection: String, _ index: IndexDefinition) -> String {
-        "idx" + String(separator) + collection + String(separator) + index.name + String(separator) + index.kind.rawValue
+    /// The key space of an index. Its kind is part of the name, and whether it keeps its ids at one length
+    /// (``CollectionInfo/idWidth``): a kind or layout changed (by this process or another) means a space of another
+    /// name, never a handle still open with the old flags (LMDB refuses a handle whose database another process
+    /// made again with other flags).
+    static func indexSpace(_ collection: CollectionInfo, _ index: IndexDefinition) -> String {
+        "idx" + String(separator) + collection.name + String(separator) + index.name + String(separator)
+            + index.kind.rawValue + (keepsFixedIDs(collection, index) ? String(separator) + "fixed" : "")
+    }
+
+    /// Whether the key space of `index` keeps its ids at one length: an index of several ids per key, of a
+    /// collection whose ids have one length.
+    static func keepsFixedIDs(_ collection: CollectionInfo, _ index: IndexDefinition) -> Bool {
+        !index.isUnique && collection.idWidth != nil
     }
 
     /// The collection a key space belongs to (its documents or one of its indexes); `nil` for any other.
@@ -273,11 +282,9 @@ struct Catalog {
         return (damage.page.map { "page \($0)" } ?? "the file") + (place.isEmpty ? "" : " (\(place))") + ": \(damage.message)"
     }
 
-    /// Deletes an index's key space, with its entries, if it exists. (An existing space keeps the flags it was
-    /// created with, whatever it is opened with.)
-    func dropIndexSpace(_ collection: String, _ index: IndexDefinition) throws {
-        if let space = try txn.openKeySpace(Catalog.indexSpace(collection, index), create: false,
-                                            duplicateSort: !index.isUnique, fixedSizeValues: false) {
+    /// Deletes an index's key space, with its entries, if it exists.
+    func dropIndexSpace(_ collection: CollectionInfo, _ index: IndexDefinition) throws {
+        if let space = try txn.openIndexSpace(collection, index, create: false) {
             try txn.drop(space, delete: true)
         }
     }
@@ -348,7 +355,7 @@ extension StorageTransaction {
     /// Opens the key space of `index` of `collection`: a key's ids side by side at one length when the collection
     /// keeps its ids at one (``CollectionInfo/idWidth``), for an index that holds several ids per key.
     func openIndexSpace(_ collection: CollectionInfo, _ index: IndexDefinition, create: Bool) throws -> KeySpace? {
-        try openKeySpace(Catalog.indexSpace(collection.name, index), create: create, duplicateSort: !index.isUnique,
-                         fixedSizeValues: !index.isUnique && collection.idWidth != nil)
+        try openKeySpace(Catalog.indexSpace(collection, index), create: create, duplicateSort: !index.isUnique,
+                         fixedSizeValues: Catalog.keepsFixedIDs(collection, index))
     }
 }

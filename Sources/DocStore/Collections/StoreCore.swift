@@ -333,7 +333,7 @@ final class StoreCore {
             let i = info.indexes.firstIndex { $0.name == declared.name }
             if let i, info.indexes[i].hasSameShape(as: declared) { continue }
             if let i {
-                try catalog(txn).dropIndexSpace(info.name, info.indexes[i])
+                try catalog(txn).dropIndexSpace(info, info.indexes[i])
                 info.indexes[i] = declared
             } else {
                 info.indexes.append(declared)
@@ -359,7 +359,7 @@ final class StoreCore {
         guard var info = try readInfo(collection, in: txn),
               let i = info.indexes.firstIndex(where: { $0.name == name }) else { return false }
         let definition = info.indexes.remove(at: i)
-        try catalog(txn).dropIndexSpace(collection, definition)
+        try catalog(txn).dropIndexSpace(info, definition)
         try catalog(txn).setCollection(info)
         return true
     }

@@ -168,7 +168,7 @@ final class TransactionScope {
         guard info.idWidth != nil else { return }
         touchedCatalog = true   // first: a dropped key space is closed even if the transaction then aborts
         for definition in info.indexes where !definition.isUnique {
-            try catalog.dropIndexSpace(collection, definition)
+            try catalog.dropIndexSpace(info, definition)
         }
         info.idWidth = nil
         try catalog.setCollection(info)
@@ -208,7 +208,7 @@ final class TransactionScope {
     func dropCollection(_ collection: String) throws -> Bool {
         guard let info = try core.readInfo(collection, in: txn) else { return false }
         touchedCatalog = true   // first: dropped key spaces are closed even if the transaction then aborts
-        for definition in info.indexes { try catalog.dropIndexSpace(collection, definition) }
+        for definition in info.indexes { try catalog.dropIndexSpace(info, definition) }
         if let documents = try txn.openKeySpace(Catalog.documentsSpace(collection), create: false) {
             try txn.drop(documents, delete: true)
         }
