@@ -114,6 +114,11 @@ final class CollectionHandle {
             "collection '\(collection)' keeps its ids at one length in its indexes, and a write has an id of another "
                 + "length: the write must run again once the collection keeps ids of any length"
         }
+
+        /// The error when the write met it again once the collection was made to keep ids of any length.
+        var stillMet: DocStoreError {
+            DocStoreError(.storage, "\(self), and it met it again after that", collection: collection)
+        }
     }
 
     /// The primary key of an id value.

@@ -62,10 +62,7 @@ extension DocStore {
             } catch let change as CollectionHandle.IDWidthChange {
                 // An id of another length than its collection's others: the collection's indexes are built again to
                 // keep ids of any length, in a write of its own, and the write runs again (once per collection).
-                guard widened.insert(change.collection).inserted else {
-                    throw DocStoreError(.storage, "\(change) (and it still had after they were made to)",
-                                        collection: change.collection)
-                }
+                guard widened.insert(change.collection).inserted else { throw change.stillMet }
                 try await writeOnce({ try $0.scope.widenIDs(of: change.collection) }, reads: nil)
             }
         }

@@ -318,7 +318,23 @@ public actor DocStore {
     ///
     /// Called on the store's thread, or on a thread that holds its turn (``StoreThread/borrow()``): it touches no
     /// state of the actor's, and writes are one at a time either way.
+    ///
+    /// A write that meets an id of another length than its collection keeps (``CollectionHandle/IDWidthChange``)
+    /// runs again once the collection keeps ids of any length, made so in a transaction of its own.
     nonisolated func withWrite<R>(_ body: (WriteContext) throws -> R, reads: CheckedReads? = nil) throws -> R {
+        var widened: Set<String> = []
+        while true {
+            do {
+                return try writeTransaction(body, reads: reads)
+            } catch let change as CollectionHandle.IDWidthChange {
+                guard widened.insert(change.collection).inserted else { throw change.stillMet }
+                try writeTransaction({ try $0.scope.widenIDs(of: change.collection) }, reads: nil)
+            }
+        }
+    }
+
+    private nonisolated func writeTransaction<R>(_ body: (WriteContext) throws -> R, reads: CheckedReads?) throws
+        -> R {
         try checkOpen()
         if isReadOnly { return try mapErrors { try inReadTransaction({ WriteContext(scope: $0) }, body) } }
         return try mapErrors {
