@@ -238,4 +238,39 @@ struct Ledger: Document, Equatable {
         await store.close()
         #expect(DocStore.checkFile(at: path).isClean)
     }
+
+    /// A write that makes the collection again (dropped and made, or renamed to its name) before it meets the long
+    /// id runs again with the collection made to keep ids of any length; so does a dry run.
+    @Test func aCollectionMadeAgainInTheWriteThatMeetsTheIdKeepsIdsOfAnyLength() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("ids.db"))
+        var g = SeededGenerator(seed: 0xA6A1)
+        let small = (1...50).map { IDWidthTests.account(Int64($0), &g, balance: $0) }
+        let long = IDWidthTests.account(Int64.max, &g, balance: 51)
+        try await store.insert(contentsOf: small)
+        try await store.write { ctx in
+            _ = try ctx.dropCollection(Ledger.collection)
+            try ctx.insert(contentsOf: small)
+            try ctx.insert(long)
+        }
+        var kept = Dictionary(uniqueKeysWithValues: (small + [long]).map { ($0.id, $0) })
+        #expect(try await IDWidthTests.idWidth(store) == nil)
+        try await IDWidthTests.checkIndexes(store, kept, "dropped and made")
+
+        await store.close()
+
+        // A dry run that meets the long id: the collection is made to keep ids of any length (that much commits),
+        // and the run itself leaves nothing.
+        let other = try await DocStore(path: dir.path("dry.db"))
+        try await other.insert(contentsOf: small)
+        let counted = try await other.dryRun { ctx in
+            try ctx.insert(long)
+            return try Ledger.include(#Predicate { $0.owner == long.owner }).count(in: ctx)
+        }
+        #expect(counted == small.filter { $0.owner == long.owner }.count + 1)
+        #expect(try await IDWidthTests.idWidth(other) == nil)
+        kept[long.id] = nil
+        try await IDWidthTests.checkIndexes(other, kept, "after a dry run")
+        await other.close()
+    }
 }

@@ -40,9 +40,9 @@ final class StoreCore {
     var typeCheckers: [String: (UnsafeRawBufferPointer) throws -> Void] = [:]
     /// Per collection, the schema of the Swift type last used with it, for reports.
     var declared: [String: ResolvedSchema] = [:]
-    /// Collections a write of this process found ids of another length for before they existed (they were created
-    /// in the same write, which ran again): when created again, they keep ids of any length. Guarded as
-    /// ``handles`` is.
+    /// Collections a write of this process found ids of another length for (``TransactionScope/widenIDs(of:)``):
+    /// made again by this process (by the write that met the id, run again, say), they keep ids of any length.
+    /// Guarded as ``handles`` is.
     var idsOfAnyLength: Set<String> = []
     /// The catalog generation at which every key space the catalog names was open in this process (guarded as
     /// ``handles`` is): a read of that generation runs beside others, as it need open none; `nil` until a read

@@ -160,12 +160,10 @@ final class TransactionScope {
     /// key is deleted and built again from the documents. What a write does first when it meets an id of another
     /// length (``IDWidthChange``).
     func widenIDs(of collection: String) throws {
-        guard var info = try core.readInfo(collection, in: txn) else {
-            // Made by the write that met the id, which did not commit: made again, it keeps ids of any length.
-            core.withState { _ = core.idsOfAnyLength.insert(collection) }
-            return
-        }
-        guard info.idWidth != nil else { return }
+        // Should the write that met the id make the collection again (it made it, dropped and made it, or renamed
+        // another to its name, and did not commit), it is made to keep ids of any length.
+        core.withState { _ = core.idsOfAnyLength.insert(collection) }
+        guard var info = try core.readInfo(collection, in: txn), info.idWidth != nil else { return }
         touchedCatalog = true   // first: a dropped key space is closed even if the transaction then aborts
         for definition in info.indexes where !definition.isUnique {
             try catalog.dropIndexSpace(info, definition)
@@ -230,7 +228,9 @@ final class TransactionScope {
         }
         guard let source = try handle(named: name) else { return }
         touchedCatalog = true
-        let moved = CollectionInfo(name: newName, idPath: info.idPath, indexes: info.indexes, idWidth: info.idWidth)
+        let anyLength = core.withState { core.idsOfAnyLength.contains(newName) }
+        let moved = CollectionInfo(name: newName, idPath: info.idPath, indexes: info.indexes,
+                                   idWidth: anyLength ? nil : info.idWidth)
         try catalog.setCollection(moved)
         let target = try core.openHandle(moved, in: txn)
         try txn.forEachEntry(in: source.documents) { key, value in
