@@ -273,4 +273,43 @@ struct Ledger: Document, Equatable {
         try await IDWidthTests.checkIndexes(other, kept, "after a dry run")
         await other.close()
     }
+
+    /// The structural check reads the pages of ids kept side by side: ids out of order, or a page of another width
+    /// than its tree's, are damage it names.
+    @Test func theFileCheckReadsIdsKeptSideBySide() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("ids.db")
+        let store = try await DocStore(path: path)
+        var g = SeededGenerator(seed: 0xC4EC)
+        // One owner for all: the owner index's one key holds every id, in a tree of its own.
+        let all = (1...3_000).map { n -> Ledger in
+            var a = IDWidthTests.account(Int64(n), &g, balance: n)
+            a.owner = "ann"
+            return a
+        }
+        try await store.insert(contentsOf: all)
+        await store.close()
+        #expect(DocStore.checkFile(at: path).isClean)
+        let clean = try Data(contentsOf: URL(fileURLWithPath: path))
+        let pageSize = Int(getpagesize())
+        // Pages of fixed-size keys in a tree (LMDB's P_LEAF | P_LEAF2 at offset 10), written once: all in use.
+        let pages = (0..<(clean.count / pageSize)).filter { p in
+            clean[p * pageSize + 10] == 0x22 && clean[p * pageSize + 11] == 0
+        }
+        #expect(pages.count >= 4)
+        for page in pages.prefix(4) {
+            let keys = page * pageSize + 16
+            var swapped = clean
+            swapped.replaceSubrange(keys..<(keys + 20), with: clean[(keys + 10)..<(keys + 20)] + clean[keys..<(keys + 10)])
+            try swapped.write(to: URL(fileURLWithPath: path))
+            let unordered = DocStore.checkFile(at: path)
+            #expect(!unordered.isClean && "\(unordered)".contains("out of order"), "page \(page): \(unordered)")
+
+            var narrowed = clean
+            narrowed[page * pageSize + 8] = 9
+            try narrowed.write(to: URL(fileURLWithPath: path))
+            let narrow = DocStore.checkFile(at: path)
+            #expect(!narrow.isClean && "\(narrow)".contains("keys of 9 bytes"), "page \(page): \(narrow)")
+        }
+    }
 }

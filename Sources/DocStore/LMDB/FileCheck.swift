@@ -290,13 +290,26 @@ struct LMDBFileCheck {
         if isLeaf { tally.leaf += 1 } else { tally.branch += 1 }
         if flags & PageFlag.leaf2 != 0 {
             // Fixed-size duplicates (`MDB_DUPFIXED`): keys side by side, no nodes.
-            guard isLeaf, record.flags & DatabaseFlag.dupFixed != 0, let lower = u16(base + 12).map(Int.init),
-                  let width = u16(base + 8).map(Int.init), width > 0, lower >= LMDBFileCheck.headerSize,
-                  LMDBFileCheck.headerSize + (lower - LMDBFileCheck.headerSize) / 2 * width <= pageSize else {
+            guard isLeaf, record.flags & DatabaseFlag.dupFixed != 0, let end = u16(base + 12).map(Int.init),
+                  let width = u16(base + 8).map(Int.init), width > 0, end >= LMDBFileCheck.headerSize,
+                  LMDBFileCheck.headerSize + (end - LMDBFileCheck.headerSize) / 2 * width <= pageSize else {
                 damage(page, space, "a page of fixed-size keys where a tree's page is expected")
                 return
             }
-            tally.entries += UInt64((lower - LMDBFileCheck.headerSize) / 2)
+            // LMDB reads the page's keys at the width its tree's record gives: a page of another width, or keys out
+            // of order, are keys a look-up would not find (or would find cut).
+            guard width == Int(record.pad) else {
+                damage(page, space, "keys of \(width) bytes in a tree whose keys are \(record.pad) bytes")
+                return
+            }
+            let count = (end - LMDBFileCheck.headerSize) / 2
+            if record.flags & (DatabaseFlag.reverseKey | DatabaseFlag.integerKey) == 0,
+               let i = outOfOrder(fixedKeysAt: base + LMDBFileCheck.headerSize, count: count, width: width,
+                                  lower: lower, upper: upper) {
+                damage(page, space, "fixed-size key \(i) out of order")
+                return
+            }
+            tally.entries += UInt64(count)
             return
         }
         let nodes = self.nodes(inPageAt: base, length: pageSize, page: page, space: space)
@@ -446,7 +459,9 @@ struct LMDBFileCheck {
             return
         }
         if flags & NodeFlag.dupData != 0 {
-            tally.entries += duplicates(inSubpageAt: data, size: size, page: page, space: space)
+            // (Duplicates sort as keys do unless the database says otherwise: `MDB_REVERSEDUP`, `MDB_INTEGERDUP`.)
+            let ordered = record.flags & (DatabaseFlag.reverseDup | DatabaseFlag.integerDup) == 0
+            tally.entries += duplicates(inSubpageAt: data, size: size, page: page, space: space, ordered: ordered)
             return
         }
         tally.entries += 1
@@ -469,7 +484,8 @@ struct LMDBFileCheck {
     }
 
     /// The duplicates of one key kept inside its node (a sub-page): their number, 0 when damaged (reported).
-    private mutating func duplicates(inSubpageAt start: Int, size: Int, page: UInt64, space: String) -> UInt64 {
+    private mutating func duplicates(inSubpageAt start: Int, size: Int, page: UInt64, space: String,
+                                     ordered: Bool) -> UInt64 {
         guard size >= LMDBFileCheck.headerSize, let flags = u16(start + 10),
               flags & PageFlag.kinds == PageFlag.leaf | PageFlag.subpage else {
             damage(page, space, "a key's duplicates are not a sub-page")
@@ -484,6 +500,11 @@ struct LMDBFileCheck {
             let count = (lower - LMDBFileCheck.headerSize) / 2
             guard LMDBFileCheck.headerSize + count * width <= size else {
                 damage(page, space, "fixed-size duplicates run past their sub-page")
+                return 0
+            }
+            if ordered, let i = outOfOrder(fixedKeysAt: start + LMDBFileCheck.headerSize, count: count, width: width,
+                                           lower: nil, upper: nil) {
+                damage(page, space, "a key's fixed-size duplicate \(i) out of order")
                 return 0
             }
             return UInt64(count)
@@ -548,6 +569,23 @@ struct LMDBFileCheck {
     }
 
     /// Byte order, shorter first on a tie: LMDB's default order.
+    /// The first of `count` keys of `width` bytes side by side from `start` that is not after the one before it
+    /// (the first from `lower` on, the last before `upper`), or `nil` when they are in order.
+    private func outOfOrder(fixedKeysAt start: Int, count: Int, width: Int, lower: UnsafeRawBufferPointer?,
+                            upper: UnsafeRawBufferPointer?) -> Int? {
+        guard start + count * width <= bytes.count else { return 0 }
+        var previous = lower
+        for i in 0..<count {
+            let key = UnsafeRawBufferPointer(rebasing: bytes[(start + i * width)..<(start + (i + 1) * width)])
+            if let previous, i == 0 ? LMDBFileCheck.precedes(key, previous) : !LMDBFileCheck.precedes(previous, key) {
+                return i
+            }
+            previous = key
+        }
+        if count > 0, let upper, let previous, !LMDBFileCheck.precedes(previous, upper) { return count - 1 }
+        return nil
+    }
+
     private static func precedes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         let n = min(a.count, b.count)
         let c = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
