@@ -153,8 +153,9 @@ struct Ledger: Document, Equatable {
         await reopened.close()
     }
 
-    /// Ids written in order fill the pages of each key's ids (appended, rather than split in half), whether they come
-    /// in one batch or many, and a compaction keeps the indexes' layout.
+    /// Batches whose ids interleave with those before them (put), and batches past them (appended where they sort
+    /// after a key's ids): every index answers as the documents do, and a compaction keeps the indexes' layout. (How
+    /// full the appended pages come out is the bench's to measure.)
     @Test func idsInOrderAndACompactionKeepTheLayout() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("ids.db")
