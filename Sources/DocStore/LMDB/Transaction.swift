@@ -42,12 +42,17 @@ final class LMDBTransaction: StorageTransaction {
 
     /// Cursors that outlive one call (lazy results), closed when the transaction ends.
     private var openCursors: [OpaquePointer] = []
+    /// A cursor per duplicate-sorted space this write has put values in (``put(_:_:_:noOverwrite:noDuplicate:)``),
+    /// kept for the next put there; closed when the transaction ends or the space is dropped.
+    private var putCursors: [MDB_dbi: OpaquePointer] = [:]
 
     func invalidate() {
         guard isValid else { return }
         isValid = false
         for cursor in openCursors { mdb_cursor_close(cursor) }
         openCursors = []
+        for cursor in putCursors.values { mdb_cursor_close(cursor) }
+        putCursors = [:]
     }
 
     /// How many cursors from ``openCursor(_:)`` are still open.
@@ -194,6 +199,7 @@ final class LMDBTransaction: StorageTransaction {
     /// alone (``TransactionGate``), or it fails here and the environment runs it again alone.
     func drop(_ db: KeySpace, delete: Bool) throws {
         if delete { try access.deletingKeySpace() }
+        if let cursor = putCursors.removeValue(forKey: db.number) { mdb_cursor_close(cursor) }
         try check(mdb_drop(raw, db.number, delete ? 1 : 0))
         if delete { access.gate.closed(db.number) }
     }
@@ -263,17 +269,42 @@ final class LMDBTransaction: StorageTransaction {
         return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
     }
 
-    /// The corresponding LMDB function is `mdb_put`.
+    /// The corresponding LMDB function is `mdb_put`; in a duplicate-sorted space, `mdb_cursor_put` through the
+    /// space's cursor, which appends a value that orders after every value its key holds (`MDB_APPENDDUP`, as
+    /// ``putInOrder(_:_:)`` does): ids written one by one in order fill their pages rather than leaving each split
+    /// page half empty. (The look-up leaves the cursor on the key's page, where the put finds it again at once.)
     @discardableResult
     func put(_ db: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
              noOverwrite: Bool, noDuplicate: Bool) throws -> Bool {
         var flags: UInt32 = 0
         if noOverwrite { flags |= LMDBFlags.noOverwrite }
         if noDuplicate { flags |= LMDBFlags.noDuplicateData }
-        let rc = put(db, key, value, flags: flags)
+        let rc: Int32
+        if !noOverwrite, let cursor = try putCursor(db) {
+            var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            // The key's first value from `value` on: none means every value it holds orders before `value`.
+            let found = mdb_cursor_get(cursor, &k, &v, MDB_GET_BOTH_RANGE)
+            if found == MDB_NOTFOUND { flags |= LMDBFlags.appendDuplicate } else { try check(found) }
+            k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            rc = mdb_cursor_put(cursor, &k, &v, flags)
+        } else {
+            rc = put(db, key, value, flags: flags)
+        }
         if rc == MDB_KEYEXIST && (noOverwrite || noDuplicate) { return false }
         try check(rc)
         return true
+    }
+
+    /// The cursor ``put(_:_:_:noOverwrite:noDuplicate:)`` keeps for `db`, made at its first put there; `nil` for a
+    /// space that is not duplicate-sorted (or a read).
+    private func putCursor(_ db: KeySpace) throws -> OpaquePointer? {
+        if let cursor = putCursors[db.number] { return cursor }
+        guard !isReadOnly, try flags(of: db) & LMDBFlags.duplicateSort != 0 else { return nil }
+        let cursor = try newCursor(db)
+        putCursors[db.number] = cursor
+        return cursor
     }
 
     /// The corresponding LMDB function is `mdb_cursor_put`, through one cursor: LMDB looks for each key on the
