@@ -313,4 +313,28 @@ struct Ledger: Document, Equatable {
             #expect(!narrow.isClean && "\(narrow)".contains("keys of 9 bytes"), "page \(page): \(narrow)")
         }
     }
+
+    /// A write that puts ids into a collection's indexes one by one, drops it, and writes it again puts them into the
+    /// new indexes (the cursor kept for an index's puts goes with the index).
+    @Test func putsAfterTheIndexesAreDroppedGoIntoTheNewOnes() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("ids.db"))
+        var g = SeededGenerator(seed: 0xD20B)
+        let before = (1...40).map { IDWidthTests.account(Int64($0), &g, balance: $0) }
+        let after = (1...60).map { IDWidthTests.account(Int64(1_000 - $0), &g, balance: 100 + $0) }
+        let middle = IDWidthTests.account(500, &g, balance: 500)
+        try await store.insert(contentsOf: before)
+        try await store.write { ctx in
+            for a in before.prefix(5) { try ctx.save(a) }
+            try ctx.insert(middle)
+            _ = try ctx.dropCollection(Ledger.collection)
+            _ = try ctx.dropCollection("other")
+            try ctx.createIndex(IndexDefinition(name: "n", kind: .regular, fields: ["n"]), in: "other")
+            for n in 1...30 { try ctx.insert(.object([("id", .int(Int64(n))), ("n", .int(Int64(n % 3)))]), into: "other") }
+            for a in after { try ctx.save(a) }
+        }
+        try await IDWidthTests.checkIndexes(store, Dictionary(uniqueKeysWithValues: after.map { ($0.id, $0) }), "again")
+        let ids = try await Query<DocumentValue>("other").include(.compare("n", .equal, .int(1))).ids(in: store)
+        #expect(ids == stride(from: 1, through: 30, by: 3).map { .int(Int64($0)) })
+    }
 }
