@@ -87,6 +87,14 @@ struct QueryPlanReading: Document, Equatable {
         #expect(explained.description.contains("access:   the documents by id, no index: id == "))
         #expect(try await one.results(in: store).map(\.id) == [target])
         #expect(try await one.first(in: store)?.id == target)
+        // Its slices, its last, and an id that is not there, read by the same look-up.
+        #expect(try await one[1..<2].first(in: store)?.id == nil)
+        #expect(try await one[0..<0].results(in: store).isEmpty)
+        #expect(try await one[0..<3][0..<1].first(in: store)?.id == target)
+        #expect(try await one.last(in: store)?.id == target)
+        let absent = UUID()
+        #expect(try await Person.include(#Predicate { $0.id == absent }).first(in: store)?.id == nil)
+        #expect(try await Person.include(#Predicate { $0.id == absent }).results(in: store).isEmpty)
 
         // A list, given out of order and with an id that is not there: one look-up each, the results in id order
         // (descending after a reverse).

@@ -37,14 +37,14 @@ public class ReadContext {
     ///   document does not decode as `T`.
     public func get<T: Document>(_ type: T.Type, id: T.ID) throws -> T? {
         guard let (raw, handle) = try stored(type, id: id) else { return nil }
-        return try ElementKind<T>.model(type).decode(raw, from: handle) { "\(id)" }
+        return try ModelKind.of(type).decode(raw, from: handle) { "\(id)" }
     }
 
     /// The stored bytes of the document with `id`, and the document decoded, or `nil`: what an observer compares.
     func getWithBytes<T: Document>(_ type: T.Type, id: T.ID) throws -> ([UInt8], () throws -> T)? {
         guard let (raw, handle) = try stored(type, id: id) else { return nil }
         let bytes = Array(raw)
-        let kind = ElementKind<T>.model(type)
+        let kind = ModelKind.of(type)
         return (bytes, { try bytes.withUnsafeBytes { try kind.decode($0, from: handle) { "\(id)" } } })
     }
 

@@ -7,8 +7,6 @@ import Foundation
 /// A class, so that a query, which holds one and is copied at each refinement, copies one reference rather than each
 /// closure.
 final class ElementKind<Element: Sendable>: Sendable {
-    /// The type, for messages; made only when a message needs it (it costs more than building a query).
-    let typeName: @Sendable () -> String
     let decodeRaw: @Sendable (UnsafeRawBufferPointer) throws -> Element
     /// A computed row as an element: a group's values and its aggregate; for fields, or an aggregate of every match,
     /// no values.
@@ -20,8 +18,7 @@ final class ElementKind<Element: Sendable>: Sendable {
     /// Inserts an element; returns it as stored. `nil`: elements that are not documents.
     let insert: (@Sendable (WriteContext, Element, String) throws -> Element)?
 
-    init(typeName: @escaping @Sendable () -> String,
-         decodeRaw: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Element = { _ in
+    init(decodeRaw: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Element = { _ in
              throw DocStoreError(.invalidSchema, "a request of fields or groups has no stored documents to decode")
          },
          row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> Element,
@@ -32,27 +29,18 @@ final class ElementKind<Element: Sendable>: Sendable {
              try $0.handle(named: $1)
          },
          insert: (@Sendable (WriteContext, Element, String) throws -> Element)? = nil) {
-        (self.typeName, self.decodeRaw, self.row) = (typeName, decodeRaw, row)
+        (self.decodeRaw, self.row) = (decodeRaw, row)
         (self.openForReading, self.openForWriting, self.insert) = (openForReading, openForWriting, insert)
     }
 
     static var documentValue: ElementKind<DocumentValue> {
-        ElementKind<DocumentValue>(typeName: { "DocumentValue" }, decodeRaw: { try DocumentValue(encoded: Array($0)) },
+        ElementKind<DocumentValue>(decodeRaw: { try DocumentValue(encoded: Array($0)) },
                                    row: { _, value in value },
                                    insert: { context, document, collection in try context.insertAndFetch(document, into: collection) })
     }
 
-    /// The documents of a type, decoded as it: made once per type (``TypeRegistry``).
-    static func model<T: Document>(_ type: T.Type) -> ElementKind<T> { modelAndCollection(type).kind }
-
-    /// ``model(_:)``, and the type's collection (`nil` without a valid schema), in one look-up.
-    static func modelAndCollection<T: Document>(_ type: T.Type) -> (collection: String?, kind: ElementKind<T>) {
-        TypeRegistry.collectionAndKind(type) { making(type) }
-    }
-
-    private static func making<T: Document>(_ type: T.Type) -> ElementKind<T> {
+    fileprivate static func making<T: Document>(_ type: T.Type) -> ElementKind<T> {
         ElementKind<T>(
-            typeName: { String(reflecting: T.self) },
             decodeRaw: { try DocumentDecoder().decode(T.self, from: $0) },
             row: { _, value in try value.decoded(as: T.self) },
             openForReading: { scope, _ in try scope.handleForReading(T.self) },
@@ -62,21 +50,24 @@ final class ElementKind<Element: Sendable>: Sendable {
 
     /// Elements made from computed rows by `row`.
     static func rows(_ row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> Element) -> ElementKind {
-        ElementKind(typeName: { String(reflecting: Element.self) }, row: row)
+        ElementKind(row: row)
     }
 
     /// `kind`'s elements, the collection opened as this kind opens it (a type's collection as the type declares it).
     func opening<T>(as kind: ElementKind<T>) -> ElementKind<T> {
-        ElementKind<T>(typeName: kind.typeName, decodeRaw: kind.decodeRaw, row: kind.row, openForReading: openForReading,
+        ElementKind<T>(decodeRaw: kind.decodeRaw, row: kind.row, openForReading: openForReading,
                        openForWriting: openForWriting, insert: kind.insert)
     }
 
     /// Computed rows made into elements by `row`, the collection opened as this kind opens it: `opening(as:
     /// .rows(row))` in one step.
     func opening<T>(rows row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> T) -> ElementKind<T> {
-        ElementKind<T>(typeName: { String(reflecting: T.self) }, row: row, openForReading: openForReading,
+        ElementKind<T>(row: row, openForReading: openForReading,
                        openForWriting: openForWriting)
     }
+
+    /// The type, for messages.
+    func typeName() -> String { Element.self == DocumentValue.self ? "DocumentValue" : String(reflecting: Element.self) }
 
     /// Decodes a stored document of `handle`'s collection (checking its checksum first if the store asks for it); a
     /// failure names the collection, the document and the field.
@@ -93,5 +84,22 @@ final class ElementKind<Element: Sendable>: Sendable {
     func decode(_ raw: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, from handle: CollectionHandle) throws
         -> Element {
         try decode(raw, from: handle) { CollectionHandle.describeID(Array(key), in: Array(raw), idPath: handle.info.idPath) }
+    }
+
+    /// ``decode(_:from:id:)``, a failure naming the document by its primary key `key`.
+    func decode(_ raw: UnsafeRawBufferPointer, key: [UInt8], from handle: CollectionHandle) throws -> Element {
+        try decode(raw, from: handle) { CollectionHandle.describeID(key, in: Array(raw), idPath: handle.info.idPath) }
+    }
+}
+
+/// The kind of each ``Document`` type's documents, decoded as it: made once per type (``TypeRegistry``). Not static
+/// members of ``ElementKind``: calling one of a generic class looks up the class's metadata for the type, each time.
+enum ModelKind {
+    static func of<T: Document>(_ type: T.Type) -> ElementKind<T> { withCollection(type).kind }
+
+    /// ``of(_:)``, and the type's collection (`nil` without a valid schema), in one look-up.
+    static func withCollection<T: Document>(_ type: T.Type) -> (collection: String?, kind: ElementKind<T>) {
+        let (collection, kind) = TypeRegistry.collectionAndKind(type) { ElementKind<T>.making(type) }
+        return (collection, unsafeDowncast(kind, to: ElementKind<T>.self))
     }
 }

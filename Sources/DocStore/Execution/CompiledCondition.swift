@@ -50,7 +50,7 @@ class CompiledCondition {
         case .not(let c):
             return Not(make(c, keys: keys))
         case .constant(let b):
-            return Constant(b)
+            return b ? Constant.alwaysTrue : Constant.alwaysFalse
         case .opaque(let o):
             return Opaque(o)
         case .falseOnStop(let c):
@@ -310,6 +310,8 @@ class CompiledCondition {
     }
 
     private final class Constant: CompiledCondition {
+        /// Shared by every run: a query without a condition left makes nothing to check its candidates.
+        nonisolated(unsafe) static let alwaysTrue = Constant(true), alwaysFalse = Constant(false)
         let value: Bool
         init(_ value: Bool) { self.value = value }
         override func check(_ document: Document) throws -> Bool { value }

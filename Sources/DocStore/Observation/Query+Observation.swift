@@ -18,9 +18,9 @@ extension Query {
             guard let executor, self.output == .documents else {
                 // What is computed, compared as the encoded rows.
                 let rows = try self.computedRows(executor)
-                for row in rows { Fingerprint.append(DocumentValue.array(row.values + [row.value]).encoded(), to: &fingerprint) }
+                for row in rows { Fingerprint.append(DocumentValue.array(row.values + [row.result]).encoded(), to: &fingerprint) }
                 if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
-                return (fingerprint, try rows.map { try self.kind.row($0.values, $0.value) })
+                return (fingerprint, try rows.map { try self.kind.row($0.values, $0.result) })
             }
             var documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)] = []
             try executor.walk { id, raw in

@@ -86,7 +86,10 @@ extension Query where Element: Document {
     ///
     /// For example: `let total = try Person.query().aggregate(.sum(\.score)).value(in: ctx)`.
     public func aggregate<Value>(_ aggregation: Aggregation<Element, Value>) -> Query<Value> {
-        groups(by: [], aggregation) { _, value in value }
+        var query = self
+        if query.selection.problem == nil { query.selection.problem = aggregation.problem }
+        let value = aggregation.value
+        return query.grouped(by: [], aggregation.aggregate, decoded: true) { _, result in try value(result) }
     }
 
     /// The request of the distinct values of a field over the matches, in key order.
@@ -276,7 +279,10 @@ extension DocumentValue {
         switch self {
         case .string(let s): if let v = s as? T { return v }
         case .int(let i):
-            if let v = Int(exactly: i) as? T { return v }
+            // The type compared first: a cast of an optional (`Int(exactly:)`) looks up its metadata each time.
+            if T.self == Int.self { return Int(i) as! T }
+            if T.self == Int64.self { return i as! T }
+            if let v = Int(exactly: i) as? T { return v }   // `Int?`
             if let v = i as? T { return v }
             if let v = Double(exactly: i) as? T { return v }
         case .double(let d): if let v = d as? T { return v }

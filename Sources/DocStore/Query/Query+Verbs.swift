@@ -26,25 +26,16 @@ extension Query {
         try executor(in: context, fresh: true)?.plan ?? .noCollection(selection, output: output, collection: collection)
     }
 
-    /// Runs the request: its results, and the plan it ran with what running it took (made only when asked for:
-    /// a copy of the plan costs a query of one key a good share of its time).
+    /// Runs the request: its results, and the executor that ran it (`nil` for a missing collection), whose plan and
+    /// statistics ``explain(in:)`` shows.
     private func run(in context: ReadContext, fresh: Bool = false, opened: CollectionHandle? = nil) throws
-        -> (results: [Element], explained: () -> (plan: Plan, statistics: QueryStatistics)) {
+        -> (results: [Element], executor: Executor?) {
         let executor = try executor(in: context, fresh: fresh, opened: opened)
-        let results: [Element]
         if let executor, output == .documents {
             // Only the documents returned are decoded, as the walk finds them.
-            results = try executor.documents(decoder(executor))
-        } else {
-            results = try computedRows(executor).map { try kind.row($0.values, $0.value) }
+            return (try executor.documents(decoder(executor)), executor)
         }
-        return (results, {
-            if let executor { return (executor.plan, executor.statistics.value) }
-            let plan = Plan.noCollection(selection, output: output, collection: collection)
-            var statistics = QueryStatistics()
-            if let grouping = plan.grouping, !grouping.isCount { statistics.returned = results.count }
-            return (plan, statistics)
-        })
+        return (try computedRows(executor).map { try kind.row($0.values, $0.result) }, executor)
     }
 
     /// The stored documents made into elements, a failure naming the document.
@@ -52,19 +43,18 @@ extension Query {
         { [kind, handle = executor.handle] id, raw in try kind.decode(raw, key: id, from: handle) }
     }
 
-    /// What a request of fields or groups computes, before its rows are elements: each document's fields, or each
-    /// group's values and aggregate; with no collection, the groups of nothing.
-    func computedRows(_ executor: Executor?) throws -> [(values: [DocumentValue], value: DocumentValue)] {
+    /// What a request of fields or groups computes, before its rows are elements: each document's fields (as rows
+    /// without values), or each group's values and aggregate; with no collection, the groups of nothing.
+    func computedRows(_ executor: Executor?) throws -> [GroupRow] {
         guard let executor else {
             let plan = Plan.noCollection(selection, output: output, collection: collection)
             guard let grouping = plan.grouping, grouping.by.isEmpty else { return [] }
-            let rows = grouping.arranged([try GroupRow.ofNothing(grouping.aggregate, collection: collection)])
-            return rows.map { ($0.values, $0.result) }
+            return grouping.arranged([try GroupRow.ofNothing(grouping.aggregate, collection: collection)])
         }
         switch output {
         case .documents: return []
-        case .fields(let paths): return try executor.project(paths).map { ([], $0) }
-        case .groups: return try executor.aggregate().map { ($0.values, $0.result) }
+        case .fields(let paths): return try executor.project(paths).map { GroupRow(key: [], values: [], result: $0) }
+        case .groups: return try executor.aggregate()
         }
     }
 
@@ -91,24 +81,37 @@ extension Query {
         try context.checkValid()
         if let problem = selection.problem { throw problem }
         guard let handle = try kind.openForReading(context.scope, collection) else { return try run(in: context).results }
-        if let found = try lookedUpByID(in: context, handle) { return found }
+        if let key = soleIDKey(handle) {
+            guard let raw = try context.txn.get(handle.documents, key) else { return [] }
+            return [try kind.decode(raw, key: key, from: handle)]
+        }
         return try run(in: context, opened: handle).results
     }
 
-    /// The results of a look-up by id alone (`include { $0.id == x }`, whole or its first), read with one `get`:
-    /// the plan would be ``Planner/idLookUp(_:output:)``'s, whose making and running cost such a read most of its
-    /// time. `nil` for any other request.
-    private func lookedUpByID(in context: ReadContext, _ handle: CollectionHandle) throws -> [Element]? {
+    /// The primary key of a look-up by id alone (`include { $0.id == x }`, whole or its first), read with one
+    /// `get`: the plan would be ``Planner/idLookUp(_:output:)``'s, whose making and running cost such a read most
+    /// of its time. `nil` for any other request. (The result is found by the caller: in a generic function that
+    /// is not specialized, each type made of `Element`, such as `Element?`, costs a look-up of its metadata.)
+    private func soleIDKey(_ handle: CollectionHandle) -> [UInt8]? {
         guard let value = selection.soleID(idPath: handle.info.idPath) else { return nil }
         if let window = selection.window,
            window.range.lowerBound != 0 || window.range.isEmpty || !window.afterwards.isEmpty { return nil }
-        let key = KeyEncoder.key(value)
-        guard let raw = try context.txn.get(handle.documents, key) else { return [] }
-        return try key.withUnsafeBytes { [try kind.decode(raw, key: $0, from: handle)] }
+        return KeyEncoder.key(value)
     }
 
     /// The first result, or `nil`. `q.first` is `q[0..<1]`'s only result.
-    public func first(in context: ReadContext) throws -> Element? { try self[0..<1].results(in: context).first }
+    public func first(in context: ReadContext) throws -> Element? {
+        guard output == .documents else { return try self[0..<1].results(in: context).first }
+        try context.checkValid()
+        if let problem = selection.problem { throw problem }
+        guard let handle = try kind.openForReading(context.scope, collection) else { return nil }
+        // A look-up by id is its own first: `q[0..<1]` looks up the same key (``soleIDKey(_:)``).
+        if let key = soleIDKey(handle) {
+            guard let raw = try context.txn.get(handle.documents, key) else { return nil }
+            return try kind.decode(raw, key: key, from: handle)
+        }
+        return try self[0..<1].run(in: context, opened: handle).results.first
+    }
 
     /// The last result, or `nil`: the last of the slice when the query is sliced (`q[0..<5].last` is the fifth
     /// result of `q`), else the last of all, which for an unsorted query is the document with the greatest id.
@@ -145,13 +148,14 @@ extension Query {
     ///
     /// For example: `let oldest = try Person.query().aggregate(.max(\.age)).value(in: ctx)`.
     public func value(in context: ReadContext) throws -> Element {
-        // An aggregate of every match has its one row without a slice to take it: no second request to plan.
-        let value = output.isGroups && selection.window == nil ? try run(in: context).results.first
-            : try first(in: context)
-        guard let value else {
-            throw DocStoreError(.invalidSchema, "\(self) has no result", collection: collection)
+        // An aggregate of every match has its one row without a slice to take it: no second request to plan, and
+        // no array of results.
+        if output.isGroups && selection.window == nil {
+            if let row = try computedRows(try executor(in: context)).first { return try kind.row(row.values, row.result) }
+        } else if let value = try first(in: context) {
+            return value
         }
-        return value
+        throw DocStoreError(.invalidSchema, "\(self) has no result", collection: collection)
     }
 
     /// How the request runs, then what running it took: it is run as ``results(in:)-(ReadContext)`` runs it (a count of every
@@ -159,8 +163,12 @@ extension Query {
     ///
     /// For example: `print(try Person.include(#Predicate { $0.age >= 18 }).explain(in: ctx))`.
     public func explain(in context: ReadContext) throws -> QueryExplanation {
-        let ran = try run(in: context, fresh: true).explained()
-        return QueryExplanation(plan: ran.plan, statistics: ran.statistics)
+        let (results, executor) = try run(in: context, fresh: true)
+        if let executor { return QueryExplanation(plan: executor.plan, statistics: executor.statistics.value) }
+        let plan = Plan.noCollection(selection, output: output, collection: collection)
+        var statistics = QueryStatistics()
+        if let grouping = plan.grouping, !grouping.isCount { statistics.returned = results.count }
+        return QueryExplanation(plan: plan, statistics: statistics)
     }
 
     /// The results one at a time, decoded as the loop reaches them: a query of documents in index or id order
@@ -177,7 +185,7 @@ extension Query {
     public func cursor(in context: ReadContext) throws -> QueryCursor<Element> {
         let executor = try executor(in: context)
         guard let executor, output == .documents else {
-            var results = try computedRows(executor).map { try kind.row($0.values, $0.value) }.makeIterator()
+            var results = try computedRows(executor).map { try kind.row($0.values, $0.result) }.makeIterator()
             return QueryCursor(context: context, executor: executor) { results.next() }
         }
         // In a write transaction the loop may write: a document moved ahead of a live cursor would be met again

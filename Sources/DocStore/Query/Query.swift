@@ -149,7 +149,7 @@ public struct Query<Element: Sendable>: Sendable {
     /// For example: `try await Person.query().select(\.name, \.age).decoded(as: NameAndAge.self).results(in: store)`.
     public func decoded<T: Decodable & Sendable>(as type: T.Type) -> Query<T> {
         let (collection, output) = (collection, output)
-        return answering(output, as: kind.opening(as: ElementKind<T>(typeName: { String(reflecting: T.self) }, decodeRaw: {
+        return answering(output, as: kind.opening(as: ElementKind<T>(decodeRaw: {
             try DocumentDecoder().decode(T.self, from: $0)
         }, row: { _, value in
             do { return try value.decoded(as: T.self) } catch {
@@ -176,7 +176,7 @@ public struct Query<Element: Sendable>: Sendable {
             selection.problem = DocStoreError(.invalidSchema, "a query with conditions on \(opaque.typeName()) cannot be "
                 + "decoded as \(typeName): some of them are evaluated on the decoded document", collection: collection)
         }
-        return Query<T>(collection: collection, selection: selection, output: output, kind: .model(T.self))
+        return Query<T>(collection: collection, selection: selection, output: output, kind: ModelKind.of(T.self))
     }
 }
 
@@ -231,7 +231,7 @@ extension Query where Element == DocumentValue {
 extension Query where Element: Document {
     /// A query for every document of `Element`.
     public init() {
-        let (collection, kind) = ElementKind<Element>.modelAndCollection(Element.self)
+        let (collection, kind) = ModelKind.withCollection(Element.self)
         self.init(collection: collection ?? Element.collection, kind: kind)
     }
 

@@ -53,11 +53,9 @@ enum TypeRegistry {
     /// The type's collection, and what its queries decode their results with: made by `make` the first time, then
     /// kept (every `make` must make the same kind of object). A query holds it, where making one per query cost
     /// a tenth of a query's time.
-    static func collectionAndKind<T: Document, Kind: AnyObject>(_ type: T.Type, make: () -> Kind)
-        -> (collection: String?, kind: Kind) {
+    static func collectionAndKind<T: Document>(_ type: T.Type, make: () -> AnyObject) -> (collection: String?, kind: AnyObject) {
         let entry = entry(type)
-        let kind = entry.kind.load() ?? entry.kind.storeIfNil(make())
-        return (entry.collection, unsafeDowncast(kind, to: Kind.self))
+        return (entry.collection, entry.kind.load() ?? entry.kind.storeIfNil(make()))
     }
 
     /// The field path `keyPath` reads, or `nil` when it is not a stored field (a computed property, `.count`, ...).
