@@ -72,6 +72,42 @@ struct QueryPlanReading: Document, Equatable {
 
     /// A condition on the id is planned on the documents' own keys: a look-up reads one document, a list of ids one
     /// look-up each, a range of ids only the documents in it, all in id order with no sort.
+    /// A look-up by the value of a unique index of one field reads its one entry and its document, whole or its
+    /// first, and answers as the people in memory do, and as the planned request does; inside a write, it sees the
+    /// write's own changes.
+    @Test func lookUpsByAUniqueValueAnswerAsThePeopleInMemory() async throws {
+        let (store, dir, people) = try await Self.populatedStore()
+        defer { _ = dir }
+        var rng = SeededGenerator(seed: 0xE3A1)
+        let emails = people.compactMap(\.email)
+        var asked = (0..<60).map { _ in emails[Int(rng.next() % UInt64(emails.count))] }
+        // Missing ones, and neighbours of present ones in the index's order.
+        asked += ["a4@x", "a4@", "a4@xx", "p5@x", "", "zz@x", "A4@x"]
+        for email in asked {
+            let expected = people.filter { $0.email == email }.map(\.id)
+            let query = Person.include(#Predicate { $0.email == email })
+            #expect(try await query.first(in: store)?.id == expected.first, "first, \(email)")
+            #expect(try await query.results(in: store).map(\.id) == expected, "results, \(email)")
+            #expect(try await query[1..<2].results(in: store).isEmpty)
+            // The same request through the planner: a sort makes it one.
+            #expect(try await query.sortBy(\.age).results(in: store).map(\.id) == expected)
+        }
+        // Inside a write: a changed value is found by its new value only, a deleted document no more.
+        let (changed, deleted) = (people.first { $0.email == "a2@x" }!, people.first { $0.email == "p7@x" }!)
+        try await store.write { ctx in
+            var moved = changed
+            moved.email = "moved@x"
+            try ctx.save(moved)
+            _ = try ctx.delete(Person.self, id: deleted.id)
+            #expect(try Person.include(#Predicate { $0.email == "a2@x" }).first(in: ctx) == nil)
+            #expect(try Person.include(#Predicate { $0.email == "moved@x" }).first(in: ctx)?.id == changed.id)
+            #expect(try Person.include(#Predicate { $0.email == "p7@x" }).results(in: ctx).isEmpty)
+        }
+        #expect(try await Person.include(#Predicate { $0.email == "moved@x" }).findOrCreate(in: store) {
+            Person(name: "x", age: 1, email: "moved@x")
+        }.id == changed.id)
+    }
+
     @Test func conditionsOnTheIDAreKeyLookUpsAndRangesInIDOrder() async throws {
         let (store, dir, people) = try await Self.populatedStore()
         defer { _ = dir }

@@ -81,22 +81,43 @@ extension Query {
         try context.checkValid()
         if let problem = selection.problem { throw problem }
         guard let handle = try kind.openForReading(context.scope, collection) else { return try run(in: context).results }
-        if let key = soleIDKey(handle) {
-            guard let raw = try context.txn.get(handle.documents, key) else { return [] }
-            return [try kind.decode(raw, key: key, from: handle)]
+        if let (key, index) = soleKey(handle, context.txn) {
+            return try lookUp(key, through: index, in: context, handle).map { [$0] } ?? []
         }
         return try run(in: context, opened: handle).results
     }
 
-    /// The primary key of a look-up by id alone (`include { $0.id == x }`, whole or its first), read with one
-    /// `get`: the plan would be ``Planner/idLookUp(_:output:)``'s, whose making and running cost such a read most
-    /// of its time. `nil` for any other request. (The result is found by the caller: in a generic function that
-    /// is not specialized, each type made of `Element`, such as `Element?`, costs a look-up of its metadata.)
-    private func soleIDKey(_ handle: CollectionHandle) -> [UInt8]? {
-        guard let value = selection.soleID(idPath: handle.info.idPath) else { return nil }
+    /// The one key a request reads, when it is a look-up by id alone (`include { $0.id == x }`) or by the value of
+    /// a unique index of one field (`include { $0.email == x }`), whole or its first; with the unique index it is
+    /// read through. `nil` for any other request.
+    ///
+    /// Such a request matches one document at most, and the planner would make the same look-up
+    /// (``Planner/idLookUp(_:output:)``, or a point on the unique index with nothing left to check); making and
+    /// running that plan cost a look-up most of its time. An engine with a round trip per call reads an index
+    /// entry with its document in one walk, and is left to its plan.
+    private func soleKey(_ handle: CollectionHandle, _ txn: any StorageTransaction) -> (key: [UInt8], index: KeySpace?)? {
+        guard selection.conditions.count == 1, case .compare(let path, .equal, let value) = selection.conditions[0],
+              value != .null, selection.sort.isEmpty else { return nil }
         if let window = selection.window,
            window.range.lowerBound != 0 || window.range.isEmpty || !window.afterwards.isEmpty { return nil }
-        return KeyEncoder.key(value)
+        if path == handle.info.idPath { return (KeyEncoder.key(value), nil) }
+        guard !txn.prefersBatches,
+              let index = handle.indexes.first(where: { $0.isUnique && $0.definition.fields == [path] }) else { return nil }
+        return (KeyEncoder.key(value), index.database)
+    }
+
+    /// The document ``soleKey(_:_:)`` finds, or `nil`. An index entry whose document is missing is passed over, as
+    /// a walk does (`verify()` reports it). (The result is returned as `Element?` alone: in a generic function that
+    /// is not specialized, each type made of `Element`, such as `[Element]` or `Element??`, costs a look-up of its
+    /// metadata.)
+    private func lookUp(_ key: [UInt8], through index: KeySpace?, in context: ReadContext, _ handle: CollectionHandle)
+        throws -> Element? {
+        guard let index else {
+            guard let raw = try context.txn.get(handle.documents, key) else { return nil }
+            return try kind.decode(raw, key: key, from: handle)
+        }
+        guard let id = try context.txn.get(index, key), let raw = try context.txn.get(handle.documents, id) else { return nil }
+        return try kind.decode(raw, key: id, from: handle)
     }
 
     /// The first result, or `nil`. `q.first` is `q[0..<1]`'s only result.
@@ -105,11 +126,8 @@ extension Query {
         try context.checkValid()
         if let problem = selection.problem { throw problem }
         guard let handle = try kind.openForReading(context.scope, collection) else { return nil }
-        // A look-up by id is its own first: `q[0..<1]` looks up the same key (``soleIDKey(_:)``).
-        if let key = soleIDKey(handle) {
-            guard let raw = try context.txn.get(handle.documents, key) else { return nil }
-            return try kind.decode(raw, key: key, from: handle)
-        }
+        // A look-up of one key is its own first: `q[0..<1]` looks up the same key (``soleKey(_:_:)``).
+        if let (key, index) = soleKey(handle, context.txn) { return try lookUp(key, through: index, in: context, handle) }
         return try self[0..<1].run(in: context, opened: handle).results.first
     }
 
