@@ -325,6 +325,17 @@ extension DocumentValue {
         if type == Bool.self { self = .bool(constant as! Bool); return }
         if type == UUID.self { self = .uuid(constant as! UUID); return }
         if type == Date.self { self = .date(constant as! Date); return }
+        // The same wrapped in an optional, which a cast unwraps.
+        switch constant {
+        case let v as Int: self = .int(Int64(v)); return
+        case let v as String: self = .string(v); return
+        case let v as Double: self = .double(v); return
+        case let v as Bool: self = .bool(v); return
+        case let v as Int64: self = .int(v); return
+        case let v as UUID: self = .uuid(v); return
+        case let v as Date: self = .date(v); return
+        default: break
+        }
         guard let encodable = constant as? any Encodable,
               let bytes = try? DocumentEncoder().encode(encodable),
               let value = try? DocumentValue(encoded: bytes) else { return nil }

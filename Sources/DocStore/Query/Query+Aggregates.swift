@@ -280,7 +280,7 @@ extension DocumentValue {
         case .string(let s): if let v = s as? T { return v }
         case .int(let i):
             // The type compared first: a cast of an optional (`Int(exactly:)`) looks up its metadata each time.
-            if T.self == Int.self { return Int(i) as! T }
+            if T.self == Int.self, let v = Int(exactly: i) { return v as! T }
             if T.self == Int64.self { return i as! T }
             if let v = Int(exactly: i) as? T { return v }   // `Int?`
             if let v = i as? T { return v }

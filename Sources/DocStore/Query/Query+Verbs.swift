@@ -168,8 +168,12 @@ extension Query {
     public func value(in context: ReadContext) throws -> Element {
         // An aggregate of every match has its one row without a slice to take it: no second request to plan, and
         // no array of results.
-        if output.isGroups && selection.window == nil {
-            if let row = try computedRows(try executor(in: context)).first { return try kind.row(row.values, row.result) }
+        if case .groups(let grouping) = output, selection.window == nil {
+            if grouping.by.isEmpty {
+                if let row = try computedRows(try executor(in: context)).first { return try kind.row(row.values, row.result) }
+            } else if let value = try run(in: context).results.first {
+                return value   // every group made, as `results` makes them
+            }
         } else if let value = try first(in: context) {
             return value
         }
