@@ -11,12 +11,17 @@ struct Selection: Sendable, Equatable {
 
     var condition: Condition { .and(conditions) }
 
-    /// The id a look-up by id alone asks for (`$0.id == x`, in no order but the ids'): `nil` for any other request.
-    /// (What it reads is for the caller to say: a slice, groups.)
+    /// The field and value of a request whose one condition is an equality with a value (`$0.email == x`), in no
+    /// order but the ids': `nil` for any other request. (What it reads is for the caller to say: a slice, groups.)
+    var soleEquality: (path: FieldPath, value: DocumentValue)? {
+        guard conditions.count == 1, case .compare(let path, .equal, let value) = conditions[0], value != .null,
+              sort.isEmpty else { return nil }
+        return (path, value)
+    }
+
+    /// The id a look-up by id alone asks for (`$0.id == x`): `nil` for any other request.
     func soleID(idPath: FieldPath) -> DocumentValue? {
-        guard conditions.count == 1, case .compare(let path, .equal, let value) = conditions[0], path == idPath,
-              value != .null, sort.isEmpty else { return nil }
-        return value
+        soleEquality.flatMap { $0.path == idPath ? $0.value : nil }
     }
 
     /// Adds the condition of one `include` (with `excluded`, one `exclude`), its own bound for a part that stops

@@ -96,8 +96,7 @@ extension Query {
     /// running that plan cost a look-up most of its time. An engine with a round trip per call reads an index
     /// entry with its document in one walk, and is left to its plan.
     private func soleKey(_ handle: CollectionHandle, _ txn: any StorageTransaction) -> (key: [UInt8], index: KeySpace?)? {
-        guard selection.conditions.count == 1, case .compare(let path, .equal, let value) = selection.conditions[0],
-              value != .null, selection.sort.isEmpty else { return nil }
+        guard let (path, value) = selection.soleEquality else { return nil }
         if let window = selection.window,
            window.range.lowerBound != 0 || window.range.isEmpty || !window.afterwards.isEmpty { return nil }
         if path == handle.info.idPath { return (KeyEncoder.key(value), nil) }
