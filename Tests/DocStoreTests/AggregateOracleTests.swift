@@ -884,6 +884,59 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
         }
     }
 
+    /// `min` and `max` of every document, read at an end of an index without a plan (`value(in:)`), against the
+    /// same request planned (`results(in:)`) and against Swift: over `nil`s at the least end, long strings that
+    /// share a long prefix, numbers (untyped, their value read from the document: a key does not say how a number
+    /// was stored), and a field whose only index is compound. Over no document, then over documents without a
+    /// value, each is `nil`.
+    @Test func minAndMaxAtAnIndexEndAnswerAsThePlanAndSwift() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        func check(_ expected: [IndexEnd], _ note: String) async throws {
+            let names = expected.compactMap(\.name), levels = expected.compactMap(\.level)
+            let ranks = expected.map(\.rank)
+            try await store.read { ctx in
+                func both<V: Equatable & Sendable>(_ q: Query<V?>, _ swift: V?, _ what: String) throws {
+                    let fast = try q.value(in: ctx), planned = try q.results(in: ctx).first ?? nil
+                    #expect(fast == swift && planned == swift, "\(note) \(what): \(String(describing: fast)), planned \(String(describing: planned)), Swift \(String(describing: swift))")
+                }
+                try both(IndexEnd.query().aggregate(.max(\.name)), names.max(), "max(name)")
+                try both(IndexEnd.query().aggregate(.min(\.name)), names.min(), "min(name)")
+                try both(IndexEnd.query().aggregate(.max(\.level)), levels.max(), "max(level)")
+                try both(IndexEnd.query().aggregate(.min(\.level)), levels.min(), "min(level)")
+                try both(IndexEnd.query().aggregate(.max(\.rank)), ranks.max(), "max(rank)")
+                try both(IndexEnd.query().aggregate(.min(\.rank)), ranks.min(), "min(rank)")
+                // Untyped, each as stored: from the key where it is exact, else from the document.
+                let untyped = Query<DocumentValue>(IndexEnd.collection)
+                let untypedMax = try untyped.aggregate(.max("name")).value(in: ctx)
+                #expect(untypedMax == (names.max().map { .string($0) } ?? .null), "\(note) untyped max(name): \(untypedMax)")
+                let untypedLevel = try untyped.aggregate(.min("level")).value(in: ctx)
+                #expect(untypedLevel == (levels.min().map { .double($0) } ?? .null), "\(note) untyped min(level): \(untypedLevel)")
+            }
+        }
+        try await check([], "no document")
+        var rng = SystemRandomNumberGenerator()
+        var documents: [IndexEnd] = []
+        for id in 0..<200 {
+            let long = String(repeating: "p", count: 300) + String(Int.random(in: 0..<1_000_000, using: &rng))
+            documents.append(IndexEnd(id: id, name: nil, level: nil, rank: Int.random(in: -50...50, using: &rng)))
+            if id == 0 { continue }
+            let name: String? = switch Int.random(in: 0..<4, using: &rng) {
+            case 0: nil
+            case 1: long
+            default: "n\(Int.random(in: 0..<1_000, using: &rng))"
+            }
+            let level: Double? = Bool.random(using: &rng) ? nil : Double(Int.random(in: -30...30, using: &rng)) / 4
+            documents[id] = IndexEnd(id: id, name: name, level: level, rank: documents[id].rank)
+        }
+        try await store.insert(documents[0])
+        try await check([documents[0]], "one document without values")
+        try await store.insert(contentsOf: Array(documents.dropFirst()))
+        try await check(documents, "\(documents.count) documents")
+        try await IndexEnd.include(#Predicate { $0.id > 100 }).delete(in: store)
+        try await check(Array(documents.prefix(101)), "after deleting half")
+    }
+
     /// Over no document at all (a missing collection, a filter that is always false, one that an index finds
     /// nothing for): a count and a sum of 0, no average, min, max, distinct value or group.
     /// Typed answers take numbers from an index's keys; the same request made untyped answers each number as
@@ -1362,4 +1415,15 @@ struct SignedReading: Document, Equatable {
     var value: Double
     static let collection = "signed_readings"
     static let indexes: [IndexSpec<SignedReading>] = [.index("value", \.value)]
+}
+
+/// A model whose `min` and `max` are read at an end of an index: `rank`'s only index is compound.
+struct IndexEnd: Document, Equatable {
+    var id: Int
+    var name: String?
+    var level: Double?
+    var rank: Int
+    static let collection = "index_ends"
+    static let indexes: [IndexSpec<IndexEnd>] = [.index("name", \.name), .index("level", \.level),
+                                                 .index("rank_level", \.rank, \.level)]
 }

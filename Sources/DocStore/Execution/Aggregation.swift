@@ -248,6 +248,7 @@ extension Executor {
     private func aggregateFromKeys(of definition: IndexDefinition, ranges: [KeyRange], groupBy: [FieldPath],
                                    _ aggregate: Aggregate, firstOnly: Bool, decoded: Bool) throws -> [GroupRow] {
         let index = try handle.index(definition)
+        let keys = IndexKeyValues(definition: definition, handle: handle, txn: txn, decoded: decoded, statistics: statistics)
         let groupParts = groupBy.count
         var rows: [GroupRow] = []
         var current: (key: [UInt8], values: [DocumentValue], state: Accumulator)?
@@ -269,13 +270,13 @@ extension Executor {
             // The group is the key's first parts, the aggregate's value the next one.
             var groupEnd = 0
             for _ in 0..<groupParts {
-                guard let end = KeyEncoder.partEnd(key, from: groupEnd) else { throw malformed() }
+                guard let end = KeyEncoder.partEnd(key, from: groupEnd) else { throw keys.malformed() }
                 groupEnd = end
             }
             let groupKey = UnsafeRawBufferPointer(rebasing: key[0..<groupEnd])
             if current.map({ !groupKey.elementsEqual($0.key) }) ?? true {
                 try finish()
-                let values = try groupValues(key, groupBy, id: id)
+                let values = try keys.groupValues(key, groupBy, id: id)
                 current = (Array(groupKey), values, Accumulator())
             }
             var state = current?.state ?? Accumulator()
@@ -286,7 +287,7 @@ extension Executor {
             }
             state.documents += entries
             if let valuePath = aggregate.path {
-                guard let valueEnd = KeyEncoder.partEnd(key, from: groupEnd) else { throw malformed() }
+                guard let valueEnd = KeyEncoder.partEnd(key, from: groupEnd) else { throw keys.malformed() }
                 let part = UnsafeRawBufferPointer(rebasing: key[groupEnd..<valueEnd])
                 switch aggregate {
                 case .count: break
@@ -296,7 +297,7 @@ extension Executor {
                     }
                 case .min, .max:
                     guard part.first != KeyEncoder.Kind.null else { break }
-                    try state.offer(key: Array(part), value: { try partValue(part, path: valuePath, id: firstOfKey) },
+                    try state.offer(key: Array(part), value: { try keys.partValue(part, path: valuePath, id: firstOfKey) },
                                     greatest: aggregate.isMax)
                 }
             }
@@ -357,41 +358,75 @@ extension Executor {
             try finish()
             return rows
         }
+    }
+}
 
-        func malformed() -> DocStoreError {
-            DocStoreError(.corruptDocument, "index '\(definition.name)' of collection '\(handle.name)' holds a key that "
-                + "is not made of its fields' values (verify() reports it)", collection: handle.name, index: definition.name)
+/// The values of an index's keys, for aggregates read from its keys: a part's value from the part where it tells it
+/// exactly, else from the document of the key.
+struct IndexKeyValues {
+    let definition: IndexDefinition
+    let handle: CollectionHandle
+    let txn: any StorageTransaction
+    /// The caller decodes the values as Swift types (``Grouping/valuesDecoded``): a number's key gives it.
+    let decoded: Bool
+    /// Where the documents read are counted, if anywhere.
+    let statistics: StatisticsBox?
+
+    func malformed() -> DocStoreError {
+        DocStoreError(.corruptDocument, "index '\(definition.name)' of collection '\(handle.name)' holds a key that "
+            + "is not made of its fields' values (verify() reports it)", collection: handle.name, index: definition.name)
+    }
+
+    /// The group's values: from the key where it gives them back exactly, else from the document `id`.
+    func groupValues(_ key: UnsafeRawBufferPointer, _ paths: [FieldPath], id: UnsafeRawBufferPointer) throws
+        -> [DocumentValue] {
+        var start = 0
+        return try paths.map { path in
+            guard let end = KeyEncoder.partEnd(key, from: start) else { throw malformed() }
+            defer { start = end }
+            return try partValue(UnsafeRawBufferPointer(rebasing: key[start..<end]), path: path, id: { id })
         }
+    }
 
-        /// The group's values: from the key where it gives them back exactly, else from the document `id`.
-        func groupValues(_ key: UnsafeRawBufferPointer, _ paths: [FieldPath], id: UnsafeRawBufferPointer) throws
-            -> [DocumentValue] {
-            var start = 0
-            return try paths.map { path in
-                guard let end = KeyEncoder.partEnd(key, from: start) else { throw malformed() }
-                defer { start = end }
-                return try partValue(UnsafeRawBufferPointer(rebasing: key[start..<end]), path: path, id: { id })
-            }
+    /// The value a key part holds: from the part where it tells it exactly, else from the document `id` names
+    /// (found only then).
+    func partValue(_ part: UnsafeRawBufferPointer, path: FieldPath, id: () throws -> UnsafeRawBufferPointer) throws
+        -> DocumentValue {
+        if let value = KeyEncoder.exactValue(ofPart: part) { return value }
+        // A number for a caller that decodes it: whether it was stored as an integer does not matter. (Not
+        // zero: its key does not keep the sign of -0.0.)
+        if decoded, let (whole, double) = KeyEncoder.number(ofPart: part), whole != 0 {
+            if whole == nil { return .double(double) }
+            if let whole, let integer = Int64(exactly: whole) { return .int(integer) }
         }
+        guard let raw = try txn.get(handle.documents, id()) else {
+            throw DocStoreError(.corruptDocument, "index '\(definition.name)' of collection '\(handle.name)' has an "
+                + "entry for a missing document (verify() reports it)", collection: handle.name, index: definition.name)
+        }
+        statistics?.value.documentsRead += 1
+        let reader = BinaryReader(raw)
+        return try reader.value(atPath: path, from: try reader.root()).map { try DocumentValue(reader: reader, ref: $0) } ?? .null
+    }
 
-        /// The value a key part holds: from the part where it tells it exactly, else from the document `id` names
-        /// (found only then).
-        func partValue(_ part: UnsafeRawBufferPointer, path: FieldPath, id: () throws -> UnsafeRawBufferPointer) throws
-            -> DocumentValue {
-            if let value = KeyEncoder.exactValue(ofPart: part) { return value }
-            // A number for a caller that decodes it: whether it was stored as an integer does not matter. (Not
-            // zero: its key does not keep the sign of -0.0.)
-            if decoded, let (whole, double) = KeyEncoder.number(ofPart: part), whole != 0 {
-                if whole == nil { return .double(double) }
-                if let whole, let integer = Int64(exactly: whole) { return .int(integer) }
+    /// `min` (with `greatest`, `max`) over every document of the index's first field, `path`: the first key from
+    /// that end of the index whose first part is not `nil`, as the walk of a plan that reads it finds it
+    /// (``Executor/aggregate()``); `.null` when no document has a value there. `nil` keys are the least, so the
+    /// greatest end holds one only when every key does.
+    func extreme(of path: FieldPath, greatest: Bool, in index: KeySpace) throws -> DocumentValue {
+        try txn.withCursor(index) { cursor in
+            var entry = greatest ? try cursor.last() : try cursor.first()
+            func firstPart(_ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer {
+                guard let end = KeyEncoder.partEnd(key, from: 0) else { throw malformed() }
+                return UnsafeRawBufferPointer(rebasing: key[0..<end])
             }
-            guard let raw = try txn.get(handle.documents, id()) else {
-                throw DocStoreError(.corruptDocument, "index '\(definition.name)' of collection '\(handle.name)' has an "
-                    + "entry for a missing document (verify() reports it)", collection: handle.name, index: definition.name)
+            if !greatest, let (key, _) = entry, try firstPart(key).first == KeyEncoder.Kind.null {
+                entry = try cursor.seek(atLeast: [KeyEncoder.Kind.null + 1])
             }
-            statistics.value.documentsRead += 1
-            let reader = BinaryReader(raw)
-            return try reader.value(atPath: path, from: try reader.root()).map { try DocumentValue(reader: reader, ref: $0) } ?? .null
+            guard let (key, id) = entry else { return .null }
+            let part = try firstPart(key)
+            guard part.first != KeyEncoder.Kind.null else { return .null }
+            // The key's first document, as the walk keeps it: a cursor at the greatest end stands on the key's last.
+            return try partValue(part, path: path, id: { greatest ? try cursor.firstDuplicate()?.value ?? id : id })
         }
     }
 }

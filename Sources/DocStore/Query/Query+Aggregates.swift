@@ -27,8 +27,9 @@ extension Query {
     /// This request's matches in groups by `paths`, each with `aggregate`, its rows made by `row`.
     func grouped<T>(by paths: [FieldPath], _ aggregate: Aggregate, dropsNil: Bool = false, decoded: Bool = false,
                     _ row: @escaping @Sendable ([DocumentValue], DocumentValue) throws -> T) -> Query<T> {
-        documents.answering(.groups(Grouping(by: paths, aggregate: aggregate, dropsNil: dropsNil, valuesDecoded: decoded)),
-                            as: kind.opening(rows: row))
+        // (`answering` replaces the output whole: no copy of the request of documents between.)
+        answering(.groups(Grouping(by: paths, aggregate: aggregate, dropsNil: dropsNil, valuesDecoded: decoded)),
+                  as: kind.opening(rows: row))
     }
 }
 
@@ -86,9 +87,12 @@ extension Query where Element: Document {
     ///
     /// For example: `let total = try Person.query().aggregate(.sum(\.score)).value(in: ctx)`.
     public func aggregate<Value>(_ aggregation: Aggregation<Element, Value>) -> Query<Value> {
-        var query = self
-        if query.selection.problem == nil { query.selection.problem = aggregation.problem }
         let value = aggregation.value
+        guard let problem = aggregation.problem, selection.problem == nil else {
+            return grouped(by: [], aggregation.aggregate, decoded: true) { _, result in try value(result) }
+        }
+        var query = self
+        query.selection.problem = problem
         return query.grouped(by: [], aggregation.aggregate, decoded: true) { _, result in try value(result) }
     }
 

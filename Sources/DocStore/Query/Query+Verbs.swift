@@ -169,6 +169,7 @@ extension Query {
         // no array of results.
         if case .groups(let grouping) = output, selection.window == nil {
             if grouping.by.isEmpty {
+                if let value = try extremeOfAll(grouping, in: context) { return try kind.row([], value) }
                 if let row = try computedRows(try executor(in: context)).first { return try kind.row(row.values, row.result) }
             } else if let value = try run(in: context).results.first {
                 return value   // every group made, as `results` makes them
@@ -177,6 +178,32 @@ extension Query {
             return value
         }
         throw DocStoreError(.invalidSchema, "\(self) has no result", collection: collection)
+    }
+
+    /// The `min` or `max` of a field over every document, read at one end of a regular index whose first field it
+    /// is: what its plan reads (``Planner/aggregateAccess(_:plan:)``), without planning it and running an executor,
+    /// which cost such a request most of its time. `nil` for any other request, and on an engine with a round trip
+    /// per call, which is left to its plan.
+    private func extremeOfAll(_ grouping: Grouping, in context: ReadContext) throws -> DocumentValue? {
+        let (path, greatest): (FieldPath, Bool)
+        switch grouping.aggregate {
+        case .min(let field): (path, greatest) = (field, false)
+        case .max(let field): (path, greatest) = (field, true)
+        default: return nil
+        }
+        guard selection.conditions.isEmpty, selection.sort.isEmpty, selection.problem == nil, grouping.window == nil,
+              !context.txn.prefersBatches else { return nil }
+        try context.checkValid()
+        guard let handle = try kind.openForReading(context.scope, collection) else { return nil }
+        // The shortest such index, the first of equals, as the plan takes: fewer bytes per key.
+        var found: CollectionHandle.Index?
+        for index in handle.indexes where index.definition.kind == .regular && index.definition.fields.first == path {
+            if index.definition.fields.count < found?.definition.fields.count ?? .max { found = index }
+        }
+        guard let index = found else { return nil }
+        let keys = IndexKeyValues(definition: index.definition, handle: handle, txn: context.txn,
+                                  decoded: grouping.valuesDecoded, statistics: nil)
+        return try keys.extreme(of: path, greatest: greatest, in: index.database)
     }
 
     /// How the request runs, then what running it took: it is run as ``results(in:)-(ReadContext)`` runs it (a count of every
