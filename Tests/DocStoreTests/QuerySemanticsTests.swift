@@ -467,6 +467,14 @@ extension Person {
         await expectError(.invalidSchema, mentions: ["cannot sort"]) {
             _ = try await store.read { try Person.sortBy(\.querySemanticsNameLength).cursor(in: $0).statistics }
         }
+        // An aggregate of one is refused alike, whether its request had a problem already or not.
+        await expectError(.invalidSchema, mentions: ["cannot take the max of", "computed property"]) {
+            _ = try await Person.query().aggregate(.max(\.querySemanticsNameLength)).value(in: store)
+        }
+        await expectError(.invalidSchema, mentions: ["cannot sort"]) {
+            _ = try await Person.sortBy(\.querySemanticsNameLength).aggregate(.min(\.querySemanticsNameLength))
+                .value(in: store)
+        }
         // Nothing was changed by the failed queries.
         #expect(try await Person.query().count(in: store) == 10)
     }

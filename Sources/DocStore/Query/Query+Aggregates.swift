@@ -88,12 +88,9 @@ extension Query where Element: Document {
     /// For example: `let total = try Person.query().aggregate(.sum(\.score)).value(in: ctx)`.
     public func aggregate<Value>(_ aggregation: Aggregation<Element, Value>) -> Query<Value> {
         let value = aggregation.value
-        guard let problem = aggregation.problem, selection.problem == nil else {
-            return grouped(by: [], aggregation.aggregate, decoded: true) { _, result in try value(result) }
-        }
-        var query = self
-        query.selection.problem = problem
-        return query.grouped(by: [], aggregation.aggregate, decoded: true) { _, result in try value(result) }
+        var query = grouped(by: [], aggregation.aggregate, decoded: true) { _, result in try value(result) }
+        if let problem = aggregation.problem, query.selection.problem == nil { query.selection.problem = problem }
+        return query
     }
 
     /// The request of the distinct values of a field over the matches, in key order.
