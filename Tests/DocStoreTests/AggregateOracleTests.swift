@@ -892,9 +892,11 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
     @Test func minAndMaxAtAnIndexEndAnswerAsThePlanAndSwift() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
+        let seed = UInt64.random(in: 0...UInt64.max)
         func check(_ expected: [IndexEnd], _ note: String) async throws {
             let names = expected.compactMap(\.name), levels = expected.compactMap(\.level)
             let ranks = expected.map(\.rank)
+            let note = "seed \(seed), \(note)"
             try await store.read { ctx in
                 func both<V: Equatable & Sendable>(_ q: Query<V?>, _ swift: V?, _ what: String) throws {
                     let fast = try q.value(in: ctx), planned = try q.results(in: ctx).first ?? nil
@@ -915,7 +917,7 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
             }
         }
         try await check([], "no document")
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededGenerator(seed: seed)
         var documents: [IndexEnd] = []
         for id in 0..<200 {
             let long = String(repeating: "p", count: 300) + String(Int.random(in: 0..<1_000_000, using: &rng))
@@ -935,6 +937,92 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
         try await check(documents, "\(documents.count) documents")
         try await IndexEnd.include(#Predicate { $0.id > 100 }).delete(in: store)
         try await check(Array(documents.prefix(101)), "after deleting half")
+    }
+
+    /// Untyped `min` and `max` read at an index end answer as the same request planned and as a scan of the same
+    /// documents in a collection without indexes, value for value (kind, sign and NaN included), over what keys
+    /// make hard: `5` and `5.0` (one key, the first document's value) at both ends, `0`, `0.0` and `-0.0`, NaN, integers past a
+    /// `Double`'s precision, kinds mixed in one field, strings that are equal only canonically, a NUL inside a
+    /// string, `nil` and missing values at the least end, `nil` first parts of a compound index, and two indexes
+    /// that begin with the same field. On a file the answer is read without a plan: the collection's plan cache
+    /// gains nothing.
+    @Test(arguments: engineSeeds([UInt64(5), 6, 7]))
+    func untypedExtremesAtAnIndexEndAnswerAsAScan(seed: UInt64) async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        var rng = SeededGenerator(seed: seed)
+        let (indexed, plain) = ("ends", "ends_plain")
+        try await store.write { ctx in
+            try ctx.createIndex(IndexDefinition(name: "v_w", kind: .regular, fields: ["v", "w"]), in: indexed)
+            try ctx.createIndex(IndexDefinition(name: "v", kind: .regular, fields: ["v"]), in: indexed)
+            try ctx.createIndex(IndexDefinition(name: "w_v", kind: .regular, fields: ["w", "v"]), in: indexed)
+            try ctx.createIndex(IndexDefinition(name: "s", kind: .regular, fields: ["s"]), in: indexed)
+            try ctx.createIndex(IndexDefinition(name: "d_w", kind: .regular, fields: ["d", "w"]), in: indexed)
+            try ctx.createIndex(IndexDefinition(name: "d", kind: .regular, fields: ["d"]), in: indexed)
+        }
+        let numbers: [DocumentValue?] = [nil, .null, .int(5), .double(5.0), .int(-3), .double(-3.0), .int(0),
+                                         .double(0.0), .double(-0.0), .double(.nan), .double(2.5), .int(.max),
+                                         .double(9.223372036854775807e18), .int(.max - 1), .double(-1e300), .string("5"),
+                                         .bool(true)]
+        let strings: [DocumentValue?] = [nil, .null, .string("\u{E9}"), .string("e\u{301}"), .string("z"), .string("Z"),
+                                         .string("\u{DF}"), .string("日本"), .string(""), .string("a\u{0}b"), .string("a")]
+        let smalls: [DocumentValue?] = [nil, .null, .int(-2), .int(0), .int(2), .double(2.0)]
+        // Equal numbers of both kinds at each end, and zeros of both signs.
+        let ties: [DocumentValue?] = [nil, .int(5), .double(5.0), .int(-3), .double(-3.0), .double(-0.0), .int(0), .double(0.0)]
+        func document(_ id: Int, _ fields: [(String, DocumentValue?)]) -> DocumentValue {
+            .object([("id", .int(Int64(id)))] + fields.compactMap { name, value in value.map { (name, $0) } })
+        }
+        func insert(_ documents: [DocumentValue]) async throws {
+            try await store.write { ctx in
+                for d in documents { try ctx.insert(d, into: indexed); try ctx.insert(d, into: plain) }
+            }
+        }
+        func check(_ note: String) async throws {
+            let problems: [String] = try await store.read { ctx in
+                let plans = { try ctx.scope.handle(named: indexed)?.plans.count ?? 0 }
+                var problems: [String] = []
+                for field in ["v", "w", "s", "d"] {
+                    for aggregate in [Aggregate.min(FieldPath(field)), .max(FieldPath(field))] {
+                        let before = try plans()
+                        let fast = try Query<DocumentValue>(indexed).aggregate(aggregate).value(in: ctx)
+                        if !engineIsServer, try plans() != before {
+                            problems.append("\(note) \(aggregate) was planned")
+                        }
+                        let planned = try Query<DocumentValue>(indexed).aggregate(aggregate).results(in: ctx).first
+                        let scanned = try Query<DocumentValue>(plain).aggregate(aggregate).value(in: ctx)
+                        let (a, b, c) = (String(reflecting: fast), String(reflecting: planned ?? .null),
+                                         String(reflecting: scanned))
+                        if a != b || a != c {
+                            problems.append("\(note) \(aggregate): at the end \(a), planned \(b), scanned \(c)")
+                        }
+                    }
+                }
+                return problems
+            }
+            #expect(problems.isEmpty, "seed \(seed): \(problems.joined(separator: "\n"))")
+        }
+        try await check("no document")
+        try await insert([document(0, []), document(1, [("v", .null), ("w", .null), ("s", .null)])])
+        try await check("documents without values")
+        var documents: [DocumentValue] = []
+        for id in 2..<300 {
+            documents.append(document(id, [("v", numbers.randomElement(using: &rng)!),
+                                           ("w", smalls.randomElement(using: &rng)!),
+                                           ("s", strings.randomElement(using: &rng)!),
+                                           ("d", ties.randomElement(using: &rng)!)]))
+        }
+        try await insert(documents)
+        try await check("\(documents.count + 2) documents")
+        for collection in [indexed, plain] {
+            _ = try await Query<DocumentValue>(collection).include(.compare("id", .greaterOrEqual, .int(150))).delete(in: store)
+        }
+        try await check("after deleting half")
+        for collection in [indexed, plain] {
+            _ = try await Query<DocumentValue>(collection).include(.compare("id", .greaterOrEqual, .int(2))).delete(in: store)
+        }
+        try await check("emptied of values")
+        for collection in [indexed, plain] { _ = try await Query<DocumentValue>(collection).delete(in: store) }
+        try await check("emptied")
     }
 
     /// Over no document at all (a missing collection, a filter that is always false, one that an index finds

@@ -169,8 +169,11 @@ extension Query {
         // no array of results.
         if case .groups(let grouping) = output, selection.window == nil {
             if grouping.by.isEmpty {
-                if let value = try extremeOfAll(grouping, in: context) { return try kind.row([], value) }
-                if let row = try computedRows(try executor(in: context)).first { return try kind.row(row.values, row.result) }
+                var opened: CollectionHandle?
+                if let value = try extremeOfAll(grouping, in: context, opened: &opened) { return try kind.row([], value) }
+                if let row = try computedRows(try executor(in: context, opened: opened)).first {
+                    return try kind.row(row.values, row.result)
+                }
             } else if let value = try run(in: context).results.first {
                 return value   // every group made, as `results` makes them
             }
@@ -184,7 +187,9 @@ extension Query {
     /// is: what its plan reads (``Planner/aggregateAccess(_:plan:)``), without planning it and running an executor,
     /// which cost such a request most of its time. `nil` for any other request, and on an engine with a round trip
     /// per call, which is left to its plan.
-    private func extremeOfAll(_ grouping: Grouping, in context: ReadContext) throws -> DocumentValue? {
+    /// The collection, when this opened it, is left in `opened` for the plan.
+    private func extremeOfAll(_ grouping: Grouping, in context: ReadContext,
+                              opened: inout CollectionHandle?) throws -> DocumentValue? {
         let (path, greatest): (FieldPath, Bool)
         switch grouping.aggregate {
         case .min(let field): (path, greatest) = (field, false)
@@ -195,6 +200,7 @@ extension Query {
               !context.txn.prefersBatches else { return nil }
         try context.checkValid()
         guard let handle = try kind.openForReading(context.scope, collection) else { return nil }
+        opened = handle
         // The shortest such index, the first of equals, as the plan takes: fewer bytes per key.
         var found: CollectionHandle.Index?
         for index in handle.indexes where index.definition.kind == .regular && index.definition.fields.first == path {
