@@ -15,6 +15,9 @@ struct Catalog {
     let path: String
 
     /// A record of the catalog, by what it describes.
+    /// The key of ``Record/generation``, which every transaction reads as it begins.
+    static let generationKey = Array("generation".utf8)
+
     enum Record: Equatable {
         case format, generation, knownMigrations
         /// The salt of the store's shape ids (``DocumentShape/id(of:salt:)``), eight bytes.
@@ -26,7 +29,7 @@ struct Catalog {
         var key: [UInt8] {
             switch self {
             case .format: Array("format".utf8)
-            case .generation: Array("generation".utf8)
+            case .generation: Catalog.generationKey
             case .knownMigrations: Array("migrations-known".utf8)
             case .shapeSalt: Array("shape-salt".utf8)
             case .collection(let name): Catalog.key("collection", name)
@@ -75,7 +78,9 @@ struct Catalog {
 
     /// A number every change of the catalog moves: open collections check it to know they are still right.
     func generation() throws -> UInt64 {
-        guard let raw = try txn.get(space, Record.generation.key), raw.count == 8 else { return 0 }
+        guard let raw = try Catalog.generationKey.withUnsafeBytes({ try txn.get(space, $0) }), raw.count == 8 else {
+            return 0
+        }
         return UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
     }
 

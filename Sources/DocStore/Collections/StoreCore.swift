@@ -233,8 +233,17 @@ final class StoreCore {
     /// Only a transaction that sees nothing but committed data (a read, or a write before it changed anything:
     /// not a group's nested write, which sees the writes before it) takes what it loads as recorded
     /// (``shapeID(for:in:)`` then writes no record).
-    func loadShapes(in txn: any StorageTransaction, generation: UInt64, committedView: Bool) throws {
-        guard file != nil, withState({ shapesLoadedAt.map { $0 < generation } ?? true }) else { return }
+    /// What a transaction reads of the core's state as it begins, under one lock: ``keySpaceEpoch``,
+    /// ``keySpacesOpenedAt``, and the generation whose shapes are loaded.
+    func stateAtStart() -> (epoch: UInt64, keySpacesOpenedAt: UInt64?, shapesLoadedAt: UInt64?) {
+        withState { (keySpaceEpoch, keySpacesOpenedAt, shapesLoadedAt) }
+    }
+
+    /// Loads the shapes the catalog records at `generation` into ``ShapeTable``, unless those of `generation` are
+    /// loaded (`loadedAt`, as ``stateAtStart()`` read it, when the caller has read it).
+    func loadShapes(in txn: any StorageTransaction, generation: UInt64, committedView: Bool,
+                    loadedAt: UInt64?? = nil) throws {
+        guard file != nil, (loadedAt ?? withState({ shapesLoadedAt })).map({ $0 < generation }) ?? true else { return }
         // (No salt: its record was lost, and each record is taken as it is.)
         let salt = try shapeSalt ?? catalog(txn).shapeSalt()
         var ids: [UInt64] = []

@@ -28,23 +28,35 @@ final class TransactionScope {
 
     /// The store's ``StoreCore/keySpaceEpoch`` when the transaction began.
     private let epoch: UInt64
+    /// The store's ``StoreCore/keySpacesOpenedAt`` when the transaction began.
+    let keySpacesOpenedAtStart: UInt64?
 
     /// `nested`: the transaction is a group's nested one, which sees the writes of the group before it.
     init(core: StoreCore, txn: any StorageTransaction, nested: Bool = false) throws {
         self.core = core
         self.txn = txn
-        self.epoch = core.withState { core.keySpaceEpoch }
+        let state = core.stateAtStart()
+        (epoch, keySpacesOpenedAtStart) = (state.epoch, state.keySpacesOpenedAt)
         self.startGeneration = try core.catalog(txn).generation()
-        try core.loadShapes(in: txn, generation: startGeneration, committedView: txn.isReadOnly || !nested)
+        try core.loadShapes(in: txn, generation: startGeneration, committedView: txn.isReadOnly || !nested,
+                            loadedAt: .some(state.shapesLoadedAt))
     }
 
     /// The collection of a Swift type as the catalog has it, for reading: `nil` when there is none yet. Indexes the
     /// type declares that the catalog lacks are simply not used.
     func handleForReading<T: Document>(_ type: T.Type) throws -> CollectionHandle? {
         // The collection kept open and synced with the type, found by name without copying the type's schema.
-        if let name = TypeRegistry.collection(type), let open = try current(name),
-           isSynced(ObjectIdentifier(type), with: open) {
-            return open
+        if let name = TypeRegistry.collection(type) {
+            if handles.isEmpty && synced.isEmpty && dropped.isEmpty {
+                // (A read's usual case: the handle kept, checked at this generation and synced, under one lock.)
+                let kept = core.withState { () -> CollectionHandle? in
+                    guard let h = core.handles[name], h.checkedGeneration == startGeneration,
+                          core.synced[ObjectIdentifier(type)] === h else { return nil }
+                    return h
+                }
+                if let kept { return kept }
+            }
+            if let open = try current(name), isSynced(ObjectIdentifier(type), with: open) { return open }
         }
         let schema = try TypeRegistry.schema(type)
         guard let handle = try handle(named: schema.collection) else { return nil }

@@ -245,9 +245,16 @@ public actor DocStore {
     public nonisolated func read<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) async throws -> R {
         guard core.file != nil else { return try await withRead(body) }
         let start = DispatchTime.now().uptimeNanoseconds
-        // (The body is done with before this returns.)
-        let result: Result<R, any Error> = await withoutActuallyEscaping(body) { body in
-            do { return .success(try await readers.run { [self] in try readNow(body) }) } catch { return .failure(error) }
+        var result: Result<R, any Error>
+        do {
+            if let value = try readers.runInline({ try readNow(body) }) { result = .success(value) } else {
+                // (The body is done with before this returns.)
+                result = await withoutActuallyEscaping(body) { body in
+                    do { return .success(try await readers.run { [self] in try readNow(body) }) } catch { return .failure(error) }
+                }
+            }
+        } catch {
+            result = .failure(error)
         }
         if DispatchTime.now().uptimeNanoseconds - start > 500_000 { await Task.yield() }
         return try result.get()
@@ -280,10 +287,10 @@ public actor DocStore {
     /// began is not that read's to open). Otherwise they are opened first, alone, for it and the reads after it.
     private nonisolated func inReadTransaction<C: ReadContext, R>(_ makeContext: (TransactionScope) -> C,
                                                       _ body: (C) throws -> R) throws -> R {
-        let attempt = Attempt()
-        defer { attempt.scope?.readEnded() }
+        var last: TransactionScope?
+        defer { last?.readEnded() }
         func run(_ scope: TransactionScope) throws -> R {
-            attempt.scope = scope
+            last = scope
             let context = makeContext(scope)
             defer { context.invalidate() }
             return try body(context)
@@ -293,7 +300,7 @@ public actor DocStore {
             do {
                 return try file.read { [core] txn in
                     let scope = try TransactionScope(core: core, txn: txn)
-                    guard core.withState({ core.keySpacesOpenedAt }) == scope.startGeneration else {
+                    guard scope.keySpacesOpenedAtStart == scope.startGeneration else {
                         throw KeySpacesToOpen()
                     }
                     return try run(scope)

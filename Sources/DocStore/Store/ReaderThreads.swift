@@ -27,14 +27,21 @@ final class ReaderThreads: @unchecked Sendable {
 
     init(name: String) { self.name = name }
 
+    /// Runs `body` on the calling thread if fewer than ``inlineLimit`` reads run on callers' threads; `nil`, and
+    /// `body` not run, otherwise. (Not `async`: the usual read costs no suspension point.)
+    func runInline<R>(_ body: () throws -> R) rethrows -> R? {
+        guard inline.add(1, ordering: .acquiringAndReleasing).newValue <= inlineLimit else {
+            inline.subtract(1, ordering: .releasing)
+            return nil
+        }
+        defer { inline.subtract(1, ordering: .releasing) }
+        return try body()
+    }
+
     /// Runs `body` on the calling thread if fewer than ``inlineLimit`` reads run on callers' threads, else on a
     /// reader thread, while the caller waits.
     func run<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
-        if inline.add(1, ordering: .acquiringAndReleasing).newValue <= inlineLimit {
-            defer { inline.subtract(1, ordering: .releasing) }
-            return try body()
-        }
-        inline.subtract(1, ordering: .releasing)
+        if let done = try runInline(body) { return done }
         let handed = Handed(body)
         return try await withCheckedThrowingContinuation { continuation in
             enqueue {
