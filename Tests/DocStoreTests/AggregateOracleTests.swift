@@ -836,6 +836,18 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
             (AggregateQuery(filter: .and([.compare("x", .greater, .int(-5)), .compare("x", .less, .int(7))]), aggregate: .max("x")), "first key of index x"),
             (AggregateQuery(filter: .and([.compare("x", .greater, .int(-5)), .compare("x", .less, .int(7))]), aggregate: .min("x")), "first key of index x"),
             (AggregateQuery(filter: .compare("x", .greaterOrEqual, .int(3)), aggregate: .sum("x")), "keys of index x:"),
+            // A filter that fixes an index's first fields: the keys past them, in an index that begins with the
+            // scan's fields.
+            (AggregateQuery(filter: .compare("g", .equal, .string("Oslo")), aggregate: .max("x")), "first key of index g_x past g "),
+            (AggregateQuery(filter: .compare("g", .equal, .int(3)), aggregate: .min("x")), "first key of index g_x past g "),
+            (AggregateQuery(filter: .compare("g", .equal, .null), aggregate: .min("x")), "first key of index g_x past g "),
+            (AggregateQuery(filter: .compare("g", .equal, .string("Bergen")), aggregate: .sum("x")), "keys of index g_x past g:"),
+            (AggregateQuery(filter: .oneOf("g", [.string("Oslo")]), aggregate: .average("x")), "keys of index g_x past g:"),
+            (AggregateQuery(filter: .compare("g", .equal, .string("Oslo")), groupBy: ["h"], aggregate: .max("x"), verb: .groups(by: .key, reverse: false, slice: nil, convenience: false)), "keys of index g_h_x past g:"),
+            (AggregateQuery(filter: .and([.compare("g", .equal, .int(3)), .compare("h", .equal, .int(2))]), aggregate: .max("x")), "first key of index g_h_x past g, h "),
+            (AggregateQuery(filter: .compare("g", .equal, .string("Bergen")), groupBy: ["h"], aggregate: .count, verb: .groups(by: .value, reverse: true, slice: nil, convenience: false)), "keys of index g_h_x past g:"),
+            (AggregateQuery(filter: .and([.compare("h", .equal, .int(1)), .compare("z", .greater, .int(0))]), aggregate: .max("z")), "first key of index h_z_y past h "),
+            (AggregateQuery(filter: .and([.compare("h", .equal, .int(1)), .compare("z", .less, .int(3))]), aggregate: .min("z")), "first key of index h_z_y past h "),
             // A count of every match is counted as `count` counts, from the index's entries.
             (AggregateQuery(filter: .compare("z", .greater, .int(0)), aggregate: .count), "access:   index z (index on z)"),
             (AggregateQuery(filter: .oneOf("y", [.string("a"), .int(1), .bool(true), .null]), aggregate: .max("y")), "first key of index y"),
@@ -850,6 +862,11 @@ private func report(_ found: [String], of total: Int, seed: UInt64) {
             (AggregateQuery(groupBy: ["g"], aggregate: .sum("y"), verb: .groups(by: .key, reverse: false, slice: nil, convenience: false)), nil),
             (AggregateQuery(sort: ("x", .forward), slice: 3..<100, aggregate: .sum("x")), nil),
             (AggregateQuery(slice: 0..<50, aggregate: .min("x")), nil),
+            // Two fields fixed: the keys past both.
+            (AggregateQuery(filter: .and([.compare("g", .equal, .string("Oslo")), .compare("h", .equal, .int(1))]), aggregate: .sum("x")), "keys of index g_h_x past g, h:"),
+            // Fixed fields to more than one value, or a next field the index does not hold after them.
+            (AggregateQuery(filter: .oneOf("g", [.string("Oslo"), .string("Bergen")]), aggregate: .max("x")), nil),
+            (AggregateQuery(filter: .and([.compare("h", .equal, .int(1)), .compare("z", .greater, .int(0))]), aggregate: .max("y")), nil),
         ]
         let queries = cases.map(\.0)
         let (indexed, plain, explanations) = try await store.read { ctx in

@@ -130,7 +130,7 @@ import Testing
              try Person.query().aggregate(.count).plan(in: ctx),
              try Query<DocumentValue>("nowhere").aggregate(.sum("x")).plan(in: ctx))
         }
-        guard case .indexKeys(let index, _, firstOnly: true)? = plans.0.aggregateAccess else {
+        guard case .indexKeys(let index, _, firstOnly: true, _)? = plans.0.aggregateAccess else {
             Issue.record("max(age): \(String(describing: plans.0.aggregateAccess))")
             return
         }

@@ -210,9 +210,9 @@ extension Executor {
             let n = WindowStep.apply(afterwards, toCount: try count())
             statistics.value.returned = n
             return grouping.arranged([GroupRow(key: [], values: [], result: .int(Int64(n)))])
-        case .indexKeys(let index, let ranges, let firstOnly):
-            rows = try aggregateFromKeys(of: index, ranges: ranges, groupBy: grouping.by, grouping.aggregate,
-                                         firstOnly: firstOnly, decoded: grouping.valuesDecoded)
+        case .indexKeys(let index, let ranges, let firstOnly, let fixed):
+            rows = try aggregateFromKeys(of: index, ranges: ranges, fixedParts: fixed, groupBy: grouping.by,
+                                         grouping.aggregate, firstOnly: firstOnly, decoded: grouping.valuesDecoded)
         case .matches:
             rows = try groups(grouping)
         }
@@ -244,9 +244,11 @@ extension Executor {
     }
 
     /// Walks the distinct keys of an index in `ranges`, each counted as many times as it has entries
-    /// (`mdb_cursor_count`), its first parts the group and the next one the aggregate's value.
-    private func aggregateFromKeys(of definition: IndexDefinition, ranges: [KeyRange], groupBy: [FieldPath],
-                                   _ aggregate: Aggregate, firstOnly: Bool, decoded: Bool) throws -> [GroupRow] {
+    /// (`mdb_cursor_count`): past its first `fixedParts` parts (the same in every key of the ranges), its parts the
+    /// group and the next one the aggregate's value.
+    private func aggregateFromKeys(of definition: IndexDefinition, ranges: [KeyRange], fixedParts: Int,
+                                   groupBy: [FieldPath], _ aggregate: Aggregate, firstOnly: Bool, decoded: Bool) throws
+        -> [GroupRow] {
         let index = try handle.index(definition)
         let keys = IndexKeyValues(definition: definition, handle: handle, txn: txn, decoded: decoded, statistics: statistics)
         let groupParts = groupBy.count
@@ -267,16 +269,21 @@ extension Executor {
                  firstOfKey: () throws -> UnsafeRawBufferPointer) throws -> Bool {
             statistics.value.entriesScanned += 1
             try statistics.checkCancellation()
-            // The group is the key's first parts, the aggregate's value the next one.
-            var groupEnd = 0
+            // Past the fixed parts, the group is the key's next parts, the aggregate's value the one after.
+            var groupStart = 0
+            for _ in 0..<fixedParts {
+                guard let end = KeyEncoder.partEnd(key, from: groupStart) else { throw keys.malformed() }
+                groupStart = end
+            }
+            var groupEnd = groupStart
             for _ in 0..<groupParts {
                 guard let end = KeyEncoder.partEnd(key, from: groupEnd) else { throw keys.malformed() }
                 groupEnd = end
             }
-            let groupKey = UnsafeRawBufferPointer(rebasing: key[0..<groupEnd])
+            let groupKey = UnsafeRawBufferPointer(rebasing: key[groupStart..<groupEnd])
             if current.map({ !groupKey.elementsEqual($0.key) }) ?? true {
                 try finish()
-                let values = try keys.groupValues(key, groupBy, id: id)
+                let values = try keys.groupValues(key, groupBy, from: groupStart, id: id)
                 current = (Array(groupKey), values, Accumulator())
             }
             var state = current?.state ?? Accumulator()
@@ -378,9 +385,9 @@ struct IndexKeyValues {
     }
 
     /// The group's values: from the key where it gives them back exactly, else from the document `id`.
-    func groupValues(_ key: UnsafeRawBufferPointer, _ paths: [FieldPath], id: UnsafeRawBufferPointer) throws
-        -> [DocumentValue] {
-        var start = 0
+    func groupValues(_ key: UnsafeRawBufferPointer, _ paths: [FieldPath], from offset: Int,
+                     id: UnsafeRawBufferPointer) throws -> [DocumentValue] {
+        var start = offset
         return try paths.map { path in
             guard let end = KeyEncoder.partEnd(key, from: start) else { throw malformed() }
             defer { start = end }

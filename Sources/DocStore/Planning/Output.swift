@@ -84,8 +84,9 @@ enum AggregateAccess: Sendable, Equatable {
     /// From the keys of an index in `ranges` and their entry counts: no document read, except one per distinct key
     /// whose value the key does not give back exactly (a number, for an untyped answer: see
     /// ``Grouping/valuesDecoded``). `firstOnly`: a `min` or `max` of everything, which the first
-    /// key in the walk's direction answers.
-    case indexKeys(IndexDefinition, ranges: [KeyRange], firstOnly: Bool)
+    /// key in the walk's direction answers. `fixedParts`: the key's first parts, which the one range fixes to one
+    /// value each, come before the groups' (see ``Planner/aggregateAccess(_:plan:)``).
+    case indexKeys(IndexDefinition, ranges: [KeyRange], firstOnly: Bool, fixedParts: Int)
     /// Over the query's matches (in order and within the slice, when the query is sliced), reading the named fields
     /// from each.
     case matches(reading: [FieldPath])

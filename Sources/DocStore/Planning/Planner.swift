@@ -57,7 +57,7 @@ struct Planner<Statistics: CollectionStatistics> {
         var plan = plan
         plan.grouping = grouping
         plan.aggregateAccess = grouping.isCount ? .counting(afterwards: selection.window?.afterwards ?? [])
-                                                : aggregateAccess(grouping, plan: plan)
+                                                : aggregateAccess(grouping, plan: &plan)
         return plan
     }
 
@@ -65,26 +65,56 @@ struct Planner<Statistics: CollectionStatistics> {
     /// reads every document, or scans that index alone with nothing left to check, and the index is a regular one
     /// (every document has an entry) whose fields begin with the group fields, followed by the aggregate's field if
     /// it reads one; otherwise over the matches.
-    func aggregateAccess(_ grouping: Grouping, plan: Plan) -> AggregateAccess {
+    ///
+    /// A scan of one range whose conditions fix the index's first fields to one value each (`customer == x`, with
+    /// perhaps a range on the next field) answers from the keys of an index that begins with the scan's fields and
+    /// follows the fixed ones with the group fields and the aggregate's: `max(date)` of one customer's orders reads
+    /// one key of an index on `(customer, date)`. The plan then scans that index (the ranges of an index hold the
+    /// same documents in an index that begins with its fields).
+    func aggregateAccess(_ grouping: Grouping, plan: inout Plan) -> AggregateAccess {
         let wanted = grouping.by + (grouping.aggregate.path.map { [$0] } ?? [])
         let overMatches = AggregateAccess.matches(reading: wanted)
         guard case .constant(true) = plan.residual, plan.offset == 0, plan.limit == nil else { return overMatches }
-        func fits(_ index: IndexDefinition) -> Bool {
-            index.kind == .regular && index.fields.count >= wanted.count && Array(index.fields.prefix(wanted.count)) == wanted
+        /// Whether `index` holds the wanted fields right after its first `fixed` fields.
+        func fits(_ index: IndexDefinition, after fixed: Int = 0) -> Bool {
+            index.kind == .regular && index.fields.count >= fixed + wanted.count
+                && Array(index.fields[fixed..<fixed + wanted.count]) == wanted
         }
         var firstOnly = false
         if grouping.by.isEmpty { switch grouping.aggregate { case .min, .max: firstOnly = true; default: break } }
         switch plan.access {
         case .fullScan:
             // The shortest index that fits: fewer bytes per key.
-            guard let index = statistics.indexes.filter(fits).min(by: { $0.fields.count < $1.fields.count }) else {
+            guard let index = statistics.indexes.filter({ fits($0) }).min(by: { $0.fields.count < $1.fields.count }) else {
                 return overMatches
             }
-            return .indexKeys(index, ranges: [KeyRange(lower: [], upper: nil)], firstOnly: firstOnly)
+            return .indexKeys(index, ranges: [KeyRange(lower: [], upper: nil)], firstOnly: firstOnly, fixedParts: 0)
         case .index(let scan) where fits(scan.index):
             // Ranges of distinct equality values, or one bounded range: disjoint, walked in key order.
             return .indexKeys(scan.index, ranges: scan.ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) },
-                              firstOnly: firstOnly)
+                              firstOnly: firstOnly, fixedParts: 0)
+        case .index(var scan) where !scan.primary && scan.index.kind != .multi && scan.ranges.count == 1:
+            // (A multi-value index's keys are elements: its ranges are not those of an index of the whole value.)
+            let fixed = scan.index.fields.prefix { field in
+                scan.answered.contains { c in
+                    switch c {
+                    case .compare(field, .equal, _), .oneOf(field, _): true
+                    default: false
+                    }
+                }
+            }.count
+            // The ranges bound the fixed fields, and the next one when a condition answered bounds it.
+            let next = fixed < scan.index.fields.count ? scan.index.fields[fixed] : nil
+            let nextBounded = scan.answered.contains { c in if case .compare(next, _, _) = c { true } else { false } }
+            let bounded = Array(scan.index.fields.prefix(fixed + (nextBounded ? 1 : 0)))
+            guard fixed > 0, let index = statistics.indexes.filter({
+                fits($0, after: fixed) && Array($0.fields.prefix(bounded.count)) == bounded
+            }).min(by: { $0.fields.count < $1.fields.count }) else {
+                return overMatches
+            }
+            scan.index = index
+            plan.access = .index(scan)
+            return .indexKeys(index, ranges: scan.ranges, firstOnly: firstOnly, fixedParts: fixed)
         default:
             return overMatches
         }

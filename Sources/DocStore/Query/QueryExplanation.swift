@@ -21,7 +21,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
     /// the documents' own ids (``readsByID``).
     public var index: String? {
         switch (plan.access, plan.aggregateAccess) {
-        case (.fullScan, .indexKeys(let index, _, _)?): return index.name
+        case (.fullScan, .indexKeys(let index, _, _, _)?): return index.name
         case (.index(let scan), _): return scan.primary ? nil : scan.index.name
         case (.union(let scans), _): return scans.first?.index.name
         default: return nil
@@ -36,10 +36,15 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
     /// Whether some condition needs the decoded document.
     public var decodesForFilter: Bool { plan.residual.needsDecoding }
 
+    /// Where the keys an aggregate reads begin, past the fields the filter fixes: ` past customer`.
+    private static func past(_ fixed: Int, of index: IndexDefinition) -> String {
+        fixed == 0 ? "" : " past " + index.fields.prefix(fixed).map(\.description).joined(separator: ", ")
+    }
+
     /// The plan, line by line, then what running it took.
     public var lines: [String] {
         var keyIndex: IndexDefinition?
-        if case .indexKeys(let index, _, _)? = plan.aggregateAccess { keyIndex = index }
+        if case .indexKeys(let index, _, _, _)? = plan.aggregateAccess { keyIndex = index }
         var lines = ["query on \(plan.collection) (\(plan.documentCount) documents)"]
         lines.append("  filter:   \(plan.filter)")
         switch (plan.access, keyIndex) {
@@ -105,12 +110,12 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
             }.joined(separator: ", "))
         }
         switch plan.aggregateAccess {
-        case .indexKeys(let index, _, firstOnly: true)?:
-            lines.append("  aggregate: the first key of index \(index.name) in the walk's direction (nil skipped): one "
-                + "cursor step, no document read unless the key does not give its value back")
-        case .indexKeys(let index, _, firstOnly: false)?:
-            lines.append("  aggregate: from the keys of index \(index.name): each distinct key once, with its number of "
-                + "entries; no document read unless a key does not give its value back")
+        case .indexKeys(let index, _, firstOnly: true, let fixed)?:
+            lines.append("  aggregate: the first key of index \(index.name)\(Self.past(fixed, of: index)) in the walk's "
+                + "direction (nil skipped): one cursor step, no document read unless the key does not give its value back")
+        case .indexKeys(let index, _, firstOnly: false, let fixed)?:
+            lines.append("  aggregate: from the keys of index \(index.name)\(Self.past(fixed, of: index)): each distinct "
+                + "key once, with its number of entries; no document read unless a key does not give its value back")
         case .matches(let fields)?:
             lines.append("  aggregate: over the matches, reading "
                 + "\(fields.isEmpty ? "no field" : fields.map(\.description).joined(separator: ", ")) "
