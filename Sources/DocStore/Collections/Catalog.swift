@@ -14,10 +14,10 @@ struct Catalog {
     /// The store's path, for messages.
     let path: String
 
-    /// A record of the catalog, by what it describes.
     /// The key of ``Record/generation``, which every transaction reads as it begins.
     static let generationKey = Array("generation".utf8)
 
+    /// A record of the catalog, by what it describes.
     enum Record: Equatable {
         case format, generation, knownMigrations
         /// The salt of the store's shape ids (``DocumentShape/id(of:salt:)``), eight bytes.

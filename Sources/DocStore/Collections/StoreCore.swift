@@ -225,22 +225,21 @@ final class StoreCore {
     /// the process's table for nothing (the write keeps its names).
     var encodingSalt: UInt64? { writesShapes && withState({ shapeCount < StoreCore.shapeLimit }) ? shapeSalt : nil }
 
-    /// Puts the shapes the catalog records at `generation` (`txn`'s) into ``ShapeTable``, unless a transaction of
-    /// that generation or a later one did: before any of `txn`'s documents is read. A record whose id is not its
-    /// names' (damaged, or of another store), or that the process cannot hold beside the shapes it has (it is full,
-    /// or holds other names under that id), is left out: the documents of that shape then fail alone, naming it.
-    ///
-    /// Only a transaction that sees nothing but committed data (a read, or a write before it changed anything:
-    /// not a group's nested write, which sees the writes before it) takes what it loads as recorded
-    /// (``shapeID(for:in:)`` then writes no record).
     /// What a transaction reads of the core's state as it begins, under one lock: ``keySpaceEpoch``,
     /// ``keySpacesOpenedAt``, and the generation whose shapes are loaded.
     func stateAtStart() -> (epoch: UInt64, keySpacesOpenedAt: UInt64?, shapesLoadedAt: UInt64?) {
         withState { (keySpaceEpoch, keySpacesOpenedAt, shapesLoadedAt) }
     }
 
-    /// Loads the shapes the catalog records at `generation` into ``ShapeTable``, unless those of `generation` are
-    /// loaded (`loadedAt`, as ``stateAtStart()`` read it, when the caller has read it).
+    /// Puts the shapes the catalog records at `generation` (`txn`'s) into ``ShapeTable``, unless a transaction of
+    /// that generation or a later one did (`loadedAt`: that generation, as ``stateAtStart()`` read it): before any
+    /// of `txn`'s documents is read. A record whose id is not its names' (damaged, or of another store), or that the
+    /// process cannot hold beside the shapes it has (it is full, or holds other names under that id), is left out:
+    /// the documents of that shape then fail alone, naming it.
+    ///
+    /// Only a transaction that sees nothing but committed data (a read, or a write before it changed anything:
+    /// not a group's nested write, which sees the writes before it) takes what it loads as recorded
+    /// (``shapeID(for:in:)`` then writes no record).
     func loadShapes(in txn: any StorageTransaction, generation: UInt64, committedView: Bool,
                     loadedAt: UInt64?? = nil) throws {
         guard file != nil, (loadedAt ?? withState({ shapesLoadedAt })).map({ $0 < generation }) ?? true else { return }

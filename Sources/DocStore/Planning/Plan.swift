@@ -29,7 +29,7 @@ struct KeyRange: Sendable, Equatable {
 /// A walk over some ranges of one index, named by its definition; or, when ``primary``, over some ranges of the
 /// documents' own keys, their ids.
 struct IndexScan: Sendable, Equatable {
-    var index: IndexDefinition
+    let index: IndexDefinition
     var ranges: [KeyRange]
     /// The ranges are of ids, walked in the documents themselves as in a unique index on the id (``index`` then
     /// names it so): an entry is a document, and the walk is in id order.

@@ -57,7 +57,7 @@ struct Planner<Statistics: CollectionStatistics> {
         var plan = plan
         plan.grouping = grouping
         plan.aggregateAccess = grouping.isCount ? .counting(afterwards: selection.window?.afterwards ?? [])
-                                                : aggregateAccess(grouping, plan: &plan)
+                                                : aggregateAccess(grouping, plan: plan)
         return plan
     }
 
@@ -69,9 +69,10 @@ struct Planner<Statistics: CollectionStatistics> {
     /// A scan of one range whose conditions fix the index's first fields to one value each (`customer == x`, with
     /// perhaps a range on the next field) answers from the keys of an index that begins with the scan's fields and
     /// follows the fixed ones with the group fields and the aggregate's: `max(date)` of one customer's orders reads
-    /// one key of an index on `(customer, date)`. The plan then scans that index (the ranges of an index hold the
-    /// same documents in an index that begins with its fields).
-    func aggregateAccess(_ grouping: Grouping, plan: inout Plan) -> AggregateAccess {
+    /// one key of an index on `(customer, date)`: the scan's range holds the same documents in an index that begins
+    /// with the fields it bounds. (The plan's access stays the scan that was weighed; the aggregate reads that
+    /// range in the other index.)
+    func aggregateAccess(_ grouping: Grouping, plan: Plan) -> AggregateAccess {
         let wanted = grouping.by + (grouping.aggregate.path.map { [$0] } ?? [])
         let overMatches = AggregateAccess.matches(reading: wanted)
         guard case .constant(true) = plan.residual, plan.offset == 0, plan.limit == nil else { return overMatches }
@@ -93,7 +94,7 @@ struct Planner<Statistics: CollectionStatistics> {
             // Ranges of distinct equality values, or one bounded range: disjoint, walked in key order.
             return .indexKeys(scan.index, ranges: scan.ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) },
                               firstOnly: firstOnly, fixedParts: 0)
-        case .index(var scan) where !scan.primary && scan.index.kind != .multi && scan.ranges.count == 1:
+        case .index(let scan) where !scan.primary && scan.index.kind != .multi && scan.ranges.count == 1:
             // (A multi-value index's keys are elements: its ranges are not those of an index of the whole value.)
             let fixed = scan.index.fields.prefix { field in
                 scan.answered.contains { c in
@@ -112,8 +113,6 @@ struct Planner<Statistics: CollectionStatistics> {
             }).min(by: { $0.fields.count < $1.fields.count }) else {
                 return overMatches
             }
-            scan.index = index
-            plan.access = .index(scan)
             return .indexKeys(index, ranges: scan.ranges, firstOnly: firstOnly, fixedParts: fixed)
         default:
             return overMatches

@@ -22,6 +22,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
     public var index: String? {
         switch (plan.access, plan.aggregateAccess) {
         case (.fullScan, .indexKeys(let index, _, _, _)?): return index.name
+        case (.index(let scan), .indexKeys(let index, _, _, _)?) where !scan.primary: return index.name
         case (.index(let scan), _): return scan.primary ? nil : scan.index.name
         case (.union(let scans), _): return scans.first?.index.name
         default: return nil
@@ -61,11 +62,16 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
             lines.append("  access:   the documents by id, no index: \(scan.bounds); "
                 + "\(scan.ranges.count) key \(scan.ranges.count == 1 ? "look-up or range" : "ranges"), "
                 + "\(scan.estimateText) documents")
-        case (.index(let scan), _):
+        case (.index(let scan), let keyIndex):
             lines.append("  access:   index \(scan.index.name) (\(scan.index.kind.rawValue) on "
                 + "\(scan.index.fields.map(\.description).joined(separator: ", "))): \(scan.bounds); "
                 + "\(scan.ranges.count) key range\(scan.ranges.count == 1 ? "" : "s"), \(scan.estimateText) entries"
                 + (scan.deduplicate ? ", deduplicated" : ""))
+            if let keyIndex, keyIndex != scan.index {
+                lines.append("            its range read in index \(keyIndex.name) (\(keyIndex.kind.rawValue) on "
+                    + "\(keyIndex.fields.map(\.description).joined(separator: ", "))), which begins with the same fields: "
+                    + "the keys, not the documents")
+            }
         case (.union(let scans), _):
             lines.append("  access:   union of \(scans.count) index scans, deduplicated:")
             for scan in scans {
