@@ -190,7 +190,7 @@ struct Catalog {
     }
 
     /// Records a shape, and moves the generation: the reads that begin after the commit load it
-    /// (``StoreCore/loadShapes(in:generation:)``).
+    /// (``StoreCore/loadShapes(in:generation:committedView:loadedAt:)``).
     func setShape(_ id: UInt64, names: [String]) throws {
         try txn.put(space, Record.shape(id).key, try DocumentEncoder().encode(names))
         try bumpGeneration()

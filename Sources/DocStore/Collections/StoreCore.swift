@@ -240,9 +240,9 @@ final class StoreCore {
     /// Only a transaction that sees nothing but committed data (a read, or a write before it changed anything:
     /// not a group's nested write, which sees the writes before it) takes what it loads as recorded
     /// (``shapeID(for:in:)`` then writes no record).
-    func loadShapes(in txn: any StorageTransaction, generation: UInt64, committedView: Bool,
-                    loadedAt: UInt64?? = nil) throws {
-        guard file != nil, (loadedAt ?? withState({ shapesLoadedAt })).map({ $0 < generation }) ?? true else { return }
+    func loadShapes(in txn: any StorageTransaction, generation: UInt64, committedView: Bool, loadedAt: UInt64?)
+        throws {
+        guard file != nil, loadedAt.map({ $0 < generation }) ?? true else { return }
         // (No salt: its record was lost, and each record is taken as it is.)
         let salt = try shapeSalt ?? catalog(txn).shapeSalt()
         var ids: [UInt64] = []

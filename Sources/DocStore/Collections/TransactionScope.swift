@@ -39,7 +39,7 @@ final class TransactionScope {
         (epoch, keySpacesOpenedAtStart) = (state.epoch, state.keySpacesOpenedAt)
         self.startGeneration = try core.catalog(txn).generation()
         try core.loadShapes(in: txn, generation: startGeneration, committedView: txn.isReadOnly || !nested,
-                            loadedAt: .some(state.shapesLoadedAt))
+                            loadedAt: state.shapesLoadedAt)
     }
 
     /// The collection of a Swift type as the catalog has it, for reading: `nil` when there is none yet. Indexes the

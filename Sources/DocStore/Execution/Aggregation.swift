@@ -255,6 +255,8 @@ extension Executor {
         var rows: [GroupRow] = []
         var current: (key: [UInt8], values: [DocumentValue], state: Accumulator)?
         let descending = firstOnly && aggregate.isMax
+        // Where the fixed parts end: the same in every key of the ranges, so found in the first key.
+        var fixedEnd: Int?
 
         func finish() throws {
             guard let group = current else { return }
@@ -270,11 +272,15 @@ extension Executor {
             statistics.value.entriesScanned += 1
             try statistics.checkCancellation()
             // Past the fixed parts, the group is the key's next parts, the aggregate's value the one after.
-            var groupStart = 0
-            for _ in 0..<fixedParts {
-                guard let end = KeyEncoder.partEnd(key, from: groupStart) else { throw keys.malformed() }
-                groupStart = end
+            if fixedEnd == nil {
+                var end = 0
+                for _ in 0..<fixedParts {
+                    guard let next = KeyEncoder.partEnd(key, from: end) else { throw keys.malformed() }
+                    end = next
+                }
+                fixedEnd = end
             }
+            let groupStart = fixedEnd ?? 0
             var groupEnd = groupStart
             for _ in 0..<groupParts {
                 guard let end = KeyEncoder.partEnd(key, from: groupEnd) else { throw keys.malformed() }

@@ -142,7 +142,8 @@ extension DocStore {
                     cut = group.count
                     // The shapes this transaction sees before any write of the group (each write's own scope sees
                     // the writes before it, and cannot take what it loads as recorded).
-                    try core.loadShapes(in: txn, generation: try core.catalog(txn).generation(), committedView: true)
+                    try core.loadShapes(in: txn, generation: try core.catalog(txn).generation(), committedView: true,
+                                        loadedAt: core.stateAtStart().shapesLoadedAt)
                     if txn.prefersBatches { try DocStore.readAhead(group, core: core, txn: txn) }
                     for (i, write) in group.enumerated() {
                         if txn.mustRunAgain { break }
