@@ -42,7 +42,10 @@ let package = Package(
         ),
         .target(
             name: "DocStore",
-            dependencies: ["CLMDB"]
+            dependencies: ["CLMDB"],
+            // The library's `async` functions run on their caller's executor (`nonisolated(nonsending)`): a query
+            // from the main actor reads there, with no hop to the pool and back.
+            swiftSettings: [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
         ),
         .target(
             name: "DocStorePostgres",

@@ -77,6 +77,23 @@ import TestSupport
         #expect(!Self.lends(thread), "a stopped thread lent its turn")
     }
 
+    /// A read called from the main actor (a command-line tool's top-level code) runs on its thread: the library's
+    /// `async` functions run on their caller's executor, with no hop to the shared pool and back, which cost such a
+    /// caller tens of microseconds a query.
+    @Test(.enabled(if: !engineIsServer)) @MainActor func readsFromTheMainActorRunOnItsThread() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await openStore(storeLocation(dir, "main.db"))
+        try await store.insert(Person(name: "a", age: 30))
+        // (The main actor's thread is the main thread in a program; under the test runner it may be another one.)
+        let caller = pthread_self()
+        let read = try await store.read { ctx in (pthread_self(), try Person.query().count(in: ctx)) }
+        #expect(pthread_equal(read.0, caller) != 0, "a read from the main actor ran on another thread")
+        #expect(read.1 == 1)
+        // A query's own function reads the same way, and returns to the main actor.
+        #expect(try await Person.query().first(in: store)?.name == "a")
+        MainActor.assertIsolated()
+    }
+
     /// Many tasks write at once on a store whose commits do not sync and whose map must grow several times: some
     /// writes run on their callers' threads, the rest on the store's, and none overlaps another (LMDB lets the map
     /// grow only with no transaction of the process open). Every write is there, and the store is sound.

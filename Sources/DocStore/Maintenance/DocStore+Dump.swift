@@ -28,7 +28,7 @@ extension DocStore {
 
     /// Writes the store, as of one commit, to the file at `path` as a dump (replacing it only once it is whole).
     @discardableResult
-    public nonisolated func dump(to path: String) async throws -> DumpSummary {
+    @concurrent public nonisolated func dump(to path: String) async throws -> DumpSummary {
         let partial = path + ".incomplete"
         let fd = Glibc.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw DocStoreError.system(.cannotOpen, "cannot write a dump to \(path)") }
@@ -53,7 +53,7 @@ extension DocStore {
     /// and this process's writes wait until it ends. To dump a store a server is writing, dump a backup of it
     /// (``backup(to:compact:)``, which no writer waits for) instead.
     @discardableResult
-    public nonisolated func dump(toDescriptor fd: Int32) async throws -> DumpSummary {
+    @concurrent public nonisolated func dump(toDescriptor fd: Int32) async throws -> DumpSummary {
         let origin = path
         return try await read { ctx in
             var out = DumpWriter(fd: fd)

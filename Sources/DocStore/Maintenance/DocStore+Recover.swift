@@ -116,7 +116,7 @@ extension DocStore {
     ///
     /// - Throws: ``DocStoreError/Code/alreadyExists`` when `path` exists, ``DocStoreError/Code/notAStore`` when
     ///   `damaged` is not a store's file (or cannot be read).
-    public static func recover(from damaged: String, to path: String) async throws -> RecoveryReport {
+    @concurrent public static func recover(from damaged: String, to path: String) async throws -> RecoveryReport {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw DocStoreError(.alreadyExists, "cannot recover into \(path): it exists; recovery makes a new store")
         }

@@ -234,9 +234,12 @@ public actor DocStore {
     ///
     /// On a store kept in a file, the read runs beside other reads and the store's writer: it waits for none of
     /// them, nor they for it. It runs on the calling thread while fewer reads than the machine has cores run on
-    /// their callers' threads, otherwise on a reader thread of the store's (``ReaderThreads``). (It waits only where LMDB needs the process to itself: while the
-    /// map grows, or a write deletes an index or a collection; and a read of a catalog that changed since the last
-    /// read, which opens what is new, waits for the reads in flight.) A store on a server reads on its own thread:
+    /// their callers' threads, otherwise on a reader thread of the store's (``ReaderThreads``). The calling thread is
+    /// the caller's executor's, the main actor's included: like every `async` function of the library, `read` is
+    /// `nonisolated(nonsending)`, so a call from the main actor neither leaves it nor comes back to it. (It waits
+    /// only where LMDB needs the process to itself: while the map grows, or a write deletes an index or a
+    /// collection; and a read of a catalog that changed since the last read, which opens what is new, waits for the
+    /// reads in flight.) A store on a server reads on its own thread:
     /// its reads wait on the network, which must not hold a thread of the shared pool.
     ///
     /// A read that held its caller's thread for more than half a millisecond yields it before returning
