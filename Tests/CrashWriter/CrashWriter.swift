@@ -152,6 +152,29 @@ public struct Claim: Document {
     }
 }
 
+/// Reads from the main actor, as a command-line tool's top-level code does. Each read's body must run on the main
+/// actor's executor, with no hop to the pool and back (which costs the main queue's wake-up): a body that left it
+/// stops the process at the precondition. (On Linux the main actor is the main queue, which `dispatch_main` hands to a
+/// worker thread: `Thread.isMainThread` is false there, so the check is the executor's.)
+@MainActor func readOnMain(path: String) async {
+    do {
+        let store = try await DocStore(path: path)
+        try await store.insert(ChildPerson(number: 1))
+        let count = try await store.read { ctx in
+            MainActor.preconditionIsolated("a read from the main actor ran its body elsewhere")
+            return try ChildPerson.query().count(in: ctx)
+        }
+        let first = try await ChildPerson.query().first(in: store)
+        MainActor.preconditionIsolated("a query from the main actor did not return to it")
+        await store.close()
+        FileHandle.standardOutput.write(Data("read \(count) \(first?.name ?? "none")\n".utf8))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("DocStoreCrashWriter read-on-main: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
 @main
 struct CrashWriter {
     static func main() async {
@@ -211,6 +234,9 @@ struct CrashWriter {
                 FileHandle.standardError.write(Data("DocStoreCrashWriter edit-films: \(error)\n".utf8))
                 exit(1)
             }
+        }
+        if arguments.count == 3, arguments[1] == "read-on-main" {
+            await readOnMain(path: arguments[2])
         }
         if arguments.count == 3, arguments[1] == "catalog-on-cue" {
             await CatalogSteps.run(path: arguments[2])

@@ -84,7 +84,7 @@ import TestSupport
         let dir = TemporaryDirectory()
         let store = try await openStore(storeLocation(dir, "main.db"))
         try await store.insert(Person(name: "a", age: 30))
-        // (The main actor's thread is the main thread in a program; under the test runner it may be another one.)
+        // (The main actor's jobs need not run on the process's main thread: the next test checks the executor.)
         let caller = pthread_self()
         let read = try await store.read { ctx in (pthread_self(), try Person.query().count(in: ctx)) }
         #expect(pthread_equal(read.0, caller) != 0, "a read from the main actor ran on another thread")
@@ -92,6 +92,26 @@ import TestSupport
         // A query's own function reads the same way, and returns to the main actor.
         #expect(try await Person.query().first(in: store)?.name == "a")
         MainActor.assertIsolated()
+    }
+
+    /// The same in a real program, checked on the executor rather than the thread (a hop to the pool may go on on the
+    /// thread that drains the main actor's queue, as it does under the test runner): a child's top-level code reads
+    /// from the main actor, and each read's body runs isolated to it, or the child stops.
+    @Test(.enabled(if: !engineIsServer)) func aProgramsReadFromTheMainActorRunsOnTheMainThread() async throws {
+        let dir = TemporaryDirectory()
+        let process = ChildProcess()
+        process.executableURL = CrashSafetyTests.writerURL
+        process.arguments = ["read-on-main", storeLocation(dir, "main.db")]
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "the child failed: \(complaint)")
+        #expect(printed == "read 1 child-1\n")
     }
 
     /// Many tasks write at once on a store whose commits do not sync and whose map must grow several times: some
