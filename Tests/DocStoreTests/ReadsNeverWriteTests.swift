@@ -83,6 +83,40 @@ private struct PersonAge: Document {
         #expect(try await store.lastCommittedTransaction() == again)
     }
 
+    /// A store that only reads (here a new one on a file another wrote) keeps a type synced with its collection
+    /// after the type's first read, as a write would: the reads after it find the kept handle under one lock, with no
+    /// schema look-up and nothing to hand over. A type that declares an index the catalog lacks is not synced, so
+    /// that its first write still builds the index.
+    @Test func aStoreThatOnlyReadsKeepsEachTypeSyncedAfterItsFirstRead() async throws {
+        let dir = TemporaryDirectory()
+        let location = storeLocation(dir, "reads.db")
+        let people = (0..<10).map { Person(name: "P\($0)", age: $0) }
+        do {
+            let writer = try await openStore(location)
+            try await writer.insert(contentsOf: people)
+            await writer.close()
+        }
+        let store = try await openStore(location)
+        defer { withExtendedLifetime(store) {} }
+        func synced<T: Document>(_ type: T.Type) -> ObjectIdentifier? {
+            store.core.withState { store.core.synced[ObjectIdentifier(type)].map(ObjectIdentifier.init) }
+        }
+        #expect(synced(Person.self) == nil)
+        #expect(try await Person.query().count(in: store) == 10)
+        let handle = try await store.read { ctx in try ctx.scope.handleForReading(Person.self).map(ObjectIdentifier.init) }
+        #expect(handle != nil && synced(Person.self) == handle, "a read left its type unsynced")
+        #expect(try await Person.include(#Predicate { $0.age == 3 }).first(in: store)?.id == people[3].id)
+
+        let byName = PersonWithNameIndex.include(#Predicate { $0.name == "P7" })
+        #expect(try await byName.results(in: store).map(\.id) == [people[7].id])
+        #expect(synced(PersonWithNameIndex.self) == nil, "a type was synced with a collection that lacks its index")
+        try await store.insert(PersonWithNameIndex(id: UUID(), name: "Q", age: 1, city: "", email: nil, tags: []))
+        #expect(try await byName.explain(in: store).index == "by_name")
+        #expect(try await store.collections().first?.indexes.map(\.name).contains("by_name") == true)
+        let report = try await store.verify()
+        #expect(report.isClean, "\(report)")
+    }
+
     @Test func typedIDsAreTheTypesIDsInTheQueryOrder() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }

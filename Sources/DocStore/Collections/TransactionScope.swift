@@ -65,7 +65,9 @@ final class TransactionScope {
             guard try txn.entryCount(handle.documents) > 0 else { return nil }
             throw StoreCore.idPathMismatch(handle.info, schema)
         }
-        remember(type, schema)
+        // When the catalog has all the type declares, the type is synced with the handle, as a write would find
+        // it: the next read takes the path above, in a process that only reads too.
+        if StoreCore.missing(in: handle.info, for: schema) == nil { record(type, schema, handle) } else { remember(type, schema) }
         return handle
     }
 
