@@ -248,16 +248,23 @@ public actor DocStore {
     public nonisolated func read<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) async throws -> R {
         guard core.file != nil else { return try await withRead(body) }
         let start = DispatchTime.now().uptimeNanoseconds
-        var result: Result<R, any Error>
-        do {
-            if let value = try readers.runInline({ try readNow(body) }) { result = .success(value) } else {
-                // (The body is done with before this returns.)
-                result = await withoutActuallyEscaping(body) { body in
-                    do { return .success(try await readers.run { [self] in try readNow(body) }) } catch { return .failure(error) }
-                }
+        // (No `Result<R, _>` or `R?` on the usual path: each is a type the runtime looks up per call for an `R` it
+        // does not know when this is compiled.)
+        if readers.enterInline() {
+            let value: R
+            do {
+                defer { readers.leaveInline() }
+                value = try readNow(body)
+            } catch {
+                if DispatchTime.now().uptimeNanoseconds - start > 500_000 { await Task.yield() }
+                throw error
             }
-        } catch {
-            result = .failure(error)
+            if DispatchTime.now().uptimeNanoseconds - start > 500_000 { await Task.yield() }
+            return value
+        }
+        // (The body is done with before this returns.)
+        let result: Result<R, any Error> = await withoutActuallyEscaping(body) { body in
+            do { return .success(try await readers.run { [self] in try readNow(body) }) } catch { return .failure(error) }
         }
         if DispatchTime.now().uptimeNanoseconds - start > 500_000 { await Task.yield() }
         return try result.get()

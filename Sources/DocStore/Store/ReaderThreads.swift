@@ -27,21 +27,27 @@ final class ReaderThreads: @unchecked Sendable {
 
     init(name: String) { self.name = name }
 
-    /// Runs `body` on the calling thread if fewer than ``inlineLimit`` reads run on callers' threads; `nil`, and
-    /// `body` not run, otherwise. (Not `async`: the usual read costs no suspension point.)
-    func runInline<R>(_ body: () throws -> R) rethrows -> R? {
+    /// Takes a turn on the calling thread if fewer than ``inlineLimit`` reads run on callers' threads: `true`, and
+    /// ``leaveInline()`` must follow once the read is done; `false` otherwise. (Not `async`, and nothing generic:
+    /// the usual read costs no suspension point, and no type looked up at run time.)
+    func enterInline() -> Bool {
         guard inline.add(1, ordering: .acquiringAndReleasing).newValue <= inlineLimit else {
             inline.subtract(1, ordering: .releasing)
-            return nil
+            return false
         }
-        defer { inline.subtract(1, ordering: .releasing) }
-        return try body()
+        return true
     }
+
+    /// Ends a turn ``enterInline()`` took.
+    func leaveInline() { inline.subtract(1, ordering: .releasing) }
 
     /// Runs `body` on the calling thread if fewer than ``inlineLimit`` reads run on callers' threads, else on a
     /// reader thread, while the caller waits.
     func run<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
-        if let done = try runInline(body) { return done }
+        if enterInline() {
+            defer { leaveInline() }
+            return try body()
+        }
         let handed = Handed(body)
         return try await withCheckedThrowingContinuation { continuation in
             enqueue {
