@@ -405,6 +405,36 @@ import TestSupport
     }
 }
 
+extension GroupCommitTests {
+    /// After a group of several, a write that finds the store's thread idle does not commit alone at once where
+    /// commits wait: it queues as the first of the next group, which waits a moment for the writers the last group
+    /// resumed. A group of one ends that, and a store whose commits do not wait never does it.
+    @Test func aWriteAfterAGroupOfSeveralWaitsForTheNextGroup() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await openStore(storeLocation(dir, "next.db"))
+        #expect(store.commitsWait)
+        #expect(await store.commitsAtOnce, "a first write waits for a group")
+        await store.settingLastGroupSize(4)
+        #expect(await !store.commitsAtOnce, "a write after a group of four commits alone")
+        try await store.insert(Person(name: "after", age: 1))
+        #expect(await store.lastGroupSize == 1)
+        #expect(await store.commitsAtOnce, "a write after a group of one waits for a group")
+        #expect(try await Person.query().count(in: store) == 1)
+
+        // (On a server every commit is a round trip, and waits, whatever the durability.)
+        guard !engineIsServer else { return }
+        var options = DocStore.Options()
+        options.durability = .off
+        let unsynced = try await openStore(storeLocation(dir, "off.db"), options: options)
+        await unsynced.settingLastGroupSize(4)
+        #expect(await unsynced.commitsAtOnce, "a store whose commits do not wait held a write back")
+    }
+}
+
+extension DocStore {
+    func settingLastGroupSize(_ size: Int) { lastGroupSize = size }
+}
+
 extension Result {
     var failureIsThrown: Bool {
         if case .failure(let error) = self { return error is GroupCommitTests.Thrown }

@@ -4,15 +4,15 @@ import Synchronization
 /// Group commit: writes that arrive while a commit is being made durable commit together in the next transaction.
 ///
 /// A commit syncs on the store's thread, so the writes that arrive meanwhile wait as jobs on its queue. When a
-/// write's job runs with no job behind it, it commits at once, alone, in a transaction of its own. Otherwise it goes
-/// on ``DocStore/queuedWrites`` and, when none is pending, puts a commit job at the end of the thread's queue: the
-/// writes waiting behind it join the group before that commit runs. A group runs each write in a transaction
-/// nested in the group's, so that a write that fails is undone alone; if the group as a whole cannot commit (the
-/// map cannot grow any more, or the commit itself fails), each of its writes runs again in a transaction of its
-/// own, so that none fails for a neighbour's sake. A group whose transaction can take no more nested ones (LMDB
-/// limits the pages one transaction changes) commits what it holds, and the rest of its writes run alone. Where a
-/// commit waits (a file whose commits sync, a server), a commit job that finds fewer writes queued than the last group
-/// held waits 50 µs first, for the writers that group resumed.
+/// write's job runs with no job behind it and no group forming (``DocStore/commitsAtOnce``), it commits at once,
+/// alone, in a transaction of its own. Otherwise it goes on ``DocStore/queuedWrites`` and, when none is pending,
+/// puts a commit job at the end of the thread's queue: the writes waiting behind it join the group before that
+/// commit runs. A group runs each write in a transaction nested in the group's, so that a write that fails is undone
+/// alone; if the group as a whole cannot commit (the map cannot grow any more, or the commit itself fails), each of
+/// its writes runs again in a transaction of its own, so that none fails for a neighbour's sake. A group whose
+/// transaction can take no more nested ones (LMDB limits the pages one transaction changes) commits what it holds,
+/// and the rest of its writes run alone. Where a commit waits (a file whose commits sync, a server), a commit job
+/// that finds fewer writes queued than the last group held waits 50 µs first, for the writers that group resumed.
 extension DocStore {
     /// Runs several steps in one write transaction: they commit together when `body` returns, and none of them
     /// does when it throws.
@@ -92,7 +92,7 @@ extension DocStore {
                                             reads: CheckedReads?)
         async throws -> R {
         try checkOpen()
-        if isReadOnly || (queuedWrites.isEmpty && thread.waitingJobs == 0) { return try withWrite(body, reads: reads) }
+        if commitsAtOnce { return try withWrite(body, reads: reads) }
         let cancelled = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -105,6 +105,15 @@ extension DocStore {
         } onCancel: {
             cancelled.set()
         }
+    }
+
+    /// Whether a write that reaches the store's thread commits at once, alone: when nothing waits behind it and no
+    /// group is forming. After a group of several, where commits wait, it queues instead, as the first of the next
+    /// group: the other writers that group resumed are about to come back, and a commit of its own would leave them
+    /// to the commit after it (four writers in step would alternate groups of one and three, two commits where one
+    /// would do).
+    var commitsAtOnce: Bool {
+        isReadOnly || (queuedWrites.isEmpty && thread.waitingJobs == 0 && (!commitsWait || lastGroupSize <= 1))
     }
 
     /// Commits every queued write: alone, or as a group.
