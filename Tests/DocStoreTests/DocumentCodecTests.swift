@@ -1096,10 +1096,11 @@ extension DocumentValue {
 }
 
 /// A change patched into a document's bytes where they lie gives the bytes that decoding the document, applying
-/// the change and encoding it again gives, for random documents and changes of values they hold.
+/// the change and encoding it again gives, for random documents and changes of values they hold: in format 2, and
+/// in format 3, where the patch keeps the format unless the values' length takes offsets of another width.
 @Suite struct DocumentPatchTests {
-    @Test(arguments: [UInt64(7), 8, 9])
-    func aPatchGivesTheBytesOfDecodingChangingAndEncoding(seed: UInt64) throws {
+    @Test(arguments: [UInt64(7), 8, 9], [false, true])
+    func aPatchGivesTheBytesOfDecodingChangingAndEncoding(seed: UInt64, shaped: Bool) throws {
         var rng = SeededGenerator(seed: seed)
         func value(depth: Int) -> DocumentValue {
             switch Int.random(in: 0..<(depth > 2 ? 8 : 10), using: &rng) {
@@ -1122,7 +1123,7 @@ extension DocumentValue {
             guard case .object(let fields) = document else { return [] }
             return fields.flatMap { [prefix + [$0.name]] + paths($0.value, prefix + [$0.name]) }
         }
-        var patched = 0
+        var patched = 0, stayedShaped = 0
         for _ in 0..<300 {
             let document = DocumentValue.object([.init("id", .int(1)), .init("m", value(depth: 0)),
                                                  .init("n", value(depth: 1))])
@@ -1132,12 +1133,22 @@ extension DocumentValue {
                 return Bool.random(using: &rng) ? .set(field, value(depth: 1))
                                                 : .increment(field, [.int(3), .double(0.25)].randomElement(using: &rng)!)
             }
-            let bytes = document.encoded()
+            let plain = document.encoded()
+            let bytes = shaped ? try #require(try InPlaceReading.shapedAndKnown(plain)) : plain
             guard let patch = bytes.withUnsafeBytes({ DocumentPatch.applying(changes, to: $0) }) else { continue }
             patched += 1
             let expected = try document.applying(changes).encoded()
-            #expect(patch == expected, "\(changes) on \(document.plainJSON())")
+            if shaped && patch.first == BinaryFormat.shapedVersion {
+                stayedShaped += 1
+                #expect(patch == (try InPlaceReading.shapedAndKnown(expected)), "\(changes) on \(document.plainJSON())")
+            } else {
+                #expect(patch == expected, "\(changes) on \(document.plainJSON())")
+            }
         }
         #expect(patched > 100)
+        if shaped {
+            #expect(stayedShaped > 50, "few patches kept format 3: \(stayedShaped) of \(patched)")
+            #expect(patched - stayedShaped > 5, "few patches crossed a width of offsets: \(patched - stayedShaped)")
+        }
     }
 }

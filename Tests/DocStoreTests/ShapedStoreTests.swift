@@ -41,6 +41,40 @@ import TestSupport
         #expect(try await store.verify().isClean)
     }
 
+    /// An update keeps a document's bytes in its shape when its names stay (patched where they lie, or encoded
+    /// again), and records the new shape when they change: a typed closure that sets a field that was `nil`, and
+    /// field changes that set a field the document lacks.
+    @Test func anUpdateThatChangesADocumentsNamesRecordsItsNewShape() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        try await store.insert(contentsOf: (0..<30).map { Person(name: "P\($0)", age: $0) })
+        #expect(try await Self.shapeRecords(store).count == 1)
+        // Names kept: a field change patched in place, and a closure's.
+        try await Person.include(#Predicate { $0.age < 10 }).update(in: store, set: ["city": .string("Bergen")])
+        try await Person.include(#Predicate { $0.age >= 20 }).update(in: store) { $0.age += 1 }
+        #expect(try await Self.shapeRecords(store).count == 1)
+        // Names changed: `email` was nil, so its key was left out.
+        try await Person.include(#Predicate { $0.age < 15 }).update(in: store) { $0.email = "\($0.name)@x.org" }
+        let untyped = Query<DocumentValue>("people").include(.compare("age", .greaterOrEqual, .int(15)))
+        try await untyped.update(in: store, set: [FieldPath(Self.newName()): .int(1)])
+        let shapes = try await Self.shapeRecords(store)
+        let stored = try await store.read { ctx in
+            let handle = try #require(try ctx.scope.handleForReading(Person.self))
+            var ids: [UInt64] = []
+            try ctx.txn.forEachEntry(in: handle.documents) { _, value in
+                #expect(value[0] == BinaryFormat.shapedVersion)
+                ids.append(UInt64(littleEndian: value.loadUnaligned(fromByteOffset: 1, as: UInt64.self)))
+            }
+            return ids
+        }
+        // (Two shapes stored, one per change of names, and the first one's record kept.)
+        #expect(Set(stored).count == 2 && shapes.count == 3 && Set(stored).isSubset(of: shapes.keys),
+                "\(Set(stored)) against \(shapes)")
+        #expect(try await Person.include(#Predicate { $0.age < 15 }).results(in: store).allSatisfy { $0.email != nil })
+        let report = try await store.verify()
+        #expect(report.isClean, "\(report)")
+    }
+
     @Test func aShapeAnotherProcessRecordsIsReadOnTheFirstTry() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }

@@ -1,8 +1,11 @@
 /// An encoded document changed where it lies: a value at a path of objects replaced, without decoding the rest.
 ///
-/// The format keeps no offsets, only the byte length of each array and object, so a replacement moves the bytes
-/// after it and adds the difference to the lengths of the objects around it; ``sealed()`` then writes the checksum
-/// again. What an update of a few fields costs is then a walk down their paths and one copy of the document.
+/// Format 2 keeps no offsets, only the byte length of each array and object, so a replacement moves the bytes after
+/// it and adds the difference to the lengths of the objects around it; ``sealed()`` then writes the checksum again.
+/// A document of format 3 is patched as it is too: its root's offsets after the changed field move by the
+/// difference, while they keep their width (a change that would take the values to another width of offsets
+/// lays the document out in format 2 first, for the write to shape again). What an update of a few fields costs is
+/// then a walk down their paths and one copy of the document.
 struct DocumentPatch {
     private var bytes: [UInt8]
 
@@ -11,24 +14,29 @@ struct DocumentPatch {
     init?(_ document: UnsafeRawBufferPointer) {
         guard (try? BinaryReader(document).checkChecksum()) == true else { return nil }
         switch document.first {
-        case BinaryFormat.version: bytes = Array(document)
-        case BinaryFormat.shapedVersion:
-            // Its names put back in place: a patch works on fields laid out as format 2 lays them (the write
-            // stores the result in format 3 again).
-            guard let unshaped = try? BinaryFormat.unshaped(document) else { return nil }
-            bytes = unshaped
+        case BinaryFormat.version, BinaryFormat.shapedVersion: bytes = Array(document)
         default: return nil
         }
     }
 
-    /// Where the value at `path` lies: the offsets of the headers of the objects on its way (the root first), and
+    /// Where the value at `path` lies: the offsets of the headers of the objects on its way below the root (and of
+    /// the root, in format 2), the position of the root's field the path starts with in a document of format 3, and
     /// the value. `nil` when a step is missing or not an object, or the bytes on the way are malformed.
-    private func locate(_ path: FieldPath) -> (headers: [Int], value: ValueRef)? {
+    private func locate(_ path: FieldPath) -> (headers: [Int], rootField: Int?, value: ValueRef)? {
         bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
-            guard var current = try? reader.root() else { return nil }
-            var headers: [Int] = []
+            guard var (current, shaped) = try? reader.rootAndShape() else { return nil }
+            var headers: [Int] = [], rootField: Int?
             for component in path.utf8Components {
+                if let layout = shaped {
+                    shaped = nil
+                    let index = component.withUnsafeBytes { name in
+                        layout.shape._withUnsafeGuaranteedRef { $0.index(of: name) }
+                    }
+                    guard let index, let value = try? reader.field(index, of: layout) else { return nil }
+                    (rootField, current) = (index, value)
+                    continue
+                }
                 guard current.tag == BinaryFormat.Tag.object else { return nil }
                 headers.append(current.start)
                 guard let next = try? component.withUnsafeBytes({ try reader.field(current, named: $0) }) else {
@@ -36,20 +44,20 @@ struct DocumentPatch {
                 }
                 current = next
             }
-            return (headers, current)
+            return (headers, rootField, current)
         }
     }
 
     /// The value at `path`; `nil` when there is none (see ``replace(at:with:)``).
     func value(at path: FieldPath) -> DocumentValue? {
-        guard let (_, ref) = locate(path) else { return nil }
+        guard let (_, _, ref) = locate(path) else { return nil }
         return bytes.withUnsafeBytes { try? DocumentValue(reader: BinaryReader($0), ref: ref) }
     }
 
     /// Replaces the value at `path` with `value`; `false`, changing nothing, when there is no value there to
     /// replace (a step missing or not an object).
     mutating func replace(at path: FieldPath, with value: DocumentValue) -> Bool {
-        guard !path.components.isEmpty, let (headers, old) = locate(path) else { return false }
+        guard !path.components.isEmpty, let (headers, rootField, old) = locate(path) else { return false }
         var writer = BinaryWriter(capacity: 16)
         value.write(to: &writer)
         let delta = writer.bytes.count - (old.end - (old.start - 1))
@@ -59,6 +67,12 @@ struct DocumentPatch {
             guard let changed = UInt32(exactly: Int(UInt32(littleEndian: length)) + delta) else { return false }
             lengths.append(changed)
         }
+        if let rootField, delta != 0, !moveOffsets(after: rootField, by: delta) {
+            // The values would need offsets of another width: laid out in format 2, the document takes the change.
+            guard let unshaped = bytes.withUnsafeBytes({ try? BinaryFormat.unshaped($0) }) else { return false }
+            bytes = unshaped
+            return replace(at: path, with: value)
+        }
         bytes.withUnsafeMutableBytes { raw in
             for (header, length) in zip(headers, lengths) {
                 raw.storeBytes(of: length.littleEndian, toByteOffset: header, as: UInt32.self)
@@ -66,6 +80,38 @@ struct DocumentPatch {
         }
         bytes.replaceSubrange((old.start - 1)..<old.end, with: writer.bytes)
         return true
+    }
+
+    /// Adds `delta` to the offsets of the root's fields after field `field`, in a document of format 3; `false`,
+    /// changing nothing, when its values would then take offsets of another width than they have (the width is the
+    /// least that holds their length, as ``BinaryFormat/shaped(id:values:of:)`` chooses it).
+    private mutating func moveOffsets(after field: Int, by delta: Int) -> Bool {
+        bytes.withUnsafeMutableBytes { raw in
+            let reader = BinaryReader(UnsafeRawBufferPointer(raw))
+            guard let (_, shaped) = try? reader.rootAndShape(), let layout = shaped else { return false }
+            let length = layout.end - layout.values + delta, width = layout.width
+            guard length >= 0, width == (length <= 0xFF ? 1 : length <= 0xFFFF ? 2 : 4) else { return false }
+            // Offset k is where field k + 1 begins. Each is read and checked before any is written.
+            func offset(_ k: Int) -> Int {
+                let at = layout.offsets + k * width
+                switch width {
+                case 1: return Int(raw[at])
+                case 2: return Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt16.self)))
+                default: return Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
+                }
+            }
+            let moved = (field..<max(field, layout.count - 1)).map { offset($0) + delta }
+            guard moved.allSatisfy({ $0 >= 0 && $0 <= length }) else { return false }
+            for (k, value) in zip(field..., moved) {
+                let at = layout.offsets + k * width
+                switch width {
+                case 1: raw[at] = UInt8(value)
+                case 2: raw.storeBytes(of: UInt16(value).littleEndian, toByteOffset: at, as: UInt16.self)
+                default: raw.storeBytes(of: UInt32(value).littleEndian, toByteOffset: at, as: UInt32.self)
+                }
+            }
+            return true
+        }
     }
 
     /// The changed document, with the checksum of its new bytes.
