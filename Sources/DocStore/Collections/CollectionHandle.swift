@@ -96,14 +96,16 @@ final class CollectionHandle {
         return try storable(bytes.withUnsafeBytes { try BinaryFormat.unshaped($0) }, in: txn, shapes: &shapes)
     }
 
-    /// Whether `new` and `stored` are both of format 3 under the same shape.
-    static func sameShape(_ new: [UInt8], _ stored: [UInt8]) -> Bool {
-        new.count > BinaryFormat.shapedHeaderSize && stored.count > BinaryFormat.shapedHeaderSize
-            && new[0] == BinaryFormat.shapedVersion && stored[0] == BinaryFormat.shapedVersion
-            && new[1...8].elementsEqual(stored[1...8])
-    }
-
-    func storable(_ bytes: [UInt8], in txn: any StorageTransaction) throws -> [UInt8] {
+    /// ``storable(_:in:shapes:)`` for one document. `stored`, the document's present bytes when it replaces them:
+    /// a document of format 3 under their shape is stored as it is, with no look-up (a shape a stored document
+    /// names is recorded), as a patch of it or an encode of its model nearly always is.
+    func storable(_ bytes: [UInt8], in txn: any StorageTransaction, replacing stored: [UInt8]? = nil) throws
+        -> [UInt8] {
+        if let stored, bytes.count > BinaryFormat.shapedHeaderSize, stored.count > BinaryFormat.shapedHeaderSize,
+           bytes[0] == BinaryFormat.shapedVersion, stored[0] == BinaryFormat.shapedVersion,
+           bytes[1...8].elementsEqual(stored[1...8]) {
+            return bytes
+        }
         var shapes: [UInt64: UInt64?] = [:]
         return try storable(bytes, in: txn, shapes: &shapes)
     }
@@ -239,10 +241,7 @@ final class CollectionHandle {
         switch try stored.withUnsafeBytes({ try change($0) }) {
         case .keep: return true
         case .delete: return try delete(id: id, in: txn)
-        case .replace(let new):
-            // (Of the stored document's shape, as a patch or an encode of it nearly always is, it is stored as it
-            // is: a shape a stored document names is recorded.)
-            bytes = CollectionHandle.sameShape(new, stored) ? new : try storable(new, in: txn)
+        case .replace(let new): bytes = try storable(new, in: txn, replacing: stored)
         }
         guard !bytes.withUnsafeBytes({ $0.sameBytes(as: stored) }) else { return true }
         let newID: [UInt8]
@@ -303,7 +302,7 @@ final class CollectionHandle {
     /// duplicate id (insert) or a unique conflict. `stored`, when given, is the document's present bytes (read by
     /// the caller already), else they are read here.
     func write(_ bytes: [UInt8], mode: WriteMode, in txn: any StorageTransaction, stored: [UInt8]? = nil) throws {
-        let bytes = stored.map({ CollectionHandle.sameShape(bytes, $0) }) == true ? bytes : try storable(bytes, in: txn)
+        let bytes = try storable(bytes, in: txn, replacing: stored)
         try bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
             let root = try reader.root()

@@ -67,7 +67,11 @@ final class TransactionScope {
         }
         // When the catalog has all the type declares, the type is synced with the handle, as a write would find
         // it: the next read takes the path above, in a process that only reads too.
-        if StoreCore.missing(in: handle.info, for: schema) == nil { record(type, schema, handle) } else { remember(type, schema) }
+        if StoreCore.missing(in: handle.info, for: schema) == nil {
+            record(type, schema, handle)
+        } else {
+            remember(type, schema)
+        }
         return handle
     }
 
