@@ -97,7 +97,7 @@ import TestSupport
     /// The same in a real program, checked on the executor rather than the thread (a hop to the pool may go on on the
     /// thread that drains the main actor's queue, as it does under the test runner): a child's top-level code reads
     /// from the main actor, and each read's body runs isolated to it, or the child stops.
-    @Test(.enabled(if: !engineIsServer)) func aProgramsReadFromTheMainActorRunsOnTheMainThread() async throws {
+    @Test(.enabled(if: !engineIsServer)) func aProgramsReadFromTheMainActorStaysOnTheMainActor() async throws {
         let dir = TemporaryDirectory()
         let process = ChildProcess()
         process.executableURL = CrashSafetyTests.writerURL
