@@ -350,8 +350,9 @@ struct BinaryReader {
         return value
     }
 
+    /// Where field `k + 1` of a shaped object begins, counted from its first value.
     @inline(__always)
-    private func offset(_ k: Int, of object: Shaped) -> Int {
+    func offset(_ k: Int, of object: Shaped) -> Int {
         let at = object.offsets + k * object.width
         switch object.width {
         case 1: return Int(buffer[at])

@@ -20,13 +20,15 @@ struct DocumentPatch {
     }
 
     /// Where the value at `path` lies: the offsets of the headers of the objects on its way below the root (and of
-    /// the root, in format 2), the position of the root's field the path starts with in a document of format 3, and
-    /// the value. `nil` when a step is missing or not an object, or the bytes on the way are malformed.
-    private func locate(_ path: FieldPath) -> (headers: [Int], rootField: Int?, value: ValueRef)? {
+    /// the root, in format 2); in a document of format 3, the position of the root's field the path starts with and
+    /// the root's layout; and the value. `nil` when a step is missing or not an object, or the bytes on the way are
+    /// malformed.
+    private func locate(_ path: FieldPath)
+        -> (headers: [Int], root: (field: Int, layout: BinaryReader.Shaped)?, value: ValueRef)? {
         bytes.withUnsafeBytes { raw in
             let reader = BinaryReader(raw)
             guard var (current, shaped) = try? reader.rootAndShape() else { return nil }
-            var headers: [Int] = [], rootField: Int?
+            var headers: [Int] = [], root: (field: Int, layout: BinaryReader.Shaped)?
             for component in path.utf8Components {
                 if let layout = shaped {
                     shaped = nil
@@ -34,7 +36,7 @@ struct DocumentPatch {
                         layout.shape._withUnsafeGuaranteedRef { $0.index(of: name) }
                     }
                     guard let index, let value = try? reader.field(index, of: layout) else { return nil }
-                    (rootField, current) = (index, value)
+                    (root, current) = ((index, layout), value)
                     continue
                 }
                 guard current.tag == BinaryFormat.Tag.object else { return nil }
@@ -44,7 +46,7 @@ struct DocumentPatch {
                 }
                 current = next
             }
-            return (headers, rootField, current)
+            return (headers, root, current)
         }
     }
 
@@ -57,7 +59,7 @@ struct DocumentPatch {
     /// Replaces the value at `path` with `value`; `false`, changing nothing, when there is no value there to
     /// replace (a step missing or not an object).
     mutating func replace(at path: FieldPath, with value: DocumentValue) -> Bool {
-        guard !path.components.isEmpty, let (headers, rootField, old) = locate(path) else { return false }
+        guard !path.components.isEmpty, let (headers, root, old) = locate(path) else { return false }
         var writer = BinaryWriter(capacity: 16)
         value.write(to: &writer)
         let delta = writer.bytes.count - (old.end - (old.start - 1))
@@ -67,7 +69,7 @@ struct DocumentPatch {
             guard let changed = UInt32(exactly: Int(UInt32(littleEndian: length)) + delta) else { return false }
             lengths.append(changed)
         }
-        if let rootField, delta != 0, !moveOffsets(after: rootField, by: delta) {
+        if let root, delta != 0, !moveOffsets(after: root.field, of: root.layout, by: delta) {
             // The values would need offsets of another width: laid out in format 2, the document takes the change.
             guard let unshaped = bytes.withUnsafeBytes({ try? BinaryFormat.unshaped($0) }) else { return false }
             bytes = unshaped
@@ -82,26 +84,19 @@ struct DocumentPatch {
         return true
     }
 
-    /// Adds `delta` to the offsets of the root's fields after field `field`, in a document of format 3; `false`,
-    /// changing nothing, when its values would then take offsets of another width than they have (the width is the
-    /// least that holds their length, as ``BinaryFormat/shaped(id:values:of:)`` chooses it).
-    private mutating func moveOffsets(after field: Int, by delta: Int) -> Bool {
+    /// Adds `delta` to the offsets of the root's fields after field `field`, in a document of format 3 whose root
+    /// is laid out as `layout`; `false`, changing nothing, when its values would then take offsets of another width
+    /// than they have (``BinaryFormat/offsetWidth(_:)``).
+    private mutating func moveOffsets(after field: Int, of layout: BinaryReader.Shaped, by delta: Int) -> Bool {
+        let length = layout.end - layout.values + delta, width = layout.width
+        guard length >= 0, width == BinaryFormat.offsetWidth(length) else { return false }
+        // Offset k is where field k + 1 begins. Each is read and checked before any is written.
+        let moved = bytes.withUnsafeBytes { raw in
+            let reader = BinaryReader(raw)
+            return (field..<max(field, layout.count - 1)).map { reader.offset($0, of: layout) + delta }
+        }
+        guard moved.allSatisfy({ $0 >= 0 && $0 <= length }) else { return false }
         bytes.withUnsafeMutableBytes { raw in
-            let reader = BinaryReader(UnsafeRawBufferPointer(raw))
-            guard let (_, shaped) = try? reader.rootAndShape(), let layout = shaped else { return false }
-            let length = layout.end - layout.values + delta, width = layout.width
-            guard length >= 0, width == (length <= 0xFF ? 1 : length <= 0xFFFF ? 2 : 4) else { return false }
-            // Offset k is where field k + 1 begins. Each is read and checked before any is written.
-            func offset(_ k: Int) -> Int {
-                let at = layout.offsets + k * width
-                switch width {
-                case 1: return Int(raw[at])
-                case 2: return Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt16.self)))
-                default: return Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
-                }
-            }
-            let moved = (field..<max(field, layout.count - 1)).map { offset($0) + delta }
-            guard moved.allSatisfy({ $0 >= 0 && $0 <= length }) else { return false }
             for (k, value) in zip(field..., moved) {
                 let at = layout.offsets + k * width
                 switch width {
@@ -110,8 +105,8 @@ struct DocumentPatch {
                 default: raw.storeBytes(of: UInt32(value).littleEndian, toByteOffset: at, as: UInt32.self)
                 }
             }
-            return true
         }
+        return true
     }
 
     /// The changed document, with the checksum of its new bytes.

@@ -227,10 +227,14 @@ extension BinaryFormat {
         return shaped(id: id, values: values, of: document)
     }
 
+    /// The width of the offsets of a document of format 3 whose values take `length` bytes: the least that holds
+    /// them.
+    static func offsetWidth(_ length: Int) -> Int { length <= 0xFF ? 1 : length <= 0xFFFF ? 2 : 4 }
+
     /// A document of format 3 under the shape `id` whose fields' values are `values` of `document`, in order.
     static func shaped(id: UInt64, values: [Range<Int>], of document: UnsafeRawBufferPointer) -> [UInt8] {
         let length = values.reduce(0) { $0 + $1.count }
-        let width = length <= 0xFF ? 1 : length <= 0xFFFF ? 2 : 4
+        let width = offsetWidth(length)
         var writer = BinaryWriter(capacity: shapedHeaderSize + width * max(0, values.count - 1) + length + checksumSize)
         writer.byte(shapedVersion)
         writer.littleEndian(id)
