@@ -236,6 +236,38 @@ import TestSupport
         await reopened.close()
     }
 
+    /// A store that records shapes but lost its salt's record: opening it makes no new salt (one would refuse every
+    /// recorded shape), and neither may a compaction, which writes older documents in the current format. The
+    /// documents are written by another process, so that this one knows their shapes only from the catalog.
+    @Test func aCompactionOfAStoreThatLostItsSaltKeepsItsShapes() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("saltless.db")
+        let writer = ChildProcess()
+        writer.executableURL = CrashSafetyTests.writerURL
+        writer.arguments = ["insert-people", path, "60", "0"]
+        writer.standardOutput = FileHandle.nullDevice
+        writer.standardError = FileHandle.nullDevice
+        try writer.run()
+        writer.waitUntilExit()
+        #expect(writer.terminationStatus == 0)
+        // The salt's record deleted through the engine alone: no store of this process loads the shapes first.
+        let configuration = FileStorage.Configuration(initialMapSize: 1 << 24, maximumMapSize: 1 << 30, maxDatabases: 64,
+                                                      maxReaders: 126)
+        let engine = try LMDBEnvironment(path: path, configuration: configuration)
+        try engine.write { txn in
+            let catalog = try #require(try txn.openKeySpace(Catalog.spaceName, create: false))
+            #expect(try txn.delete(catalog, Catalog.Record.shapeSalt.key))
+        }
+        engine.close()
+        _ = try await DocStore.compact(path: path)
+        let store = try await DocStore(path: path)
+        let people = try await Query<DocumentValue>("people").sortBy("name").results(in: store)
+        #expect(people.count == 60 && people.allSatisfy { $0[field: "age"] != nil }, "\(people.prefix(3))")
+        let report = try await store.verify()
+        #expect(report.isClean, "\(report)")
+        await store.close()
+    }
+
     /// Two stores with the same names: their shapes have ids of their own (salted per store), and both read.
     @Test func twoStoresWithTheSameNamesHaveShapesOfTheirOwn() async throws {
         let (first, dir1) = try await makeStore()

@@ -112,8 +112,9 @@ extension StoreCore {
     /// Writes every document of an older format again in format 3, in commits of at most `batch` documents: what a
     /// compaction does first, so that the compacted file holds the documents as writes now leave them. The values
     /// are the same bytes, so the index entries stay as they are. A document that cannot be read, or whose shape
-    /// cannot be recorded (a name that is not UTF-8, the store's shapes all taken), is left as it is. A file that
-    /// is not a store is left for the rewrite to refuse.
+    /// cannot be recorded (a name that is not UTF-8, the store's shapes all taken), is left as it is; so is every
+    /// document of a store that records shapes but lost its salt's record. A file that is not a store is left for
+    /// the rewrite to refuse.
     static func writeInCurrentFormat(in engine: any StorageEngine, path: String, batch: Int = 10_000) throws {
         // The salt, the format and the collections; the shapes recorded so far.
         let prepared: (salt: UInt64, collections: [String], shapes: [UInt64: [String]])? = try engine.write { txn in
@@ -121,12 +122,14 @@ extension StoreCore {
             let catalog = Catalog(space: meta, txn: txn, path: path)
             guard let format = try catalog.format(), format <= formatVersion else { return nil }
             if format < 3 { try catalog.setFormat(3) }
-            let salt = try catalog.shapeSalt() ?? {
-                let salt = UInt64.random(in: 1...UInt64.max)
-                try catalog.setShapeSalt(salt)
-                return salt
-            }()
-            let shapes = Dictionary(try catalog.shapes().shapes.map { ($0.id, $0.names) }, uniquingKeysWith: { first, _ in first })
+            let recorded = try catalog.shapes().shapes
+            // A salt is made only where no shape is recorded, as an opening makes it: a store that lost its salt's
+            // record keeps its shapes under the old one, which a new salt would refuse. Such a store writes format 2,
+            // and its documents are left as they are.
+            let kept = try catalog.shapeSalt()
+            guard let salt = kept ?? (recorded.isEmpty ? UInt64.random(in: 1...UInt64.max) : nil) else { return nil }
+            if kept == nil { try catalog.setShapeSalt(salt) }
+            let shapes = Dictionary(recorded.map { ($0.id, $0.names) }, uniquingKeysWith: { first, _ in first })
             return (salt, try catalog.collections().map(\.name), shapes)
         }
         guard let prepared else { return }
