@@ -11,6 +11,16 @@ import TestSupport
             .deletingLastPathComponent().appendingPathComponent("DocStoreCrashWriter")
     }
 
+    /// The writer with `arguments`, what it prints thrown away; not started yet.
+    static func quietWriter(_ arguments: [String]) -> ChildProcess {
+        let process = ChildProcess()
+        process.executableURL = writerURL
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        return process
+    }
+
     /// Starts the writer, waits for its first commit, kills it with SIGKILL `delay` later, and returns how it ended
     /// and what it printed. Waiting for a commit first makes each round kill a writer that is writing, however long
     /// a loaded machine takes to start the process.

@@ -192,11 +192,7 @@ import TestSupport
     @Test func aStoreWrittenByAnotherProcessOpensWithTheCheck() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("busy.db")
-        let writer = ChildProcess()
-        writer.executableURL = CrashSafetyTests.writerURL
-        writer.arguments = ["insert-people", path, "3000", "0"]
-        writer.standardOutput = FileHandle.nullDevice
-        writer.standardError = FileHandle.nullDevice
+        let writer = CrashSafetyTests.quietWriter(["insert-people", path, "3000", "0"])
         try writer.run()
         defer { if writer.isRunning { kill(writer.processIdentifier, SIGKILL) }; writer.waitUntilExit() }
         var options = DocStore.Options()

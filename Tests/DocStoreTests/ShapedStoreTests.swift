@@ -242,11 +242,7 @@ import TestSupport
     @Test func aCompactionOfAStoreThatLostItsSaltKeepsItsShapes() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("saltless.db")
-        let writer = ChildProcess()
-        writer.executableURL = CrashSafetyTests.writerURL
-        writer.arguments = ["insert-people", path, "60", "0"]
-        writer.standardOutput = FileHandle.nullDevice
-        writer.standardError = FileHandle.nullDevice
+        let writer = CrashSafetyTests.quietWriter(["insert-people", path, "60", "0"])
         try writer.run()
         writer.waitUntilExit()
         #expect(writer.terminationStatus == 0)
