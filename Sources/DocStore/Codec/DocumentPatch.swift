@@ -72,8 +72,11 @@ struct DocumentPatch {
         if let root, delta != 0, !moveOffsets(after: root.field, of: root.layout, by: delta) {
             // The values would need offsets of another width: laid out in format 2, the document takes the change.
             guard let unshaped = bytes.withUnsafeBytes({ try? BinaryFormat.unshaped($0) }) else { return false }
+            let shaped = bytes
             bytes = unshaped
-            return replace(at: path, with: value)
+            if replace(at: path, with: value) { return true }
+            bytes = shaped
+            return false
         }
         bytes.withUnsafeMutableBytes { raw in
             for (header, length) in zip(headers, lengths) {
