@@ -430,6 +430,71 @@ import TestSupport
         }
     }
 
+    /// Another process opens the store while it is compacted, writes and closes it again: the compaction keeps
+    /// nothing of its rewrite, and the write is there. An opening in this process meanwhile is refused.
+    @Test func aCompactionThatAnotherProcessWroteDuringKeepsTheWrite() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("written.db")
+        let people = (0..<200).map { Person(name: "P\($0)", age: $0 % 90) }
+        do {
+            let store = try await DocStore(path: path)
+            try await store.insert(contentsOf: people)
+            await store.close()
+        }
+        let configuration = FileStorage.Configuration(initialMapSize: 1 << 24, maximumMapSize: 1 << 30, maxDatabases: 64,
+                                                      maxReaders: 126)
+        var openedHere = false
+        do {
+            _ = try FileStorage.compact(path: path, configuration: configuration, beforeReplacing: {
+                if let engine = try? FileStorage.open(path: path, configuration: configuration) {
+                    openedHere = true
+                    engine.close()
+                }
+                let writer = CrashSafetyTests.quietWriter(["insert-people", path, "1", "0"])
+                try writer.run()
+                writer.waitUntilExit()
+                #expect(writer.terminationStatus == 0)
+            })
+            Issue.record("the compaction replaced a file written meanwhile")
+        } catch let error as StorageError {
+            #expect("\(error)".contains("wrote to the file meanwhile"), "\(error)")
+        }
+        #expect(!openedHere, "the file was opened in this process while it was compacted")
+        #expect(!FileManager.default.fileExists(atPath: path + ".compacting"))
+        let store = try await DocStore(path: path)
+        // (The writer's people share the collection.)
+        let names = try await Query<DocumentValue>("people").results(in: store).compactMap { $0[field: "name"]?.plainJSON() }
+        #expect(names.count == people.count + 1 && names.contains { $0.contains("child-") }, "\(names.count)")
+        #expect(try await store.verify().isClean)
+        await store.close()
+        // With nothing written meanwhile, the same compaction replaces the file.
+        let (before, after) = try FileStorage.compact(path: path, configuration: configuration)
+        #expect(after > 0 && after <= before)
+    }
+
+    /// A store reached through a symbolic link is compacted where the link points: the link stays one, and the
+    /// store opens through it with every document.
+    @Test func aCompactionThroughASymbolicLinkKeepsTheLink() async throws {
+        let dir = TemporaryDirectory()
+        let real = dir.path("real.db"), link = dir.path("link.db")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
+        let people = (0..<300).map { Person(name: "P\($0)", age: $0 % 90) }
+        do {
+            let store = try await DocStore(path: link)
+            try await store.insert(contentsOf: people)
+            try await store.write { ctx in for person in people.prefix(200) { _ = try ctx.delete(Person.self, id: person.id) } }
+            await store.close()
+        }
+        let (before, after) = try await DocStore.compact(path: link)
+        #expect(after < before)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == real)
+        #expect(!FileManager.default.fileExists(atPath: real + ".compacting"))
+        let store = try await DocStore(path: link)
+        #expect(Set(try await Person.query().results(in: store).map(\.id)) == Set(people.dropFirst(200).map(\.id)))
+        #expect(try await store.verify().isClean)
+        await store.close()
+    }
+
     /// A compaction killed at random moments never loses the store: it opens with every document, verifies clean,
     /// and a later compaction completes.
     @Test func aCompactionKilledAtRandomMomentsNeverLosesTheStore() async throws {

@@ -53,6 +53,17 @@ final class LMDBEnvironment: FileStorageEngine {
     /// Files open in this process. LMDB must not open one environment twice in a process:
     /// closing the second handle would drop the first one's POSIX locks on the lock file.
     private static let openFiles = Mutex<Set<FileID>>([])
+    /// Files being compacted in this process (``FileStorage/compact(path:configuration:bytesPerCommit:prepare:beforeReplacing:)``):
+    /// no opening here until the compaction ends. (Changed under the lock of ``openFiles``.)
+    private static let compacting = Mutex<Set<FileID>>([])
+
+    /// Refuses every opening of this environment's file in the process, whether or not the environment is still
+    /// open, until the closure returned is called: a compaction's, which replaces the file.
+    func reserveFile() -> () -> Void {
+        let file = fileID
+        LMDBEnvironment.openFiles.withLock { _ in _ = LMDBEnvironment.compacting.withLock { $0.insert(file) } }
+        return { LMDBEnvironment.openFiles.withLock { _ in _ = LMDBEnvironment.compacting.withLock { $0.remove(file) } } }
+    }
 
     /// The corresponding LMDB functions are `mdb_env_create`, `mdb_env_set_maxdbs`, `mdb_env_set_maxreaders`,
     /// `mdb_env_set_mapsize`, `mdb_env_open` and `mdb_reader_check`.
@@ -68,7 +79,8 @@ final class LMDBEnvironment: FileStorageEngine {
         if configuration.readOnly { flags |= LMDBFlags.readOnly } else { flags |= configuration.syncFlags }
         var withoutLock = false
         let (env, registered) = try LMDBEnvironment.openFiles.withLock { open -> (OpaquePointer, FileID) in
-            if let existing = LMDBEnvironment.fileID(of: path), open.contains(existing) {
+            if let existing = LMDBEnvironment.fileID(of: path),
+               open.contains(existing) || LMDBEnvironment.compacting.withLock({ $0.contains(existing) }) {
                 throw StorageError.alreadyOpenInProcess
             }
             let env: OpaquePointer
@@ -135,6 +147,34 @@ final class LMDBEnvironment: FileStorageEngine {
         lock.l_len = 1
         guard fcntl(fd, F_GETLK, &lock) == 0 else { return false }
         return lock.l_type == Int16(F_UNLCK)
+    }
+
+    /// The lock file held by this process alone: an `fcntl` write lock on the byte each opening locks (shared, or
+    /// alone by the first), taken only if no other process holds it. An opening elsewhere then waits until it is
+    /// released. (Closing any descriptor of the file releases this process's locks on it: an environment of the
+    /// file closed meanwhile releases it too.)
+    struct ExclusiveLock {
+        private let descriptor: Int32
+
+        init?(_ lockPath: String) {
+            let fd = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { return nil }
+            var lock = flock()
+            lock.l_type = Int16(F_WRLCK)
+            lock.l_whence = Int16(SEEK_SET)
+            lock.l_start = 0
+            lock.l_len = 1
+            guard fcntl(fd, F_SETLK, &lock) == 0 else {
+                Glibc.close(fd)
+                return nil
+            }
+            descriptor = fd
+        }
+
+        /// Empties the lock file, which an opening that does not have it alone refuses.
+        func empty() { _ = ftruncate(descriptor, 0) }
+
+        func release() { Glibc.close(descriptor) }
     }
 
     private static func fileID(of path: String) -> FileID? {
@@ -414,7 +454,8 @@ final class LMDBEnvironment: FileStorageEngine {
     func copy(to destination: CopyDestination, compact: Bool) throws {
         if compact, case .path(let path) = destination {
             do {
-                return try rewrite(to: path, mode: nil, besideOthers: true)
+                try rewrite(to: path, mode: nil, besideOthers: true)
+                return
             } catch is NotOpenHere {
                 unlink(path)
             }
@@ -445,10 +486,13 @@ final class LMDBEnvironment: FileStorageEngine {
     ///
     /// Alone (``TransactionGate``), it opens the source's databases in its read transaction. Beside others (a
     /// backup, while readers and writers go on), it opens none: it takes the handles this process had open when
-    /// its read transaction began, and throws ``NotOpenHere`` for a database it had not.
+    /// its read transaction began, and throws ``NotOpenHere`` for a database it had not. Returns the id of the
+    /// commit it copied.
     /// The corresponding LMDB functions are `mdb_dbi_flags` and `mdb_cursor_put`, on a new environment opened
     /// without a lock file (`MDB_NOLOCK`: no other process knows of it).
-    func rewrite(to path: String, mode: mode_t?, besideOthers: Bool = false, bytesPerCommit: Int = 64 << 20) throws {
+    @discardableResult
+    func rewrite(to path: String, mode: mode_t?, besideOthers: Bool = false, bytesPerCommit: Int = 64 << 20) throws
+        -> UInt64 {
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode ?? 0o666)
         guard fd >= 0 else {
             throw StorageError.failed("cannot create \(path): \(String(cString: strerror(errno)))")
@@ -461,7 +505,7 @@ final class LMDBEnvironment: FileStorageEngine {
             // The handles open before the read transaction begins, each committed before it: valid in it. (A
             // database opened later is not in its snapshot; one deleted waits for the gate.)
             let open = gate.openNamesNow()
-            try translatingErrors {
+            return try translatingErrors {
                 try rewriting(to: path, bytesPerCommit: bytesPerCommit, openingMain: false) { _, name in
                     guard let dbi = open[String(decoding: name.dropLast().map { UInt8(bitPattern: $0) },
                                                 as: UTF8.self)] else { throw NotOpenHere() }
@@ -469,7 +513,7 @@ final class LMDBEnvironment: FileStorageEngine {
                 }
             }
         } else {
-            try gate.alone { try translatingErrors {
+            return try gate.alone { try translatingErrors {
                 try rewriting(to: path, bytesPerCommit: bytesPerCommit, openingMain: true) { reading, name in
                     var dbi: MDB_dbi = 0
                     let rc = name.withUnsafeBufferPointer { mdb_dbi_open(reading, $0.baseAddress, 0, &dbi) }
@@ -494,7 +538,7 @@ final class LMDBEnvironment: FileStorageEngine {
     /// it stands, valid in every transaction (LMDB's `MAIN_DBI`, 1), its comparator set when the store first
     /// opened its catalog.
     private func rewriting(to path: String, bytesPerCommit: Int, openingMain: Bool,
-                           database: (OpaquePointer?, [CChar]) throws -> MDB_dbi) throws {
+                           database: (OpaquePointer?, [CChar]) throws -> MDB_dbi) throws -> UInt64 {
         let (info, stat) = try infoAndStat()
         let source = try environment()
         var reading: OpaquePointer?
@@ -520,6 +564,7 @@ final class LMDBEnvironment: FileStorageEngine {
             try writer.append(from, in: reading, duplicates: flags & LMDBFlags.duplicateSort != 0)
         }
         try writer.finish()
+        return UInt64(mdb_txn_id(reading))
     }
 
     /// The keys of `dbi`, each with a NUL after it: the names of the databases, for the main one.
@@ -755,40 +800,67 @@ extension FileStorage {
     /// synced, and renamed over it, so that the file is whole at every moment, the old one until the rename and the
     /// new one after. A file left by a compaction cut short is removed first. `prepare` runs first on the file,
     /// held to itself. Returns the file's sizes before and after.
+    ///
+    /// Nothing written meanwhile is lost. The file stays this process's own throughout: an opening of it here is
+    /// refused. Another process may open it while the copy is made; at the end, the lock file is held alone (an
+    /// opening elsewhere then waits for it), and the file is replaced only if no other process has it open and no
+    /// commit came after the one copied: otherwise the rewrite is thrown away (``StorageError/openElsewhere``,
+    /// ``StorageError/writtenMeanwhile``). The lock file is then made anew for the new file, by opening it, before
+    /// any waiting opening goes on. (It is not deleted: an opening that waits holds it open, and would go on with a
+    /// lock file no later opening shares.) A path that is a symbolic link keeps it: its target is replaced.
     static func compact(path: String, configuration: Configuration, bytesPerCommit: Int = 64 << 20,
-                        prepare: (any StorageEngine) throws -> Void = { _ in }) throws -> (before: Int, after: Int) {
-        let lockPath = path + "-lock", temporary = path + ".compacting"
+                        prepare: (any StorageEngine) throws -> Void = { _ in },
+                        beforeReplacing: () throws -> Void = {}) throws -> (before: Int, after: Int) {
+        let lockPath = path + "-lock"
+        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        let temporary = target + ".compacting"
         guard LMDBEnvironment.lockFileIsUnused(lockPath) else { throw StorageError.openElsewhere }
         unlink(temporary)
         var info = stat()
-        guard stat(path, &info) == 0 else { throw LMDBError(code: errno).storageError }
+        guard stat(target, &info) == 0 else { throw LMDBError(code: errno).storageError }
         let before = Int(info.st_size)
         let environment = try LMDBEnvironment(path: path, configuration: configuration)
+        let releaseFile = environment.reserveFile()
+        defer { releaseFile() }
+        let copied: UInt64
         do {
             try prepare(environment)
             // The new file gets the store's permissions.
-            try environment.rewrite(to: temporary, mode: info.st_mode & 0o7777, bytesPerCommit: bytesPerCommit)
+            copied = try environment.rewrite(to: temporary, mode: info.st_mode & 0o7777, bytesPerCommit: bytesPerCommit)
             environment.close()
             try DurableFile.sync(temporary)
+            try beforeReplacing()
         } catch {
             environment.close()
             unlink(temporary)
             throw error
         }
-        // A process that opened the file meanwhile would go on with the old one: the new one waits for it.
-        guard LMDBEnvironment.lockFileIsUnused(lockPath) else {
+        // Held alone from here on (another process's opening waits), if no other process has the file open: one
+        // that had would go on with the old file.
+        guard let held = LMDBEnvironment.ExclusiveLock(lockPath) else {
             unlink(temporary)
             throw StorageError.openElsewhere
         }
-        guard rename(temporary, path) == 0 else {
+        defer { held.release() }
+        guard LMDBFileCheck.run(path: target, metaOnly: true).newestCommit == copied else {
+            unlink(temporary)
+            throw StorageError.writtenMeanwhile
+        }
+        guard rename(temporary, target) == 0 else {
             let message = String(cString: strerror(errno))
             unlink(temporary)
             throw StorageError.failed("cannot rename the compacted file over \(path): \(message)")
         }
-        // The lock file describes the old file's readers and commits: the next opening makes a new one.
-        unlink(lockPath)
-        try DurableFile.syncFolder(of: path)
-        return (before, fileSize(path))
+        // The lock file describes the old file's readers and commits. Opened alone, LMDB makes it anew for the new
+        // file (this process's lock, held, lets it); an opening that waits goes on once it is closed. Should that
+        // fail, the lock file is emptied, which the waiting opening refuses.
+        do {
+            try LMDBEnvironment(path: path, configuration: configuration).close()
+        } catch {
+            held.empty()
+        }
+        try DurableFile.syncFolder(of: target)
+        return (before, fileSize(target))
     }
 
     private static func fileSize(_ path: String) -> Int {

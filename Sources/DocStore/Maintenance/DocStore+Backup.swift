@@ -120,7 +120,10 @@ extension DocStore {
     /// and after.
     ///
     /// No process may have the store open: the compaction refuses with ``DocStoreError/Code/alreadyOpen`` if one
-    /// has, or opens it before the new file is in place.
+    /// has, or opens it before the new file is in place, or opened it, wrote and closed it meanwhile (the
+    /// compaction then keeps nothing of its rewrite, and the write is there). An opening in this process waits for
+    /// none of this: it is refused while the compaction runs. A path that is a symbolic link stays one: the file it
+    /// points to is replaced.
     ///
     /// For example:
     /// ```swift

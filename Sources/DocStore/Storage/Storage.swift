@@ -350,6 +350,9 @@ package enum StorageError: Error, CustomStringConvertible {
     case alreadyOpenInProcess
     /// Another process has the file open, and the operation needs it to itself.
     case openElsewhere
+    /// Another process wrote to the file while the operation, which needs it to itself, was under way; what the
+    /// operation made was thrown away.
+    case writtenMeanwhile
     /// Another process grew the map past this process's: the store must adopt the new size (on its own thread,
     /// with no transaction running) before the operation is tried again.
     case mapGrownElsewhere
@@ -370,6 +373,7 @@ package enum StorageError: Error, CustomStringConvertible {
              .failed(let why): why
         case .alreadyOpenInProcess: "the file is already open in this process"
         case .openElsewhere: "another process has the file open"
+        case .writtenMeanwhile: "another process wrote to the file meanwhile"
         case .mapGrownElsewhere: "another process grew the file's map"
         case .nestingRefused(let why): "a nested transaction was refused: \(why)"
         }

@@ -91,6 +91,10 @@ extension StoreCore {
             case .openElsewhere:
                 throw DocStoreError(.alreadyOpen, "cannot compact \(path): another process has it open; compaction "
                     + "needs the store to itself, and the store is left as it was")
+            case .writtenMeanwhile:
+                throw DocStoreError(.alreadyOpen, "cannot compact \(path): another process wrote to it while it was "
+                    + "compacted; compaction needs the store to itself, and the store is left as it was, with that "
+                    + "write")
             case .notAStore(let why):
                 throw DocStoreError(.notAStore, "\(path) is not a DocStore store: \(why)", underlying: error)
             case .damaged(let why):
