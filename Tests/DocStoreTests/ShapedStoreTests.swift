@@ -236,6 +236,66 @@ import TestSupport
         await reopened.close()
     }
 
+    /// A store of format 2 whose documents are written again in format 3 by transactions each run twice, the first
+    /// run thrown away (as a write is run again after the map grew): each shape a document names is recorded.
+    /// Another document, damaged inside a value, is left as it is, for `verify()` to report, not sealed with a
+    /// checksum of its damage.
+    @Test func writingInTheCurrentFormatRecordsEachShapeAndLeavesADamagedDocument() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("old.db")
+        let prefix = Self.newName()
+        var store: DocStore? = try await DocStore(path: path)
+        let damaged: [UInt8] = try await store!.write { ctx in
+            for i in 0..<60 {
+                try ctx.save(.object([.init("id", .int(Int64(i))), .init("\(prefix)_\(i % 20)", .string("value \(i)"))]),
+                             into: "things")
+            }
+            let handle = try #require(try ctx.scope.handle(named: "things"))
+            var older: [([UInt8], [UInt8])] = []
+            // Written again in format 2 under names no shape records yet, as an older build would have left them.
+            try ctx.txn.forEachEntry(in: handle.documents) { key, value in
+                guard case .int(let i)? = try DocumentValue(encoded: Array(value))[field: "id"] else { return }
+                let document: DocumentValue = .object([.init("id", .int(i)), .init("\(prefix)_old_\(i % 20)", .string("value \(i)"))])
+                older.append((Array(key), document.encoded()))
+            }
+            // One value's letter changed where it lies: the document still reads, but its checksum disagrees.
+            var (key, bytes) = older[7]
+            let at = try #require(bytes.indices.first { bytes[$0...].starts(with: Array("value 7".utf8)) })
+            bytes[at] = UInt8(ascii: "V")
+            older[7] = (key, bytes)
+            for (key, value) in older { try ctx.txn.put(handle.documents, key, value) }
+            return key
+        }
+        await store!.close()
+        store = nil
+        let configuration = FileStorage.Configuration(initialMapSize: 1 << 24, maximumMapSize: 1 << 30, maxDatabases: 64,
+                                                      maxReaders: 126)
+        _ = try FileStorage.compact(path: path, configuration: configuration) { engine in
+            try StoreCore.writeInCurrentFormat(in: WritesTwice(engine), path: path, batch: 7)
+        }
+        let reopened = try await DocStore(path: path)
+        let (formats, unrecorded, kept) = try await reopened.read { ctx in
+            let handle = try #require(try ctx.scope.handle(named: "things"))
+            let recorded = Set(try ctx.scope.core.catalog(ctx.txn).shapes().shapes.map(\.id))
+            var formats: [UInt8: Int] = [:], unrecorded: [UInt64] = [], kept: [UInt8]?
+            try ctx.txn.forEachEntry(in: handle.documents) { key, value in
+                formats[value[0], default: 0] += 1
+                if key.sameBytes(as: damaged) { kept = Array(value) }
+                if value[0] == BinaryFormat.shapedVersion {
+                    let id = value.loadUnaligned(fromByteOffset: 1, as: UInt64.self)
+                    if !recorded.contains(id) { unrecorded.append(id) }
+                }
+            }
+            return (formats, unrecorded, kept)
+        }
+        #expect(formats == [BinaryFormat.shapedVersion: 59, BinaryFormat.version: 1], "\(formats)")
+        #expect(unrecorded.isEmpty, "\(unrecorded.count) documents name shapes the catalog does not record")
+        #expect(kept?.first == BinaryFormat.version)
+        let report = try await reopened.verify()
+        #expect(!report.isClean && "\(report)".contains("checksum"), "\(report)")
+        await reopened.close()
+    }
+
     /// A store that records shapes but lost its salt's record: opening it makes no new salt (one would refuse every
     /// recorded shape), and neither may a compaction, which writes older documents in the current format. The
     /// documents are written by another process, so that this one knows their shapes only from the catalog.

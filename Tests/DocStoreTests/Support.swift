@@ -136,3 +136,24 @@ func drained<Element>(_ cursor: QueryCursor<Element>) throws -> [Element] {
     while let element = try cursor.next() { out.append(element) }
     return out
 }
+
+/// An engine whose writes each run their body twice: first in a transaction that is thrown away, as a write is run
+/// again after the map grew, then for real. What a body keeps outside its transaction shows in the second run.
+final class WritesTwice: StorageEngine {
+    let engine: any StorageEngine
+
+    init(_ engine: any StorageEngine) { self.engine = engine }
+
+    func read<R>(_ body: (any StorageTransaction) throws -> R) throws -> R { try engine.read(body) }
+
+    private struct ThrownAway: Error {}
+
+    func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        do { _ = try engine.write { txn -> R in _ = try body(txn); throw ThrownAway() } } catch is ThrownAway {}
+        return try engine.write(body)
+    }
+
+    func lastCommittedTransaction() throws -> Int { try engine.lastCommittedTransaction() }
+    func close() { engine.close() }
+    func flush() throws { try engine.flush() }
+}

@@ -142,10 +142,13 @@ extension StoreCore {
         for collection in prepared.collections {
             var after: [UInt8]?
             repeat {
-                after = try engine.write { txn -> [UInt8]? in
+                // (What a transaction records is known once it commits: one run again, after the map grew, records
+                // its shapes again.)
+                (after, shapes) = try engine.write { txn -> ([UInt8]?, [UInt64: [String]]) in
+                    var known = shapes
                     guard let meta = try txn.openKeySpace(Catalog.spaceName, create: false),
                           let documents = try txn.openKeySpace(Catalog.documentsSpace(collection), create: false) else {
-                        return nil
+                        return (nil, known)
                     }
                     let catalog = Catalog(space: meta, txn: txn, path: path)
                     // A batch's documents of older formats, read first: written back once the walk is over.
@@ -163,20 +166,22 @@ extension StoreCore {
                         return nil
                     }
                     for (key, value) in older {
+                        // A document that does not read whole, or whose bytes disagree with its checksum, is left
+                        // as it is: shaped, it would be sealed with a checksum of its damage.
+                        guard (try? value.withUnsafeBytes({ try BinaryReader($0).checkChecksum() })) != nil,
+                              (try? DocumentValue(encoded: value)) != nil else { continue }
                         let shaped = try? value.withUnsafeBytes { raw in
                             try BinaryFormat.shaped(raw, salt: salt) { names -> UInt64? in
-                                if let known = shapes[names.id] {
-                                    return names.strings == known ? names.id : nil
-                                }
-                                guard shapes.count < shapeLimit, let strings = names.strings else { return nil }
+                                if let recorded = known[names.id] { return names.strings == recorded ? names.id : nil }
+                                guard known.count < shapeLimit, let strings = names.strings else { return nil }
                                 try catalog.setShape(names.id, names: strings)
-                                shapes[names.id] = strings
+                                known[names.id] = strings
                                 return names.id
                             }
                         }
                         if let shaped = shaped ?? nil { try txn.put(documents, key, shaped) }
                     }
-                    return last
+                    return (last, known)
                 }
             } while after != nil
         }
