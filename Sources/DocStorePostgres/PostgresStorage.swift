@@ -376,6 +376,8 @@ final class PostgresTransaction: StorageTransaction {
     /// The first error the server gave: the server has aborted the transaction, which cannot commit.
     fileprivate(set) var failure: PostgresError?
     private(set) var interruptedChange: (any Error)?
+    /// (Its savepoints are this transaction too.)
+    private(set) var changes = 0
     /// Entry counts changed here, per space: written with the commit.
     fileprivate var countChanges: [UInt32: Int] = [:]
     /// Spaces created here, forgotten if the transaction does not commit.
@@ -620,6 +622,7 @@ final class PostgresTransaction: StorageTransaction {
 
     func drop(_ space: KeySpace, delete: Bool) throws {
         try checkWritable()
+        changes &+= 1
         resetCounts = true
         if delete {
             try runText("DROP TABLE \(table(space)); DELETE FROM spaces WHERE number = \(space.number)")
@@ -1035,6 +1038,7 @@ final class PostgresTransaction: StorageTransaction {
     func put(_ space: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
              noOverwrite: Bool, noDuplicate: Bool) throws -> Bool {
         try checkWritable()
+        changes &+= 1
         let t = table(space)
         let added: Int
         if isDuplicateSorted(space) {
@@ -1071,6 +1075,7 @@ final class PostgresTransaction: StorageTransaction {
     @discardableResult
     func delete(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool {
         try checkWritable()
+        changes &+= 1
         let t = table(space)
         let removed = try key.withUnsafeBytes { k in
             if let value {

@@ -232,13 +232,20 @@ final class CollectionHandle {
     /// migration change a stored document: new bytes are compared with the stored ones as bytes (`==` on values
     /// would call a NaN changed and -0.0 the same as 0), and must keep the document's id; `idChanged` makes the
     /// error when they do not, given how the new document is named (its id, or `nil` when it has none) and why.
+    ///
+    /// `change` may write (an update's closure and a migration's step may write through their context): the
+    /// document may then have changed or gone, and the new bytes replace it as it is by then, its index entries
+    /// with it.
     @discardableResult
-    func rewrite(id: [UInt8], stored: [UInt8]? = nil, in txn: any StorageTransaction,
+    func rewrite(id: [UInt8], stored given: [UInt8]? = nil, in txn: any StorageTransaction,
                  idChanged: (_ newID: String?, _ why: String) -> DocStoreError,
                  _ change: (UnsafeRawBufferPointer) throws -> Rewrite) throws -> Bool {
-        guard let stored = try stored ?? txn.get(documents, id).map({ Array($0) }) else { return false }
+        guard let stored = try given ?? txn.get(documents, id).map({ Array($0) }) else { return false }
+        let changes = txn.changes
+        let rewritten = try stored.withUnsafeBytes { try change($0) }
+        let changedMeanwhile = txn.changes != changes
         let bytes: [UInt8]
-        switch try stored.withUnsafeBytes({ try change($0) }) {
+        switch rewritten {
         case .keep: return true
         case .delete: return try delete(id: id, in: txn)
         case .replace(let new): bytes = try storable(new, in: txn, replacing: stored)
@@ -256,7 +263,8 @@ final class CollectionHandle {
         guard newID == id else {
             throw idChanged(CollectionHandle.describeID(newID, in: bytes, idPath: info.idPath), "")
         }
-        try write(bytes, mode: .save, in: txn, stored: stored)
+        let current = changedMeanwhile ? try txn.get(documents, id).map { Array($0) } : stored
+        try write(bytes, mode: .save, in: txn, stored: current)
         return true
     }
 

@@ -20,6 +20,8 @@ final class LMDBTransaction: StorageTransaction {
     /// What the transaction, with its nested ones, holds of its environment's ``TransactionGate``.
     let access: TransactionAccess
 
+    var changes: Int { access.changes }
+
     init(raw: OpaquePointer, isReadOnly: Bool, access: TransactionAccess) {
         self.raw = raw
         self.isReadOnly = isReadOnly
@@ -198,6 +200,7 @@ final class LMDBTransaction: StorageTransaction {
     /// Deleting closes the database's handle at once, for every transaction of the process: the write must run
     /// alone (``TransactionGate``), or it fails here and the environment runs it again alone.
     func drop(_ db: KeySpace, delete: Bool) throws {
+        access.changes &+= 1
         if delete { try access.deletingKeySpace() }
         if let cursor = putCursors.removeValue(forKey: db.number) { mdb_cursor_close(cursor) }
         try check(mdb_drop(raw, db.number, delete ? 1 : 0))
@@ -288,6 +291,7 @@ final class LMDBTransaction: StorageTransaction {
             if found == MDB_NOTFOUND { flags |= LMDBFlags.appendDuplicate } else { try check(found) }
             k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
             v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            access.changes &+= 1
             rc = mdb_cursor_put(cursor, &k, &v, flags)
         } else {
             rc = put(db, key, value, flags: flags)
@@ -311,6 +315,7 @@ final class LMDBTransaction: StorageTransaction {
     /// leaf page where the last one went before it descends from the root.
     func putInOrder(_ db: KeySpace,
                     _ body: (_ put: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
+        access.changes &+= 1
         let cursor = try newCursor(db)
         defer { mdb_cursor_close(cursor) }
         // In a duplicate-sorted space, a key's values that order after every value it holds are appended
@@ -355,6 +360,7 @@ final class LMDBTransaction: StorageTransaction {
     /// `mdb_put` with `flags`, its return code.
     private func put(_ db: KeySpace, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
                      flags: UInt32) -> Int32 {
+        access.changes &+= 1
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
         return mdb_put(raw, db.number, &k, &v, flags)
@@ -363,7 +369,8 @@ final class LMDBTransaction: StorageTransaction {
     /// The corresponding LMDB function is `mdb_del`.
     @discardableResult
     func delete(_ db: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool {
-        try key.withUnsafeBytes { kb in
+        access.changes &+= 1
+        return try key.withUnsafeBytes { kb in
             var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
             let rc: Int32
             if let value {
@@ -398,6 +405,8 @@ final class TransactionAccess {
     private(set) var needsToRunAlone = false
     /// The databases opened in the transaction, by name: open in the process once it commits.
     var opened: [(String, UInt32)] = []
+    /// ``LMDBTransaction/changes``, of the write and its nested transactions together.
+    var changes = 0
 
     init(gate: TransactionGate, alone: Bool = false) {
         self.gate = gate

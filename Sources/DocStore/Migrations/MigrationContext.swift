@@ -285,12 +285,21 @@ public final class MigrationContext {
             }
             guard let last = batch.last else { return }
             after = last.id
-            for (id, stored) in batch { try rewrite(id: id, stored: stored, of: handle, step: step, change) }
+            // Once a step wrote through the context, a document read with the batch may have changed or gone:
+            // each after it is read again, so that its step is given it as it is.
+            var wrote = false
+            for (id, stored) in batch {
+                try rewrite(id: id, stored: wrote ? nil : stored, of: handle, step: step) { document in
+                    let changes = txn.changes
+                    defer { if txn.changes != changes { wrote = true } }
+                    return try change(document)
+                }
+            }
         }
     }
 
     /// One document of ``rewrite(_:step:_:)``, through the collection's one rewrite (bytes compared, the id kept).
-    private func rewrite(id: [UInt8], stored: [UInt8], of handle: CollectionHandle, step: String,
+    private func rewrite(id: [UInt8], stored: [UInt8]?, of handle: CollectionHandle, step: String,
                          _ change: (DocumentValue) throws -> DocumentValue?) throws {
         let collection = handle.name
         let name = { CollectionHandle.describeID(id, in: stored, idPath: handle.info.idPath) }

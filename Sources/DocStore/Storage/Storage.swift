@@ -44,6 +44,9 @@ package protocol StorageTransaction: AnyObject {
     var isReadOnly: Bool { get }
     /// False once the transaction has ended.
     var isValid: Bool { get }
+    /// How many changes (puts, deletes, drops) the write and its nested transactions have asked for so far: bytes
+    /// read before code that may write still hold when it is the same after.
+    var changes: Int { get }
     /// For a read, the id of the last commit it sees.
     var id: Int { get }
     /// Whether this transaction opened key spaces, and whether they stay open after it (they do once it commits).
