@@ -106,7 +106,7 @@ import TestSupport
         let path = dir.path("source.db")
         let store = try await DocStore(path: path)
         try await store.insert(contentsOf: (0..<50).map { Person(name: "p\($0)", age: $0) })
-        await expectError(.cannotOpen, mentions: ["itself"]) { try await store.backup(to: path) }
+        await expectError(.cannotOpen, mentions: ["own file"]) { try await store.backup(to: path) }
         await expectError(.cannotOpen, mentions: ["directory"]) { try await store.backup(to: dir.path("")) }
         let target = dir.path("by-descriptor.db")
         let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
@@ -119,6 +119,36 @@ import TestSupport
         #expect(try await copy.verify().isClean)
         await store.close()
         await expectError(.closed, mentions: []) { try await store.backup(to: dir.path("late.db")) }
+    }
+
+    /// A backup or a dump onto the store's own file, by any name (a symbolic link, a hard link, `..`), or onto its
+    /// lock file, is refused, and the store goes on; a backup and a dump elsewhere get the store's permissions.
+    @Test func aBackupOrADumpOntoTheStoreByAnyNameIsRefused() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("source.db")
+        let store = try await DocStore(path: path)
+        try await store.insert(contentsOf: (0..<50).map { Person(name: "p\($0)", age: $0) })
+        try FileManager.default.createSymbolicLink(atPath: dir.path("soft.db"), withDestinationPath: path)
+        #expect(link(path, dir.path("hard.db")) == 0)
+        try FileManager.default.createDirectory(atPath: dir.path("sub"), withIntermediateDirectories: true)
+        for name in ["soft.db", "hard.db", "sub/../source.db", "source.db-lock"] {
+            await expectError(.cannotOpen, mentions: ["own file"]) { try await store.backup(to: dir.path(name)) }
+            await expectError(.cannotOpen, mentions: ["own file"]) { try await store.dump(to: dir.path(name)) }
+        }
+        #expect(try await Person.query().count(in: store) == 50)
+        try await store.insert(Person(name: "after", age: 1))
+        #expect(try await store.verify().isClean)
+        #expect(chmod(path, 0o600) == 0)
+        try await store.backup(to: dir.path("copy.db"))
+        try await store.dump(to: dir.path("copy.ndjson"))
+        for name in ["copy.db", "copy.ndjson"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: dir.path(name))[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(name): \(String(mode ?? 0, radix: 8))")
+        }
+        await store.close()
+        let reopened = try await DocStore(path: path)
+        #expect(try await Person.query().count(in: reopened) == 51)
+        await reopened.close()
     }
 
     /// A backup to a file is written as a compaction is (every key space again, in key order): its pages are full,

@@ -39,10 +39,7 @@ extension DocStore {
     /// try await store.backup(to: "/var/backups/people-\(day).db")
     /// ```
     public nonisolated func backup(to path: String, compact: Bool = true) async throws {
-        let target = URL(fileURLWithPath: path).standardizedFileURL.path
-        guard target != URL(fileURLWithPath: self.path).standardizedFileURL.path else {
-            throw DocStoreError(.cannotOpen, "cannot back up \(self.path) onto itself: give another path")
-        }
+        try refuseWritingOverItself(path, "back up")
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw DocStoreError(.cannotOpen, "cannot back up to \(path): it is a directory; give the path of a file")
@@ -51,6 +48,10 @@ extension DocStore {
         unlink(temporary)
         do {
             try await copy(to: .path(temporary), compact: compact, naming: path)
+            // The copy holds what the store holds: it may be read by whom the store may be, not by whom the umask lets.
+            if let mode = storeFileMode(), chmod(temporary, mode) != 0 {
+                throw DocStoreError.system(.storage, "cannot give the backup \(path) the store's permissions")
+            }
         } catch {
             unlink(temporary)
             throw error
@@ -61,6 +62,30 @@ extension DocStore {
             unlink(temporary)
             throw error
         }
+    }
+
+    /// Refuses a path that names the store's file, or its lock file, by whatever name (a link, `..`): `verb`ing
+    /// the store onto it would replace the file the store has open.
+    nonisolated func refuseWritingOverItself(_ path: String, _ verb: String) throws {
+        guard core.file != nil, let target = fileIdentity(path) else { return }
+        guard target != fileIdentity(self.path), target != fileIdentity(self.path + "-lock") else {
+            throw DocStoreError(.cannotOpen, "cannot \(verb) \(self.path) onto \(path): it is the store's own "
+                + "file; give another path")
+        }
+    }
+
+    /// The device and inode of the file at `path` (a link followed), or `nil` when there is none.
+    private nonisolated func fileIdentity(_ path: String) -> [UInt64]? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return [UInt64(info.st_dev), UInt64(info.st_ino)]
+    }
+
+    /// The permissions of the store's file, for the copies made of it; `nil` for a store on a server.
+    nonisolated func storeFileMode() -> mode_t? {
+        var info = stat()
+        guard core.file != nil, stat(path, &info) == 0 else { return nil }
+        return info.st_mode & 0o7777
     }
 
     /// Writes a copy of the store, as of its last commit, to an open file descriptor (a pipe, a socket, a file),

@@ -29,8 +29,11 @@ extension DocStore {
     /// Writes the store, as of one commit, to the file at `path` as a dump (replacing it only once it is whole).
     @discardableResult
     @concurrent public nonisolated func dump(to path: String) async throws -> DumpSummary {
+        try refuseWritingOverItself(path, "dump")
         let partial = path + ".incomplete"
         let fd = Glibc.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // The dump holds what the store holds: it may be read by whom the store may be.
+        if fd >= 0, let mode = storeFileMode() { _ = fchmod(fd, mode) }
         guard fd >= 0 else { throw DocStoreError.system(.cannotOpen, "cannot write a dump to \(path)") }
         do {
             let summary: DumpSummary
@@ -326,7 +329,7 @@ private struct Restore {
 
 extension DocStoreError {
     /// The error for a system call that failed: `what`, then the reason `errno` gives.
-    fileprivate static func system(_ code: Code, _ what: String) -> DocStoreError {
+    static func system(_ code: Code, _ what: String) -> DocStoreError {
         DocStoreError(code, "\(what): \(String(cString: strerror(errno)))")
     }
 }
