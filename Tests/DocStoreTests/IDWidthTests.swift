@@ -337,4 +337,27 @@ struct Ledger: Document, Equatable {
         let ids = try await Query<DocumentValue>("other").include(.compare("n", .equal, .int(1))).ids(in: store)
         #expect(ids == stride(from: 1, through: 30, by: 3).map { .int(Int64($0)) })
     }
+
+    /// An update that would give a document an id of another length is refused as any change of an id is, and
+    /// leaves the collection keeping ids of one length (it widened them first, then refused); a write that meets
+    /// such an id keeps ids of any length, with its document.
+    @Test func anUpdateThatWouldChangeAnIdsLengthIsRefusedAndWidensNothing() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        var g = SeededGenerator(seed: 5)
+        try await store.insert(contentsOf: (1...20).map { Self.account(Int64($0), &g, balance: $0) })
+        let width = try await Self.idWidth(store)
+        #expect(width != nil)
+        await expectError(.invalidUpdate, mentions: ["may not change a document's id", "three"]) {
+            try await Query<DocumentValue>(Ledger.collection).include(.compare("id", .equal, 3))
+                .update(in: store, set: ["id": .string("three")])
+        }
+        #expect(try await Self.idWidth(store) == width)
+        #expect(try await Ledger.query().count(in: store) == 20)
+        let long = Self.account(Int64.max, &g, balance: 51)
+        try await store.insert(long)
+        #expect(try await Self.idWidth(store) == nil)
+        #expect(try await Ledger.query().count(in: store) == 21)
+        #expect(try await store.verify().isClean)
+    }
 }

@@ -259,6 +259,9 @@ final class CollectionHandle {
             }
         } catch let error as DocStoreError where error.code == .invalidSchema {
             throw idChanged(nil, error.message)
+        } catch is IDWidthChange {
+            // An id of another length than the collection's: not this document's.
+            throw idChanged(CollectionHandle.describeID([], in: bytes, idPath: info.idPath), "")
         }
         guard newID == id else {
             throw idChanged(CollectionHandle.describeID(newID, in: bytes, idPath: info.idPath), "")
