@@ -83,6 +83,78 @@ import TestSupport
 
     /// A zeroed page of documents loses exactly its documents; a document whose bytes changed (its checksum no
     /// longer matches) is not copied; everything else comes back.
+    /// Deletes `collection`'s catalog entry in the closed store at `path`, through the engine alone, then runs
+    /// `also` in the same transaction with its documents' key space.
+    private static func forget(_ collection: String, at path: String,
+                               also: (any StorageTransaction, KeySpace) throws -> Void = { _, _ in }) throws {
+        let configuration = FileStorage.Configuration(initialMapSize: 1 << 24, maximumMapSize: 1 << 30, maxDatabases: 64,
+                                                      maxReaders: 126)
+        let engine = try LMDBEnvironment(path: path, configuration: configuration)
+        defer { engine.close() }
+        try engine.write { txn in
+            let meta = try #require(try txn.openKeySpace(Catalog.spaceName, create: false))
+            try Catalog(space: meta, txn: txn, path: path).removeCollection(collection)
+            try also(txn, try #require(try txn.openKeySpace(Catalog.documentsSpace(collection), create: false)))
+        }
+    }
+
+    /// A model whose ids are stored at `sku`.
+    private struct Item: Document, Equatable {
+        var id: String
+        var name: String
+        static let collection = "items"
+        enum CodingKeys: String, CodingKey { case id = "sku", name }
+    }
+
+    /// A collection whose catalog entry is lost, its ids stored at `sku`: the recovery finds them there (the field
+    /// that gives each document's key), so each document comes back as it was, under its own id.
+    @Test func aCollectionThatLostItsCatalogEntryKeepsItsIds() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("items.db")
+        let items = (0..<120).map { Item(id: "sku-\($0)", name: "item \($0)") }
+        do {
+            let store = try await DocStore(path: path)
+            try await store.insert(contentsOf: items)
+            await store.close()
+        }
+        try Self.forget(Item.collection, at: path)
+        let report = try await DocStore.recover(from: path, to: dir.path("recovered.db"))
+        let collection = try #require(report.collections.first { $0.name == Item.collection })
+        #expect(collection.recovered == items.count && collection.lost == 0, "\(report)")
+        #expect(collection.notes.contains { $0.contains("found at 'sku'") }, "\(report)")
+        let recovered = try await DocStore(path: dir.path("recovered.db"))
+        #expect(try await Item.query().results(in: recovered).sorted { $0.name < $1.name } == items.sorted { $0.name < $1.name })
+        #expect(try await Query<DocumentValue>(Item.collection).results(in: recovered).allSatisfy { $0[field: "id"] == nil })
+        #expect(try await recovered.verify().isClean)
+        await recovered.close()
+    }
+
+    /// A collection that lost its catalog entry, whose documents' keys no field gives (as if written by something
+    /// else), and that hold one `id`: saved under it, they replace each other, and the report counts the ones
+    /// replaced as damaged, not as recovered.
+    @Test func documentsThatReplaceEachOtherInARecoveryAreNotCountedRecovered() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("odd.db")
+        do {
+            let store = try await DocStore(path: path)
+            try await store.write { ctx in
+                for i in 0..<10 { try ctx.insert(["id": .int(Int64(i)), "name": .string("n\(i)")], into: "odd") }
+            }
+            await store.close()
+        }
+        try Self.forget("odd", at: path) { txn, documents in
+            for i in 0..<10 {
+                let document: DocumentValue = ["id": .int(99), "name": .string("n\(i)")]
+                try txn.put(documents, KeyEncoder.key(.int(Int64(i))), document.encoded())
+            }
+        }
+        let report = try await DocStore.recover(from: path, to: dir.path("recovered.db"))
+        let collection = try #require(report.collections.first { $0.name == "odd" })
+        #expect(collection.recovered == 1 && collection.damaged == 9, "\(report)")
+        #expect(collection.notes.contains { $0.contains("replaced") }, "\(report)")
+        #expect(!report.lostNothing)
+    }
+
     @Test func aDamagedPageLosesOnlyItsDocuments() async throws {
         let (path, dir) = try await FileCheckTests.storeFile(people: 2_000)
         defer { _ = dir }

@@ -247,6 +247,22 @@ extension DocStore {
     private struct Gathered {
         var collection: RecoveryReport.Collection
         var documents: [DocumentValue]
+        /// Each document's key in the file, in the same order.
+        var keys: [[UInt8]] = []
+    }
+
+    /// Where the ids of a collection whose catalog entry was lost are: the top-level field whose value gives the key
+    /// of every document (of up to 1,000 of them) it was stored under, `id` first; `nil` when no field does.
+    private static func idPath(of documents: [DocumentValue], keys: [[UInt8]]) -> FieldPath? {
+        var candidates: [String]?
+        for (document, key) in zip(documents, keys).prefix(1_000) {
+            guard case .object(let fields) = document else { return nil }
+            let giving = fields.filter { KeyEncoder.key($0.value) == key }.map(\.name)
+            candidates = candidates.map { $0.filter(giving.contains) } ?? giving
+            if candidates?.isEmpty == true { return nil }
+        }
+        guard let candidates else { return nil }
+        return FieldPath(components: [candidates.contains("id") ? "id" : candidates[0]])
     }
 
     /// A document read from the file: its key, its bytes, whether it lies on a page the newest commit's tree
@@ -268,8 +284,7 @@ extension DocStore {
             let space = Catalog.documentsSpace(name)
             var collection = RecoveryReport.Collection(name: name)
             if infos[name] == nil {
-                collection.notes.append("its catalog entry was lost: its ids are taken to be at 'id', and its "
-                    + "indexes (if it had any) are not made again")
+                collection.notes.append("its catalog entry was lost: its indexes (if it had any) are not made again")
             }
             let entries = salvage.databases[space]
             if entries == nil { collection.notes.append("the tree of its documents could not be found") }
@@ -330,6 +345,7 @@ extension DocStore {
                 do {
                     _ = try item.value.withUnsafeBytes { try BinaryReader($0).checkChecksum() }
                     entry.documents.append(try DocumentValue(encoded: item.value))
+                    entry.keys.append(key)
                     // A document of an older commit's tree may have changed in the newest; one of a loose page may
                     // be an older copy unless the free list's pages were left out.
                     if !salvage.readNewest || (item.loose && !salvage.freePagesLeftOut) {
@@ -425,7 +441,18 @@ extension DocStore {
                 continue
             }
             var collection = entry.collection
-            let info = catalog.infos[name] ?? CollectionInfo(name: name, idPath: "id", indexes: [])
+            let info: CollectionInfo
+            if let kept = catalog.infos[name] {
+                info = kept
+            } else if let found = Self.idPath(of: entry.documents, keys: entry.keys) {
+                info = CollectionInfo(name: name, idPath: found, indexes: [])
+                collection.notes.append("its ids were found at '\(found)': the field that gives each document's key")
+            } else {
+                info = CollectionInfo(name: name, idPath: "id", indexes: [])
+                if !entry.documents.isEmpty {
+                    collection.notes.append("no field gives its documents' keys: its ids are taken to be at 'id'")
+                }
+            }
             // The collection as it was (its ids where they were), then its documents in batches.
             try withWrite { ctx in try builder.begin(info, in: ctx) }
             for start in stride(from: 0, to: entry.documents.count, by: 5_000) {
@@ -445,6 +472,14 @@ extension DocStore {
                 collection.recovered += saved
                 collection.damaged += failures.count
                 collection.notes += failures.prefix(5).map { "a document not copied: \($0)" }
+            }
+            // Documents saved under one id replace each other: what the new collection holds is what was recovered.
+            let held = try withRead { try Query<DocumentValue>(name).count(in: $0) }
+            if held < collection.recovered {
+                collection.notes.append("\(collection.recovered - held) documents had the id of another at "
+                    + "'\(info.idPath)' and were replaced by it")
+                collection.damaged += collection.recovered - held
+                collection.recovered = held
             }
             for definition in info.indexes {
                 do {
