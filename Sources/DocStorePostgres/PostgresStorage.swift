@@ -254,7 +254,14 @@ final class PostgresStorage: StorageEngine {
     /// itself out (killed, or its connection lost) leaves the count up: commits then notify for nobody, as they
     /// always did before.
     var channel: String { quoted(channelName) }
-    var channelName: String { "docstore " + settings.schema }
+    var channelName: String {
+        let name = "docstore " + settings.schema
+        guard name.utf8.count > 63 else { return name }
+        // A channel's name is at most 63 bytes (pg_notify refuses a longer one): a long schema's is its hash.
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325   // FNV-1a
+        for byte in settings.schema.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        return "docstore " + String(hash, radix: 16)
+    }
 
     /// The last commit's number. Observers ask every 50 ms: while no commit has been announced on the listening
     /// connection since the last answer, the answer is the same, with no statement sent.

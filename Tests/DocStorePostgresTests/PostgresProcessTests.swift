@@ -133,6 +133,40 @@ struct PostgresProcessTests {
     /// an insert takes its id and unique values as absent without asking, and a write served the catalog from the
     /// cache before the server said where the catalog last changed. Whatever the other store did in between, each
     /// refuses what it must, and sees the other's indexes and counts.
+    /// A schema whose name is too long to follow `docstore ` in a notification channel (55 bytes and more): a
+    /// write while a store observes commits, and the observer sees it.
+    @Test func aStoreInASchemaOfALongNameIsObserved() async throws {
+        let schema = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            + String(repeating: "x", count: 28)
+        #expect(schema.utf8.count == 62)
+        let url = try PostgresCluster.shared().url(schema: schema)
+        let store = try await DocStore(postgres: url)
+        let location = try PostgresLocation(url, durability: .full)
+        let raw = try PostgresConnection(conninfo: location.storage.conninfo, server: location.storage.server)
+        let (observing, started) = AsyncStream<Void>.makeStream()
+        let watcher = Task { () -> Bool in
+            for try await count in Person.query().observeCount(in: store) {
+                if count == 0 { started.yield(()) }
+                if count == 1 { return true }
+            }
+            return false
+        }
+        var first = observing.makeAsyncIterator()
+        _ = await first.next()
+        // The store counts itself among the listeners once it has asked for the last commit (every 50 ms).
+        var listening = false
+        for _ in 0..<600 where !listening {
+            listening = (try raw.execute("SELECT listeners FROM \(quoted(schema)).meta").textInteger(0, 0) ?? 0) > 0
+            if !listening { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(listening)
+        try await store.insert(Person(name: "Ann", age: 30))
+        let patience = Task { try await Task.sleep(for: .seconds(60)); watcher.cancel() }
+        let seen = try await watcher.value
+        patience.cancel()
+        #expect(seen)
+    }
+
     @Test func aStoreSeesWhatAnotherChangedWhileItsCacheHeldTheOld() async throws {
         let url = try PostgresCluster.shared().freshURL()
         let a = try await DocStore(postgres: url)
