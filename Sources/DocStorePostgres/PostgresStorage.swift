@@ -49,6 +49,11 @@ final class PostgresStorage: StorageEngine {
         let connection = try PostgresConnection(conninfo: settings.conninfo, server: settings.server)
         try connection.execute("SET search_path TO \(quoted(settings.schema)); SET client_min_messages TO warning; "
             + "SET synchronous_commit TO " + (settings.synchronousCommit ? "on" : "off"))
+        // A session whose client is gone (the network dropped mid-write) holds the `meta` row, and every writer of
+        // every process waits, until the server sees it gone: its keepalives, asked after 20 s and every 10 s, see
+        // it within a minute rather than the system's two hours. (Not every server lets a session set them.)
+        _ = try? connection.execute("SET tcp_keepalives_idle TO 20; SET tcp_keepalives_interval TO 10; "
+            + "SET tcp_keepalives_count TO 3")
         // Every statement looks keys up, or walks a key range, whatever its values: one plan serves them all. Left
         // to choose, the server plans the statements that take arrays again at every run (a sixth of a single
         // insert's time on the server). A server without the setting plans as it will.
@@ -195,12 +200,14 @@ final class PostgresStorage: StorageEngine {
                     let cause = txn.failure ?? (error as? PostgresError)
                     txn.invalidate()
                     if committing { cache.forget() }
-                    forget(txn.createdSpaces, on: connection)
                     if let cause, cause.connectionLost {
-                        // The commit may have reached the server before the connection went: then it holds.
+                        // The commit may have reached the server before the connection went: then it holds, with
+                        // the spaces it made.
                         if committing, let result, try !txn.changed || committed(txn) { return result }
+                        forget(txn.createdSpaces, on: connection)
                         if attempt < 10 { continue }
                     } else {
+                        forget(txn.createdSpaces, on: connection)
                         // The writes sent ahead are answered first (their errors are this one's consequences).
                         do { try connection.settle() } catch { txn.note(error) }
                         _ = try? connection.execute("ROLLBACK")
@@ -217,10 +224,29 @@ final class PostgresStorage: StorageEngine {
 
     /// Whether `txn` committed, asked on a new connection after the old one was lost mid-commit: whether a commit
     /// holds its mark.
+    ///
+    /// The server may still be ending the transaction (writing its commit, or rolling it back) when the answer is
+    /// asked: it holds the `meta` row until then, as every write does from its start, so the question takes that
+    /// row first and waits for it. Should the row stay held (a server that has not yet seen the connection go: its
+    /// keepalives end the session within about a minute), the outcome cannot be known, and the error says so: the
+    /// write must not be run again blindly.
     private func committed(_ txn: PostgresTransaction) throws -> Bool {
         // (Asked by the mark alone: the answer that said which commit the transaction began at may not have come.)
         let mark = txn.mark.map { String(format: "%02x", $0) }.joined()
-        return try liveConnection().execute("SELECT 1 FROM commits WHERE mark = decode('\(mark)', 'hex')").rowCount > 0
+        var asked: PostgresConnection?
+        do {
+            let connection = try liveConnection()
+            asked = connection
+            _ = try connection.execute("BEGIN; SET LOCAL lock_timeout TO '90s'; SELECT 1 FROM meta FOR UPDATE")
+            let found = try connection.execute("SELECT 1 FROM commits WHERE mark = decode('\(mark)', 'hex')").rowCount > 0
+            _ = try connection.execute("COMMIT")
+            return found
+        } catch {
+            _ = try? asked?.execute("ROLLBACK")
+            throw PostgresError(server: settings.server, message: "the connection was lost while a write committed, "
+                + "and whether it committed cannot be known (\(error)): read the store before writing it again",
+                sqlState: nil, connectionLost: false)
+        }
     }
 
     fileprivate func forget(_ spaces: [UInt32], on connection: PostgresConnection) {
