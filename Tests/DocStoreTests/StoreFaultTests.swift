@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import DocStore
 
@@ -29,6 +30,13 @@ private final class FaultContextBox: @unchecked Sendable {
     // @unchecked: written once inside the `perform` closure on the store's actor, read only after `perform`
     // returned; the test never touches it from two tasks at once.
     var context: WriteContext?
+}
+
+/// Set once, read by tasks that loop until it is.
+private final class StopFlag: Sendable {
+    private let value = Mutex(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
 }
 
 @Suite struct StoreFaultTests {
@@ -267,6 +275,55 @@ private final class FaultContextBox: @unchecked Sendable {
         #expect(try await store.get(Person.self, id: ids[0])?.name.count == 5_000)
         #expect(try await store.get(Person.self, id: ids[999])?.age == 999)
         #expect(try await store.verify().isClean)
+    }
+
+    /// Another process grows the file past this one's map (it opens the store with a larger map, and commits a
+    /// thousand times) while this one reads from four tasks and writes from a fifth: each read and write adopts the
+    /// new size (LMDB's `MDB_MAP_RESIZED`), none fails, and the store verifies.
+    @Test func readsAndWritesGoOnWhileAnotherProcessGrowsTheMap() async throws {
+        var options = DocStore.Options()
+        options.initialMapSize = 256 << 10
+        let dir = TemporaryDirectory()
+        let path = dir.path("grown.db")
+        let store = try await DocStore(path: path, options: options)
+        try await store.insert(contentsOf: (0..<50).map { Person(name: "p\($0)", age: $0) })
+        let before = try await store.spaceUsage().mapBytes
+        let stop = StopFlag()
+        let loops = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        var reads = 0
+                        while !stop.isSet {
+                            let count = try await Person.include(#Predicate { $0.age >= 10 }).count(in: store)
+                            #expect(count >= 40)
+                            reads += 1
+                        }
+                        return reads
+                    }
+                }
+                group.addTask {
+                    var writes = 0
+                    while !stop.isSet {
+                        try await store.insert(Person(name: "w\(writes)", age: 100))
+                        writes += 1
+                    }
+                    return writes
+                }
+                return try await group.reduce(0, +)
+            }
+        }
+        let writer = CrashSafetyTests.quietWriter(["insert-people", path, "1000", "0"])
+        try writer.run()
+        while writer.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(100))
+        stop.set()
+        let done = try await loops.value
+        #expect(done > 0 && writer.terminationStatus == 0)
+        let usage = try await store.spaceUsage()
+        #expect(usage.fileBytes > before && usage.fileBytes <= usage.mapBytes, "\(usage)")
+        #expect(try await store.verify().isClean)
+        await store.close()
     }
 
     // MARK: Lifetime

@@ -42,7 +42,7 @@ final class LMDBEnvironment: FileStorageEngine {
     /// writes at a time, whatever calls. (The store's writes already take turns, on its thread or in its turn; this
     /// keeps the engine safe on its own. LMDB's lock would keep a second writer waiting in `mdb_txn_begin`, but only
     /// after it may have grown the map, which LMDB refuses while another transaction of the process is open.)
-    private let writer = NSLock()
+    private let writer = NSRecursiveLock()
     /// Called when a write that deleted a database aborts, before any reader may begin: the handles opened on the
     /// database are closed, and whoever keeps them must forget them.
     var onKeySpacesClosed: (() -> Void)?
@@ -335,12 +335,18 @@ final class LMDBEnvironment: FileStorageEngine {
                     rc = mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle)
                 }
                 if rc == MDB_MAP_RESIZED && attempts < 4 {
-                    // Another process grew the map: adopt its size, with no transaction of this process open.
+                    // Another process grew the map: adopt its size, with no transaction of this process open: no
+                    // read (the gate alone) and no write (its lock, held from before its transaction begins until it
+                    // ends; remapping under a writer between its calls would pull its pages from under it).
                     if alone {
+                        writer.lock()
+                        defer { writer.unlock() }
                         try setMapSize(0)
                     } else {
                         gate.leave()
                         defer { gate.enter() }
+                        writer.lock()
+                        defer { writer.unlock() }
                         try gate.alone { try setMapSize(0) }
                     }
                     continue
@@ -730,7 +736,10 @@ final class LMDBEnvironment: FileStorageEngine {
 
     /// The id of the last committed write transaction, by any process: it changes with every commit.
     func lastCommittedTransaction() throws -> Int {
-        try translatingErrors {
+        // (LMDB reads it beside the newest meta page, in the map: not while the map is set to another size.)
+        gate.enter()
+        defer { gate.leave() }
+        return try translatingErrors {
             let env = try environment()
             var info = MDB_envinfo()
             try lmdbCheck(mdb_env_info(env, &info))
