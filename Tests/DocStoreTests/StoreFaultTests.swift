@@ -326,6 +326,26 @@ private final class StopFlag: Sendable {
         await store.close()
     }
 
+    /// More reads at once than LMDB's reader table has slots: each waits for one, none fails.
+    @Test func readsWaitForAFreeSlotOfTheReaderTable() async throws {
+        var options = DocStore.Options()
+        options.maxReaders = 2
+        let (store, dir) = try await makeStore(options: options)
+        defer { _ = dir }
+        try await store.insert(contentsOf: (0..<300).map { Person(name: "p\($0)", age: $0 % 90) })
+        let counts = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for _ in 0..<12 {
+                group.addTask {
+                    var counts: [Int] = []
+                    for _ in 0..<30 { counts.append(try await Person.include(#Predicate { $0.age >= 45 }).count(in: store)) }
+                    return counts
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(counts.count == 360 && Set(counts) == [(0..<300).filter { $0 % 90 >= 45 }.count], "\(Set(counts))")
+    }
+
     // MARK: Lifetime
 
     @Test func openingTheSamePathTwiceIsAlreadyOpen() async throws {

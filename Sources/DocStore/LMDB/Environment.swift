@@ -323,7 +323,7 @@ final class LMDBEnvironment: FileStorageEngine {
     private func reading<R>(alone: Bool, _ body: (any StorageTransaction) throws -> R) throws -> R {
         try translatingErrors {
             var handle: OpaquePointer?
-            var attempts = 0
+            var attempts = 0, waitsForASlot = 0
             while true {
                 attempts += 1
                 let env = try environment()
@@ -349,6 +349,14 @@ final class LMDBEnvironment: FileStorageEngine {
                         defer { writer.unlock() }
                         try gate.alone { try setMapSize(0) }
                     }
+                    continue
+                }
+                if rc == MDB_READERS_FULL && waitsForASlot < 5_000 {
+                    // Every slot of LMDB's reader table is taken (``Configuration/maxReaders``, across processes):
+                    // this process's idle reads give theirs back, and the read waits for one, up to five seconds.
+                    dropIdleReaders()
+                    waitsForASlot += 1
+                    usleep(1_000)
                     continue
                 }
                 try lmdbCheck(rc)
