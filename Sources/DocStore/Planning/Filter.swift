@@ -23,15 +23,19 @@ public struct Filter: Sendable, Equatable, CustomStringConvertible {
     init(_ condition: Condition) { self.condition = condition }
 
     /// `path op value`. For example: `.compare("age", .less, .int(13))`.
+    ///
+    /// NaN equals nothing and orders with nothing, as in Swift: a comparison with it holds only for `notEqual`, as a
+    /// `#Predicate` with it does, whatever index the field has.
     public static func compare(_ path: FieldPath, _ op: Comparison, _ value: DocumentValue) -> Filter {
         let comparison = Condition.Comparison(rawValue: op.rawValue) ?? .equal
-        return Filter(.compare(path, comparison, value))
+        return Filter(Condition.comparing(path, comparison, value))
     }
 
     /// The array at `path` has an element equal to `element` (a value that is not an array counts as one
     /// element, as a multi-value index sees it). For example: `.contains("tags", .string("swift"))`.
     public static func contains(_ path: FieldPath, _ element: DocumentValue) -> Filter {
-        Filter(.contains(path, element))
+        if element.isNaN { return Filter(.constant(false)) }   // (NaN equals no element)
+        return Filter(.contains(path, element))
     }
 
     /// The string at `path` contains `text`. For example: `.containsText("name", "nn")`.
@@ -41,7 +45,7 @@ public struct Filter: Sendable, Equatable, CustomStringConvertible {
 
     /// The field equals one of `values`. For example: `.oneOf("city", [.string("Oslo"), .string("Bergen")])`.
     public static func oneOf(_ path: FieldPath, _ values: [DocumentValue]) -> Filter {
-        Filter(.oneOf(path, values))
+        Filter(.oneOf(path, values.filter { !$0.isNaN }))   // (NaN equals no value)
     }
 
     /// The string at `path` starts with `prefix`. For example: `.hasPrefix("name", "An")`.
@@ -146,4 +150,9 @@ extension Filter {
     public static func compare(_ a: Value, _ op: Comparison, _ b: Value) -> Filter {
         Filter(Condition.comparing(a.expression, Condition.Comparison(rawValue: op.rawValue) ?? .equal, b.expression))
     }
+}
+
+extension DocumentValue {
+    /// Whether this is a `Double` NaN: a value no comparison but `!=` holds for.
+    var isNaN: Bool { if case .double(let d) = self { d.isNaN } else { false } }
 }

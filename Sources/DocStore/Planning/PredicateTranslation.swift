@@ -441,12 +441,11 @@ extension PredicateExpressions.SequenceContains: TranslatablePredicateExpression
         switch (translator.translate(sequence), translator.translate(element)) {
         case (.keyPath(let kp), .value(let v)):
             guard let path = translator.fieldPath(kp) else { return .untranslatable }
-            if case .double(let d) = v, d.isNaN { return .condition(.constant(false)) }
+            if v.isNaN { return .condition(.constant(false)) }
             return .condition(.contains(path, v))
         case (.value(.array(let values)), .keyPath(let kp)):
             guard let path = translator.fieldPath(kp) else { return .untranslatable }
-            let comparable = values.filter { if case .double(let d) = $0 { return !d.isNaN } else { return true } }
-            return .condition(.oneOf(path, comparable))
+            return .condition(.oneOf(path, values.filter { !$0.isNaN }))
         default:
             return .untranslatable
         }
