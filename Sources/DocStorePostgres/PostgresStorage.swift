@@ -323,9 +323,15 @@ final class PostgresStorage: StorageEngine {
     }
 
     /// Every commit is durable when the server acknowledges it, unless `synchronous_commit` is off; the server then
-    /// writes the log within `wal_writer_delay`. There is nothing to ask.
+    /// writes the log within `wal_writer_delay`. Flushing then commits a transaction of its own with
+    /// `synchronous_commit` on (its id taken, so that it has a commit record to write): the server acknowledges
+    /// it once the log is on disk up to it, and so every commit before it.
     func flush() throws {
         if closed { throw StorageError.closed }
+        guard !settings.synchronousCommit else { return }
+        try translating {
+            _ = try liveConnection().execute("BEGIN; SET LOCAL synchronous_commit TO on; SELECT txid_current(); COMMIT")
+        }
     }
 
     /// PostgreSQL's errors, as the store's storage errors.

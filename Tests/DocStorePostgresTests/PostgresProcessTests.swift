@@ -167,6 +167,22 @@ struct PostgresProcessTests {
         #expect(seen)
     }
 
+    /// At a durability whose commits the server acknowledges before its log is on disk, `flush()` commits a
+    /// transaction that waits for the log (it takes a transaction id of its own, which the count of ids shows).
+    @Test func flushingAStoreOfUnsyncedCommitsWaitsForTheLog() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        var options = DocStore.Options()
+        options.durability = .normal
+        let store = try await DocStore(postgres: url, options: options)
+        try await store.insert(Person(name: "Ann", age: 30))
+        let location = try PostgresLocation(url, durability: .normal)
+        let raw = try PostgresConnection(conninfo: location.storage.conninfo, server: location.storage.server)
+        let before = try #require(try raw.execute("SELECT txid_current()").textInteger(0, 0))
+        try await store.flush()
+        let after = try #require(try raw.execute("SELECT txid_current()").textInteger(0, 0))
+        #expect(after - before >= 2, "\(before) -> \(after)")
+    }
+
     @Test func aStoreSeesWhatAnotherChangedWhileItsCacheHeldTheOld() async throws {
         let url = try PostgresCluster.shared().freshURL()
         let a = try await DocStore(postgres: url)
