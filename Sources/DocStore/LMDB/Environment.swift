@@ -234,6 +234,11 @@ final class LMDBEnvironment: FileStorageEngine {
             let env = try environment()
             guard !configuration.readOnly else { return }
             try lmdbCheck(mdb_env_sync(env, 1))
+            // A sync of the flush thread's that failed lost what it was to write, though this one succeeded.
+            if let failed = flusher?.takeFailure() {
+                throw StorageError.failed("a sync of the file at an interval failed (\(LMDBError(code: failed).message)): "
+                    + "commits made before it may not be on disk")
+            }
         }
     }
 
@@ -248,6 +253,18 @@ final class LMDBEnvironment: FileStorageEngine {
         private var stopped = false
         private let finished = DispatchSemaphore(value: 0)
         private var flushes = 0
+        /// The code of a sync that failed, until ``takeFailure()`` reports it. (On Linux the pages a failed
+        /// writeback held are left clean, and the next sync of the descriptor succeeds: this is the only word of it.)
+        private var failure: Int32?
+        /// What syncs the file: `mdb_env_sync`, or a test's stand-in (``syncing(with:)``).
+        private var sync: @Sendable (OpaquePointer) -> Int32 = { mdb_env_sync($0, 1) }
+
+        /// Syncs with `sync` from the next interval on: a test's stand-in for a disk that fails.
+        func syncing(with sync: @escaping @Sendable (OpaquePointer) -> Int32) {
+            condition.lock()
+            self.sync = sync
+            condition.unlock()
+        }
 
         /// Syncs done, for tests.
         var flushCount: Int {
@@ -271,12 +288,21 @@ final class LMDBEnvironment: FileStorageEngine {
             while !stopped {
                 _ = condition.wait(until: Date(timeIntervalSinceNow: max(seconds, 0.001)))
                 if stopped { break }
+                let sync = self.sync
                 condition.unlock()
-                _ = mdb_env_sync(environment, 1)
+                let rc = sync(environment)
                 condition.lock()
+                if rc != 0 && failure == nil { failure = rc }
                 flushes += 1
             }
             condition.unlock()
+        }
+
+        /// The code of a sync that failed since the last call, if one did.
+        func takeFailure() -> Int32? {
+            condition.lock()
+            defer { failure = nil; condition.unlock() }
+            return failure
         }
 
         /// Stops the thread and waits for it: no sync runs after this returns.
