@@ -330,7 +330,13 @@ final class PostgresStorage: StorageEngine {
         if closed { throw StorageError.closed }
         guard !settings.synchronousCommit else { return }
         try translating {
-            _ = try liveConnection().execute("BEGIN; SET LOCAL synchronous_commit TO on; SELECT txid_current(); COMMIT")
+            let connection = try liveConnection()
+            do {
+                _ = try connection.execute("BEGIN; SET LOCAL synchronous_commit TO on; SELECT txid_current(); COMMIT")
+            } catch {
+                _ = try? connection.execute("ROLLBACK")
+                throw error
+            }
         }
     }
 
@@ -1133,6 +1139,7 @@ final class PostgresTransaction: StorageTransaction {
     /// A delete whose answer nobody waits for: sent ahead, its count change noted on the server.
     func discard(_ space: KeySpace, _ key: [UInt8], value: [UInt8]?) throws {
         try checkWritable()
+        changes &+= 1
         let duplicateSorted = isDuplicateSorted(space)
         if duplicateSorted == (value != nil) {
             // A pair of a duplicate-sorted space, or a key of another: gathered with the puts (sent before them).

@@ -64,6 +64,13 @@ import Testing
             waited += 5
         }
         flusher.syncing { mdb_env_sync($0, 1) }
+        // (A sync the thread began with the failing stand-in ends before two more are done.)
+        let switched = await store.syncState().flushes
+        waited = 0
+        while await store.syncState().flushes < switched + 2 && waited < 5_000 {
+            try await Task.sleep(for: .milliseconds(5))
+            waited += 5
+        }
         await expectError(.storage, mentions: ["at an interval failed", "may not be on disk"]) { try await store.flush() }
         try await store.flush()
         await store.close()

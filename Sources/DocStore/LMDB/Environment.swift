@@ -171,9 +171,6 @@ final class LMDBEnvironment: FileStorageEngine {
             descriptor = fd
         }
 
-        /// Empties the lock file, which an opening that does not have it alone refuses.
-        func empty() { _ = ftruncate(descriptor, 0) }
-
         func release() { Glibc.close(descriptor) }
     }
 
@@ -364,9 +361,13 @@ final class LMDBEnvironment: FileStorageEngine {
                     // Another process grew the map: adopt its size, with no transaction of this process open: no
                     // read (the gate alone) and no write (its lock, held from before its transaction begins until it
                     // ends; remapping under a writer between its calls would pull its pages from under it).
+                    // (The writer's lock first, then the gate alone, as a write and closing take them: a read that
+                    // runs alone lets the gate go while it waits for the writer.)
                     if alone {
+                        gate.endAlone()
                         writer.lock()
                         defer { writer.unlock() }
+                        gate.beginAlone()
                         try setMapSize(0)
                     } else {
                         gate.leave()
@@ -379,10 +380,14 @@ final class LMDBEnvironment: FileStorageEngine {
                 }
                 if rc == MDB_READERS_FULL && waitsForASlot < 5_000 {
                     // Every slot of LMDB's reader table is taken (``Configuration/maxReaders``, across processes):
-                    // this process's idle reads give theirs back, and the read waits for one, up to five seconds.
+                    // this process's idle reads give theirs back, and the read waits for one, up to five seconds,
+                    // out of the gate (what passes it alone does not wait for a read that has not begun).
                     dropIdleReaders()
                     waitsForASlot += 1
+                    attempts -= 1   // (a wait is no attempt at the map's size)
+                    if !alone { gate.leave() }
                     usleep(1_000)
+                    if !alone { gate.enter() }
                     continue
                 }
                 try lmdbCheck(rc)
@@ -878,8 +883,8 @@ extension FileStorage {
             unlink(temporary)
             throw error
         }
-        // Held alone from here on (another process's opening waits), if no other process has the file open: one
-        // that had would go on with the old file.
+        // Held alone from here on (another process's opening waits for it), if no other process has the file
+        // open: one that had would go on with the old one.
         guard let held = LMDBEnvironment.ExclusiveLock(lockPath) else {
             unlink(temporary)
             throw StorageError.openElsewhere
@@ -894,15 +899,13 @@ extension FileStorage {
             unlink(temporary)
             throw StorageError.failed("cannot rename the compacted file over \(path): \(message)")
         }
-        // The lock file describes the old file's readers and commits. Opened alone, LMDB makes it anew for the new
-        // file (this process's lock, held, lets it); an opening that waits goes on once it is closed. Should that
-        // fail, the lock file is emptied, which the waiting opening refuses.
-        do {
-            try LMDBEnvironment(path: path, configuration: configuration).close()
-        } catch {
-            held.empty()
-        }
+        // The rename made durable while no other process can have the file open and commit to it.
         try DurableFile.syncFolder(of: target)
+        // The lock file describes the old file's readers and commits. Opened alone, LMDB makes it anew for the new
+        // file (this process's lock, held, lets it); its opening shares the lock, and its closing lets it go, and an
+        // opening that waited goes on. (Should that opening fail, the next opening that finds the lock file alone
+        // makes it anew.)
+        try? LMDBEnvironment(path: path, configuration: configuration).close()
         return (before, fileSize(target))
     }
 

@@ -1,0 +1,1 @@
+../DocStoreTests/RewriteTests.swift
