@@ -48,7 +48,7 @@ final class LMDBEnvironment: FileStorageEngine {
     var onKeySpacesClosed: (() -> Void)?
 
     /// What identifies a file in this process: device and inode.
-    struct FileID: Hashable { var device: UInt64; var inode: UInt64 }
+    typealias FileID = FileStorage.FileID
 
     /// Files open in this process. LMDB must not open one environment twice in a process:
     /// closing the second handle would drop the first one's POSIX locks on the lock file.
@@ -140,13 +140,19 @@ final class LMDBEnvironment: FileStorageEngine {
         let fd = Glibc.open(lockPath, O_RDONLY | O_CLOEXEC)
         if fd < 0 { return errno == ENOENT }
         defer { Glibc.close(fd) }
+        var lock = firstByteWriteLock
+        guard fcntl(fd, F_GETLK, &lock) == 0 else { return false }
+        return lock.l_type == Int16(F_UNLCK)
+    }
+
+    /// A write lock on the first byte of a lock file, the byte every opening of the environment locks.
+    private static var firstByteWriteLock: flock {
         var lock = flock()
         lock.l_type = Int16(F_WRLCK)
         lock.l_whence = Int16(SEEK_SET)
         lock.l_start = 0
         lock.l_len = 1
-        guard fcntl(fd, F_GETLK, &lock) == 0 else { return false }
-        return lock.l_type == Int16(F_UNLCK)
+        return lock
     }
 
     /// The lock file held by this process alone: an `fcntl` write lock on the byte each opening locks (shared, or
@@ -159,11 +165,7 @@ final class LMDBEnvironment: FileStorageEngine {
         init?(_ lockPath: String) {
             let fd = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             guard fd >= 0 else { return nil }
-            var lock = flock()
-            lock.l_type = Int16(F_WRLCK)
-            lock.l_whence = Int16(SEEK_SET)
-            lock.l_start = 0
-            lock.l_len = 1
+            var lock = LMDBEnvironment.firstByteWriteLock
             guard fcntl(fd, F_SETLK, &lock) == 0 else {
                 Glibc.close(fd)
                 return nil
@@ -174,11 +176,7 @@ final class LMDBEnvironment: FileStorageEngine {
         func release() { Glibc.close(descriptor) }
     }
 
-    private static func fileID(of path: String) -> FileID? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-    }
+    private static func fileID(of path: String) -> FileID? { FileStorage.fileID(of: path) }
 
     deinit { close() }
 

@@ -67,18 +67,11 @@ extension DocStore {
     /// Refuses a path that names the store's file, or its lock file, by whatever name (a link, `..`): `verb`ing
     /// the store onto it would replace the file the store has open.
     nonisolated func refuseWritingOverItself(_ path: String, _ verb: String) throws {
-        guard core.file != nil, let target = fileIdentity(path) else { return }
-        guard target != fileIdentity(self.path), target != fileIdentity(self.path + "-lock") else {
+        guard core.file != nil, let target = FileStorage.fileID(of: path) else { return }
+        guard target != FileStorage.fileID(of: self.path), target != FileStorage.fileID(of: self.path + "-lock") else {
             throw DocStoreError(.cannotOpen, "cannot \(verb) \(self.path) onto \(path): it is the store's own "
                 + "file; give another path")
         }
-    }
-
-    /// The device and inode of the file at `path` (a link followed), or `nil` when there is none.
-    private nonisolated func fileIdentity(_ path: String) -> [UInt64]? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return [UInt64(info.st_dev), UInt64(info.st_ino)]
     }
 
     /// The permissions of the store's file, for the copies made of it; `nil` for a store on a server.

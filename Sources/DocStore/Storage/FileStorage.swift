@@ -34,6 +34,16 @@ protocol FileStorageEngine: StorageEngine {
 /// a compaction, a salvage). The file engine supplies these functions (`FileStorage.open`, `.check`, `.compact`,
 /// `.salvage`, in the LMDB folder); the store calls them by these names, never the engine's own.
 enum FileStorage {
+    /// What identifies a file, whatever name reaches it: device and inode.
+    struct FileID: Hashable { var device: UInt64; var inode: UInt64 }
+
+    /// The identity of the file at `path` (a link followed), or `nil` when there is none.
+    static func fileID(of path: String) -> FileID? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
     /// How a file is opened.
     struct Configuration {
         var initialMapSize: Int
