@@ -62,8 +62,16 @@ final class PostgresStorage: StorageEngine {
     }
 
     /// Creates the schema and its tables if missing. Two processes creating them at once may collide on the
-    /// system catalogs: the loser tries again, and finds them there.
+    /// system catalogs: the loser tries again, and finds them there. A store whose tables are all there, as this
+    /// version has them, is opened without a statement that changes anything: by a role that may only read, or on a
+    /// server in recovery (a hot standby), which refuses even a `CREATE … IF NOT EXISTS`.
     private func prepareSchema(_ connection: PostgresConnection) throws {
+        let literal = "'" + settings.schema.replacingOccurrences(of: "'", with: "''") + "'"
+        let present = try connection.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = \(literal) "
+            + "AND ((table_name = 'meta' AND column_name IN ('commit', 'next_space', 'catalog', 'listeners')) "
+            + "OR (table_name = 'spaces' AND column_name = 'count') OR (table_name = 'main' AND column_name = 'v') "
+            + "OR (table_name = 'commits' AND column_name = 'format'))")
+        if present.rowCount == 7 { return }
         let schema = quoted(settings.schema)
         var attempt = 0
         while true {
@@ -91,8 +99,8 @@ final class PostgresStorage: StorageEngine {
                 // are refused from now on (each commit notes its `format`, which that process does not fill).
                 // (And the number of processes listening for commits, `meta.listeners`.)
                 let upgraded = try connection.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = "
-                    + "'\(settings.schema.replacingOccurrences(of: "'", with: "''"))' AND ((table_name = 'meta' AND "
-                    + "column_name IN ('catalog', 'listeners')) OR (table_name = 'commits' AND column_name = 'format'))")
+                    + "\(literal) AND ((table_name = 'meta' AND column_name IN ('catalog', 'listeners')) OR "
+                    + "(table_name = 'commits' AND column_name = 'format'))")
                 if upgraded.rowCount < 3 {
                     try connection.execute("""
                         BEGIN;

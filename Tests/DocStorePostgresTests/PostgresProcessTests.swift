@@ -488,6 +488,27 @@ struct PostgresProcessTests {
         #expect(try await store.verify().isClean)
     }
 
+    /// A store opened read-only by a role that may only read it (as a reporting user, or a hot standby, would) answers
+    /// its queries: opening changes nothing on the server, and a write is refused as on a read-only file.
+    @Test func aRoleThatMayOnlyReadOpensTheStoreReadOnly() async throws {
+        let cluster = try PostgresCluster.shared()
+        let schema = "ro_" + UUID().uuidString.prefix(8).lowercased()
+        let store = try await DocStore(postgres: cluster.url(schema: schema))
+        try await store.insert(contentsOf: (0..<40).map { Claim(id: "c\($0)", code: $0, writer: "w\($0 % 3)") })
+        await store.close()
+        try cluster.psql("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'reader') THEN "
+            + "CREATE ROLE reader LOGIN PASSWORD 'r'; END IF; END $$; GRANT USAGE ON SCHEMA \(schema) TO reader; "
+            + "GRANT SELECT ON ALL TABLES IN SCHEMA \(schema) TO reader")
+        var options = DocStore.Options()
+        options.readOnly = true
+        let reader = try await DocStore(postgres: cluster.url(schema: schema, user: "reader", password: "r"),
+                                        options: options)
+        #expect(try await Claim.query().count(in: reader) == 40)
+        #expect(try await Claim.include(#Predicate { $0.code == 7 }).first(in: reader)?.id == "c7")
+        await Self.expect(.readOnly) { try await reader.insert(Claim(id: "x", code: 99, writer: "r")) }
+        await reader.close()
+    }
+
     /// A URL with no server behind it, a wrong password and a missing database: each a clear error naming the
     /// server and what failed, within seconds.
     @Test func badLocationsFailClearlyAndQuickly() async throws {
