@@ -151,6 +151,38 @@ import TestSupport
         await reopened.close()
     }
 
+    /// A file left where a backup or a dump writes its partial copy (a dump cut short, or a link someone put there)
+    /// is made anew, not written into: the file a link there names keeps what it held, and the copy gets the store's
+    /// permissions, a copy with LMDB's own writer (`compact: false`) as much as a rewritten one.
+    @Test func aFileLeftWhereACopyIsWrittenIsNotWrittenInto() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("source.db")
+        let store = try await DocStore(path: path)
+        try await store.insert(contentsOf: (0..<50).map { Person(name: "p\($0)", age: $0) })
+        #expect(chmod(path, 0o600) == 0)
+        let victim = dir.path("victim.txt")
+        for (name, compact) in [("copy.db", false), ("copy.db", true), ("copy.ndjson", false)] {
+            try Data("keep".utf8).write(to: URL(fileURLWithPath: victim))
+            #expect(chmod(victim, 0o644) == 0)
+            unlink(dir.path(name))
+            try FileManager.default.createSymbolicLink(atPath: dir.path(name + ".incomplete"), withDestinationPath: victim)
+            if name.hasSuffix(".db") {
+                try await store.backup(to: dir.path(name), compact: compact)
+            } else {
+                try await store.dump(to: dir.path(name))
+            }
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep", "\(name), compact \(compact)")
+            let attributes = try FileManager.default.attributesOfItem(atPath: dir.path(name))
+            #expect(attributes[.type] as? FileAttributeType == .typeRegular, "\(name), compact \(compact)")
+            #expect(attributes[.posixPermissions] as? Int == 0o600, "\(name), compact \(compact)")
+        }
+        let copy = try await DocStore(path: dir.path("copy.db"))
+        #expect(try await Person.query().count(in: copy) == 50)
+        #expect(try await copy.verify().isClean)
+        await copy.close()
+        await store.close()
+    }
+
     /// A backup to a file is written as a compaction is (every key space again, in key order): its pages are full,
     /// where LMDB's copy (what a backup to a descriptor still is) keeps them as random inserts left them. Both hold
     /// every document and index entry, while a writer goes on.
@@ -362,7 +394,7 @@ import TestSupport
         do {
             let env = try LMDBEnvironment(path: path, configuration: configuration)
             defer { env.close() }
-            try env.copy(to: .path(copy), compact: true)
+            try env.copy(to: .path(copy, mode: nil), compact: true)
         }
         let (_, after) = try FileStorage.compact(path: path, configuration: configuration,
                                                  bytesPerCommit: bytesPerCommit)

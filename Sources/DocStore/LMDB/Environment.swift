@@ -162,13 +162,19 @@ final class LMDBEnvironment: FileStorageEngine {
     struct ExclusiveLock {
         private let descriptor: Int32
 
-        init?(_ lockPath: String) {
+        /// Throws ``StorageError/openElsewhere`` when another process holds the lock file, and names the reason when
+        /// the lock file cannot be opened or locked at all (a folder this process may not write into, say).
+        init(_ lockPath: String) throws {
             let fd = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { return nil }
+            guard fd >= 0 else {
+                throw StorageError.failed("cannot open the lock file \(lockPath): \(String(cString: strerror(errno)))")
+            }
             var lock = LMDBEnvironment.firstByteWriteLock
             guard fcntl(fd, F_SETLK, &lock) == 0 else {
+                let code = errno
                 Glibc.close(fd)
-                return nil
+                if code == EACCES || code == EAGAIN { throw StorageError.openElsewhere }
+                throw StorageError.failed("cannot lock \(lockPath): \(String(cString: strerror(code)))")
             }
             descriptor = fd
         }
@@ -495,24 +501,36 @@ final class LMDBEnvironment: FileStorageEngine {
     /// The corresponding LMDB functions are `mdb_env_copy2` and `mdb_env_copyfd2` (with `MDB_CP_COMPACT` when
     /// `compact`).
     func copy(to destination: CopyDestination, compact: Bool) throws {
-        if compact, case .path(let path) = destination {
+        if compact, case .path(let path, let mode) = destination {
             do {
-                try rewrite(to: path, mode: nil, besideOthers: true)
+                try rewrite(to: path, mode: mode, besideOthers: true)
                 return
             } catch is NotOpenHere {
                 unlink(path)
             }
         }
+        switch destination {
+        case .descriptor(let fd): try copy(toDescriptor: fd, compact: compact)
+        case .path(let path, let mode):
+            // (Made here, not by LMDB's `mdb_env_copy2`, which makes it as the umask has it: the copy is no one's to
+            // read but whom `mode` names at any moment.)
+            let fd = try FileStorage.createFile(path, mode: mode)
+            do { try copy(toDescriptor: fd, compact: compact) } catch {
+                Glibc.close(fd)
+                throw error
+            }
+            guard Glibc.close(fd) == 0 else {
+                throw StorageError.failed("cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    private func copy(toDescriptor fd: Int32, compact: Bool) throws {
         // A copy holds a read transaction: the environment stays open, and its map its size, until it ends.
         gate.enter()
         defer { gate.leave() }
         guard let env = raw else { throw StorageError.closed }
-        let flags = compact ? LMDBFlags.copyCompact : 0
-        let rc: Int32
-        switch destination {
-        case .path(let path): rc = mdb_env_copy2(env, path, flags)
-        case .descriptor(let fd): rc = mdb_env_copyfd2(env, fd, flags)
-        }
+        let rc = mdb_env_copyfd2(env, fd, compact ? LMDBFlags.copyCompact : 0)
         if rc == MDB_MAP_RESIZED { throw StorageError.mapGrownElsewhere }
         try translatingErrors { try lmdbCheck(rc) }
     }
@@ -536,12 +554,7 @@ final class LMDBEnvironment: FileStorageEngine {
     @discardableResult
     func rewrite(to path: String, mode: mode_t?, besideOthers: Bool = false, bytesPerCommit: Int = 64 << 20) throws
         -> UInt64 {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode ?? 0o666)
-        guard fd >= 0 else {
-            throw StorageError.failed("cannot create \(path): \(String(cString: strerror(errno)))")
-        }
-        if let mode { _ = fchmod(fd, mode) }   // as asked, whatever the umask
-        Glibc.close(fd)   // LMDB makes an empty file a new environment
+        Glibc.close(try FileStorage.createFile(path, mode: mode))   // LMDB makes an empty file a new environment
         if besideOthers {
             gate.enter()
             defer { gate.leave() }
@@ -720,15 +733,19 @@ final class LMDBEnvironment: FileStorageEngine {
         }
     }
 
-    /// The page size, the pages up to the last one written, and the free pages (those the free list holds, which
-    /// later commits reuse).
+    /// The page size, the pages up to the last one written, the free pages (those the free list holds, which
+    /// later commits reuse), and the map's size.
     ///
     /// The corresponding LMDB function is `mdb_cursor_get` on the free list (database 0).
-    func pageUsage() throws -> (pageSize: Int, inUse: Int, free: Int) {
+    func pageUsage() throws -> (pageSize: Int, inUse: Int, free: Int, mapBytes: Int) {
         try translatingErrors {
-            let (info, stat) = try infoAndStat()
-            let free = try read { txn -> Int in
-                guard let lmdb = txn as? LMDBTransaction else { return 0 }
+            // (Inside a read: LMDB reads the environment's information from the map, which another thread may
+            // otherwise be setting to another size.)
+            try read { txn -> (pageSize: Int, inUse: Int, free: Int, mapBytes: Int) in
+                let (info, stat) = try infoAndStat()
+                guard let lmdb = txn as? LMDBTransaction else {
+                    return (Int(stat.ms_psize), info.me_last_pgno + 1, 0, info.me_mapsize)
+                }
                 var cursor: OpaquePointer?
                 try lmdbCheck(mdb_cursor_open(lmdb.raw, 0, &cursor))
                 defer { mdb_cursor_close(cursor) }
@@ -743,16 +760,16 @@ final class LMDBEnvironment: FileStorageEngine {
                     rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
                 }
                 if rc != MDB_NOTFOUND { try lmdbCheck(rc) }
-                return pages
+                return (Int(stat.ms_psize), info.me_last_pgno + 1, pages, info.me_mapsize)
             }
-            return (Int(stat.ms_psize), info.me_last_pgno + 1, free)
         }
     }
 
     // MARK: Map size
 
-    /// The size of the map in bytes, and how much of it is in use.
-    func usage() throws -> (used: Int, mapSize: Int) {
+    /// The size of the map in bytes, and how much of it is in use. Only the writer calls it, holding its lock,
+    /// which every change of the map's size holds.
+    private func usage() throws -> (used: Int, mapSize: Int) {
         try translatingErrors {
             let (info, stat) = try infoAndStat()
             return ((info.me_last_pgno + 1) * Int(stat.ms_psize), info.me_mapsize)
@@ -883,9 +900,10 @@ extension FileStorage {
         }
         // Held alone from here on (another process's opening waits for it), if no other process has the file
         // open: one that had would go on with the old one.
-        guard let held = LMDBEnvironment.ExclusiveLock(lockPath) else {
+        let held: LMDBEnvironment.ExclusiveLock
+        do { held = try LMDBEnvironment.ExclusiveLock(lockPath) } catch {
             unlink(temporary)
-            throw StorageError.openElsewhere
+            throw error
         }
         defer { held.release() }
         guard LMDBFileCheck.run(path: target, metaOnly: true).newestCommit == copied else {

@@ -47,11 +47,9 @@ extension DocStore {
         let temporary = path + ".incomplete"
         unlink(temporary)
         do {
-            try await copy(to: .path(temporary), compact: compact, naming: path)
-            // The copy holds what the store holds: it may be read by whom the store may be, not by whom the umask lets.
-            if let mode = storeFileMode(), chmod(temporary, mode) != 0 {
-                throw DocStoreError.system(.storage, "cannot give the backup \(path) the store's permissions")
-            }
+            // The copy holds what the store holds: it may be read by whom the store may be, not by whom the umask
+            // lets, from its first byte.
+            try await copy(to: .path(temporary, mode: storeFileMode()), compact: compact, naming: path)
         } catch {
             unlink(temporary)
             throw error
@@ -103,7 +101,7 @@ extension DocStore {
             } catch StorageError.mapGrownElsewhere where attempt < 4 {
                 // A read on the store's thread adopts the size another process grew the map to.
                 try await withRead { _ in }
-                if case .path(let path) = destination { unlink(path) }
+                if case .path(let path, _) = destination { unlink(path) }
             } catch StorageError.closed {
                 throw DocStoreError(.closed, "the store at \(path) is closed")
             } catch {
@@ -127,7 +125,7 @@ extension DocStore {
             let pages = try file.pageUsage()
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
             return SpaceUsage(fileBytes: size, pageSize: pages.pageSize, pages: pages.inUse, freePages: pages.free,
-                              mapBytes: try file.usage().mapSize)
+                              mapBytes: pages.mapBytes)
         }
     }
 

@@ -31,10 +31,13 @@ extension DocStore {
     @concurrent public nonisolated func dump(to path: String) async throws -> DumpSummary {
         try refuseWritingOverItself(path, "dump")
         let partial = path + ".incomplete"
-        let fd = Glibc.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        // The dump holds what the store holds: it may be read by whom the store may be.
-        if fd >= 0, let mode = storeFileMode() { _ = fchmod(fd, mode) }
-        guard fd >= 0 else { throw DocStoreError.system(.cannotOpen, "cannot write a dump to \(path)") }
+        // The dump holds what the store holds: it may be read by whom the store may be. (A file left there by a dump
+        // cut short is made anew: opened as it is, it would keep its own permissions.)
+        unlink(partial)
+        let fd: Int32
+        do { fd = try FileStorage.createFile(partial, mode: storeFileMode()) } catch {
+            throw DocStoreError(.cannotOpen, "cannot write a dump to \(path): \(error)", underlying: error)
+        }
         do {
             let summary: DumpSummary
             do { summary = try await dump(toDescriptor: fd) } catch {

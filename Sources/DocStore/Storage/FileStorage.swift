@@ -3,8 +3,6 @@ import Foundation
 /// What an engine that keeps a store in one file adds to ``StorageEngine``: a copy of the file, its pages, a
 /// structural check, and the lock file beside it.
 protocol FileStorageEngine: StorageEngine {
-    /// Bytes in use and the size the file may use now.
-    func usage() throws -> (used: Int, mapSize: Int)
     /// Whether the file is read without its lock file: writers in other processes do not see this reader.
     var isWithoutLockFile: Bool { get }
     /// Whether a commit waits for the disk (a sync of its pages), rather than only writing into the file's cache.
@@ -15,8 +13,8 @@ protocol FileStorageEngine: StorageEngine {
     /// any thread.
     func copy(to destination: CopyDestination, compact: Bool) throws
     /// The file's pages: its page size, pages in use (up to the last one written) and free pages among them,
-    /// which later commits reuse.
-    func pageUsage() throws -> (pageSize: Int, inUse: Int, free: Int)
+    /// which later commits reuse; and the map's size in bytes.
+    func pageUsage() throws -> (pageSize: Int, inUse: Int, free: Int, mapBytes: Int)
     /// Checks the file's structure without trusting it (every page number and offset checked before use), as
     /// `txn`'s commit, or a later one, has it; the damage found, and the pages read.
     func checkStructure(holding txn: any StorageTransaction) -> (damage: [StorageDamage], pages: Int)
@@ -42,6 +40,23 @@ enum FileStorage {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    /// Makes the file at `path`, which must not exist (nothing already there is written into), with `mode` whatever
+    /// the umask (else as the umask has it), and opens it for writing: a copy of the store is no one's to read but
+    /// whom `mode` names, from its first byte.
+    static func createFile(_ path: String, mode: mode_t?) throws -> Int32 {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode ?? 0o666)
+        guard fd >= 0 else {
+            throw StorageError.failed("cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        if let mode, fchmod(fd, mode) != 0 {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(fd)
+            unlink(path)
+            throw StorageError.failed("cannot give \(path) the permissions \(String(mode, radix: 8)): \(reason)")
+        }
+        return fd
     }
 
     /// How a file is opened.
@@ -146,9 +161,10 @@ enum DurableFile {
     }
 }
 
-/// Where a copy of the file goes.
+/// Where a copy of the file goes: a new file, made with `mode` (else as the umask has it) before a byte is
+/// written into it, or an open descriptor.
 enum CopyDestination {
-    case path(String)
+    case path(String, mode: mode_t?)
     case descriptor(Int32)
 }
 
