@@ -557,6 +557,41 @@ import TestSupport
         await store.close()
     }
 
+    /// Closing any descriptor of a file lets go of every `fcntl` lock the process holds on it, and a store's locks
+    /// on its lock file are how other processes know it is open (and which of its reads are alive). So nothing this
+    /// process does with the open store's lock file by its name (opening it as a store, checking or recovering it,
+    /// restoring a dump from it, compacting the open store) may open and close it: after each, another process's
+    /// compaction must still find the store open and refuse, and the store keeps what it is given.
+    @Test func theLockFileOfAnOpenStoreIsNeverOpenedByName() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("open.db")
+        let lock = path + "-lock"
+        let store = try await DocStore(path: path)
+        try await store.insert(contentsOf: (0..<100).map { Person(name: "p\($0)", age: $0 % 90) })
+        let empty = try await DocStore(path: dir.path("empty.db"))
+        let attempts: [(String, () async throws -> Void)] = [
+            ("checkFile", { _ = DocStore.checkFile(at: lock) }),
+            ("open", { _ = try await DocStore(path: lock) }),
+            ("restore", { _ = try await empty.restore(from: lock) }),
+            ("recover", { _ = try await DocStore.recover(from: lock, to: dir.path("recovered.db")) }),
+            ("compact", { _ = try await DocStore.compact(path: path) }),
+        ]
+        for (name, attempt) in attempts {
+            try? await attempt()
+            let (process, _, _) = try Self.child(["compact", path])
+            process.waitUntilExit()
+            #expect(process.terminationStatus != 0, "after \(name), another process compacted the open store")
+            try await store.insert(Person(name: "after \(name)", age: 1))
+        }
+        #expect(!DocStore.checkFile(at: lock).isClean)
+        await empty.close()
+        await store.close()
+        let reopened = try await DocStore(path: path)
+        #expect(try await Person.query().count(in: reopened) == 100 + attempts.count)
+        #expect(try await reopened.verify().isClean)
+        await reopened.close()
+    }
+
     /// A compaction killed at random moments never loses the store: it opens with every document, verifies clean,
     /// and a later compaction completes.
     @Test func aCompactionKilledAtRandomMomentsNeverLosesTheStore() async throws {

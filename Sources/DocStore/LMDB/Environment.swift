@@ -56,6 +56,23 @@ final class LMDBEnvironment: FileStorageEngine {
     /// Files being compacted in this process (``FileStorage/compact(path:configuration:bytesPerCommit:prepare:beforeReplacing:)``):
     /// no opening here until the compaction ends. (Changed under the lock of ``openFiles``.)
     private static let compacting = Mutex<Set<FileID>>([])
+    /// The lock file of each file open in this process with one, by the file. (Changed under the lock of
+    /// ``openFiles``.) The process must never open one by another name, for a store or to read it: closing any
+    /// descriptor of a file lets go of every `fcntl` lock the process holds on it, and LMDB's locks on its lock
+    /// file are how other processes know that this one has the file open and which of its reader slots are alive
+    /// (`mdb_reader_check` clears the others, and their pages are then written over under this process's reads).
+    private static let openLockFiles = Mutex<[FileID: FileID]>([:])
+
+    /// Whether the file is open (or being compacted) in this process.
+    static func isOpen(_ file: FileID) -> Bool {
+        openFiles.withLock { $0.contains(file) || compacting.withLock { $0.contains(file) } }
+    }
+
+    /// Whether the file at `path` is the lock file of a file open in this process: one to refuse to open or read.
+    static func isOpenLockFile(_ path: String) -> Bool {
+        guard let id = fileID(of: path) else { return false }
+        return openLockFiles.withLock { $0.values.contains(id) }
+    }
 
     /// Refuses every opening of this environment's file in the process, whether or not the environment is still
     /// open, until the closure returned is called: a compaction's, which replaces the file.
@@ -79,9 +96,13 @@ final class LMDBEnvironment: FileStorageEngine {
         if configuration.readOnly { flags |= LMDBFlags.readOnly } else { flags |= configuration.syncFlags }
         var withoutLock = false
         let (env, registered) = try LMDBEnvironment.openFiles.withLock { open -> (OpaquePointer, FileID) in
-            if let existing = LMDBEnvironment.fileID(of: path),
-               open.contains(existing) || LMDBEnvironment.compacting.withLock({ $0.contains(existing) }) {
-                throw StorageError.alreadyOpenInProcess
+            if let existing = LMDBEnvironment.fileID(of: path) {
+                if open.contains(existing) || LMDBEnvironment.compacting.withLock({ $0.contains(existing) }) {
+                    throw StorageError.alreadyOpenInProcess
+                }
+                if LMDBEnvironment.openLockFiles.withLock({ $0.values.contains(existing) }) {
+                    throw StorageError.notAStore("it is the lock file of a store this process has open")
+                }
             }
             let env: OpaquePointer
             do {
@@ -100,6 +121,9 @@ final class LMDBEnvironment: FileStorageEngine {
                 throw LMDBError(code: ENOENT)
             }
             open.insert(id)
+            if !withoutLock, let lock = LMDBEnvironment.fileID(of: path + "-lock") {
+                LMDBEnvironment.openLockFiles.withLock { $0[id] = lock }
+            }
             return (env, id)
         }
         do {
@@ -213,6 +237,7 @@ final class LMDBEnvironment: FileStorageEngine {
         openFiles.withLock { open in
             mdb_env_close(env)
             open.remove(file)
+            _ = openLockFiles.withLock { $0.removeValue(forKey: file) }
         }
     }
 
@@ -853,6 +878,10 @@ extension FileStorage.Configuration {
 
 /// The file engine of ``FileStorage``: LMDB.
 extension FileStorage {
+    /// Whether the file at `path` is the lock file of a store this process has open: a file the process must not
+    /// open to read, since closing it would let go of the store's locks (``LMDBEnvironment/isOpenLockFile(_:)``).
+    static func isOpenLockFile(_ path: String) -> Bool { LMDBEnvironment.isOpenLockFile(path) }
+
     /// Opens (or creates) the file at `path`.
     static func open(path: String, configuration: Configuration) throws -> any FileStorageEngine {
         try LMDBEnvironment(path: path, configuration: configuration)
@@ -877,6 +906,12 @@ extension FileStorage {
         let lockPath = path + "-lock"
         let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         let temporary = target + ".compacting"
+        // (Refused before the lock file is looked at: a look opens and closes it, which would let go of this
+        // process's locks on it, were the file open here.)
+        if let file = fileID(of: path), LMDBEnvironment.isOpen(file) { throw StorageError.alreadyOpenInProcess }
+        if LMDBEnvironment.isOpenLockFile(path) {
+            throw StorageError.notAStore("it is the lock file of a store this process has open")
+        }
         guard LMDBEnvironment.lockFileIsUnused(lockPath) else { throw StorageError.openElsewhere }
         unlink(temporary)
         var info = stat()

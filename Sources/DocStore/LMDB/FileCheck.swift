@@ -63,6 +63,11 @@ struct LMDBFileCheck {
     /// The file is mapped at the size it has then. A writer in another process may grow it and commit before the
     /// meta pages are read, which then name pages past the mapped end: the file is mapped again at its new size.
     static func run(path: String, metaOnly: Bool = false) -> LMDBFileCheck.Findings {
+        guard !LMDBEnvironment.isOpenLockFile(path) else {
+            return Findings(problems: [StorageDamage(page: nil, space: "", message: "'\(path)' is the lock file of a "
+                                + "store this process has open, not a store's file")],
+                            pagesChecked: 0, roots: [:], pageSize: 0, newestCommit: nil)
+        }
         var findings: Findings
         var attempts = 0
         repeat {
@@ -806,6 +811,8 @@ extension FileStorage {
     /// commit whose pages run past the end of the file (a file cut short) is read as far as the file goes, and then
     /// every leaf page left is read. `nil` when the file cannot be read or is not an LMDB file.
     static func salvage(path: String, spaces wanted: (String) -> Bool) -> Salvage? {
+        // (Never read: closing it would let go of that store's locks.)
+        guard !LMDBEnvironment.isOpenLockFile(path) else { return nil }
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
         return data.withUnsafeBytes { raw -> Salvage? in
             var reader = LMDBFileCheck(bytes: raw)

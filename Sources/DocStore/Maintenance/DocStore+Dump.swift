@@ -16,6 +16,13 @@ public struct DumpSummary: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+extension DocStore {
+    /// Whether the file at `path` is the lock file of a store this process has open: one the process must not open
+    /// to read, even to say what it is. Closing any descriptor of a file lets go of every `fcntl` lock the process
+    /// holds on it, and a store's locks on its lock file are how other processes know which of its reads are alive.
+    package static func isLockFileOfOpenStore(_ path: String) -> Bool { FileStorage.isOpenLockFile(path) }
+}
+
 /// Dump and restore: the whole store as text, which any later version of DocStore reads back into an equal store.
 ///
 /// A dump is NDJSON, one JSON object per line: a header, then the catalog (each collection with its id path and
@@ -119,6 +126,10 @@ extension DocStore {
     /// or damaged, or a document it cannot take, leaves the store empty, with an error naming the line.
     @discardableResult
     public func restore(from path: String) throws -> DumpSummary {
+        guard !FileStorage.isOpenLockFile(path) else {
+            throw DocStoreError(.cannotOpen, "cannot read a dump from \(path): it is the lock file of a store this "
+                + "process has open, which reading would let go of its locks")
+        }
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw DocStoreError.system(.cannotOpen, "cannot read a dump from \(path)") }
         defer { Glibc.close(fd) }
