@@ -570,13 +570,24 @@ extension ParserTests {
             ("1e+2", .double(100)),
             ("9223372036854775807", .int(.max)),
             ("9223372036854775808", .uint(9_223_372_036_854_775_808)),
-            ("18446744073709551616", .double(1.8446744073709551616e19)),
             ("-9223372036854775807", .int(-Int64.max)),
             ("inf", .double(.infinity)),
             ("-inf", .double(-.infinity)),
         ])
         func numbers(written: String, expected: DocumentValue) throws {
             #expect(try ParseFixture.literal(written) == expected)
+        }
+
+        /// An integer past 64 bits is refused, as Swift refuses the literal: rounded to a double it would equal
+        /// another integer (`-9223372036854775809` would match `Int64.min`).
+        @Test(arguments: ["18446744073709551616", "-9223372036854775809", "99999999999999999999999"])
+        func integersPast64BitsAreRefused(written: String) throws {
+            do {
+                let value = try ParseFixture.literal(written)
+                Issue.record("\(written) parsed as \(value)")
+            } catch {
+                #expect("\(error)".contains("does not fit in 64 bits"), "\(error)")
+            }
         }
 
         @Test func smallestInt64IsAnIntegerNotADouble() throws {

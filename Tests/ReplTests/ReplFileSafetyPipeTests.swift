@@ -58,6 +58,59 @@ extension ShellSessions {
         #expect(!FileManager.default.fileExists(atPath: sandbox.path("link.json.docstore-partial")))
     }
 
+    /// The open store's lock file is not even opened to be read (`.read`, `.import`, `.restore`, `.open`): closing
+    /// it would let go of the store's locks, by which other processes know which of its reads are alive. And a store
+    /// whose lock file the results are being written to is not opened.
+    @Test func theOpenStoresLockFileIsNotReadAndNoResultsGoIntoALockFile() async throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        try FileManager.default.createSymbolicLink(atPath: sandbox.path("lock.csv"),
+                                                   withDestinationPath: sandbox.path("people.db-lock"))
+        let script = """
+            .read people.db-lock
+            .import lock.csv others
+            .restore people.db-lock
+            .open people.db-lock
+            .output other.db-lock
+            .open other.db
+            .output
+            people.count()
+
+            """
+        let result = try sandbox.run([sandbox.storePath], input: script)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.components(separatedBy: "it is the lock file of the open store").count - 1 == 4,
+                "\(result.stderr)")
+        #expect(result.stderr.contains("cannot open other.db: the results are being written to its lock file"),
+                "\(result.stderr)")
+        #expect(result.stdout == "3\n", "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("other.db")))
+    }
+
+    /// An import's ids are told apart as the store keys them: `1` and `1.0` are one id, so a file that holds both is
+    /// refused, where the second row silently replaced the first. A CSV header whose columns nest (`address` and
+    /// `address.city`) is refused, where one of the two cells was silently dropped.
+    @Test func anImportThatWouldLoseARowIsRefused() async throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        try sandbox.write("{\"id\": 10, \"n\": \"a\"}\n{\"id\": 10.0, \"n\": \"b\"}\n", to: "same.ndjson")
+        try sandbox.write("id,n\n20,a\n20.0,b\n", to: "same.csv")
+        try sandbox.write("id,address,address.city\n1,Oslo,Bergen\n", to: "nested.csv")
+        let script = """
+            .import same.ndjson people
+            .import same.csv people
+            .import nested.csv places
+            people.count()
+
+            """
+        let result = try sandbox.run(["--yes", sandbox.storePath], input: script)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.components(separatedBy: "two documents with the same id").count - 1 == 2,
+                "\(result.stderr)")
+        #expect(result.stderr.contains("'address.city' (column 3), which is inside it"), "\(result.stderr)")
+        #expect(result.stdout == "3\n", "\(result)")
+    }
+
     /// The file results are written to (`.output`) is not opened as a store while they are.
     @Test func theOutputFileIsNotOpenedAsAStore() async throws {
         let sandbox = try ShellSandbox()

@@ -931,20 +931,29 @@ struct Parser {
                        length: max(1, last.location.offset + last.length - start.location.offset))
     }
 
+    /// An integer literal past 64 bits.
+    private func tooLarge(_ text: String) -> ParseError {
+        error("the integer \(text) does not fit in 64 bits; write \(text).0 for the nearest floating-point number")
+    }
+
     private mutating func parseValue(depth: Int) throws(ParseError) -> DocumentValue {
         guard depth < 200 else { throw error("values are nested too deeply") }
         let token = advance()
         switch token.kind {
         case .integer(let i): return .int(i)
         case .number(let d): return .double(d)
-        case .largeInteger(let text): return UInt64(text).map { .uint($0) } ?? .double(Double(text) ?? .infinity)
+        case .largeInteger(let text):
+            // (Rounded to a double, it would compare equal to another integer: Swift refuses such a literal too.)
+            guard let u = UInt64(text) else { throw tooLarge(text) }
+            return .uint(u)
         case .string(let s): return .string(s)
         case .symbol("-"):
             switch current.kind {
             case .integer(let i): _ = advance(); return .int(-i)
             case .largeInteger(let text):
                 _ = advance()
-                return text == "9223372036854775808" ? .int(.min) : .double(-(Double(text) ?? .infinity))
+                guard text == "9223372036854775808" else { throw tooLarge("-" + text) }
+                return .int(.min)
             case .number(let d): _ = advance(); return .double(-d)
             case .identifier("inf"): _ = advance(); return .double(-.infinity)
             default: throw error("expected a number after '-'")

@@ -434,6 +434,17 @@ extension CSV {
                 }
                 seen[path] = i
             }
+            // A column whose field holds another column's (`address` and `address.city`): a row would have to make
+            // the field a value and an object at once, and one of the two cells would be lost.
+            for (i, outer) in paths.enumerated() where !flat {
+                for (j, inner) in paths.enumerated()
+                where inner.components.count > outer.components.count
+                    && inner.components.starts(with: outer.components) {
+                    throw ShellError("\(origin): the header names both '\(header[i])' (column \(i + 1)) and "
+                        + "'\(header[j])' (column \(j + 1)), which is inside it: a field cannot hold a value and "
+                        + "fields at once; rename one of them")
+                }
+            }
             var columns = [ColumnLearning](repeating: ColumnLearning(), count: paths.count)
             for (option, given, rule) in [("--dates", reading.dates, Rule.date), ("--number", reading.numbers, .number),
                                           ("--text", reading.texts, .text)] {

@@ -136,7 +136,7 @@ extension Shell {
         case "headers": renderer.headers = try onOff(".headers on|off")
         case "width":
             let widths = args.map { Int($0) }
-            guard widths.allSatisfy({ $0.map { abs($0) <= 10_000 } == true }) else {
+            guard widths.allSatisfy({ $0.map { (-10_000...10_000).contains($0) } == true }) else {
                 throw ShellError("usage: .width [N ...], each N a number of columns (0 automatic, negative "
                     + "right-aligned)")
             }

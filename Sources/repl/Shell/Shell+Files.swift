@@ -99,6 +99,9 @@ extension Shell {
     /// Why the file at `path` cannot be read, or `nil` when it can: there is no such file, or permission is denied
     /// (naming the folder on its way that cannot be searched, when that is why), or it is a folder.
     nonisolated static func whyUnreadable(_ path: String) -> String? {
+        // (Not even opened to see: closing it would let go of the store's locks, by which other processes know
+        // which of its reads are alive.)
+        if DocStore.isLockFileOfOpenStore(path) { return "it is the lock file of the open store, not a file to read" }
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             switch errno {

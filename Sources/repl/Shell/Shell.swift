@@ -59,9 +59,16 @@ final class Shell {
         }
         if let store, store.path == path { return }
         let onServer = Shell.isServerURL(path)
-        if !onServer, let output = console.outputPath, let file = FileIdentity(path), FileIdentity(output) == file {
-            throw ShellError("cannot open \(path): the results are being written to it (.output \(output)); "
-                + ".output alone sends them back to the terminal")
+        if !onServer, let output = console.outputPath, let results = FileIdentity(output) {
+            if FileIdentity(path) == results {
+                throw ShellError("cannot open \(path): the results are being written to it (.output \(output)); "
+                    + ".output alone sends them back to the terminal")
+            }
+            if FileIdentity(path + "-lock") == results {
+                throw ShellError("cannot open \(path): the results are being written to its lock file "
+                    + "(.output \(output)), which the store needs for itself; .output alone sends them back to the "
+                    + "terminal")
+            }
         }
         // A store that is missing is created; one that cannot be reached is refused, saying why.
         if !onServer, let why = Shell.whyUnreadable(path), why != Shell.noSuchFile {
@@ -719,12 +726,21 @@ final class Shell {
         try await writeDocuments(documents, into: collection, idPath: idPath, replacing: replacing, from: origin)
     }
 
+    /// The key the store gives an id.
+    nonisolated static func idKey(_ id: DocumentValue) -> [UInt8] {
+        var key = KeyEncoder()
+        key.append(id)
+        return key.bytes
+    }
+
     /// Writes a batch of documents as ``writeDocuments(_:into:replacing:from:)`` does, in one transaction, taking
     /// them one at a time from the batch (which may read them from a file as they are written).
     func writeDocuments(_ batch: DocumentBatch, into collection: String, idPath: FieldPath, replacing: Bool,
                         from origin: String?) async throws {
         let ids = batch.ids
-        if Set(ids).count != ids.count {
+        // Ids compared as the store keys them: `1` and `1.0` are one id there (the second would replace the first),
+        // and a NaN is equal to itself.
+        if Set(ids.map(Shell.idKey)).count != ids.count {
             throw ShellError("\(origin ?? "the documents") hold\(origin == nil ? "" : "s") two documents with the same id")
         }
         let showProgress = console.stderrIsTerminal && batch.count >= 5_000 && !pending.isOpen
@@ -754,7 +770,7 @@ final class Shell {
                 try batch.forEach { d in
                     let id = d[path: idPath].flatMap { $0 == .null ? nil : $0 }
                     if let id {
-                        guard k < ids.count, ids[k] == id else {
+                        guard k < ids.count, Shell.idKey(ids[k]) == Shell.idKey(id) else {
                             throw ShellError("\(origin ?? "the input") changed while it was written: document "
                                 + "\(i + 1) has id \(id.literalText), not the one counted; nothing was written")
                         }
