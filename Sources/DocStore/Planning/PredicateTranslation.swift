@@ -52,6 +52,49 @@ private func translated<Input>(_ expression: Any, _ translator: PredicateTransla
     return found.type?.translate(expression, translator)
 }
 
+/// Which types' values order as their stored forms do (``KeyEncoder``'s order), so that `<` on them may be read from
+/// the stored bytes or an index: the standard numbers, strings, dates and UUIDs, and an enum of `String` or integer
+/// raw values whose own `<` agrees with its raw values' order on every pair of its cases (checked once per type).
+/// Any other `Comparable` type (`Decimal`, stored as an object of its parts; an enum that ranks its cases) compares
+/// as its own `<` says, which only Foundation knows: such a comparison is evaluated on the decoded document.
+enum StoredOrder {
+    private static let standard: Set<ObjectIdentifier> = [
+        Int.self, Int8.self, Int16.self, Int32.self, Int64.self, UInt.self, UInt8.self, UInt16.self, UInt32.self,
+        UInt64.self, Double.self, Float.self, String.self, Character.self, Date.self, UUID.self,
+    ].reduce(into: []) { $0.insert(ObjectIdentifier($1)) }
+    private static let enums = Mutex<[ObjectIdentifier: Bool]>([:])
+
+    static func holds(for type: Any.Type) -> Bool {
+        if standard.contains(ObjectIdentifier(type)) { return true }
+        guard let cases = type as? any (CaseIterable & RawRepresentable & Comparable).Type else { return false }
+        if let known = enums.withLock({ $0[ObjectIdentifier(type)] }) { return known }
+        let agrees = rawValuesOrder(cases)
+        enums.withLock { $0[ObjectIdentifier(type)] = agrees }
+        return agrees
+    }
+
+    private static func rawValuesOrder<E: CaseIterable & RawRepresentable & Comparable>(_: E.Type) -> Bool {
+        let cases = Array(E.allCases)
+        guard cases.count <= 256 else { return false }
+        for a in cases {
+            for b in cases {
+                let rawLess: Bool
+                switch (a.rawValue, b.rawValue) {
+                case let (x as String, y as String): rawLess = x < y
+                case let (x as Int, y as Int): rawLess = x < y
+                default: return false
+                }
+                if (a < b) != rawLess { return false }
+            }
+        }
+        return true
+    }
+
+    /// Whether `==` on `type` is the equality of its stored forms. Not for `Decimal`, whose parts are not kept in
+    /// one form (0.5 and 0.50 are equal, and stored apart).
+    static func equalityHolds(for type: Any.Type) -> Bool { type != Decimal.self && type != Decimal?.self }
+}
+
 /// Turns a `Predicate` into a ``Condition``: what it can read becomes comparisons the planner can put on indexes and
 /// the executor can evaluate on encoded bytes; any other part is kept as an opaque condition, evaluated by
 /// Foundation on the decoded document.
@@ -394,13 +437,15 @@ extension PredicateExpressions.NilLiteral: TranslatablePredicateExpression {
 
 extension PredicateExpressions.Equal: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        translator.comparison(lhs, .equal, rhs)
+        guard StoredOrder.equalityHolds(for: LHS.Output.self) else { return .untranslatable }
+        return translator.comparison(lhs, .equal, rhs)
     }
 }
 
 extension PredicateExpressions.NotEqual: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        translator.comparison(lhs, .notEqual, rhs)
+        guard StoredOrder.equalityHolds(for: LHS.Output.self) else { return .untranslatable }
+        return translator.comparison(lhs, .notEqual, rhs)
     }
 }
 
@@ -414,6 +459,7 @@ extension PredicateExpressions.Comparison: TranslatablePredicateExpression {
         case .greaterThanOrEqual: comparison = .greaterOrEqual
         @unknown default: return .untranslatable
         }
+        guard StoredOrder.holds(for: LHS.Output.self) else { return .untranslatable }
         return translator.comparison(lhs, comparison, rhs)
     }
 }
@@ -438,6 +484,7 @@ extension PredicateExpressions.Negation: TranslatablePredicateExpression {
 
 extension PredicateExpressions.SequenceContains: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
+        guard StoredOrder.equalityHolds(for: RHS.Output.self) else { return .untranslatable }
         switch (translator.translate(sequence), translator.translate(element)) {
         case (.keyPath(let kp), .value(let v)):
             guard let path = translator.fieldPath(kp) else { return .untranslatable }
@@ -531,7 +578,8 @@ extension PredicateExpressions.OptionalFlatMap: TranslatablePredicateExpression 
 
 extension PredicateExpressions.RangeExpressionContains: TranslatablePredicateExpression {
     func translate<Input>(_ translator: PredicateTranslator<Input>) -> TranslatedExpression {
-        guard let bounds = range as? any RangeBoundsExpression, let (lower, upper) = bounds.bounds(translator),
+        guard StoredOrder.holds(for: Element.Output.self),
+              let bounds = range as? any RangeBoundsExpression, let (lower, upper) = bounds.bounds(translator),
               let x = translator.expression(element) else { return .untranslatable }
         let below: Condition.Comparison = bounds.isClosed ? .lessOrEqual : .less
         return .condition(.and([Condition.comparing(x, .greaterOrEqual, lower), Condition.comparing(x, below, upper)]))
