@@ -165,12 +165,22 @@ final class EncodingState {
         open[level - 1].count += 1
     }
 
+    /// Refuses a container that would nest deeper than every reader reads (``BinaryFormat/maximumDepth``): a
+    /// document written so would never read back, nor dump.
+    func checkDepth(under path: PathNode?, _ key: (any CodingKey)?) throws {
+        guard open.count + 1 >= BinaryFormat.maximumDepth else { return }
+        throw EncodingError.invalidValue((), .init(codingPath: PathNode.array(key.map { PathNode(path, $0) } ?? path),
+            debugDescription: "the document nests deeper than \(BinaryFormat.maximumDepth - 1) levels of objects and "
+                + "arrays, more than a stored document may"))
+    }
+
     /// Opens a container of `tag` as the field or element that `begin` starts (and names): the container's path
     /// and level, or what `begin` threw, for the container to throw on first use.
     func openNested(_ tag: UInt8, under path: PathNode?, _ begin: () throws -> any CodingKey)
         -> (path: PathNode?, level: Int, failure: (any Error)?) {
         do {
             let key = try begin()
+            try checkDepth(under: path, key)
             let header = writer.openContainer(tag: tag)
             open.append(.init(header: header, count: 0))
             return (PathNode(path, key), open.count, nil)
@@ -244,6 +254,7 @@ final class DocumentValueEncoder: Encoder {
             throw EncodingError.invalidValue((), .init(codingPath: codingPath,
                 debugDescription: "a value was encoded twice at the same place"))
         }
+        try state.checkDepth(under: nil, nil)
         let header = state.writer.openContainer(tag: tag)
         state.open.append(.init(header: header, count: 0))
         ownContainer = state.open.count

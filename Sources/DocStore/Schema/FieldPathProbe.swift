@@ -244,7 +244,14 @@ private func rawRepresentable<T>(_ type: T.Type, second: Bool) -> T? {
 }
 
 /// The decoder that answers with probe values.
+///
+/// Arrays have one element, and optionals a value, down to ``deepest`` names: past it, arrays are empty and
+/// optionals `nil`, so that a type that holds itself (a comment with replies, a tree of categories) is probed to
+/// that depth rather than without end.
 struct ProbeDecoder: Decoder {
+    /// How deep (in names, an array's element counting as one) a probe follows a type into itself.
+    static let deepest = 48
+
     let recorder: ProbeRecorder
     let path: [String]
     var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
@@ -285,14 +292,15 @@ struct ProbeDecoder: Decoder {
         var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
         var allKeys: [Key] { recorder.anyKeyPaths.append(path); return [] }
         func contains(_ key: Key) -> Bool { true }
-        func decodeNil(forKey key: Key) throws -> Bool { false }
+        func decodeNil(forKey key: Key) throws -> Bool { path.count >= ProbeDecoder.deepest }
         private func p(_ key: Key) -> [String] { path + [key.stringValue] }
 
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
             try ProbeDecoder.value(type, recorder: recorder, path: p(key))
         }
         func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-            try? ProbeDecoder.value(type, recorder: recorder, path: p(key))
+            guard path.count < ProbeDecoder.deepest else { return nil }
+            return try? ProbeDecoder.value(type, recorder: recorder, path: p(key))
         }
         func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
             KeyedDecodingContainer(Keyed<NestedKey>(recorder: recorder, path: p(key)))
@@ -308,8 +316,9 @@ struct ProbeDecoder: Decoder {
         let path: [String]
         private var elementPath: [String] { path + [ProbeRecorder.elementMarker] }
         var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
-        var count: Int? { 1 }
-        var isAtEnd: Bool { currentIndex >= 1 }
+        private var elements: Int { path.count < ProbeDecoder.deepest ? 1 : 0 }
+        var count: Int? { elements }
+        var isAtEnd: Bool { currentIndex >= elements }
         var currentIndex = 0
 
         init(recorder: ProbeRecorder, path: [String]) { self.recorder = recorder; self.path = path }
@@ -337,7 +346,7 @@ struct ProbeDecoder: Decoder {
         let recorder: ProbeRecorder
         let path: [String]
         var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
-        func decodeNil() -> Bool { false }
+        func decodeNil() -> Bool { path.count >= ProbeDecoder.deepest }
         func decode(_ type: Bool.Type) throws -> Bool { recorder.nextBool(path) }
         func decode(_ type: String.Type) throws -> String { recorder.nextString(path) }
         /// Every integer and floating-point type is a probe integer (those narrower than 64 bits truncate it).
