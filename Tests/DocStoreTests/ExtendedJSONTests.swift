@@ -17,6 +17,17 @@ import Testing
             #expect(try DocumentValue(json: text) == value, "\(text)")
             #expect(try DocumentValue(json: text).json() == value.json())
         }
+        // A date no text names (NaN or infinite seconds) is written so that it reads back, where its seconds were
+        // written as a bare `nan` that no JSON reader takes.
+        for seconds in [Double.nan, .infinity, -.infinity] {
+            let text = DocumentValue.object([("at", .date(Date(timeIntervalSinceReferenceDate: seconds)))]).json()
+            guard case .object(let fields) = try DocumentValue(json: text), case .date(let read) = fields[0].value else {
+                Issue.record("\(text) does not read back as a date")
+                continue
+            }
+            #expect(read.timeIntervalSinceReferenceDate.bitPattern == seconds.bitPattern || (seconds.isNaN
+                && read.timeIntervalSinceReferenceDate.isNaN), "\(text)")
+        }
         #expect(DocumentValue.double(.nan).json() == #"{"$double":"nan"}"#)
         #expect(DocumentValue.double(.infinity).json() == #"{"$double":"inf"}"#)
         #expect(DocumentValue.double(-.infinity).json() == #"{"$double":"-inf"}"#)

@@ -38,7 +38,11 @@ enum ExtendedJSON {
             let text = DocumentValue.iso8601(d)
             append("{\"$date\":", &out)
             string(text, &out)
-            if parseDate(text) != d { append(",\"$seconds\":\(d.timeIntervalSinceReferenceDate)", &out) }
+            if parseDate(text) != d {
+                // (As a double is written: a date of NaN or infinite seconds, which no text names, reads back too.)
+                append(",\"$seconds\":", &out)
+                write(.double(d.timeIntervalSinceReferenceDate), to: &out, pretty: false, indent: 0)
+            }
             out.append(UInt8(ascii: "}"))
         case .array(let elements):
             out.append(UInt8(ascii: "["))
