@@ -77,3 +77,52 @@ struct Ware: Document, Equatable {
         await store.close()
     }
 }
+
+/// A model whose coding key holds a dot: one field named `contact.email`, not `email` inside `contact`.
+struct Subscriber: Document, Equatable {
+    var id: Int
+    var email: String
+    var tier: Int
+    enum CodingKeys: String, CodingKey { case id, email = "contact.email", tier }
+    static let collection = "subscribers"
+    static let indexes: [IndexSpec<Subscriber>] = [.unique("email", \.email), .index("tier_email", \.tier, \.email)]
+}
+
+@Suite struct DottedNameTests {
+    /// A field whose name holds a dot keeps its index through the catalog (read again by a new opening) and
+    /// through a dump and its restore: the name was written joined by dots and read back as two names, so that the
+    /// index named a field no document has.
+    @Test func anIndexOnANameWithADotSurvivesReopeningAndADump() async throws {
+        let dir = TemporaryDirectory()
+        let location = storeLocation(dir, "dotted")
+        let subscribers = (0..<60).map { Subscriber(id: $0, email: "s\($0)@example.com", tier: $0 % 3) }
+        do {
+            let store = try await openStore(location)
+            try await store.insert(contentsOf: subscribers)
+            await store.close()
+        }
+        func check(_ store: DocStore, _ what: String) async throws {
+            let email = "s17@example.com"
+            let query = Subscriber.include(#Predicate { $0.email == email })
+            #expect(try await query.results(in: store) == [subscribers[17]], "\(what)")
+            #expect(try await query.explain(in: store).index == "email", "\(what)")
+            #expect(try await Subscriber.include(#Predicate { $0.tier == 1 && $0.email >= "s5" }).count(in: store)
+                == subscribers.filter { $0.tier == 1 && $0.email >= "s5" }.count, "\(what)")
+            let report = try await store.verify()
+            #expect(report.isClean, "\(what): \(report)")
+            await expectError(.uniqueViolation) {
+                try await store.insert(Subscriber(id: 99, email: "s3@example.com", tier: 0))
+            }
+        }
+        let reopened = try await openStore(location)
+        try await check(reopened, "reopened")
+        if !engineIsServer {
+            try await reopened.dump(to: dir.path("dotted.ndjson"))
+            let restored = try await DocStore(path: dir.path("restored.db"))
+            try await restored.restore(from: dir.path("dotted.ndjson"))
+            try await check(restored, "restored")
+            await restored.close()
+        }
+        await reopened.close()
+    }
+}

@@ -27,12 +27,41 @@ public struct FieldPath: Hashable, Sendable, CustomStringConvertible, Expressibl
     public static func == (a: FieldPath, b: FieldPath) -> Bool { a.components == b.components }
     public func hash(into hasher: inout Hasher) { hasher.combine(components) }
 
+    /// Its names joined by dots, as written; or, when a name holds a dot itself (a `CodingKeys` case
+    /// `email = "contact.email"`), the names one by one, which the dots would split apart.
     public init(from decoder: any Decoder) throws {
-        self.init(try decoder.singleValueContainer().decode(String.self))
+        if let names = try? decoder.singleValueContainer().decode([String].self) {
+            self.init(components: names)
+        } else {
+            self.init(try decoder.singleValueContainer().decode(String.self))
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
-        try c.encode(description)
+        if hasDottedName { try c.encode(components) } else { try c.encode(description) }
+    }
+
+    /// Whether a name holds a dot, so that the dotted text would be read back as other names.
+    var hasDottedName: Bool { components.contains { $0.contains(".") } }
+
+    /// The path as a dump writes it: as ``encode(to:)`` does.
+    var dumped: DocumentValue {
+        hasDottedName ? .array(components.map(DocumentValue.string)) : .string(description)
+    }
+
+    /// A path as a dump wrote it (``dumped``); `nil` when `value` is no path.
+    init?(dumped value: DocumentValue) {
+        switch value {
+        case .string(let text): self.init(text)
+        case .array(let names):
+            var components: [String] = []
+            for name in names {
+                guard case .string(let text) = name else { return nil }
+                components.append(text)
+            }
+            self.init(components: components)
+        default: return nil
+        }
     }
 }

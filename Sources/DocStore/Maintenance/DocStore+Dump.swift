@@ -80,7 +80,7 @@ extension DocStore {
             for info in infos {
                 let count = try Query<DocumentValue>(info.name).count(in: ctx)
                 try out.line(.object([
-                    ("collection", .string(info.name)), ("idPath", .string(info.idPath.description)),
+                    ("collection", .string(info.name)), ("idPath", info.idPath.dumped),
                     ("indexes", .array(info.indexes.map(DocStore.dumped))), ("documents", .int(Int64(count))),
                 ]))
                 summary.collections += 1
@@ -210,7 +210,7 @@ extension DocStore {
 
     fileprivate static func dumped(_ index: IndexDefinition) -> DocumentValue {
         .object([("name", .string(index.name)), ("kind", .string(index.kind.rawValue)),
-                 ("fields", .array(index.fields.map { .string($0.description) }))])
+                 ("fields", .array(index.fields.map(\.dumped)))])
     }
 }
 
@@ -234,6 +234,13 @@ private struct Restore {
     func text(_ value: DocumentValue?, _ field: String) throws -> String {
         guard case .string(let s)? = value else { throw failure("'\(field)' is missing or not text") }
         return s
+    }
+
+    func path(_ value: DocumentValue?, _ field: String) throws -> FieldPath {
+        guard let value, let path = FieldPath(dumped: value) else {
+            throw failure("'\(field)' is missing or not a field's path")
+        }
+        return path
     }
 
     mutating func take(_ text: Substring) throws {
@@ -274,10 +281,10 @@ private struct Restore {
                         throw failure("an index of '\(name)' has no kind or fields")
                     }
                     indexes.append(IndexDefinition(name: try self.text(entry[field: "name"], "name"), kind: kind,
-                                                   fields: try fields.map { FieldPath(try self.text($0, "fields")) }))
+                                                   fields: try fields.map { try self.path($0, "fields") }))
                 }
             }
-            let info = CollectionInfo(name: name, idPath: FieldPath(try self.text(value[field: "idPath"], "idPath")),
+            let info = CollectionInfo(name: name, idPath: try self.path(value[field: "idPath"], "idPath"),
                                       indexes: indexes)
             guard case .int(let expected)? = value[field: "documents"] else {
                 throw failure("collection '\(name)' has no count of documents")
