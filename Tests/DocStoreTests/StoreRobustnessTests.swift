@@ -157,3 +157,28 @@ private struct Limits: Document {
         #expect(try await Note.query().count(in: store) == 0)
     }
 }
+
+/// An element that takes its array's super encoder and writes nothing through it (a base class with nothing to
+/// encode), then an element written plainly.
+private struct SilentSuper: Encodable {
+    func encode(to encoder: any Encoder) throws {
+        var list = encoder.unkeyedContainer()
+        _ = list.superEncoder()
+        try list.encode(7)
+    }
+}
+
+private struct HoldsSilentSuper: Encodable {
+    var id = 1
+    var list = SilentSuper()
+}
+
+@Suite struct SuperEncoderTests {
+    /// An array's super encoder that is never written through leaves no slot: the array holds what was written and
+    /// reads back, where its count said one element more than it held and every read of the document failed.
+    @Test func anUnusedSuperEncoderOfAnArrayLeavesADocumentThatReads() throws {
+        let bytes = try DocumentEncoder().encode(HoldsSilentSuper())
+        let value = try DocumentValue(encoded: bytes)
+        #expect(value[path: "list"] == .array([.int(7)]), "\(value)")
+    }
+}

@@ -224,6 +224,9 @@ final class DocumentValueEncoder: Encoder {
     var wroteValue = false
     /// For a `superEncoder(forKey:)`, the key to write before the value, written on first use.
     var pendingKey: (container: Int, name: String)?
+    /// For an array's `superEncoder()`, the array's level: the element is counted on first use, so that a super
+    /// encoder never used leaves no slot the array says it holds and does not.
+    var pendingElement: Int?
 
     init(state: EncodingState, path: PathNode?, level: Int) {
         self.state = state
@@ -237,6 +240,10 @@ final class DocumentValueEncoder: Encoder {
     /// Prepares to write this value, once; returns false when it was written already.
     func beginValue() throws -> Bool {
         if wroteValue { return false }
+        if let level = pendingElement {
+            try state.prepareWrite(level: level, path: path)
+            pendingElement = nil
+        }
         if let pending = pendingKey {
             try state.prepareWrite(level: pending.container, path: path)
             state.name(pending.name, level: pending.container)
@@ -388,13 +395,12 @@ final class DocumentValueEncoder: Encoder {
         }
 
         mutating func superEncoder() -> any Encoder {
-            do {
-                let k = try begin()
-                // The element's slot is taken now; the value follows when the super encoder writes.
-                return DocumentValueEncoder(state: state, path: PathNode(path, k), level: level)
-            } catch {
-                return DocumentValueEncoder(state: state, path: path, level: level)
-            }
+            // The element is counted when the super encoder writes it (and not at all if it never does). (In a
+            // container that failed to open, its level is 0, and the write throws.)
+            let encoder = DocumentValueEncoder(state: state, path: PathNode(path, IndexKey(count)), level: level)
+            encoder.pendingElement = level
+            count += 1
+            return encoder
         }
     }
 
