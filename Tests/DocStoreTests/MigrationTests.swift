@@ -279,6 +279,69 @@ private func everything(_ store: DocStore) async throws -> String {
         #expect(try await store.verify().isClean)
     }
 
+    /// A step that fails halfway is never committed, even when the body catches its error and goes on: a unique
+    /// index over duplicates (its catalog entry written, then its build stopped at the second duplicate), a
+    /// conversion that fails on one document after others were rewritten, a field renamed onto one some documents
+    /// have. The migration fails naming the step's error, and the store is as it was. The same holds for a write
+    /// that catches a failed index build.
+    @Test func aStepThatFailsHalfwayIsNeverCommittedEvenWhenItsErrorIsCaught() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        var v1 = Contacts.randomV1(count: 300, seed: 12)
+        for i in stride(from: 0, to: v1.count, by: 7) { v1[i].city = "Oslo" }   // duplicate cities
+        v1[150].zip = "12b"   // a zip that is no integer, after 150 that are
+        try await store.insert(contentsOf: v1)
+        try await store.write { ctx in
+            let first = Query<DocumentValue>("contacts").include(.compare("id", .less, .int(5)))
+            try first.update(in: ctx, set: ["town": .string("x")])
+        }
+        let before = try await everything(store)
+        let steps: [(String, Migrator.Body)] = [
+            ("unique index", { m in
+                do { try m.createIndex(IndexDefinition(name: "u", kind: .unique, fields: ["city"]), in: "contacts") }
+                catch {}
+            }),
+            ("conversion", { m in
+                do { try m.convertField("zip", in: "contacts", to: .int) } catch {}
+            }),
+            ("rename onto a field some have", { m in
+                do { try m.renameField("city", to: "town", in: "contacts") } catch {}
+            }),
+            ("transform", { m in
+                var seen = 0
+                do {
+                    try m.transformDocuments(in: "contacts") { document in
+                        seen += 1
+                        if seen == 200 { throw CancellationError() }
+                        return document.setting(.string("changed"), at: "city")
+                    }
+                } catch {}
+            }),
+        ]
+        for (name, body) in steps {
+            do {
+                try await store.applyMigration(name, body)
+                Issue.record("\(name): the migration was applied: \(try await everything(store).prefix(300))")
+            } catch let error as DocStoreError {
+                #expect(error.message.contains("halfway"), "\(name): \(error)")
+            }
+            #expect(try await everything(store) == before, "\(name)")
+            #expect(try await store.appliedMigrations().isEmpty, "\(name)")
+            #expect(try await store.collections().first { $0.name == "contacts" }?.indexes.map(\.name) == ["city"],
+                    "\(name)")
+            let report = try await store.verify()
+            #expect(report.isClean, "\(name): \(report)")
+        }
+        await expectError(.storage, mentions: ["halfway"]) {
+            try await store.write { ctx in
+                do { try ctx.createIndex(IndexDefinition(name: "u", kind: .unique, fields: ["city"]), in: "contacts") }
+                catch {}
+            }
+        }
+        #expect(try await store.collections().first { $0.name == "contacts" }?.indexes.map(\.name) == ["city"])
+        #expect(try await store.verify().isClean)
+    }
+
     @Test func stepsThatWouldBreakTheStoreAreRefused() async throws {
         let (store, dir) = try await makeStore()
         defer { _ = dir }
@@ -414,6 +477,18 @@ private func everything(_ store: DocStore) async throws -> String {
             }
         }
         #expect(try await store.verify().isClean)
+    }
+
+    /// A conversion loses nothing it does not say it loses: an integer a Double cannot hold exactly is refused, and a
+    /// date with a fraction of a second is written with it, so that it converts back to the same date.
+    @Test func conversionsKeepWhatTheyConvert() throws {
+        #expect(throws: (any Error).self) { _ = try FieldConversion.double.convert(.int(9_007_199_254_740_993)) }
+        #expect(try FieldConversion.double.convert(.int(9_007_199_254_740_992)) == .double(9_007_199_254_740_992))
+        let date = Date(timeIntervalSinceReferenceDate: 736_000_000.25)
+        let text = try FieldConversion.string.convert(.date(date))
+        #expect(try FieldConversion.date.convert(text) == .date(date), "\(text)")
+        let whole = Date(timeIntervalSinceReferenceDate: 736_000_000)
+        #expect(try FieldConversion.string.convert(.date(whole)) == .string("2024-04-28T12:26:40Z"))
     }
 
     @Test func convertFieldReadsDatesInISO8601OrInAFormat() async throws {

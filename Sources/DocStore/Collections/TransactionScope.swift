@@ -95,7 +95,11 @@ final class TransactionScope {
         }
         // Set first: a sync that fails midway may already have dropped (and so closed) a database handle.
         touchedCatalog = true
-        let handle = try core.sync(schema, in: txn)
+        // (Each change of the catalog below is several calls: one that fails halfway leaves the transaction unable
+        // to commit, whatever the caller does with the error, rather than a catalog naming a half-built index.)
+        var synced: CollectionHandle?
+        try txn.changingAtomically { synced = try core.sync(schema, in: txn) }
+        guard let handle = synced else { throw DocStoreError(.storage, "collection '\(schema.collection)' was not synced") }
         handles[schema.collection] = handle
         record(type, schema, handle)
         return handle
@@ -166,7 +170,8 @@ final class TransactionScope {
 
     func dropIndex(_ name: String, from collection: String) throws -> Bool {
         touchedCatalog = true   // first: a dropped key space is closed even if the transaction then aborts
-        let removed = try core.dropIndex(name, from: collection, in: txn)
+        var removed = false
+        try txn.changingAtomically { removed = try core.dropIndex(name, from: collection, in: txn) }
         if removed {
             handles[collection] = nil
             dropped.insert(collection)
@@ -183,13 +188,15 @@ final class TransactionScope {
         core.withState { _ = core.idsOfAnyLength.insert(collection) }
         guard var info = try core.readInfo(collection, in: txn), info.idWidth != nil else { return }
         touchedCatalog = true   // first: a dropped key space is closed even if the transaction then aborts
-        for definition in info.indexes where !definition.isUnique {
-            try catalog.dropIndexSpace(info, definition)
+        try txn.changingAtomically {
+            for definition in info.indexes where !definition.isUnique {
+                try catalog.dropIndexSpace(info, definition)
+            }
+            info.idWidth = nil
+            try catalog.setCollection(info)
+            let reopened = try core.openHandle(info, in: txn)
+            for index in reopened.indexes where !index.definition.isUnique { try reopened.build(index, in: txn) }
         }
-        info.idWidth = nil
-        try catalog.setCollection(info)
-        let reopened = try core.openHandle(info, in: txn)
-        for index in reopened.indexes where !index.definition.isUnique { try reopened.build(index, in: txn) }
         handles[collection] = nil
         dropped.insert(collection)
     }
@@ -214,9 +221,15 @@ final class TransactionScope {
         touchedCatalog = true
         var info = existing.info
         info.indexes.append(definition)
-        try catalog.setCollection(info)
-        let reopened = try core.openHandle(info, in: txn)
-        for index in reopened.indexes where index.definition == definition { try reopened.build(index, in: txn) }
+        // (A build that fails (a unique index over duplicates) after the catalog names the index leaves the
+        // transaction unable to commit, whatever the caller does with the error.)
+        var reopened: CollectionHandle?
+        try txn.changingAtomically {
+            try catalog.setCollection(info)
+            let handle = try core.openHandle(info, in: txn)
+            for index in handle.indexes where index.definition == definition { try handle.build(index, in: txn) }
+            reopened = handle
+        }
         handles[collection] = reopened
     }
 
@@ -224,11 +237,13 @@ final class TransactionScope {
     func dropCollection(_ collection: String) throws -> Bool {
         guard let info = try core.readInfo(collection, in: txn) else { return false }
         touchedCatalog = true   // first: dropped key spaces are closed even if the transaction then aborts
-        for definition in info.indexes { try catalog.dropIndexSpace(info, definition) }
-        if let documents = try txn.openKeySpace(Catalog.documentsSpace(collection), create: false) {
-            try txn.drop(documents, delete: true)
+        try txn.changingAtomically {
+            for definition in info.indexes { try catalog.dropIndexSpace(info, definition) }
+            if let documents = try txn.openKeySpace(Catalog.documentsSpace(collection), create: false) {
+                try txn.drop(documents, delete: true)
+            }
+            try catalog.removeCollection(collection)
         }
-        try catalog.removeCollection(collection)
         handles[collection] = nil
         dropped.insert(collection)
         return true
@@ -249,21 +264,23 @@ final class TransactionScope {
         let anyLength = core.withState { core.idsOfAnyLength.contains(newName) }
         let moved = CollectionInfo(name: newName, idPath: info.idPath, indexes: info.indexes,
                                    idWidth: anyLength ? nil : info.idWidth)
-        try catalog.setCollection(moved)
-        let target = try core.openHandle(moved, in: txn)
-        try txn.forEachEntry(in: source.documents) { key, value in
-            try txn.put(target.documents, key, value, noOverwrite: false, noDuplicate: false)
-        }
-        for (from, to) in zip(source.indexes, target.indexes) {
-            try txn.forEachEntry(in: from.database) { key, value in
-                try txn.put(to.database, key, value, noOverwrite: false, noDuplicate: false)
+        try txn.changingAtomically {
+            try catalog.setCollection(moved)
+            let target = try core.openHandle(moved, in: txn)
+            try txn.forEachEntry(in: source.documents) { key, value in
+                try txn.put(target.documents, key, value, noOverwrite: false, noDuplicate: false)
             }
-        }
-        handles[newName] = target
-        _ = try dropCollection(name)
-        for var filter in try catalog.filters(skippingDamaged: true) where filter.collection == name {
-            filter.collection = newName
-            try catalog.setFilter(filter)
+            for (from, to) in zip(source.indexes, target.indexes) {
+                try txn.forEachEntry(in: from.database) { key, value in
+                    try txn.put(to.database, key, value, noOverwrite: false, noDuplicate: false)
+                }
+            }
+            handles[newName] = target
+            _ = try dropCollection(name)
+            for var filter in try catalog.filters(skippingDamaged: true) where filter.collection == name {
+                filter.collection = newName
+                try catalog.setFilter(filter)
+            }
         }
     }
 

@@ -32,19 +32,23 @@ public final class MigrationContext {
         steps.append(step)
         guard path != newPath else { return }
         try refuseIDChange(of: [path, newPath], in: collection, step: step)
-        // The indexes that read the field are rebuilt on its new path once every document has it there.
+        // The indexes that read the field are rebuilt on its new path once every document has it there. (A step
+        // that fails halfway leaves the migration unable to commit, even if its body catches the error.)
         let moved = try indexes(of: collection).filter { $0.fields.contains { $0.isWithin(path) } }
-        for index in moved { try context.dropIndex(index.name, from: collection) }
-        try rewrite(collection, step: step) { document in
-            guard let value = document[path: path] else { return document }
-            if document[path: newPath] != nil {
-                throw StepFailure("it already has a field '\(newPath)'")
+        try txn.changingAtomically {
+            for index in moved { try context.dropIndex(index.name, from: collection) }
+            try rewrite(collection, step: step) { document in
+                guard let value = document[path: path] else { return document }
+                if document[path: newPath] != nil {
+                    throw StepFailure("it already has a field '\(newPath)'")
+                }
+                return try placing(value, at: newPath, in: document.removing(at: path))
             }
-            return try placing(value, at: newPath, in: document.removing(at: path))
-        }
-        for index in moved {
-            let fields = index.fields.map { $0.isWithin(path) ? $0.moved(from: path, to: newPath) : $0 }
-            try context.createIndex(IndexDefinition(name: index.name, kind: index.kind, fields: fields), in: collection)
+            for index in moved {
+                let fields = index.fields.map { $0.isWithin(path) ? $0.moved(from: path, to: newPath) : $0 }
+                try context.createIndex(IndexDefinition(name: index.name, kind: index.kind, fields: fields),
+                                        in: collection)
+            }
         }
     }
 
@@ -222,7 +226,9 @@ public final class MigrationContext {
         steps.append(step)
         try refuseIDChange(of: paths, in: collection, step: step)
         try refuseIndexed(removing, in: collection, step: step)
-        try rewrite(collection, step: step, change)
+        // (A step that fails on one document after others were rewritten leaves the migration unable to commit,
+        // even if its body catches the error: no step is committed half done.)
+        try txn.changingAtomically { try rewrite(collection, step: step, change) }
     }
 
     /// The failure of a step on one document, named with it by ``rewrite(_:step:_:)``.
@@ -312,6 +318,8 @@ public final class MigrationContext {
                 return try change(document).map { .replace($0.encoded()) } ?? .delete
             } catch let error as DocStoreError {
                 throw error
+            } catch let error as CollectionHandle.IDWidthChange {
+                throw error   // (for the write to make the collection keep ids of any length, and run again)
             } catch {
                 throw DocStoreError(.migrationFailed, "cannot \(step): document \(name()) of '\(collection)': "
                     + "\(error)", collection: collection, underlying: error)
@@ -355,7 +363,10 @@ public enum FieldConversion: String, Sendable, CaseIterable {
         case (.string, .uint(let u)): return .string(String(u))
         case (.string, .double(let d)): return .string(String(d))
         case (.string, .bool(let b)): return .string(b ? "true" : "false")
-        case (.string, .date(let d)): return .string(d.formatted(.iso8601))
+        case (.string, .date(let d)):
+            // (With its fraction when it has one: the plain form drops it, and the text would name another date.)
+            let whole = d.timeIntervalSinceReferenceDate.rounded(.down) == d.timeIntervalSinceReferenceDate
+            return .string(whole ? d.formatted(.iso8601) : d.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
         case (.string, .uuid(let u)): return .string(u.uuidString)
         case (.int, .int), (.double, .double), (.bool, .bool): return value
         case (.int, .uint(let u)): return Int64(exactly: u).map { .int($0) }
@@ -365,8 +376,8 @@ public enum FieldConversion: String, Sendable, CaseIterable {
             let text = s.trimmingCharacters(in: .whitespaces)
             if let i = Int64(text) { return .int(i) }
             return Double(text).flatMap { Int64(exactly: $0) }.map { .int($0) }
-        case (.double, .int(let i)): return .double(Double(i))
-        case (.double, .uint(let u)): return .double(Double(u))
+        case (.double, .int(let i)): return Double(exactly: i).map { .double($0) }   // (past 2^53 only if exact)
+        case (.double, .uint(let u)): return Double(exactly: u).map { .double($0) }
         case (.double, .bool(let b)): return .double(b ? 1 : 0)
         case (.double, .string(let s)):
             return Double(s.trimmingCharacters(in: .whitespaces)).flatMap { $0.isFinite ? .double($0) : nil }

@@ -28,6 +28,13 @@ import Foundation
 /// so does the shell's `.migrations`.
 public struct Migrator: Sendable {
     /// A migration's body: its steps, run in one write transaction.
+    ///
+    /// The body may run more than once before its migration commits: again alone when a step deletes a key space
+    /// (``MigrationContext/dropIndex(_:from:)``, ``MigrationContext/dropCollection(_:)``, a rename that moves an
+    /// index) while other reads were in flight, again when the map grows, and on a scratch store first with
+    /// ``Migrator/eraseStoreOnSchemaChange``. Only what it does to the store is kept, once; keep it free of
+    /// effects outside the store (a file written, a message sent). A step that fails halfway leaves the migration
+    /// unable to commit, even if the body catches its error.
     public typealias Body = @Sendable (MigrationContext) throws -> Void
 
     struct Migration: Sendable {
