@@ -411,6 +411,8 @@ extension CSV {
         let origin: String
         /// Whether every column is a field of the document itself, none nested.
         private var flat = true
+        /// For each column, the columns whose field holds its field or lies inside it.
+        private var nesting: [[Int]] = []
 
         /// Reads every row of `rows` once.
         init<Source: CSVBytes>(_ rows: inout CSVRows<Source>, origin: String, reading: Reading, idPath: FieldPath?)
@@ -434,15 +436,15 @@ extension CSV {
                 }
                 seen[path] = i
             }
-            // A column whose field holds another column's (`address` and `address.city`): a row would have to make
-            // the field a value and an object at once, and one of the two cells would be lost.
+            // The columns whose field holds another column's (`address` and `address.city`): a row may fill one
+            // of the two, not both (the field cannot be a value and an object at once: one cell would be lost).
+            nesting = Array(repeating: [], count: paths.count)
             for (i, outer) in paths.enumerated() where !flat {
                 for (j, inner) in paths.enumerated()
                 where inner.components.count > outer.components.count
                     && inner.components.starts(with: outer.components) {
-                    throw ShellError("\(origin): the header names both '\(header[i])' (column \(i + 1)) and "
-                        + "'\(header[j])' (column \(j + 1)), which is inside it: a field cannot hold a value and "
-                        + "fields at once; rename one of them")
+                    nesting[i].append(j)
+                    nesting[j].append(i)
                 }
             }
             var columns = [ColumnLearning](repeating: ColumnLearning(), count: paths.count)
@@ -593,6 +595,11 @@ extension CSV {
                     // Nil only where nothing is yet: an empty `address` beside an `address.city` keeps the object.
                     if document[path: paths[c]] == nil { document = document.setting(.null, at: paths[c]) }
                     continue
+                }
+                if let other = nesting[c].first(where: { $0 < c && !isNull(cells[$0]) }) {
+                    let (outer, inner) = paths[other].components.count < paths[c].components.count ? (other, c) : (c, other)
+                    throw ShellError("\(origin): row \(row) has values in both '\(header[outer])' and "
+                        + "'\(header[inner])', which is inside it: a field cannot hold a value and fields at once")
                 }
                 document = document.setting(try value(cell, row: row, column: c), at: paths[c])
             }
