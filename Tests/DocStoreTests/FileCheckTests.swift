@@ -122,6 +122,53 @@ import TestSupport
         #expect(duplicates.map(\.description).contains { $0.contains("flags 4") }, "\(duplicates)")
     }
 
+    /// Every page but the meta pages is in a tree or listed free, once. A key space's record emptied (its pages
+    /// then reachable from nowhere), a meta page listed as free, and a page listed free twice are each reported,
+    /// where the check said the file was clean. And a file with no meta page is no clean store.
+    @Test func pagesLostOrListedWronglyAreReported() async throws {
+        let (path, dir) = try await Self.storeFile()
+        defer { _ = dir }
+        let clean = try Data(contentsOf: URL(fileURLWithPath: path))
+        let size = LMDBFileCheck.run(path: path).pageSize
+        #expect(LMDBFileCheck.run(data: clean).problems.isEmpty)
+        func u64(_ d: Data, _ at: Int) -> Int { (0..<8).reduce(0) { $0 | Int(d[at + $1]) << (8 * $1) } }
+        func put(_ d: inout Data, _ at: Int, _ value: UInt64) { for i in 0..<8 { d[at + i] = UInt8(truncatingIfNeeded: value >> (8 * i)) } }
+        let newest = u64(clean, 144) > u64(clean, size + 144) ? 0 : size
+        func leafNodes(_ page: Int) -> [Int] {
+            let base = page * size
+            let count = (Int(clean[base + 12]) | Int(clean[base + 13]) << 8 - 16) / 2
+            return (0..<count).map { base + (Int(clean[base + 16 + 2 * $0]) | Int(clean[base + 17 + 2 * $0]) << 8) }
+        }
+        // The documents' record in the main database (a leaf of names): emptied.
+        let mainRoot = u64(clean, newest + 88 + 40)
+        let record = try #require(leafNodes(mainRoot).first { node in
+            let keySize = Int(clean[node + 6]) | Int(clean[node + 7]) << 8
+            return String(decoding: clean[(node + 8)..<(node + 8 + keySize)], as: UTF8.self).hasPrefix("doc")
+        }.map { $0 + 8 + (Int(clean[$0 + 6]) | Int(clean[$0 + 7]) << 8) })
+        var emptied = clean
+        emptied[record + 6] = 0; emptied[record + 7] = 0
+        for field in stride(from: 8, to: 40, by: 8) { put(&emptied, record + field, 0) }
+        put(&emptied, record + 40, .max)
+        let lost = LMDBFileCheck.run(data: emptied).problems
+        #expect(lost.contains { $0.message.contains("neither in use nor free") }, "\(lost)")
+        // The free list's first entry: its first page made a meta page, then its second made its first.
+        let freeRoot = u64(clean, newest + 40 + 40)
+        let entry = try #require(leafNodes(freeRoot).first).advanced(by: 8 + 8)
+        #expect(u64(clean, entry) >= 2, "the free-list entry holds \(u64(clean, entry)) pages")
+        var meta = clean
+        put(&meta, entry + 8, 1)
+        #expect(LMDBFileCheck.run(data: meta).problems.contains { $0.message.contains("meta page 1 is listed as free") })
+        var twice = clean
+        put(&twice, entry + 16, UInt64(u64(clean, entry + 8)))
+        #expect(LMDBFileCheck.run(data: twice).problems.contains { $0.message.contains("listed twice") })
+        // No meta page: not a clean store.
+        try Data(count: 8192).write(to: URL(fileURLWithPath: dir.path("zeros.db")))
+        try Data().write(to: URL(fileURLWithPath: dir.path("empty.db")))
+        for name in ["zeros.db", "empty.db"] {
+            #expect(!DocStore.checkFile(at: dir.path(name)).isClean, "\(name)")
+        }
+    }
+
     /// The check before opening looks at the newest commit, the one LMDB opens: damage to a page that only the
     /// newest commit uses is found.
     @Test func theCheckBeforeOpeningReadsTheNewestCommit() async throws {

@@ -159,23 +159,32 @@ struct LMDBFileCheck {
         if pageCount > 1 { state[1] = 1 }
         walk(newest.free, space: "free list", isFreeList: true)
         walk(newest.main, space: "main", isMain: true)
+        // Every page up to the last is in use or free (LMDB's own audit): one that is neither was left behind by
+        // damage that cut off what hung from it (a key space's record emptied, say), and is reachable from nowhere.
+        if problems.isEmpty {
+            let lost = state.indices.filter { $0 >= 2 && state[$0] == 0 }
+            if let first = lost.first {
+                damage(UInt64(first), "", "\(lost.count) page\(lost.count == 1 ? " is" : "s are") neither in use nor "
+                    + "free (the first is page \(first)): reachable from no tree, and never reused")
+            }
+        }
     }
 
     /// The valid meta pages. The page size is in the first one's free-list record; a damaged one is looked for in
-    /// the second. With `pastTheEnd`, a meta page whose last page lies past the end of the file is valid too (a file
-    /// cut short): its pages that are still there can be read.
+    /// the second. A meta page whose last page lies past the end of the file is valid (free pages never written, or a
+    /// file cut short, whose pages still there can be read).
     ///
     /// A writer in another process may be writing a meta page meanwhile (its fields, then its commit id): the two
     /// pages' commit ids are read before and after the rest, and the pages read again when either changed, so that
     /// no page's fields come from two commits, and a page being written is not reported as damage.
-    private mutating func readMetas(pastTheEnd: Bool = false) -> [Meta] {
+    private mutating func readMetas() -> [Meta] {
         var metas: [Meta] = []
         for size in [Int(u32(40) ?? 0), 4096] where size >= 512 && size <= 65536 && size & (size - 1) == 0 {
             pageSize = size
             for attempt in 1...8 {
                 let reported = problems.count
                 let before = (commitID(ofMeta: 0, first: true), commitID(ofMeta: 1, first: true))
-                metas = (0...1).compactMap { meta(at: $0, pastTheEnd: pastTheEnd) }
+                metas = (0...1).compactMap { meta(at: $0) }
                 let after = (commitID(ofMeta: 0, first: false), commitID(ofMeta: 1, first: false))
                 if before == after || attempt == 8 { break }
                 problems.removeSubrange(reported...)
@@ -196,7 +205,7 @@ struct LMDBFileCheck {
     }
 
     /// The meta page `index`, if it is one: a damaged one is reported.
-    private mutating func meta(at index: Int, pastTheEnd: Bool) -> Meta? {
+    private mutating func meta(at index: Int) -> Meta? {
         let base = index * pageSize
         let space = "meta page \(index)"
         guard let flags = u16(base + 10), let magic = u32(base + 16), let version = u32(base + 20) else {
@@ -212,9 +221,10 @@ struct LMDBFileCheck {
             damage(UInt64(index), space, "cut short")
             return nil
         }
-        let filePages = UInt64(bytes.count / pageSize)
-        guard last >= 1, last < filePages || pastTheEnd else {
-            damage(UInt64(index), space, "its last page \(last) \(LMDBFileCheck.pastTheEnd) (\(filePages) pages)")
+        // (Its last page may lie past the end of the file: pages a commit took and freed again before it ended
+        // are listed free and never written. A page a tree reaches there is damage, found by the walk.)
+        guard last >= 1 else {
+            damage(UInt64(index), space, "its last page is \(last)")
             return nil
         }
         return Meta(page: index, free: free, main: main, lastPage: last, txnid: txnid)
@@ -277,7 +287,7 @@ struct LMDBFileCheck {
         pagesChecked += 1
         let base = Int(page) * pageSize
         guard let number = u64(base), let flags = u16(base + 10) else {
-            damage(page, space, "past the end of the file")
+            damage(page, space, "page \(page) \(LMDBFileCheck.pastTheEnd)")
             return
         }
         guard number == page else {
@@ -567,9 +577,17 @@ struct LMDBFileCheck {
                 damage(page, space, "free page \(page) " + FileStorage.pastTheLastPage(pageCount))
                 return
             }
-            // A page freed by a commit can be in use again later, after the readers that kept it are gone; only
-            // pages of the tree walked so far (the free list's own) must not be listed.
-            if state[Int(page)] == 0 { state[Int(page)] = 2 }
+            // Each page but the two meta pages is either in a tree or listed free, once: the free list's own pages
+            // (walked already) are in use, and a page listed twice would be handed out twice.
+            guard page >= 2 else {
+                damage(page, space, "meta page \(page) is listed as free, and a commit would write over it")
+                return
+            }
+            switch state[Int(page)] {
+            case 0: state[Int(page)] = 2
+            case 2: damage(page, space, "free page \(page) is listed twice, and would be handed out twice")
+            default: damage(page, space, "page \(page) of the free list's own tree is listed as free")
+            }
         }
     }
 
@@ -606,7 +624,7 @@ extension LMDBFileCheck {
 
     fileprivate mutating func salvage(_ wanted: (String) -> Bool) -> Salvage {
         var result = Salvage()
-        let metas = readMetas(pastTheEnd: true).sorted { $0.txnid > $1.txnid }
+        let metas = readMetas().sorted { $0.txnid > $1.txnid }
         pageCount = bytes.count / pageSize
         state = [UInt8](repeating: 0, count: pageCount)
         result.newestCommit = metas.first?.txnid

@@ -156,6 +156,7 @@ final class LMDBPageWalk: StorageWalk {
             for (number, first) in level {
                 let page = try walk.page(number, kind: Layout.branch)
                 let count = walk.nodeCount(page)
+                guard count > 0 else { throw walk.damage(number, "is a branch without children") }
                 for i in 0..<count {
                     let offset = try walk.node(i, of: page, number, count: count)
                     let key = i == 0 ? first : Array(try walk.key(at: offset, of: page, number))
@@ -241,7 +242,7 @@ final class LMDBPageWalk: StorageWalk {
 
     // MARK: Pages
 
-    private func damage(_ page: UInt64, _ what: String) -> StorageError {
+    fileprivate func damage(_ page: UInt64, _ what: String) -> StorageError {
         .damaged("page \(page) of the database \"\(name)\" \(what)")
     }
 

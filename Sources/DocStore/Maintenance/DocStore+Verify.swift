@@ -69,7 +69,13 @@ extension DocStore {
     /// A file that another process writes meanwhile is looked at again when damage is seen while it changed, and
     /// reported clean if it never stood still.
     public static func checkFile(at path: String) -> VerificationReport {
-        let (damage, pages) = FileStorage.check(path: path)
+        var (damage, pages) = FileStorage.check(path: path)
+        if damage.isEmpty && pages == 0 {
+            // (No meta page holds LMDB's magic number: nothing was read, which is no clean store.)
+            damage = [StorageDamage(page: nil, space: "", message: "'\(path)' is not a store's file: neither of its "
+                + "first two pages is an LMDB meta page (the file is empty, cut short, wholly damaged, or another "
+                + "kind of file)")]
+        }
         var report = VerificationReport()
         report.pagesChecked = pages
         report.problems = damage.map(VerificationReport.Problem.init(damage:))
