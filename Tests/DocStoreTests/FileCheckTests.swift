@@ -167,6 +167,11 @@ import TestSupport
         for name in ["zeros.db", "empty.db"] {
             #expect(!DocStore.checkFile(at: dir.path(name)).isClean, "\(name)")
         }
+        // A store with nothing in it (its two meta pages only) is one, and clean.
+        let env = try LMDBEnvironment(path: dir.path("new.db"), configuration: .init(initialMapSize: 1 << 20,
+            maximumMapSize: 1 << 24, maxDatabases: 8, maxReaders: 8))
+        env.close()
+        #expect(DocStore.checkFile(at: dir.path("new.db")).isClean)
     }
 
     /// The check before opening looks at the newest commit, the one LMDB opens: damage to a page that only the

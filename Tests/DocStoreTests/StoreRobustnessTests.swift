@@ -37,6 +37,31 @@ private struct Thread: Document, Equatable {
     static let collection = "threads"
 }
 
+/// A type that holds itself twice over, in arrays, and a class that does through optionals: a probe that followed
+/// each into itself would make 2^depth values.
+private struct Category: Codable, Sendable, Equatable {
+    var name: String
+    var children: [Category]
+    var related: [Category]
+}
+
+private final class Node: Codable, @unchecked Sendable, Equatable {
+    var label: String
+    var left: Node?
+    var right: Node?
+    init(label: String, left: Node? = nil, right: Node? = nil) { (self.label, self.left, self.right) = (label, left, right) }
+    static func == (a: Node, b: Node) -> Bool { a.label == b.label && a.left == b.left && a.right == b.right }
+}
+
+private struct Catalogue: Document, Equatable {
+    var id: Int
+    var title: String
+    var root: Category
+    var tree: Node
+    static let collection = "catalogues"
+    static let indexes: [IndexSpec<Catalogue>] = [.index("title", \.title), .index("root_name", \.root.name)]
+}
+
 private struct ChainDocument: Document {
     var id: Int
     var chain: Chain
@@ -140,6 +165,25 @@ private struct Limits: Document {
         #expect(try await store.verify().isClean)
         if !engineIsServer { try await store.dump(to: dir.path("chains.ndjson")) }
         await store.close()
+    }
+
+    /// Types that hold themselves several times over are probed in bounded time and space, and their fields are
+    /// indexed and queried like any other.
+    @Test func aModelThatHoldsItselfTwiceIsProbedAndQueried() async throws {
+        let (store, dir) = try await makeStore()
+        defer { _ = dir }
+        let leaf = Category(name: "leaf", children: [], related: [])
+        let catalogues = (0..<20).map { i in
+            Catalogue(id: i, title: "t\(i % 4)",
+                      root: Category(name: "c\(i % 3)", children: [leaf, leaf], related: [leaf]),
+                      tree: Node(label: "n\(i)", left: Node(label: "l"), right: Node(label: "r", right: Node(label: "rr"))))
+        }
+        try await store.insert(contentsOf: catalogues)
+        let query = Catalogue.include(#Predicate { $0.root.name == "c1" && $0.title == "t2" })
+        #expect(try await query.results(in: store).map(\.id) == catalogues.filter { $0.root.name == "c1" && $0.title == "t2" }.map(\.id))
+        #expect(try await query.explain(in: store).index != nil)
+        #expect(try await store.get(Catalogue.self, id: 7) == catalogues[7])
+        #expect(try await store.verify().isClean)
     }
 
     @Test func aComputedPropertyThatIsInfiniteIsRefusedNotFatal() async throws {

@@ -640,6 +640,24 @@ final class CollectionHandle {
         return true
     }
 
+    /// Refuses a unique index `definition` over documents that already share a key, and a key too long for any
+    /// index, before anything is written: what ``build(_:in:)`` would meet part way through, after the catalog
+    /// named the index. So that a caller may catch the refusal and go on (make a plain index instead).
+    func checkBuildable(_ definition: IndexDefinition, in txn: any StorageTransaction) throws {
+        let index = Index(definition: definition, database: documents)   // (only its definition is read)
+        var seen: Set<[UInt8]> = []
+        try txn.forEachEntry(in: documents) { _, rawDocument in
+            try Array(rawDocument).withUnsafeBytes { raw in
+                let reader = BinaryReader(raw)
+                let root = try reader.root()
+                for key in try checkedKeys(for: index, reader: reader, root: root)
+                where index.isUnique && !seen.insert(key).inserted {
+                    throw uniqueViolation(index, reader, root)
+                }
+            }
+        }
+    }
+
     /// Fills an empty index from every document of the collection.
     ///
     /// The cursor walks the documents database while entries go into the index database; writes to one named

@@ -218,6 +218,9 @@ final class TransactionScope {
             throw DocStoreError(.invalidSchema, "multi-value index '\(definition.name)' must name exactly one field "
                 + "(it indexes each element of an array)", collection: collection, index: definition.name)
         }
+        // Refused before anything is written when it can be (duplicates under a unique index, a key too long): the
+        // caller may then catch the error and go on.
+        try existing.checkBuildable(definition, in: txn)
         touchedCatalog = true
         var info = existing.info
         info.indexes.append(definition)

@@ -878,6 +878,11 @@ extension FileStorage.Configuration {
 
 /// The file engine of ``FileStorage``: LMDB.
 extension FileStorage {
+    /// Whether the file at `path` has a valid meta page: it is a store's file (an empty one may have no other page).
+    static func holdsMetaPage(_ path: String) -> Bool {
+        LMDBFileCheck.run(path: path, metaOnly: true).newestCommit != nil
+    }
+
     /// Whether the file at `path` is the lock file of a store this process has open: a file the process must not
     /// open to read, since closing it would let go of the store's locks (``LMDBEnvironment/isOpenLockFile(_:)``).
     static func isOpenLockFile(_ path: String) -> Bool { LMDBEnvironment.isOpenLockFile(path) }

@@ -267,6 +267,13 @@ struct LMDBFileCheck {
                 + FileStorage.pastTheLastPage(pageCount))
             return false
         }
+        // A page in use lies wholly within the file (the commit's last page may lie past its end, free pages there
+        // never written; a page a tree reaches there is a file cut short, whose reads would fault).
+        guard free || (page + count) * UInt64(pageSize) <= UInt64(bytes.count) else {
+            damage(page, space, "page \(page)\(count > 1 ? " (and \(count - 1) after it)" : "") "
+                + LMDBFileCheck.pastTheEnd)
+            return false
+        }
         for p in Int(page)..<Int(page + count) {
             if state[p] != 0 {
                 damage(UInt64(p), space, free || state[p] == 2 ? "page \(p) is both free and in use"
@@ -581,7 +588,7 @@ struct LMDBFileCheck {
             // (walked already) are in use, and a page listed twice would be handed out twice.
             guard page >= 2 else {
                 damage(page, space, "meta page \(page) is listed as free, and a commit would write over it")
-                return
+                continue
             }
             switch state[Int(page)] {
             case 0: state[Int(page)] = 2

@@ -70,7 +70,7 @@ extension DocStore {
     /// reported clean if it never stood still.
     public static func checkFile(at path: String) -> VerificationReport {
         var (damage, pages) = FileStorage.check(path: path)
-        if damage.isEmpty && pages == 0 {
+        if damage.isEmpty && pages == 0 && !FileStorage.holdsMetaPage(path) {
             // (No meta page holds LMDB's magic number: nothing was read, which is no clean store.)
             damage = [StorageDamage(page: nil, space: "", message: "'\(path)' is not a store's file: neither of its "
                 + "first two pages is an LMDB meta page (the file is empty, cut short, wholly damaged, or another "

@@ -189,8 +189,8 @@ public final class MigrationContext {
 
     /// Adds an index and builds it from the documents (see ``WriteContext/createIndex(_:in:)``).
     public func createIndex(_ definition: IndexDefinition, in collection: String) throws {
-        steps.append("create \(definition) on \(collection)")
         try context.createIndex(definition, in: collection)
+        steps.append("create \(definition) on \(collection)")   // (once made: a refusal caught by the body made none)
     }
 
     /// Deletes an index and its entries, if the collection has it.

@@ -119,6 +119,9 @@ final class ProbeRecorder {
     /// asked for (dictionaries, which read whatever keys a document holds).
     var otherPaths: [[String]] = []
     var anyKeyPaths: [[String]] = []
+    /// The types being decoded, outermost first; and how many of them are a type met again inside itself.
+    var decoding: [ObjectIdentifier] = []
+    var repeated = 0
 
     init(base: Int64, stride: Int64, truePosition: Int? = nil, alternatePosition: Int? = nil) {
         self.counter = base
@@ -245,12 +248,18 @@ private func rawRepresentable<T>(_ type: T.Type, second: Bool) -> T? {
 
 /// The decoder that answers with probe values.
 ///
-/// Arrays have one element, and optionals a value, down to ``deepest`` names: past it, arrays are empty and
-/// optionals `nil`, so that a type that holds itself (a comment with replies, a tree of categories) is probed to
-/// that depth rather than without end.
+/// Arrays have one element, and optionals a value, unless the value is inside a type met again inside itself (a
+/// comment's replies, a category's children), or deeper than ``deepest`` names: there arrays are empty and
+/// optionals `nil`, so that a type that holds itself, once or several times, is probed one level into itself
+/// rather than without end.
 struct ProbeDecoder: Decoder {
-    /// How deep (in names, an array's element counting as one) a probe follows a type into itself.
+    /// How deep (in names, an array's element counting as one) a probe goes at most.
     static let deepest = 48
+
+    /// Whether arrays are empty and optionals `nil` here.
+    static func stops(_ recorder: ProbeRecorder, _ path: [String]) -> Bool {
+        recorder.repeated > 0 || path.count >= deepest
+    }
 
     let recorder: ProbeRecorder
     let path: [String]
@@ -277,6 +286,14 @@ struct ProbeDecoder: Decoder {
            let made = recorder.substitute(path, { rawRepresentable(T.self, second: $0) }) {
             return made
         }
+        let type = ObjectIdentifier(T.self)
+        let again = recorder.decoding.contains(type)
+        recorder.decoding.append(type)
+        if again { recorder.repeated += 1 }
+        defer {
+            recorder.decoding.removeLast()
+            if again { recorder.repeated -= 1 }
+        }
         do {
             return try T(from: ProbeDecoder(recorder: recorder, path: path))
         } catch {
@@ -292,14 +309,14 @@ struct ProbeDecoder: Decoder {
         var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
         var allKeys: [Key] { recorder.anyKeyPaths.append(path); return [] }
         func contains(_ key: Key) -> Bool { true }
-        func decodeNil(forKey key: Key) throws -> Bool { path.count >= ProbeDecoder.deepest }
+        func decodeNil(forKey key: Key) throws -> Bool { ProbeDecoder.stops(recorder, path) }
         private func p(_ key: Key) -> [String] { path + [key.stringValue] }
 
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
             try ProbeDecoder.value(type, recorder: recorder, path: p(key))
         }
         func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-            guard path.count < ProbeDecoder.deepest else { return nil }
+            guard !ProbeDecoder.stops(recorder, path) else { return nil }
             return try? ProbeDecoder.value(type, recorder: recorder, path: p(key))
         }
         func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -316,7 +333,7 @@ struct ProbeDecoder: Decoder {
         let path: [String]
         private var elementPath: [String] { path + [ProbeRecorder.elementMarker] }
         var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
-        private var elements: Int { path.count < ProbeDecoder.deepest ? 1 : 0 }
+        private var elements: Int { ProbeDecoder.stops(recorder, path) ? 0 : 1 }
         var count: Int? { elements }
         var isAtEnd: Bool { currentIndex >= elements }
         var currentIndex = 0
@@ -346,7 +363,7 @@ struct ProbeDecoder: Decoder {
         let recorder: ProbeRecorder
         let path: [String]
         var codingPath: [any CodingKey] { path.map { NamedKey($0) } }
-        func decodeNil() -> Bool { path.count >= ProbeDecoder.deepest }
+        func decodeNil() -> Bool { ProbeDecoder.stops(recorder, path) }
         func decode(_ type: Bool.Type) throws -> Bool { recorder.nextBool(path) }
         func decode(_ type: String.Type) throws -> String { recorder.nextString(path) }
         /// Every integer and floating-point type is a probe integer (those narrower than 64 bits truncate it).
