@@ -17,13 +17,17 @@ public struct DocStoreError: Error, Sendable, CustomStringConvertible {
             case uniqueViolation, duplicateID, storeFull, notAStore, formatTooNew, cannotOpen, alreadyOpen
             case decodingFailed, encodingFailed, corruptDocument, invalidSchema, valueTooLarge
             case transactionExpired, closed, storage, alreadyExists, readOnly, damagedFile, overflow, invalidUpdate
-            case migrationFailed, changedSinceRead
+            case migrationFailed, changedSinceRead, commitOutcomeUnknown
         }
         let kind: Kind
         public var description: String { kind.rawValue }
 
         /// A unique index already holds the value for another document.
         public static let uniqueViolation = Code(kind: .uniqueViolation)
+        /// The connection to a store's server was lost while a transaction committed, and whether it committed
+        /// cannot be known: read the store before making the change again (running it again blindly may make it
+        /// twice).
+        public static let commitOutcomeUnknown = Code(kind: .commitOutcomeUnknown)
         /// A named thing (an index, a saved filter) already exists under that name.
         public static let alreadyExists = Code(kind: .alreadyExists)
         /// A document with the same id already exists (from `insert`; `save` replaces instead).

@@ -251,9 +251,8 @@ final class PostgresStorage: StorageEngine {
             return found
         } catch {
             _ = try? asked?.execute("ROLLBACK")
-            throw PostgresError(server: settings.server, message: "the connection was lost while a write committed, "
-                + "and whether it committed cannot be known (\(error)): read the store before writing it again",
-                sqlState: nil, connectionLost: false)
+            throw StorageError.outcomeUnknown("\(settings.server): the connection was lost while a write committed, "
+                + "and whether it committed cannot be known (\(error)): read the store before writing it again")
         }
     }
 

@@ -112,6 +112,7 @@ enum DocStoreShell {
         if shell.pending.isOpen && !shell.pending.isEmpty {
             console.error("warning: \(shell.pending.count) pending change\(shell.pending.count == 1 ? " was" : "s were") "
                 + "not committed and \(shell.pending.count == 1 ? "is" : "are") dropped")
+            failed = true   // (a script that ends with its changes dropped did not do what it says)
         }
         await shell.close()
         try? console.redirect(to: nil)
@@ -210,7 +211,9 @@ final class Terminal {
                 if hadText || !text.isEmpty {
                     interruptedAtEmptyPrompt = false
                 } else if interruptedAtEmptyPrompt {
-                    return
+                    // (As Ctrl-D and .exit do: pending changes are not dropped without asking.)
+                    if await mayLeave() { return }
+                    interruptedAtEmptyPrompt = false
                 } else {
                     interruptedAtEmptyPrompt = true
                     shell.console.note("(Ctrl-C again at an empty prompt, Ctrl-D or .exit to leave)")

@@ -48,6 +48,33 @@ extension ShellSessions {
         }
     }
 
+    /// In a script, a statement that fails inside a transaction makes its commit refuse: no one saw the failure to
+    /// decide, and applying the others alone would leave a change half made (the first half of a transfer, say).
+    /// And a script that ends with changes still pending ends with status 1.
+    @Test func aScriptWhoseTransactionHadAFailureCommitsNothing() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare([#"accounts.insert({"id": 1, "balance": 100})"#, #"accounts.insert({"id": 2, "balance": 0})"#])
+        let script = """
+            begin
+            accounts.include(id == 1).update(inc: {"balance": -100})
+            accounts.include(id == 2).updat(inc: {"balance": 100})
+            commit
+            rollback
+            accounts.sortBy(id).select(balance)
+
+            """
+        let result = try sandbox.run(["--yes", sandbox.storePath], input: script)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("commit refused: a statement of this transaction failed"), "\(result.stderr)")
+        #expect(!result.stdout.contains("Committed"), "\(result)")
+        #expect(result.stdout.contains("100"), "\(result)")
+        let ended = try sandbox.run([sandbox.storePath], input: "begin\n" + #"accounts.insert({"id": 3})"# + "\n")
+        #expect(ended.status == 1, "\(ended)")
+        #expect(ended.stderr.contains("not committed"), "\(ended)")
+        let after = try sandbox.run([sandbox.storePath], input: "accounts.count()\n")
+        #expect(after.stdout == "2\n", "\(after)")
+    }
+
     @Test func twoShellsInTransactionsBothCommitTheirInserts() throws {
         let sandbox = try ShellSandbox()
         try sandbox.prepare(ShellSandbox.threePeople)

@@ -364,6 +364,8 @@ package enum StorageError: Error, CustomStringConvertible {
     case nestingRefused(String)
     /// The engine met a page of the file that is not what it should be.
     case damaged(String)
+    /// The connection was lost while a transaction committed, and whether it committed cannot be known.
+    case outcomeUnknown(String)
     /// Anything else, in the engine's words.
     case failed(String)
 
@@ -373,7 +375,7 @@ package enum StorageError: Error, CustomStringConvertible {
         case .closed: "the store is closed"
         case .interruptedChange(let error): "a change failed halfway: \(error)"
         case .notAStore(let why), .permissionDenied(let why), .lockFileUnavailable(let why), .damaged(let why),
-             .failed(let why): why
+             .outcomeUnknown(let why), .failed(let why): why
         case .alreadyOpenInProcess: "the file is already open in this process"
         case .openElsewhere: "another process has the file open"
         case .writtenMeanwhile: "another process wrote to the file meanwhile"

@@ -409,6 +409,8 @@ public actor DocStore {
                 return DocStoreError(.closed, "the store at \(path) is closed")
             case .damaged(let why):
                 return StoreCore.damagedFile(path, why)
+            case .outcomeUnknown(let why):
+                return DocStoreError(.commitOutcomeUnknown, "\(why) (\(path))", underlying: error)
             case .interruptedChange(let cause):
                 return DocStoreError(.storage, "a change failed halfway (\(cause)), so the whole transaction was "
                     + "rolled back: nothing was written", underlying: DocStoreError(.storage, "\(cause)"))

@@ -129,7 +129,9 @@ final class Shell {
         let replay = pending.replay
         do {
             return try await store.dryRun { ctx in
-                do { _ = try replay(ctx) } catch { throw PendingReplayFailed(underlying: error) }
+                do { _ = try replay(ctx) } catch is CancellationError {
+                    throw CancellationError()   // (Ctrl-C: the statement is cancelled, the changes still apply)
+                } catch { throw PendingReplayFailed(underlying: error) }
                 return try body(ctx)
             }
         } catch let failed as PendingReplayFailed {
@@ -249,8 +251,16 @@ final class Shell {
             console.error("error: \(error)")
         }
         hadError = true
+        // A statement of a script (or a file it reads) that fails inside a transaction: no one saw it to decide, so
+        // the commit that follows refuses to apply the others alone.
+        if pending.isOpen && (!console.interactive || origin != nil) && failedInTransaction == nil {
+            failedInTransaction = String(text.prefix(while: { $0 != "\n" }).prefix(80))
+        }
         return false
     }
+
+    /// The first statement of a script that failed inside the open transaction (``execute(_:origin:firstLine:)``).
+    var failedInTransaction: String?
 
     private func report(_ error: ParseError, in text: String, origin: String?, firstLine: Int) {
         var shifted = error
@@ -282,10 +292,16 @@ final class Shell {
             guard !pending.isOpen else { throw ShellError("a transaction is already open: commit or rollback it first") }
             try requireStore().checkWritable("begin a transaction")
             pending.isOpen = true
+            failedInTransaction = nil
             console.note("Transaction started: changes stay pending, visible only here, until commit.")
         case .commit:
             guard pending.isOpen else { throw ShellError("no transaction is open (begin starts one)") }
             let count = pending.count
+            if let failed = failedInTransaction {
+                throw ShellError("commit refused: a statement of this transaction failed (\(failed)), and applying the "
+                    + "others alone could leave a change half made; nothing was applied. The \(count) change"
+                    + "\(count == 1 ? " is" : "s are") still pending: rollback to drop \(count == 1 ? "it" : "them").")
+            }
             let replay = pending.replay
             statsCache = [:]
             let chosen: [String]
@@ -294,6 +310,13 @@ final class Shell {
             } catch is CancellationError {
                 throw ShellError("commit cancelled: nothing was applied, and the \(count) change"
                     + "\(count == 1 ? " is" : "s are") still pending")
+            } catch let error as DocStoreError where error.code == .commitOutcomeUnknown {
+                // Committing again could make the changes twice: they are dropped, and the person told to look.
+                pending.close()
+                throw ShellError("the connection to the server was lost while the commit was under way, and whether it "
+                    + "was applied cannot be known: the \(count) change\(count == 1 ? " was" : "s were") either all "
+                    + "applied or none. They are no longer pending: read the store, and make them again if they are "
+                    + "not there. (\(error.message))")
             } catch let failed as PendingChanges.Failed where failed.changedSinceRead {
                 throw ShellError("commit failed, so nothing was applied: the pending \(failed.summary) was confirmed "
                     + "for documents that another writer has changed since (\(failed.underlying)). The \(count) change"
@@ -312,6 +335,7 @@ final class Shell {
             guard pending.isOpen else { throw ShellError("no transaction is open (begin starts one)") }
             let count = pending.count
             pending.close()
+            failedInTransaction = nil
             statsCache = [:]
             console.note("Rolled back \(count) pending change\(count == 1 ? "" : "s").")
         case .command(let name, let arguments, let location):
@@ -854,11 +878,18 @@ final class Shell {
             return
         }
         let document = literal.value
+        let collection = q.collection, inTransaction = pending.isOpen
         let (result, created) = try await change("findOrCreate in \(q.collection)",
                                                  chosen: { $0.created ? "created \($0.document.json())" : nil }) { ctx
             -> (document: DocumentValue, created: Bool) in
             var created = false
             let result = try q.findOrCreate(in: ctx) { created = true; return document }
+            // Nothing was found when it was asked: in a transaction, a document found at commit was made by
+            // another writer since, and the one shown as created would silently not be.
+            guard created || !inTransaction else {
+                throw DocStoreError(.changedSinceRead, "findOrCreate in '\(collection)' now finds a document another "
+                    + "writer made since (\(result.json())): the one shown as created would not be", collection: collection)
+            }
             return (result, created)
         }
         console.result(renderer.render(result))
