@@ -80,6 +80,13 @@ struct PostgresLocation {
         if !items.contains(where: { $0.name == "connect_timeout" }) {
             items.append(URLQueryItem(name: "connect_timeout", value: "5"))
         }
+        // The client's own keepalives: a connection that only listens sends nothing, and a network that drops
+        // without a word would otherwise leave it waiting, missing other processes' commits, for the system's two
+        // hours. (A URL may set its own.)
+        for (name, value) in [("keepalives", "1"), ("keepalives_idle", "20"), ("keepalives_interval", "10"),
+                              ("keepalives_count", "3")] where !items.contains(where: { $0.name == name }) {
+            items.append(URLQueryItem(name: name, value: value))
+        }
         if !items.contains(where: { $0.name == "application_name" }) {
             items.append(URLQueryItem(name: "application_name", value: "docstore"))
         }

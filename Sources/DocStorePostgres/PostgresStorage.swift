@@ -303,6 +303,9 @@ final class PostgresStorage: StorageEngine {
             if let listener, listener.isUp, let seen = lastSeenCommit, try listener.notifications().isEmpty {
                 return seen
             }
+            // (Forgotten before it is asked for: the notifications just read are used up, and should the question
+            // fail, the next call must ask again rather than answer the old commit for good.)
+            lastSeenCommit = nil
             if listener == nil || listener?.isUp == false {
                 lastSeenCommit = nil
                 listener = try? connect()

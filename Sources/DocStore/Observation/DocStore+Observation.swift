@@ -80,6 +80,8 @@ extension DocStore {
                 continuation.finish()
             } catch is CancellationError {
                 continuation.finish()
+            } catch let error as DocStoreError where error.code == .closed {
+                continuation.finish()   // (a read woken by the last commit, run as the store closed: it simply ends)
             } catch {
                 continuation.finish(throwing: error)
             }
