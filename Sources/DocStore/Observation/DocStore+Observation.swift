@@ -59,6 +59,7 @@ extension DocStore {
         let (subscriber, signals) = changes.subscribe(self)
         let task = Task { [changes, weak self] in
             var previous: (fingerprint: [UInt8], value: Value)?
+            var readOnce = false
             do {
                 var iterator = signals.makeAsyncIterator()
                 repeat {
@@ -71,6 +72,7 @@ extension DocStore {
                         return (f, v, ctx.txn.id)
                     }) else { continue }
                     let (fingerprint, value, snapshot) = read
+                    readOnce = true
                     changes.observed(snapshot: snapshot, by: subscriber)
                     if let value, previous == nil || fingerprint != previous?.fingerprint {
                         previous = (fingerprint, value)
@@ -80,8 +82,10 @@ extension DocStore {
                 continuation.finish()
             } catch is CancellationError {
                 continuation.finish()
-            } catch let error as DocStoreError where error.code == .closed {
-                continuation.finish()   // (a read woken by the last commit, run as the store closed: it simply ends)
+            } catch let error as DocStoreError where error.code == .closed && readOnce {
+                // A read woken by the last commit, run as the store closed: the observation simply ends. (One begun
+                // on a closed store says so.)
+                continuation.finish()
             } catch {
                 continuation.finish(throwing: error)
             }
