@@ -1035,4 +1035,35 @@ private struct AdultNames: StoreRequest {
             notifier.subscriberCount == 0 && !notifier.isPolling
         }
     }
+
+    /// A sequence of requests that gives one request and then waits for good, deaf to cancellation.
+    fileprivate struct DeafRequests: AsyncSequence, Sendable {
+        let first: AdultNames
+        struct Iterator: AsyncIteratorProtocol {
+            var given = false
+            let first: AdultNames
+            mutating func next() async -> AdultNames? {
+                if !given { given = true; return first }
+                await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in }   // never resumed
+                return nil
+            }
+        }
+        func makeAsyncIterator() -> Iterator { Iterator(first: first) }
+    }
+
+    /// The consumer stopping ends the current request's observation even when the requests never end and do not
+    /// heed cancellation: the observation was left reading after every commit, its subscription held, for good.
+    @Test func cancellingTheConsumerEndsTheObservationOfRequestsThatIgnoreCancellation() async throws {
+        let (store, dir) = try await makeStore()
+        defer { withExtendedLifetime((store, dir)) {} }
+        let notifier = store.changes
+        let recorder = ObservationRecorder(store.observe(requests: DeafRequests(first: AdultNames())))
+        #expect(try await recorder.next() == [])
+        #expect(notifier.subscriberCount == 1)
+        recorder.cancel()
+        try await eventually("no subscriber and no poller; now \(notifier.subscriberCount) "
+                             + "subscribers, polling: \(notifier.isPolling)") {
+            notifier.subscriberCount == 0 && !notifier.isPolling
+        }
+    }
 }

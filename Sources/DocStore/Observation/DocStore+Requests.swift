@@ -68,7 +68,6 @@ extension DocStore {
                     // The next request is current before the previous one's observation stops: the end of that
                     // observation does not end the stream.
                     let mine = generation.next()
-                    inner?.cancel()
                     inner = Task {
                         do {
                             for try await value in values {
@@ -80,6 +79,7 @@ extension DocStore {
                             generation.ifCurrent(mine) { continuation.finish(throwing: error) }
                         }
                     }
+                    if let inner { generation.follow(inner) }
                 }
                 // The requests ended: the last one is followed until the consumer stops.
                 let last = inner
@@ -89,7 +89,12 @@ extension DocStore {
                 continuation.finish(throwing: error)
             }
         }
-        continuation.onTermination = { _ in task.cancel() }
+        // (The current request's observation is stopped too: the task that follows the requests may be waiting on a
+        // sequence that does not end when cancelled, and would not reach its own cancel of it.)
+        continuation.onTermination = { _ in
+            task.cancel()
+            generation.stop()
+        }
         return stream
     }
 }
@@ -101,6 +106,26 @@ extension DocStore {
 /// after (and overwrite) the first value of the request that replaced it.
 final class RequestGeneration: Sendable {
     private let value = Mutex<Int>(0)
+    /// The current request's observation, and whether the whole has stopped.
+    private let following = Mutex<(task: Task<Void, Never>?, stopped: Bool)>((nil, false))
+
+    /// Makes `task` the current request's observation, stopping the one before (and `task` itself, once stopped).
+    func follow(_ task: Task<Void, Never>) {
+        let (previous, stopped) = following.withLock { state in
+            defer { if !state.stopped { state.task = task } }
+            return (state.task, state.stopped)
+        }
+        previous?.cancel()
+        if stopped { task.cancel() }
+    }
+
+    /// Stops the current request's observation, and every later one.
+    func stop() {
+        following.withLock { state in
+            state.stopped = true
+            return state.task
+        }?.cancel()
+    }
 
     /// Moves to the next request; returns its number.
     func next() -> Int { value.withLock { $0 += 1; return $0 } }
