@@ -101,13 +101,17 @@ final class CollectionHandle {
     /// names is recorded), as a patch of it or an encode of its model nearly always is.
     func storable(_ bytes: [UInt8], in txn: any StorageTransaction, replacing stored: [UInt8]? = nil) throws
         -> [UInt8] {
-        if let stored, bytes.count > BinaryFormat.shapedHeaderSize, stored.count > BinaryFormat.shapedHeaderSize,
-           bytes[0] == BinaryFormat.shapedVersion, stored[0] == BinaryFormat.shapedVersion,
-           bytes[1...8].elementsEqual(stored[1...8]) {
-            return bytes
-        }
+        if let stored, CollectionHandle.sameShape(bytes, stored) { return bytes }
         var shapes: [UInt64: UInt64?] = [:]
         return try storable(bytes, in: txn, shapes: &shapes)
+    }
+
+    /// Whether two documents are both in format 3 under one shape: the first is then stored as it is, its shape
+    /// recorded already.
+    static func sameShape(_ bytes: [UInt8], _ stored: [UInt8]) -> Bool {
+        bytes.count > BinaryFormat.shapedHeaderSize && stored.count > BinaryFormat.shapedHeaderSize
+            && bytes[0] == BinaryFormat.shapedVersion && stored[0] == BinaryFormat.shapedVersion
+            && bytes[1...8].elementsEqual(stored[1...8])
     }
 
     var name: String { info.name }
@@ -276,26 +280,17 @@ final class CollectionHandle {
     enum WriteMode { case insert, save }
 
     /// A model encoded as a document of this collection; a failure names the type and the collection.
-    func encoded<T: Encodable>(_ document: T) throws -> [UInt8] {
-        try CollectionHandle.encoded(document, for: name, shapedWith: shapeID == nil ? nil : shapeSalt)
+    func encoded<T: Encodable>(_ document: T, last: LastShape? = nil) throws -> [UInt8] {
+        try CollectionHandle.encoded(document, for: name, shapedWith: shapeID == nil ? nil : shapeSalt, last: last)
     }
 
     /// Many models encoded, in slices on every core when they are many; the first failure is thrown.
     static func encoded<T: Encodable & Sendable>(_ documents: [T], for collection: String, shapedWith salt: UInt64?)
         throws -> [[UInt8]] {
-        let slices = min(ProcessInfo.processInfo.activeProcessorCount, documents.count / 2048)
-        guard slices > 1 else {
-            let last = LastShape()
-            return try documents.map { try encoded($0, for: collection, shapedWith: salt, last: last) }
-        }
-        let results = Mutex<[Result<[[UInt8]], any Error>?]>(Array(repeating: nil, count: slices))
-        DispatchQueue.concurrentPerform(iterations: slices) { slice in
-            let range = (documents.count * slice / slices)..<(documents.count * (slice + 1) / slices)
-            let last = LastShape()
-            let result = Result { try documents[range].map { try encoded($0, for: collection, shapedWith: salt, last: last) } }
-            results.withLock { $0[slice] = result }
-        }
-        return try results.withLock { $0 }.flatMap { try $0!.get() }
+        try SlicedWork.results(documents.count, threads: ProcessInfo.processInfo.activeProcessorCount, unit: 1024,
+                               start: LastShape.init) { last, i in
+            try encoded(documents[i], for: collection, shapedWith: salt, last: last)
+        }.map { try $0.get() }
     }
 
     /// A model encoded as a document of `collection`, which needs no transaction: a writer encodes on its own
@@ -324,46 +319,89 @@ final class CollectionHandle {
             }
             let old: [UInt8]? = try stored ?? txn.get(documents, id).map { Array($0) }
             if old != nil && mode == .insert { throw duplicateID(reader, root) }
-            // The indexes whose fields hold the same bytes as before keep their entries: their keys are not made.
-            var kept = old.map { unchangedIndexes(from: $0, to: reader, root: root) }
-                ?? Array(repeating: false, count: indexes.count)
-            let storedKeys = try old.flatMap { try entries(ofStored: $0, skipping: kept) }
-            // A damaged document's entries are all walked away below, so every index gets its entries anew.
-            if old != nil && storedKeys == nil { kept = Array(repeating: false, count: indexes.count) }
-            let newKeys = try indexes.indices.map { i in
-                kept[i] ? [] : try checkedKeys(for: indexes[i], reader: reader, root: root)
-            }
-            let oldKeys = storedKeys ?? Array(repeating: [], count: indexes.count)
-            // Per index, the keys to remove and to add: none where they are the same (a field the change left alone).
-            let removed = indexes.indices.map { CollectionHandle.keys(oldKeys[$0], notIn: newKeys[$0]) }
-            let added = indexes.indices.map { CollectionHandle.keys(newKeys[$0], notIn: oldKeys[$0]) }
-            if txn.prefersBatches && stored != nil {
-                // The present document known, only the unique keys this write adds are checked: asked at once.
-                try txn.prefetch(indexes.indices.filter { indexes[$0].isUnique }.flatMap { i in
-                    added[i].map { (indexes[i].database, $0) }
-                })
-            }
-            // Every check before any change, so that a refused write leaves nothing behind.
-            for (i, index) in indexes.enumerated() where index.isUnique {
-                for key in added[i] {
-                    if let holder = try txn.get(index.database, key), !holder.elementsEqual(id) {
-                        throw uniqueViolation(index, reader, root)
-                    }
-                }
-            }
-            try txn.changingAtomically {
-                // A damaged document, whose keys cannot be read, may still be replaced.
-                try removeEntries(old != nil && storedKeys == nil ? nil : removed, of: id, in: txn)
-                try putDocument(bytes, id: id, new: old == nil, in: txn)
-                for (i, index) in indexes.enumerated() {
-                    for key in added[i] {
-                        try addEntry(key, id: id, to: index, in: txn, checked: true) {
-                            IndexKeys.describe(index.definition, reader: reader, root: root)
-                        }
-                    }
+            let changes = try keyChanges(reader: reader, root: root, replacing: old)
+            try apply(changes, bytes, id: id, new: old == nil, in: txn, prefetched: stored == nil)
+        }
+    }
+
+    /// What writing a document changes in the indexes: per index, the keys to remove and to add, none where they
+    /// are the same (a field the change left alone). `removed` is `nil` when the document it replaces is damaged:
+    /// its entries are then found by walking the indexes, and every index gets its entries anew.
+    struct KeyChanges {
+        var removed: [[[UInt8]]]?
+        var added: [[[UInt8]]]
+    }
+
+    /// The ``KeyChanges`` of writing the document `reader` reads over `old` (`nil`: a new document). Needs no
+    /// transaction; throws when a key cannot be made (too long).
+    private func keyChanges(reader: BinaryReader, root: ValueRef, replacing old: [UInt8]?) throws -> KeyChanges {
+        // The indexes whose fields hold the same bytes as before keep their entries: their keys are not made.
+        var kept = old.map { unchangedIndexes(from: $0, to: reader, root: root) }
+            ?? Array(repeating: false, count: indexes.count)
+        let storedKeys = try old.flatMap { try entries(ofStored: $0, skipping: kept) }
+        let damaged = old != nil && storedKeys == nil
+        if damaged { kept = Array(repeating: false, count: indexes.count) }
+        let newKeys = try indexes.indices.map { i in
+            kept[i] ? [] : try checkedKeys(for: indexes[i], reader: reader, root: root)
+        }
+        let oldKeys = storedKeys ?? Array(repeating: [], count: indexes.count)
+        return KeyChanges(removed: damaged ? nil : indexes.indices.map { CollectionHandle.keys(oldKeys[$0], notIn: newKeys[$0]) },
+                          added: indexes.indices.map { CollectionHandle.keys(newKeys[$0], notIn: oldKeys[$0]) })
+    }
+
+    /// Writes document `bytes` (of id `id`, stored in this collection's form) with `changes` to its index entries:
+    /// every unique key it adds is checked first, so that a refused write leaves nothing behind. `prefetched`: the
+    /// holders of its unique keys were asked for already (``checkedReads(of:)``), on an engine with round trips.
+    private func apply(_ changes: KeyChanges, _ bytes: [UInt8], id: [UInt8], new: Bool, in txn: any StorageTransaction,
+                       prefetched: Bool) throws {
+        if txn.prefersBatches && !prefetched {
+            // The present document known, only the unique keys this write adds are checked: asked at once.
+            try txn.prefetch(indexes.indices.filter { indexes[$0].isUnique }.flatMap { i in
+                changes.added[i].map { (indexes[i].database, $0) }
+            })
+        }
+        for (i, index) in indexes.enumerated() where index.isUnique {
+            for key in changes.added[i] {
+                if let holder = try txn.get(index.database, key), !holder.elementsEqual(id) {
+                    throw try uniqueViolation(index, bytes)
                 }
             }
         }
+        try txn.changingAtomically {
+            // A damaged document, whose keys cannot be read, may still be replaced.
+            try removeEntries(changes.removed, of: id, in: txn)
+            try putDocument(bytes, id: id, new: new, in: txn)
+            for (i, index) in indexes.enumerated() {
+                for key in changes.added[i] {
+                    try addEntry(key, id: id, to: index, in: txn, checked: true) { "" }
+                }
+            }
+        }
+    }
+
+    /// A stored document's replacement by `bytes`, worked out without the transaction (on any thread): its form and
+    /// its index keys. `nil` unless it is the plain case: the same names as the stored document (no shape to record),
+    /// the same id, bytes that differ, keys that can be made; the caller then writes it through
+    /// ``update(id:stored:in:_:)``, which says what is wrong.
+    struct Replacement {
+        let id: [UInt8]
+        let bytes: [UInt8]
+        let changes: KeyChanges
+    }
+
+    func replacement(of stored: [UInt8], id: [UInt8], by bytes: [UInt8]) -> Replacement? {
+        guard CollectionHandle.sameShape(bytes, stored), !bytes.elementsEqual(stored) else { return nil }
+        return try? bytes.withUnsafeBytes { raw in
+            let reader = BinaryReader(raw)
+            let root = try reader.root()
+            guard try idKey(reader: reader, root: root) == id else { return nil }
+            return Replacement(id: id, bytes: bytes, changes: try keyChanges(reader: reader, root: root, replacing: stored))
+        }
+    }
+
+    /// Writes a ``Replacement`` worked out for this transaction's stored document.
+    func write(_ replacement: Replacement, in txn: any StorageTransaction) throws {
+        try apply(replacement.changes, replacement.bytes, id: replacement.id, new: false, in: txn, prefetched: false)
     }
 
     /// Inserts new documents, encoded, with their index entries: all of them, or none when one is refused.

@@ -148,9 +148,9 @@ struct UpdateRefusal: Error {
 extension CollectionHandle {
     /// Replaces document `id` with what `change` makes of its bytes (`nil`: leave it as it is), keeping every index
     /// right; `false` when there is no such document. An update may not change or remove the id.
-    func update(id: [UInt8], in txn: any StorageTransaction,
+    func update(id: [UInt8], stored: [UInt8]? = nil, in txn: any StorageTransaction,
                 _ change: (UnsafeRawBufferPointer) throws -> [UInt8]?) throws -> Bool {
-        try rewrite(id: id, in: txn, idChanged: { newID, why in
+        try rewrite(id: id, stored: stored, in: txn, idChanged: { newID, why in
             let old = CollectionHandle.describeID(id, in: nil, idPath: info.idPath)
             guard let newID else {
                 return DocStoreError(.invalidUpdate, "an update may not remove a document's id: document \(old) of "
@@ -214,22 +214,20 @@ extension Query {
     @discardableResult
     public func update(in context: WriteContext, _ changes: [FieldChange]) throws -> Int {
         let typed = Element.self != DocumentValue.self
-        return try updateEach(in: context, nested: true) { handle, id, txn in
-            try handle.update(id: id, in: txn) { raw in
-                guard let bytes = try handle.changed(raw, id: id, changes) else { return nil }
-                if typed {
-                    do {
-                        _ = try bytes.withUnsafeBytes { new in
-                            try kind.decode(new, from: handle) { CollectionHandle.describeID(id, in: bytes, idPath: handle.info.idPath) }
-                        }
-                    } catch let error as DocStoreError {
-                        throw DocStoreError(.invalidUpdate, "cannot \(changes.map(\.description).joined(separator: ", ")) "
-                            + "on a query of \(kind.typeName()): \(error.message)", collection: handle.name,
-                            underlying: error)
+        return try updateInSlices(in: context, nested: true) { handle, id, raw, _ in
+            guard let bytes = try handle.changed(raw, id: id, changes) else { return nil }
+            if typed {
+                do {
+                    _ = try bytes.withUnsafeBytes { new in
+                        try kind.decode(new, from: handle) { CollectionHandle.describeID(id, in: bytes, idPath: handle.info.idPath) }
                     }
+                } catch let error as DocStoreError {
+                    throw DocStoreError(.invalidUpdate, "cannot \(changes.map(\.description).joined(separator: ", ")) "
+                        + "on a query of \(kind.typeName()): \(error.message)", collection: handle.name,
+                        underlying: error)
                 }
-                return bytes
             }
+            return bytes
         }
     }
 
@@ -244,6 +242,55 @@ extension Query {
         try update(in: context, FieldChange.list(set: set, unset: unset, increment: increment, push: push, pull: pull))
     }
 
+    /// Replaces every result with what `change` makes of its stored bytes (`nil`: leave it as it is); returns how
+    /// many matched. The documents are read a slice at a time; `change` makes each slice's new bytes on up to the
+    /// store's scan threads at once (``DocStore/Options/scanThreads``), and they are written in id order on this
+    /// thread. So `change` must share nothing it changes, and touch no transaction. The error is the one the
+    /// documents met first in id order, `change`'s or the write's (a unique conflict, a changed id); `nested` as in
+    /// ``updateEach(in:nested:_:)``.
+    func updateInSlices(in context: WriteContext, nested: Bool,
+                        _ change: (CollectionHandle, [UInt8], UnsafeRawBufferPointer, LastShape) throws -> [UInt8]?)
+        throws -> Int {
+        try updating(in: context, nested: nested) { handle, ids, txn in
+            let threads = context.scope.core.scan.threads
+            var matched = 0
+            var start = 0
+            while start < ids.count {
+                // A slice: at most 8,192 documents and about 8 MiB of them (512 at once on an engine with round
+                // trips), copied, for the writes before theirs may move the pages they lie on.
+                var slice: [(id: [UInt8], stored: [UInt8])] = []
+                var bytes = 0
+                let step = txn.prefersBatches ? 512 : 8_192
+                if txn.prefersBatches {
+                    try txn.prefetch(ids.arrays(start..<min(ids.count, start + step)).map { (handle.documents, $0) })
+                }
+                while start < ids.count && slice.count < step && bytes < 8 << 20 {
+                    let id = ids[start]
+                    start += 1
+                    guard let stored = try txn.get(handle.documents, id).map({ Array($0) }) else { continue }
+                    slice.append((id, stored))
+                    bytes += stored.count
+                }
+                // Each new document with its index keys, where they can be worked out without the transaction,
+                // made on helper threads too, and written in order as they come.
+                try SlicedWork.run(slice.count, threads: threads, start: LastShape.init, { last, i in
+                    let (id, stored) = slice[i]
+                    let new = try stored.withUnsafeBytes { try change(handle, id, $0, last) }
+                    return (new, new.flatMap { handle.replacement(of: stored, id: id, by: $0) })
+                }, consume: { i, made in
+                    matched += 1
+                    let (new, replacement) = try made.get()
+                    if let replacement {
+                        try handle.write(replacement, in: txn)
+                    } else if let new {
+                        _ = try handle.update(id: slice[i].id, stored: slice[i].stored, in: txn) { _ in new }
+                    }
+                })
+            }
+            return matched
+        }
+    }
+
     /// Runs `change` on every result's id; returns how many matched. With `nested`, in a transaction nested in the
     /// context's (given to `change`), so that the update is all or none on its own: one that throws leaves the
     /// context's transaction as it was before, as a refused insert does, and the caller may catch the error and go
@@ -252,31 +299,32 @@ extension Query {
     /// commit.
     func updateEach(in context: WriteContext, nested: Bool,
                     _ change: (CollectionHandle, [UInt8], any StorageTransaction) throws -> Bool) throws -> Int {
+        try updating(in: context, nested: nested) { handle, ids, txn in
+            var matched = 0
+            // Each document changed in turn; on an engine with round trips, 512 documents read at once first.
+            let step = txn.prefersBatches ? 512 : max(ids.count, 1)
+            for start in stride(from: 0, to: ids.count, by: step) {
+                let batch = ids.arrays(start..<min(ids.count, start + step))
+                if txn.prefersBatches { try txn.prefetch(batch.map { (handle.documents, $0) }) }
+                for id in batch where try change(handle, id, txn) { matched += 1 }
+            }
+            return matched
+        }
+    }
+
+    /// `body` given the results' ids, their collection and the transaction it changes them in: one nested in the
+    /// context's, or the context's own, changed atomically (``updateEach(in:nested:_:)``); what it returns.
+    private func updating(in context: WriteContext, nested: Bool,
+                          _ body: (CollectionHandle, IDList, any StorageTransaction) throws -> Int) throws -> Int {
         try requireDocuments("update")
         try context.checkWritable("update documents of '\(collection)'", collection: collection)
         guard let executor = try documents.executor(in: context, writing: true) else { return 0 }
         let ids = try executor.resultIDs()
-        var matched = 0
-        /// Each document changed in turn; on an engine with round trips, 512 documents read at once first.
-        func changeAll(_ txn: any StorageTransaction) throws {
-            let step = txn.prefersBatches ? 512 : max(ids.count, 1)
-            for start in stride(from: 0, to: ids.count, by: step) {
-                let batch = ids.arrays(start..<min(ids.count, start + step))
-                if txn.prefersBatches { try txn.prefetch(batch.map { (executor.handle.documents, $0) }) }
-                for id in batch where try change(executor.handle, id, txn) { matched += 1 }
-            }
-        }
-        if nested {
-            return try context.txn.nested { txn in
-                try changeAll(txn)
-                return matched
-            }
-        }
-        try context.txn.changingAtomically { try changeAll(context.txn) }
-        return matched
+        if nested { return try context.txn.nested { try body(executor.handle, ids, $0) } }
+        var result = 0
+        try context.txn.changingAtomically { result = try body(executor.handle, ids, context.txn) }
+        return result
     }
-
-
 }
 
 extension Query where Element: Document {
@@ -288,19 +336,29 @@ extension Query where Element: Document {
     /// For example: `try Person.include(#Predicate { $0.city == "Oslo" }).update(in: ctx) { $0.city = "Bergen" }`.
     @discardableResult
     public func update(in context: WriteContext, _ change: (inout Element) throws -> Void) throws -> Int {
-        try updateEach(in: context, nested: false) { handle, id, txn in
-            try handle.update(id: id, in: txn) { raw in try changed(raw, handle: handle, id: id, change) }
+        let last = LastShape()
+        return try updateEach(in: context, nested: false) { handle, id, txn in
+            try handle.update(id: id, in: txn) { raw in try changed(raw, handle: handle, id: id, last: last, change) }
+        }
+    }
+
+    /// ``update(in:_:)`` for a `change` that may run on several threads at once: the documents are decoded,
+    /// changed and encoded on up to the store's scan threads (``updateInSlices(in:nested:_:)``). What
+    /// ``DocStore``'s `update(in:_:)` runs.
+    func updateConcurrently(in context: WriteContext, _ change: @Sendable (inout Element) throws -> Void) throws -> Int {
+        try updateInSlices(in: context, nested: false) { handle, id, raw, last in
+            try changed(raw, handle: handle, id: id, last: last, change)
         }
     }
 
     /// A stored document decoded, changed by `change`, and encoded again.
-    private func changed(_ raw: UnsafeRawBufferPointer, handle: CollectionHandle, id: [UInt8],
+    private func changed(_ raw: UnsafeRawBufferPointer, handle: CollectionHandle, id: [UInt8], last: LastShape?,
                          _ change: (inout Element) throws -> Void) throws -> [UInt8]? {
         var element = try kind.decode(raw, from: handle) {
             CollectionHandle.describeID(id, in: Array(raw), idPath: handle.info.idPath)
         }
         try change(&element)
-        return try handle.encoded(element)
+        return try handle.encoded(element, last: last)
     }
 
 }

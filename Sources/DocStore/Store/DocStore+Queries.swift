@@ -67,11 +67,16 @@ extension Query where Element: Document {
 
     /// Decodes, modifies and saves every result in one write transaction; returns how many matched.
     ///
+    /// Being `@Sendable`, `change` may run on several threads at once, in no set order, and for documents after one
+    /// whose change fails (``DocStore/Options/scanThreads``): the documents are decoded, changed and encoded side by
+    /// side, and written in id order. The error thrown is the one the first document in id order met (its
+    /// `change`'s, a unique conflict, a changed id), and nothing of the update is written.
+    ///
     /// For example:
     /// `let moved = try await Person.include(#Predicate { $0.city == "Oslo" }).update(in: store) { $0.city = "Bergen" }`.
     @discardableResult
     public func update(in store: DocStore, _ change: @escaping @Sendable (inout Element) throws -> Void) async throws -> Int {
-        try await store.write { try self.update(in: $0, change) }
+        try await store.write { try self.updateConcurrently(in: $0, change) }
     }
 }
 

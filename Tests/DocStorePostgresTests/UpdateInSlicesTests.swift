@@ -1,0 +1,1 @@
+../DocStoreTests/UpdateInSlicesTests.swift
