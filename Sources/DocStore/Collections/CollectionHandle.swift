@@ -284,11 +284,11 @@ final class CollectionHandle {
         try CollectionHandle.encoded(document, for: name, shapedWith: shapeID == nil ? nil : shapeSalt, last: last)
     }
 
-    /// Many models encoded, in slices on every core when they are many; the first failure is thrown.
+    /// Many models encoded, on every core when they are 2,048 or more; the first failure is thrown.
     static func encoded<T: Encodable & Sendable>(_ documents: [T], for collection: String, shapedWith salt: UInt64?)
         throws -> [[UInt8]] {
         try SlicedWork.results(documents.count, threads: ProcessInfo.processInfo.activeProcessorCount, unit: 1024,
-                               start: LastShape.init) { last, i in
+                               least: 2048, start: LastShape.init) { last, i in
             try encoded(documents[i], for: collection, shapedWith: salt, last: last)
         }.map { try $0.get() }
     }

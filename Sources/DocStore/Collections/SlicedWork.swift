@@ -6,18 +6,19 @@ import Synchronization
 /// every result before it is made (writes them, in the transaction only it may use).
 enum SlicedWork {
     /// Makes `work` of each of `count` items and hands each result to `consume`, in the items' order, on the calling
-    /// thread. With `threads` above 1 and at least 64 items, helper threads make units of items too (a sixteenth of
-    /// the items, 16 to `unit`), and the calling thread makes units while the next result it needs is not made yet;
+    /// thread. With `threads` above 1 and at least `least` items (64, unless the caller knows its items to be
+    /// cheaper), helper threads make units of items too (a sixteenth of the items, 16 to `unit`): new threads, which
+    /// cost tens of microseconds to start. The calling thread makes units while the next result it needs is not made yet;
     /// each thread has its own `state` from `start`. When `consume` throws, no new unit is begun, and the helpers are
     /// joined before the error is rethrown.
     ///
     /// `work` runs on several threads at once: it must not share anything it changes.
-    static func run<State, T>(_ count: Int, threads: Int, unit: Int = 256, start: () -> State,
+    static func run<State, T>(_ count: Int, threads: Int, unit: Int = 256, least: Int = 64, start: () -> State,
                               _ work: (inout State, Int) throws -> T,
                               consume: (Int, Result<T, any Error>) throws -> Void) rethrows {
         let unit = max(16, min(unit, count / 16))
         let units = (count + unit - 1) / unit
-        let helpers = count < 64 ? 0 : min(threads, units) - 1
+        let helpers = count < max(least, 2) ? 0 : min(threads, units) - 1
         guard helpers > 0 else {
             var state = start()
             for i in 0..<count { try consume(i, Result { try work(&state, i) }) }
@@ -57,19 +58,19 @@ enum SlicedWork {
         }
     }
 
-    /// `work` of each of `count` items, in the items' order (``run(_:threads:unit:start:_:consume:)``).
-    static func results<State, T>(_ count: Int, threads: Int, unit: Int = 256, start: () -> State,
+    /// `work` of each of `count` items, in the items' order (``run(_:threads:unit:least:start:_:consume:)``).
+    static func results<State, T>(_ count: Int, threads: Int, unit: Int = 256, least: Int = 64, start: () -> State,
                                   _ work: (inout State, Int) throws -> T) -> [Result<T, any Error>] {
         var results: [Result<T, any Error>] = []
         results.reserveCapacity(count)
-        run(count, threads: threads, unit: unit, start: start, { state, i in Result { try work(&state, i) } }) { _, made in
+        run(count, threads: threads, unit: unit, least: least, start: start, { state, i in Result { try work(&state, i) } }) { _, made in
             if case .success(let result) = made { results.append(result) }
         }
         return results
     }
 }
 
-/// The units of one ``SlicedWork/run(_:threads:unit:start:_:consume:)``, shared by its threads: a unit is made by the
+/// The units of one ``SlicedWork/run(_:threads:unit:least:start:_:consume:)``, shared by its threads: a unit is made by the
 /// thread that claims it, which alone writes its results, and read once it is marked made (the mark taken under a
 /// lock, which orders the writes before it).
 private final class Units<State, T>: @unchecked Sendable {

@@ -210,7 +210,9 @@ extension Query {
     ///
     /// On a query of a model type, each changed document must still decode as that type: a change that would leave
     /// one that does not (a field set to a value of another kind, a required field unset) throws
-    /// ``DocStoreError/Code/invalidUpdate`` naming the document and the field, and nothing is written.
+    /// ``DocStoreError/Code/invalidUpdate`` naming the document and the field, and nothing is written. (The
+    /// documents of a large update are changed and decoded on several threads at once, ``DocStore/Options/scanThreads``:
+    /// the type's `init(from:)` must be safe to run so, as a `Decodable` type's nearly always is.)
     @discardableResult
     public func update(in context: WriteContext, _ changes: [FieldChange]) throws -> Int {
         let typed = Element.self != DocumentValue.self
@@ -244,10 +246,10 @@ extension Query {
 
     /// Replaces every result with what `change` makes of its stored bytes (`nil`: leave it as it is); returns how
     /// many matched. The documents are read a slice at a time; `change` makes each slice's new bytes on up to the
-    /// store's scan threads at once (``DocStore/Options/scanThreads``), and they are written in id order on this
-    /// thread. So `change` must share nothing it changes, and touch no transaction. The error is the one the
-    /// documents met first in id order, `change`'s or the write's (a unique conflict, a changed id); `nested` as in
-    /// ``updateEach(in:nested:_:)``.
+    /// store's scan threads at once (``DocStore/Options/scanThreads``), and they are written in the results' order
+    /// on this thread. So `change` must share nothing it changes, and touch no transaction. The error is the one the
+    /// documents met first in the results' order, `change`'s or the write's (a unique conflict, a changed id);
+    /// `nested` as in ``updateEach(in:nested:_:)``.
     func updateInSlices(in context: WriteContext, nested: Bool,
                         _ change: (CollectionHandle, [UInt8], UnsafeRawBufferPointer, LastShape) throws -> [UInt8]?)
         throws -> Int {

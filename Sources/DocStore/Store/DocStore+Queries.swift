@@ -69,8 +69,9 @@ extension Query where Element: Document {
     ///
     /// Being `@Sendable`, `change` may run on several threads at once, in no set order, and for documents after one
     /// whose change fails (``DocStore/Options/scanThreads``): the documents are decoded, changed and encoded side by
-    /// side, and written in id order. The error thrown is the one the first document in id order met (its
-    /// `change`'s, a unique conflict, a changed id), and nothing of the update is written.
+    /// side, and written in the results' order (ids, unless the query sorts). The error thrown is the one the first
+    /// document in that order met (its `change`'s, a unique conflict, a changed id), and nothing of the update is
+    /// written.
     ///
     /// For example:
     /// `let moved = try await Person.include(#Predicate { $0.city == "Oslo" }).update(in: store) { $0.city = "Bergen" }`.

@@ -46,7 +46,7 @@ public actor DocStore {
         /// The most threads one query's full scan uses to check its condition: the documents' ids are cut into
         /// ranges, read at once by as many LMDB readers, each seeing the same commit, and the matches put back in
         /// order. A scan of fewer than 16,384 documents a thread stays on one. An update of 64 documents or more
-        /// makes their new bytes and index keys on as many threads, and writes them in id order. The default is the
+        /// makes their new bytes and index keys on as many threads, and writes them in order. The default is the
         /// number of cores, up to 4; `1` keeps every scan and update on the calling thread.
         public var scanThreads = min(ProcessInfo.processInfo.activeProcessorCount, 4)
         /// Reads the file's structure before opening it, without trusting it (every page number and offset checked
