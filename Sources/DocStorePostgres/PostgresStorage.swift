@@ -215,10 +215,15 @@ final class PostgresStorage: StorageEngine {
                         forget(txn.createdSpaces, on: connection)
                         if attempt < 10 { continue }
                     } else {
-                        forget(txn.createdSpaces, on: connection)
                         // The writes sent ahead are answered first (their errors are this one's consequences).
                         do { try connection.settle() } catch { txn.note(error) }
                         _ = try? connection.execute("ROLLBACK")
+                        // The statements of the tables the write made go once it is rolled back: a transaction the
+                        // server failed refuses every command but its rollback, `DEALLOCATE` too, and statements
+                        // outlive a rollback. Left on the server, they stopped the numbers of those tables, given
+                        // out again, from having statements: the write's next run, and every later one making a
+                        // collection, failed.
+                        forget(txn.createdSpaces, on: connection)
                         if let cause { txn.note(cause) }
                         // A key taken as absent was there: the write runs again, reading what it checks.
                         if txn.assumedWrongly { assumeAbsence = false }

@@ -488,6 +488,37 @@ struct PostgresProcessTests {
         #expect(try await store.verify().isClean)
     }
 
+    /// A write that made a collection (its table, and the statements prepared for it) and that the server refused at
+    /// its commit with a conflict runs again and commits, and so does the next write that makes one. The server
+    /// refuses the first commit through a trigger on `meta`'s commit number (a sequence counts the commits: it is not
+    /// undone by the rollback).
+    @Test func aWriteThatMadeACollectionAndWasRefusedOnTheServerRunsAgain() async throws {
+        let cluster = try PostgresCluster.shared()
+        let schema = "rr_" + UUID().uuidString.prefix(8).lowercased()
+        let store = try await DocStore(postgres: cluster.url(schema: schema))
+        try await store.insert(Claim(id: "a", code: 1, writer: "t"))
+        try cluster.psql("""
+            CREATE SEQUENCE \(schema).tries;
+            CREATE FUNCTION \(schema).refuse_first() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                IF NEW.commit IS DISTINCT FROM OLD.commit THEN
+                    IF nextval('\(schema).tries') = 1 THEN RAISE EXCEPTION 'refused once' USING ERRCODE = '40001'; END IF;
+                END IF;
+                RETURN NEW; END $$;
+            CREATE TRIGGER refuse_first BEFORE UPDATE ON \(schema).meta FOR EACH ROW EXECUTE FUNCTION \(schema).refuse_first();
+            """)
+        try await store.insert(Person(name: "Ann", age: 30, email: "ann@example.org", tags: ["x"]))
+        try await store.write { ctx in
+            try ctx.insert(.object([("id", .int(1)), ("n", .int(2))]), into: "others")
+        }
+        // The server did refuse a commit (the sequence counts every commit since; psql fails on the exception).
+        try cluster.psql("DO $$ BEGIN IF (SELECT last_value FROM \(schema).tries) < 3 THEN "
+            + "RAISE EXCEPTION 'no commit was refused'; END IF; END $$")
+        #expect(try await Person.query().count(in: store) == 1)
+        #expect(try await store.read { try Query<DocumentValue>("others").count(in: $0) } == 1)
+        #expect(try await store.verify().isClean)
+        await store.close()
+    }
+
     /// A store opened read-only by a role that may only read it (as a reporting user, or a hot standby, would) answers
     /// its queries: opening changes nothing on the server, and a write is refused as on a read-only file.
     @Test func aRoleThatMayOnlyReadOpensTheStoreReadOnly() async throws {
