@@ -241,14 +241,24 @@ import Testing
         var rng = ParserFuzzRandom(seed: 0xC5A)
         let texts = ["Oslo", "007", "0E0", "1e5", "2.50", "+3", "true", "nil", "null", "", " padded ", "a,b", "line\nbreak",
                      "say \"hi\"", "[1]", #"{"a":1}"#, #"{"$date":"2024-05-01T00:00:00.000Z"}"#, "2024-05-01T00:00:00.000Z",
-                     "\"quoted\"", "NA", "-", "1.", "5"]
+                     "\"quoted\"", "NA", "-", "1.", "5", "a\r\nb", "x,\u{301}y", "\"\u{301}", " \u{301}lead", "end\r\n"]
         func value(_ depth: Int) -> DocumentValue {
             switch Int.random(in: 0..<(depth > 1 ? 8 : 10), using: &rng) {
             case 0: return .null
             case 1: return .int(Int64.random(in: -1_000_000...1_000_000, using: &rng))
             case 2: return .double(Double(Int.random(in: -100_000...100_000, using: &rng)) / 64)
             case 3: return .bool(Bool.random(using: &rng))
-            case 4: return .date(Date(timeIntervalSince1970: Double(Int.random(in: 0...2_000_000_000, using: &rng))))
+            case 4:
+                // Whole seconds, or with a fraction finer than a millisecond (as `Date()` has).
+                let seconds = Double(Int.random(in: 0...2_000_000_000, using: &rng))
+                return .date(Date(timeIntervalSince1970: Bool.random(using: &rng) ? seconds : seconds + 0.123_456_7))
+            case 5 where Bool.random(using: &rng):
+                // A UUID, bytes or an unsigned integer past Int64 (written as JSON, beside text or dates).
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0: return .uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, UInt8.random(in: 0...255, using: &rng))))
+                case 1: return .bytes([0, 255, UInt8.random(in: 0...255, using: &rng)])
+                default: return .uint(UInt64(Int64.max) + UInt64.random(in: 1...1_000, using: &rng))
+                }
             case 5, 6, 7: return .string(texts.randomElement(using: &rng)!)
             case 8: return .array((0..<Int.random(in: 0...3, using: &rng)).map { _ in value(depth + 1) })
             default: return .object([("k", value(depth + 1))])

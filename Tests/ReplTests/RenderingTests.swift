@@ -49,6 +49,29 @@ import Testing
         #expect(lines.last?.hasPrefix("1 document (") == true && lines.last?.contains("did not fit") == true, "\(text)")
     }
 
+    /// Control characters in stored names and values never reach the terminal as they are: a table shows each as an
+    /// escape (`\u{1B}`), on its line; line mode keeps a value's lines and tabs, and escapes the rest. (CSV and JSON
+    /// keep the data: CSV as it is, quoted; JSON escaped as JSON escapes.)
+    @Test func controlCharactersAreShownNotSent() throws {
+        let document = DocumentValue.object([
+            .init("id", .int(1)),
+            .init("title\u{1B}[2K", .string("clip\u{1B}]52;c;aGk=\u{7} up\u{1B}[1A\u{9B}2J\u{7F}")),
+            .init("note", .string("two\nlines\tand\r\nmore")),
+        ])
+        func controls(_ text: String) -> [UInt32] {
+            text.unicodeScalars.map(\.value).filter { $0 < 0x20 && $0 != 0x0A || (0x7F...0x9F).contains($0) }
+        }
+        for mode in [OutputMode.table, .box] {
+            let text = try Renderer(mode: mode).render([document])
+            #expect(controls(text).isEmpty, "\(mode): \(controls(text)) in\n\(text)")
+            #expect(text.contains("title\\u{1B}[2K") && text.contains("clip\\u{1B}]52;c;aGk=\\u{7} up"), "\(text)")
+            #expect(text.contains("two\\nlines\\tand\\r\\nmore"), "\(text)")
+        }
+        let lines = Renderer.lines(document)
+        #expect(controls(lines).filter { $0 != 0x09 }.isEmpty, "\(controls(lines)) in\n\(lines)")
+        #expect(lines.contains("two\nlines\tand\\r\nmore") && lines.contains("\\u{9B}2J\\u{7F}"), "\(lines)")
+    }
+
     /// A key with a dot and a field nested at the same dotted path are two columns, named as CSV names them.
     @Test func aKeyWithADotAndANestedFieldAreTwoColumns() throws {
         let document = DocumentValue.object([.init("id", .int(1)), .init("a.b", .int(1)),

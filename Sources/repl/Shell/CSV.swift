@@ -16,9 +16,17 @@ import Foundation
 /// - an empty unquoted cell, or the null marker, is nil.
 enum CSV {
     static func quote(_ s: String, always: Bool = false) -> String {
-        guard always || s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) || s.hasPrefix(" ")
-                || s.hasSuffix(" ") || s.isEmpty else { return s }
-        return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        // Looked for in the bytes, as the reader reads them: `\r\n`, or a comma followed by a combining mark, is one
+        // Character equal to none of these.
+        guard always || s.utf8.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D })
+                || s.utf8.first == 0x20 || s.utf8.last == 0x20 || s.isEmpty else { return s }
+        // Each quote doubled, as a scalar: one with a combining mark after it is another Character.
+        var quoted = "\""
+        for scalar in s.unicodeScalars {
+            if scalar == "\"" { quoted.unicodeScalars.append(scalar) }
+            quoted.unicodeScalars.append(scalar)
+        }
+        return quoted + "\""
     }
 
     /// A date as DocStore prints it: `2024-05-01T00:00:00.000Z`.
@@ -113,6 +121,10 @@ enum CSV {
                 case .null: break
                 case .string(let s): if CSV.looksLikeJSON(s) { styles[i].isJSON = true }
                 case .array, .object: styles[i].isJSON = true; styles[i].hasNonText = true
+                // Written as JSON (``cell(_:_:)``): their column must be read as JSON, whatever else it holds.
+                case .uuid, .bytes, .uint: styles[i].isJSON = true; styles[i].hasNonText = true
+                // A date that its printed form (to the millisecond, in a 4-digit year) would not give back.
+                case .date(let d) where Parser.date(CSV.printed(d)) != d: styles[i].isJSON = true; styles[i].hasNonText = true
                 default: styles[i].hasNonText = true
                 }
             }

@@ -153,9 +153,10 @@ struct Renderer {
     /// `name = value`, one field per line, nested fields by their dotted path.
     static func lines(_ document: DocumentValue) -> String {
         let columns = flatten(document)
-        let width = columns.map(\.0.count).max() ?? 0
+        let width = columns.map(\.0.onOneLine.count).max() ?? 0
         return columns.map { name, value in
-            String(repeating: " ", count: width - name.count) + name + " = " + cell(value)
+            let name = name.onOneLine
+            return String(repeating: " ", count: max(0, width - name.count)) + name + " = " + cell(value).printable
         }.joined(separator: "\n") + "\n"
     }
 
@@ -223,16 +224,29 @@ struct Renderer {
 }
 
 extension String {
-    /// The text on one line: newlines and tabs shown as escapes.
-    var replacingNewlines: String {
-        guard contains(where: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" || $0 == "\t" }) else { return self }
+    /// The text on one line, safe to print: newlines and tabs shown as escapes (`\n`, `\t`), and every other control
+    /// character (C0, DEL, C1) as `\u{1B}`, so that a stored value or name can neither break a table's lines nor send
+    /// the terminal a command (move the cursor, erase a line, set the clipboard).
+    var onOneLine: String { escapingControls(keepingLines: false) }
+
+    /// The text safe to print, its lines and tabs kept (line mode shows a value's lines as they are, as sqlite3's
+    /// does); every other control character as `\u{1B}`.
+    var printable: String { escapingControls(keepingLines: true) }
+
+    private func escapingControls(keepingLines: Bool) -> String {
+        func escaped(_ scalar: Unicode.Scalar) -> Bool {
+            (scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value))
+                && !(keepingLines && (scalar == "\n" || scalar == "\t"))
+        }
+        guard unicodeScalars.contains(where: escaped) else { return self }
         var out = ""
-        for c in self {
-            switch c {
-            case "\n", "\r\n": out += "\\n"
+        for scalar in unicodeScalars {
+            switch scalar {
+            case _ where !escaped(scalar): out.unicodeScalars.append(scalar)
+            case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            default: out.append(c)
+            default: out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
             }
         }
         return out

@@ -40,8 +40,8 @@ struct Rendering {
             if mode == .csv { csv.add(document); continue }
             for (name, value) in Renderer.flatten(document) {
                 let (i, isNew) = names.index(of: name)
-                if isNew { natural.append(mode.isTable && headers ? Renderer.width(name) : 1) }
-                if mode.isTable { natural[i] = max(natural[i], Renderer.width(Renderer.cell(value).replacingNewlines)) }
+                if isNew { natural.append(mode.isTable && headers ? Renderer.width(name.onOneLine) : 1) }
+                if mode.isTable { natural[i] = max(natural[i], Renderer.width(Renderer.cell(value).onOneLine)) }
             }
         }
         guard mode.isTable else {
@@ -106,7 +106,7 @@ struct Rendering {
     var head: String {
         switch mode {
         case .table, .box:
-            return rule(.top) + (headers ? line(columns.map(\.name), header: true) + rule(.middle) : "")
+            return rule(.top) + (headers ? line(columns.map(\.name.onOneLine), header: true) + rule(.middle) : "")
         case .csv:
             return headers && !columns.isEmpty ? csv.header : ""
         case .json: return "[\n"
@@ -119,7 +119,7 @@ struct Rendering {
         switch mode {
         case .table, .box:
             let cells = Dictionary(Renderer.flatten(document), uniquingKeysWith: { first, _ in first })
-            return line(columns.map { cells[$0.name].map { Renderer.cell($0).replacingNewlines } ?? "" }, header: false)
+            return line(columns.map { cells[$0.name].map { Renderer.cell($0).onOneLine } ?? "" }, header: false)
         case .csv:
             return csv.row(document)
         case .json:

@@ -309,7 +309,8 @@ extension Shell {
         }
         if rows.isEmpty { console.note("No collections (insert creates one: people.insert({\"name\": \"Ann\"})).") }
         for (info, count) in rows {
-            console.result("\(info.name): \(count) document\(count == 1 ? "" : "s"), id at \(info.idPath), "
+            console.result("\(info.name.onOneLine): \(count) document\(count == 1 ? "" : "s"), "
+                + "id at \("\(info.idPath)".onOneLine), "
                 + "\(info.indexes.count) index\(info.indexes.count == 1 ? "" : "es")\n")
         }
     }
@@ -321,8 +322,8 @@ extension Shell {
         for info in infos where collection == nil || info.name == collection {
             for index in info.indexes {
                 any = true
-                console.result("\(info.name).\(index.name): \(index.kind.rawValue) on "
-                    + index.fields.map(\.written).joined(separator: ", ") + "\n")
+                console.result("\(info.name.onOneLine).\(index.name.onOneLine): \(index.kind.rawValue) on "
+                    + index.fields.map(\.written.onOneLine).joined(separator: ", ") + "\n")
             }
         }
         if !any { console.note("No indexes (.createIndex NAME COLLECTION FIELD makes one).") }
@@ -347,7 +348,8 @@ extension Shell {
             var unique: [String] = []
             for op in ops where !unique.contains(op) { unique.append(op) }
             if kinds.contains(.null) || field.count < stats.sampled { unique.append("== nil") }
-            out += "  " + field.path.written + String(repeating: " ", count: width - field.path.written.count)
+            out += "  " + field.path.written.onOneLine
+                + String(repeating: " ", count: max(0, width - field.path.written.onOneLine.count))
                 + "  " + types + "\n" + String(repeating: " ", count: width + 4) + unique.joined(separator: " ") + "\n"
         }
         let sample = stats.sampled < stats.total ? " (from the first \(stats.sampled) of \(stats.total) documents)" : ""
@@ -519,7 +521,7 @@ extension Shell {
             }
         }
         for (info, count) in rows {
-            out += "\(info.name): \(count) documents, \(info.indexes.count) indexes\n"
+            out += "\(info.name.onOneLine): \(count) documents, \(info.indexes.count) indexes\n"
         }
         if pending.isOpen { out += "transaction: open, \(pending.count) pending\n" }
         console.result(out)

@@ -66,8 +66,10 @@ extension Shell {
         if let screen = console.resultScreen, pages {
             try showPage(of: rest.documents, shown: rest.shown, total: rest.total, noun: rest.noun, screen: screen)
         } else {
+            // (A summary only under a table: CSV and JSON written to a file must read back as they are.)
             try writeRows(rest.documents, counting: rest.noun, fitting: console.resultScreen?.columns) { hidden in
-                "\(rest.noun)s \(rest.shown + 1)–\(rest.total) of \(rest.total)" + Renderer.hidden(hidden) + "\n"
+                renderer.mode.isTable
+                    ? "\(rest.noun)s \(rest.shown + 1)–\(rest.total) of \(rest.total)" + Renderer.hidden(hidden) + "\n" : ""
             }
         }
     }
