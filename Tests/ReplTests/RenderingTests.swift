@@ -37,6 +37,34 @@ import Testing
         #expect(tableWidth(widths, leftOut: true) <= 100, "\(widths)")
     }
 
+    /// The widths fitted in one pass are those of dropping the last column until the rest fit (the rule, written
+    /// plainly here), on random columns; and a document of 100,000 fields is laid out.
+    @Test func fittingInOnePassKeepsTheRule() throws {
+        func plainly(_ natural: [Int], fixed: [Bool], into total: Int) -> Int {
+            var kept = natural.count
+            while kept > 0 {
+                let budget = total - (3 * kept + 1) - (kept < natural.count ? 4 : 0)
+                let least = (0..<kept).reduce(0) { $0 + (fixed[$1] ? natural[$1] : min(natural[$1], 4)) }
+                if least <= budget { return kept }
+                kept -= 1
+            }
+            return 0
+        }
+        var rng = ParserFuzzRandom(seed: 0xF17)
+        for _ in 0..<2_000 {
+            let count = Int.random(in: 0...30, using: &rng)
+            let natural = (0..<count).map { _ in Int.random(in: 1...60, using: &rng) }
+            let fixed = (0..<count).map { _ in Int.random(in: 0..<5, using: &rng) == 0 }
+            let total = Int.random(in: 10...200, using: &rng)
+            let widths = Rendering.fit(natural, fixed: fixed, into: total)
+            #expect(widths.count == plainly(natural, fixed: fixed, into: total), "\(natural) \(fixed) into \(total)")
+        }
+        let wide = DocumentValue.object((1...100_000).map { .init("f\($0)", .int(Int64($0))) })
+        let text = try Renderer(mode: .box).render([wide], fitting: 80)
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.count == 6 && lines.dropLast().allSatisfy { $0.count <= 80 }, "\(lines)")
+    }
+
     @Test func aTableCutToFitMarksItsCutCellsAndLeftOutColumns() throws {
         let long = String(repeating: "x", count: 100)
         let document = DocumentValue.object((1...12).map { .init("field\($0)", .string(long)) })

@@ -64,17 +64,21 @@ struct Rendering {
     /// the widest of the others are narrowed first, to no less than `minimum`; columns that still do not fit are left
     /// out from the right, and room is kept for a last column that says so. Returns the widths of the columns kept.
     static func fit(_ natural: [Int], fixed: [Bool], into total: Int, minimum: Int = 4) -> [Int] {
-        var kept = natural.count
-        while kept > 0 {
-            // "| " before each cell and " " after it, a closing bar, and " … |" when columns are left out.
-            let budget = total - (3 * kept + 1) - (kept < natural.count ? 4 : 0)
-            let widths = Array(natural.prefix(kept))
-            let isFixed = Array(fixed.prefix(kept))
-            let least = zip(widths, isFixed).reduce(0) { $0 + ($1.1 ? $1.0 : min($1.0, minimum)) }
-            if least <= budget { return share(budget, among: widths, fixed: isFixed) }
-            kept -= 1
+        // "| " before each cell and " " after it, a closing bar, and " … |" when columns are left out.
+        func budget(_ kept: Int) -> Int { total - (3 * kept + 1) - (kept < natural.count ? 4 : 0) }
+        func least(_ i: Int) -> Int { fixed[i] ? natural[i] : min(natural[i], minimum) }
+        if natural.indices.reduce(0, { $0 + least($1) }) <= budget(natural.count) {
+            return share(budget(natural.count), among: natural, fixed: fixed)
         }
-        return []
+        // The least widths only grow with each column kept, and the room only shrinks: the first column that does
+        // not fit ends the search, in one pass (a document of many fields is laid out in time linear in them).
+        var kept = 0
+        var sum = 0
+        while kept < natural.count, sum + least(kept) <= budget(kept + 1) {
+            sum += least(kept)
+            kept += 1
+        }
+        return kept == 0 ? [] : share(budget(kept), among: Array(natural.prefix(kept)), fixed: Array(fixed.prefix(kept)))
     }
 
     /// Gives each column its natural width when all fit in `budget`; otherwise the narrow ones keep theirs and the
