@@ -242,6 +242,8 @@ import Testing
         let texts = ["Oslo", "007", "0E0", "1e5", "2.50", "+3", "true", "nil", "null", "", " padded ", "a,b", "line\nbreak",
                      "say \"hi\"", "[1]", #"{"a":1}"#, #"{"$date":"2024-05-01T00:00:00.000Z"}"#, "2024-05-01T00:00:00.000Z",
                      "\"quoted\"", "NA", "-", "1.", "5", "a\r\nb", "x,\u{301}y", "\"\u{301}", " \u{301}lead", "end\r\n"]
+        // The name of nested fields, one per file (CSV cannot tell a missing field from a nil one).
+        var nestedName = "k"
         func value(_ depth: Int) -> DocumentValue {
             switch Int.random(in: 0..<(depth > 1 ? 8 : 10), using: &rng) {
             case 0: return .null
@@ -261,13 +263,14 @@ import Testing
                 }
             case 5, 6, 7: return .string(texts.randomElement(using: &rng)!)
             case 8: return .array((0..<Int.random(in: 0...3, using: &rng)).map { _ in value(depth + 1) })
-            default: return .object([("k", value(depth + 1))])
+            default: return .object([(nestedName, value(depth + 1))])
             }
         }
-        let names = ["a", "b", "U.S. price", "Body Mass (g)", "c"]
+        let names = ["a", "b", "U.S. price", "Body Mass (g)", "c", "user-agent", " padded ", "a`b", "$0"]
         for _ in 0..<150 {
             // One kind of value per column for some columns, any kind for others.
             var documents: [DocumentValue] = []
+            nestedName = ["k", "v1.0", "`q", "$0"].randomElement(using: &rng)!
             let count = Int.random(in: 1...6, using: &rng)
             let fixedKinds = names.map { _ in Bool.random(using: &rng) ? Optional(value(0)) : nil }
             for _ in 0..<count {

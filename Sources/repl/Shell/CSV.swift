@@ -157,9 +157,39 @@ enum CSV {
         }
     }
 
-    /// The field a column's name stands for: dots nest (`address.city`), a name in backticks is one name
-    /// (`` `U.S. price` ``), anything else is a name as it is (`Body Mass (g)`).
-    static func path(ofColumn name: String) -> FieldPath { Parser.path(named: name) }
+    /// The field a column's name stands for, as ``Renderer/columnName(_:)`` writes each part: dots nest
+    /// (`address.city`), a part in backticks is one name whatever it holds (`` `U.S. price` ``, a backtick in it
+    /// doubled), anything else is a name as it is (`Body Mass (g)`, `$0`). A name whose backticks do not close a part
+    /// is one name, as written.
+    static func path(ofColumn name: String) -> FieldPath {
+        guard name.utf8.contains(UInt8(ascii: "`")) else { return FieldPath(name) }
+        let scalars = Array(name.unicodeScalars)
+        var parts: [String] = []
+        var i = 0
+        while true {
+            var part = String.UnicodeScalarView()
+            if i < scalars.count, scalars[i] == "`" {
+                i += 1
+                var closed = false
+                while i < scalars.count {
+                    if scalars[i] == "`" {
+                        if i + 1 < scalars.count, scalars[i + 1] == "`" { part.append("`"); i += 2; continue }
+                        closed = true
+                        i += 1
+                        break
+                    }
+                    part.append(scalars[i])
+                    i += 1
+                }
+                guard closed, i == scalars.count || scalars[i] == "." else { return FieldPath(components: [name]) }
+            } else {
+                while i < scalars.count, scalars[i] != "." { part.append(scalars[i]); i += 1 }
+            }
+            parts.append(String(part))
+            guard i < scalars.count else { return FieldPath(components: parts) }
+            i += 1   // the dot
+        }
+    }
 
     /// A document's fields as columns, named as a header names them (``Renderer/flatten(_:prefix:)``): a name that
     /// holds a dot or a backtick in backticks, so that `.import` reads it back as one name.

@@ -423,7 +423,8 @@ extension CSV {
             guard let (headerCells, _) = try rows.next() else { return }
             header = headerCells.map(\.text)
             for (i, cell) in headerCells.enumerated() {
-                let name = cell.text.trimmingCharacters(in: .whitespaces)
+                // (A quoted name is as written: `.export` quotes one that begins or ends with a space.)
+                let name = cell.quoted ? cell.text : cell.text.trimmingCharacters(in: .whitespaces)
                 if name.isEmpty { throw ShellError("\(origin): column \(i + 1) of the header has no name") }
                 paths.append(path(ofColumn: name))
             }

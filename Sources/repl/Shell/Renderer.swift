@@ -173,9 +173,11 @@ struct Renderer {
         }
     }
 
-    /// One field's name in a column's name: in backticks when it holds a dot or a backtick.
+    /// One field's name in a column's name: in backticks when it holds a dot or a backtick (a backtick in it
+    /// doubled), so that ``CSV/path(ofColumn:)`` reads it back as the one name it is.
     static func columnName(_ name: String) -> String {
-        name.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "`") } ? "`" + name + "`" : name
+        guard name.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "`") }) else { return name }
+        return "`" + name.replacingOccurrences(of: "`", with: "``") + "`"
     }
 
     /// A value as a cell shows it: strings without quotes, the rest as JSON.
