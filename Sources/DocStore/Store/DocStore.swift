@@ -246,6 +246,10 @@ public actor DocStore {
     /// A read that held its caller's thread for more than half a millisecond yields it before returning
     /// (`Task.yield()`): a task that loops long reads would otherwise keep a thread of the shared pool, which has one
     /// per core, from every other task.
+    ///
+    /// On a store on a server, `body` may run more than once (up to ten times), as a write's may: a read answered
+    /// from this process's copy of what the last commit left runs again when it finds, at its end, that another
+    /// process committed meanwhile. So `body` should do nothing but read and return what it read.
     public nonisolated func read<R: Sendable>(_ body: @Sendable (ReadContext) throws -> R) async throws -> R {
         guard core.file != nil else { return try await withRead(body) }
         let start = DispatchTime.now().uptimeNanoseconds
