@@ -345,7 +345,8 @@ final class CollectionHandle {
             kept[i] ? [] : try checkedKeys(for: indexes[i], reader: reader, root: root)
         }
         let oldKeys = storedKeys ?? Array(repeating: [], count: indexes.count)
-        return KeyChanges(removed: damaged ? nil : indexes.indices.map { CollectionHandle.keys(oldKeys[$0], notIn: newKeys[$0]) },
+        let removed = indexes.indices.map { CollectionHandle.keys(oldKeys[$0], notIn: newKeys[$0]) }
+        return KeyChanges(removed: damaged ? nil : removed,
                           added: indexes.indices.map { CollectionHandle.keys(newKeys[$0], notIn: oldKeys[$0]) })
     }
 
@@ -395,7 +396,8 @@ final class CollectionHandle {
             let reader = BinaryReader(raw)
             let root = try reader.root()
             guard try idKey(reader: reader, root: root) == id else { return nil }
-            return Replacement(id: id, bytes: bytes, changes: try keyChanges(reader: reader, root: root, replacing: stored))
+            let changes = try keyChanges(reader: reader, root: root, replacing: stored)
+            return Replacement(id: id, bytes: bytes, changes: changes)
         }
     }
 

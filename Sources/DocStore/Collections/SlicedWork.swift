@@ -8,9 +8,9 @@ enum SlicedWork {
     /// Makes `work` of each of `count` items and hands each result to `consume`, in the items' order, on the calling
     /// thread. With `threads` above 1 and at least `least` items (64, unless the caller knows its items to be
     /// cheaper), helper threads make units of items too (a sixteenth of the items, 16 to `unit`): new threads, which
-    /// cost tens of microseconds to start. The calling thread makes units while the next result it needs is not made yet;
-    /// each thread has its own `state` from `start`. When `consume` throws, no new unit is begun, and the helpers are
-    /// joined before the error is rethrown.
+    /// cost tens of microseconds to start. The calling thread makes units while the next result it needs is not made
+    /// yet; each thread has its own `state` from `start`. When `consume` throws, no new unit is begun, and the helpers
+    /// are joined before the error is rethrown.
     ///
     /// `work` runs on several threads at once: it must not share anything it changes.
     static func run<State, T>(_ count: Int, threads: Int, unit: Int = 256, least: Int = 64, start: () -> State,
@@ -63,16 +63,17 @@ enum SlicedWork {
                                   _ work: (inout State, Int) throws -> T) -> [Result<T, any Error>] {
         var results: [Result<T, any Error>] = []
         results.reserveCapacity(count)
-        run(count, threads: threads, unit: unit, least: least, start: start, { state, i in Result { try work(&state, i) } }) { _, made in
-            if case .success(let result) = made { results.append(result) }
-        }
+        // (`work`'s errors kept as results, so that this `run` throws none.)
+        run(count, threads: threads, unit: unit, least: least, start: start,
+            { state, i in Result { try work(&state, i) } },
+            consume: { _, made in if case .success(let result) = made { results.append(result) } })
         return results
     }
 }
 
-/// The units of one ``SlicedWork/run(_:threads:unit:least:start:_:consume:)``, shared by its threads: a unit is made by the
-/// thread that claims it, which alone writes its results, and read once it is marked made (the mark taken under a
-/// lock, which orders the writes before it).
+/// The units of one ``SlicedWork/run(_:threads:unit:least:start:_:consume:)``, shared by its threads: a unit is made
+/// by the thread that claims it, which alone writes its results, and read once it is marked made (the mark taken under
+/// a lock, which orders the writes before it).
 private final class Units<State, T>: @unchecked Sendable {
     let count: Int
     let unit: Int
@@ -96,7 +97,9 @@ private final class Units<State, T>: @unchecked Sendable {
 
     deinit {
         // Every unit begun was finished: the made ones hold results.
-        for u in made.withLock({ $0 }).indices where isMade(u) { (results + range(of: u).lowerBound).deinitialize(count: range(of: u).count) }
+        for (u, isMade) in made.withLock({ $0 }).enumerated() where isMade {
+            (results + range(of: u).lowerBound).deinitialize(count: range(of: u).count)
+        }
         results.deallocate()
     }
 

@@ -211,8 +211,9 @@ extension Query {
     /// On a query of a model type, each changed document must still decode as that type: a change that would leave
     /// one that does not (a field set to a value of another kind, a required field unset) throws
     /// ``DocStoreError/Code/invalidUpdate`` naming the document and the field, and nothing is written. (The
-    /// documents of a large update are changed and decoded on several threads at once, ``DocStore/Options/scanThreads``:
-    /// the type's `init(from:)` must be safe to run so, as a `Decodable` type's nearly always is.)
+    /// documents of a large update are changed and decoded on several threads at once,
+    /// ``DocStore/Options/scanThreads``: the type's `init(from:)` must be safe to run so, as a `Decodable` type's
+    /// nearly always is.)
     @discardableResult
     public func update(in context: WriteContext, _ changes: [FieldChange]) throws -> Int {
         let typed = Element.self != DocumentValue.self
@@ -347,7 +348,8 @@ extension Query where Element: Document {
     /// ``update(in:_:)`` for a `change` that may run on several threads at once: the documents are decoded,
     /// changed and encoded on up to the store's scan threads (``updateInSlices(in:nested:_:)``). What
     /// ``DocStore``'s `update(in:_:)` runs.
-    func updateConcurrently(in context: WriteContext, _ change: @Sendable (inout Element) throws -> Void) throws -> Int {
+    func updateConcurrently(in context: WriteContext, _ change: @Sendable (inout Element) throws -> Void) throws
+        -> Int {
         try updateInSlices(in: context, nested: false) { handle, id, raw, last in
             try changed(raw, handle: handle, id: id, last: last, change)
         }

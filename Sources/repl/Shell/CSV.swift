@@ -124,7 +124,9 @@ enum CSV {
                 // Written as JSON (``cell(_:_:)``): their column must be read as JSON, whatever else it holds.
                 case .uuid, .bytes, .uint: styles[i].isJSON = true; styles[i].hasNonText = true
                 // A date that its printed form (to the millisecond, in a 4-digit year) would not give back.
-                case .date(let d) where Parser.date(CSV.printed(d)) != d: styles[i].isJSON = true; styles[i].hasNonText = true
+                case .date(let d) where Parser.date(CSV.printed(d)) != d:
+                    styles[i].isJSON = true
+                    styles[i].hasNonText = true
                 default: styles[i].hasNonText = true
                 }
             }
