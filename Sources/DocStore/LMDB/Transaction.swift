@@ -16,6 +16,9 @@ final class LMDBTransaction: StorageTransaction {
     /// Set when any call in this transaction met `MDB_MAP_FULL`: the write is then retried with a larger map,
     /// whatever the caller did with the error.
     private(set) var metMapFull = false
+    /// Set when any call in this transaction met `MDB_TXN_FULL`: as a nested transaction, it had no room left for
+    /// dirty pages, which LMDB gives it only from what its parent has not used.
+    private(set) var metTransactionFull = false
 
     /// What the transaction, with its nested ones, holds of its environment's ``TransactionGate``.
     let access: TransactionAccess
@@ -97,6 +100,10 @@ final class LMDBTransaction: StorageTransaction {
     /// aborted alone when it throws. A child that meets a full map marks this transaction too, so that the
     /// environment grows the map and runs the whole write again.
     ///
+    /// A child may dirty only the pages its parent has left of LMDB's limit (`MDB_TXN_FULL`, about 512 MiB), and
+    /// cannot spill its parent's to make room: a child that runs out is refused (``StorageError/nestingRefused(_:)``)
+    /// whatever `body` did with the error, as it would run in a transaction of its own.
+    ///
     /// The corresponding LMDB functions are `mdb_txn_begin` (with a parent), `mdb_txn_commit` and `mdb_txn_abort`.
     func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
         var handle: OpaquePointer?
@@ -120,6 +127,9 @@ final class LMDBTransaction: StorageTransaction {
             // (What the child opened is closed with it.)
             access.opened.removeSubrange(min(openedBefore, access.opened.count)...)
             if child.metMapFull { metMapFull = true }
+            if child.metTransactionFull, !child.metMapFull {
+                throw StorageError.nestingRefused(LMDBError(code: MDB_TXN_FULL).message)
+            }
             if let error = error as? LMDBError { throw error.storageError }
             throw error
         }
@@ -154,6 +164,7 @@ final class LMDBTransaction: StorageTransaction {
     func check(_ rc: Int32) throws(LMDBError) {
         if rc != MDB_SUCCESS {
             if rc == MDB_MAP_FULL { metMapFull = true }
+            if rc == MDB_TXN_FULL { metTransactionFull = true }
             throw LMDBError(code: rc)
         }
     }
