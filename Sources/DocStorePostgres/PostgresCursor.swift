@@ -2,14 +2,19 @@ import DocStore
 
 /// A cursor over one key space's table: it fetches a window of rows at a time in the direction it moves, each
 /// window up to four times the last (16 rows first, 4,096 at most), so that a look-up costs one small fetch and a
-/// long walk few round trips. A window fetched before the transaction wrote is fetched again from the cursor's
-/// entry, so a walk sees the transaction's own writes as an LMDB cursor does.
+/// long walk few round trips. A window fetched before the transaction wrote to the cursor's space (or to the space of
+/// the documents fetched with it) is fetched again from the cursor's entry, so a walk sees the transaction's own
+/// writes as an LMDB cursor does.
 ///
-/// An entry points into the window's answer, which the transaction keeps until it ends.
+/// An entry points into the window's answer, which the transaction keeps until it ends; or, for a walk that holds
+/// no entry past the next move (``PostgresTransaction/withPassingCursor(_:_:)``), which the cursor keeps until it
+/// moves to another window.
 final class PostgresCursor: StorageCursor {
     private let txn: PostgresTransaction
     private let table: String
     private let duplicateSorted: Bool
+    /// Whether the transaction keeps the windows until it ends.
+    private let keepsWindows: Bool
     /// The rows fetched last, in the order they were asked for.
     private var window: Window?
     /// The current row of ``window``.
@@ -46,10 +51,18 @@ final class PostgresCursor: StorageCursor {
     private let documents: String?
     private let documentSpace: KeySpace?
 
-    init(transaction: PostgresTransaction, space: KeySpace, documents: KeySpace? = nil) {
+    /// Changes when a write may have changed the entries, or the documents fetched with them.
+    private var generation: Int {
+        txn.generation(of: space) + (documentSpace.map { txn.generation(of: $0.number) } ?? 0)
+    }
+    private let space: UInt32
+
+    init(transaction: PostgresTransaction, space: KeySpace, documents: KeySpace? = nil, keepingWindows: Bool = true) {
         self.txn = transaction
+        self.space = space.number
         self.table = transaction.table(space)
         self.duplicateSorted = transaction.isDuplicateSorted(space)
+        keepsWindows = keepingWindows
         self.documents = documents.map(transaction.table)
         documentSpace = documents
     }
@@ -95,11 +108,12 @@ final class PostgresCursor: StorageCursor {
         let sql = along("SELECT k, v FROM \(table)" + (condition.map { " WHERE " + $0 } ?? "")
                         + " ORDER BY " + (descending ? reversed : order) + " LIMIT $\(values.count + 1)",
                         descending: descending)
-        let answer = try txn.window("\(table)_\(name)" + (documents.map { "_\($0)l" } ?? ""), sql, values, limit: limit)
+        let answer = try txn.window("\(table)_\(name)" + (documents.map { "_\($0)l" } ?? ""), sql, values, limit: limit,
+                                    keeping: keepsWindows)
         if let documentSpace { txn.fetchedAlong(documentSpace, answer) }
         let count = answer.rowCount
         window = Window(answer: answer, count: count, descending: descending,
-                        reachesEnd: !bounded && count < limit, startsAtKey: startsAtKey, generation: txn.writeGeneration)
+                        reachesEnd: !bounded && count < limit, startsAtKey: startsAtKey, generation: generation)
         limit = min(limit * 4, 4096)
         index = 0
         guard count > 0 else {
@@ -136,18 +150,18 @@ final class PostgresCursor: StorageCursor {
             return forward ? try first() : try last()
         case .pastEnd:
             if forward { return nil }
-            guard let window, window.generation == txn.writeGeneration else { return try last() }
+            guard let window, window.generation == generation else { return try last() }
             state = .onRow
             return entry(index)
         case .beforeStart:
             if !forward { return nil }
-            guard let window, window.generation == txn.writeGeneration else { return try first() }
+            guard let window, window.generation == generation else { return try first() }
             state = .onRow
             return entry(index)
         case .onRow:
             let window = window!
             let here = entry(index)
-            if window.generation != txn.writeGeneration { return try fetch(beyond: here, forward: forward) }
+            if window.generation != generation { return try fetch(beyond: here, forward: forward) }
             let along = forward != window.descending
             let next = index + (along ? 1 : -1)
             if next >= 0 && next < window.count {
@@ -220,7 +234,7 @@ final class PostgresCursor: StorageCursor {
     /// A step that stays inside the window (or finds the table's end there); `nil`, staying put, when the next
     /// row lies outside the window.
     private func withinWindow(forward: Bool) throws -> StorageEntry? {
-        guard state == .onRow, let window, window.generation == txn.writeGeneration else { return nil }
+        guard state == .onRow, let window, window.generation == generation else { return nil }
         let along = forward != window.descending
         let next = index + (along ? 1 : -1)
         if next >= 0 && next < window.count {
@@ -234,7 +248,7 @@ final class PostgresCursor: StorageCursor {
     /// The row of the current key's first (or last) value, when the window shows where that key's values end:
     /// a row of another key beyond it, the table's end, or a window that starts at the key.
     private func edgeOfKey(first: Bool) -> Int? {
-        guard state == .onRow, let window, window.generation == txn.writeGeneration else { return nil }
+        guard state == .onRow, let window, window.generation == generation else { return nil }
         let key = entry(index).key
         let step = (first != window.descending) ? -1 : 1   // towards smaller values in the window's order
         var i = index
@@ -269,7 +283,7 @@ final class PostgresCursor: StorageCursor {
     /// The next (or previous) value of the current key, or `nil`, staying put, when there is none.
     private func duplicate(forward: Bool) throws -> StorageEntry? {
         guard duplicateSorted, let here = current, let window else { return nil }
-        if window.generation == txn.writeGeneration {
+        if window.generation == generation {
             let along = forward != window.descending
             let next = index + (along ? 1 : -1)
             if next >= 0 && next < window.count {
@@ -285,10 +299,10 @@ final class PostgresCursor: StorageCursor {
                                        + (forward ? "" : " DESC") + " LIMIT $3", descending: !forward),
                                  [here.key, here.value], integers: [limit])
         guard answer.rowCount > 0 else { return nil }
-        txn.keep(answer)
+        if keepsWindows { txn.keep(answer) }
         if let documentSpace { txn.fetchedAlong(documentSpace, answer) }
         self.window = Window(answer: answer, count: answer.rowCount, descending: !forward, reachesEnd: false,
-                             startsAtKey: false, generation: txn.writeGeneration)
+                             startsAtKey: false, generation: generation)
         limit = min(limit * 4, 4096)
         index = 0
         return entry(0)

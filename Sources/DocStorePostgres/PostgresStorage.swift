@@ -444,11 +444,19 @@ final class PostgresTransaction: StorageTransaction {
     fileprivate(set) var createdSpaces: [UInt32] = []
     /// Whether anything was written: a write that changed nothing is no commit.
     fileprivate(set) var changed = false
-    /// Counts the writes, so that cursors know when what they fetched may be out of date.
+    /// Counts the writes, so that what was fetched is known to be out of date.
     private(set) var writeGeneration = 0
+    /// Counts the writes to each space, and those that may have changed any (``generation(of:)``).
+    private var writesTo: [UInt32: Int] = [:]
+    private var writesToAny = 0
+
+    /// Changes when a write may have changed `space`'s entries: a cursor's window stays valid across writes to other
+    /// spaces (a walk of documents that writes index entries does not fetch its window again after each).
+    func generation(of space: UInt32) -> Int { writesToAny + (writesTo[space] ?? 0) }
     /// Every answer that values were handed out from: kept until the transaction ends, so that a value stays valid
     /// as long as one of LMDB's would (callers hold entries across later reads and writes). A transaction that reads
-    /// much holds it all until it ends.
+    /// much holds it all until it ends, but for what a passing cursor walks (``withPassingCursor(_:_:)``) and what
+    /// is copied out (``copiedValue(_:_:)``).
     private var answers: [PostgresResult] = []
     /// Cached values handed out, kept as ``answers`` are.
     private var cachedValues: [CommitCache.Bytes] = []
@@ -644,6 +652,7 @@ final class PostgresTransaction: StorageTransaction {
         }
         changed = true
         writeGeneration += 1
+        if let space { writesTo[space.number, default: 0] += 1 } else { writesToAny += 1 }
         if space == nil || space?.number == engine.cache.catalog { wroteCatalog = true }
     }
 
@@ -829,16 +838,24 @@ final class PostgresTransaction: StorageTransaction {
         let generation: Int
     }
 
-    /// A cursor's window: the answer of statement `name` for `values` and `limit`, kept until the transaction ends.
-    func window(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer], limit: Int)
-        throws -> PostgresResult {
+    /// A cursor's window: the answer of statement `name` for `values` and `limit`, kept until the transaction ends
+    /// unless `keeping` is false (the cursor then keeps it as long as it needs it).
+    func window(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer], limit: Int,
+                keeping: Bool = true) throws -> PostgresResult {
         let key = WindowKey(statement: name, values: values.map(Array.init), limit: limit, generation: writeGeneration)
         if let found = windows[key] { return found }
         let answer = try run(name, sql(), values, integers: [limit])
+        windowsFetched += 1
+        guard keeping else { return answer }
         keep(answer)
         windows[key] = answer
         return answer
     }
+
+    /// How many answers the transaction keeps until it ends.
+    var keptAnswers: Int { answers.count }
+    /// How many windows cursors fetched.
+    private(set) var windowsFetched = 0
 
     /// Values read ahead (``prefetch(_:)``), by space and key: each valid until a write to its key (or a write that
     /// names none, or a rollback).
@@ -916,6 +933,18 @@ final class PostgresTransaction: StorageTransaction {
         keep(answer)
         if cached { engine.cache.entries[Array(key)] = CommitCache.Bytes(answer.bytes(0, 0)) }
         return answer.bytes(0, 0)
+    }
+
+    func copiedValue(_ space: KeySpace, _ key: [UInt8]) throws -> [UInt8]? {
+        if !prefetched.isEmpty, let found = prefetched[PrefetchKey(space: space.number, key: key)] {
+            return found.map { Array($0) }
+        }
+        if space.number == engine.cache.catalog {
+            return try key.withUnsafeBytes { try get(space, $0).map { Array($0) } }
+        }
+        let t = table(space)
+        let answer = try key.withUnsafeBytes { try run("\(t)_get", getStatement(t), [$0]) }
+        return answer.rowCount > 0 ? Array(answer.bytes(0, 0)) : nil
     }
 
     var prefersBatches: Bool { true }
@@ -1185,6 +1214,11 @@ final class PostgresTransaction: StorageTransaction {
         try body(PostgresCursor(transaction: self, space: space))
     }
 
+    /// A cursor that keeps only the window it is in: the windows it left are let go.
+    func withPassingCursor<R>(_ space: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R {
+        try body(PostgresCursor(transaction: self, space: space, keepingWindows: false))
+    }
+
     func openCursor(_ space: KeySpace) throws -> any StorageCursor {
         PostgresCursor(transaction: self, space: space)
     }
@@ -1251,6 +1285,7 @@ final class PostgresTransaction: StorageTransaction {
             engine.forget(Array(createdSpaces[created...]), on: connection)
             createdSpaces.removeSubrange(created...)
             writeGeneration += 1
+            writesToAny += 1
             prefetched = readAhead   // (those read since may have been read after writes the rollback undid)
             throw error
         }

@@ -488,6 +488,54 @@ struct PostgresProcessTests {
         #expect(try await store.verify().isClean)
     }
 
+    /// A walk of a whole space (a dump's, a verify's, an index build's: `forEachEntry`) keeps only the window it is
+    /// in, so that a space larger than memory is walked in bounded memory; it meets every entry in order, in a read
+    /// and in a write that writes elsewhere as it walks.
+    @Test func aWalkOfAWholeSpaceKeepsOnlyTheWindowItIsIn() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        let engine = try PostgresStorage(settings: try PostgresLocation(url, durability: .full).storage)
+        defer { engine.close() }
+        let count = 20_000
+        func key(_ i: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(i).bigEndian) { Array($0) } }
+        func value(_ i: Int) -> [UInt8] { key(i) + [UInt8](repeating: UInt8(i % 251), count: 200) }
+        try engine.write { txn in
+            let space = try #require(try txn.openKeySpace("big", create: true, duplicateSort: false))
+            for i in 0..<count { try txn.put(space, key(i), value(i)) }
+        }
+        try engine.read { txn in
+            let space = try #require(try txn.openKeySpace("big", create: false, duplicateSort: false))
+            let postgres = try #require(txn as? PostgresTransaction)
+            let kept = postgres.keptAnswers
+            var seen = 0
+            try txn.forEachEntry(in: space) { k, v in
+                if k.elementsEqual(key(seen)) && v.elementsEqual(value(seen)) { seen += 1 }
+            }
+            #expect(seen == count)
+            #expect(try txn.copiedValue(space, key(1234)) == value(1234))
+            #expect(try txn.copiedValue(space, key(count)) == nil)
+            #expect(postgres.keptAnswers == kept, "the walk kept \(postgres.keptAnswers - kept) answers")
+        }
+        try engine.write { txn in
+            let space = try #require(try txn.openKeySpace("big", create: false, duplicateSort: false))
+            let copy = try #require(try txn.openKeySpace("copy", create: true, duplicateSort: false))
+            let postgres = try #require(txn as? PostgresTransaction)
+            let kept = postgres.keptAnswers
+            var seen = 0
+            try txn.forEachEntry(in: space) { k, v in
+                if k.elementsEqual(key(seen)) && v.elementsEqual(value(seen)) { seen += 1 }
+                try txn.put(copy, Array(k), Array(v))
+            }
+            #expect(seen == count)
+            #expect(postgres.keptAnswers <= kept + 4, "the walk kept \(postgres.keptAnswers - kept) answers")
+            // Windows of 16, 64, 256, 1,024, then 4,096 entries: the writes to another space fetch none again.
+            #expect(postgres.windowsFetched <= 10, "the walk fetched \(postgres.windowsFetched) windows")
+        }
+        try engine.read { txn in
+            let copy = try #require(try txn.openKeySpace("copy", create: false, duplicateSort: false))
+            #expect(try txn.entryCount(copy) == count)
+        }
+    }
+
     /// A write that made a collection (its table, and the statements prepared for it) and that the server refused at
     /// its commit with a conflict runs again and commits, and so does the next write that makes one. The server
     /// refuses the first commit through a trigger on `meta`'s commit number (a sequence counts the commits: it is not

@@ -239,7 +239,7 @@ extension DocStore {
     /// documents differed).
     private func findMissingEntries(of index: CollectionHandle.Index, in handle: CollectionHandle,
                                     txn: any StorageTransaction, into report: inout VerificationReport) throws {
-        try txn.withCursor(index.database) { cursor in
+        try txn.withPassingCursor(index.database) { cursor in
             var checked = 0
             try txn.forEachEntry(in: handle.documents) { rawKey, rawValue in
                 checked += 1
@@ -253,7 +253,7 @@ extension DocStore {
                       let keys = try? IndexKeys.keys(of: index, reader: reader, root: root) else { return }
                 for key in keys {
                     let present = try index.isUnique
-                        ? txn.get(index.database, key).map { $0.sameBytes(as: id) } ?? false
+                        ? txn.copiedValue(index.database, key) == id
                         : cursor.contains(key: key, value: id)
                     if !present {
                         report.problems.append(.init(kind: .documentWithoutEntry, collection: handle.name,
@@ -275,7 +275,7 @@ extension DocStore {
             if report.entriesChecked & 4095 == 0 && WriteCancellation.isCancelled { throw CancellationError() }
             let key = Array(rawKey)
             let id = Array(rawValue)
-            guard let document = try txn.get(handle.documents, id).map({ Array($0) }) else {
+            guard let document = try txn.copiedValue(handle.documents, id) else {
                 report.problems.append(.init(kind: .entryWithoutDocument, collection: handle.name,
                     index: index.definition.name, document: CollectionHandle.hex(id),
                     detail: "entry \(CollectionHandle.hex(key))"))

@@ -19,8 +19,9 @@ package struct KeySpace: Hashable, Sendable {
     package static let catalogName = "__docstore__"
 }
 
-/// A key and its value. Both point into storage the engine owns: valid until the transaction ends or next writes,
-/// and copied out (or decoded) before either.
+/// A key and its value. Both point into storage the engine owns: valid until the transaction ends or next writes
+/// (a passing cursor's, until it next moves: ``StorageTransaction/withPassingCursor(_:_:)``), and copied out (or
+/// decoded) before either.
 package typealias StorageEntry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
 
 /// An engine: its transactions, and what every engine offers whatever keeps its data (a file, a server).
@@ -128,6 +129,14 @@ package protocol StorageTransaction: AnyObject {
 
     /// Opens a cursor, closed when `body` returns.
     func withCursor<R>(_ space: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R
+    /// Opens a cursor as ``withCursor(_:_:)`` does, for a walk that holds no entry past the cursor's next move (nor
+    /// past `body`): an engine that keeps what it fetched until the transaction ends, so that entries stay valid that
+    /// long, may let go of each part of the walk as the walk leaves it: a walk of a space larger than memory then
+    /// holds only the part it is in.
+    func withPassingCursor<R>(_ space: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R
+    /// The value under `key`, copied (the first, in a duplicate-sorted space): an engine that keeps what it fetched
+    /// until the transaction ends need not keep it.
+    func copiedValue(_ space: KeySpace, _ key: [UInt8]) throws -> [UInt8]?
     /// Opens a cursor that stays open until the transaction ends or ``closeCursor(_:)``; check ``isValid`` before
     /// each use.
     func openCursor(_ space: KeySpace) throws -> any StorageCursor
@@ -243,11 +252,20 @@ extension StorageTransaction {
     @discardableResult
     func delete(_ space: KeySpace, _ key: [UInt8]) throws -> Bool { try delete(space, key, value: nil) }
 
+    func withPassingCursor<R>(_ space: KeySpace, _ body: (any StorageCursor) throws -> R) throws -> R {
+        try withCursor(space, body)
+    }
+
+    func copiedValue(_ space: KeySpace, _ key: [UInt8]) throws -> [UInt8]? {
+        try get(space, key).map { Array($0) }
+    }
+
     /// Calls `body` with each entry of `space` whose key starts with `prefix` (every entry, for an empty prefix),
-    /// in key order, duplicates included.
+    /// in key order, duplicates included. An entry is valid only during its call of `body`
+    /// (``withPassingCursor(_:_:)``): copy what is kept.
     func forEachEntry(in space: KeySpace, prefix: [UInt8] = [],
                       _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) throws {
-        try withCursor(space) { cursor in
+        try withPassingCursor(space) { cursor in
             var entry = try cursor.seek(atLeast: prefix)
             while let (key, value) = entry, key.starts(with: prefix) {
                 try body(key, value)
