@@ -1223,6 +1223,10 @@ final class PostgresTransaction: StorageTransaction {
         PostgresCursor(transaction: self, space: space)
     }
 
+    func openPassingCursor(_ space: KeySpace) throws -> any StorageCursor {
+        PostgresCursor(transaction: self, space: space, keepingWindows: false)
+    }
+
     /// A cursor whose windows are joined to the documents their entries name: an index walked to its documents
     /// costs the round trips of its windows alone.
     func openCursor(_ space: KeySpace, fetchingValuesIn documents: KeySpace) throws -> (any StorageCursor)? {

@@ -536,6 +536,37 @@ struct PostgresProcessTests {
         }
     }
 
+    /// A query that walks a whole collection, or an index's entries alone, keeps only the part of the walk it is in:
+    /// a count, an update or a delete whose condition no index answers runs in bounded memory on a large collection.
+    @Test func aQueryThatScansKeepsOnlyThePartItIsIn() async throws {
+        let url = try PostgresCluster.shared().freshURL()
+        let store = try await DocStore(postgres: url)
+        let count = 6_000
+        try await store.insert(contentsOf: (0..<count).map { i in
+            Person(name: "p\(i)", age: i % 90, city: i % 7 == 0 ? "Oslo" : "Bergen", tags: i % 2 == 0 ? ["even"] : [])
+        })
+        let (counted, countKept) = try await store.read { ctx in
+            let txn = try #require(ctx.txn as? PostgresTransaction)
+            let before = txn.keptAnswers
+            let n = try Person.include(#Predicate { $0.name.starts(with: "p7") }).count(in: ctx)
+            return (n, txn.keptAnswers - before)
+        }
+        #expect(counted == 1 + 10 + 100)
+        #expect(countKept <= 1, "a count that scans kept \(countKept) answers")
+        let (updated, deleted, writeKept) = try await store.write { ctx in
+            let txn = try #require(ctx.txn as? PostgresTransaction)
+            let before = txn.keptAnswers
+            let updated = try Person.include(#Predicate { $0.name == "p4321" || $0.name == "p5" })
+                .update(in: ctx, set: ["city": .string("Tromsø")])
+            let deleted = try Person.include(#Predicate { $0.name == "p17" }).delete(in: ctx)
+            return (updated, deleted, txn.keptAnswers - before)
+        }
+        #expect(updated == 2 && deleted == 1)
+        #expect(writeKept <= 4, "an update and a delete of three documents kept \(writeKept) answers")
+        #expect(try await Person.include(#Predicate { $0.city == "Tromsø" }).count(in: store) == 2)
+        #expect(try await Person.query().count(in: store) == count - 1)
+    }
+
     /// A write that made a collection (its table, and the statements prepared for it) and that the server refused at
     /// its commit with a conflict runs again and commits, and so does the next write that makes one. The server
     /// refuses the first commit through a trigger on `meta`'s commit number (a sequence counts the commits: it is not

@@ -2,7 +2,9 @@ import CLMDB
 
 /// Where a plan's candidate documents come from, one at a time.
 ///
-/// Each candidate's bytes point into the memory map and are valid until the next call.
+/// Each candidate's bytes point into the memory map and are valid until the next call: on an engine that keeps what
+/// it fetched until the transaction ends, a walk of the documents or of an index's entries alone keeps only the part
+/// it is in (``StorageTransaction/openPassingCursor(_:)``).
 class CandidateSource {
     typealias Candidate = (id: UnsafeRawBufferPointer, document: UnsafeRawBufferPointer)
 
@@ -48,7 +50,7 @@ final class FullScanSource: CandidateSource {
         self.statistics = statistics
         keeper = try txn.walk(documents, from: nil, below: nil, descending: descending)
         walk = keeper.map { Unmanaged.passUnretained($0) }
-        cursor = keeper == nil ? try txn.openCursor(documents) : nil
+        cursor = keeper == nil ? try txn.openPassingCursor(documents) : nil
     }
 
     private var closed = false
@@ -118,8 +120,9 @@ final class IndexScanSource: CandidateSource {
         self.statistics = statistics
         readsInBatches = fetchDocuments && !scan.primary && txn.prefersBatches
         keysStayInPlace = !scan.index.isUnique && txn.isReadOnly && txn.keysStayInPlace
+        // (The documents fetched with an index's entries are kept: a walk in id order holds them all.)
         let fetching = readsInBatches ? try txn.openCursor(space, fetchingValuesIn: documents) : nil
-        self.cursor = try fetching ?? txn.openCursor(space)
+        self.cursor = try fetching ?? txn.openPassingCursor(space)
         fetchesAlong = fetching != nil
     }
 

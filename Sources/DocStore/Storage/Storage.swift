@@ -140,6 +140,9 @@ package protocol StorageTransaction: AnyObject {
     /// Opens a cursor that stays open until the transaction ends or ``closeCursor(_:)``; check ``isValid`` before
     /// each use.
     func openCursor(_ space: KeySpace) throws -> any StorageCursor
+    /// Opens a cursor as ``openCursor(_:)`` does, for a walk that holds no entry past the cursor's next move, as
+    /// ``withPassingCursor(_:_:)`` does.
+    func openPassingCursor(_ space: KeySpace) throws -> any StorageCursor
     /// Opens a cursor as ``openCursor(_:)`` does, over a space whose values are keys of `documents` (an index's
     /// entries, whose values are ids) whose values the caller reads as it walks: an engine with round trips may
     /// fetch those with the entries (``StorageCursor/fetchedDocument()``). `nil` when the engine does not.
@@ -259,6 +262,8 @@ extension StorageTransaction {
     func copiedValue(_ space: KeySpace, _ key: [UInt8]) throws -> [UInt8]? {
         try get(space, key).map { Array($0) }
     }
+
+    func openPassingCursor(_ space: KeySpace) throws -> any StorageCursor { try openCursor(space) }
 
     /// Calls `body` with each entry of `space` whose key starts with `prefix` (every entry, for an empty prefix),
     /// in key order, duplicates included. An entry is valid only during its call of `body`
