@@ -859,7 +859,14 @@ final class PostgresTransaction: StorageTransaction {
 
     /// Values read ahead (``prefetch(_:)``), by space and key: each valid until a write to its key (or a write that
     /// names none, or a rollback).
-    private var prefetched: [PrefetchKey: UnsafeRawBufferPointer?] = [:]
+    private var prefetched: [PrefetchKey: ReadAhead] = [:]
+    /// A value read ahead (`nil`: none there), and the answer it lies in until ``get(_:_:)`` hands it out, which
+    /// then keeps it until the transaction ends (a value only copied, ``copiedValue(_:_:)``, is not kept: an update
+    /// of many documents reads each ahead).
+    private struct ReadAhead {
+        let value: UnsafeRawBufferPointer?
+        var answer: PostgresResult?
+    }
     private struct PrefetchKey: Hashable {
         let space: UInt32
         let key: [UInt8]
@@ -882,12 +889,8 @@ final class PostgresTransaction: StorageTransaction {
             try key.withUnsafeBytes { k in
                 try runAhead("\(t)_get", getStatement(t), [k]) { [weak self] answer in
                     guard let self else { return }
-                    var value: UnsafeRawBufferPointer?
-                    if answer.rowCount > 0 {
-                        keep(answer)
-                        value = answer.bytes(0, 0)
-                    }
-                    prefetched[PrefetchKey(space: space.number, key: key)] = .some(value)
+                    prefetched[PrefetchKey(space: space.number, key: key)] = answer.rowCount > 0
+                        ? ReadAhead(value: answer.bytes(0, 0), answer: answer) : ReadAhead(value: nil, answer: nil)
                 }
             }
         }
@@ -897,7 +900,7 @@ final class PostgresTransaction: StorageTransaction {
     private func assumeAbsent(_ keys: [(KeySpace, [UInt8])]) throws {
         var bySpace: [UInt32: [[UInt8]]] = [:]
         for (space, key) in keys where prefetched[PrefetchKey(space: space.number, key: key)] == nil {
-            prefetched[PrefetchKey(space: space.number, key: key)] = .some(nil)
+            prefetched[PrefetchKey(space: space.number, key: key)] = ReadAhead(value: nil, answer: nil)
             bySpace[space.number, default: []].append(key)
         }
         guard !bySpace.isEmpty else { return }
@@ -915,7 +918,11 @@ final class PostgresTransaction: StorageTransaction {
 
     func get(_ space: KeySpace, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         if !prefetched.isEmpty, let found = prefetched[PrefetchKey(space: space.number, key: Array(key))] {
-            return found
+            if let answer = found.answer {
+                keep(answer)
+                prefetched[PrefetchKey(space: space.number, key: Array(key))]?.answer = nil
+            }
+            return found.value
         }
         let cached = space.number == engine.cache.catalog && !wroteCatalog
         if cached, let hit = engine.cache.entries[Array(key)] {
@@ -937,7 +944,7 @@ final class PostgresTransaction: StorageTransaction {
 
     func copiedValue(_ space: KeySpace, _ key: [UInt8]) throws -> [UInt8]? {
         if !prefetched.isEmpty, let found = prefetched[PrefetchKey(space: space.number, key: key)] {
-            return found.map { Array($0) }
+            return found.value.map { Array($0) }
         }
         if space.number == engine.cache.catalog {
             return try key.withUnsafeBytes { try get(space, $0).map { Array($0) } }

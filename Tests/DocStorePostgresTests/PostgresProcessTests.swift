@@ -565,6 +565,16 @@ struct PostgresProcessTests {
         #expect(writeKept <= 4, "an update and a delete of three documents kept \(writeKept) answers")
         #expect(try await Person.include(#Predicate { $0.city == "Tromsø" }).count(in: store) == 2)
         #expect(try await Person.query().count(in: store) == count - 1)
+        // An update of many documents reads each ahead, and copies it: it keeps none of them.
+        let (many, manyKept) = try await store.write { ctx in
+            let txn = try #require(ctx.txn as? PostgresTransaction)
+            let before = txn.keptAnswers
+            let updated = try Person.include(#Predicate { $0.name.starts(with: "p1") }).update(in: ctx) { $0.age += 1 }
+            return (updated, txn.keptAnswers - before)
+        }
+        #expect(many == 1 + 10 + 100 + 1_000 - 1)   // (p17 was deleted)
+        #expect(manyKept <= 4, "an update of \(many) documents kept \(manyKept) answers")
+        #expect(try await Person.include(#Predicate { $0.name == "p1234" }).first(in: store)?.age == 1234 % 90 + 1)
     }
 
     /// A write that made a collection (its table, and the statements prepared for it) and that the server refused at

@@ -244,7 +244,7 @@ final class CollectionHandle {
     func rewrite(id: [UInt8], stored given: [UInt8]? = nil, in txn: any StorageTransaction,
                  idChanged: (_ newID: String?, _ why: String) -> DocStoreError,
                  _ change: (UnsafeRawBufferPointer) throws -> Rewrite) throws -> Bool {
-        guard let stored = try given ?? txn.get(documents, id).map({ Array($0) }) else { return false }
+        guard let stored = try given ?? txn.copiedValue(documents, id) else { return false }
         let changes = txn.changes
         let rewritten = try stored.withUnsafeBytes { try change($0) }
         let changedMeanwhile = txn.changes != changes
@@ -270,7 +270,7 @@ final class CollectionHandle {
         guard newID == id else {
             throw idChanged(CollectionHandle.describeID(newID, in: bytes, idPath: info.idPath), "")
         }
-        let current = changedMeanwhile ? try txn.get(documents, id).map { Array($0) } : stored
+        let current = changedMeanwhile ? try txn.copiedValue(documents, id) : stored
         try write(bytes, mode: .save, in: txn, stored: current)
         return true
     }
@@ -317,7 +317,7 @@ final class CollectionHandle {
                 // What the checks below read, asked for at once (what is not already read ahead).
                 try txn.prefetch(checkedReads(reader: reader, root: root, id: id))
             }
-            let old: [UInt8]? = try stored ?? txn.get(documents, id).map { Array($0) }
+            let old: [UInt8]? = try stored ?? txn.copiedValue(documents, id)
             if old != nil && mode == .insert { throw duplicateID(reader, root) }
             let changes = try keyChanges(reader: reader, root: root, replacing: old)
             try apply(changes, bytes, id: id, new: old == nil, in: txn, prefetched: stored == nil)
@@ -663,7 +663,7 @@ final class CollectionHandle {
         if checked || !index.isUnique {
             try txn.put(index.database, key, id)
         } else if try !txn.put(index.database, key, id, noOverwrite: true) {
-            let holder = try txn.get(index.database, key).map { Array($0) }
+            let holder = try txn.copiedValue(index.database, key)
             if holder != id { throw uniqueViolation(index, describe()) }
         }
     }
@@ -672,7 +672,7 @@ final class CollectionHandle {
     /// A document whose bytes are damaged is deleted too, its entries found by walking the indexes.
     @discardableResult
     func delete(id: [UInt8], in txn: any StorageTransaction) throws -> Bool {
-        guard let old = try txn.get(documents, id).map({ Array($0) }) else { return false }
+        guard let old = try txn.copiedValue(documents, id) else { return false }
         try txn.changingAtomically {
             try removeEntries(try entries(ofStored: old), of: id, in: txn)
             try txn.discard(documents, id, value: nil)

@@ -270,7 +270,7 @@ extension Query {
                 while start < ids.count && slice.count < step && bytes < 8 << 20 {
                     let id = ids[start]
                     start += 1
-                    guard let stored = try txn.get(handle.documents, id).map({ Array($0) }) else { continue }
+                    guard let stored = try txn.copiedValue(handle.documents, id) else { continue }
                     slice.append((id, stored))
                     bytes += stored.count
                 }
