@@ -79,6 +79,7 @@ final class PostgresConnection {
     func execute(_ name: String, _ sql: @autoclosure () -> String, _ values: [UnsafeRawBufferPointer],
                  integers: [Int] = []) throws -> PostgresResult {
         try readUnanswered()
+        waits += 1
         if !ahead.isEmpty {
             var answer: PostgresResult?
             try sendAhead(name, sql(), values, integers: integers) { answer = $0 }
@@ -152,10 +153,15 @@ final class PostgresConnection {
         if ahead.count >= PostgresConnection.aheadLimit { try settle() }
     }
 
+    /// How many times the connection waited for the server (a statement run, or those sent ahead read): its round
+    /// trips, but for those of `execute(_:)`.
+    private(set) var waits = 0
+
     /// Reads the answers of the statements sent ahead, in order, handing each to its `then`; throws the first
     /// error among them (the statements after it did not run). Every other call that waits settles first.
     func settle() throws {
         guard !ahead.isEmpty else { return }
+        waits += 1
         let sent = ahead
         ahead = []
         var failure: (any Error)?

@@ -574,6 +574,21 @@ struct PostgresProcessTests {
         }
         #expect(many == 1 + 10 + 100 + 1_000 - 1)   // (p17 was deleted)
         #expect(manyKept <= 4, "an update of \(many) documents kept \(manyKept) answers")
+        // A unique index made over the documents, which were found first to hold no two equal keys, puts its
+        // entries without a round trip each.
+        let waits = try await store.write { ctx in
+            let txn = try #require(ctx.txn as? PostgresTransaction)
+            let before = txn.connection.waits
+            try ctx.createIndex(IndexDefinition(name: "unique_name", kind: .unique, fields: ["name"]), in: "people")
+            return txn.connection.waits - before
+        }
+        #expect(waits <= 40, "a unique index over \(count - 1) documents waited \(waits) times for the server")
+        #expect(try await store.read { ctx in
+            "\(try Person.include(#Predicate { $0.name == "p4321" }).explain(in: ctx))"
+        }.contains("unique_name"))
+        await #expect(throws: DocStoreError.self) {
+            try await store.insert(Person(name: "p4321", age: 1))
+        }
         #expect(try await Person.include(#Predicate { $0.name == "p1234" }).first(in: store)?.age == 1234 % 90 + 1)
     }
 

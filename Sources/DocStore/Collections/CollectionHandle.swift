@@ -681,7 +681,7 @@ final class CollectionHandle {
     }
 
     /// Refuses a unique index `definition` over documents that already share a key, and a key too long for any
-    /// index, before anything is written: what ``build(_:in:)`` would meet part way through, after the catalog
+    /// index, before anything is written: what ``build(_:in:checked:)`` would meet part way through, after the catalog
     /// named the index. So that a caller may catch the refusal and go on (make a plain index instead).
     func checkBuildable(_ definition: IndexDefinition, in txn: any StorageTransaction) throws {
         let index = Index(definition: definition, database: documents)   // (only its definition is read)
@@ -698,18 +698,20 @@ final class CollectionHandle {
         }
     }
 
-    /// Fills an empty index from every document of the collection.
+    /// Fills an empty index from every document of the collection; `checked` when the caller has found no two
+    /// documents with one key of a unique index (``checkBuildable(_:in:)``), so that its entries are put without
+    /// asking whether each is there (on a server, without a round trip each).
     ///
     /// The cursor walks the documents database while entries go into the index database; writes to one named
     /// database leave another's pages and cursors alone, and each document is copied before its entries are added.
-    func build(_ index: Index, in txn: any StorageTransaction) throws {
+    func build(_ index: Index, in txn: any StorageTransaction, checked: Bool = false) throws {
         try txn.forEachEntry(in: documents) { rawID, rawDocument in
             let id = Array(rawID)
             try Array(rawDocument).withUnsafeBytes { raw in
                 let reader = BinaryReader(raw)
                 let root = try reader.root()
                 for key in try checkedKeys(for: index, reader: reader, root: root) {
-                    try addEntry(key, id: id, to: index, in: txn) {
+                    try addEntry(key, id: id, to: index, in: txn, checked: checked) {
                         IndexKeys.describe(index.definition, reader: reader, root: root)
                     }
                 }

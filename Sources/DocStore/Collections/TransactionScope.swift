@@ -230,7 +230,9 @@ final class TransactionScope {
         try txn.changingAtomically {
             try catalog.setCollection(info)
             let handle = try core.openHandle(info, in: txn)
-            for index in handle.indexes where index.definition == definition { try handle.build(index, in: txn) }
+            for index in handle.indexes where index.definition == definition {
+                try handle.build(index, in: txn, checked: true)
+            }
             reopened = handle
         }
         handles[collection] = reopened

@@ -279,7 +279,8 @@ public final class MigrationContext {
         // is walked in bounded memory, and the writes never move a cursor that is walking.
         var after: [UInt8]?
         while true {
-            let batch: [(id: [UInt8], stored: [UInt8])] = try txn.withCursor(handle.documents) { cursor in
+            let batch: [(id: [UInt8], stored: [UInt8])] = try txn.withPassingCursor(handle.documents) { cursor in
+                cursor.expect(about: 513)   // (on a server, the batch in one window)
                 var entry = try after.map { try cursor.seek(atLeast: $0) } ?? cursor.first()
                 if let after, let (key, _) = entry, key.elementsEqual(after) { entry = try cursor.next() }
                 var batch: [(id: [UInt8], stored: [UInt8])] = []
