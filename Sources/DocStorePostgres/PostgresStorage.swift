@@ -34,6 +34,8 @@ final class PostgresStorage: StorageEngine {
 
     let settings: Settings
     private var connection: PostgresConnection?
+    /// How many times the engine waited for the server (``PostgresConnection/waits``), on its current connection.
+    var waits: Int { connection?.waits ?? 0 }
     /// Duplicate-sorted or not, per open key space.
     fileprivate var duplicateSorted: [UInt32: Bool] = [0: false]
     private var closed = false

@@ -13,6 +13,16 @@ struct StoreBuilder {
         collections.append(info)
     }
 
+    /// Asks at once, on an engine with round trips, for what adding `documents` to a begun collection will read for
+    /// its checks, so that ``add(_:to:replacing:in:)`` then waits for none of it: one round trip for them all.
+    func readAhead(_ documents: [DocumentValue], to collection: String, in ctx: WriteContext) throws {
+        guard ctx.txn.prefersBatches, let handle = try ctx.scope.handle(named: collection) else { return }
+        try ctx.txn.prefetch(documents.flatMap { document -> [(KeySpace, [UInt8])] in
+            guard case .object = document else { return [] }
+            return (try? handle.checkedReads(of: document.encoded())) ?? []
+        })
+    }
+
     /// Writes a document into a begun collection, replacing one of the same id (a document without an id is given
     /// one) or (`replacing: false`) refusing it.
     func add(_ document: DocumentValue, to collection: String, replacing: Bool, in ctx: WriteContext) throws {
