@@ -589,6 +589,20 @@ struct PostgresProcessTests {
         await #expect(throws: DocStoreError.self) {
             try await store.insert(Person(name: "p4321", age: 1))
         }
+        // A delete of many documents, each with entries in two unique indexes, asks for what it reads 512 documents
+        // at a time.
+        let (removed, deleteWaits) = try await store.write { ctx in
+            let txn = try #require(ctx.txn as? PostgresTransaction)
+            let before = txn.connection.waits
+            let removed = try Person.include(#Predicate { $0.name.starts(with: "p2") }).delete(in: ctx)
+            return (removed, txn.connection.waits - before)
+        }
+        #expect(removed == 1 + 10 + 100 + 1_000)
+        #expect(deleteWaits <= 20, "a delete of \(removed) documents waited \(deleteWaits) times for the server")
+        #expect(try await Person.query().count(in: store) == count - 1 - removed)
+        #expect(try await Person.include(#Predicate { $0.name == "p2345" }).count(in: store) == 0)
+        try await store.insert(Person(name: "p2345", age: 1))
+        #expect(try await store.verify().isClean)
         #expect(try await Person.include(#Predicate { $0.name == "p1234" }).first(in: store)?.age == 1234 % 90 + 1)
     }
 

@@ -633,7 +633,7 @@ final class CollectionHandle {
     /// Removes one entry of document `id`; a unique entry only if this document holds it.
     func removeEntry(_ key: [UInt8], id: [UInt8], from index: Index, in txn: any StorageTransaction) throws {
         if index.isUnique {
-            if let holder = try txn.get(index.database, key), holder.elementsEqual(id) {
+            if try txn.copiedValue(index.database, key) == id {
                 try txn.discard(index.database, key, value: nil)
             }
         } else {
@@ -666,6 +666,24 @@ final class CollectionHandle {
             let holder = try txn.copiedValue(index.database, key)
             if holder != id { throw uniqueViolation(index, describe()) }
         }
+    }
+
+    /// On an engine with round trips, asks ahead for what deleting the documents `ids` reads: the documents, then
+    /// the entries of their unique keys, each in one round trip where ``delete(id:in:)`` would make one for each.
+    func readAhead(deleting ids: [[UInt8]], in txn: any StorageTransaction) throws {
+        guard txn.prefersBatches else { return }
+        try txn.prefetch(ids.map { (documents, $0) })
+        guard indexes.contains(where: \.isUnique) else { return }
+        var keys: [(KeySpace, [UInt8])] = []
+        for id in ids {
+            guard let stored = try txn.copiedValue(documents, id), let entries = try? entries(ofStored: stored) else {
+                continue
+            }
+            for (i, index) in indexes.enumerated() where index.isUnique {
+                keys += entries[i].map { (index.database, $0) }
+            }
+        }
+        try txn.prefetch(keys)
     }
 
     /// Deletes the document with primary key `id` and its index entries; `false` when there is none.

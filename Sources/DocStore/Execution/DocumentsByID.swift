@@ -26,10 +26,13 @@ final class DocumentsByID {
     private var failure: (any Error)?
     private var failedAt = 0
 
-    init(_ txn: any StorageTransaction, _ space: KeySpace) throws {
+    /// `unchanged` says that nothing is written until the walk ends (a walk that only gathers what it reads): on an
+    /// engine that prefers batches, a write transaction's walk then reads in batches too.
+    init(_ txn: any StorageTransaction, _ space: KeySpace, unchanged: Bool = false) throws {
         self.txn = txn
         self.space = space
-        cursor = DocumentsByID.readsInBatches(txn) ? nil : try txn.openCursor(space)
+        let batches = DocumentsByID.readsInBatches(txn) || (unchanged && txn.prefersBatches)
+        cursor = batches ? nil : try txn.openCursor(space)
         if cursor != nil, txn.isReadOnly {
             ahead = .allocate(capacity: DocumentsByID.depth)
             ahead?.initialize(repeating: nil, count: DocumentsByID.depth)

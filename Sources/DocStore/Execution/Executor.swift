@@ -127,6 +127,9 @@ final class Executor {
     /// On an engine that reads by id in batches, a read fetches the documents with the index's entries instead (one
     /// round trip per window rather than one more per batch of ids), keeps the matches (their bytes stay valid
     /// until the read ends) and hands them on in id order.
+    ///
+    /// `body` gathers what it is given, and writes nothing: the documents are read ahead of it, in batches on an
+    /// engine with round trips, in a write transaction too.
     func forEachMatchInIDOrder(_ body: (CandidateSource.Candidate) throws -> Bool) throws {
         switch plan.access {
         case .index(let scan) where !scan.primary: break
@@ -156,7 +159,8 @@ final class Executor {
         }
         ids.sort(descending: false)
         if repeatsIDs { ids.dropRepeats() }
-        let documents = try DocumentsByID(txn, handle.documents)
+        // (`body` gathers what it is given: nothing is written meanwhile.)
+        let documents = try DocumentsByID(txn, handle.documents, unchanged: true)
         defer { documents.close() }
         for i in 0..<ids.count {
             guard let document = try documents.document(i, of: ids) else { continue }   // verify() reports it

@@ -265,8 +265,15 @@ extension Query {
         guard let executor = try executor(in: context, writing: true) else { return 0 }
         var deleted = 0
         let ids = try executor.resultIDs()
-        for i in 0..<ids.count where try executor.handle.delete(id: ids[i], in: context.txn) {
-            deleted += 1
+        guard context.txn.prefersBatches else {
+            for i in 0..<ids.count where try executor.handle.delete(id: ids[i], in: context.txn) { deleted += 1 }
+            return deleted
+        }
+        // On an engine with round trips, what 512 deletes read is asked for at once.
+        for start in stride(from: 0, to: ids.count, by: 512) {
+            let batch = ids.arrays(start..<min(ids.count, start + 512))
+            try executor.handle.readAhead(deleting: batch, in: context.txn)
+            for id in batch where try executor.handle.delete(id: id, in: context.txn) { deleted += 1 }
         }
         return deleted
     }
