@@ -966,7 +966,7 @@ final class PostgresTransaction: StorageTransaction {
             try run("\(t)_many", "SELECT q.k, v FROM unnest($1::bytea[]) WITH ORDINALITY AS q(k, i) "
                     + "JOIN \(t) ON \(t).k = q.k ORDER BY i", [a])
         }
-        keep(answer)
+        // (Not kept until the transaction ends: the caller keeps the answer as long as it needs the entries.)
         return ((0..<answer.rowCount).map { (answer.bytes($0, 0), answer.bytes($0, 1)) }, answer)
     }
 

@@ -553,6 +553,20 @@ struct PostgresProcessTests {
         }
         #expect(counted == 1 + 10 + 100)
         #expect(countKept <= 1, "a count that scans kept \(countKept) answers")
+        // Documents read by id in batches, in a sorted walk, are kept only while the walk needs them.
+        let (walked, walkKept) = try await store.read { ctx in
+            let txn = try #require(ctx.txn as? PostgresTransaction)
+            let before = txn.keptAnswers
+            let cursor = try Person.include(#Predicate { $0.name >= "p1" }).sortBy(\.name).cursor(in: ctx)
+            var walked = 0, last = ""
+            while let person = try cursor.next() {
+                if person.name >= last { walked += 1 }
+                last = person.name
+            }
+            return (walked, txn.keptAnswers - before)
+        }
+        #expect(walked == count - 1)
+        #expect(walkKept <= 2, "a sorted walk kept \(walkKept) answers")
         let (updated, deleted, writeKept) = try await store.write { ctx in
             let txn = try #require(ctx.txn as? PostgresTransaction)
             let before = txn.keptAnswers

@@ -115,7 +115,9 @@ package protocol StorageTransaction: AnyObject {
     /// key's address. An engine that copies entries into buffers it reuses says no.
     var keysStayInPlace: Bool { get }
     /// The entries under those of `keys` that exist, in the order of `keys`, and an object that keeps their bytes
-    /// valid while it lives (they are valid until the transaction ends or writes, too).
+    /// valid while it lives and the transaction neither ends nor writes (an engine that keeps what it fetched until
+    /// the transaction ends need not keep these: a walk that reads documents by id in batches holds only the last
+    /// ones).
     func entries(_ space: KeySpace, forKeys keys: [[UInt8]]) throws -> (entries: [StorageEntry], keeper: AnyObject?)
 
     /// A walk of the entries of `space` whose keys lie in `lower..<upper` (`nil`: from the first, to the end), or of
