@@ -620,6 +620,30 @@ struct PostgresProcessTests {
         #expect(try await Person.include(#Predicate { $0.name == "p1234" }).first(in: store)?.age == 1234 % 90 + 1)
     }
 
+    /// A walk in id order that gathers the documents of an `||` whose branches include the ids' own range (a union
+    /// with a scan of the documents) holds every document until it ends: each is still there when it is sorted or
+    /// grouped, and the answers are those of the documents in memory.
+    @Test func aSortedUnionWithAnIDBranchReadsEveryDocumentWhole() async throws {
+        let store = try await DocStore(postgres: try PostgresCluster.shared().freshURL())
+        let people = (0..<3_000).map { Person(name: "n\(($0 * 7_919) % 3_000)", age: $0 % 90, city: "c\($0 % 13)") }
+        try await store.insert(contentsOf: people)
+        let picked = people[1_234].id
+        let query = Person.include(#Predicate { $0.id == picked || $0.age > 60 })
+        let plan = "\(try await store.read { try query.explain(in: $0) })"
+        #expect(plan.contains("union"), "\(plan)")
+        let expected = people.filter { $0.id == picked || $0.age > 60 }
+        let sorted = try await query.sortBy(\.name).results(in: store)
+        let expectedNames: [String] = expected.map(\.name).sorted()
+        #expect(sorted.map(\.name) == expectedNames)
+        let ids: Set<UUID> = Set(sorted.map(\.id)), expectedIDs: Set<UUID> = Set(expected.map(\.id))
+        #expect(ids == expectedIDs)
+        let groups = try await query.groupBy(\.city).results(in: store)
+        var counts: [String: Int] = [:]
+        for person in expected { counts[person.city, default: 0] += 1 }
+        #expect(groups.count == counts.count)
+        for group in groups { #expect(counts[group.key] == group.value, "\(group)") }
+    }
+
     /// A restore onto a server asks for what its documents' checks read (each id) 512 documents at a time, not
     /// with a round trip each (3,104 waits for 3,000 documents before; now about 115, most of them the windows of
     /// the index builds); a document refused (an id taken twice) still names its own line.

@@ -633,7 +633,10 @@ final class CollectionHandle {
     /// Removes one entry of document `id`; a unique entry only if this document holds it.
     func removeEntry(_ key: [UInt8], id: [UInt8], from index: Index, in txn: any StorageTransaction) throws {
         if index.isUnique {
-            if try txn.copiedValue(index.database, key) == id {
+            // (Copied on an engine that would otherwise keep the answer until the transaction ends.)
+            let held = txn.prefersBatches ? try txn.copiedValue(index.database, key) == id
+                : try txn.get(index.database, key)?.elementsEqual(id) ?? false
+            if held {
                 try txn.discard(index.database, key, value: nil)
             }
         } else {

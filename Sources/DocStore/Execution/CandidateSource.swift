@@ -120,9 +120,10 @@ final class IndexScanSource: CandidateSource {
         self.statistics = statistics
         readsInBatches = fetchDocuments && !scan.primary && txn.prefersBatches
         keysStayInPlace = !scan.index.isUnique && txn.isReadOnly && txn.keysStayInPlace
-        // (The documents fetched with an index's entries are kept: a walk in id order holds them all.)
+        // Where the walk hands on documents (fetched with an index's entries, or the ids' own entries), they are
+        // kept: a walk in id order holds them all until it ends.
         let fetching = readsInBatches ? try txn.openCursor(space, fetchingValuesIn: documents) : nil
-        self.cursor = try fetching ?? txn.openPassingCursor(space)
+        self.cursor = try fetching ?? (fetchDocuments ? txn.openCursor(space) : txn.openPassingCursor(space))
         fetchesAlong = fetching != nil
     }
 

@@ -116,6 +116,8 @@ final class LMDBTransaction: StorageTransaction {
         do {
             let result = try body(child)
             if child.metMapFull { throw LMDBError.mapFull }
+            // (A transaction nested in the child ran out of room, and `body` caught its error.)
+            if child.metTransactionFull { throw LMDBError(code: MDB_TXN_FULL) }
             if let interrupted = child.interruptedChange { throw StorageError.interruptedChange(interrupted) }
             child.invalidate()
             // The commit frees the child, whether it succeeds or not.
@@ -127,6 +129,7 @@ final class LMDBTransaction: StorageTransaction {
             // (What the child opened is closed with it.)
             access.opened.removeSubrange(min(openedBefore, access.opened.count)...)
             if child.metMapFull { metMapFull = true }
+            if child.metTransactionFull { metTransactionFull = true }
             if child.metTransactionFull, !child.metMapFull {
                 throw StorageError.nestingRefused(LMDBError(code: MDB_TXN_FULL).message)
             }
