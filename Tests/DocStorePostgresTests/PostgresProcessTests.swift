@@ -273,10 +273,15 @@ struct PostgresProcessTests {
             #expect(Set(walked) == Set(ids))
             let asked = [ids[3], ids[5], ids[1]]
             let expected: [[UInt8]] = [ids[3] + [1], ids[1] + [1]]
-            #expect(try txn.entries(documents, forKeys: asked).entries.map { Array($0.value) } == expected)
+            // (An entry is valid while its keeper lives.)
+            func values() throws -> [[UInt8]] {
+                let found = try txn.entries(documents, forKeys: asked)
+                return withExtendedLifetime(found.keeper) { found.entries.map { Array($0.value) } }
+            }
+            #expect(try values() == expected)
             try txn.put(documents, ids[3], [42])
             try txn.put(documents, ids[5], [43])
-            #expect(try txn.entries(documents, forKeys: asked).entries.map { Array($0.value) } == [[42], [43], ids[1] + [1]])
+            #expect(try values() == [[42], [43], ids[1] + [1]])
         }
     }
 

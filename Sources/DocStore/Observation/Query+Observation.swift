@@ -22,16 +22,21 @@ extension Query {
                 if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
                 return (fingerprint, try rows.map { try self.kind.row($0.values, $0.result) })
             }
-            var documents: [(id: [UInt8], bytes: UnsafeRawBufferPointer)] = []
+            // Each document's bytes are valid only during its call (a walk on a server lets go of what it left):
+            // they are decoded from the fingerprint, which holds a copy of each.
+            var documents: [(id: [UInt8], bytes: Range<Int>)] = []
             try executor.walk { id, raw in
+                let start = fingerprint.count + Fingerprint.lengthSize
                 Fingerprint.append(raw, to: &fingerprint)
-                documents.append((Array(id), raw))
+                documents.append((Array(id), start..<start + raw.count))
                 return true
             }
             if let previous, previous.fingerprint == fingerprint { return (fingerprint, nil) }
             let decode = self.decoder(executor)
-            return (fingerprint, try documents.map { document in
-                try document.id.withUnsafeBytes { try decode($0, document.bytes) }
+            return (fingerprint, try fingerprint.withUnsafeBytes { copies in
+                try documents.map { document in
+                    try document.id.withUnsafeBytes { try decode($0, UnsafeRawBufferPointer(rebasing: copies[document.bytes])) }
+                }
             })
         }
     }
@@ -52,6 +57,9 @@ extension Query {
 /// mean equal results.
 enum Fingerprint {
     static func append(_ raw: [UInt8], to fingerprint: inout [UInt8]) { raw.withUnsafeBytes { append($0, to: &fingerprint) } }
+
+    /// The bytes of the length before each value's.
+    static let lengthSize = MemoryLayout<UInt32>.size
 
     static func append(_ raw: UnsafeRawBufferPointer, to fingerprint: inout [UInt8]) {
         withUnsafeBytes(of: UInt32(raw.count).littleEndian) { fingerprint.append(contentsOf: $0) }
