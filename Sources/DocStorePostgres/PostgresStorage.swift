@@ -454,7 +454,7 @@ final class PostgresTransaction: StorageTransaction {
 
     /// Changes when a write may have changed `space`'s entries: a cursor's window stays valid across writes to other
     /// spaces (a walk of documents that writes index entries does not fetch its window again after each).
-    func generation(of space: UInt32) -> Int { writesToAny + (writesTo[space] ?? 0) }
+    func generation(of space: UInt32) -> Int { writesTo.isEmpty ? writesToAny : writesToAny + (writesTo[space] ?? 0) }
     /// Every answer that values were handed out from: kept until the transaction ends, so that a value stays valid
     /// as long as one of LMDB's would (callers hold entries across later reads and writes). A transaction that reads
     /// much holds it all until it ends, but for what a passing cursor walks (``withPassingCursor(_:_:)``) and what

@@ -339,17 +339,17 @@ private struct Restore {
         let batch = waiting
         (waiting, waitingIn) = ([], nil)
         let reached = line
-        try builder.readAhead(batch.map(\.document), to: name, in: ctx)
-        for (number, document) in batch {
+        let encoded = try builder.readAhead(batch.map(\.document), to: name, in: ctx)
+        for ((number, document), bytes) in zip(batch, encoded) {
             line = number
-            try add(document, to: name)
+            try add(document, to: name, encoded: bytes)
         }
         line = reached
     }
 
-    func add(_ document: DocumentValue, to collection: String) throws {
+    func add(_ document: DocumentValue, to collection: String, encoded: [UInt8]? = nil) throws {
         do {
-            try builder.add(document, to: collection, replacing: false, in: ctx)
+            try builder.add(document, to: collection, replacing: false, in: ctx, encoded: encoded)
         } catch let error as DocStoreError {
             throw failure(error.message)
         }

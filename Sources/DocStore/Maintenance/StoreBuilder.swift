@@ -14,18 +14,22 @@ struct StoreBuilder {
     }
 
     /// Asks at once, on an engine with round trips, for what adding `documents` to a begun collection will read for
-    /// its checks, so that ``add(_:to:replacing:in:)`` then waits for none of it: one round trip for them all.
-    func readAhead(_ documents: [DocumentValue], to collection: String, in ctx: WriteContext) throws {
-        guard ctx.txn.prefersBatches, let handle = try ctx.scope.handle(named: collection) else { return }
-        try ctx.txn.prefetch(documents.flatMap { document -> [(KeySpace, [UInt8])] in
-            guard case .object = document else { return [] }
-            return (try? handle.checkedReads(of: document.encoded())) ?? []
-        })
+    /// its checks, so that ``add(_:to:replacing:in:encoded:)`` then waits for none of it: one round trip for them
+    /// all. Returns each object's encoded bytes (`nil` for another value), for `add` to write.
+    func readAhead(_ documents: [DocumentValue], to collection: String, in ctx: WriteContext) throws -> [[UInt8]?] {
+        let encoded = documents.map { document -> [UInt8]? in
+            guard case .object = document else { return nil }
+            return document.encoded()
+        }
+        guard ctx.txn.prefersBatches, let handle = try ctx.scope.handle(named: collection) else { return encoded }
+        try ctx.txn.prefetch(encoded.flatMap { bytes in bytes.flatMap { try? handle.checkedReads(of: $0) } ?? [] })
+        return encoded
     }
 
     /// Writes a document into a begun collection, replacing one of the same id (a document without an id is given
-    /// one) or (`replacing: false`) refusing it.
-    func add(_ document: DocumentValue, to collection: String, replacing: Bool, in ctx: WriteContext) throws {
+    /// one) or (`replacing: false`) refusing it; `encoded`, its bytes when the caller has them already.
+    func add(_ document: DocumentValue, to collection: String, replacing: Bool, in ctx: WriteContext,
+             encoded: [UInt8]? = nil) throws {
         guard case .object = document else {
             throw DocStoreError(.invalidSchema, "the document is not an object", collection: collection)
         }
@@ -35,6 +39,6 @@ struct StoreBuilder {
             throw DocStoreError(.invalidSchema, "a document of '\(collection)', which the catalog lacks",
                                 collection: collection)
         }
-        try handle.write(document.encoded(), mode: .insert, in: ctx.txn)
+        try handle.write(encoded ?? document.encoded(), mode: .insert, in: ctx.txn)
     }
 }
