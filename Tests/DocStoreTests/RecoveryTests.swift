@@ -235,7 +235,7 @@ import TestSupport
     private static func write(_ count: Int, into collection: String, at path: String, perCommit: Int = 1_000,
                               _ document: @escaping @Sendable (Int) -> [DocumentValue.Field]) async throws
         -> [Int64: DocumentValue] {
-        let store = try await DocStore(path: path)
+        let store = try await DocStore(path: path, options: FileCheckTests.reusingPages)
         var written: [Int64: DocumentValue] = [:]
         for start in stride(from: 0, to: count, by: perCommit) {
             let batch = (start..<min(start + perCommit, count)).map { i in

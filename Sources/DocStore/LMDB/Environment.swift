@@ -46,6 +46,21 @@ final class LMDBEnvironment: FileStorageEngine {
     /// Called when a write that deleted a database aborts, before any reader may begin: the handles opened on the
     /// database are closed, and whoever keeps them must forget them.
     var onKeySpacesClosed: (() -> Void)?
+    /// The file's write log, in a writable environment (``WriteLog``): at full durability, what a commit waits for.
+    private(set) var log: WriteLog?
+    /// What lets the log go when this environment has not written for a while.
+    private var idleRelease: (any DispatchSourceTimer)?
+
+    /// Lets the log go if this environment owns it and has not written for a second, unless a write is under way.
+    private func releaseLogIfIdle() {
+        guard writer.try() else { return }
+        defer { writer.unlock() }
+        guard let env = raw, let log, log.isIdleOwner else { return }
+        var handle: OpaquePointer?
+        guard mdb_txn_begin(env, nil, 0, &handle) == MDB_SUCCESS, let handle else { return }
+        log.release(env)
+        mdb_txn_abort(handle)
+    }
 
     /// What identifies a file in this process: device and inode.
     typealias FileID = FileStorage.FileID
@@ -91,6 +106,7 @@ final class LMDBEnvironment: FileStorageEngine {
     private init(opening path: String, _ configuration: Configuration) throws {
         self.path = path
         self.configuration = configuration
+        if !configuration.replaying { try LMDBEnvironment.recover(path: path, configuration: configuration) }
 
         var flags = LMDBFlags.noSubdirectory | LMDBFlags.noThreadLocalStorage
         if configuration.readOnly { flags |= LMDBFlags.readOnly } else { flags |= configuration.syncFlags }
@@ -136,8 +152,47 @@ final class LMDBEnvironment: FileStorageEngine {
         self.raw = env
         self.fileID = registered
         self.isWithoutLockFile = withoutLock
+        if !configuration.readOnly && !configuration.replaying && !withoutLock {
+            do {
+                let logs = configuration.sync == .full && configuration.writeLog
+                log = try WriteLog.open(beside: path, environment: env, logs: logs)
+                // A logged commit waits for its record, not for LMDB's syncs.
+                if logs, log != nil { try lmdbCheck(mdb_env_set_flags(env, LMDBFlags.noSync, 1)) }
+            } catch {
+                log = nil
+                LMDBEnvironment.close(env, forgetting: registered)
+                raw = nil
+                throw error
+            }
+        }
         if let interval = configuration.flushInterval, !configuration.readOnly {
             flusher = Flusher(environment: env, every: interval)
+        }
+        if log?.logs == true {
+            // An owner of the log idle for a second lets it go: its pin would keep other processes' commits from
+            // reusing pages, and a crash of the machine then has nothing to apply.
+            let timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+            timer.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(250))
+            timer.setEventHandler { [weak self] in self?.releaseLogIfIdle() }
+            timer.resume()
+            idleRelease = timer
+        }
+    }
+
+    /// Applies the file's write log if the machine stopped before its commits reached the disk (``WriteLog``), with
+    /// an environment of its own: the records in one transaction, then a sync. Nothing, if the file is open in the
+    /// process (its opening is then refused).
+    static func recover(path: String, configuration: Configuration) throws {
+        guard LMDBEnvironment.fileID(of: path).map(LMDBEnvironment.isOpen) != true else { return }
+        try WriteLog.recover(path: path, readOnly: configuration.readOnly) { bodies in
+            var replaying = configuration
+            (replaying.replaying, replaying.sync, replaying.flushInterval) = (true, .none, nil)
+            let environment = try LMDBEnvironment(opening: path, replaying)
+            defer { environment.close() }
+            try environment.write { txn in
+                for body in bodies { try WriteCapture.apply(body, in: txn as! LMDBTransaction) }
+            }
+            try environment.flush()
         }
     }
 
@@ -223,8 +278,39 @@ final class LMDBEnvironment: FileStorageEngine {
             flusher = nil
             dropIdleReaders()
             // Commits that were not synced (`MDB_NOSYNC`, or a meta page left unsynced) are made durable: LMDB's
-            // close does not sync.
-            if !configuration.readOnly && configuration.sync != .full { _ = mdb_env_sync(env, 1) }
+            // close does not sync. The log is cleared if this environment owns it, under LMDB's writer lock (a
+            // write begun for it), which a takeover by another process holds too.
+            idleRelease?.cancel()
+            idleRelease = nil
+            if let log {
+                var handle: OpaquePointer?
+                if mdb_txn_begin(env, nil, 0, &handle) == MDB_SUCCESS, let handle {
+                    log.release(env)
+                    mdb_txn_abort(handle)
+                }
+                log.unpin()
+                self.log = nil
+            }
+            if !configuration.readOnly { _ = mdb_env_sync(env, 1) }
+            LMDBEnvironment.close(env, forgetting: fileID)
+            raw = nil
+        }
+    }
+
+    /// Closes the environment as the death of its process would leave it: nothing synced, the write log left as it
+    /// is. For tests of a crash of the machine.
+    func abandon() {
+        writer.lock()
+        defer { writer.unlock() }
+        gate.alone {
+            guard let env = raw else { return }
+            flusher?.stop()
+            flusher = nil
+            dropIdleReaders()
+            idleRelease?.cancel()
+            idleRelease = nil
+            log?.unpin()
+            log = nil
             LMDBEnvironment.close(env, forgetting: fileID)
             raw = nil
         }
@@ -485,15 +571,29 @@ final class LMDBEnvironment: FileStorageEngine {
                 defer { access.ended() }
                 let result: R
                 do {
+                    let txnid = txn.id
+                    if try log?.prepare(env, committed: txnid - 1) == true { txn.capture = WriteCapture() }
                     result = try body(txn)
                     if access.needsToRunAlone { throw StorageError.failed("a database is deleted alone") }
                     if txn.metMapFull { throw LMDBError.mapFull }
                     if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
+                    // A logged write's record goes to disk first; changes too large for one are synced instead.
+                    var record: Int?, syncs = false
+                    if let log, let capture = txn.capture, capture.overflowed || !capture.bytes.isEmpty {
+                        record = try log.append(capture, txnid: txnid, in: env)
+                        syncs = record == nil
+                    }
                     txn.invalidate()
+                    // A change too large for a record commits as LMDB does at full durability: its pages synced
+                    // before the meta page that names them.
+                    if syncs { _ = mdb_env_set_flags(env, LMDBFlags.noSync, 0) }
                     let rc = mdb_txn_commit(handle)
+                    if syncs { _ = mdb_env_set_flags(env, LMDBFlags.noSync, 1) }
                     access.ended()   // (before a wait for the readers, some of which may wait for it)
+                    if rc != MDB_SUCCESS, let record { log?.strike(record, in: env) }
                     if rc == MDB_MAP_FULL { try grow(alone: alone); continue }
                     try lmdbCheck(rc)
+                    if record != nil { log?.committed(txnid) }
                     txn.keptKeySpaces = true
                     access.committed()
                     return result
@@ -892,6 +992,14 @@ extension FileStorage {
         try LMDBEnvironment(path: path, configuration: configuration)
     }
 
+    /// Applies the write log of the file at `path` if the machine stopped before its last commits reached the disk:
+    /// what an opening does first, and what must come before any other look at the file's pages.
+    static func recover(path: String, configuration: Configuration) throws {
+        do { try LMDBEnvironment.recover(path: path, configuration: configuration) } catch let error as LMDBError {
+            throw error.storageError
+        }
+    }
+
     /// Replaces the file at `path`, which no process may have open, by a rewrite of itself (full pages, none free:
     /// ``LMDBEnvironment/rewrite(to:mode:besideOthers:bytesPerCommit:)``). The new file is written beside it (`PATH.compacting`),
     /// synced, and renamed over it, so that the file is whole at every moment, the old one until the rename and the
@@ -949,6 +1057,12 @@ extension FileStorage {
         guard LMDBFileCheck.run(path: target, metaOnly: true).newestCommit == copied else {
             unlink(temporary)
             throw StorageError.writtenMeanwhile
+        }
+        // The file is synced (its environment closed) and no other process has it: no record of the log is needed,
+        // and none may outlive the file.
+        do { try WriteLog.clear(beside: path) } catch {
+            unlink(temporary)
+            throw error
         }
         guard rename(temporary, target) == 0 else {
             let message = String(cString: strerror(errno))

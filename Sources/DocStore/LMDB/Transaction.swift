@@ -22,6 +22,9 @@ final class LMDBTransaction: StorageTransaction {
 
     /// What the transaction, with its nested ones, holds of its environment's ``TransactionGate``.
     let access: TransactionAccess
+    /// Where a logged write (``WriteLog``) records its changes, with its nested transactions'; `nil` in a write
+    /// that is not logged.
+    var capture: WriteCapture?
 
     var changes: Int { access.changes }
 
@@ -112,7 +115,9 @@ final class LMDBTransaction: StorageTransaction {
             throw StorageError.nestingRefused(LMDBError(code: begun == MDB_SUCCESS ? EINVAL : begun).message)
         }
         let child = LMDBTransaction(raw: handle, isReadOnly: false, access: access)
+        child.capture = capture
         let openedBefore = access.opened.count
+        let recordedBefore = capture?.mark()
         do {
             let result = try body(child)
             if child.metMapFull { throw LMDBError.mapFull }
@@ -126,8 +131,9 @@ final class LMDBTransaction: StorageTransaction {
             return result
         } catch {
             if child.isValid { child.invalidate(); mdb_txn_abort(handle) }
-            // (What the child opened is closed with it.)
+            // (What the child opened is closed with it, and its changes are not recorded.)
             access.opened.removeSubrange(min(openedBefore, access.opened.count)...)
+            if let recordedBefore { capture?.rollBack(to: recordedBefore) }
             if child.metMapFull { metMapFull = true }
             if child.metTransactionFull { metTransactionFull = true }
             if child.metTransactionFull, !child.metMapFull {
@@ -194,11 +200,17 @@ final class LMDBTransaction: StorageTransaction {
         if create { flags |= LMDBFlags.create }
         if duplicateSort { flags |= LMDBFlags.duplicateSort | (fixedSizeValues ? LMDBFlags.fixedSizeDuplicates : 0) }
         var dbi: MDB_dbi = 0
-        let rc = mdb_dbi_open(raw, name, flags, &dbi)
+        // A logged write records a database it makes (one that is only opened changes nothing).
+        let recording = create && capture != nil
+        var rc = mdb_dbi_open(raw, name, recording ? flags & ~LMDBFlags.create : flags, &dbi)
+        let made = recording && rc == MDB_NOTFOUND
+        if made { rc = mdb_dbi_open(raw, name, flags, &dbi) }
         if rc == MDB_NOTFOUND { return nil }
         try check(rc)
         if let name { access.opened.append((name, dbi)) }
-        return KeySpace(number: dbi)
+        let space = KeySpace(number: dbi)
+        if made { _ = recorded(space) }
+        return space
     }
 
     /// The flags `db` was created with (`MDB_DUPSORT`, `MDB_DUPFIXED`...): those it keeps, whatever it is opened with.
@@ -217,8 +229,24 @@ final class LMDBTransaction: StorageTransaction {
         access.changes &+= 1
         if delete { try access.deletingKeySpace() }
         if let cursor = putCursors.removeValue(forKey: db.number) { mdb_cursor_close(cursor) }
+        let number = recorded(db)
         try check(mdb_drop(raw, db.number, delete ? 1 : 0))
-        if delete { access.gate.closed(db.number) }
+        capture?.add(delete ? .deleteSpace : .empty, number)
+        if delete {
+            capture?.forget(db.number)
+            access.gate.closed(db.number)
+        }
+    }
+
+    /// `db`'s number in the record of a logged write (named there at its first change); `nil` if not logged.
+    private func recorded(_ db: KeySpace) -> UInt16? {
+        capture?.number(of: db.number) {
+            guard let name = access.opened.last(where: { $0.1 == db.number })?.0 ?? access.gate.name(of: db.number)
+            else { return nil }
+            var flags: UInt32 = 0
+            guard mdb_dbi_flags(raw, db.number, &flags) == MDB_SUCCESS else { return nil }
+            return (name, flags)
+        }
     }
 
     /// A walk of `db` read from its pages (``LMDBPageWalk``), in a read transaction only: a write's changed pages
@@ -307,6 +335,7 @@ final class LMDBTransaction: StorageTransaction {
             v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
             access.changes &+= 1
             rc = mdb_cursor_put(cursor, &k, &v, flags)
+            if rc == MDB_SUCCESS { capture?.add(.put, recorded(db), key: key, value: value) }
         } else {
             rc = put(db, key, value, flags: flags)
         }
@@ -363,6 +392,7 @@ final class LMDBTransaction: StorageTransaction {
                 }
             }
             try check(mdb_cursor_put(cursor, &keyValue, &value, flags))
+            capture?.add(.put, recorded(db), key: k, value: v)
         }
     }
 
@@ -377,7 +407,9 @@ final class LMDBTransaction: StorageTransaction {
         access.changes &+= 1
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-        return mdb_put(raw, db.number, &k, &v, flags)
+        let rc = mdb_put(raw, db.number, &k, &v, flags)
+        if rc == MDB_SUCCESS { capture?.add(.put, recorded(db), key: key, value: value) }
+        return rc
     }
 
     /// The corresponding LMDB function is `mdb_del`.
@@ -390,10 +422,13 @@ final class LMDBTransaction: StorageTransaction {
             if let value {
                 rc = value.withUnsafeBytes { vb in
                     var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
-                    return mdb_del(raw, db.number, &k, &v)
+                    let rc = mdb_del(raw, db.number, &k, &v)
+                    if rc == MDB_SUCCESS { capture?.add(.deleteValue, recorded(db), key: kb, value: vb) }
+                    return rc
                 }
             } else {
                 rc = mdb_del(raw, db.number, &k, nil)
+                if rc == MDB_SUCCESS { capture?.add(.delete, recorded(db), key: kb) }
             }
             if rc == MDB_NOTFOUND { return false }
             try check(rc)

@@ -71,6 +71,11 @@ enum FileStorage {
         /// With ``Sync/none``, how often the engine syncs the file on a thread of its own; `nil`: only when closing
         /// or asked to.
         var flushInterval: Duration? = nil
+        /// With ``Sync/full``: a commit waits for a record of its changes in the write log beside the file, and the
+        /// file is synced at checkpoints (LMDB's ``WriteLog``); otherwise for LMDB's two syncs.
+        var writeLog = true
+        /// Set for the environment that applies a write log after a crash of the machine.
+        var replaying = false
     }
 
     /// What a commit syncs.

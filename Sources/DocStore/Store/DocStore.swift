@@ -81,8 +81,10 @@ public actor DocStore {
     /// let store = try await DocStore(path: "/var/lib/app/events.db", options: options)
     /// ```
     public enum Durability: Sendable, Hashable, CustomStringConvertible {
-        /// SQLite's `FULL`, the default: each commit syncs the pages it wrote, then the page that makes them the
-        /// store's state (two `fsync`s). A write that returned survives a crash of the machine.
+        /// SQLite's `FULL`, the default: a write that returned survives a crash of the machine. Each commit waits
+        /// for one `O_DSYNC` write of a record of its changes to the write log beside the file (`PATH-log`); the
+        /// file's pages are synced at checkpoints, and an opening after a crash of the machine applies the records
+        /// since the last one (*Transactions* has the details).
         case full
         /// SQLite's `NORMAL`: each commit syncs its pages, and writes but does not sync the page that makes them
         /// the store's state (one `fsync`; LMDB's `MDB_NOMETASYNC`). A crash of the machine may lose the last

@@ -30,6 +30,14 @@ extension StoreCore {
                     + "there is no store in it to read (a store opened read-only is never created)")
             }
         }
+        var configuration = StoreCore.configuration(options)
+        configuration.readOnly = options.readOnly
+        // A machine that stopped before the last commits reached the disk: their record is applied first, before
+        // anything reads the file's pages.
+        do { try FileStorage.recover(path: path, configuration: configuration) } catch {
+            throw DocStoreError(.cannotOpen, "cannot open a store at \(path)\(options.readOnly ? " read-only" : ""): "
+                + "\(error)", underlying: error)
+        }
         if options.checkFile, let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int,
            size > 0 {
             // Before LMDB reads a page: a damaged file is refused here rather than crashing the process later.
@@ -40,8 +48,6 @@ extension StoreCore {
                     + "; the structural check (DocStore.Options.checkFile) refused to open it")
             }
         }
-        var configuration = StoreCore.configuration(options)
-        configuration.readOnly = options.readOnly
         // What a commit syncs, and how often the file is synced in the background.
         switch options.durability {
         case .full: configuration.sync = .full

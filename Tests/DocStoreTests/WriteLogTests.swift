@@ -1,0 +1,209 @@
+import Foundation
+import Testing
+@testable import DocStore
+
+/// The write log at full durability (``WriteLog``): commits wait for a record of their changes, the file's pages are
+/// synced at checkpoints, and a crash of the machine, which may leave any mix of the pages written since the last
+/// checkpoint on disk, loses no commit that returned.
+///
+/// A crash of the machine is simulated: the store is abandoned as a dying process leaves it (nothing synced, the
+/// log as it is), each page of the file is set back at random to what it held at a sync after the log's checkpoint
+/// (as if its later writes never reached the disk), the pages added since are zeroed at random, and the log's boot
+/// id is made another boot's.
+@Suite struct WriteLogTests {
+    /// Random inserts, saves, deletes, unique conflicts inside groups and batches after a checkpoint, then a crash:
+    /// the store opens with every write that returned and nothing else, and verifies clean. Read-only, it is refused
+    /// until a writable opening has applied the log.
+    /// With `limits` "bytes", the log holds 4 KiB of records, so that a record that would not fit makes a checkpoint
+    /// every few writes; with "pages", the file may grow by 64 pages between checkpoints.
+    @Test(arguments: [(UInt64(1), 0.5, ""), (2, 0.0, ""), (3, 1.0, ""), (4, 0.3, "bytes"), (5, 0.8, "bytes"),
+                      (6, 0.5, "pages"), (7, 0.0, "pages")])
+    func aCrashOfTheMachineLosesNoWriteThatReturned(seed: UInt64, reached: Double, limits: String) async throws {
+        var random = SeededGenerator(seed: seed)
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        var expected: [UUID: Person] = [:]
+        // Written and synced before the crash's session: the state the first checkpoint starts from.
+        let first = try await DocStore(path: path)
+        let early = (0..<300).map { Person(name: "early \($0)", age: $0 % 90, city: ["Oslo", "Rome"][$0 % 2],
+                                           email: "e\($0)@x", tags: ["t\($0 % 7)"]) }
+        try await first.insert(contentsOf: early)
+        for person in early { expected[person.id] = person }
+        await first.close()
+
+        let store = try await DocStore(path: path)
+        await store.tuneWriteLog(capacity: limits == "bytes" ? 16 << 10 : nil, growth: limits == "pages" ? 64 : nil)
+        // The disk as a sync after the log's last checkpoint leaves it: what the crash sets pages back to. (A sync
+        // changes none of the pages of the checkpoint's base, which the log keeps from reuse.)
+        var checkpoint: [UInt8] = [], epoch: UInt64?
+        func follow() async throws {
+            let now = try Self.header(of: path).epoch
+            guard now != epoch else { return }
+            try await store.flush()
+            (checkpoint, epoch) = (Self.contents(of: path), now)
+        }
+        var emails = 0
+        for step in 0..<400 {
+            try await follow()
+            let ids = Array(expected.keys)
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<4:
+                emails += 1
+                let person = Person(name: "p\(step)", age: Int.random(in: 0..<90, using: &random),
+                                    city: ["Oslo", "Rome", "Lima"].randomElement(using: &random)!,
+                                    email: "n\(emails)@x", tags: ["t\(step % 5)", "u\(step % 3)"])
+                try await store.insert(person)
+                expected[person.id] = person
+            case 4..<7:
+                var person = expected[ids.randomElement(using: &random)!]!
+                person.age = Int.random(in: 0..<90, using: &random)
+                person.tags = Int.random(in: 0..<3, using: &random) == 0 ? [] : ["s\(step % 4)"]
+                try await store.save(person)
+                expected[person.id] = person
+            case 7:
+                let id = ids.randomElement(using: &random)!
+                #expect(try await store.delete(Person.self, id: id))
+                expected[id] = nil
+            case 8:
+                // Writes of several tasks, committed as a group, one of which breaks the unique email: its changes
+                // are taken back alone.
+                let taken = expected.values.first { $0.email != nil }!.email
+                let batch = (0..<4).map { i in
+                    Person(name: "g\(step)-\(i)", age: i, email: i == 2 ? taken : "g\(step)-\(i)@x")
+                }
+                let results = await withTaskGroup(of: (Person, Bool).self) { group in
+                    for person in batch {
+                        group.addTask { (person, (try? await store.insert(person)) != nil) }
+                    }
+                    return await group.reduce(into: [(Person, Bool)]()) { $0.append($1) }
+                }
+                for (person, inserted) in results {
+                    #expect(inserted == (person.email != taken), "\(person.name)")
+                    if inserted { expected[person.id] = person }
+                }
+            default:
+                // A save that changes nothing, then a batch.
+                if let unchanged = expected.values.first { try await store.save(unchanged) }
+                let batch = (0..<25).map { Person(name: "b\(step)-\($0)", age: $0, city: "Kyiv") }
+                try await store.insert(contentsOf: batch)
+                for person in batch { expected[person.id] = person }
+            }
+        }
+        try await follow()
+        #expect(try Self.header(of: path).owner != 0, "the log is not owned")
+        await store.abandon()
+
+        try Self.crash(path, checkpoint: checkpoint, reached: reached, random: &random)
+        var readOnly = DocStore.Options()
+        readOnly.readOnly = true
+        await expectError(.cannotOpen, mentions: ["open the store writable once"]) {
+            _ = try await DocStore(path: path, options: readOnly)
+        }
+        let recovered = try await DocStore(path: path)
+        let people = try await Person.query().results(in: recovered)
+        #expect(people.count == expected.count)
+        #expect(Dictionary(people.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }) == expected)
+        #expect(try await recovered.verify().isClean)
+        await recovered.close()
+        // Applied once: the log is cleared, and a read-only opening goes on.
+        let again = try await DocStore(path: path, options: readOnly)
+        #expect(try await Person.query().count(in: again) == expected.count)
+        await again.close()
+    }
+
+    /// A change too large for a record (a batch of about 6 MiB) is committed with a sync of the file, and the log is
+    /// cleared: a crash of the machine then has nothing to apply, and the file holds the batch. The next small write
+    /// takes the log over again.
+    @Test func aChangeTooLargeForARecordIsSyncedAndClearsTheLog() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        let store = try await DocStore(path: path)
+        await store.tuneWriteLog(capacity: nil, growth: nil)
+        try await store.insert(Person(name: "small", age: 1))
+        #expect(try Self.header(of: path).owner != 0)
+        let name = String(repeating: "n", count: 3_000)
+        let batch = (0..<2_000).map { Person(name: name + "\($0)", age: $0 % 90) }
+        try await store.insert(contentsOf: batch)
+        #expect(try Self.header(of: path).owner == 0, "a change too large for a record left the log owned")
+        try await store.insert(Person(name: "after", age: 2))
+        #expect(try Self.header(of: path).owner != 0)
+        await store.close()
+        #expect(try Self.header(of: path).owner == 0, "closing left the log owned")
+        let reopened = try await DocStore(path: path)
+        #expect(try await Person.query().count(in: reopened) == 2_002)
+        await reopened.close()
+    }
+
+    /// An owner that writes nothing for a while lets the log go (a sync, and the owner cleared), so that its pin
+    /// keeps no page from another process's reuse and a crash of the machine leaves nothing to apply.
+    @Test func anIdleOwnerLetsTheLogGo() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        let store = try await DocStore(path: path)
+        await store.tuneWriteLog(capacity: nil, growth: nil, idleAfter: .zero)
+        try await store.insert(Person(name: "a", age: 1))
+        var waited = 0
+        while try Self.header(of: path).owner != 0 && waited < 30_000 {
+            try await Task.sleep(for: .milliseconds(20))
+            waited += 20
+        }
+        #expect(try Self.header(of: path).owner == 0, "the log is still owned after \(waited) ms idle")
+        try await store.insert(Person(name: "b", age: 2))
+        #expect(try await Person.query().count(in: store) == 2)
+        await store.close()
+    }
+
+    // MARK: The crash
+
+    static func contents(of path: String) -> [UInt8] {
+        (try? [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))) ?? []
+    }
+
+    /// Sets each page of the file back to `checkpoint`'s (the file as synced) with probability `1 - reached` (pages past the checkpoint's
+    /// end are zeroed instead), in place, and gives the log's header another boot id.
+    static func crash(_ path: String, checkpoint: [UInt8], reached: Double,
+                      random: inout SeededGenerator) throws {
+        let header = try header(of: path)
+        let pageSize = header.pageSize
+        let latest = contents(of: path)
+        var torn = latest
+        for page in 0..<(latest.count / pageSize) where Double.random(in: 0..<1, using: &random) >= reached {
+            let range = (page * pageSize)..<((page + 1) * pageSize)
+            if range.upperBound <= checkpoint.count {
+                torn.replaceSubrange(range, with: checkpoint[range])
+            } else {
+                torn.replaceSubrange(range, with: repeatElement(0, count: pageSize))
+            }
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.write(contentsOf: torn)
+        try handle.close()
+        var changed = header
+        changed.bootID = Array("another boot of the machine".utf8)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: path + "-log"))
+        try log.write(contentsOf: changed.encoded())
+        try log.close()
+    }
+
+    static func header(of path: String) throws -> WriteLog.Header {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path + "-log"))
+        defer { try? handle.close() }
+        return try #require(WriteLog.Header.decode([UInt8](try handle.read(upToCount: 64 << 10) ?? Data())))
+    }
+}
+
+extension DocStore {
+    /// Sets the write log's limits (its bytes, and the pages the file may grow by between checkpoints), and keeps it
+    /// while the test pauses.
+    func tuneWriteLog(capacity: Int?, growth: Int?, idleAfter: Duration = .seconds(3_600)) {
+        guard let log = (core.env as? LMDBEnvironment)?.log else { return }
+        if let capacity { log.capacity = capacity }
+        if let growth { log.growthBetweenCheckpoints = growth }
+        log.idleAfter = idleAfter
+    }
+
+    /// Leaves the store as the death of its process would: nothing synced, the log as it is.
+    func abandon() {
+        (core.env as? LMDBEnvironment)?.abandon()
+    }
+}
