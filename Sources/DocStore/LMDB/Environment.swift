@@ -55,11 +55,8 @@ final class LMDBEnvironment: FileStorageEngine {
     private func releaseLogIfIdle() {
         guard writer.try() else { return }
         defer { writer.unlock() }
-        guard let env = raw, let log, log.isIdleOwner else { return }
-        var handle: OpaquePointer?
-        guard mdb_txn_begin(env, nil, 0, &handle) == MDB_SUCCESS, let handle else { return }
-        log.release(env)
-        mdb_txn_abort(handle)
+        guard let env = raw, log?.isIdleOwner == true else { return }
+        releaseLog(env)
     }
 
     /// What identifies a file in this process: device and inode.
@@ -269,7 +266,13 @@ final class LMDBEnvironment: FileStorageEngine {
     ///
     /// The corresponding LMDB function is `mdb_env_close`.
     /// Reads and copies running on other threads are waited for.
-    func close() {
+    func close() { shut(orderly: true) }
+
+    /// Closes the environment as the death of its process would leave it: nothing synced, the write log left as it
+    /// is. For tests of a crash of the machine.
+    func abandon() { shut(orderly: false) }
+
+    private func shut(orderly: Bool) {
         writer.lock()
         defer { writer.unlock() }
         gate.alone {
@@ -277,43 +280,27 @@ final class LMDBEnvironment: FileStorageEngine {
             flusher?.stop()
             flusher = nil
             dropIdleReaders()
-            // Commits that were not synced (`MDB_NOSYNC`, or a meta page left unsynced) are made durable: LMDB's
-            // close does not sync. The log is cleared if this environment owns it, under LMDB's writer lock (a
-            // write begun for it), which a takeover by another process holds too.
             idleRelease?.cancel()
             idleRelease = nil
-            if let log {
-                var handle: OpaquePointer?
-                if mdb_txn_begin(env, nil, 0, &handle) == MDB_SUCCESS, let handle {
-                    log.release(env)
-                    mdb_txn_abort(handle)
-                }
-                log.unpin()
-                self.log = nil
-            }
-            if !configuration.readOnly { _ = mdb_env_sync(env, 1) }
+            // The log is cleared if this environment owns it. Commits that were not synced (`MDB_NOSYNC`, or a meta
+            // page left unsynced) are made durable: LMDB's close does not sync.
+            if orderly { releaseLog(env) }
+            log?.unpin()
+            log = nil
+            if orderly && !configuration.readOnly { _ = mdb_env_sync(env, 1) }
             LMDBEnvironment.close(env, forgetting: fileID)
             raw = nil
         }
     }
 
-    /// Closes the environment as the death of its process would leave it: nothing synced, the write log left as it
-    /// is. For tests of a crash of the machine.
-    func abandon() {
-        writer.lock()
-        defer { writer.unlock() }
-        gate.alone {
-            guard let env = raw else { return }
-            flusher?.stop()
-            flusher = nil
-            dropIdleReaders()
-            idleRelease?.cancel()
-            idleRelease = nil
-            log?.unpin()
-            log = nil
-            LMDBEnvironment.close(env, forgetting: fileID)
-            raw = nil
-        }
+    /// Clears the log if this environment owns it, under LMDB's writer lock (a write begun for it, then aborted),
+    /// which a takeover by another process holds too.
+    private func releaseLog(_ env: OpaquePointer) {
+        guard let log else { return }
+        var handle: OpaquePointer?
+        guard mdb_txn_begin(env, nil, 0, &handle) == MDB_SUCCESS, let handle else { return }
+        log.release(env)
+        mdb_txn_abort(handle)
     }
 
     /// Closes `env` and forgets its file, both under the lock of the open files: once the handle is closed, a file
