@@ -14,8 +14,8 @@ import Testing
     /// Random inserts, saves, deletes, unique conflicts inside groups and batches after a checkpoint, then a crash:
     /// the store opens with every write that returned and nothing else, and verifies clean. Read-only, it is refused
     /// until a writable opening has applied the log.
-    /// With `limits` "bytes", the log holds 4 KiB of records, so that a record that would not fit makes a checkpoint
-    /// every few writes; with "pages", the file may grow by 64 pages between checkpoints.
+    /// With `limits` "bytes", a slot of the log holds 16 KiB of records, so that a record that would not fit makes a
+    /// checkpoint every few writes; with "pages", the file may grow by 64 pages between checkpoints.
     @Test(arguments: [(UInt64(1), 0.5, ""), (2, 0.0, ""), (3, 1.0, ""), (4, 0.3, "bytes"), (5, 0.8, "bytes"),
                       (6, 0.5, "pages"), (7, 0.0, "pages")])
     func aCrashOfTheMachineLosesNoWriteThatReturned(seed: UInt64, reached: Double, limits: String) async throws {
@@ -159,8 +159,8 @@ import Testing
         (try? [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))) ?? []
     }
 
-    /// Sets each page of the file back to `checkpoint`'s (the file as synced) with probability `1 - reached` (pages past the checkpoint's
-    /// end are zeroed instead), in place, and gives the log's header another boot id.
+    /// Sets each page of the file back to `checkpoint`'s (the file as synced) with probability `1 - reached` (pages
+    /// past the checkpoint's end are zeroed instead), in place, and gives the log's header another boot id.
     static func crash(_ path: String, checkpoint: [UInt8], reached: Double,
                       random: inout SeededGenerator) throws {
         let header = try header(of: path)
@@ -181,15 +181,20 @@ import Testing
         var changed = header
         changed.bootID = Array("another boot of the machine".utf8)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: path + "-log"))
+        try log.seek(toOffset: UInt64(try slot(of: path) * WriteLog.slotSize))
         try log.write(contentsOf: changed.encoded())
         try log.close()
     }
 
-    static func header(of path: String) throws -> WriteLog.Header {
+    /// The log's current header, and its slot.
+    static func current(of path: String) throws -> (Int, WriteLog.Header) {
         let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path + "-log"))
         defer { try? handle.close() }
-        return try #require(WriteLog.Header.decode([UInt8](try handle.read(upToCount: 64 << 10) ?? Data())))
+        return try #require(WriteLog.current(in: [UInt8](try handle.read(upToCount: 2 * WriteLog.slotSize) ?? Data())))
     }
+
+    static func header(of path: String) throws -> WriteLog.Header { try current(of: path).1 }
+    static func slot(of path: String) throws -> Int { try current(of: path).0 }
 }
 
 extension DocStore {

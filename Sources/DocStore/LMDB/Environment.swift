@@ -298,7 +298,13 @@ final class LMDBEnvironment: FileStorageEngine {
     private func releaseLog(_ env: OpaquePointer) {
         guard let log else { return }
         var handle: OpaquePointer?
-        guard mdb_txn_begin(env, nil, 0, &handle) == MDB_SUCCESS, let handle else { return }
+        var rc = mdb_txn_begin(env, nil, 0, &handle)
+        if rc == MDB_MAP_RESIZED, (try? resize(0, alone: false)) != nil { rc = mdb_txn_begin(env, nil, 0, &handle) }
+        guard rc == MDB_SUCCESS, let handle else {
+            // (Another process's commit grew the map: it took the log over or cleared it first, so this
+            // environment's pin keeps pages for nothing.)
+            return log.forget()
+        }
         log.release(env)
         mdb_txn_abort(handle)
     }
@@ -559,8 +565,14 @@ final class LMDBEnvironment: FileStorageEngine {
                 let result: R
                 do {
                     let txnid = txn.id
-                    if try log?.prepare(env, committed: txnid - 1) == true { txn.capture = WriteCapture() }
+                    var unloggable: (any Error)?
+                    if let log, try log.prepare(env, committed: txnid - 1) {
+                        let capture = WriteCapture()
+                        capture.onOverflow = { do { try log.disown(env) } catch { unloggable = error } }
+                        txn.capture = capture
+                    }
                     result = try body(txn)
+                    if let unloggable { throw unloggable }
                     if access.needsToRunAlone { throw StorageError.failed("a database is deleted alone") }
                     if txn.metMapFull { throw LMDBError.mapFull }
                     if let interrupted = txn.interruptedChange { throw StorageError.interruptedChange(interrupted) }
@@ -577,7 +589,16 @@ final class LMDBEnvironment: FileStorageEngine {
                     let rc = mdb_txn_commit(handle)
                     if syncs { _ = mdb_env_set_flags(env, LMDBFlags.noSync, 1) }
                     access.ended()   // (before a wait for the readers, some of which may wait for it)
-                    if rc != MDB_SUCCESS, let record { log?.strike(record, in: env) }
+                    if rc != MDB_SUCCESS, let record, let log {
+                        // (The failed commit let LMDB's writer lock go: a write begun takes it again.)
+                        var again: OpaquePointer?
+                        if mdb_txn_begin(env, nil, 0, &again) == MDB_SUCCESS, let again {
+                            log.strike(record, in: env)
+                            mdb_txn_abort(again)
+                        } else {
+                            log.forget()
+                        }
+                    }
                     if rc == MDB_MAP_FULL { try grow(alone: alone); continue }
                     try lmdbCheck(rc)
                     if record != nil { log?.committed(txnid) }

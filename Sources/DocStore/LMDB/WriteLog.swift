@@ -50,26 +50,36 @@ final class WriteLog {
     private var end = 0
     /// A read transaction at the base: LMDB reuses no page the base's trees hold while it lasts.
     private var pin: OpaquePointer?
+    /// The last commit this environment's sync found (`-1`: none): a checkpoint at that commit needs no sync.
+    private var durableAt = -1
     /// The file's last page at the checkpoint: LMDB reuses none of the pages freed since, so the file grows by what
     /// the commits since write, until the next checkpoint.
     private var lastPageAtCheckpoint = 0
-    /// The most bytes the log holds; a record that would go past them makes a checkpoint first.
-    var capacity = 16 << 20
+    /// The log is two slots, each a header and the records after it. A checkpoint writes its header into the slot
+    /// the current header is not in, with the next generation, together with its first record, in one write: torn,
+    /// it leaves the other slot as it was; whole, its generation makes it the current one.
+    static let slotSize = 2 << 20
+    /// The slot the current header is in (this environment's, once it has written one), and its generation.
+    private var slot = 0
+    private var generation: UInt64 = 0
+    /// The header of this environment's checkpoint, written with its first record.
+    private var pendingHeader: [UInt8]?
+    /// The most bytes of records a slot holds (tests take fewer); a record that would go past them makes a
+    /// checkpoint first.
+    var capacity: Int
     /// How far the file may grow past its last page at the checkpoint (in pages) before the next write makes
     /// another: what bounds both the growth and the pages the next checkpoint's sync writes.
     var growthBetweenCheckpoints = 4_096
-    /// The log file's size: zeros are written ahead of the records a megabyte at a time, so that a record's write
-    /// changes no block map and its `O_DSYNC` waits for its own bytes only.
-    private var size = 0
     /// When this environment last logged a commit: an owner idle for a while lets the log go (``releaseIfIdle``).
     private var lastWrite = ContinuousClock.now
     /// The largest record: a change larger than this is committed with a sync instead.
-    static let largestRecord = 4 << 20
+    static let largestRecord = 1 << 20
 
     /// The machine's boot id: what tells a log written before a crash of the machine from one whose commits the
     /// page cache still holds. Tests set another.
     nonisolated(unsafe) static var bootID: [UInt8] = {
-        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return [] }
+        let path = "/proc/sys/kernel/random/boot_id"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
         return Array(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8.prefix(Header.bootIDSize))
     }()
 
@@ -79,6 +89,7 @@ final class WriteLog {
         self.descriptor = descriptor
         self.pageSize = pageSize
         self.file = file
+        capacity = WriteLog.slotSize - Header.size(pageSize: pageSize)
     }
 
     deinit { Glibc.close(descriptor) }
@@ -102,15 +113,15 @@ final class WriteLog {
                            file: (UInt64(info.st_dev), UInt64(info.st_ino)))
         var size = Glibc.stat()
         guard fstat(fd, &size) == 0 else { throw LMDBError(code: errno) }
-        log.size = Int(size.st_size)
-        if log.size == 0 {
-            // Made here, under the log's lock: a header of no owner; the file's name made durable.
+        if Int(size.st_size) < 2 * slotSize {
+            // Made here, under the log's lock: zeros (so that no record's write changes the file's block map), a
+            // header of no owner; the file's name made durable.
             try log.locked(LOCK_EX) {
                 guard fstat(fd, &size) == 0 else { throw LMDBError(code: errno) }
-                log.size = Int(size.st_size)
-                guard log.size == 0 else { return }
-                try log.writeHeader(owner: 0, epoch: 0, base: 0, metas: nil)
-                log.size = Header.size(pageSize: log.pageSize)
+                guard Int(size.st_size) < 2 * slotSize else { return }
+                let zeros = [UInt8](repeating: 0, count: 2 * slotSize - Int(size.st_size))
+                try log.write(zeros[...], at: Int(size.st_size))
+                if size.st_size == 0 { try log.writeHeader(owner: 0, epoch: 0, base: 0, metas: nil) }
                 try DurableFile.syncFolder(of: logPath)
             }
         }
@@ -126,7 +137,7 @@ final class WriteLog {
     /// file and takes the log over. A write that is not logged clears the log's owner first (after a sync), unless
     /// it has none.
     func prepare(_ env: OpaquePointer, committed: Int) throws -> Bool {
-        let header = try readOwner()
+        let header = try currentHead()
         if logs {
             if epoch != 0, header.owner == token, header.epoch == epoch, committed == lastLogged,
                try lastPage(env) - lastPageAtCheckpoint < growthBetweenCheckpoints { return true }
@@ -142,19 +153,26 @@ final class WriteLog {
     /// log has been cleared and the commit must be synced.
     func append(_ changes: WriteCapture, txnid: Int, in env: OpaquePointer) throws -> Int? {
         guard !changes.overflowed else {
-            try disown(env)
+            // (Cleared when the changes outgrew a record, unless that failed.)
+            if try currentHead().owner != 0 { try disown(env) }
             return nil
         }
         // (A record that would not fit makes a checkpoint first: it then carries the new epoch.)
-        if end + Record.headerSize + changes.bytes.count > capacity { try checkpoint(env, committed: txnid - 1) }
+        let records = slot * WriteLog.slotSize + Header.size(pageSize: pageSize)
+        if end + Record.headerSize + changes.bytes.count > records + capacity {
+            try checkpoint(env, committed: txnid - 1)
+        }
         let record = Record.encode(changes.bytes, epoch: epoch, txnid: txnid)
         let at = end
-        while at + record.count > size {
-            let zeros = [UInt8](repeating: 0, count: 1 << 20)
-            try write(zeros[...], at: size)
-            size += zeros.count
+        if var header = pendingHeader {
+            // The checkpoint's header and its first record, in one write.
+            header.append(contentsOf: repeatElement(0, count: at - slot * WriteLog.slotSize - header.count))
+            header.append(contentsOf: record)
+            try write(header[...], at: slot * WriteLog.slotSize)
+            pendingHeader = nil
+        } else {
+            try write(record[...], at: at)
         }
-        try write(record[...], at: at)
         end += record.count
         return at
     }
@@ -168,9 +186,15 @@ final class WriteLog {
     /// Strikes out the record at `offset`, whose commit failed: durably, so that no recovery applies it. Should
     /// that write fail too, the log is cleared instead (or, failing that, no longer counted as this
     /// environment's, so that the next write makes a checkpoint).
+    /// The caller holds LMDB's writer lock again (a write begun for it): the commit that failed let it go.
     func strike(_ offset: Int, in env: OpaquePointer) {
         end = offset
-        do { try write([0, 0, 0, 0][...], at: offset) } catch {
+        do {
+            let head = try currentHead()
+            // (Taken over meanwhile: the record is of an epoch no longer current, and its slot may be another's.)
+            guard head.owner == token, head.epoch == epoch else { return epoch = 0 }
+            try write([0, 0, 0, 0][...], at: offset)
+        } catch {
             epoch = 0
             try? disown(env)
         }
@@ -189,7 +213,10 @@ final class WriteLog {
         // Not this environment's until the header says so: a failure on the way leaves the next write to begin
         // again here.
         epoch = 0
-        try lmdbCheck(mdb_env_sync(env, 1))
+        pendingHeader = nil
+        // (An owner that let the log go after a while idle synced the file then: if no commit came since, the
+        // file is as synced, and the next write takes the log over with one write.)
+        if committed != durableAt { try sync(env) }
         // The pin moves to the synced commit, before the header names it.
         try repin(env)
         var metas = [UInt8](repeating: 0, count: 2 * pageSize)
@@ -198,10 +225,21 @@ final class WriteLog {
         let read = metas.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         guard read == metas.count else { throw LMDBError(code: read < 0 ? errno : EIO) }
         let newEpoch = UInt64.random(in: 1...UInt64.max)
-        try writeHeader(owner: token, epoch: newEpoch, base: committed, metas: metas)
+        let head = try currentHead()
         lastPageAtCheckpoint = try lastPage(env)
-        (epoch, lastLogged, end) = (newEpoch, committed, Header.size(pageSize: pageSize))
+        (slot, generation) = (1 - head.slot, head.generation &+ 1)
+        pendingHeader = header(owner: token, epoch: newEpoch, base: committed, metas: metas).encoded()
+        (epoch, lastLogged, end) = (newEpoch, committed, slot * WriteLog.slotSize + Header.size(pageSize: pageSize))
         lastWrite = .now
+    }
+
+    /// Syncs the file (`mdb_env_sync`), with LMDB's writer lock held: its last commit is then durable.
+    private func sync(_ env: OpaquePointer) throws {
+        durableAt = -1
+        var info = MDB_envinfo()
+        try lmdbCheck(mdb_env_info(env, &info))
+        try lmdbCheck(mdb_env_sync(env, 1))
+        durableAt = info.me_last_txnid
     }
 
     /// The last page the file's last commit uses.
@@ -214,16 +252,17 @@ final class WriteLog {
     /// Syncs the file and clears the log's owner: every commit so far is durable, and no record is to be applied.
     func disown(_ env: OpaquePointer) throws {
         epoch = 0
-        try lmdbCheck(mdb_env_sync(env, 1))
+        pendingHeader = nil
+        try sync(env)
+        let head = try currentHead()
+        (slot, generation) = (1 - head.slot, head.generation &+ 1)
         try writeHeader(owner: 0, epoch: 0, base: 0, metas: nil)
         unpin()
     }
 
     /// At closing, with LMDB's writer lock held: clears the log if this environment owns it.
     func release(_ env: OpaquePointer) {
-        if let header = try? readOwner(), header.owner == token, header.epoch == epoch, epoch != 0 {
-            try? disown(env)
-        }
+        if let header = try? currentHead(), header.owner == token { try? disown(env) }
         // (Another environment took the log over meanwhile: this one's pin holds pages for nothing.)
         epoch = 0
         unpin()
@@ -235,6 +274,14 @@ final class WriteLog {
         var handle: OpaquePointer?
         try lmdbCheck(mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle))
         pin = handle
+    }
+
+    /// Counts the log as no longer this environment's, without writing to it: what a pin no longer needed, or a
+    /// strike that could not be made, leaves. The next write makes a checkpoint.
+    func forget() {
+        epoch = 0
+        pendingHeader = nil
+        unpin()
     }
 
     func unpin() {
@@ -274,12 +321,12 @@ final class WriteLog {
             let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
             return read == bytes.count ? bytes : nil
         }
-        // The header first: the records only when there is something to recover.
-        guard let first = read(Header.fixedSize + 2 * (1 << 16) + 8), let header = Header.decode(first),
-              header.owner != 0, !bootID.isEmpty, header.bootID != bootID, let bytes = read(Int(info.st_size))
-        else { return }
+        // The headers first: the records only when there is something to recover.
+        guard let (slot, header) = try headers(fd), header.owner != 0, !bootID.isEmpty, header.bootID != bootID,
+              let whole = read(2 * slotSize) else { return }
+        let bytes = Array(whole[(slot * slotSize)..<min(whole.count, (slot + 1) * slotSize)])
         func clear() throws {
-            if !readOnly { try WriteLog.clear(fd, header, logPath) }
+            if !readOnly { try WriteLog.clear(fd, header, after: slot, logPath) }
         }
         // A log of another file (the store's file replaced meanwhile) has nothing to give this one. (The inode
         // alone: a device's number may change from one boot to the next.)
@@ -315,17 +362,31 @@ final class WriteLog {
         defer { Glibc.close(fd) }
         while flock(fd, LOCK_EX) != 0 { guard errno == EINTR else { return } }
         defer { flock(fd, LOCK_UN) }
-        var bytes = [UInt8](repeating: 0, count: Header.fixedSize + 2 * (1 << 16) + 8)
-        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard read > 0, let header = Header.decode(Array(bytes[..<read])), header.owner != 0 else { return }
-        try clear(fd, header, path + "-log")
+        guard let (slot, header) = try headers(fd), header.owner != 0 else { return }
+        try clear(fd, header, after: slot, path + "-log")
     }
 
-    private static func clear(_ fd: Int32, _ header: Header, _ logPath: String) throws {
+    /// The current header of the log open at `fd` (as ``current(in:)`` finds it), reading each slot's header only.
+    private static func headers(_ fd: Int32) throws -> (Int, Header)? {
+        var best: (Int, Header)?
+        var bytes = [UInt8](repeating: 0, count: Header.fixedSize + 2 * (1 << 16) + 8)
+        for slot in 0..<2 {
+            let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(slot * slotSize)) }
+            guard read >= 0 else { throw LMDBError(code: errno) }
+            if let header = Header.decode(Array(bytes[..<read])), header.generation >= best?.1.generation ?? 0 {
+                best = (slot, header)
+            }
+        }
+        return best
+    }
+
+    /// Writes a header of no owner into the slot after `slot`, where `header` is, with the next generation.
+    private static func clear(_ fd: Int32, _ header: Header, after slot: Int, _ logPath: String) throws {
         let cleared = Header(owner: 0, epoch: 0, base: 0, device: header.device, inode: header.inode,
                              pageSize: header.pageSize, bootID: bootID,
-                             metas: [UInt8](repeating: 0, count: 2 * header.pageSize)).encoded()
-        let written = cleared.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+                             metas: [UInt8](repeating: 0, count: 2 * header.pageSize),
+                             generation: header.generation &+ 1).encoded()
+        let written = cleared.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t((1 - slot) * slotSize)) }
         guard written == cleared.count else {
             throw StorageError.failed("cannot clear the write log \(logPath): \(String(cString: strerror(errno)))")
         }
@@ -333,25 +394,53 @@ final class WriteLog {
 
     // MARK: The file
 
-    private func readOwner() throws -> (owner: UInt64, epoch: UInt64) {
-        var words = [UInt64](repeating: 0, count: 3)
-        let read = words.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        guard read == 24 else { throw LMDBError(code: read < 0 ? errno : EIO) }
-        guard UInt64(littleEndian: words[0]) == Header.magic else { return (0, 0) }
-        return (UInt64(littleEndian: words[1]), UInt64(littleEndian: words[2]))
+    /// The current header's slot, owner, epoch and generation, from the fixed part of each slot's header: the one
+    /// of the later generation whose fixed part is whole. (An owned header whose fixed part is whole but its meta
+    /// pages not, from a process killed while it wrote, makes the next writer take the log over or clear it, as the
+    /// whole header would. A header of no owner is its fixed part alone.)
+    private func currentHead() throws -> (slot: Int, owner: UInt64, epoch: UInt64, generation: UInt64) {
+        var best: (slot: Int, owner: UInt64, epoch: UInt64, generation: UInt64)?
+        var bytes = [UInt8](repeating: 0, count: Header.fixedSize)
+        for slot in 0..<2 {
+            let read = bytes.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress, $0.count, off_t(slot * WriteLog.slotSize))
+            }
+            guard read == bytes.count else { throw LMDBError(code: read < 0 ? errno : EIO) }
+            if let head = bytes.withUnsafeBytes({ Header.fixed($0) }), head.generation >= best?.generation ?? 0 {
+                best = (slot, head.owner, head.epoch, head.generation)
+            }
+        }
+        return best ?? (1, 0, 0, 0)
+    }
+
+    /// This environment's header, of its slot and generation.
+    private func header(owner: UInt64, epoch: UInt64, base: Int, metas: [UInt8]?) -> Header {
+        Header(owner: owner, epoch: epoch, base: UInt64(base), device: file.device, inode: file.inode,
+               pageSize: pageSize, bootID: WriteLog.bootID, metas: metas ?? [UInt8](repeating: 0, count: 2 * pageSize),
+               generation: generation)
     }
 
     private func writeHeader(owner: UInt64, epoch: UInt64, base: Int, metas: [UInt8]?) throws {
-        let header = Header(owner: owner, epoch: epoch, base: UInt64(base), device: file.device, inode: file.inode,
-                            pageSize: pageSize, bootID: WriteLog.bootID,
-                            metas: metas ?? [UInt8](repeating: 0, count: 2 * pageSize))
-        try write(header.encoded()[...], at: 0)
+        try write(header(owner: owner, epoch: epoch, base: base, metas: metas).encoded()[...],
+                  at: slot * WriteLog.slotSize)
+    }
+
+    /// The current header in `log` (both slots, or the first part of them): the whole one of the later generation,
+    /// with its slot.
+    static func current(in log: [UInt8]) -> (Int, Header)? {
+        (0..<2).compactMap { slot -> (Int, Header)? in
+            guard log.count > slot * slotSize else { return nil }
+            let bytes = Array(log[(slot * slotSize)..<min(log.count, (slot + 1) * slotSize)])
+            return Header.decode(bytes).map { (slot, $0) }
+        }.max { $0.1.generation < $1.1.generation }
     }
 
     private func write(_ bytes: ArraySlice<UInt8>, at offset: Int) throws {
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + done, $0.count - done, off_t(offset + done)) }
+            let n = bytes.withUnsafeBytes {
+                pwrite(descriptor, $0.baseAddress! + done, $0.count - done, off_t(offset + done))
+            }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
                 throw StorageError.failed("cannot write the write log \(path)-log: \(String(cString: strerror(errno)))")
@@ -370,11 +459,14 @@ final class WriteLog {
 // MARK: - The header and the records
 
 extension WriteLog {
-    /// The log's first bytes: its owner, the base and the base's two meta pages, all under a checksum.
+    /// A slot's first bytes: a fixed part (its owner, epoch, base, generation...) under a checksum of its own, then,
+    /// for a header with an owner, the base's two meta pages and a checksum of all of it. A header of no owner is
+    /// the fixed part alone: one write within a page, which a process killed while it writes leaves whole or
+    /// not at all.
     struct Header {
         static let magic: UInt64 = 0x3130_474F_4C53_4444   // "DDSLOG01"
         static let bootIDSize = 40
-        static let fixedSize = 104
+        static let fixedSize = 112
         var owner: UInt64
         var epoch: UInt64
         var base: UInt64
@@ -383,6 +475,8 @@ extension WriteLog {
         var pageSize: Int
         var bootID: [UInt8]
         var metas: [UInt8]
+        /// Which of the two slots' headers is the current one: the later.
+        var generation: UInt64 = 0
 
         /// Where the records begin: the header rounded up to whole 4 KiB blocks.
         static func size(pageSize: Int) -> Int { (fixedSize + 8 + 2 * pageSize + 4095) / 4096 * 4096 }
@@ -394,30 +488,49 @@ extension WriteLog {
                 withUnsafeBytes(of: word.littleEndian) { bytes.append(contentsOf: $0) }
             }
             bytes.append(contentsOf: bootID.prefix(Header.bootIDSize))
-            bytes.append(contentsOf: repeatElement(0, count: Header.fixedSize - bytes.count))
+            bytes.append(contentsOf: repeatElement(0, count: 96 - bytes.count))
+            withUnsafeBytes(of: generation.littleEndian) { bytes.append(contentsOf: $0) }
+            let fixedSum = bytes.withUnsafeBytes { CRC32C.checksum($0) }
+            withUnsafeBytes(of: UInt64(fixedSum).littleEndian) { bytes.append(contentsOf: $0) }
+            guard owner != 0 else { return bytes }
             bytes.append(contentsOf: metas)
             let sum = bytes.withUnsafeBytes { CRC32C.checksum($0) }
             withUnsafeBytes(of: UInt64(sum).littleEndian) { bytes.append(contentsOf: $0) }
             return bytes
         }
 
+        /// The fixed part's owner, epoch and generation in `bytes` (a slot's first ``fixedSize`` bytes), if its
+        /// checksum holds.
+        static func fixed(_ bytes: UnsafeRawBufferPointer) -> (owner: UInt64, epoch: UInt64, generation: UInt64)? {
+            guard bytes.count >= fixedSize else { return nil }
+            func word(_ i: Int) -> UInt64 {
+                UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: i * 8, as: UInt64.self))
+            }
+            let sum = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<104]))
+            guard word(0) == magic, UInt64(sum) == word(13) else { return nil }
+            return (word(1), word(2), word(12))
+        }
+
         /// The header in `bytes`, if they hold a whole one.
         static func decode(_ bytes: [UInt8]) -> Header? {
-            guard bytes.count >= fixedSize else { return nil }
+            guard bytes.count >= fixedSize, bytes.withUnsafeBytes({ fixed($0) }) != nil else { return nil }
             func word(_ i: Int) -> UInt64 {
                 bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: i * 8, as: UInt64.self)) }
             }
-            guard word(0) == magic else { return nil }
             let pageSize = Int(word(6))
-            guard pageSize >= 512, pageSize <= 1 << 16, bytes.count >= fixedSize + 2 * pageSize + 8 else { return nil }
-            let end = fixedSize + 2 * pageSize
-            let sum = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<end])) }
-            let stored = bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: end, as: UInt64.self)) }
-            guard UInt64(sum) == stored else { return nil }
+            guard pageSize >= 512, pageSize <= 1 << 16 else { return nil }
+            var metas: [UInt8] = []
+            if word(1) != 0 {
+                let end = fixedSize + 2 * pageSize
+                guard bytes.count >= end + 8 else { return nil }
+                let sum = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<end])) }
+                guard UInt64(sum) == word(end / 8) else { return nil }
+                metas = Array(bytes[fixedSize..<end])
+            }
             var bootID = Array(bytes[56..<(56 + bootIDSize)])
             while bootID.last == 0 { bootID.removeLast() }
             return Header(owner: word(1), epoch: word(2), base: word(3), device: word(4), inode: word(5),
-                          pageSize: pageSize, bootID: bootID, metas: Array(bytes[fixedSize..<end]))
+                          pageSize: pageSize, bootID: bootID, metas: metas, generation: word(12))
         }
     }
 
@@ -437,7 +550,9 @@ extension WriteLog {
             bytes.append(contentsOf: repeatElement(0, count: 8))
             bytes.append(contentsOf: body)
             let sum = bytes.withUnsafeBytes { CRC32C.checksum($0) }
-            bytes.withUnsafeMutableBytes { $0.storeBytes(of: UInt64(sum).littleEndian, toByteOffset: 24, as: UInt64.self) }
+            bytes.withUnsafeMutableBytes {
+                $0.storeBytes(of: UInt64(sum).littleEndian, toByteOffset: 24, as: UInt64.self)
+            }
             return bytes
         }
 
@@ -503,21 +618,27 @@ final class WriteCapture {
     func rollBack(to mark: Mark) {
         // (Changes that outgrew a record were let go: the write stays unlogged.)
         guard !overflowed else { return }
-        guard forgotten == mark.forgotten else {
-            overflowed = true
-            bytes = []
-            return
-        }
+        guard forgotten == mark.forgotten else { return overflow() }
         bytes.removeSubrange(mark.count...)
         numbers = mark.numbers
+    }
+
+    /// Called once, when the changes can no longer be logged: the log is cleared then, before the transaction
+    /// writes a page to the file (a transaction that large spills pages), while the base is still kept.
+    var onOverflow: (() -> Void)?
+
+    private func overflow() {
+        overflowed = true
+        bytes = []
+        onOverflow?()
+        onOverflow = nil
     }
 
     /// The record's number for `dbi`, naming it first if this is its first operation.
     func number(of dbi: MDB_dbi, name: () -> (String, UInt32)?) -> UInt16? {
         if let known = numbers[dbi] { return known }
         guard !overflowed, let (name, flags) = name(), nextNumber < Int(UInt16.max) else {
-            overflowed = true
-            bytes = []
+            if !overflowed { overflow() }
             return nil
         }
         let number = UInt16(nextNumber)
@@ -549,10 +670,7 @@ final class WriteCapture {
             bytes.append(contentsOf: key)
             if let value { bytes.append(contentsOf: value) }
         }
-        if bytes.count > WriteLog.largestRecord {
-            overflowed = true
-            bytes = []
-        }
+        if bytes.count > WriteLog.largestRecord { overflow() }
     }
 
     private func append<T: FixedWidthInteger>(_ value: T) {
