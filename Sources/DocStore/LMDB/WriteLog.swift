@@ -69,7 +69,7 @@ final class WriteLog {
     var capacity: Int
     /// How far the file may grow past its last page at the checkpoint (in pages) before the next write makes
     /// another: what bounds both the growth and the pages the next checkpoint's sync writes.
-    var growthBetweenCheckpoints = 4_096
+    var growthBetweenCheckpoints = 1_024
     /// When this environment last logged a commit: an owner idle for a while lets the log go (``releaseIfIdle``).
     private var lastWrite = ContinuousClock.now
     /// The largest record: a change larger than this is committed with a sync instead.
