@@ -94,6 +94,9 @@ import Testing
         await store.abandon()
 
         try Self.crash(path, checkpoint: checkpoint, reached: reached, random: &random)
+        await expectError(.cannotOpen, mentions: ["open the store writable once", "-log"]) {
+            _ = try await DocStore.recover(from: path, to: dir.path("salvaged.db"))
+        }
         var readOnly = DocStore.Options()
         readOnly.readOnly = true
         await expectError(.cannotOpen, mentions: ["open the store writable once"]) {

@@ -1000,6 +1000,9 @@ extension FileStorage {
         try LMDBEnvironment(path: path, configuration: configuration)
     }
 
+    /// Whether the file at `path` has a write log an opening would apply first (``WriteLog/needsApplying(path:)``).
+    static func writeLogNeedsApplying(path: String) -> Bool { WriteLog.needsApplying(path: path) }
+
     /// Applies the write log of the file at `path` if the machine stopped before its last commits reached the disk:
     /// what an opening does first, and what must come before any other look at the file's pages.
     static func recover(path: String, configuration: Configuration) throws {

@@ -76,8 +76,8 @@ final class WriteLog {
     static let largestRecord = 1 << 20
 
     /// The machine's boot id: what tells a log written before a crash of the machine from one whose commits the
-    /// page cache still holds. Tests set another.
-    nonisolated(unsafe) static var bootID: [UInt8] = {
+    /// page cache still holds. (Tests write another into a log's header.)
+    static let bootID: [UInt8] = {
         let path = "/proc/sys/kernel/random/boot_id"
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
         return Array(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8.prefix(Header.bootIDSize))
@@ -352,6 +352,18 @@ final class WriteLog {
         }
         try replay(bodies)
         try clear()
+    }
+
+    /// Whether the log beside `path` holds what an opening would apply (written before a crash of the machine):
+    /// what a reading of the file's pages without LMDB must refuse, since they are not yet the store's.
+    static func needsApplying(path: String) -> Bool {
+        let fd = Glibc.open(path + "-log", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        var data = Glibc.stat()
+        guard let (_, header) = try? headers(fd), header.owner != 0, !bootID.isEmpty, header.bootID != bootID,
+              stat(path, &data) == 0, UInt64(data.st_ino) == header.inode else { return false }
+        return true
     }
 
     /// Clears the owner of the log beside `path`, if it has one: what a compaction does before its copy replaces

@@ -112,13 +112,20 @@ extension DocStore {
     /// leaves documents out, the leaf pages no tree reaches are read too, and each is placed in the collection
     /// whose documents it holds (see ``RecoveryReport``). Index entries are not copied: the indexes are made again
     /// from the recovered documents. The new store is checked with ``verify()`` before this returns. The damaged
-    /// file is not changed.
+    /// file is not changed. A file whose write log holds commits from before a crash of the machine is refused: an
+    /// opening applies them.
     ///
     /// - Throws: ``DocStoreError/Code/alreadyExists`` when `path` exists, ``DocStoreError/Code/notAStore`` when
     ///   `damaged` is not a store's file (or cannot be read).
     @concurrent public static func recover(from damaged: String, to path: String) async throws -> RecoveryReport {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw DocStoreError(.alreadyExists, "cannot recover into \(path): it exists; recovery makes a new store")
+        }
+        if FileStorage.writeLogNeedsApplying(path: damaged) {
+            throw DocStoreError(.cannotOpen, "cannot recover \(damaged) yet: the machine stopped while its last "
+                + "commits were on their way to the disk, and their record is in \(damaged)-log, which the file's "
+                + "pages do not hold yet; open the store writable once (that applies it), and recover only if that "
+                + "fails (with the log moved away, recovery then reads the file as the disk left it)")
         }
         let documentsPrefix = Catalog.documentsSpace("")
         guard let salvage = FileStorage.salvage(path: damaged, spaces: {
