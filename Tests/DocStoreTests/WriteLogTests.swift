@@ -156,6 +156,29 @@ import Testing
         await store.close()
     }
 
+    /// Closing an owner of the log after another process grew the map: the write begun to clear the log meets
+    /// `MDB_MAP_RESIZED`, adopts the size (closing holds the gate alone already) and clears it.
+    @Test func closingAfterAnotherProcessGrewTheMapClearsTheLog() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        var small = DocStore.Options()
+        small.initialMapSize = 1 << 20
+        let store = try await DocStore(path: path, options: small)
+        await store.tuneWriteLog(capacity: nil, growth: nil)
+        try await store.insert(Person(name: "owner", age: 1))
+        #expect(try Self.header(of: path).owner != 0)
+        // The other process opens with a map of 64 MiB, and its commits use pages past this one's.
+        let (writer, _, _) = try BackupTests.child(["insert-people", path, "300", "0"])
+        writer.waitUntilExit()
+        #expect(writer.terminationStatus == 0)
+        await store.close()
+        #expect(try Self.header(of: path).owner == 0, "closing left the log owned")
+        let again = try await DocStore(path: path)
+        // (The other process's people share the collection.)
+        #expect(try await Query<DocumentValue>("people").count(in: again) == 301)
+        await again.close()
+    }
+
     // MARK: The crash
 
     static func contents(of path: String) -> [UInt8] {

@@ -56,7 +56,7 @@ final class LMDBEnvironment: FileStorageEngine {
         guard writer.try() else { return }
         defer { writer.unlock() }
         guard let env = raw, log?.isIdleOwner == true else { return }
-        releaseLog(env)
+        releaseLog(env, alone: false)
     }
 
     /// What identifies a file in this process: device and inode.
@@ -284,7 +284,7 @@ final class LMDBEnvironment: FileStorageEngine {
             idleRelease = nil
             // The log is cleared if this environment owns it. Commits that were not synced (`MDB_NOSYNC`, or a meta
             // page left unsynced) are made durable: LMDB's close does not sync.
-            if orderly { releaseLog(env) }
+            if orderly { releaseLog(env, alone: true) }
             log?.unpin()
             log = nil
             if orderly && !configuration.readOnly { _ = mdb_env_sync(env, 1) }
@@ -294,12 +294,12 @@ final class LMDBEnvironment: FileStorageEngine {
     }
 
     /// Clears the log if this environment owns it, under LMDB's writer lock (a write begun for it, then aborted),
-    /// which a takeover by another process holds too.
-    private func releaseLog(_ env: OpaquePointer) {
+    /// which a takeover by another process holds too. `alone`: the caller holds the gate alone (closing).
+    private func releaseLog(_ env: OpaquePointer, alone: Bool) {
         guard let log else { return }
         var handle: OpaquePointer?
         var rc = mdb_txn_begin(env, nil, 0, &handle)
-        if rc == MDB_MAP_RESIZED, (try? resize(0, alone: false)) != nil { rc = mdb_txn_begin(env, nil, 0, &handle) }
+        if rc == MDB_MAP_RESIZED, (try? resize(0, alone: alone)) != nil { rc = mdb_txn_begin(env, nil, 0, &handle) }
         guard rc == MDB_SUCCESS, let handle else {
             // (Another process's commit grew the map: it took the log over or cleared it first, so this
             // environment's pin keeps pages for nothing.)
