@@ -29,8 +29,10 @@ import Glibc
 ///   that does not. A record whose commit then fails is struck out (its first word zeroed, durably). A record
 ///   written by a process that died before its commit is written over by the next owner, or, if the machine
 ///   crashes first, applied: a commit whose record is durable is the log's commit, as in any write-ahead log.
-/// - **The file replaced.** The header names the data file's device and inode; a compaction clears the log before it
-///   renames its copy over the file.
+/// - **The file replaced.** The header names the data file's inode (recovery compares nothing else: a device's
+///   number may change across a reboot); a compaction clears the log before it renames its copy over the file.
+/// - **Headers that tear.** The log is two slots (``slotSize``), each a header and records; a checkpoint writes its
+///   header, with the next generation, and its first record into the slot the current header is not in.
 final class WriteLog {
     /// The data file's path; the log is `path + "-log"`.
     let path: String
