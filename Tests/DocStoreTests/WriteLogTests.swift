@@ -97,6 +97,7 @@ import Testing
         await expectError(.cannotOpen, mentions: ["open the store writable once", "-log"]) {
             _ = try await DocStore.recover(from: path, to: dir.path("salvaged.db"))
         }
+        #expect(DocStore.checkFile(at: path).notices.contains { $0.contains("open the store writable once") })
         var readOnly = DocStore.Options()
         readOnly.readOnly = true
         await expectError(.cannotOpen, mentions: ["open the store writable once"]) {

@@ -592,11 +592,17 @@ final class LMDBEnvironment: FileStorageEngine {
                     if rc != MDB_SUCCESS, let record, let log {
                         // (The failed commit let LMDB's writer lock go: a write begun takes it again.)
                         var again: OpaquePointer?
-                        if mdb_txn_begin(env, nil, 0, &again) == MDB_SUCCESS, let again {
+                        let begun = mdb_txn_begin(env, nil, 0, &again)
+                        if begun == MDB_SUCCESS, let again {
                             log.strike(record, in: env)
                             mdb_txn_abort(again)
-                        } else {
+                        } else if begun == MDB_MAP_RESIZED {
+                            // (Another process's commit grew the map: it took the log over first.)
                             log.forget()
+                        } else {
+                            // (LMDB refuses every write after a failed meta page, say: the record is struck all
+                            // the same, if the log is still this environment's.)
+                            log.strike(record, in: env)
                         }
                     }
                     if rc == MDB_MAP_FULL { try grow(alone: alone); continue }

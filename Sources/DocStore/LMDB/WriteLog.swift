@@ -194,7 +194,7 @@ final class WriteLog {
         do {
             let head = try currentHead()
             // (Taken over meanwhile: the record is of an epoch no longer current, and its slot may be another's.)
-            guard head.owner == token, head.epoch == epoch else { return epoch = 0 }
+            guard head.owner == token, head.epoch == epoch else { return forget() }
             try write([0, 0, 0, 0][...], at: offset)
         } catch {
             epoch = 0
@@ -208,7 +208,7 @@ final class WriteLog {
     /// Whether this environment owns the log (or did, and has not seen another take it over) and has logged
     /// nothing for ``idleAfter``: it then lets the log go (``release(_:)``), so that an idle process holds no pages
     /// from reuse and leaves nothing to recover.
-    var isIdleOwner: Bool { epoch != 0 && lastWrite.duration(to: .now) >= idleAfter }
+    var isIdleOwner: Bool { (epoch != 0 || pin != nil) && lastWrite.duration(to: .now) >= idleAfter }
 
     /// Syncs the file and makes its last commit the log's base, owned by this environment.
     private func checkpoint(_ env: OpaquePointer, committed: Int) throws {

@@ -79,6 +79,11 @@ extension DocStore {
         var report = VerificationReport()
         report.pagesChecked = pages
         report.problems = damage.map(VerificationReport.Problem.init(damage:))
+        if FileStorage.writeLogNeedsApplying(path: path) {
+            report.notices.append("the machine stopped while the last commits were on their way to the disk: their "
+                + "record is in \(path)-log, which an opening applies first, so the file's pages are not yet the "
+                + "store's; open the store writable once, then check it")
+        }
         return report
     }
 
