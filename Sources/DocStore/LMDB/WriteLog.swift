@@ -266,8 +266,7 @@ final class WriteLog {
     func release(_ env: OpaquePointer) {
         if let header = try? currentHead(), header.owner == token { try? disown(env) }
         // (Another environment took the log over meanwhile: this one's pin holds pages for nothing.)
-        epoch = 0
-        unpin()
+        forget()
     }
 
     private func repin(_ env: OpaquePointer) throws {
@@ -316,17 +315,12 @@ final class WriteLog {
             guard errno == EINTR else { throw LMDBError(code: errno) }
         }
         defer { flock(fd, LOCK_UN) }
-        var info = Glibc.stat()
-        guard fstat(fd, &info) == 0 else { throw LMDBError(code: errno) }
-        func read(_ count: Int) -> [UInt8]? {
-            var bytes = [UInt8](repeating: 0, count: min(count, Int(info.st_size)))
-            let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-            return read == bytes.count ? bytes : nil
-        }
-        // The headers first: the records only when there is something to recover.
-        guard let (slot, header) = try headers(fd), header.owner != 0, !bootID.isEmpty, header.bootID != bootID,
-              let whole = read(2 * slotSize) else { return }
-        let bytes = Array(whole[(slot * slotSize)..<min(whole.count, (slot + 1) * slotSize)])
+        // The headers first: the records (the current slot) only when there is something to recover.
+        guard let (slot, header) = try headers(fd), header.isFromAnotherBoot else { return }
+        var bytes = [UInt8](repeating: 0, count: slotSize)
+        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(slot * slotSize)) }
+        guard read >= 0 else { throw LMDBError(code: errno) }
+        bytes.removeSubrange(read...)
         func clear() throws {
             if !readOnly { try WriteLog.clear(fd, header, after: slot, logPath) }
         }
@@ -363,8 +357,8 @@ final class WriteLog {
         guard fd >= 0 else { return false }
         defer { Glibc.close(fd) }
         var data = Glibc.stat()
-        guard let (_, header) = try? headers(fd), header.owner != 0, !bootID.isEmpty, header.bootID != bootID,
-              stat(path, &data) == 0, UInt64(data.st_ino) == header.inode else { return false }
+        guard let (_, header) = try? headers(fd), header.isFromAnotherBoot, stat(path, &data) == 0,
+              UInt64(data.st_ino) == header.inode else { return false }
         return true
     }
 
@@ -380,16 +374,27 @@ final class WriteLog {
         try clear(fd, header, after: slot, path + "-log")
     }
 
-    /// The current header of the log open at `fd` (as ``current(in:)`` finds it), reading each slot's header only.
+    /// The current header of the log open at `fd` (as ``current(in:)`` finds it), reading each slot's header only:
+    /// its fixed part, and its meta pages only where it has an owner.
     private static func headers(_ fd: Int32) throws -> (Int, Header)? {
         var best: (Int, Header)?
-        var bytes = [UInt8](repeating: 0, count: Header.fixedSize + 2 * (1 << 16) + 8)
         for slot in 0..<2 {
-            let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(slot * slotSize)) }
-            guard read >= 0 else { throw LMDBError(code: errno) }
-            if let header = Header.decode(Array(bytes[..<read])), header.generation >= best?.1.generation ?? 0 {
-                best = (slot, header)
+            func read(_ count: Int) throws -> [UInt8] {
+                var bytes = [UInt8](repeating: 0, count: count)
+                let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(slot * slotSize)) }
+                guard read >= 0 else { throw LMDBError(code: errno) }
+                return Array(bytes[..<read])
             }
+            var bytes = try read(Header.fixedSize)
+            guard let fixed = bytes.withUnsafeBytes({ Header.fixed($0) }) else { continue }
+            if fixed.owner != 0 {
+                let pageSize = bytes.withUnsafeBytes {
+                    Int(UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 48, as: UInt64.self)))
+                }
+                guard pageSize >= 512, pageSize <= 1 << 16 else { continue }
+                bytes = try read(Header.fixedSize + 2 * pageSize + 8)
+            }
+            if let header = Header.decode(bytes), header.generation >= best?.1.generation ?? 0 { best = (slot, header) }
         }
         return best
     }
@@ -491,6 +496,10 @@ extension WriteLog {
         var metas: [UInt8]
         /// Which of the two slots' headers is the current one: the later.
         var generation: UInt64 = 0
+
+        /// Whether the header names an owner whose commits a crash of the machine may have cut short: one written
+        /// under another boot id than this one's.
+        var isFromAnotherBoot: Bool { owner != 0 && !WriteLog.bootID.isEmpty && bootID != WriteLog.bootID }
 
         /// Where the records begin: the header rounded up to whole 4 KiB blocks.
         static func size(pageSize: Int) -> Int { (fixedSize + 8 + 2 * pageSize + 4095) / 4096 * 4096 }
