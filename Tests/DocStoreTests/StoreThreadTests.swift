@@ -114,14 +114,16 @@ import TestSupport
         #expect(printed == "read 1 child-1\n")
     }
 
-    /// Many tasks write at once on a store whose commits do not sync and whose map must grow several times: some
-    /// writes run on their callers' threads, the rest on the store's, and none overlaps another (LMDB lets the map
-    /// grow only with no transaction of the process open). Every write is there, and the store is sound.
-    @Test(.enabled(if: !engineIsServer)) func writesOnCallersThreadsAndOnTheStoresThreadLoseNothing() async throws {
+    /// Many tasks write at once on a store whose map must grow several times, with commits that do not sync and
+    /// with commits the write log records: some writes run on their callers' threads, the rest on the store's, and
+    /// none overlaps another (LMDB lets the map grow only with no transaction of the process open). Every write is
+    /// there, and the store is sound.
+    @Test(.enabled(if: !engineIsServer), arguments: [DocStore.Durability.off, .full])
+    func writesOnCallersThreadsAndOnTheStoresThreadLoseNothing(durability: DocStore.Durability) async throws {
         let dir = TemporaryDirectory()
         var options = DocStore.Options()
         options.initialMapSize = 256 << 10
-        options.durability = .off
+        options.durability = durability
         let store = try await openStore(storeLocation(dir, "turns.db"), options: options)
         // One write at a time first, until one finds the store's thread idle: on a busy machine the writers below
         // may keep it busy throughout.
@@ -154,13 +156,66 @@ import TestSupport
         #expect(try await store.verify().isClean)
     }
 
+    /// Writers go on committing while the shared pool is kept busy (a task per core computing without a break), at
+    /// full durability, where a group commit first waits a moment for the writers the last group resumed: that wait
+    /// is the store thread's own. (It was a `Task.sleep`, whose wake-up waits for a thread of the shared pool: the
+    /// writers then stalled until the pool was free.)
+    @Test(.enabled(if: !engineIsServer)) func groupsCommitWhileTheSharedPoolIsBusy() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await openStore(storeLocation(dir, "busy.db"))
+        #expect(store.commitsWait)
+        let stop = Flag(), written = Counter()
+        let busy = (0..<ProcessInfo.processInfo.activeProcessorCount).map { _ in
+            Task.detached {   // (on the shared pool, which it keeps busy until told to stop)
+                var spun = 0
+                while !stop.isSet { spun &+= 1 }
+                return spun
+            }
+        }
+        let writers = (0..<4).map { t in
+            Task(executorPreference: GrowingThreadPool.shared) {
+                var i = 0
+                while !stop.isSet {
+                    try await store.insert(Person(name: "w-\(t)-\(i)", age: i % 90))
+                    written.add()
+                    i += 1
+                }
+            }
+        }
+        // Blocking this thread (one of the test's own), not the shared pool's.
+        var waited = 0
+        while written.value < 200 && waited < 20_000 {
+            usleep(10_000)
+            waited += 10
+        }
+        let during = written.value
+        stop.set()
+        for task in busy { _ = await task.value }
+        for writer in writers { try await writer.value }
+        #expect(during >= 200, "\(during) writes in \(waited) ms while the shared pool was busy")
+        #expect(try await Person.query().count(in: store) == written.value)
+    }
+
+    final class Flag: Sendable {
+        private let set_ = Atomic(false)
+        var isSet: Bool { set_.load(ordering: .relaxed) }
+        func set() { set_.store(true, ordering: .relaxed) }
+    }
+
+    final class Counter: Sendable {
+        private let count = Atomic(0)
+        var value: Int { count.load(ordering: .relaxed) }
+        func add() { count.add(1, ordering: .relaxed) }
+    }
+
     /// A store closed while tasks write: every write either returned, and is in the store opened again, or was
     /// refused as closed; the close waits for a write running on its caller's thread.
-    @Test(.enabled(if: !engineIsServer)) func closingWhileWritesRunKeepsEveryWriteThatReturned() async throws {
+    @Test(.enabled(if: !engineIsServer), arguments: [DocStore.Durability.off, .full])
+    func closingWhileWritesRunKeepsEveryWriteThatReturned(durability: DocStore.Durability) async throws {
         let dir = TemporaryDirectory()
         let path = storeLocation(dir, "closing.db")
         var options = DocStore.Options()
-        options.durability = .off   // (so that writes run on their callers' threads too)
+        options.durability = durability
         let store = try await openStore(path, options: options)
         let written = Written()
         // One write at a time first, until one finds the store's thread idle: on a busy machine the writers below

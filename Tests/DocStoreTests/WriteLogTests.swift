@@ -180,6 +180,41 @@ import Testing
         await again.close()
     }
 
+    /// A lone writer at full durability commits on its caller's thread while its commit is brief: one write of the
+    /// log, no checkpoint (a sync of the file) near. The hint that says so is never true before a write that makes
+    /// a checkpoint, it turns false as the file's growth nears the checkpoint's, and it turns false when another
+    /// process writes (its write changes the log's header).
+    @Test func aWriteRunsOnItsCallersThreadOnlyWhileItsCommitIsBrief() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        let store = try await DocStore(path: path)
+        await store.tuneWriteLog(capacity: nil, growth: nil)
+        let file = try #require(store.core.file)
+        try await store.insert(Person(name: "first", age: 1))
+        var briefs = 0, checkpoints = 0
+        for i in 0..<400 {
+            let brief = file.nextCommitIsBrief
+            let before = try Self.header(of: path).epoch
+            try await store.insert(Person(name: "p\(i)", age: i % 90, city: "c\(i % 13)", email: "p\(i)@x",
+                                          tags: ["t\(i % 7)"]))
+            let made = try Self.header(of: path).epoch != before
+            #expect(!(brief && made), "write \(i) made a checkpoint though its commit was said to be brief")
+            if brief { briefs += 1 }
+            if made { checkpoints += 1 }
+        }
+        #expect(briefs > 200 && checkpoints > 0, "\(briefs) brief commits, \(checkpoints) checkpoints")
+        #expect(store.writesOnCallersThreads.load(ordering: .relaxed) > 0, "no write ran on its caller's thread")
+        // Another process's write takes the log over: the next commit here syncs the file to take it back.
+        #expect(file.nextCommitIsBrief)
+        let (writer, _, _) = try BackupTests.child(["insert-people", path, "20", "0"])
+        writer.waitUntilExit()
+        #expect(writer.terminationStatus == 0)
+        #expect(!file.nextCommitIsBrief, "another process wrote, and the commit here is still said to be brief")
+        try await store.insert(Person(name: "after", age: 2))
+        #expect(file.nextCommitIsBrief)
+        await store.close()
+    }
+
     // MARK: The crash
 
     static func contents(of path: String) -> [UInt8] {

@@ -38,6 +38,15 @@ final class LMDBEnvironment: FileStorageEngine {
     /// Where this process's transactions wait for each other.
     let gate = TransactionGate()
     var syncsAtCommit: Bool { configuration.sync != .none && !configuration.readOnly }
+    /// Whether the next commit waits for the disk at most for one small write: one that does not sync, or one the
+    /// write log records with no checkpoint near (``WriteLog/briefCommitGeneration(_:)``, as the last write left
+    /// it), under a header no other writer has changed since. Safe on any thread.
+    var nextCommitIsBrief: Bool {
+        guard syncsAtCommit else { return true }
+        guard let (generation, log) = briefCommit.withLock({ $0 }) else { return false }
+        return log.generation == generation
+    }
+    private let briefCommit = Mutex<(UInt64, WriteLog.Opened)?>(nil)
     /// Held by a write from before its transaction begins until it ends, and by closing: one thread of the process
     /// writes at a time, whatever calls. (The store's writes already take turns, on its thread or in its turn; this
     /// keeps the engine safe on its own. LMDB's lock would keep a second writer waiting in `mdb_txn_begin`, but only
@@ -57,6 +66,13 @@ final class LMDBEnvironment: FileStorageEngine {
         defer { writer.unlock() }
         guard let env = raw, log?.isIdleOwner == true else { return }
         releaseLog(env, alone: false)
+        noteWhetherTheNextCommitIsBrief()
+    }
+
+    /// With the writer lock held, after a write or a change of the log's owner: ``nextCommitIsBrief``.
+    private func noteWhetherTheNextCommitIsBrief() {
+        let brief = raw.flatMap { env in log.flatMap { log in log.briefCommitGeneration(env).map { ($0, log.opened) } } }
+        briefCommit.withLock { $0 = brief }
     }
 
     /// What identifies a file in this process: device and inode.
@@ -287,6 +303,7 @@ final class LMDBEnvironment: FileStorageEngine {
             if orderly { releaseLog(env, alone: true) }
             log?.unpin()
             log = nil
+            briefCommit.withLock { $0 = nil }
             if orderly && !configuration.readOnly { _ = mdb_env_sync(env, 1) }
             LMDBEnvironment.close(env, forgetting: fileID)
             raw = nil
@@ -542,6 +559,7 @@ final class LMDBEnvironment: FileStorageEngine {
         try translatingErrors {
             writer.lock()
             defer { writer.unlock() }
+            defer { noteWhetherTheNextCommitIsBrief() }
             var alone = false
             defer {
                 // What a write that ran alone deleted is closed, whether it committed or not: the store forgets

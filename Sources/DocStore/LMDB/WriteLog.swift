@@ -40,7 +40,8 @@ final class WriteLog {
     /// before its commits.
     let logs: Bool
     /// Written with `O_DSYNC`: a write returns once it is on disk.
-    private let descriptor: Int32
+    private var descriptor: Int32 { opened.descriptor }
+    let opened: Opened
     private let pageSize: Int
     private let file: (device: UInt64, inode: UInt64)
     /// This environment's name as the log's owner.
@@ -88,13 +89,22 @@ final class WriteLog {
     private init(path: String, logs: Bool, descriptor: Int32, pageSize: Int, file: (UInt64, UInt64)) {
         self.path = path
         self.logs = logs
-        self.descriptor = descriptor
+        self.opened = Opened(descriptor: descriptor)
         self.pageSize = pageSize
         self.file = file
         capacity = WriteLog.slotSize - Header.size(pageSize: pageSize)
     }
 
-    deinit { Glibc.close(descriptor) }
+    /// The log's open file, closed when the last holder lets it go: what any thread may read the headers through
+    /// (``generation``).
+    final class Opened: Sendable {
+        let descriptor: Int32
+        init(descriptor: Int32) { self.descriptor = descriptor }
+        deinit { Glibc.close(descriptor) }
+
+        /// The current header's generation, or `nil` when the headers cannot be read.
+        var generation: UInt64? { try? WriteLog.currentHead(descriptor).generation }
+    }
 
     /// The log of a writable environment, made if missing. Where the machine has no boot id, a log that is only
     /// cleared before commits (`logs` false: they then sync as LMDB does). An environment that does not log opens
@@ -183,6 +193,24 @@ final class WriteLog {
     func committed(_ txnid: Int) {
         lastLogged = txnid
         lastWrite = .now
+    }
+
+    /// The generation of the header under which the next commit would wait for one write of the log and for no
+    /// sync of the file, if no writer comes first (another writer changes the header): this environment owns the
+    /// log, and neither the file's growth nor the slot's records are near what makes a checkpoint; or it let the
+    /// log go idle, with the file synced at its last commit. `nil` otherwise. (A guess: a commit larger than the
+    /// margin still makes a checkpoint.)
+    func briefCommitGeneration(_ env: OpaquePointer) -> UInt64? {
+        guard logs else { return nil }
+        var info = MDB_envinfo()
+        guard mdb_env_info(env, &info) == MDB_SUCCESS else { return nil }
+        guard epoch != 0 else { return pin == nil && durableAt == info.me_last_txnid ? generation : nil }
+        let margin = min(64, growthBetweenCheckpoints / 4)
+        let records = slot * WriteLog.slotSize + Header.size(pageSize: pageSize)
+        let brief = pendingHeader == nil && info.me_last_txnid == lastLogged
+            && info.me_last_pgno - lastPageAtCheckpoint + margin < growthBetweenCheckpoints
+            && end + (64 << 10) < records + capacity
+        return brief ? generation : nil
     }
 
     /// Strikes out the record at `offset`, whose commit failed: durably, so that no recovery applies it. Should
@@ -418,6 +446,11 @@ final class WriteLog {
     /// pages not, from a process killed while it wrote, makes the next writer take the log over or clear it, as the
     /// whole header would. A header of no owner is its fixed part alone.)
     private func currentHead() throws -> (slot: Int, owner: UInt64, epoch: UInt64, generation: UInt64) {
+        try WriteLog.currentHead(descriptor)
+    }
+
+    private static func currentHead(_ descriptor: Int32) throws
+        -> (slot: Int, owner: UInt64, epoch: UInt64, generation: UInt64) {
         var best: (slot: Int, owner: UInt64, epoch: UInt64, generation: UInt64)?
         var bytes = [UInt8](repeating: 0, count: Header.fixedSize)
         for slot in 0..<2 {

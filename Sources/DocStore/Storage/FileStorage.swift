@@ -7,6 +7,9 @@ protocol FileStorageEngine: StorageEngine {
     var isWithoutLockFile: Bool { get }
     /// Whether a commit waits for the disk (a sync of its pages), rather than only writing into the file's cache.
     var syncsAtCommit: Bool { get }
+    /// Whether the next commit, as far as this process knows, waits for the disk at most for one small write: one
+    /// that does not sync, or one that syncs only a short record of its changes.
+    var nextCommitIsBrief: Bool { get }
     /// Writes the file as of its last commit into a new file at a path (which must not exist) or to an open file
     /// descriptor, in a read transaction of its own: writers go on meanwhile, in this process and others. With
     /// `compact`, free pages are left out and the pages renumbered, so the copy holds only what is in use. Safe on

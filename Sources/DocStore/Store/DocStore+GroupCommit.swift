@@ -38,13 +38,15 @@ extension DocStore {
     /// }
     /// ```
     ///
-    /// On a store kept in a file whose commits do not sync (``Durability/off``,
-    /// ``Durability/periodic(milliseconds:)``), a write that finds the store's thread idle runs on its caller's
-    /// thread, which takes the store thread's turn meanwhile (``StoreThread/borrow()``): it saves the hop there and
-    /// back, a third of such a write's time. Writes that come while it runs wait for it on the store's thread, and
-    /// commit together after it. A commit that syncs always runs on the store's thread: a thread of Swift's shared
-    /// pool must not wait for the disk, and the writes that come meanwhile must find their caller's thread free, to
-    /// queue for the next group.
+    /// On a store kept in a file, a write that finds the store's thread idle runs on its caller's thread, which
+    /// takes the store thread's turn meanwhile (``StoreThread/borrow()``), when its commit waits for the disk at
+    /// most for one small write: a commit that does not sync (``Durability/off``,
+    /// ``Durability/periodic(milliseconds:)``), or one at ``Durability/full`` that writes one record of the write log
+    /// with no checkpoint near (a sync of the file's pages, which then runs on the store's thread) and no group of
+    /// writers forming. It saves the hop there and back: a third of a write's time when it does not sync, a tenth
+    /// when it does. Writes that come while it runs wait for it on the store's thread, and commit together after it.
+    /// A commit that syncs the file (``Durability/normal``, a checkpoint, another process's commits to take the log
+    /// over from) runs on the store's thread: a thread of Swift's shared pool must not wait long for the disk.
     public nonisolated func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws
         -> R {
         try await write(body, reads: nil)
@@ -117,12 +119,14 @@ extension DocStore {
     }
 
     /// Commits every queued write: alone, or as a group.
-    private func commitQueuedWrites() async {
+    private func commitQueuedWrites(waited: Bool = false) async {
         // When fewer writes wait than the last group held, the writers it resumed are about to queue their next
-        // ones: where a commit waits (for syncs, for a server), a moment's wait lets one commit carry them too.
-        // (The store's thread is free meanwhile; the writes that come join the queue.)
-        if commitsWait && lastGroupSize > 1 && queuedWrites.count < lastGroupSize {
-            try? await Task.sleep(for: DocStore.commitWait)
+        // ones: where a commit waits (for syncs, for a server), a moment's wait lets one commit carry them too. The
+        // jobs that came meanwhile (their writes) run first, and join the queue; the commit follows them.
+        if !waited && commitsWait && lastGroupSize > 1 && queuedWrites.count < lastGroupSize,
+           thread.waitForJobs(lastGroupSize - queuedWrites.count, upTo: DocStore.commitWait) > 0 {
+            Task { await self.commitQueuedWrites(waited: true) }
+            return
         }
         commitScheduled = false
         let group = queuedWrites

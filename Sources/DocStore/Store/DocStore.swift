@@ -138,7 +138,7 @@ public actor DocStore {
     /// The most writes one commit has held, for tests.
     var largestGroup = 0
     /// The writes the last group commit held.
-    var lastGroupSize = 0
+    var lastGroupSize = 0 { didSet { groupsForming.store(lastGroupSize > 1, ordering: .relaxed) } }
     /// Whether a group commit waits a moment (``commitWait``) for the writers the last group resumed: on a file
     /// whose commits sync, and on a server. Waiting 60 µs took 16 writers from 11,600-12,000 commits a second to
     /// 17,500-18,000 and 4 from 5,500-6,300 to 7,300-7,400 on a file (20,000 documents, AMD EPYC, 2 cores); 200 µs
@@ -148,9 +148,15 @@ public actor DocStore {
     static let commitWait = Duration.microseconds(50)
     /// Writes run on their callers' threads, in the store thread's turn (``StoreThread/borrow()``), for tests.
     nonisolated let writesOnCallersThreads = Atomic(0)
-    /// Whether a write that finds the store's thread idle runs on its caller's thread: a file's commits that do not
-    /// sync (see ``write(_:)``).
-    nonisolated let writesOnCallersThreadsWhenIdle: Bool
+    /// Whether a write that finds the store's thread idle runs on its caller's thread (see ``write(_:)``): on a file
+    /// whose next commit waits for the disk at most for one small write, and, where commits sync, when the last
+    /// commit was not a group's.
+    nonisolated var writesOnCallersThreadsWhenIdle: Bool {
+        guard !isReadOnly, let file = core.file, file.nextCommitIsBrief else { return false }
+        return !commitsWait || !groupsForming.load(ordering: .relaxed)
+    }
+    /// Whether the last commit was a group's (``lastGroupSize``, for callers' threads).
+    nonisolated let groupsForming = Atomic(false)
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { thread.asUnownedSerialExecutor() }
 
@@ -189,7 +195,6 @@ public actor DocStore {
         self.core = core
         core.onRelease = { [changes] in changes.finishAll() }
         self.isWithoutLockFile = core.file?.isWithoutLockFile ?? false
-        self.writesOnCallersThreadsWhenIdle = core.file.map { !$0.syncsAtCommit && !core.isReadOnly } ?? false
         self.commitsWait = core.file?.syncsAtCommit ?? !core.isReadOnly   // (a server's commit is a round trip)
         self.thread = StoreThread(name: "DocStore " + threadName)
         self.readers = ReaderThreads(name: "DocStore reads " + threadName)

@@ -8,7 +8,8 @@ import Foundation
 ///
 /// While the thread sleeps with nothing to run, a caller may take its turn instead (``borrow()``): it runs its work
 /// on its own thread, as a job would, and jobs that come meanwhile wait until it gives the turn back. A lone write
-/// so costs no hop to this thread and back, which is a third of a write's time when it does not sync.
+/// so costs no hop to this thread and back, which is a third of a write's time when it does not sync (see
+/// ``DocStore/write(_:)`` for when a write does).
 final class StoreThread: SerialExecutor, @unchecked Sendable {
     // @unchecked: `jobs`, `next`, `sleeping`, `borrowed` and `stopped` are guarded by `condition`.
     private let condition = NSCondition()
@@ -18,6 +19,8 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
     private var sleeping = false
     /// A caller holds the thread's turn: no job runs until it gives it back.
     private var borrowed = false
+    /// A job waits for others to come (``waitForJobs(_:upTo:)``).
+    private var awaitingJobs = false
     private var stopped = false
 
     init(name: String) {
@@ -30,7 +33,7 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
         let job = UnownedJob(job)
         condition.lock()
         jobs.append(job)
-        let wake = sleeping && !borrowed   // (else woken when the turn is given back)
+        let wake = (sleeping && !borrowed) || awaitingJobs   // (else woken when the turn is given back)
         condition.unlock()
         if wake { condition.signal() }
     }
@@ -43,6 +46,20 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
     var waitingJobs: Int {
         condition.lock()
         defer { condition.unlock() }
+        return jobs.count - next
+    }
+
+    /// Called from a job: waits until `count` jobs wait to run behind it, or `duration` has passed; returns how many
+    /// wait. The wait is the thread's own, where a `Task.sleep` would be woken by a thread of Swift's shared pool,
+    /// which a busy process may have none of free for a long while.
+    func waitForJobs(_ count: Int, upTo duration: Duration) -> Int {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        awaitingJobs = true
+        while jobs.count - next < count && !stopped && condition.wait(until: deadline) {}
+        awaitingJobs = false
         return jobs.count - next
     }
 
