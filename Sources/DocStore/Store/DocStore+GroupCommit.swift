@@ -12,7 +12,8 @@ import Synchronization
 /// its writes runs again in a transaction of its own, so that none fails for a neighbour's sake. A group whose
 /// transaction can take no more nested ones (LMDB limits the pages one transaction changes) commits what it holds,
 /// and the rest of its writes run alone. Where a commit waits (a file whose commits sync, a server), a commit job
-/// that finds fewer writes queued than the last group held waits 50 µs first, for the writers that group resumed.
+/// that finds fewer writes queued than the last group held waits up to 50 µs first, on the store's thread, for the
+/// writers that group resumed (``StoreThread/waitForJobs(_:upTo:)``).
 extension DocStore {
     /// Runs several steps in one write transaction: they commit together when `body` returns, and none of them
     /// does when it throws.
