@@ -556,6 +556,14 @@ final class LMDBEnvironment: FileStorageEngine {
     /// A write that deletes a database runs alone (``TransactionGate``): it is aborted there, and run again once the
     /// reads in flight have ended, with new ones kept waiting until it ends.
     func write<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        try write(refusingSyncs: false, body)
+    }
+
+    func writeUnlessItSyncs<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        try write(refusingSyncs: true, body)
+    }
+
+    private func write<R>(refusingSyncs: Bool, _ body: (any StorageTransaction) throws -> R) throws -> R {
         try translatingErrors {
             writer.lock()
             defer { writer.unlock() }
@@ -584,9 +592,13 @@ final class LMDBEnvironment: FileStorageEngine {
                 do {
                     let txnid = txn.id
                     var unloggable: (any Error)?
-                    if let log, try log.prepare(env, committed: txnid - 1) {
+                    if let log, try log.prepare(env, committed: txnid - 1, refusingSyncs: refusingSyncs) {
                         let capture = WriteCapture()
-                        capture.onOverflow = { do { try log.disown(env) } catch { unloggable = error } }
+                        capture.onOverflow = {
+                            // (Refused at the end: the transaction is aborted, and the log left as it is.)
+                            if refusingSyncs { return unloggable = CommitWouldSync() }
+                            do { try log.disown(env) } catch { unloggable = error }
+                        }
                         txn.capture = capture
                     }
                     result = try body(txn)
@@ -597,7 +609,7 @@ final class LMDBEnvironment: FileStorageEngine {
                     // A logged write's record goes to disk first; changes too large for one are synced instead.
                     var record: Int?, syncs = false
                     if let log, let capture = txn.capture, capture.overflowed || !capture.bytes.isEmpty {
-                        record = try log.append(capture, txnid: txnid, in: env)
+                        record = try log.append(capture, txnid: txnid, in: env, refusingSyncs: refusingSyncs)
                         syncs = record == nil
                     }
                     txn.invalidate()

@@ -148,22 +148,28 @@ final class WriteLog {
     /// A logged write goes on from this environment's last record when nothing came between; otherwise it syncs the
     /// file and takes the log over. A write that is not logged clears the log's owner first (after a sync), unless
     /// it has none.
-    func prepare(_ env: OpaquePointer, committed: Int) throws -> Bool {
+    ///
+    /// `refusingSyncs`: throws ``CommitWouldSync`` rather than sync the file.
+    func prepare(_ env: OpaquePointer, committed: Int, refusingSyncs: Bool = false) throws -> Bool {
         let header = try currentHead()
         if logs {
             if epoch != 0, header.owner == token, header.epoch == epoch, committed == lastLogged,
                try lastPage(env) - lastPageAtCheckpoint < growthBetweenCheckpoints { return true }
-            try checkpoint(env, committed: committed)
+            try checkpoint(env, committed: committed, refusingSyncs: refusingSyncs)
             return true
         }
-        if header.owner != 0 { try disown(env) }
+        if header.owner != 0 {
+            if refusingSyncs { throw CommitWouldSync() }
+            try disown(env)
+        }
         return false
     }
 
     /// Writes the record of the commit `txnid` (`changes`), before LMDB's commit. Returns where it went, for
     /// ``strike(_:)`` should the commit fail; `nil` when the changes are too large for a record, in which case the
     /// log has been cleared and the commit must be synced.
-    func append(_ changes: WriteCapture, txnid: Int, in env: OpaquePointer) throws -> Int? {
+    func append(_ changes: WriteCapture, txnid: Int, in env: OpaquePointer, refusingSyncs: Bool = false) throws
+        -> Int? {
         guard !changes.overflowed else {
             // (Cleared when the changes outgrew a record, unless that failed.)
             if try currentHead().owner != 0 { try disown(env) }
@@ -172,7 +178,7 @@ final class WriteLog {
         // (A record that would not fit makes a checkpoint first: it then carries the new epoch.)
         let records = slot * WriteLog.slotSize + Header.size(pageSize: pageSize)
         if end + Record.headerSize + changes.bytes.count > records + capacity {
-            try checkpoint(env, committed: txnid - 1)
+            try checkpoint(env, committed: txnid - 1, refusingSyncs: refusingSyncs)
         }
         let record = Record.encode(changes.bytes, epoch: epoch, txnid: txnid)
         let at = end
@@ -196,19 +202,17 @@ final class WriteLog {
     }
 
     /// The generation of the header under which the next commit would wait for one write of the log and for no
-    /// sync of the file, if no writer comes first (another writer changes the header): this environment owns the
-    /// log, and neither the file's growth nor the slot's records are near what makes a checkpoint; or it let the
-    /// log go idle, with the file synced at its last commit. `nil` otherwise. (A guess: a commit larger than the
-    /// margin still makes a checkpoint.)
+    /// sync of the file, if no other writer comes first (a logged writer changes the header): this environment owns
+    /// the log, the file has not grown enough since the checkpoint to make another, and the slot has room for a
+    /// record of 64 KiB. `nil` otherwise. (A guess all the same: a larger record, or a writer of another process
+    /// that does not log, still makes the commit sync, which ``LMDBEnvironment/writeUnlessItSyncs(_:)`` refuses.)
     func briefCommitGeneration(_ env: OpaquePointer) -> UInt64? {
-        guard logs else { return nil }
+        guard logs, epoch != 0, pendingHeader == nil else { return nil }
         var info = MDB_envinfo()
         guard mdb_env_info(env, &info) == MDB_SUCCESS else { return nil }
-        guard epoch != 0 else { return pin == nil && durableAt == info.me_last_txnid ? generation : nil }
-        let margin = min(64, growthBetweenCheckpoints / 4)
         let records = slot * WriteLog.slotSize + Header.size(pageSize: pageSize)
-        let brief = pendingHeader == nil && info.me_last_txnid == lastLogged
-            && info.me_last_pgno - lastPageAtCheckpoint + margin < growthBetweenCheckpoints
+        let brief = info.me_last_txnid == lastLogged
+            && info.me_last_pgno - lastPageAtCheckpoint < growthBetweenCheckpoints
             && end + (64 << 10) < records + capacity
         return brief ? generation : nil
     }
@@ -239,7 +243,8 @@ final class WriteLog {
     var isIdleOwner: Bool { (epoch != 0 || pin != nil) && lastWrite.duration(to: .now) >= idleAfter }
 
     /// Syncs the file and makes its last commit the log's base, owned by this environment.
-    private func checkpoint(_ env: OpaquePointer, committed: Int) throws {
+    private func checkpoint(_ env: OpaquePointer, committed: Int, refusingSyncs: Bool = false) throws {
+        if refusingSyncs && committed != durableAt { throw CommitWouldSync() }
         // Not this environment's until the header says so: a failure on the way leaves the next write to begin
         // again here.
         epoch = 0

@@ -10,6 +10,9 @@ protocol FileStorageEngine: StorageEngine {
     /// Whether the next commit, as far as this process knows, waits for the disk at most for one small write: one
     /// that does not sync, or one that syncs only a short record of its changes.
     var nextCommitIsBrief: Bool { get }
+    /// ``StorageEngine/write(_:)``, refused with ``CommitWouldSync`` (the transaction aborted, nothing written)
+    /// when its commit would sync the file: for a thread that must not wait long for the disk.
+    func writeUnlessItSyncs<R>(_ body: (any StorageTransaction) throws -> R) throws -> R
     /// Writes the file as of its last commit into a new file at a path (which must not exist) or to an open file
     /// descriptor, in a read transaction of its own: writers go on meanwhile, in this process and others. With
     /// `compact`, free pages are left out and the pages renumbered, so the copy holds only what is in use. Safe on
@@ -30,6 +33,9 @@ protocol FileStorageEngine: StorageEngine {
     /// read begins.
     var onKeySpacesClosed: (() -> Void)? { get set }
 }
+
+/// A write refused because its commit would sync the file (``FileStorageEngine/writeUnlessItSyncs(_:)``).
+struct CommitWouldSync: Error {}
 
 /// The file engine's work on a file by its path: opening it, and what needs no open store (a check before opening,
 /// a compaction, a salvage). The file engine supplies these functions (`FileStorage.open`, `.check`, `.compact`,

@@ -43,11 +43,13 @@ extension DocStore {
     /// takes the store thread's turn meanwhile (``StoreThread/borrow()``), when its commit waits for the disk at
     /// most for one small write: a commit that does not sync (``Durability/off``,
     /// ``Durability/periodic(milliseconds:)``), or one at ``Durability/full`` that writes one record of the write log
-    /// with no checkpoint near (a sync of the file's pages, which then runs on the store's thread) and no group of
-    /// writers forming. It saves the hop there and back: a third of a write's time when it does not sync, a tenth
-    /// when it does. Writes that come while it runs wait for it on the store's thread, and commit together after it.
-    /// A commit that syncs the file (``Durability/normal``, a checkpoint, another process's commits to take the log
-    /// over from) runs on the store's thread: a thread of Swift's shared pool must not wait long for the disk.
+    /// with no checkpoint near (a sync of the file's pages) and no group of writers forming. It saves the hop there
+    /// and back: a third of a write's time when it does not sync, a tenth when it does. Writes that come while it
+    /// runs wait for it on the store's thread, and commit together after it. A commit that syncs the file
+    /// (``Durability/normal``, a checkpoint, changes too large for a record of the log, another process's commits to
+    /// take the log over from) runs on the store's thread: a thread of Swift's shared pool must not wait long for
+    /// the disk. One that turns out to, on its caller's thread, is refused before anything is written and runs
+    /// again there (`body` runs twice).
     public nonisolated func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws
         -> R {
         try await write(body, reads: nil)
@@ -76,10 +78,20 @@ extension DocStore {
         async throws -> R {
         try checkOpen()
         if writesOnCallersThreadsWhenIdle && thread.borrow() {
+            // (Asked with the turn held: no write of this process comes between the answer and the write.)
+            guard core.file?.nextCommitIsBrief == true else {
+                thread.giveBack()
+                return try await writeOnThread(body, reads: reads)
+            }
             let start = DispatchTime.now().uptimeNanoseconds
             let result = Result { () throws -> R in
                 defer { thread.giveBack() }
-                return try withWrite(body)
+                return try withWrite(body, unlessItSyncs: true)
+            }
+            // A commit that would have synced the file after all (changes too large for a record, a slot full,
+            // another process's commits to take the log over from) runs again on the store's thread.
+            if case .failure(let error) = result, error is CommitWouldSync {
+                return try await writeOnThread(body, reads: reads)
             }
             let made = writesOnCallersThreads.add(1, ordering: .relaxed).newValue
             // A long write (an index built, many documents changed) yields its caller's thread, as a long read does;

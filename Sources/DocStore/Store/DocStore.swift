@@ -152,8 +152,7 @@ public actor DocStore {
     /// whose next commit waits for the disk at most for one small write, and, where commits sync, when the last
     /// commit was not a group's.
     nonisolated var writesOnCallersThreadsWhenIdle: Bool {
-        guard !isReadOnly, let file = core.file, file.nextCommitIsBrief else { return false }
-        return !commitsWait || !groupsForming.load(ordering: .relaxed)
+        !isReadOnly && core.file != nil && (!commitsWait || !groupsForming.load(ordering: .relaxed))
     }
     /// Whether the last commit was a group's (``lastGroupSize``, for callers' threads).
     nonisolated let groupsForming = Atomic(false)
@@ -350,26 +349,35 @@ public actor DocStore {
     ///
     /// A write that meets an id of another length than its collection keeps (``CollectionHandle/IDWidthChange``)
     /// runs again once the collection keeps ids of any length, made so in a transaction of its own.
-    nonisolated func withWrite<R>(_ body: (WriteContext) throws -> R, reads: CheckedReads? = nil) throws -> R {
+    ///
+    /// `unlessItSyncs`: throws ``CommitWouldSync``, with nothing written, where the commit would sync the file (on
+    /// a caller's thread, which must not wait long for the disk).
+    nonisolated func withWrite<R>(_ body: (WriteContext) throws -> R, reads: CheckedReads? = nil,
+                                  unlessItSyncs: Bool = false) throws -> R {
         var widened: Set<String> = []
         while true {
             do {
-                return try writeTransaction(body, reads: reads)
+                return try writeTransaction(body, reads: reads, unlessItSyncs: unlessItSyncs)
             } catch let change as CollectionHandle.IDWidthChange {
                 guard widened.insert(change.collection).inserted else { throw change.stillMet }
-                try writeTransaction({ try $0.scope.widenIDs(of: change.collection) }, reads: nil)
+                try writeTransaction({ try $0.scope.widenIDs(of: change.collection) }, reads: nil,
+                                     unlessItSyncs: unlessItSyncs)
             }
         }
     }
 
-    private nonisolated func writeTransaction<R>(_ body: (WriteContext) throws -> R, reads: CheckedReads?) throws
-        -> R {
+    private nonisolated func writeTransaction<R>(_ body: (WriteContext) throws -> R, reads: CheckedReads?,
+                                                 unlessItSyncs: Bool) throws -> R {
         try checkOpen()
         if isReadOnly { return try mapErrors { try inReadTransaction({ WriteContext(scope: $0) }, body) } }
         return try mapErrors {
             let attempt = Attempt()
             do {
-                let (result, end) = try core.env.write { [core] txn -> (R, UInt64) in
+                func write<T>(_ body: (any StorageTransaction) throws -> T) throws -> T {
+                    if unlessItSyncs, let file = core.file { return try file.writeUnlessItSyncs(body) }
+                    return try core.env.write(body)
+                }
+                let (result, end) = try write { [core] txn -> (R, UInt64) in
                     attempt.scope?.aborted()   // a previous attempt that met a full map
                     let current = try TransactionScope(core: core, txn: txn)
                     attempt.scope = current

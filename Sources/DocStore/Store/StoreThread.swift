@@ -11,8 +11,8 @@ import Foundation
 /// so costs no hop to this thread and back, which is a third of a write's time when it does not sync (see
 /// ``DocStore/write(_:)`` for when a write does).
 final class StoreThread: SerialExecutor, @unchecked Sendable {
-    // @unchecked: `jobs`, `next`, `sleeping`, `borrowed` and `stopped` are guarded by `condition`.
-    private let condition = NSCondition()
+    // @unchecked: `jobs`, `next`, `sleeping`, `borrowed`, `awaitingJobs` and `stopped` are guarded by `condition`.
+    private let condition = MonotonicCondition()
     private var jobs: [UnownedJob] = []
     /// The first job of `jobs` not yet taken.
     private var next = 0
@@ -53,8 +53,8 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
     /// wait. The wait is the thread's own, where a `Task.sleep` would be woken by a thread of Swift's shared pool,
     /// which a busy process may have none of free for a long while.
     func waitForJobs(_ count: Int, upTo duration: Duration) -> Int {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
-        let deadline = Date(timeIntervalSinceNow: seconds)
+        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        let deadline = MonotonicCondition.now() + Int(nanoseconds)
         condition.lock()
         defer { condition.unlock() }
         awaitingJobs = true
@@ -116,5 +116,48 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
             condition.unlock()
             job.runSynchronously(on: asUnownedSerialExecutor())
         }
+    }
+}
+
+/// A mutex and a condition whose timed waits run by the monotonic clock: a wall clock set back (a time server's
+/// step, a virtual machine resumed) does not stretch them.
+final class MonotonicCondition: @unchecked Sendable {
+    // @unchecked: the pthread objects are made to be shared between threads.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+    func signal() { pthread_cond_signal(cond) }
+    func wait() { pthread_cond_wait(cond, mutex) }
+
+    /// Waits until signalled or `deadline` (``now()``'s nanoseconds) has passed: `false` once it has.
+    func wait(until deadline: Int) -> Bool {
+        guard deadline > MonotonicCondition.now() else { return false }
+        var time = timespec(tv_sec: deadline / 1_000_000_000, tv_nsec: deadline % 1_000_000_000)
+        return pthread_cond_timedwait(cond, mutex, &time) != ETIMEDOUT
+    }
+
+    /// The monotonic clock, in nanoseconds.
+    static func now() -> Int {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return time.tv_sec * 1_000_000_000 + time.tv_nsec
     }
 }
