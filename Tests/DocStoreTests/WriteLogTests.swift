@@ -187,10 +187,7 @@ import Testing
     @Test(.enabled(if: !WriteLog.bootID.isEmpty)) func aWriteRunsOnItsCallersThreadOnlyWhileItsCommitIsBrief()
         async throws {
         let dir = TemporaryDirectory()
-        let path = dir.path("store.db")
-        let store = try await DocStore(path: path)
-        await store.tuneWriteLog(capacity: nil, growth: nil)
-        let file = try #require(store.core.file)
+        let (store, file, path) = try await Self.storeWithItsLog(in: dir)
         try await store.insert(Person(name: "first", age: 1))
         var briefs = 0, checkpoints = 0
         for i in 0..<400 {
@@ -227,10 +224,7 @@ import Testing
     @Test(.enabled(if: !WriteLog.bootID.isEmpty)) func aWriteThatWouldSyncTheFileLeavesItsCallersThread()
         async throws {
         let dir = TemporaryDirectory()
-        let path = dir.path("store.db")
-        let store = try await DocStore(path: path)
-        await store.tuneWriteLog(capacity: nil, growth: nil)
-        let file = try #require(store.core.file)
+        let (store, file, path) = try await Self.storeWithItsLog(in: dir)
         var small = 0
         while !file.nextCommitIsBrief && small < 10 {
             try await store.insert(Person(name: "small \(small)", age: 1))
@@ -249,6 +243,15 @@ import Testing
         try await store.insert(Person(name: "after that", age: 2))
         #expect(store.writesOnCallersThreads.load(ordering: .relaxed) == before + 1)
         await store.close()
+    }
+
+    /// A store in `dir` at full durability, its log kept while the test pauses; its file engine, and its path.
+    static func storeWithItsLog(in dir: TemporaryDirectory) async throws
+        -> (DocStore, any FileStorageEngine, String) {
+        let path = dir.path("store.db")
+        let store = try await DocStore(path: path)
+        await store.tuneWriteLog(capacity: nil, growth: nil)
+        return (store, try #require(store.core.file), path)
     }
 
     // MARK: The crash
