@@ -167,13 +167,7 @@ import TestSupport
         let store = try await openStore(storeLocation(dir, "busy.db"))
         #expect(store.commitsWait)
         let stop = Flag(), written = Counter()
-        let busy = (0..<ProcessInfo.processInfo.activeProcessorCount).map { _ in
-            Task.detached {   // (on the shared pool, which it keeps busy until told to stop)
-                var spun = 0
-                while !stop.isSet { spun &+= 1 }
-                return spun
-            }
-        }
+        let busy = Self.keepTheSharedPoolBusy(until: stop)
         let writers = (0..<4).map { t in
             Task(executorPreference: GrowingThreadPool.shared) {
                 var i = 0
@@ -184,18 +178,63 @@ import TestSupport
                 }
             }
         }
-        // Blocking this thread (one of the test's own), not the shared pool's.
-        var waited = 0
-        while written.value < 200 && waited < 20_000 {
-            usleep(10_000)
-            waited += 10
-        }
+        let waited = Self.block(atMost: 20_000) { written.value >= 200 }
         let during = written.value
         stop.set()
         for task in busy { _ = await task.value }
         for writer in writers { try await writer.value }
         #expect(during >= 200, "\(during) writes in \(waited) ms while the shared pool was busy")
         #expect(try await Person.query().count(in: store) == written.value)
+    }
+
+    /// An observer running on threads of its own hears another process's commits while the shared pool is kept
+    /// busy: the observation's task runs on the store's reader threads, and the poll for other processes' commits
+    /// waits on no thread of the shared pool. (Both waited for one: the observer heard none of 20 in 15 s.)
+    @Test(.enabled(if: !engineIsServer), .timeLimit(.minutes(1)))
+    func anObserverHearsAnotherProcessWhileTheSharedPoolIsBusy() async throws {
+        let dir = TemporaryDirectory()
+        let path = storeLocation(dir, "observed.db")
+        let store = try await openStore(path)
+        let seen = Counter(-1), stop = Flag()
+        let observer = Task(executorPreference: GrowingThreadPool.shared) {
+            for try await count in Person.query().observeCount(in: store) {
+                seen.set(count)
+                if count >= 20 { return }
+            }
+        }
+        while seen.value < 0 { usleep(1_000) }
+        let busy = Self.keepTheSharedPoolBusy(until: stop)
+        let (writer, _, _) = try BackupTests.child(["insert-people", path, "20", "0"])
+        writer.waitUntilExit()
+        let waited = Self.block(atMost: 15_000) { seen.value >= 20 }
+        let heard = seen.value
+        stop.set()
+        for task in busy { _ = await task.value }
+        observer.cancel()
+        #expect(writer.terminationStatus == 0)
+        #expect(heard == 20, "the observer had \(heard) of the other process's 20 people after \(waited) ms")
+    }
+
+    /// A task per core on the shared pool, computing without a break until `stop` is set.
+    static func keepTheSharedPoolBusy(until stop: Flag) -> [Task<Int, Never>] {
+        (0..<ProcessInfo.processInfo.activeProcessorCount).map { _ in
+            Task.detached {
+                var spun = 0
+                while !stop.isSet { spun &+= 1 }
+                return spun
+            }
+        }
+    }
+
+    /// Blocks this thread (one of the test's own, not the shared pool's) until `done` or `milliseconds` have
+    /// passed; returns the milliseconds waited.
+    static func block(atMost milliseconds: Int, until done: () -> Bool) -> Int {
+        var waited = 0
+        while !done() && waited < milliseconds {
+            usleep(10_000)
+            waited += 10
+        }
+        return waited
     }
 
     final class Flag: Sendable {
@@ -206,8 +245,10 @@ import TestSupport
 
     final class Counter: Sendable {
         private let count = Atomic(0)
+        init(_ start: Int = 0) { count.store(start, ordering: .relaxed) }
         var value: Int { count.load(ordering: .relaxed) }
         func add() { count.add(1, ordering: .relaxed) }
+        func set(_ value: Int) { count.store(value, ordering: .relaxed) }
     }
 
     /// A store closed while tasks write: every write either returned, and is in the store opened again, or was

@@ -50,6 +50,10 @@ extension DocStore {
     /// The stream holds at most one value: a slow consumer gets the latest one, never a backlog. It ends when the
     /// consuming task is cancelled or the store closes or is released (an observer holds the store only while it
     /// reads), and carries `compute`'s errors.
+    ///
+    /// The observation's task runs on the store's reader threads (``ReaderThreads`` as its task executor), not on
+    /// Swift's shared pool: an observer whose own task does not run there (the main actor, threads of its own)
+    /// hears every commit while the pool is kept busy, which took seconds before.
     nonisolated func observation<Value: Sendable>(
         _ compute: @escaping @Sendable (ReadContext, _ previous: (fingerprint: [UInt8], value: Value)?) throws
             -> ([UInt8], Value?)
@@ -57,7 +61,7 @@ extension DocStore {
         let (stream, continuation) = AsyncThrowingStream<Value, Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
         // Subscribed before the first read: a commit after that read is always signalled.
         let (subscriber, signals) = changes.subscribe(self)
-        let task = Task { [changes, weak self] in
+        let task = Task(executorPreference: readers) { [changes, weak self] in
             var previous: (fingerprint: [UInt8], value: Value)?
             var readOnce = false
             do {

@@ -55,7 +55,9 @@ extension DocStore {
         -> AsyncThrowingStream<R.Value, Error> where S.Element == R {
         let (stream, continuation) = AsyncThrowingStream<R.Value, Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let generation = RequestGeneration()
-        let task = Task { [weak self] in
+        // (On the store's reader threads, as every observation: see ``observation(_:)``.)
+        let readers = self.readers
+        let task = Task(executorPreference: readers) { [weak self] in
             var current: R?
             var inner: Task<Void, Never>?
             defer { inner?.cancel() }
@@ -68,7 +70,7 @@ extension DocStore {
                     // The next request is current before the previous one's observation stops: the end of that
                     // observation does not end the stream.
                     let mine = generation.next()
-                    inner = Task {
+                    inner = Task(executorPreference: readers) {
                         do {
                             for try await value in values {
                                 generation.ifCurrent(mine) { continuation.yield(value) }

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// Tells observers that the store may have changed: at once after a commit in this process, and, for commits of
@@ -28,9 +29,9 @@ final class ChangeNotifier: Sendable {
             state.subscribers[id] = continuation
             if state.poller == nil {
                 // Holds neither the store nor the notifier between polls: releasing the store ends it.
-                state.poller = Task { [weak self, weak store] in
+                state.poller = Task(executorPreference: store.readers) { [weak self, weak store] in
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: ChangeNotifier.pollInterval)
+                        await ChangeNotifier.pause()
                         guard !Task.isCancelled, let notifier = self, let alive = store else { return }
                         await notifier.poll(alive)
                     }
@@ -92,6 +93,15 @@ final class ChangeNotifier: Sendable {
         }
         for s in subscribers { s.finish() }
     }
+
+    /// Waits ``pollInterval``, woken by a timer of its own: a `Task.sleep` is woken by a thread of Swift's shared
+    /// pool, which a busy process may have none of free for seconds, and the poll would wait with it.
+    private static func pause() async {
+        await withCheckedContinuation { (resumed: CheckedContinuation<Void, Never>) in
+            timers.asyncAfter(deadline: .now() + .milliseconds(50)) { resumed.resume() }
+        }
+    }
+    private static let timers = DispatchQueue(label: "DocStore observation polls")
 
     /// Looks once for a commit of another process, and signals every observer when there was one.
     private func poll(_ store: DocStore) async {

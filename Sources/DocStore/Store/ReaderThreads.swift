@@ -10,7 +10,7 @@ import Synchronization
 /// among them, whose commit is done but cannot return. So at most one read per core but one (and at least one) runs
 /// on a caller's thread at a time; the others are handed to the store's reader threads, which run them side by side
 /// while their callers wait without holding a thread.
-final class ReaderThreads: @unchecked Sendable {
+final class ReaderThreads: TaskExecutor, @unchecked Sendable {
     // @unchecked: `jobs`, `idle`, `threads` and `stopped` are guarded by `condition`.
     private let condition = NSCondition()
     private var jobs: [() -> Void] = []
@@ -70,6 +70,14 @@ final class ReaderThreads: @unchecked Sendable {
             defer { body = nil }
             return body
         }
+    }
+
+    /// A job of a task that prefers these threads (an observation: see ``DocStore/observation(_:)``), run on one of
+    /// them: what it waits for wakes it here, not on a thread of Swift's shared pool, which a busy process may
+    /// have none of free for seconds.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        enqueue { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
     }
 
     private func enqueue(_ job: @escaping () -> Void) {
