@@ -168,6 +168,7 @@ import TestSupport
         #expect(store.commitsWait)
         let stop = Flag(), written = Counter()
         let busy = Self.keepTheSharedPoolBusy(until: stop)
+        defer { stop.set() }
         let writers = (0..<4).map { t in
             Task(executorPreference: GrowingThreadPool.shared) {
                 var i = 0
@@ -202,8 +203,10 @@ import TestSupport
                 if count >= 20 { return }
             }
         }
-        while seen.value < 0 { usleep(1_000) }
+        _ = Self.block(atMost: 10_000) { seen.value >= 0 }
+        try #require(seen.value == 0, "the observation gave no first count")
         let busy = Self.keepTheSharedPoolBusy(until: stop)
+        defer { stop.set() }
         let (writer, _, _) = try BackupTests.child(["insert-people", path, "20", "0"])
         writer.waitUntilExit()
         let waited = Self.block(atMost: 15_000) { seen.value >= 20 }

@@ -98,7 +98,9 @@ final class ChangeNotifier: Sendable {
     /// pool, which a busy process may have none of free for seconds, and the poll would wait with it.
     private static func pause() async {
         await withCheckedContinuation { (resumed: CheckedContinuation<Void, Never>) in
-            timers.asyncAfter(deadline: .now() + .milliseconds(50)) { resumed.resume() }
+            let (seconds, attoseconds) = pollInterval.components
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            timers.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { resumed.resume() }
         }
     }
     private static let timers = DispatchQueue(label: "DocStore observation polls")

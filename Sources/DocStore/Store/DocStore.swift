@@ -261,10 +261,11 @@ public actor DocStore {
         let start = DispatchTime.now().uptimeNanoseconds
         // (No `Result<R, _>` or `R?` on the usual path: each is a type the runtime looks up per call for an `R` it
         // does not know when this is compiled.)
-        if readers.enterInline() {
+        let onReaderThread = readers.runsTheCallingThread
+        if onReaderThread || readers.enterInline() {
             let value: R
             do {
-                defer { readers.leaveInline() }
+                defer { if !onReaderThread { readers.leaveInline() } }
                 value = try readNow(body)
             } catch {
                 if DispatchTime.now().uptimeNanoseconds - start > 500_000 { await Task.yield() }

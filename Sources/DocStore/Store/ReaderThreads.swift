@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// Where the reads of a store kept in a file run: on the caller's thread while few reads run there, otherwise on
-/// threads of the store's own.
+/// threads of the store's own. The same threads run the tasks of observations (as their task executor, on any
+/// store), and their reads run there at once.
 ///
 /// A read is synchronous: on the caller's thread it costs no hand-over to another thread (a wake-up, tens of
 /// microseconds on a busy machine), which is most of a small read's time. But it holds that thread, and Swift's
@@ -40,6 +41,15 @@ final class ReaderThreads: TaskExecutor, @unchecked Sendable {
 
     /// Ends a turn ``enterInline()`` took.
     func leaveInline() { inline.subtract(1, ordering: .releasing) }
+
+    /// Whether the calling thread is one of these: a read there (an observation's) runs at once, holding no turn
+    /// of the callers' threads.
+    var runsTheCallingThread: Bool { pthread_getspecific(ReaderThreads.threadKey) == Unmanaged.passUnretained(self).toOpaque() }
+    private static let threadKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
 
     /// Runs `body` on the calling thread if fewer than ``inlineLimit`` reads run on callers' threads, else on a
     /// reader thread, while the caller waits.
@@ -96,6 +106,7 @@ final class ReaderThreads: TaskExecutor, @unchecked Sendable {
     }
 
     private func work() {
+        pthread_setspecific(ReaderThreads.threadKey, Unmanaged.passUnretained(self).toOpaque())
         condition.lock()
         while true {
             while jobs.isEmpty && !stopped {
@@ -113,7 +124,8 @@ final class ReaderThreads: TaskExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Ends the threads once the reads queued so far have run.
+    /// Ends the threads once the reads queued so far have run. (A job queued later still runs, on a thread started
+    /// for it, which then ends too.)
     func stop() {
         condition.lock()
         stopped = true
