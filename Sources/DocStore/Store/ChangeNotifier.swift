@@ -98,9 +98,7 @@ final class ChangeNotifier: Sendable {
     /// pool, which a busy process may have none of free for seconds, and the poll would wait with it.
     private static func pause() async {
         await withCheckedContinuation { (resumed: CheckedContinuation<Void, Never>) in
-            let (seconds, attoseconds) = pollInterval.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            timers.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { resumed.resume() }
+            timers.asyncAfter(deadline: .now() + .nanoseconds(pollInterval.nanoseconds)) { resumed.resume() }
         }
     }
     private static let timers = DispatchQueue(label: "DocStore observation polls")

@@ -44,7 +44,9 @@ final class ReaderThreads: TaskExecutor, @unchecked Sendable {
 
     /// Whether the calling thread is one of these: a read there (an observation's) runs at once, holding no turn
     /// of the callers' threads.
-    var runsTheCallingThread: Bool { pthread_getspecific(ReaderThreads.threadKey) == Unmanaged.passUnretained(self).toOpaque() }
+    var runsTheCallingThread: Bool {
+        pthread_getspecific(ReaderThreads.threadKey) == Unmanaged.passUnretained(self).toOpaque()
+    }
     private static let threadKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key, nil)

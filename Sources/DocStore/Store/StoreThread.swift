@@ -53,8 +53,7 @@ final class StoreThread: SerialExecutor, @unchecked Sendable {
     /// wait. The wait is the thread's own, where a `Task.sleep` would be woken by a thread of Swift's shared pool,
     /// which a busy process may have none of free for a long while.
     func waitForJobs(_ count: Int, upTo duration: Duration) -> Int {
-        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
-        let deadline = MonotonicCondition.now() + Int(nanoseconds)
+        let deadline = MonotonicCondition.now() + duration.nanoseconds
         condition.lock()
         defer { condition.unlock() }
         awaitingJobs = true
@@ -160,4 +159,9 @@ final class MonotonicCondition: @unchecked Sendable {
         clock_gettime(CLOCK_MONOTONIC, &time)
         return time.tv_sec * 1_000_000_000 + time.tv_nsec
     }
+}
+
+extension Duration {
+    /// The whole nanoseconds of the duration.
+    var nanoseconds: Int { Int(components.seconds) * 1_000_000_000 + Int(components.attoseconds / 1_000_000_000) }
 }
