@@ -55,9 +55,10 @@ private final class ObservationRecorder<Value: Sendable>: Sendable {
     private let consumer = Mutex<Task<Void, Never>?>(nil)
 
     /// Starts consuming `stream`. With `pause`, the consumer sleeps that long after each value, like a slow
-    /// renderer.
+    /// renderer. The consumer runs on threads of its own: when a value came is when the store delivered it, not when
+    /// Swift's shared pool, which the suites running beside this one keep busy, had a thread free.
     init(_ stream: AsyncThrowingStream<Value, Error>, pause: Duration? = nil) {
-        let task = Task { await self.consume(stream, pause: pause) }
+        let task = Task(executorPreference: GrowingThreadPool.shared) { await self.consume(stream, pause: pause) }
         consumer.withLock { $0 = task }
     }
 
