@@ -71,7 +71,8 @@ final class LMDBEnvironment: FileStorageEngine {
 
     /// With the writer lock held, after a write or a change of the log's owner: ``nextCommitIsBrief``.
     private func noteWhetherTheNextCommitIsBrief() {
-        let brief = raw.flatMap { env in log.flatMap { log in log.briefCommitGeneration(env).map { ($0, log.opened) } } }
+        var brief: (UInt64, WriteLog.Opened)?
+        if let env = raw, let log, let generation = log.briefCommitGeneration(env) { brief = (generation, log.opened) }
         briefCommit.withLock { $0 = brief }
     }
 
@@ -371,7 +372,8 @@ final class LMDBEnvironment: FileStorageEngine {
         // @unchecked: `environment` is only read; `stopped` and the wake-up are guarded by `condition`.
         private let environment: OpaquePointer
         private let interval: Duration
-        private let condition = NSCondition()
+        /// (By the monotonic clock: a wall clock set back would put the next sync off by as much.)
+        private let condition = MonotonicCondition()
         private var stopped = false
         private let finished = DispatchSemaphore(value: 0)
         private var flushes = 0
@@ -405,10 +407,10 @@ final class LMDBEnvironment: FileStorageEngine {
 
         private func run() {
             defer { finished.signal() }
-            let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+            let nanoseconds = max(interval.nanoseconds, 1_000_000)
             condition.lock()
             while !stopped {
-                _ = condition.wait(until: Date(timeIntervalSinceNow: max(seconds, 0.001)))
+                _ = condition.wait(until: MonotonicCondition.now() + nanoseconds)
                 if stopped { break }
                 let sync = self.sync
                 condition.unlock()

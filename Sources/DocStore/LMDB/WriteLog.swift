@@ -150,7 +150,7 @@ final class WriteLog {
     /// it has none.
     ///
     /// `refusingSyncs`: throws ``CommitWouldSync`` rather than sync the file.
-    func prepare(_ env: OpaquePointer, committed: Int, refusingSyncs: Bool = false) throws -> Bool {
+    func prepare(_ env: OpaquePointer, committed: Int, refusingSyncs: Bool) throws -> Bool {
         let header = try currentHead()
         if logs {
             if epoch != 0, header.owner == token, header.epoch == epoch, committed == lastLogged,
@@ -168,8 +168,7 @@ final class WriteLog {
     /// Writes the record of the commit `txnid` (`changes`), before LMDB's commit. Returns where it went, for
     /// ``strike(_:)`` should the commit fail; `nil` when the changes are too large for a record, in which case the
     /// log has been cleared and the commit must be synced.
-    func append(_ changes: WriteCapture, txnid: Int, in env: OpaquePointer, refusingSyncs: Bool = false) throws
-        -> Int? {
+    func append(_ changes: WriteCapture, txnid: Int, in env: OpaquePointer, refusingSyncs: Bool) throws -> Int? {
         guard !changes.overflowed else {
             // (Cleared when the changes outgrew a record, unless that failed.)
             if try currentHead().owner != 0 { try disown(env) }
@@ -243,7 +242,7 @@ final class WriteLog {
     var isIdleOwner: Bool { (epoch != 0 || pin != nil) && lastWrite.duration(to: .now) >= idleAfter }
 
     /// Syncs the file and makes its last commit the log's base, owned by this environment.
-    private func checkpoint(_ env: OpaquePointer, committed: Int, refusingSyncs: Bool = false) throws {
+    private func checkpoint(_ env: OpaquePointer, committed: Int, refusingSyncs: Bool) throws {
         if refusingSyncs && committed != durableAt { throw CommitWouldSync() }
         // Not this environment's until the header says so: a failure on the way leaves the next write to begin
         // again here.
