@@ -100,9 +100,12 @@ extension Query {
         if let window = selection.window,
            window.range.lowerBound != 0 || window.range.isEmpty || !window.afterwards.isEmpty { return nil }
         if path == handle.info.idPath { return (KeyEncoder.key(value), nil) }
-        guard !txn.prefersBatches,
-              let index = handle.indexes.first(where: { $0.isUnique && $0.definition.fields == [path] }) else { return nil }
-        return (KeyEncoder.key(value), index.database)
+        guard !txn.prefersBatches else { return nil }
+        // (By position, as in extremeOfAll(_:in:opened:).)
+        for i in handle.indexes.indices where handle.indexes[i].isUnique && handle.indexes[i].definition.fields.count == 1 {
+            if handle.indexes[i].definition.fields[0] == path { return (KeyEncoder.key(value), handle.indexes[i].database) }
+        }
+        return nil
     }
 
     /// The document ``soleKey(_:_:)`` finds, or `nil`. An index entry whose document is missing is passed over, as
@@ -201,15 +204,17 @@ extension Query {
         try context.checkValid()
         guard let handle = try kind.openForReading(context.scope, collection) else { return nil }
         opened = handle
-        // The shortest such index, the first of equals, as the plan takes: fewer bytes per key.
-        var found: CollectionHandle.Index?
-        for index in handle.indexes where index.definition.kind == .regular && index.definition.fields.first == path {
-            if index.definition.fields.count < found?.definition.fields.count ?? .max { found = index }
+        // The shortest such index, the first of equals, as the plan takes: fewer bytes per key. (By position: a
+        // copy of each index, taken by a loop over them, retained and released its every part.)
+        var found: Int?, fewest = Int.max
+        for i in handle.indexes.indices where handle.indexes[i].definition.kind == .regular {
+            let count = handle.indexes[i].definition.fields.count
+            if count > 0, count < fewest, handle.indexes[i].definition.fields[0] == path { (found, fewest) = (i, count) }
         }
-        guard let index = found else { return nil }
-        let keys = IndexKeyValues(definition: index.definition, handle: handle, txn: context.txn,
+        guard let found else { return nil }
+        let keys = IndexKeyValues(definition: handle.indexes[found].definition, handle: handle, txn: context.txn,
                                   decoded: grouping.valuesDecoded, statistics: nil)
-        return try keys.extreme(of: path, greatest: greatest, in: index.database)
+        return try keys.extreme(of: path, greatest: greatest, in: handle.indexes[found].database)
     }
 
     /// How the request runs, then what running it took: it is run as ``results(in:)-(ReadContext)`` runs it (a count of every
