@@ -311,13 +311,14 @@ public actor DocStore {
                                                       _ body: (C) throws -> R) throws -> R {
         var last: TransactionScope?
         defer { last?.readEnded() }
-        func run(_ scope: TransactionScope) throws -> R {
-            last = scope
-            let context = makeContext(scope)
-            defer { context.invalidate() }
-            return try body(context)
+        // (Each closure sets `last` itself: a nested function that did, called from them, put it on the heap.)
+        guard let file = core.file else {
+            return try core.env.read { [core] txn in
+                let scope = try TransactionScope(core: core, txn: txn)
+                last = scope
+                return try Self.run(body, in: makeContext(scope))
+            }
         }
-        guard let file = core.file else { return try core.env.read { [core] in try run(TransactionScope(core: core, txn: $0)) } }
         for _ in 0..<3 {
             do {
                 return try file.read { [core] txn in
@@ -325,7 +326,8 @@ public actor DocStore {
                     guard scope.keySpacesOpenedAtStart == scope.startGeneration else {
                         throw KeySpacesToOpen()
                     }
-                    return try run(scope)
+                    last = scope
+                    return try Self.run(body, in: makeContext(scope))
                 }
             } catch is KeySpacesToOpen {
                 // The key spaces are opened alone, then the read runs beside the others again.
@@ -334,7 +336,17 @@ public actor DocStore {
         }
         // The catalog keeps changing, or an entry of it is damaged: the read runs alone, where it may open what it
         // needs.
-        return try file.readAlone { [core] txn in try run(TransactionScope(core: core, txn: txn)) }
+        return try file.readAlone { [core] txn in
+            let scope = try TransactionScope(core: core, txn: txn)
+            last = scope
+            return try Self.run(body, in: makeContext(scope))
+        }
+    }
+
+    /// `body` given `context`, which is invalid once it returns or throws.
+    private static func run<C: ReadContext, R>(_ body: (C) throws -> R, in context: C) throws -> R {
+        defer { context.invalidate() }
+        return try body(context)
     }
 
     /// Thrown by a read that must run alone, before its body runs.
