@@ -126,8 +126,8 @@ struct Harness {
         }
     }
 
-    /// Loads every peer, then runs each scenario with the peers taking turns (A, B, A, B ...), so that a slow
-    /// stretch of a shared machine falls on every peer of a scenario rather than on one.
+    /// Loads every peer, then runs each scenario with the peers taking turns, run by run (in an order shuffled each
+    /// run), so that a slow stretch of a shared machine falls on every peer of a scenario rather than on one.
     func run() async throws -> [Measurement] {
         var all: [Measurement] = []
         for count in counts {
@@ -166,8 +166,15 @@ struct Harness {
                     var times = Array(repeating: [Double](), count: taking.count)
                     var produced = Array(repeating: 0, count: taking.count)
                     var latencies = Array(repeating: [Double](), count: taking.count)
+                    // The peers take their turns in a new order each run (seeded, the same in every bench): in a
+                    // fixed order a peer always ran after the same other one, and found what that one had left in the
+                    // caches (SQLite's C peer ran after GRDB's, which had just run libsqlite3's code).
+                    var order = Array(taking.indices)
+                    var shuffler = SeededGenerator(seed: 0x7A4E)
                     for i in 0...runs {   // the first round warms up and is not timed
-                        for (p, peer) in taking.enumerated() {
+                        order.shuffle(using: &shuffler)
+                        for p in order {
+                            let peer = taking[p]
                             parameters.missSerial += 1
                             _ = WriteLatency.take()
                             _ = MeasuredSpan.take()
