@@ -311,12 +311,9 @@ public actor DocStore {
                                                       _ body: (C) throws -> R) throws -> R {
         var last: TransactionScope?
         defer { last?.readEnded() }
-        // (Each closure sets `last` itself: a nested function that did, called from them, put it on the heap.)
         guard let file = core.file else {
             return try core.env.read { [core] txn in
-                let scope = try TransactionScope(core: core, txn: txn)
-                last = scope
-                return try Self.run(body, in: makeContext(scope))
+                try Self.run(body, in: TransactionScope(core: core, txn: txn), makeContext, last: &last)
             }
         }
         for _ in 0..<3 {
@@ -326,8 +323,7 @@ public actor DocStore {
                     guard scope.keySpacesOpenedAtStart == scope.startGeneration else {
                         throw KeySpacesToOpen()
                     }
-                    last = scope
-                    return try Self.run(body, in: makeContext(scope))
+                    return try Self.run(body, in: scope, makeContext, last: &last)
                 }
             } catch is KeySpacesToOpen {
                 // The key spaces are opened alone, then the read runs beside the others again.
@@ -337,14 +333,18 @@ public actor DocStore {
         // The catalog keeps changing, or an entry of it is damaged: the read runs alone, where it may open what it
         // needs.
         return try file.readAlone { [core] txn in
-            let scope = try TransactionScope(core: core, txn: txn)
-            last = scope
-            return try Self.run(body, in: makeContext(scope))
+            try Self.run(body, in: TransactionScope(core: core, txn: txn), makeContext, last: &last)
         }
     }
 
-    /// `body` given `context`, which is invalid once it returns or throws.
-    private static func run<C: ReadContext, R>(_ body: (C) throws -> R, in context: C) throws -> R {
+    /// `body` given the context of `scope`, which is invalid once it returns or throws; `scope` is kept in `last`.
+    /// (A function apart, given `last` in-out: a nested function that set it, called from the closures above, put
+    /// it on the heap, an allocation per read.)
+    private static func run<C: ReadContext, R>(_ body: (C) throws -> R, in scope: TransactionScope,
+                                               _ makeContext: (TransactionScope) -> C,
+                                               last: inout TransactionScope?) throws -> R {
+        last = scope
+        let context = makeContext(scope)
         defer { context.invalidate() }
         return try body(context)
     }
