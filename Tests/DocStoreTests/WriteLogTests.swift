@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import DocStore
+import TestSupport
 
 /// The write log at full durability (``WriteLog``): commits wait for a record of their changes, the file's pages are
 /// synced at checkpoints, and a crash of the machine, which may leave any mix of the pages written since the last
@@ -115,6 +116,67 @@ import Testing
         await again.close()
     }
 
+    /// Processes that write in turn append their records under one checkpoint, the first writer's, each after the
+    /// others': no process syncs the file to take the log over. When the checkpoint's owner dies, the next writer
+    /// finds no live process holding its base (a new process's opening has cleared the dead one's reader slot) and
+    /// makes a checkpoint of its own. The machine then crashes, every writer killed: recovery applies every
+    /// process's records in the order of their commits, and loses no write that returned.
+    ///
+    /// The file is left as the processes left it, its pages all on disk: what recovery writes back is the base's
+    /// meta pages, so that a page of the base written over since (reused while no reader held it) shows.
+    @Test(.ownThreads, .enabled(if: !WriteLog.bootID.isEmpty))
+    func processesWritingInTurnShareTheLogAndACrashLosesNone() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        let first = try await DocStore(path: path)
+        try await first.insert(contentsOf: (0..<50).map { Person(name: "early \($0)", age: $0, tags: ["t\($0 % 3)"]) })
+        await first.close()
+        typealias Writer = (process: ChildProcess, output: FileHandle, input: Pipe, done: Int)
+        func start() throws -> Writer {
+            let (process, output, input) = try BackupTests.child(["insert-people-on-cue", path, "1000"])
+            return (process, output, input, 0)
+        }
+        var writers = try (0..<3).map { _ in try start() }
+        defer { for writer in writers { kill(writer.process.processIdentifier, SIGKILL); writer.process.waitUntilExit() } }
+        var acknowledged = 0
+        /// One insert from each writer of `turns`, in turn, `rounds` times; each waits for the one before it.
+        func inTurns(_ turns: [Int], rounds: Int) {
+            for _ in 0..<rounds {
+                for w in turns {
+                    writers[w].input.fileHandleForWriting.write(Data("go\n".utf8))
+                    writers[w].done += 1
+                    let said = BackupTests.wait(for: "inserted \(writers[w].done) ", from: writers[w].output)
+                    #expect(said.contains("inserted \(writers[w].done) "), "writer \(w) said \(said)")
+                    if said.contains("inserted \(writers[w].done) ") { acknowledged += 1 }
+                }
+            }
+        }
+        inTurns([0], rounds: 1)
+        let owned = try Self.header(of: path)
+        #expect(owned.owner != 0)
+        inTurns([0, 1, 2], rounds: 12)
+        let shared = try Self.header(of: path)
+        #expect(shared.epoch == owned.epoch, "a writer of another process made a checkpoint of its own")
+
+        // The owner dies; a fourth process opens (clearing its reader slot) and writes with the other two.
+        kill(writers[0].process.processIdentifier, SIGKILL)
+        writers[0].process.waitUntilExit()
+        writers.append(try start())
+        inTurns([1, 2, 3], rounds: 12)
+        let after = try Self.header(of: path)
+        #expect(after.owner != 0 && after.epoch != owned.epoch, "the writers went on under a base no process held")
+
+        for writer in writers { kill(writer.process.processIdentifier, SIGKILL) }
+        for writer in writers { writer.process.waitUntilExit() }
+        var random = SeededGenerator(seed: 9)
+        try Self.crash(path, checkpoint: [], reached: 1, random: &random)
+        let recovered = try await DocStore(path: path)
+        let people = try await Query<DocumentValue>("people").results(in: recovered)
+        #expect(people.count == 50 + acknowledged)
+        #expect(try await recovered.verify().isClean)
+        await recovered.close()
+    }
+
     /// A change too large for a record (a batch of about 6 MiB) is committed with a sync of the file, and the log is
     /// cleared: a crash of the machine then has nothing to apply, and the file holds the batch. The next small write
     /// takes the log over again.
@@ -182,8 +244,8 @@ import Testing
 
     /// A lone writer at full durability commits on its caller's thread while its commit is brief: one write of the
     /// log, no checkpoint (a sync of the file) near. The hint that says so is never true before a write that makes
-    /// a checkpoint, it turns false as the file's growth nears the checkpoint's, and it turns false when another
-    /// process writes (its write changes the log's header).
+    /// a checkpoint, and it turns false as the file's growth nears the checkpoint's. Another process's writes go
+    /// under this process's checkpoint, after its records: the header stays as it was, and so does the hint.
     @Test(.enabled(if: !WriteLog.bootID.isEmpty)) func aWriteRunsOnItsCallersThreadOnlyWhileItsCommitIsBrief()
         async throws {
         let dir = TemporaryDirectory()
@@ -209,12 +271,19 @@ import Testing
             more += 1
         }
         #expect(file.nextCommitIsBrief)
+        // (Room for the other process's pages before a checkpoint is due.)
+        await store.tuneWriteLog(capacity: nil, growth: 1 << 20)
+        let epoch = try Self.header(of: path).epoch
         let (writer, _, _) = try BackupTests.child(["insert-people", path, "20", "0"])
         writer.waitUntilExit()
         #expect(writer.terminationStatus == 0)
-        #expect(!file.nextCommitIsBrief, "another process wrote, and the commit here is still said to be brief")
-        try await store.insert(Person(name: "after", age: 2))
+        #expect(try Self.header(of: path).epoch == epoch, "another process's writes made a checkpoint of their own")
         #expect(file.nextCommitIsBrief)
+        try await store.insert(Person(name: "after", age: 2))
+        #expect(try Self.header(of: path).epoch == epoch, "the write after another process's made a checkpoint")
+        #expect(file.nextCommitIsBrief)
+        #expect(try await Query<DocumentValue>("people").include(.compare("name", .equal, .string("after")))
+            .count(in: store) == 1)
         await store.close()
     }
 

@@ -317,10 +317,13 @@ final class LMDBEnvironment: FileStorageEngine {
         guard let log else { return }
         var handle: OpaquePointer?
         var rc = mdb_txn_begin(env, nil, 0, &handle)
-        if rc == MDB_MAP_RESIZED, (try? resize(0, alone: alone)) != nil { rc = mdb_txn_begin(env, nil, 0, &handle) }
+        // (Another process's commit grew the map, perhaps more than once: adopted, then begun again.)
+        for _ in 0..<8 where rc == MDB_MAP_RESIZED {
+            guard (try? resize(0, alone: alone)) != nil else { break }
+            rc = mdb_txn_begin(env, nil, 0, &handle)
+        }
         guard rc == MDB_SUCCESS, let handle else {
-            // (Another process's commit grew the map: it took the log over or cleared it first, so this
-            // environment's pin keeps pages for nothing.)
+            // (The pin stays while the header names this environment's checkpoint: others may append under it.)
             return log.forget()
         }
         log.release(env)
@@ -629,7 +632,7 @@ final class LMDBEnvironment: FileStorageEngine {
                             log.strike(record, in: env)
                             mdb_txn_abort(again)
                         } else if begun == MDB_MAP_RESIZED {
-                            // (Another process's commit grew the map: it took the log over first.)
+                            // (Another process's commit grew the map: the next write finds where the records end.)
                             log.forget()
                         } else {
                             // (LMDB refuses every write after a failed meta page, say: the record is struck all

@@ -14,11 +14,14 @@ import Glibc
 ///   with the id of the commit they name (the base). A read transaction of the log's owner stays open at the base,
 ///   so that LMDB reuses none of its pages (``pin``). A crash of the machine then leaves the base's pages as they
 ///   were synced, whatever else reached the disk.
-/// - **One owner.** Only the environment named in the header appends records, and only while the file's last commit
-///   is its own last one. Any other writer, in this process or another, first syncs the file and either takes the
-///   log over (a logged write: a checkpoint) or clears its owner (a write that is not logged: `.normal`, `.off`, a
-///   change too large for a record). A commit that is not logged is thus always made with the log cleared, and no
-///   record is ever replayed over a state that lacks a commit.
+/// - **One checkpoint, every process's records.** The environment whose checkpoint the header names (its owner)
+///   holds the pin. Any writer of any process appends its records under that checkpoint, after the last record,
+///   while LMDB's writer lock orders the commits: it first finds where the records end (they must reach the
+///   file's last commit), and, unless it holds the pin itself, that the owner's process is alive with its pin
+///   (``baseIsHeld(_:_:owner:)``). Otherwise it syncs the file and makes a checkpoint of its own. A writer that does not
+///   log (`.normal`, `.off`, a change too large for a record) syncs the file and clears the owner first. A commit
+///   that is not logged is thus always made with the log cleared, and no record is ever replayed over a state that
+///   lacks a commit.
 /// - **When to recover.** While the machine stays up, the page cache holds every commit, whoever wrote it and
 ///   whatever process died. Recovery runs only when the boot id recorded in the header is not the machine's: it
 ///   writes the base's meta pages back, opens the file, applies the records in one transaction, syncs, and clears the
@@ -27,7 +30,7 @@ import Glibc
 /// - **Records that never committed.** Each record carries the checkpoint's random epoch and the id of the commit it
 ///   makes; recovery applies records of the header's epoch with ids that follow on from the base, up to the first
 ///   that does not. A record whose commit then fails is struck out (its first word zeroed, durably). A record
-///   written by a process that died before its commit is written over by the next owner, or, if the machine
+///   written by a process that died before its commit is written over by the next writer, or, if the machine
 ///   crashes first, applied: a commit whose record is durable is the log's commit, as in any write-ahead log.
 /// - **The file replaced.** The header names the data file's inode (recovery compares nothing else: a device's
 ///   number may change across a reboot); a compaction clears the log before it renames its copy over the file.
@@ -44,19 +47,23 @@ final class WriteLog {
     let opened: Opened
     private let pageSize: Int
     private let file: (device: UInt64, inode: UInt64)
-    /// This environment's name as the log's owner.
-    private let token = UInt64.random(in: 1...UInt64.max)
-    /// Set while this environment owns the log: the checkpoint's epoch and base, the last commit logged, and where
-    /// the next record goes.
+    /// This environment's name as the log's owner: its process's id, then a random number.
+    private let token = UInt64(UInt32(truncatingIfNeeded: getpid())) << 32 | UInt64(UInt32.random(in: 0...UInt32.max))
+    /// Set while this environment appends under the header's checkpoint (its own, or another's it joined): the
+    /// checkpoint's epoch and base, the last commit logged, and where the next record goes.
     private var epoch: UInt64 = 0
+    private var base = 0
+    private var owner: UInt64 = 0
     private var lastLogged = 0
     private var end = 0
-    /// A read transaction at the base: LMDB reuses no page the base's trees hold while it lasts.
+    /// A read transaction at the base of this environment's last checkpoint (`pinnedAt`): LMDB reuses no page the
+    /// base's trees hold while it lasts.
     private var pin: OpaquePointer?
+    private var pinnedAt = -1
     /// The last commit this environment's sync found (`-1`: none): a checkpoint at that commit needs no sync.
     private var durableAt = -1
-    /// The file's last page at the checkpoint: LMDB reuses none of the pages freed since, so the file grows by what
-    /// the commits since write, until the next checkpoint.
+    /// The file's last page at the checkpoint (or when this environment joined it): LMDB reuses none of the pages
+    /// freed since, so the file grows by what the commits since write, until the next checkpoint.
     private var lastPageAtCheckpoint = 0
     /// The log is two slots, each a header and the records after it. A checkpoint writes its header into the slot
     /// the current header is not in, with the next generation, together with its first record, in one write: torn,
@@ -145,24 +152,105 @@ final class WriteLog {
     /// Before a write's changes, with LMDB's writer lock held (its transaction begun) and `committed` the id of the
     /// file's last commit: makes the log ready for the write. Returns whether the write is to be logged.
     ///
-    /// A logged write goes on from this environment's last record when nothing came between; otherwise it syncs the
-    /// file and takes the log over. A write that is not logged clears the log's owner first (after a sync), unless
-    /// it has none.
+    /// A logged write goes on after the last record of the header's checkpoint, whichever environment made it,
+    /// when those records reach `committed` (``goesOn(under:_:committed:)``); otherwise it syncs the file and makes a
+    /// checkpoint of its own. A write that is not logged clears the log's owner first (after a sync), unless it has
+    /// none.
     ///
     /// `refusingSyncs`: throws ``CommitWouldSync`` rather than sync the file.
     func prepare(_ env: OpaquePointer, committed: Int, refusingSyncs: Bool) throws -> Bool {
-        let header = try currentHead()
+        let head = try currentHead()
         if logs {
-            if epoch != 0, header.owner == token, header.epoch == epoch, committed == lastLogged,
-               try lastPage(env) - lastPageAtCheckpoint < growthBetweenCheckpoints { return true }
+            if try goesOn(under: head, env, committed: committed) { return true }
             try checkpoint(env, committed: committed, refusingSyncs: refusingSyncs)
             return true
         }
-        if header.owner != 0 {
+        if head.owner != 0 {
             if refusingSyncs { throw CommitWouldSync() }
             try disown(env)
         }
         return false
+    }
+
+    /// Whether the next record can go on under the checkpoint the current header (`head`) names, this environment's
+    /// or another's: the records after it reach the file's last commit (`committed`), and the file has not grown by
+    /// ``growthBetweenCheckpoints`` since (since it was joined, for another's). Sets where the record goes.
+    private func goesOn(under head: Head, _ env: OpaquePointer, committed: Int) throws -> Bool {
+        guard head.owner != 0 else {
+            forget(head)
+            return false
+        }
+        if head.epoch != epoch || pendingHeader != nil {
+            forget(head)
+            // The header as a whole, which recovery starts from: one whose meta pages are torn (its writer killed
+            // while it wrote them) is not joined.
+            guard let header = try WriteLog.header(descriptor, slot: head.slot), header.epoch == head.epoch,
+                  header.generation == head.generation, header.inode == file.inode else { return false }
+            (slot, generation, epoch, base, owner) = (head.slot, head.generation, head.epoch, Int(header.base), head.owner)
+            (lastLogged, end) = (base, slot * WriteLog.slotSize + Header.size(pageSize: pageSize))
+            lastPageAtCheckpoint = try lastPage(env)
+        }
+        if committed != lastLogged {
+            // Other processes' commits since this environment's last record: their records come first.
+            guard committed > lastLogged, let found = try endOfRecords(from: end, after: lastLogged, to: committed)
+            else {
+                forget(head)
+                return false
+            }
+            (end, lastLogged) = (found, committed)
+        }
+        return try lastPage(env) - lastPageAtCheckpoint < growthBetweenCheckpoints
+    }
+
+    /// Where the records from `offset` on (the first of which makes the commit `after + 1`) end, once they reach
+    /// the commit `committed`; `nil` when they do not reach it (one is missing, struck out or torn).
+    private func endOfRecords(from offset: Int, after: Int, to committed: Int) throws -> Int? {
+        let slotEnd = (slot + 1) * WriteLog.slotSize
+        var wanted = 16 << 10
+        while true {
+            let count = min(wanted, slotEnd - offset)
+            var bytes = [UInt8](repeating: 0, count: max(0, count))
+            let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
+            guard read >= 0 else { throw LMDBError(code: errno) }
+            var reached: (next: Int, txnid: UInt64)?
+            let cutShort = bytes.withUnsafeBytes { all in
+                Record.walk(UnsafeRawBufferPointer(rebasing: all[..<read]), from: 0, epoch: epoch,
+                            after: UInt64(after)) { txnid, _, next in
+                    reached = (next, txnid)
+                    return txnid < UInt64(committed)
+                }
+            }
+            if let reached, reached.txnid == UInt64(committed) { return offset + reached.next }
+            // (Stopped by the end of what was read rather than by a record that does not follow: read further.)
+            guard cutShort, read == count, count < slotEnd - offset else { return nil }
+            wanted *= 4
+        }
+    }
+
+    /// Whether the process of the checkpoint's owner (`owner`, whose first 32 bits are its process's id) is alive
+    /// and has a reader slot at a snapshot no later than the commit `base`, its pin (LMDB's reader table is shared by
+    /// every process that has the file open): while it does, LMDB reuses none of the base's pages. Such a slot can no
+    /// longer appear once a later commit is made, so one found after a write's changes held the base throughout
+    /// them. (A dead process's slot stays until an opening clears it: it is not counted.)
+    static func baseIsHeld(_ env: OpaquePointer, _ base: Int, owner: UInt64) -> Bool {
+        let pid = pid_t(truncatingIfNeeded: owner >> 32)
+        guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return false }
+        var found = (pid: pid, base: UInt64(base), held: false)
+        _ = withUnsafeMutablePointer(to: &found) { context in
+            mdb_reader_list(env, { message, context in
+                // "       PID THREAD TXNID\n", TXNID "-" for a slot between transactions.
+                guard let message, let context else { return 0 }
+                let found = context.assumingMemoryBound(to: (pid: pid_t, base: UInt64, held: Bool).self)
+                let words = String(cString: message).split(separator: " ", omittingEmptySubsequences: true)
+                if words.count == 3, pid_t(words[0]) == found.pointee.pid,
+                   let txnid = UInt64(words[2].trimmingCharacters(in: .whitespacesAndNewlines)),
+                   txnid <= found.pointee.base {
+                    found.pointee.held = true
+                }
+                return 0
+            }, context)
+        }
+        return found.held
     }
 
     /// Writes the record of the commit `txnid` (`changes`), before LMDB's commit. Returns where it went, for
@@ -174,9 +262,11 @@ final class WriteLog {
             if try currentHead().owner != 0 { try disown(env) }
             return nil
         }
-        // (A record that would not fit makes a checkpoint first: it then carries the new epoch.)
+        // (A record that would not fit makes a checkpoint first: it then carries the new epoch. So does a base no
+        // longer held, looked at now that the write's pages are chosen: its owner ended.)
         let records = slot * WriteLog.slotSize + Header.size(pageSize: pageSize)
-        if end + Record.headerSize + changes.bytes.count > records + capacity {
+        if end + Record.headerSize + changes.bytes.count > records + capacity
+            || (pendingHeader == nil && !(pin != nil && pinnedAt <= base) && !WriteLog.baseIsHeld(env, base, owner: owner)) {
             try checkpoint(env, committed: txnid - 1, refusingSyncs: refusingSyncs)
         }
         let record = Record.encode(changes.bytes, epoch: epoch, txnid: txnid)
@@ -224,8 +314,9 @@ final class WriteLog {
         end = offset
         do {
             let head = try currentHead()
-            // (Taken over meanwhile: the record is of an epoch no longer current, and its slot may be another's.)
-            guard head.owner == token, head.epoch == epoch else { return forget() }
+            // (Another checkpoint meanwhile: the record is of an epoch no longer current, and its slot may be
+            // another's.)
+            guard head.owner != 0, head.epoch == epoch else { return forget(head) }
             try write([0, 0, 0, 0][...], at: offset)
         } catch {
             epoch = 0
@@ -263,7 +354,8 @@ final class WriteLog {
         lastPageAtCheckpoint = try lastPage(env)
         (slot, generation) = (1 - head.slot, head.generation &+ 1)
         pendingHeader = header(owner: token, epoch: newEpoch, base: committed, metas: metas).encoded()
-        (epoch, lastLogged, end) = (newEpoch, committed, slot * WriteLog.slotSize + Header.size(pageSize: pageSize))
+        (epoch, base, owner, lastLogged) = (newEpoch, committed, token, committed)
+        end = slot * WriteLog.slotSize + Header.size(pageSize: pageSize)
         lastWrite = .now
     }
 
@@ -302,24 +394,33 @@ final class WriteLog {
     }
 
     private func repin(_ env: OpaquePointer) throws {
-        if let pin, mdb_txn_renew({ mdb_txn_reset(pin); return pin }()) == MDB_SUCCESS { return }
+        pinnedAt = -1
+        if let pin, mdb_txn_renew({ mdb_txn_reset(pin); return pin }()) == MDB_SUCCESS {
+            pinnedAt = mdb_txn_id(pin)
+            return
+        }
         unpin()
         var handle: OpaquePointer?
         try lmdbCheck(mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle))
         pin = handle
+        pinnedAt = handle.map { mdb_txn_id($0) } ?? -1
     }
 
-    /// Counts the log as no longer this environment's, without writing to it: what a pin no longer needed, or a
-    /// strike that could not be made, leaves. The next write makes a checkpoint.
-    func forget() {
+    /// Stops appending under the current checkpoint, without writing to the log: what a strike that could not be
+    /// made, or another checkpoint, leaves. The next write joins the header's checkpoint again or makes one. The pin
+    /// stays while the header (`head`, read again if not given) names this environment's checkpoint: other processes
+    /// may be appending under it.
+    func forget(_ head: Head? = nil) {
         epoch = 0
         pendingHeader = nil
+        if let head = head ?? (try? currentHead()), head.owner == token { return }
         unpin()
     }
 
     func unpin() {
         if let pin { mdb_txn_abort(pin) }
         pin = nil
+        pinnedAt = -1
     }
 
     // MARK: Recovery
@@ -411,24 +512,31 @@ final class WriteLog {
     private static func headers(_ fd: Int32) throws -> (Int, Header)? {
         var best: (Int, Header)?
         for slot in 0..<2 {
-            func read(_ count: Int) throws -> [UInt8] {
-                var bytes = [UInt8](repeating: 0, count: count)
-                let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(slot * slotSize)) }
-                guard read >= 0 else { throw LMDBError(code: errno) }
-                return Array(bytes[..<read])
+            if let header = try header(fd, slot: slot), header.generation >= best?.1.generation ?? 0 {
+                best = (slot, header)
             }
-            var bytes = try read(Header.fixedSize)
-            guard let fixed = bytes.withUnsafeBytes({ Header.fixed($0) }) else { continue }
-            if fixed.owner != 0 {
-                let pageSize = bytes.withUnsafeBytes {
-                    Int(UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 48, as: UInt64.self)))
-                }
-                guard pageSize >= 512, pageSize <= 1 << 16 else { continue }
-                bytes = try read(Header.fixedSize + 2 * pageSize + 8)
-            }
-            if let header = Header.decode(bytes), header.generation >= best?.1.generation ?? 0 { best = (slot, header) }
         }
         return best
+    }
+
+    /// The header of `slot` in the log open at `fd`, if it is whole.
+    private static func header(_ fd: Int32, slot: Int) throws -> Header? {
+        func read(_ count: Int) throws -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: count)
+            let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(slot * slotSize)) }
+            guard read >= 0 else { throw LMDBError(code: errno) }
+            return Array(bytes[..<read])
+        }
+        var bytes = try read(Header.fixedSize)
+        guard let fixed = bytes.withUnsafeBytes({ Header.fixed($0) }) else { return nil }
+        if fixed.owner != 0 {
+            let pageSize = bytes.withUnsafeBytes {
+                Int(UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 48, as: UInt64.self)))
+            }
+            guard pageSize >= 512, pageSize <= 1 << 16 else { return nil }
+            bytes = try read(Header.fixedSize + 2 * pageSize + 8)
+        }
+        return Header.decode(bytes)
     }
 
     /// Writes a header of no owner into the slot after `slot`, where `header` is, with the next generation.
@@ -449,13 +557,15 @@ final class WriteLog {
     /// of the later generation whose fixed part is whole. (An owned header whose fixed part is whole but its meta
     /// pages not, from a process killed while it wrote, makes the next writer take the log over or clear it, as the
     /// whole header would. A header of no owner is its fixed part alone.)
-    private func currentHead() throws -> (slot: Int, owner: UInt64, epoch: UInt64, generation: UInt64) {
+    /// A header's fixed part, with its slot.
+    typealias Head = (slot: Int, owner: UInt64, epoch: UInt64, generation: UInt64)
+
+    private func currentHead() throws -> Head {
         try WriteLog.currentHead(descriptor)
     }
 
-    private static func currentHead(_ descriptor: Int32) throws
-        -> (slot: Int, owner: UInt64, epoch: UInt64, generation: UInt64) {
-        var best: (slot: Int, owner: UInt64, epoch: UInt64, generation: UInt64)?
+    private static func currentHead(_ descriptor: Int32) throws -> Head {
+        var best: Head?
         var bytes = [UInt8](repeating: 0, count: Header.fixedSize)
         for slot in 0..<2 {
             let read = bytes.withUnsafeMutableBytes {
@@ -619,24 +729,39 @@ extension WriteLog {
         /// The bodies of the records of `epoch` from `offset` on whose commits follow on from `base`, up to the
         /// first that does not (a record struck out, torn, of another epoch or out of turn).
         static func decode(_ log: UnsafeRawBufferPointer, from offset: Int, epoch: UInt64, base: UInt64) -> [[UInt8]] {
-            var bodies: [[UInt8]] = [], at = offset, next = base + 1
+            var bodies: [[UInt8]] = []
+            walk(log, from: offset, epoch: epoch, after: base) { _, body, _ in
+                bodies.append(Array(log[body]))
+                return true
+            }
+            return bodies
+        }
+
+        /// Hands `visit` each record of `epoch` from `offset` on whose commit follows on from `after` (its commit,
+        /// its body's bytes, and where the next record begins), up to the first that does not (a record struck
+        /// out, torn, of another epoch or out of turn) or until `visit` returns false. Returns whether it stopped
+        /// at the end of `log`, with no whole record left there.
+        @discardableResult
+        static func walk(_ log: UnsafeRawBufferPointer, from offset: Int, epoch: UInt64, after: UInt64,
+                         _ visit: (_ txnid: UInt64, _ body: Range<Int>, _ next: Int) -> Bool) -> Bool {
+            var at = offset, next = after + 1
             while at + headerSize <= log.count {
                 func load<T: FixedWidthInteger>(_ i: Int, _: T.Type) -> T {
                     T(littleEndian: log.loadUnaligned(fromByteOffset: at + i, as: T.self))
                 }
-                guard load(0, UInt32.self) == magic else { break }
+                guard load(0, UInt32.self) == magic else { return false }
                 let length = Int(load(4, UInt32.self))
-                guard at + headerSize + length <= log.count, load(8, UInt64.self) == epoch,
-                      load(16, UInt64.self) == next else { break }
+                guard at + headerSize + length <= log.count else { return true }
+                guard load(8, UInt64.self) == epoch, load(16, UInt64.self) == next else { return false }
                 var record = Array(log[at..<(at + headerSize + length)])
                 let stored = load(24, UInt64.self)
                 record.withUnsafeMutableBytes { $0.storeBytes(of: 0, toByteOffset: 24, as: UInt64.self) }
-                guard UInt64(record.withUnsafeBytes { CRC32C.checksum($0) }) == stored else { break }
-                bodies.append(Array(record[headerSize...]))
+                guard UInt64(record.withUnsafeBytes { CRC32C.checksum($0) }) == stored else { return false }
                 at += headerSize + length
+                guard visit(next, (at - length)..<at, at) else { return false }
                 next += 1
             }
-            return bodies
+            return true
         }
     }
 }
