@@ -177,6 +177,52 @@ import TestSupport
         await recovered.close()
     }
 
+    /// Three processes insert at once, each as fast as it is told to, so that their commits take LMDB's write lock
+    /// in no set order and their records interleave in the log; one of them is killed at a random moment, then the
+    /// machine crashes. Every insert a process reported is there after recovery, with at most one more from the
+    /// process killed while it wrote (committed, not yet reported), and `verify()` is clean.
+    @Test(.ownThreads, .enabled(if: !WriteLog.bootID.isEmpty), arguments: [UInt64(1), 2, 3])
+    func processesWritingAtOnceWithOneKilledThenACrashLoseNone(seed: UInt64) async throws {
+        var random = SeededGenerator(seed: seed)
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        let first = try await DocStore(path: path)
+        try await first.insert(contentsOf: (0..<50).map { Person(name: "early \($0)", age: $0, tags: ["t\($0 % 3)"]) })
+        await first.close()
+        let count = 60
+        let writers = try (0..<3).map { _ in try BackupTests.child(["insert-people-on-cue", path, "\(count + 1)"]) }
+        defer { for (process, _, _) in writers { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        // Every cue at once: each process inserts as fast as it can.
+        for (_, _, input) in writers {
+            input.fileHandleForWriting.write(Data(String(repeating: "go\n", count: count).utf8))
+        }
+        let victim = Int.random(in: 0..<3, using: &random)
+        let killAfter = Int.random(in: 1..<count, using: &random)
+        var reported = [0, 0, 0]
+        for (w, (process, output, _)) in writers.enumerated() {
+            let last = w == victim ? killAfter : count
+            var said = BackupTests.wait(for: "inserted \(last) ", from: output)
+            if w == victim {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                // (What it reported before the kill reached it.)
+                said += String(decoding: output.readDataToEndOfFile(), as: UTF8.self)
+            }
+            reported[w] = said.split(separator: "\n").filter { $0.hasPrefix("inserted ") }.count
+            #expect(reported[w] >= last, "writer \(w) reported \(reported[w]) inserts")
+        }
+        // (Killed while their stores are open, with the log as it is: each waits for one more cue.)
+        for (process, _, _) in writers { kill(process.processIdentifier, SIGKILL) }
+        for (process, _, _) in writers { process.waitUntilExit() }
+        try Self.crash(path, checkpoint: [], reached: 1, random: &random)
+        let recovered = try await DocStore(path: path)
+        let stored = try await Query<DocumentValue>("people").count(in: recovered) - 50
+        let acknowledged = reported.reduce(0, +)
+        #expect(stored >= acknowledged && stored <= acknowledged + 1, "\(stored) stored, \(acknowledged) reported")
+        #expect(try await recovered.verify().isClean)
+        await recovered.close()
+    }
+
     /// A change too large for a record (a batch of about 6 MiB) is committed with a sync of the file, and the log is
     /// cleared: a crash of the machine then has nothing to apply, and the file holds the batch. The next small write
     /// takes the log over again.
