@@ -227,11 +227,17 @@ final class WriteLog {
         }
     }
 
+    /// Whether the base of the checkpoint this environment appends under is held: by its own pin, or by the pin
+    /// of the owner's process (``baseIsHeld(_:_:owner:)``).
+    private func holdsBase(_ env: OpaquePointer) -> Bool {
+        owner == token ? pin != nil && pinnedAt == base : WriteLog.baseIsHeld(env, base, owner: owner)
+    }
+
     /// Whether the process of the checkpoint's owner (`owner`, whose first 32 bits are its process's id) is alive
-    /// and has a reader slot at a snapshot no later than the commit `base`, its pin (LMDB's reader table is shared by
-    /// every process that has the file open): while it does, LMDB reuses none of the base's pages. Such a slot can no
-    /// longer appear once a later commit is made, so one found after a write's changes held the base throughout
-    /// them. (A dead process's slot stays until an opening clears it: it is not counted.)
+    /// and has a reader slot at the commit `base`, its pin (LMDB's reader table is shared by every process that has
+    /// the file open): while it does, LMDB reuses none of the base's pages. Such a slot can no longer appear once a
+    /// later commit is made, so one found after a write's changes held the base throughout them. (A dead process's
+    /// slot stays until an opening clears it: it is not counted.)
     static func baseIsHeld(_ env: OpaquePointer, _ base: Int, owner: UInt64) -> Bool {
         let pid = pid_t(truncatingIfNeeded: owner >> 32)
         guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return false }
@@ -244,7 +250,7 @@ final class WriteLog {
                 let words = String(cString: message).split(separator: " ", omittingEmptySubsequences: true)
                 if words.count == 3, pid_t(words[0]) == found.pointee.pid,
                    let txnid = UInt64(words[2].trimmingCharacters(in: .whitespacesAndNewlines)),
-                   txnid <= found.pointee.base {
+                   txnid == found.pointee.base {
                     found.pointee.held = true
                 }
                 return 0
@@ -266,12 +272,16 @@ final class WriteLog {
         // longer held, looked at now that the write's pages are chosen: its owner ended.)
         let records = slot * WriteLog.slotSize + Header.size(pageSize: pageSize)
         if end + Record.headerSize + changes.bytes.count > records + capacity
-            || (pendingHeader == nil && !(pin != nil && pinnedAt <= base) && !WriteLog.baseIsHeld(env, base, owner: owner)) {
+            || (pendingHeader == nil && !holdsBase(env)) {
             try checkpoint(env, committed: txnid - 1, refusingSyncs: refusingSyncs)
         }
         let record = Record.encode(changes.bytes, epoch: epoch, txnid: txnid)
         let at = end
         if var header = pendingHeader {
+            // The pin moves to the base (the last commit still: this write holds LMDB's writer lock) only now, just
+            // before the header names it: until then the header on disk names the last checkpoint, whose base the
+            // pin must hold for as long as a writer may append under it.
+            try repin(env)
             // The checkpoint's header and its first record, in one write.
             header.append(contentsOf: repeatElement(0, count: at - slot * WriteLog.slotSize - header.count))
             header.append(contentsOf: record)
@@ -342,8 +352,6 @@ final class WriteLog {
         // (An owner that let the log go after a while idle synced the file then: if no commit came since, the
         // file is as synced, and the next write takes the log over with one write.)
         if committed != durableAt { try sync(env) }
-        // The pin moves to the synced commit, before the header names it.
-        try repin(env)
         var metas = [UInt8](repeating: 0, count: 2 * pageSize)
         var fd: Int32 = -1
         try lmdbCheck(mdb_env_get_fd(env, &fd))
