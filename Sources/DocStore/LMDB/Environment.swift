@@ -312,7 +312,7 @@ final class LMDBEnvironment: FileStorageEngine {
     }
 
     /// Clears the log if this environment owns it, under LMDB's writer lock (a write begun for it, then aborted),
-    /// which a takeover by another process holds too. `alone`: the caller holds the gate alone (closing).
+    /// which every writer that appends to the log holds too. `alone`: the caller holds the gate alone (closing).
     private func releaseLog(_ env: OpaquePointer, alone: Bool) {
         guard let log else { return }
         var handle: OpaquePointer?
@@ -323,7 +323,8 @@ final class LMDBEnvironment: FileStorageEngine {
             rc = mdb_txn_begin(env, nil, 0, &handle)
         }
         guard rc == MDB_SUCCESS, let handle else {
-            // (The pin stays while the header names this environment's checkpoint: others may append under it.)
+            // (The pin stays while the header names this environment's checkpoint, others appending under it, until
+            // the environment closes: they then find it gone, and make a checkpoint of their own.)
             return log.forget()
         }
         log.release(env)
@@ -629,15 +630,20 @@ final class LMDBEnvironment: FileStorageEngine {
                         var again: OpaquePointer?
                         let begun = mdb_txn_begin(env, nil, 0, &again)
                         if begun == MDB_SUCCESS, let again {
-                            log.strike(record, in: env)
+                            // (Struck only if no commit came between: a writer of another process that took the lock
+                            // meanwhile wrote its record over this one, or after it.)
+                            if Int(truncatingIfNeeded: mdb_txn_id(again)) == txnid {
+                                log.strike(record, txnid: txnid, in: env)
+                            } else {
+                                log.forget()
+                            }
                             mdb_txn_abort(again)
-                        } else if begun == MDB_MAP_RESIZED {
-                            // (Another process's commit grew the map: the next write finds where the records end.)
-                            log.forget()
                         } else {
-                            // (LMDB refuses every write after a failed meta page, say: the record is struck all
-                            // the same, if the log is still this environment's.)
-                            log.strike(record, in: env)
+                            // (Another process's commit grew the map, or LMDB refuses every write after a failed meta
+                            // page: without the writer lock, the record is left as it is, since another process's
+                            // writer may be writing its own over it. The next writer does; a crash of the machine
+                            // before that would apply it, as it would a record whose process died before its commit.)
+                            log.forget()
                         }
                     }
                     if rc == MDB_MAP_FULL { try grow(alone: alone); continue }

@@ -78,7 +78,9 @@ final class WriteLog {
     /// checkpoint first.
     var capacity: Int
     /// How far the file may grow past its last page at the checkpoint (in pages) before the next write makes
-    /// another: what bounds both the growth and the pages the next checkpoint's sync writes.
+    /// another: what bounds both the growth and the pages the next checkpoint's sync writes. A writer of another
+    /// process counts from when it joined the checkpoint, so that with several, the file may grow by a few times
+    /// this before one makes the next.
     var growthBetweenCheckpoints = 1_024
     /// When this environment last logged a commit: an owner idle for a while lets the log go (``releaseIfIdle``).
     private var lastWrite = ContinuousClock.now
@@ -237,7 +239,7 @@ final class WriteLog {
     /// and has a reader slot at the commit `base`, its pin (LMDB's reader table is shared by every process that has
     /// the file open): while it does, LMDB reuses none of the base's pages. Such a slot can no longer appear once a
     /// later commit is made, so one found after a write's changes held the base throughout them. (A dead process's
-    /// slot stays until an opening clears it: it is not counted.)
+    /// slot stays until LMDB clears it, at an opening or when a writer finds its holder dead: it is not counted.)
     static func baseIsHeld(_ env: OpaquePointer, _ base: Int, owner: UInt64) -> Bool {
         let pid = pid_t(truncatingIfNeeded: owner >> 32)
         guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return false }
@@ -301,8 +303,8 @@ final class WriteLog {
     }
 
     /// The generation of the header under which the next commit would wait for one write of the log and for no
-    /// sync of the file, if no other writer comes first (a logged writer changes the header): this environment owns
-    /// the log, the file has not grown enough since the checkpoint to make another, and the slot has room for a
+    /// sync of the file, if no other writer comes first (a checkpoint changes the header): this environment appends
+    /// under the header's checkpoint and logged the file's last commit, the file has not grown enough since the checkpoint to make another, and the slot has room for a
     /// record of 64 KiB. `nil` otherwise. (A guess all the same: a larger record, or a writer of another process
     /// that does not log, still makes the commit sync, which ``LMDBEnvironment/writeUnlessItSyncs(_:)`` refuses.)
     func briefCommitGeneration(_ env: OpaquePointer) -> UInt64? {
@@ -316,17 +318,27 @@ final class WriteLog {
         return brief ? generation : nil
     }
 
-    /// Strikes out the record at `offset`, whose commit failed: durably, so that no recovery applies it. Should
-    /// that write fail too, the log is cleared instead (or, failing that, no longer counted as this
+    /// Strikes out the record at `offset`, of the commit `txnid`, which failed: durably, so that no recovery applies
+    /// it. Should that write fail too, the log is cleared instead (or, failing that, no longer counted as this
     /// environment's, so that the next write makes a checkpoint).
-    /// The caller holds LMDB's writer lock again (a write begun for it): the commit that failed let it go.
-    func strike(_ offset: Int, in env: OpaquePointer) {
+    /// The caller holds LMDB's writer lock again (a write begun for it): the commit that failed let it go, and no
+    /// other commit came before it took it back (another process's writer would have written over the record, or
+    /// after it).
+    func strike(_ offset: Int, txnid: Int, in env: OpaquePointer) {
         end = offset
         do {
             let head = try currentHead()
             // (Another checkpoint meanwhile: the record is of an epoch no longer current, and its slot may be
             // another's.)
             guard head.owner != 0, head.epoch == epoch else { return forget(head) }
+            var bytes = [UInt8](repeating: 0, count: Record.headerSize)
+            let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
+            let ours = read == bytes.count && bytes.withUnsafeBytes {
+                $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self) == Record.magic.littleEndian
+                    && $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == epoch.littleEndian
+                    && $0.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == UInt64(txnid).littleEndian
+            }
+            guard ours else { return forget(head) }
             try write([0, 0, 0, 0][...], at: offset)
         } catch {
             epoch = 0
@@ -337,10 +349,12 @@ final class WriteLog {
     /// How long an owner that logs nothing keeps the log.
     var idleAfter = Duration.seconds(1)
 
-    /// Whether this environment owns the log (or did, and has not seen another take it over) and has logged
-    /// nothing for ``idleAfter``: it then lets the log go (``release(_:)``), so that an idle process holds no pages
-    /// from reuse and leaves nothing to recover.
-    var isIdleOwner: Bool { (epoch != 0 || pin != nil) && lastWrite.duration(to: .now) >= idleAfter }
+    /// Whether this environment made the checkpoint it appends under, or holds a pin, and has logged nothing for
+    /// ``idleAfter``: it then lets the log go (``release(_:)``), so that an idle process holds no pages from reuse
+    /// and leaves nothing to recover. (An environment that only joined another's checkpoint has nothing to let go.)
+    var isIdleOwner: Bool {
+        ((epoch != 0 && owner == token) || pin != nil) && lastWrite.duration(to: .now) >= idleAfter
+    }
 
     /// Syncs the file and makes its last commit the log's base, owned by this environment.
     private func checkpoint(_ env: OpaquePointer, committed: Int, refusingSyncs: Bool) throws {
@@ -350,7 +364,7 @@ final class WriteLog {
         epoch = 0
         pendingHeader = nil
         // (An owner that let the log go after a while idle synced the file then: if no commit came since, the
-        // file is as synced, and the next write takes the log over with one write.)
+        // file is as synced, and the next write makes its checkpoint with one write.)
         if committed != durableAt { try sync(env) }
         var metas = [UInt8](repeating: 0, count: 2 * pageSize)
         var fd: Int32 = -1
@@ -561,12 +575,13 @@ final class WriteLog {
 
     // MARK: The file
 
-    /// The current header's slot, owner, epoch and generation, from the fixed part of each slot's header: the one
-    /// of the later generation whose fixed part is whole. (An owned header whose fixed part is whole but its meta
-    /// pages not, from a process killed while it wrote, makes the next writer take the log over or clear it, as the
-    /// whole header would. A header of no owner is its fixed part alone.)
     /// A header's fixed part, with its slot.
     typealias Head = (slot: Int, owner: UInt64, epoch: UInt64, generation: UInt64)
+
+    /// The current header's slot, owner, epoch and generation, from the fixed part of each slot's header: the one
+    /// of the later generation whose fixed part is whole. (An owned header whose fixed part is whole but its meta
+    /// pages not, from a process killed while it wrote, is not joined: the next writer makes a checkpoint or clears
+    /// it. A header of no owner is its fixed part alone.)
 
     private func currentHead() throws -> Head {
         try WriteLog.currentHead(descriptor)

@@ -46,8 +46,8 @@ extension DocStore {
     /// with no checkpoint near (a sync of the file's pages) and no group of writers forming. It saves the hop there
     /// and back: a third of a write's time when it does not sync, a tenth when it does. Writes that come while it
     /// runs wait for it on the store's thread, and commit together after it. A commit that syncs the file
-    /// (``Durability/normal``, a checkpoint, changes too large for a record of the log, another process's commits to
-    /// take the log over from) runs on the store's thread: a thread of Swift's shared pool must not wait long for
+    /// (``Durability/normal``, a checkpoint, changes too large for a record of the log, a checkpoint
+    /// whose owner's process has ended) runs on the store's thread: a thread of Swift's shared pool must not wait long for
     /// the disk. One that turns out to, on its caller's thread, is refused before anything is written and runs
     /// again there (`body` runs twice).
     public nonisolated func write<R: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> R) async throws
@@ -88,8 +88,8 @@ extension DocStore {
                 defer { thread.giveBack() }
                 return try withWrite(body, unlessItSyncs: true)
             }
-            // A commit that would have synced the file after all (changes too large for a record, a slot full,
-            // another process's commits to take the log over from) runs again on the store's thread.
+            // A commit that would have synced the file after all (changes too large for a record, a slot full, a
+            // checkpoint whose owner's process has ended) runs again on the store's thread.
             if case .failure(let error) = result, error is CommitWouldSync {
                 return try await writeOnThread(body, reads: reads)
             }
