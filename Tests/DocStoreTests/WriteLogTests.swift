@@ -177,6 +177,31 @@ import TestSupport
         await recovered.close()
     }
 
+    /// A writer that joins another process's checkpoint counts the file's growth from the checkpoint's base, by the
+    /// base's meta page in the log's header, not from when it joined: once the other process's commits have grown
+    /// the file past the bound, its first write makes a checkpoint of its own.
+    @Test(.ownThreads, .enabled(if: !WriteLog.bootID.isEmpty))
+    func aJoinedCheckpointsGrowthCountsFromItsBase() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        // Made, then closed: the other process's first write makes the checkpoint.
+        await (try await DocStore(path: path)).close()
+        let (writer, output, input) = try BackupTests.child(["insert-people-on-cue", path, "30"])
+        defer { kill(writer.processIdentifier, SIGKILL); writer.waitUntilExit() }
+        input.fileHandleForWriting.write(Data(String(repeating: "go\n", count: 29).utf8))
+        #expect(BackupTests.wait(for: "inserted 29 ", from: output).contains("inserted 29 "))
+        let theirs = try Self.header(of: path)
+        #expect(theirs.owner >> 32 == UInt64(writer.processIdentifier), "the other process made no checkpoint")
+        let store = try await DocStore(path: path)
+        await store.tuneWriteLog(capacity: nil, growth: 64)
+        #expect(try Self.header(of: path).epoch == theirs.epoch, "the opening wrote")
+        try await store.insert(Person(name: "here", age: 1))
+        let after = try Self.header(of: path)
+        #expect(after.epoch != theirs.epoch, "a write joined a checkpoint the file had outgrown")
+        #expect(try await Query<DocumentValue>("people").count(in: store) == 30)
+        await store.close()
+    }
+
     /// Three processes insert at once, each as fast as it is told to, so that their commits take LMDB's write lock
     /// in no set order and their records interleave in the log; one of them is killed at a random moment, then the
     /// machine crashes. Every insert a process reported is there after recovery, with at most one more from the

@@ -62,8 +62,8 @@ final class WriteLog {
     private var pinnedAt = -1
     /// The last commit this environment's sync found (`-1`: none): a checkpoint at that commit needs no sync.
     private var durableAt = -1
-    /// The file's last page at the checkpoint (or when this environment joined it): LMDB reuses none of the pages
-    /// freed since, so the file grows by what the commits since write, until the next checkpoint.
+    /// The file's last page at the checkpoint (as its meta page in the header says, for another's): LMDB reuses none
+    /// of the pages freed since, so the file grows by what the commits since write, until the next checkpoint.
     private var lastPageAtCheckpoint = 0
     /// The log is two slots, each a header and the records after it. A checkpoint writes its header into the slot
     /// the current header is not in, with the next generation, together with its first record, in one write: torn,
@@ -78,9 +78,7 @@ final class WriteLog {
     /// checkpoint first.
     var capacity: Int
     /// How far the file may grow past its last page at the checkpoint (in pages) before the next write makes
-    /// another: what bounds both the growth and the pages the next checkpoint's sync writes. A writer of another
-    /// process counts from when it joined the checkpoint, so that with several, the file may grow by a few times
-    /// this before one makes the next.
+    /// another: what bounds both the growth and the pages the next checkpoint's sync writes.
     var growthBetweenCheckpoints = 1_024
     /// When this environment last logged a commit: an owner idle for a while lets the log go (``releaseIfIdle``).
     private var lastWrite = ContinuousClock.now
@@ -176,7 +174,7 @@ final class WriteLog {
 
     /// Whether the next record can go on under the checkpoint the current header (`head`) names, this environment's
     /// or another's: the records after it reach the file's last commit (`committed`), and the file has not grown by
-    /// ``growthBetweenCheckpoints`` since (since it was joined, for another's). Sets where the record goes.
+    /// ``growthBetweenCheckpoints`` since. Sets where the record goes.
     private func goesOn(under head: Head, _ env: OpaquePointer, committed: Int) throws -> Bool {
         guard head.owner != 0 else {
             forget(head)
@@ -190,7 +188,7 @@ final class WriteLog {
                   header.generation == head.generation, header.inode == file.inode else { return false }
             (slot, generation, epoch, base, owner) = (head.slot, head.generation, head.epoch, Int(header.base), head.owner)
             (lastLogged, end) = (base, slot * WriteLog.slotSize + Header.size(pageSize: pageSize))
-            lastPageAtCheckpoint = try lastPage(env)
+            lastPageAtCheckpoint = try header.lastPage(of: header.base) ?? lastPage(env)
         }
         if committed != lastLogged {
             // Other processes' commits since this environment's last record: their records come first.
@@ -666,6 +664,20 @@ extension WriteLog {
         var metas: [UInt8]
         /// Which of the two slots' headers is the current one: the later.
         var generation: UInt64 = 0
+
+        /// The last page of the commit `txnid` (LMDB's `mm_last_pg`), by the meta page of the two the header keeps
+        /// that names it.
+        func lastPage(of txnid: UInt64) -> Int? {
+            for page in 0..<2 where metas.count >= (page + 1) * pageSize && pageSize >= 152 {
+                func word(_ offset: Int) -> UInt64 {
+                    metas.withUnsafeBytes {
+                        UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: page * pageSize + offset, as: UInt64.self))
+                    }
+                }
+                if word(144) == txnid { return Int(word(136)) }
+            }
+            return nil
+        }
 
         /// Whether the header names an owner whose commits a crash of the machine may have cut short: one written
         /// under another boot id than this one's.
