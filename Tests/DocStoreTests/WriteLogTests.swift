@@ -202,6 +202,44 @@ import TestSupport
         await store.close()
     }
 
+    /// A commit that fails lets LMDB's writer lock go. A writer of another process that takes it meanwhile, under
+    /// the same checkpoint, writes its record where the failed one's was, and commits. The failed write must not
+    /// strike that record out when it takes the lock back: after a crash of the machine, the other process's insert
+    /// is there.
+    @Test(.ownThreads, .enabled(if: !WriteLog.bootID.isEmpty))
+    func aFailedCommitLeavesTheRecordAnotherProcessWroteInItsPlace() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path("store.db")
+        let store = try await DocStore(path: path)
+        await store.tuneWriteLog(capacity: nil, growth: nil)
+        try await store.insert(Person(name: "first", age: 1))
+        let (writer, output, input) = try BackupTests.child(["insert-people-on-cue", path, "2"])
+        defer { kill(writer.processIdentifier, SIGKILL); writer.waitUntilExit() }
+        let epoch = try Self.header(of: path).epoch
+        let environment = try #require(store.core.env as? LMDBEnvironment)
+        final class Said { var text = "" }
+        let said = Said()
+        environment.failNextCommit {
+            input.fileHandleForWriting.write(Data("go\n".utf8))
+            said.text = BackupTests.wait(for: "inserted 1 ", from: output)
+        }
+        await #expect(throws: (any Error).self) { try await store.insert(Person(name: "failed", age: 2)) }
+        #expect(said.text.contains("inserted 1 "), "the other process did not write")
+        #expect(try Self.header(of: path).epoch == epoch, "the other process made a checkpoint of its own")
+        await store.abandon()
+        kill(writer.processIdentifier, SIGKILL)
+        writer.waitUntilExit()
+        var random = SeededGenerator(seed: 4)
+        try Self.crash(path, checkpoint: [], reached: 1, random: &random)
+        let recovered = try await DocStore(path: path)
+        let names = try await Query<DocumentValue>("people").results(in: recovered).compactMap { person -> String? in
+            if case .string(let name)? = person[field: "name"] { return name } else { return nil }
+        }
+        #expect(names.sorted() == ["child-1", "first"])
+        #expect(try await recovered.verify().isClean)
+        await recovered.close()
+    }
+
     /// Three processes insert at once, each as fast as it is told to, so that their commits take LMDB's write lock
     /// in no set order and their records interleave in the log; one of them is killed at a random moment, then the
     /// machine crashes. Every insert a process reported is there after recovery, with at most one more from the

@@ -289,6 +289,16 @@ final class LMDBEnvironment: FileStorageEngine {
     /// is. For tests of a crash of the machine.
     func abandon() { shut(orderly: false) }
 
+    /// For tests of a commit that fails: the next commit's transaction is aborted instead and the commit reported as
+    /// failed with `EIO`, as a write error of the disk would; `afterFailure` then runs before the write takes LMDB's
+    /// writer lock back (another process may write meanwhile).
+    func failNextCommit(afterFailure: @escaping () -> Void) {
+        writer.lock()
+        defer { writer.unlock() }
+        failingCommit = afterFailure
+    }
+    private var failingCommit: (() -> Void)?
+
     private func shut(orderly: Bool) {
         writer.lock()
         defer { writer.unlock() }
@@ -622,9 +632,12 @@ final class LMDBEnvironment: FileStorageEngine {
                     // A change too large for a record commits as LMDB does at full durability: its pages synced
                     // before the meta page that names them.
                     if syncs { _ = mdb_env_set_flags(env, LMDBFlags.noSync, 0) }
-                    let rc = mdb_txn_commit(handle)
+                    let failing = failingCommit
+                    failingCommit = nil
+                    let rc = failing == nil ? mdb_txn_commit(handle) : { mdb_txn_abort(handle); return EIO }()
                     if syncs { _ = mdb_env_set_flags(env, LMDBFlags.noSync, 1) }
                     access.ended()   // (before a wait for the readers, some of which may wait for it)
+                    failing?()
                     if rc != MDB_SUCCESS, let record, let log {
                         // (The failed commit let LMDB's writer lock go: a write begun takes it again.)
                         var again: OpaquePointer?
