@@ -314,6 +314,7 @@ final class LMDBEnvironment: FileStorageEngine {
             if orderly { releaseLog(env, alone: true) }
             log?.unpin()
             log = nil
+            failingCommit = nil
             briefCommit.withLock { $0 = nil }
             if orderly && !configuration.readOnly { _ = mdb_env_sync(env, 1) }
             LMDBEnvironment.close(env, forgetting: fileID)
@@ -651,11 +652,14 @@ final class LMDBEnvironment: FileStorageEngine {
                                 log.forget()
                             }
                             mdb_txn_abort(again)
+                        } else if begun == MDB_MAP_RESIZED {
+                            // (Another process's commit grew the map: a commit came between, as above.)
+                            log.forget()
                         } else {
-                            // (Another process's commit grew the map, or LMDB refuses every write after a failed meta
-                            // page: without the writer lock, the record is left as it is, since another process's
-                            // writer may be writing its own over it. The next writer does; a crash of the machine
-                            // before that would apply it, as it would a record whose process died before its commit.)
+                            // (LMDB refuses every write after a failed meta page, say: without the writer lock, the
+                            // record is left as it is, since another process's writer may be writing its own over
+                            // it. The next writer does; a crash of the machine before that would apply it, as it
+                            // would a record whose process died before its commit.)
                             log.forget()
                         }
                     }

@@ -302,8 +302,8 @@ final class WriteLog {
 
     /// The generation of the header under which the next commit would wait for one write of the log and for no
     /// sync of the file, if no other writer comes first (a checkpoint changes the header): this environment appends
-    /// under the header's checkpoint and logged the file's last commit, the file has not grown enough since the checkpoint to make another, and the slot has room for a
-    /// record of 64 KiB. `nil` otherwise. (A guess all the same: a larger record, or a writer of another process
+    /// under the header's checkpoint and logged the file's last commit, the file has not grown enough since the
+    /// checkpoint to make another, and the slot has room for a record of 64 KiB. `nil` otherwise. (A guess all the same: a larger record, or a writer of another process
     /// that does not log, still makes the commit sync, which ``LMDBEnvironment/writeUnlessItSyncs(_:)`` refuses.)
     func briefCommitGeneration(_ env: OpaquePointer) -> UInt64? {
         guard logs, epoch != 0, pendingHeader == nil else { return nil }
@@ -580,7 +580,6 @@ final class WriteLog {
     /// of the later generation whose fixed part is whole. (An owned header whose fixed part is whole but its meta
     /// pages not, from a process killed while it wrote, is not joined: the next writer makes a checkpoint or clears
     /// it. A header of no owner is its fixed part alone.)
-
     private func currentHead() throws -> Head {
         try WriteLog.currentHead(descriptor)
     }
