@@ -11,7 +11,14 @@ import TestSupport
     static func wait(for word: String, from output: FileHandle) -> String {
         var text = ""
         let deadline = Date().addingTimeInterval(30)
-        while !text.contains(word), Date() < deadline {
+        while !text.contains(word) {
+            // (Read only once there is something to read: a child that says nothing makes the test fail at the
+            // deadline rather than hang.)
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { break }
+            var ready = pollfd(fd: output.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, Int32(min(left, 1) * 1_000))
+            guard polled > 0 else { continue }
             let data = output.availableData
             if data.isEmpty { break }
             text += String(decoding: data, as: UTF8.self)
