@@ -128,9 +128,7 @@ import TestSupport
     func processesWritingInTurnShareTheLogAndACrashLosesNone() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("store.db")
-        let first = try await DocStore(path: path)
-        try await first.insert(contentsOf: (0..<50).map { Person(name: "early \($0)", age: $0, tags: ["t\($0 % 3)"]) })
-        await first.close()
+        try await Self.makeStoreOfFiftyPeople(at: path)
         typealias Writer = (process: ChildProcess, output: FileHandle, input: Pipe, done: Int)
         func start() throws -> Writer {
             let (process, output, input) = try BackupTests.child(["insert-people-on-cue", path, "1000"])
@@ -168,9 +166,7 @@ import TestSupport
 
         for writer in writers { kill(writer.process.processIdentifier, SIGKILL) }
         for writer in writers { writer.process.waitUntilExit() }
-        var random = SeededGenerator(seed: 9)
-        try Self.crash(path, checkpoint: [], reached: 1, random: &random)
-        let recovered = try await DocStore(path: path)
+        let recovered = try await Self.crashAndRecover(path)
         let people = try await Query<DocumentValue>("people").results(in: recovered)
         #expect(people.count == 50 + acknowledged)
         #expect(try await recovered.verify().isClean)
@@ -230,9 +226,7 @@ import TestSupport
         await store.abandon()
         kill(writer.processIdentifier, SIGKILL)
         writer.waitUntilExit()
-        var random = SeededGenerator(seed: 4)
-        try Self.crash(path, checkpoint: [], reached: 1, random: &random)
-        let recovered = try await DocStore(path: path)
+        let recovered = try await Self.crashAndRecover(path)
         let names = try await Query<DocumentValue>("people").results(in: recovered).compactMap { person -> String? in
             if case .string(let name)? = person[field: "name"] { return name } else { return nil }
         }
@@ -250,9 +244,7 @@ import TestSupport
         var random = SeededGenerator(seed: seed)
         let dir = TemporaryDirectory()
         let path = dir.path("store.db")
-        let first = try await DocStore(path: path)
-        try await first.insert(contentsOf: (0..<50).map { Person(name: "early \($0)", age: $0, tags: ["t\($0 % 3)"]) })
-        await first.close()
+        try await Self.makeStoreOfFiftyPeople(at: path)
         let count = 60
         let writers = try (0..<3).map { _ in try BackupTests.child(["insert-people-on-cue", path, "\(count + 1)"]) }
         defer { for (process, _, _) in writers { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
@@ -278,8 +270,7 @@ import TestSupport
         // (Killed while their stores are open, with the log as it is: each waits for one more cue.)
         for (process, _, _) in writers { kill(process.processIdentifier, SIGKILL) }
         for (process, _, _) in writers { process.waitUntilExit() }
-        try Self.crash(path, checkpoint: [], reached: 1, random: &random)
-        let recovered = try await DocStore(path: path)
+        let recovered = try await Self.crashAndRecover(path)
         let stored = try await Query<DocumentValue>("people").count(in: recovered) - 50
         let acknowledged = reported.reduce(0, +)
         #expect(stored >= acknowledged && stored <= acknowledged + 1, "\(stored) stored, \(acknowledged) reported")
@@ -431,6 +422,21 @@ import TestSupport
         let store = try await DocStore(path: path)
         await store.tuneWriteLog(capacity: nil, growth: nil)
         return (store, try #require(store.core.file), path)
+    }
+
+    /// A store at `path` holding 50 people, closed: the log cleared, so that the next writer makes a checkpoint.
+    static func makeStoreOfFiftyPeople(at path: String) async throws {
+        let store = try await DocStore(path: path)
+        try await store.insert(contentsOf: (0..<50).map { Person(name: "early \($0)", age: $0, tags: ["t\($0 % 3)"]) })
+        await store.close()
+    }
+
+    /// A crash of the machine with the file's pages as its processes left them (``crash(_:checkpoint:reached:random:)``
+    /// with all of them reached), then the store opened again: what recovery makes of the log.
+    static func crashAndRecover(_ path: String) async throws -> DocStore {
+        var random = SeededGenerator(seed: 1)
+        try crash(path, checkpoint: [], reached: 1, random: &random)
+        return try await DocStore(path: path)
     }
 
     // MARK: The crash
