@@ -652,14 +652,12 @@ final class LMDBEnvironment: FileStorageEngine {
                                 log.forget()
                             }
                             mdb_txn_abort(again)
-                        } else if begun == MDB_MAP_RESIZED {
-                            // (Another process's commit grew the map: a commit came between, as above.)
-                            log.forget()
                         } else {
-                            // (LMDB refuses every write after a failed meta page, say: without the writer lock, the
-                            // record is left as it is, since another process's writer may be writing its own over
-                            // it. The next writer does; a crash of the machine before that would apply it, as it
-                            // would a record whose process died before its commit.)
+                            // (Another process's commit grew the map: a commit came between, as above. Or LMDB refuses
+                            // every write after a failed meta page, say: without the writer lock, the record is left
+                            // as it is, since another process's writer may be writing its own over it. The next writer
+                            // does; a crash of the machine before that would apply it, as it would a record whose
+                            // process died before its commit.)
                             log.forget()
                         }
                     }

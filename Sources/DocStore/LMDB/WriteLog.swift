@@ -209,20 +209,17 @@ final class WriteLog {
         var wanted = 16 << 10
         while true {
             let count = min(wanted, slotEnd - offset)
-            var bytes = [UInt8](repeating: 0, count: max(0, count))
-            let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
-            guard read >= 0 else { throw LMDBError(code: errno) }
+            let bytes = try WriteLog.read(descriptor, count, at: offset)
             var reached: (next: Int, txnid: UInt64)?
             let cutShort = bytes.withUnsafeBytes { all in
-                Record.walk(UnsafeRawBufferPointer(rebasing: all[..<read]), from: 0, epoch: epoch,
-                            after: UInt64(after)) { txnid, _, next in
+                Record.walk(all, from: 0, epoch: epoch, after: UInt64(after)) { txnid, _, next in
                     reached = (next, txnid)
                     return txnid < UInt64(committed)
                 }
             }
             if let reached, reached.txnid == UInt64(committed) { return offset + reached.next }
             // (Stopped by the end of what was read rather than by a record that does not follow: read further.)
-            guard cutShort, read == count, count < slotEnd - offset else { return nil }
+            guard cutShort, bytes.count == count, count < slotEnd - offset else { return nil }
             wanted *= 4
         }
     }
@@ -329,9 +326,8 @@ final class WriteLog {
             // (Another checkpoint meanwhile: the record is of an epoch no longer current, and its slot may be
             // another's.)
             guard head.owner != 0, head.epoch == epoch else { return forget(head) }
-            var bytes = [UInt8](repeating: 0, count: Record.headerSize)
-            let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
-            let ours = read == bytes.count && bytes.withUnsafeBytes {
+            let bytes = try WriteLog.read(descriptor, Record.headerSize, at: offset)
+            let ours = bytes.count == Record.headerSize && bytes.withUnsafeBytes {
                 $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self) == Record.magic.littleEndian
                     && $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == epoch.littleEndian
                     && $0.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == UInt64(txnid).littleEndian
@@ -470,10 +466,7 @@ final class WriteLog {
         defer { flock(fd, LOCK_UN) }
         // The headers first: the records (the current slot) only when there is something to recover.
         guard let (slot, header) = try headers(fd), header.isFromAnotherBoot else { return }
-        var bytes = [UInt8](repeating: 0, count: slotSize)
-        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(slot * slotSize)) }
-        guard read >= 0 else { throw LMDBError(code: errno) }
-        bytes.removeSubrange(read...)
+        let bytes = try read(fd, slotSize, at: slot * slotSize)
         func clear() throws {
             if !readOnly { try WriteLog.clear(fd, header, after: slot, logPath) }
         }
@@ -541,22 +534,25 @@ final class WriteLog {
 
     /// The header of `slot` in the log open at `fd`, if it is whole.
     private static func header(_ fd: Int32, slot: Int) throws -> Header? {
-        func read(_ count: Int) throws -> [UInt8] {
-            var bytes = [UInt8](repeating: 0, count: count)
-            let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(slot * slotSize)) }
-            guard read >= 0 else { throw LMDBError(code: errno) }
-            return Array(bytes[..<read])
-        }
-        var bytes = try read(Header.fixedSize)
+        var bytes = try read(fd, Header.fixedSize, at: slot * slotSize)
         guard let fixed = bytes.withUnsafeBytes({ Header.fixed($0) }) else { return nil }
         if fixed.owner != 0 {
             let pageSize = bytes.withUnsafeBytes {
                 Int(UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 48, as: UInt64.self)))
             }
             guard pageSize >= 512, pageSize <= 1 << 16 else { return nil }
-            bytes = try read(Header.fixedSize + 2 * pageSize + 8)
+            bytes = try read(fd, Header.fixedSize + 2 * pageSize + 8, at: slot * slotSize)
         }
         return Header.decode(bytes)
+    }
+
+    /// Up to `count` bytes of the log open at `fd` from `offset`: fewer where the file ends.
+    private static func read(_ fd: Int32, _ count: Int, at offset: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: max(0, count))
+        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
+        guard read >= 0 else { throw LMDBError(code: errno) }
+        bytes.removeSubrange(read...)
+        return bytes
     }
 
     /// Writes a header of no owner into the slot after `slot`, where `header` is, with the next generation.
