@@ -16,9 +16,10 @@ import TestSupport
     /// the store opens with every write that returned and nothing else, and verifies clean. Read-only, it is refused
     /// until a writable opening has applied the log.
     /// With `limits` "bytes", a slot of the log holds 16 KiB of records, so that a record that would not fit makes a
-    /// checkpoint every few writes; with "pages", the file may grow by 64 pages between checkpoints.
+    /// checkpoint every few writes; with "pages", the file may grow by 64 pages between checkpoints; with "freed",
+    /// the commits between checkpoints may free 48 pages.
     @Test(arguments: [(UInt64(1), 0.5, ""), (2, 0.0, ""), (3, 1.0, ""), (4, 0.3, "bytes"), (5, 0.8, "bytes"),
-                      (6, 0.5, "pages"), (7, 0.0, "pages")])
+                      (6, 0.5, "pages"), (7, 0.0, "pages"), (8, 0.5, "freed")])
     func aCrashOfTheMachineLosesNoWriteThatReturned(seed: UInt64, reached: Double, limits: String) async throws {
         var random = SeededGenerator(seed: seed)
         let dir = TemporaryDirectory()
@@ -33,7 +34,8 @@ import TestSupport
         await first.close()
 
         let store = try await DocStore(path: path)
-        await store.tuneWriteLog(capacity: limits == "bytes" ? 16 << 10 : nil, growth: limits == "pages" ? 64 : nil)
+        await store.tuneWriteLog(capacity: limits == "bytes" ? 16 << 10 : nil, growth: limits == "pages" ? 64 : nil,
+                                 freed: limits == "freed" ? 48 : nil)
         // The disk as a sync after the log's last checkpoint leaves it: what the crash sets pages back to. (A sync
         // changes none of the pages of the checkpoint's base, which the log keeps from reuse.)
         var checkpoint: [UInt8] = [], epoch: UInt64?
@@ -281,6 +283,38 @@ import TestSupport
     /// A change too large for a record (a batch of about 6 MiB) is committed with a sync of the file, and the log is
     /// cleared: a crash of the machine then has nothing to apply, and the file holds the batch. The next small write
     /// takes the log over again.
+    /// Each single write frees the pages its changes replace, which LMDB cannot reuse until the next checkpoint:
+    /// checkpoints come often enough that the file's free pages stay within bounds, however many writes come.
+    /// (Bounded by the file's growth alone, every checkpoint added to the free pages, and so to the time until the
+    /// next: they grew with the square root of the writes.)
+    @Test func theFreePagesStayBoundedHoweverManySingleWrites() async throws {
+        let dir = TemporaryDirectory()
+        let store = try await DocStore(path: dir.path("store.db"))
+        var people = (0..<500).map { Person(name: "p\($0)", age: $0 % 90, city: ["Oslo", "Rome"][$0 % 2],
+                                            email: "e\($0)@x", tags: ["t\($0 % 7)"]) }
+        try await store.insert(contentsOf: people)
+        let (growth, freed) = (32, 128)
+        await store.tuneWriteLog(capacity: nil, growth: growth, freed: freed)
+        var random = SeededGenerator(seed: 11)
+        var most = 0
+        for step in 0..<3_000 {
+            if step % 2 == 0 {
+                let person = Person(name: "n\(step)", age: step % 90, city: "Lima", email: "n\(step)@x",
+                                    tags: ["t\(step % 5)"])
+                try await store.insert(person)
+                people.append(person)
+            } else {
+                let index = Int.random(in: 0..<people.count, using: &random)
+                people[index].age = Int.random(in: 0..<90, using: &random)
+                try await store.save(people[index])
+            }
+            if step % 100 == 99 { most = max(most, try await store.spaceUsage().freePages) }
+        }
+        #expect(most <= 4 * (growth + freed), "at most \(most) free pages")
+        #expect(try await Person.query().count(in: store) == people.count)
+        await store.close()
+    }
+
     @Test func aChangeTooLargeForARecordIsSyncedAndClearsTheLog() async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("store.db")
@@ -484,12 +518,13 @@ import TestSupport
 }
 
 extension DocStore {
-    /// Sets the write log's limits (its bytes, and the pages the file may grow by between checkpoints), and keeps it
-    /// while the test pauses.
-    func tuneWriteLog(capacity: Int?, growth: Int?, idleAfter: Duration = .seconds(3_600)) {
+    /// Sets the write log's limits (its bytes, and the pages the file may grow by, and the commits free, between
+    /// checkpoints), and keeps it while the test pauses.
+    func tuneWriteLog(capacity: Int?, growth: Int?, freed: Int? = nil, idleAfter: Duration = .seconds(3_600)) {
         guard let log = (core.env as? LMDBEnvironment)?.log else { return }
         if let capacity { log.capacity = capacity }
         if let growth { log.growthBetweenCheckpoints = growth }
+        if let freed { log.freedBetweenCheckpoints = freed }
         log.idleAfter = idleAfter
     }
 

@@ -312,7 +312,7 @@ final class LMDBEnvironment: FileStorageEngine {
             // The log is cleared if this environment owns it. Commits that were not synced (`MDB_NOSYNC`, or a meta
             // page left unsynced) are made durable: LMDB's close does not sync.
             if orderly { releaseLog(env, alone: true) }
-            log?.unpin()
+            log?.endTransactions()
             log = nil
             failingCommit = nil
             briefCommit.withLock { $0 = nil }
