@@ -215,7 +215,7 @@ final class WriteLog {
             }
             (end, lastLogged) = (found, committed)
         }
-        try countHeldPages(env, through: committed)
+        countHeldPages(env, through: committed)
         return try lastPage(env) - lastPageAtCheckpoint < growthBetweenCheckpoints
             && heldPages < freedBetweenCheckpoints
     }
@@ -223,8 +223,9 @@ final class WriteLog {
     /// Adds to ``heldPages`` what the commits after `heldThrough`, up to `committed` (the file's last commit: the
     /// caller holds LMDB's writer lock), freed. Each is a record of LMDB's free list, its key the commit's id and its
     /// value a count of pages then their numbers; the walk goes back from the last record, so it reads only the
-    /// records of the commits since it last looked.
-    private func countHeldPages(_ env: OpaquePointer, through committed: Int) throws {
+    /// records of the commits since it last looked. Should the free list not be read (LMDB's table of readers full,
+    /// say), the count is taken as reached: the next write makes a checkpoint, which frees them all, rather than fail.
+    private func countHeldPages(_ env: OpaquePointer, through committed: Int) {
         guard committed > heldThrough else { return }
         if let reader = freeListReader, mdb_txn_renew(reader) != MDB_SUCCESS {
             mdb_txn_abort(reader)
@@ -232,12 +233,16 @@ final class WriteLog {
         }
         if freeListReader == nil {
             var handle: OpaquePointer?
-            try lmdbCheck(mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle))
+            guard mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle) == MDB_SUCCESS else {
+                return heldPages = freedBetweenCheckpoints
+            }
             freeListReader = handle
         }
         defer { mdb_txn_reset(freeListReader) }
         var cursor: OpaquePointer?
-        try lmdbCheck(mdb_cursor_open(freeListReader, 0, &cursor))   // (0: LMDB's free list)
+        guard mdb_cursor_open(freeListReader, 0, &cursor) == MDB_SUCCESS else {   // (0: LMDB's free list)
+            return heldPages = freedBetweenCheckpoints
+        }
         defer { mdb_cursor_close(cursor) }
         var key = MDB_val(), value = MDB_val()
         var code = mdb_cursor_get(cursor, &key, &value, MDB_LAST)
@@ -249,7 +254,7 @@ final class WriteLog {
             }
             code = mdb_cursor_get(cursor, &key, &value, MDB_PREV)
         }
-        guard code == MDB_SUCCESS || code == MDB_NOTFOUND else { throw LMDBError(code: code) }
+        guard code == MDB_SUCCESS || code == MDB_NOTFOUND else { return heldPages = freedBetweenCheckpoints }
         heldThrough = committed
     }
 
