@@ -80,13 +80,14 @@ final class WriteLog {
     /// How far the file may grow past its last page at the checkpoint (in pages) before the next write makes
     /// another: what bounds both the growth and the pages the next checkpoint's sync writes.
     var growthBetweenCheckpoints = 1_024
-    /// How many pages the commits since the checkpoint may free before the next write makes another. LMDB reuses
-    /// none of them while the base is pinned: the commits take the pages they write from those free at the
-    /// checkpoint, then from the file's end. The growth alone did not bound them: at each checkpoint the free pages
-    /// grew by up to the growth allowed, and the time to the next with them (48,000 single inserts took a store of
-    /// 100,000 people from 43 to 252 MiB, against 85 with this bound). It is larger than the growth's bound, since
-    /// a checkpoint whose pages lie all over the file costs more the sooner it comes: at 1,024 pages, single
-    /// inserts took twice as long; at 8,192, 4-10% longer than with no bound.
+    /// How many pages the commits since the checkpoint may free before the next write makes another, or a quarter
+    /// of the file's pages at the checkpoint if that is more. LMDB reuses none of them while the base is pinned: the
+    /// commits take the pages they write from those free at the checkpoint, then from the file's end. The growth
+    /// alone did not bound them: at each checkpoint the free pages grew by up to the growth allowed, and the time to
+    /// the next with them (48,000 single inserts took a store of 100,000 people from 43 to 252 MiB, against 85 with
+    /// this bound). It is larger than the growth's bound, since a checkpoint syncs every page the commits since
+    /// wrote, all over the file, and costs more the sooner it comes: at 1,024 pages, single inserts took twice as
+    /// long; at 8,192 alone, 15-30% longer in a store of 1,000,000 people; with the quarter, 6-13%.
     var freedBetweenCheckpoints = 8_192
     /// The pages the commits after the base, up to `heldThrough`, freed: LMDB's free list keeps them under the id
     /// of the commit that freed them.
@@ -217,8 +218,11 @@ final class WriteLog {
         }
         countHeldPages(env, through: committed)
         return try lastPage(env) - lastPageAtCheckpoint < growthBetweenCheckpoints
-            && heldPages < freedBetweenCheckpoints
+            && heldPages < heldBound
     }
+
+    /// How many freed pages make a checkpoint (``freedBetweenCheckpoints``).
+    private var heldBound: Int { max(freedBetweenCheckpoints, lastPageAtCheckpoint / 4) }
 
     /// Adds to ``heldPages`` what the commits after `heldThrough`, up to `committed` (the file's last commit: the
     /// caller holds LMDB's writer lock), freed. Each is a record of LMDB's free list, its key the commit's id and its
@@ -234,14 +238,14 @@ final class WriteLog {
         if freeListReader == nil {
             var handle: OpaquePointer?
             guard mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle) == MDB_SUCCESS else {
-                return heldPages = freedBetweenCheckpoints
+                return heldPages = heldBound
             }
             freeListReader = handle
         }
         defer { mdb_txn_reset(freeListReader) }
         var cursor: OpaquePointer?
         guard mdb_cursor_open(freeListReader, 0, &cursor) == MDB_SUCCESS else {   // (0: LMDB's free list)
-            return heldPages = freedBetweenCheckpoints
+            return heldPages = heldBound
         }
         defer { mdb_cursor_close(cursor) }
         var key = MDB_val(), value = MDB_val()
@@ -254,7 +258,7 @@ final class WriteLog {
             }
             code = mdb_cursor_get(cursor, &key, &value, MDB_PREV)
         }
-        guard code == MDB_SUCCESS || code == MDB_NOTFOUND else { return heldPages = freedBetweenCheckpoints }
+        guard code == MDB_SUCCESS || code == MDB_NOTFOUND else { return heldPages = heldBound }
         heldThrough = committed
     }
 
@@ -366,7 +370,7 @@ final class WriteLog {
         let records = slot * WriteLog.slotSize + Header.size(pageSize: pageSize)
         let brief = info.me_last_txnid == lastLogged
             && info.me_last_pgno - lastPageAtCheckpoint < growthBetweenCheckpoints
-            && heldPages < freedBetweenCheckpoints
+            && heldPages < heldBound
             && end + (64 << 10) < records + capacity
         return brief ? generation : nil
     }
