@@ -189,8 +189,8 @@ final class WriteLog {
 
     /// Whether the next record can go on under the checkpoint the current header (`head`) names, this environment's
     /// or another's: the records after it reach the file's last commit (`committed`), and the commits since have not
-    /// grown the file by ``growthBetweenCheckpoints`` nor freed ``freedBetweenCheckpoints``. Sets where the record
-    /// goes.
+    /// grown the file by ``growthBetweenCheckpoints`` nor freed ``freedBetweenCheckpoints`` pages (or a quarter of
+    /// the file, if that is more). Sets where the record goes.
     private func goesOn(under head: Head, _ env: OpaquePointer, committed: Int) throws -> Bool {
         guard head.owner != 0 else {
             forget(head)
@@ -228,7 +228,8 @@ final class WriteLog {
     /// caller holds LMDB's writer lock), freed. Each is a record of LMDB's free list, its key the commit's id and its
     /// value a count of pages then their numbers; the walk goes back from the last record, so it reads only the
     /// records of the commits since it last looked. Should the free list not be read (LMDB's table of readers full,
-    /// say), the count is taken as reached: the next write makes a checkpoint, which frees them all, rather than fail.
+    /// say), the count is taken as reached: each write makes a checkpoint, which frees them all, until it can be
+    /// read again, rather than fail.
     private func countHeldPages(_ env: OpaquePointer, through committed: Int) {
         guard committed > heldThrough else { return }
         if let reader = freeListReader, mdb_txn_renew(reader) != MDB_SUCCESS {
@@ -470,6 +471,7 @@ final class WriteLog {
         if let header = try? currentHead(), header.owner == token { try? disown(env) }
         // (Another environment took the log over meanwhile: this one's pin holds pages for nothing.)
         forget()
+        endFreeListReader()
     }
 
     private func repin(_ env: OpaquePointer) throws {
@@ -505,6 +507,11 @@ final class WriteLog {
     /// At closing: the log's read transactions end before the environment does.
     func endTransactions() {
         unpin()
+        endFreeListReader()
+    }
+
+    /// Gives back the reader slot the free list's count keeps (LMDB's table of readers is shared by every process).
+    private func endFreeListReader() {
         if let freeListReader { mdb_txn_abort(freeListReader) }
         freeListReader = nil
     }
