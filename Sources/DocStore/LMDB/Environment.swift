@@ -941,23 +941,34 @@ final class LMDBEnvironment: FileStorageEngine {
                 guard let lmdb = txn as? LMDBTransaction else {
                     return (Int(stat.ms_psize), info.me_last_pgno + 1, 0, info.me_mapsize)
                 }
-                var cursor: OpaquePointer?
-                try lmdbCheck(mdb_cursor_open(lmdb.raw, 0, &cursor))
-                defer { mdb_cursor_close(cursor) }
-                var key = MDB_val(), value = MDB_val()
                 var pages = 0
-                var rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
-                while rc == MDB_SUCCESS {
-                    // A record is a list of page numbers whose first word is its length.
-                    if value.mv_size >= MemoryLayout<Int>.size, let data = value.mv_data {
-                        pages += max(0, data.loadUnaligned(as: Int.self))
-                    }
-                    rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
-                }
-                if rc != MDB_NOTFOUND { try lmdbCheck(rc) }
+                try lmdbCheck(LMDBEnvironment.walkFreeList(lmdb.raw, backward: false) { _, count in
+                    pages += count
+                    return true
+                })
                 return (Int(stat.ms_psize), info.me_last_pgno + 1, pages, info.me_mapsize)
             }
         }
+    }
+
+    /// Hands `visit` each record of LMDB's free list (database 0) in the read transaction `txn`, from the first or
+    /// back from the last, until `visit` returns false: its key, the id of the commit that freed its pages, and its
+    /// count of pages (a record is a list of page numbers whose first word is its length). Returns LMDB's code,
+    /// `MDB_SUCCESS` once the walk is over.
+    static func walkFreeList(_ txn: OpaquePointer, backward: Bool,
+                             _ visit: (_ txnid: Int, _ pages: Int) -> Bool) -> Int32 {
+        var cursor: OpaquePointer?
+        let opened = mdb_cursor_open(txn, 0, &cursor)
+        guard opened == MDB_SUCCESS else { return opened }
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val(), value = MDB_val()
+        var rc = mdb_cursor_get(cursor, &key, &value, backward ? MDB_LAST : MDB_FIRST)
+        while rc == MDB_SUCCESS, key.mv_size == MemoryLayout<Int>.size {
+            let pages = value.mv_size >= MemoryLayout<Int>.size ? max(0, value.mv_data.loadUnaligned(as: Int.self)) : 0
+            guard visit(key.mv_data.loadUnaligned(as: Int.self), pages) else { return MDB_SUCCESS }
+            rc = mdb_cursor_get(cursor, &key, &value, backward ? MDB_PREV : MDB_NEXT)
+        }
+        return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc
     }
 
     // MARK: Map size

@@ -225,41 +225,33 @@ final class WriteLog {
     private var heldBound: Int { max(freedBetweenCheckpoints, lastPageAtCheckpoint / 4) }
 
     /// Adds to ``heldPages`` what the commits after `heldThrough`, up to `committed` (the file's last commit: the
-    /// caller holds LMDB's writer lock), freed. Each is a record of LMDB's free list, its key the commit's id and its
-    /// value a count of pages then their numbers; the walk goes back from the last record, so it reads only the
-    /// records of the commits since it last looked. Should the free list not be read (LMDB's table of readers full,
+    /// caller holds LMDB's writer lock), freed: the records of LMDB's free list under their ids, read back from the
+    /// last, so that only the records of the commits since the last count are read. Should the free list not be read (LMDB's table of readers full,
     /// say), the count is taken as reached: each write makes a checkpoint, which frees them all, until it can be
     /// read again, rather than fail.
     private func countHeldPages(_ env: OpaquePointer, through committed: Int) {
         guard committed > heldThrough else { return }
-        if let reader = freeListReader, mdb_txn_renew(reader) != MDB_SUCCESS {
-            mdb_txn_abort(reader)
-            freeListReader = nil
-        }
-        if freeListReader == nil {
+        let reader: OpaquePointer
+        if let kept = freeListReader, mdb_txn_renew(kept) == MDB_SUCCESS {
+            reader = kept
+        } else {
+            endFreeListReader()
             var handle: OpaquePointer?
-            guard mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle) == MDB_SUCCESS else {
+            guard mdb_txn_begin(env, nil, LMDBFlags.readOnly, &handle) == MDB_SUCCESS, let handle else {
                 return heldPages = heldBound
             }
-            freeListReader = handle
+            (reader, freeListReader) = (handle, handle)
         }
-        defer { mdb_txn_reset(freeListReader) }
-        var cursor: OpaquePointer?
-        guard mdb_cursor_open(freeListReader, 0, &cursor) == MDB_SUCCESS else {   // (0: LMDB's free list)
-            return heldPages = heldBound
+        defer { mdb_txn_reset(reader) }
+        // (The reader's snapshot is the commit `committed`: the caller holds LMDB's writer lock.)
+        var freed = 0
+        let code = LMDBEnvironment.walkFreeList(reader, backward: true) { txnid, pages in
+            guard txnid > heldThrough else { return false }
+            freed += pages
+            return true
         }
-        defer { mdb_cursor_close(cursor) }
-        var key = MDB_val(), value = MDB_val()
-        var code = mdb_cursor_get(cursor, &key, &value, MDB_LAST)
-        while code == MDB_SUCCESS, key.mv_size == MemoryLayout<Int>.size {
-            let txnid = key.mv_data.loadUnaligned(as: Int.self)
-            guard txnid > heldThrough else { break }
-            if txnid <= committed, value.mv_size >= MemoryLayout<Int>.size {
-                heldPages += value.mv_data.loadUnaligned(as: Int.self)
-            }
-            code = mdb_cursor_get(cursor, &key, &value, MDB_PREV)
-        }
-        guard code == MDB_SUCCESS || code == MDB_NOTFOUND else { return heldPages = heldBound }
+        guard code == MDB_SUCCESS else { return heldPages = heldBound }
+        heldPages += freed
         heldThrough = committed
     }
 
@@ -390,12 +382,8 @@ final class WriteLog {
             // another's.)
             guard head.owner != 0, head.epoch == epoch else { return forget(head) }
             let bytes = try WriteLog.read(descriptor, Record.headerSize, at: offset)
-            let ours = bytes.count == Record.headerSize && bytes.withUnsafeBytes {
-                $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self) == Record.magic.littleEndian
-                    && $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == epoch.littleEndian
-                    && $0.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == UInt64(txnid).littleEndian
-            }
-            guard ours else { return forget(head) }
+            let found = bytes.withUnsafeBytes { Record.header(in: $0, at: 0) }
+            guard let found, found.epoch == epoch, found.txnid == UInt64(txnid) else { return forget(head) }
             try write([0, 0, 0, 0][...], at: offset)
         } catch {
             epoch = 0
@@ -844,6 +832,17 @@ extension WriteLog {
             return bodies
         }
 
+        /// The length of the body, the epoch and the commit's id of the record whose header begins at `at` in `log`;
+        /// `nil` where no record begins (no magic, or too few bytes for a header).
+        static func header(in log: UnsafeRawBufferPointer, at: Int) -> (length: Int, epoch: UInt64, txnid: UInt64)? {
+            guard at >= 0, at + headerSize <= log.count else { return nil }
+            func load<T: FixedWidthInteger>(_ i: Int, _: T.Type) -> T {
+                T(littleEndian: log.loadUnaligned(fromByteOffset: at + i, as: T.self))
+            }
+            guard load(0, UInt32.self) == magic else { return nil }
+            return (Int(load(4, UInt32.self)), load(8, UInt64.self), load(16, UInt64.self))
+        }
+
         /// Hands `visit` each record of `epoch` from `offset` on whose commit follows on from `after` (its commit,
         /// its body's bytes, and where the next record begins), up to the first that does not (a record struck
         /// out, torn, of another epoch or out of turn) or until `visit` returns false. Returns whether it stopped
@@ -853,15 +852,12 @@ extension WriteLog {
                          _ visit: (_ txnid: UInt64, _ body: Range<Int>, _ next: Int) -> Bool) -> Bool {
             var at = offset, next = after + 1
             while at + headerSize <= log.count {
-                func load<T: FixedWidthInteger>(_ i: Int, _: T.Type) -> T {
-                    T(littleEndian: log.loadUnaligned(fromByteOffset: at + i, as: T.self))
-                }
-                guard load(0, UInt32.self) == magic else { return false }
-                let length = Int(load(4, UInt32.self))
+                guard let header = header(in: log, at: at) else { return false }
+                let length = header.length
                 guard at + headerSize + length <= log.count else { return true }
-                guard load(8, UInt64.self) == epoch, load(16, UInt64.self) == next else { return false }
+                guard header.epoch == epoch, header.txnid == next else { return false }
                 var record = Array(log[at..<(at + headerSize + length)])
-                let stored = load(24, UInt64.self)
+                let stored = UInt64(littleEndian: log.loadUnaligned(fromByteOffset: at + 24, as: UInt64.self))
                 record.withUnsafeMutableBytes { $0.storeBytes(of: 0, toByteOffset: 24, as: UInt64.self) }
                 guard UInt64(record.withUnsafeBytes { CRC32C.checksum($0) }) == stored else { return false }
                 at += headerSize + length
