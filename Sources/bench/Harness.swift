@@ -215,7 +215,7 @@ struct Harness {
     static func work(_ scenario: Scenario, produced: Int, count: Int) -> Int {
         switch scenario {
         case .insert: return count
-        case .findOrCreateHit, .findOrCreateMiss: return 1
+        case .findOrCreateHit, .findOrCreateMiss: return Parameters.findOrCreateCalls
         default: return scenario.scansEverything ? count : max(produced, 0)
         }
     }

@@ -16,8 +16,8 @@ enum Scenario: String, CaseIterable, Sendable {
     case sortUnindexedLimit     // sort by score descending, first 100
     case fullSort10             // 20 <= age < 30 sorted by score
     case countByIndex           // count of age < 10
-    case findOrCreateHit        // email == an existing one
-    case findOrCreateMiss       // email == a new one: inserts
+    case findOrCreateHit        // email == an existing one; 100 calls a run, each its own transaction
+    case findOrCreateMiss       // email == a new one: inserts; 100 calls a run, each its own transaction
     // Predicates over optionals and numbers, each beside SQL's equivalent. bonus is nil for ~40%, else -50...200.
     case coalesce               // (bonus ?? 0) > 150, onto the bonus index: ~12%
     case optionalRange          // bonus != nil && 100 <= (bonus ?? 0) <= 105, onto the bonus index: ~1.4%
@@ -144,7 +144,8 @@ struct Parameters: Sendable {
     var tag = People.tag(7)
     /// Ids for `getByID`, in a random but fixed order.
     var ids: [Int64]
-    /// A new id and email for `findOrCreateMiss`, advanced by the harness before each run.
+    /// Advanced by the harness before each run, so that what a run writes is new: the people `findOrCreateMiss` and
+    /// `singleInserts` insert, the zip `update1Percent` sets.
     var missSerial = 0
 
     init(documentCount: Int) {
@@ -153,9 +154,27 @@ struct Parameters: Sendable {
         ids = (0..<1_000).map { _ in Int64.random(in: 1...Int64(max(1, documentCount)), using: &random) }
     }
 
-    var existingEmail: String { "person\(max(1, documentCount / 2))@example.com" }
-    var newEmail: String { "new\(missSerial)@example.com" }
-    var newID: Int64 { Int64(documentCount) + 1_000_000 + Int64(missSerial) }
+    /// How many calls a run of `findOrCreateHit` or `findOrCreateMiss` makes, one after the other. One call takes a
+    /// few microseconds (a hit) to a few hundred (a miss): the median of a handful of single calls, each just after
+    /// the other peers' runs, said more of the machine than of the call.
+    static let findOrCreateCalls = 100
+    /// The emails `findOrCreateHit` looks for: existing people spread over the store, others each run.
+    var existingEmails: [String] {
+        let count = max(1, documentCount), step = max(1, count / Parameters.findOrCreateCalls)
+        return (0..<Parameters.findOrCreateCalls).map { k in "person\(1 + (k * step + missSerial) % count)@example.com" }
+    }
+    /// The emails and ids `findOrCreateMiss` looks for and inserts, new each run.
+    var newcomers: [(email: String, id: Int64)] {
+        (0..<Parameters.findOrCreateCalls).map { k in
+            let n = missSerial * Parameters.findOrCreateCalls + k
+            return ("new\(n)@example.com", Int64(documentCount) + 1_000_000 + Int64(n))
+        }
+    }
+    /// The calls of `scenario` (`findOrCreateHit` or `findOrCreateMiss`): an email each, and the id its person
+    /// gets when there is none.
+    func findOrCreateCalls(_ scenario: Scenario) -> [(email: String, id: Int64)] {
+        scenario == .findOrCreateHit ? existingEmails.map { ($0, 0) } : newcomers
+    }
     /// The zip `update1Percent` sets: new each run, so that every run changes every matched document.
     var newZip: String { "z\(missSerial)" }
 

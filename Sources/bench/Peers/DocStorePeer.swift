@@ -198,14 +198,14 @@ final class DocStorePeer: Peer {
             return try await StoredPerson.include(#Predicate { $0.age == 42 })
                 .update(in: store, set: ["address.zip": .string(p.newZip)])
         case .findOrCreateHit, .findOrCreateMiss:
-            let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
-            let id = p.newID
-            _ = try await StoredPerson.include(#Predicate { $0.email == email }).findOrCreate(in: store) {
-                StoredPerson(BenchPerson(id: id, name: "New", email: email, age: 33, city: "city1", score: 1,
-                                         active: true, tags: [], createdAt: Date(timeIntervalSince1970: 0),
-                                         address: .init(street: "", city: "city1", zip: "")))
+            for (email, id) in p.findOrCreateCalls(scenario) {
+                _ = try await StoredPerson.include(#Predicate { $0.email == email }).findOrCreate(in: store) {
+                    StoredPerson(BenchPerson(id: id, name: "New", email: email, age: 33, city: "city1", score: 1,
+                                             active: true, tags: [], createdAt: Date(timeIntervalSince1970: 0),
+                                             address: .init(street: "", city: "city1", zip: "")))
+                }
             }
-            return 1
+            return Parameters.findOrCreateCalls
         default:
             guard let q = Self.query(scenario, p) else { return 0 }
             switch form {

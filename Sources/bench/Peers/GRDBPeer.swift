@@ -212,17 +212,18 @@ final class GRDBPeer: Peer {
             }
             return PersonTable.produced(scenario, rows: groups, value: value)
         case .findOrCreateHit, .findOrCreateMiss:
-            let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
-            let id = p.newID
-            touched = try await pool.write { db in
-                if let found = try GRDBPerson.fetchOne(db.cachedStatement(sql: PersonTable.byEmail),
-                                                       arguments: [email]) {
-                    return found.person.tags.count
+            var tagsFound = 0
+            for (email, id) in p.findOrCreateCalls(scenario) {
+                tagsFound &+= try await pool.write { db in
+                    if let found = try GRDBPerson.fetchOne(db.cachedStatement(sql: PersonTable.byEmail),
+                                                           arguments: [email]) {
+                        return found.person.tags.count
+                    }
+                    try Self.insert(PersonTable.newcomer(id: id, email: email), db)
+                    return 0
                 }
-                try Self.insert(PersonTable.newcomer(id: id, email: email), db)
-                return 0
             }
-            rows = 1
+            (rows, touched) = (Parameters.findOrCreateCalls, tagsFound)
         default:
             guard let (sql, argument) = PersonTable.query(scenario, form, p) else { return 0 }
             let arguments: StatementArguments = argument.map { [$0] } ?? []

@@ -319,13 +319,14 @@ final class PostgresJSONBPeer: Peer {
             }
             return PersonTable.produced(scenario, rows: rows, value: value)
         case .findOrCreateHit, .findOrCreateMiss:
-            let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
-            if try link.query("SELECT doc FROM person WHERE doc->>'email' = $1", [email], visit) == 0 {
-                let person = PersonTable.newcomer(id: p.newID, email: email)
-                try link.query("INSERT INTO person (id, doc) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                               [String(person.id), try Self.json(person)])
+            for (email, id) in p.findOrCreateCalls(scenario) {
+                if try link.query("SELECT doc FROM person WHERE doc->>'email' = $1", [email], visit) == 0 {
+                    let person = PersonTable.newcomer(id: id, email: email)
+                    try link.query("INSERT INTO person (id, doc) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                                   [String(person.id), try Self.json(person)])
+                }
             }
-            return 1
+            return Parameters.findOrCreateCalls
         default:
             guard let (sql, parameter) = Self.query(scenario, form, p) else { return 0 }
             return try link.query(sql, parameter.map { [$0] } ?? [], visit)

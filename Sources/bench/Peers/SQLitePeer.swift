@@ -390,16 +390,17 @@ final class SQLitePeer: Peer {
             if let message { throw BenchFailure(description: message) }
             return saves.count
         case .findOrCreateHit, .findOrCreateMiss:
-            let email = scenario == .findOrCreateHit ? p.existingEmail : p.newEmail
             let sql = PersonTable.byEmail
             let s = try statement(sql)
-            try transaction("BEGIN IMMEDIATE") {
-                try bind(s, 1, email, sql)
-                if try step(s, sql, { touched &+= Self.touchColumns($0) }) == 0 {
-                    try insert(PersonTable.newcomer(id: p.newID, email: email))
+            for (email, id) in p.findOrCreateCalls(scenario) {
+                try transaction("BEGIN IMMEDIATE") {
+                    try bind(s, 1, email, sql)
+                    if try step(s, sql, { touched &+= Self.touchColumns($0) }) == 0 {
+                        try insert(PersonTable.newcomer(id: id, email: email))
+                    }
                 }
             }
-            return 1
+            return Parameters.findOrCreateCalls
         default:
             guard let (sql, argument) = PersonTable.query(scenario, form, p) else { return 0 }
             let s = try statement(sql)
