@@ -158,22 +158,19 @@ struct Parameters: Sendable {
     /// few microseconds (a hit) to a few hundred (a miss): the median of a handful of single calls, each just after
     /// the other peers' runs, said more of the machine than of the call.
     static let findOrCreateCalls = 100
-    /// The emails `findOrCreateHit` looks for: existing people spread over the store, others each run.
-    var existingEmails: [String] {
-        let count = max(1, documentCount), step = max(1, count / Parameters.findOrCreateCalls)
-        return (0..<Parameters.findOrCreateCalls).map { k in "person\(1 + (k * step + missSerial) % count)@example.com" }
-    }
-    /// The emails and ids `findOrCreateMiss` looks for and inserts, new each run.
-    var newcomers: [(email: String, id: Int64)] {
-        (0..<Parameters.findOrCreateCalls).map { k in
-            let n = missSerial * Parameters.findOrCreateCalls + k
+    /// The calls of `scenario` (`findOrCreateHit` or `findOrCreateMiss`): an email each, and the id its person gets
+    /// when there is none. A hit looks for existing people spread over the store, others each run; a miss for new
+    /// people, new each run.
+    func findOrCreateCalls(_ scenario: Scenario) -> [(email: String, id: Int64)] {
+        let calls = Parameters.findOrCreateCalls
+        if scenario == .findOrCreateHit {
+            let count = max(1, documentCount), step = max(1, count / calls)
+            return (0..<calls).map { k in ("person\(1 + (k * step + missSerial) % count)@example.com", 0) }
+        }
+        return (0..<calls).map { k in
+            let n = missSerial * calls + k
             return ("new\(n)@example.com", Int64(documentCount) + 1_000_000 + Int64(n))
         }
-    }
-    /// The calls of `scenario` (`findOrCreateHit` or `findOrCreateMiss`): an email each, and the id its person
-    /// gets when there is none.
-    func findOrCreateCalls(_ scenario: Scenario) -> [(email: String, id: Int64)] {
-        scenario == .findOrCreateHit ? existingEmails.map { ($0, 0) } : newcomers
     }
     /// The zip `update1Percent` sets: new each run, so that every run changes every matched document.
     var newZip: String { "z\(missSerial)" }
