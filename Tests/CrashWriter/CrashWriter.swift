@@ -28,12 +28,13 @@ public struct CrashRecord: Document, Equatable {
         }
     }
 
-    /// A durability by the name the crash test passes: `full`, `normal`, `off`, or `periodic` (every 5 ms).
+    /// A durability by the name the crash test passes: `full`, `normal`, `off`, `periodic` (every 5 ms), or
+    /// `off-exclusive` (`off`, the store opened exclusively: its pages written in place).
     public static func durability(named name: String) -> DocStore.Durability? {
         switch name {
         case "full": return .full
         case "normal": return .normal
-        case "off": return .off
+        case "off", "off-exclusive": return .off
         case "periodic": return .periodic(milliseconds: 5)
         default: return nil
         }
@@ -238,17 +239,21 @@ struct CrashWriter {
         if arguments.count == 3, arguments[1] == "read-on-main" {
             await readOnMain(path: arguments[2])
         }
+        if arguments.count == 4, arguments[1] == "hold" {
+            await hold(path: arguments[2], exclusive: arguments[3] == "exclusive")
+        }
         if arguments.count == 3, arguments[1] == "catalog-on-cue" {
             await CatalogSteps.run(path: arguments[2])
         }
         guard arguments.count == 2 || arguments.count == 3,
               let durability = arguments.count == 3 ? CrashRecord.durability(named: arguments[2]) : .full else {
-            FileHandle.standardError.write(Data("usage: DocStoreCrashWriter PATH [full|normal|off|periodic]\n".utf8))
+            FileHandle.standardError.write(Data("usage: DocStoreCrashWriter PATH [full|normal|off|periodic|off-exclusive]\n".utf8))
             exit(2)
         }
         do {
             var options = CrashRecord.options
             options.durability = durability
+            options.exclusive = arguments.count == 3 && arguments[2].hasSuffix("-exclusive")
             let store = try await openStore(arguments[1], options: options)
             // Eight tasks write at once, so that commits hold groups of batches; task t writes batches
             // start + t, start + t + 8, ... after the highest batch an earlier round left.
@@ -274,6 +279,22 @@ struct CrashWriter {
             FileHandle.standardError.write(Data("DocStoreCrashWriter: \(error)\n".utf8))
             exit(1)
         }
+    }
+
+    /// The `hold` mode: `PATH exclusive|shared`. Opens the store so, prints `opened` or `refused` and the error,
+    /// and keeps it open until its standard input ends. Never returns.
+    static func hold(path: String, exclusive: Bool) async -> Never {
+        var options = DocStore.Options()
+        options.exclusive = exclusive
+        do {
+            let store = try await DocStore(path: path, options: options)
+            FileHandle.standardOutput.write(Data("opened\n".utf8))
+            _ = FileHandle.standardInput.readDataToEndOfFile()
+            await store.close()
+        } catch {
+            FileHandle.standardOutput.write(Data("refused \(error)\n".utf8))
+        }
+        exit(0)
     }
 
     /// The `claim-codes` mode: `PATH N TAG`. Tries to take each code 0..<N under a unique index, from four tasks,

@@ -40,3 +40,12 @@ func openStore(_ location: String, options: DocStore.Options = .init(), migrator
     if let migrator { return try await DocStore(postgres: location, options: options, migrator: migrator) }
     return try await DocStore(postgres: location, options: options)
 }
+
+/// The ways this target's stores write that a suite runs its tests in: a server has one.
+let writeModes: [WriteMode] = [.copies]
+
+enum WriteMode: String, Sendable, CustomTestStringConvertible {
+    case copies
+    var testDescription: String { rawValue }
+    func options(_ options: DocStore.Options = .init()) -> DocStore.Options { options }
+}

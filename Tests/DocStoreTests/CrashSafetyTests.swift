@@ -54,7 +54,7 @@ import TestSupport
     /// A child writes batches from eight tasks at once, so that its commits hold groups of them, and reports each
     /// batch whose write returned; it is killed with SIGKILL at random moments. After every kill, every reported batch is there in full, no batch is there in part, and `verify()` is clean: at every
     /// durability, since a crash of the process (not of the machine) loses nothing the operating system was given.
-    @Test(.serialized, arguments: ["full", "normal", "off", "periodic"])
+    @Test(.serialized, arguments: ["full", "normal", "off", "periodic", "off-exclusive"])
     func killedWriterLosesNoCommittedBatchAndLeavesNoneHalfWritten(durability: String) async throws {
         #expect(FileManager.default.isExecutableFile(atPath: Self.writerURL.path),
                 "the crash writer is missing at \(Self.writerURL.path)")

@@ -1,5 +1,6 @@
 import Foundation
 import DocStore
+import Testing
 
 // The engine the suites of this target run on: a file. The suites that hold for every engine run again on
 // PostgreSQL in DocStorePostgresTests, which links these files and has its own `makeStore`.
@@ -28,4 +29,20 @@ func openStore(_ location: String, options: DocStore.Options = .init(), migrator
     -> DocStore {
     if let migrator { return try await DocStore(path: location, options: options, migrator: migrator) }
     return try await DocStore(path: location, options: options)
+}
+
+/// The ways this target's stores write that a suite runs its tests in: copies of changed pages (the default), and
+/// in place, in a file opened exclusively at `.off` (``DocStore/Options/exclusive``), where nested writes are undone
+/// by notes of what they changed rather than by LMDB's nested transactions.
+let writeModes: [WriteMode] = [.copies, .inPlace]
+
+enum WriteMode: String, Sendable, CustomTestStringConvertible {
+    case copies, inPlace
+    var testDescription: String { rawValue }
+    /// `options` made to write this way.
+    func options(_ options: DocStore.Options = .init()) -> DocStore.Options {
+        var options = options
+        if self == .inPlace { (options.exclusive, options.durability) = (true, .off) }
+        return options
+    }
 }

@@ -59,8 +59,8 @@ import TestSupport
 
     /// A batch refused for a value taken by a stored document, or by another of the batch, leaves none of its
     /// documents; the write that caught the error commits the rest.
-    @Test func aRefusedBatchCaughtInAWriteLeavesTheRestOfTheWrite() async throws {
-        let (store, dir) = try await makeStore()
+    @Test(arguments: writeModes) func aRefusedBatchCaughtInAWriteLeavesTheRestOfTheWrite(mode: WriteMode) async throws {
+        let (store, dir) = try await makeStore(options: mode.options())
         defer { _ = dir }
         try await store.insert(Person(name: "Ann", age: 41, email: "ann@example.com"))
         let batches = [
@@ -82,9 +82,9 @@ import TestSupport
         #expect(try await store.read { try Person.query().count(in: $0) } == 2)
     }
 
-    @Test func aFailingWriteInAGroupFailsAloneAndLeavesNoTrace() async throws {
+    @Test(arguments: writeModes) func aFailingWriteInAGroupFailsAloneAndLeavesNoTrace(mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
-        let store = try await openStore(storeLocation(dir, "group.db"))
+        let store = try await openStore(storeLocation(dir, "group.db"), options: mode.options())
         try await store.insert(Person(name: "taken", age: 1, email: "taken@example.com"))
         let ids = (0..<12).map { _ in UUID() }
         // Every third write fails after it has written something: a thrown error, a unique conflict, or a
@@ -125,9 +125,10 @@ import TestSupport
     }
 
     /// A file's map only: a server has none to fill.
-    @Test(.enabled(if: !engineIsServer)) func aWriteTooLargeForTheMapFailsAloneInItsGroup() async throws {
+    @Test(.enabled(if: !engineIsServer), arguments: writeModes)
+    func aWriteTooLargeForTheMapFailsAloneInItsGroup(mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
-        var options = DocStore.Options()
+        var options = mode.options()
         options.initialMapSize = 1 << 20
         options.maximumMapSize = 4 << 20
         let store = try await openStore(storeLocation(dir, "full.db"), options: options)
@@ -187,9 +188,9 @@ import TestSupport
         #expect(try await store.verify().isClean)
     }
 
-    @Test func aGroupThatOutgrowsTheMapGrowsItAndCommitsEveryWrite() async throws {
+    @Test(arguments: writeModes) func aGroupThatOutgrowsTheMapGrowsItAndCommitsEveryWrite(mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
-        var options = DocStore.Options()
+        var options = mode.options()
         options.initialMapSize = 256 << 10
         let store = try await openStore(storeLocation(dir, "grow.db"), options: options)
         let writes: [@Sendable (WriteContext) throws -> Int] = (0..<16).map { i in
@@ -213,10 +214,10 @@ import TestSupport
     /// A collection first opened by a write of a group, when a later write of the group makes the map grow: the
     /// group's transaction is run again, and the collection's database, opened in the transaction that was undone,
     /// must be opened again rather than used closed.
-    @Test func aCollectionOpenedInAGroupThatRunsAgainIsOpenedAgain() async throws {
+    @Test(arguments: writeModes) func aCollectionOpenedInAGroupThatRunsAgainIsOpenedAgain(mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
         let path = storeLocation(dir, "reopen.db")
-        var options = DocStore.Options()
+        var options = mode.options()
         options.initialMapSize = 256 << 10
         do {
             let first = try await openStore(path, options: options)
@@ -244,9 +245,9 @@ import TestSupport
         #expect(try await store.verify().isClean)
     }
 
-    @Test func catalogChangesInAGroupAreKeptOrUndoneWithTheirWrite() async throws {
+    @Test(arguments: writeModes) func catalogChangesInAGroupAreKeptOrUndoneWithTheirWrite(mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
-        let store = try await openStore(storeLocation(dir, "catalog.db"))
+        let store = try await openStore(storeLocation(dir, "catalog.db"), options: mode.options())
         // Each write makes a collection of its own with an index, fills it, and half of them then throw.
         let writes: [@Sendable (WriteContext) throws -> Int] = (0..<10).map { i in
             { ctx in
@@ -351,10 +352,10 @@ import TestSupport
     }
 
     /// Random writers, some of which fail, against a model built from what each write was told.
-    @Test(arguments: engineSeeds(randomSeeds(from: "GROUP_SEEDS", otherwise: [11, 12, 13])))
-    func concurrentWritesLeaveExactlyWhatTheyWereToldCommitted(seed: UInt64) async throws {
+    @Test(arguments: engineSeeds(randomSeeds(from: "GROUP_SEEDS", otherwise: [11, 12, 13])), writeModes)
+    func concurrentWritesLeaveExactlyWhatTheyWereToldCommitted(seed: UInt64, mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
-        let store = try await openStore(storeLocation(dir, "random.db"))
+        let store = try await openStore(storeLocation(dir, "random.db"), options: mode.options())
         var rng = SeededGenerator(seed: seed)
         // Each write inserts 1-3 people with codes from a small pool (so unique conflicts happen), and may throw.
         struct Plan: Sendable { var people: [Person]; var throwsAtEnd: Bool }

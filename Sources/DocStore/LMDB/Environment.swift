@@ -33,6 +33,11 @@ final class LMDBEnvironment: FileStorageEngine {
     /// The most reset read transactions kept.
     private static let idleReadersKept = 8
     private let fileID: FileID
+    /// Whether commits change the file's pages in place (`MDB_WRITEMAP`): opened ``Configuration/exclusive`` with
+    /// no sync at commit. The file is then as long as the map, which grows in smaller steps (``inPlaceMapSize(for:)``).
+    let writesInPlace: Bool
+    /// This opening's `flock` on the data file (``OpeningLock``), held until the environment closes.
+    private var openingLock: OpeningLock?
     /// The thread that syncs the file every ``Configuration/flushInterval``, if any.
     private(set) var flusher: Flusher?
     /// Where this process's transactions wait for each other.
@@ -124,7 +129,11 @@ final class LMDBEnvironment: FileStorageEngine {
 
         var flags = LMDBFlags.noSubdirectory | LMDBFlags.noThreadLocalStorage
         if configuration.readOnly { flags |= LMDBFlags.readOnly } else { flags |= configuration.syncFlags }
+        let inPlace = configuration.exclusive && configuration.sync == .none && !configuration.readOnly
+            && !configuration.replaying
+        if inPlace { flags |= LMDBFlags.writeMap }
         var withoutLock = false
+        var openingLock: OpeningLock?
         let (env, registered) = try LMDBEnvironment.openFiles.withLock { open -> (OpaquePointer, FileID) in
             if let existing = LMDBEnvironment.fileID(of: path) {
                 if open.contains(existing) || LMDBEnvironment.compacting.withLock({ $0.contains(existing) }) {
@@ -134,16 +143,23 @@ final class LMDBEnvironment: FileStorageEngine {
                     throw StorageError.notAStore("it is the lock file of a store this process has open")
                 }
             }
+            if !configuration.replaying {
+                openingLock = try OpeningLock(path, exclusive: configuration.exclusive && !configuration.readOnly,
+                                              creating: !configuration.readOnly)
+            }
+            // The map of a file written in place is as long as the file (LMDB sets the file's length to the map's),
+            // and at least as long as its last commit needs: a file is never cut by opening it.
+            let mapSize = inPlace ? LMDBEnvironment.inPlaceMapSize(opening: path) : configuration.initialMapSize
             let env: OpaquePointer
             do {
-                env = try LMDBEnvironment.open(path, flags: flags, configuration)
+                env = try LMDBEnvironment.open(path, flags: flags, mapSize: mapSize, configuration)
             } catch let error as LMDBError where configuration.readOnly && (error.code == EACCES || error.code == EPERM)
                         && access(path, R_OK) == 0 {
                 // The data file can be read, so it is the lock file that cannot be opened for writing.
                 guard LMDBEnvironment.lockFileIsUnused(path + "-lock") else {
                     throw StorageError.lockFileUnavailable(error.message)
                 }
-                env = try LMDBEnvironment.open(path, flags: flags | LMDBFlags.noLock, configuration)
+                env = try LMDBEnvironment.open(path, flags: flags | LMDBFlags.noLock, mapSize: mapSize, configuration)
                 withoutLock = true
             }
             guard let id = LMDBEnvironment.fileID(of: path) else {
@@ -166,6 +182,8 @@ final class LMDBEnvironment: FileStorageEngine {
         self.raw = env
         self.fileID = registered
         self.isWithoutLockFile = withoutLock
+        self.writesInPlace = inPlace
+        self.openingLock = openingLock
         if !configuration.readOnly && !configuration.replaying && !withoutLock {
             do {
                 let logs = configuration.sync == .full && configuration.writeLog
@@ -211,14 +229,15 @@ final class LMDBEnvironment: FileStorageEngine {
     }
 
     /// Creates and opens an environment handle; on failure the handle is closed, as LMDB requires.
-    private static func open(_ path: String, flags: UInt32, _ configuration: Configuration) throws -> OpaquePointer {
+    private static func open(_ path: String, flags: UInt32, mapSize: Int, _ configuration: Configuration) throws
+        -> OpaquePointer {
         var env: OpaquePointer?
         try lmdbCheck(mdb_env_create(&env))
         guard let env else { throw LMDBError(code: ENOMEM) }
         do {
             try lmdbCheck(mdb_env_set_maxdbs(env, configuration.maxDatabases))
             try lmdbCheck(mdb_env_set_maxreaders(env, configuration.maxReaders))
-            try lmdbCheck(mdb_env_set_mapsize(env, configuration.initialMapSize))
+            try lmdbCheck(mdb_env_set_mapsize(env, mapSize))
             try lmdbCheck(mdb_env_open(env, path, flags, 0o644))
             return env
         } catch {
@@ -318,6 +337,7 @@ final class LMDBEnvironment: FileStorageEngine {
             briefCommit.withLock { $0 = nil }
             if orderly && !configuration.readOnly { _ = mdb_env_sync(env, 1) }
             LMDBEnvironment.close(env, forgetting: fileID)
+            openingLock = nil
             raw = nil
         }
     }
@@ -1010,8 +1030,29 @@ final class LMDBEnvironment: FileStorageEngine {
     private func growIfNearlyFull(alone: Bool) throws {
         let (used, size) = try usage()
         if used > size / 10 * 8 && size < configuration.maximumMapSize {
-            try resize(min(configuration.maximumMapSize, size * 2), alone: alone)
+            try resize(min(configuration.maximumMapSize, grown(size, using: used)), alone: alone)
         }
+    }
+
+    /// The size the map grows to from `size`: twice that, or, where the file is as long as the map
+    /// (``writesInPlace``), half as much again as what is in use.
+    private func grown(_ size: Int, using used: Int) -> Int {
+        writesInPlace ? max(size + (1 << 20), LMDBEnvironment.inPlaceMapSize(for: used)) : size * 2
+    }
+
+    /// The map's size for `used` bytes in a file written in place: half as much again, at least 1 MiB more, in whole
+    /// MiB. Growing by a half keeps the file near its data, and the map below 80% full after each step.
+    static func inPlaceMapSize(for used: Int) -> Int {
+        let size = used + max(used / 2, 1 << 20)
+        return (size + (1 << 20) - 1) & ~((1 << 20) - 1)
+    }
+
+    /// The map's size for opening `path` to write in place: the file's length, or more if its last commit names
+    /// pages past its end (pages taken and freed again in one commit are never written), or if it is new.
+    private static func inPlaceMapSize(opening path: String) -> Int {
+        let length = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
+        let committed = length == 0 ? 0 : LMDBFileCheck.run(path: path, metaOnly: true).committedSize ?? 0
+        return max(length, committed > length || length == 0 ? inPlaceMapSize(for: committed) : 0)
     }
 
     private func grow(alone: Bool) throws {
@@ -1020,11 +1061,11 @@ final class LMDBEnvironment: FileStorageEngine {
             var dead: Int32 = 0
             try lmdbCheck(mdb_reader_check(env, &dead))
         }
-        let (_, size) = try usage()
+        let (used, size) = try usage()
         guard size < configuration.maximumMapSize else {
             throw StorageError.full(maximum: configuration.maximumMapSize)
         }
-        try resize(min(configuration.maximumMapSize, size * 2), alone: alone)
+        try resize(min(configuration.maximumMapSize, grown(size, using: used)), alone: alone)
     }
 
     /// Sets the map's size with no transaction of this process open, as LMDB requires: alone, or already so.
@@ -1169,3 +1210,32 @@ extension FileStorage {
     }
 }
 
+
+/// The `flock` an opening of a store's file holds on the data file until it closes: shared by every opening, or
+/// alone by an exclusive one (``FileStorage/Configuration/exclusive``). Another process's opening that cannot take
+/// its own is refused at once rather than made to wait. LMDB locks only the lock file, never the data file; a
+/// `flock` belongs to its open file description, so that no other descriptor of the file the process closes lets
+/// it go (as closing one would let go of an `fcntl` lock).
+final class OpeningLock {
+    private let descriptor: Int32
+
+    /// Throws ``StorageError/openExclusivelyElsewhere`` or ``StorageError/openElsewhere`` when another process's
+    /// lock is in the way. A file that does not exist yet is made (`creating`), as LMDB would. `nil` where the file
+    /// cannot be opened at all: LMDB's own opening then says why.
+    init?(_ path: String, exclusive: Bool, creating: Bool) throws {
+        var fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 && errno == ENOENT && creating { fd = Glibc.open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644) }
+        guard fd >= 0 else { return nil }
+        while flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            Glibc.close(fd)
+            guard code == EWOULDBLOCK else { throw LMDBError(code: code) }
+            // (A shared lock is refused only by an exclusive one.)
+            throw exclusive ? StorageError.openElsewhere : StorageError.openExclusivelyElsewhere
+        }
+        descriptor = fd
+    }
+
+    deinit { Glibc.close(descriptor) }
+}

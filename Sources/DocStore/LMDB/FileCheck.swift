@@ -17,6 +17,8 @@ struct LMDBFileCheck {
     private(set) var roots: [String: UInt64] = [:]
     private(set) var pageSize = 4096
     private(set) var newestCommit: UInt64?
+    /// How long the newest commit's meta page says the file is: its last page's end.
+    private(set) var committedSize: Int?
     private var pageCount = 0
     /// Pages found in use (1) or free (2), by page number.
     private var state: [UInt8] = []
@@ -92,7 +94,8 @@ struct LMDBFileCheck {
             var check = LMDBFileCheck(bytes: raw)
             check.run(metaOnly: metaOnly)
             return Findings(problems: check.problems, pagesChecked: check.pagesChecked, roots: check.roots,
-                            pageSize: check.pageSize, newestCommit: check.newestCommit)
+                            pageSize: check.pageSize, newestCommit: check.newestCommit,
+                            committedSize: check.committedSize)
         }
     }
 
@@ -103,6 +106,8 @@ struct LMDBFileCheck {
         var pageSize: Int
         /// The newest commit a valid meta page records.
         var newestCommit: UInt64?
+        /// How long that commit's meta page says the file is.
+        var committedSize: Int? = nil
     }
 
     // MARK: Reading
@@ -145,6 +150,9 @@ struct LMDBFileCheck {
         guard isLMDBFile else { return }
         let metas = readMetas()
         newestCommit = metas.map(\.txnid).max()
+        if let newest = metas.max(by: { $0.txnid < $1.txnid }) {
+            committedSize = Int(clamping: newest.lastPage &+ 1).multipliedReportingOverflow(by: pageSize).partialValue
+        }
         guard !metaOnly else { return }
         // The newest commit, what LMDB opens. A writer writes the next commit's meta page over the older one, never
         // over the newest; and a reader of any commit keeps the pages of every commit from it on, so that a check

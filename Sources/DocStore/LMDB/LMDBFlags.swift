@@ -7,6 +7,10 @@ enum LMDBFlags {
     static let readOnly = UInt32(MDB_RDONLY)
     static let noLock = UInt32(MDB_NOLOCK)
     static let noSync = UInt32(MDB_NOSYNC)
+    /// Commits change their pages in place, in a writable map, rather than writing copies with `pwrite`. LMDB then
+    /// has no nested transactions (``LMDBTransaction/nested(_:)`` undoes by notes instead), keeps the file as long as
+    /// the map, and must be the only process with the file open.
+    static let writeMap = UInt32(MDB_WRITEMAP)
     static let noMetaSync = UInt32(MDB_NOMETASYNC)
     static let create = UInt32(MDB_CREATE)
     static let duplicateSort = UInt32(MDB_DUPSORT)

@@ -25,6 +25,15 @@ final class LMDBTransaction: StorageTransaction {
     /// Where a logged write (``WriteLog``) records its changes, with its nested transactions'; `nil` in a write
     /// that is not logged.
     var capture: WriteCapture?
+    /// What undoes the changes made in ``nested(_:)`` scopes, in an environment that writes in place
+    /// (`MDB_WRITEMAP`), where LMDB has no nested transactions; `nil` outside such a scope.
+    private var undo: UndoJournal?
+    /// Whether the environment writes its pages in place (`MDB_WRITEMAP`): ``nested(_:)`` then runs in this
+    /// transaction, undoing what it changed when it throws.
+    private lazy var writesInPlace: Bool = {
+        var flags: UInt32 = 0
+        return mdb_env_get_flags(mdb_txn_env(raw), &flags) == MDB_SUCCESS && flags & UInt32(MDB_WRITEMAP) != 0
+    }()
 
     var changes: Int { access.changes }
 
@@ -109,6 +118,7 @@ final class LMDBTransaction: StorageTransaction {
     ///
     /// The corresponding LMDB functions are `mdb_txn_begin` (with a parent), `mdb_txn_commit` and `mdb_txn_abort`.
     func nested<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        if writesInPlace { return try undoable(body) }
         var handle: OpaquePointer?
         let begun = mdb_txn_begin(mdb_txn_env(raw), raw, 0, &handle)
         guard begun == MDB_SUCCESS, let handle else {
@@ -142,6 +152,117 @@ final class LMDBTransaction: StorageTransaction {
             if let error = error as? LMDBError { throw error.storageError }
             throw error
         }
+    }
+
+    /// ``nested(_:)`` where LMDB has none (`MDB_WRITEMAP`): `body` runs in this transaction, and each change it
+    /// makes first notes what undoes it (the value a key held, whether a key held a value, a database it made).
+    /// When `body` throws, the notes are played back from the last, so that this transaction is as it was, as after
+    /// a nested one's abort. A change that cannot be undone so (a database dropped or emptied), or an undo that
+    /// fails, leaves the transaction unable to commit (``interruptedChange``): the whole write fails, or runs again
+    /// as a whole.
+    private func undoable<R>(_ body: (any StorageTransaction) throws -> R) throws -> R {
+        let journal = undo ?? UndoJournal()
+        let outermost = undo == nil
+        undo = journal
+        defer { if outermost { undo = nil } }
+        let mark = journal.entries.count
+        let (irreversibleBefore, interruptedBefore) = (journal.irreversible, interruptedChange)
+        let recordedBefore = capture?.mark()
+        do {
+            let result = try body(self)
+            if metMapFull { throw LMDBError.mapFull }
+            // (A change interrupted in `body`, which caught its error.)
+            if interruptedBefore == nil, let interrupted = interruptedChange {
+                throw StorageError.interruptedChange(interrupted)
+            }
+            return result
+        } catch {
+            // A full map runs the whole write again; a transaction already unable to commit stays so.
+            guard !metMapFull, interruptedBefore == nil else { throw error }
+            guard !journal.irreversible || irreversibleBefore else {
+                if interruptedChange == nil { interruptedChange = error }
+                throw error
+            }
+            do {
+                try rollBack(journal, to: mark)
+            } catch let failure {
+                interruptedChange = failure
+                throw error
+            }
+            interruptedChange = nil
+            if let recordedBefore { capture?.rollBack(to: recordedBefore) }
+            throw error
+        }
+    }
+
+    /// Plays `journal`'s notes back from the last down to `mark`, with LMDB's calls alone (nothing recorded).
+    private func rollBack(_ journal: UndoJournal, to mark: Int) throws {
+        for putCursor in putCursors.values { mdb_cursor_close(putCursor) }
+        putCursors = [:]
+        while journal.entries.count > mark {
+            let entry = journal.entries.removeLast()
+            var rc: Int32 = MDB_SUCCESS
+            entry.key.withUnsafeBytes { kb in
+                var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
+                switch entry.change {
+                case .absent:
+                    rc = mdb_del(raw, entry.space, &k, nil)
+                case .held(let old):
+                    rc = old.withUnsafeBytes { vb in
+                        var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
+                        return mdb_put(raw, entry.space, &k, &v, 0)
+                    }
+                case .valueAbsent(let value):
+                    rc = value.withUnsafeBytes { vb in
+                        var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
+                        return mdb_del(raw, entry.space, &k, &v)
+                    }
+                case .made:
+                    // Deleted, and its handle closed: nothing of the scope's names it once it has ended.
+                    rc = mdb_drop(raw, entry.space, 1)
+                    if rc == MDB_SUCCESS { access.opened.removeAll { $0.1 == entry.space } }
+                }
+            }
+            if rc != MDB_NOTFOUND { try check(rc) }
+        }
+    }
+
+    /// Before a change of `key` in `db` inside a ``nested(_:)`` scope that writes in place: notes what undoes it.
+    /// `value`: the value a put adds to, or a delete takes from, a duplicate-sorted space; `nil` for a delete of
+    /// every value the key holds.
+    private func noteBeforeChanging(_ db: KeySpace, _ key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer?,
+                                    deleting: Bool) throws {
+        guard let undo else { return }
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        if try flags(of: db) & LMDBFlags.duplicateSort == 0 {
+            var old = MDB_val()
+            let rc = mdb_get(raw, db.number, &k, &old)
+            if rc != MDB_NOTFOUND { try check(rc) }
+            undo.entries.append(UndoJournal.Entry(space: db.number, key: Array(key), change: rc == MDB_NOTFOUND
+                ? .absent : .held(Array(UnsafeRawBufferPointer(start: old.mv_data, count: old.mv_size)))))
+            return
+        }
+        let cursor = try newCursor(db)
+        defer { mdb_cursor_close(cursor) }
+        if let value {
+            var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            let rc = mdb_cursor_get(cursor, &k, &v, MDB_GET_BOTH)
+            if rc != MDB_NOTFOUND { try check(rc) }
+            let held = rc == MDB_SUCCESS
+            // A put of a value held, or a delete of one not held, changes nothing.
+            guard held == deleting else { return }
+            undo.entries.append(UndoJournal.Entry(space: db.number, key: Array(key),
+                                                  change: deleting ? .held(Array(value)) : .valueAbsent(Array(value))))
+            return
+        }
+        var v = MDB_val()
+        var rc = mdb_cursor_get(cursor, &k, &v, MDB_SET_KEY)
+        while rc == MDB_SUCCESS {
+            undo.entries.append(UndoJournal.Entry(space: db.number, key: Array(key),
+                                                  change: .held(Array(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)))))
+            rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT_DUP)
+        }
+        if rc != MDB_NOTFOUND { try check(rc) }
     }
 
     /// A read transaction begun now on the same environment, kept only if it sees the same commit as this one.
@@ -201,7 +322,7 @@ final class LMDBTransaction: StorageTransaction {
         if duplicateSort { flags |= LMDBFlags.duplicateSort | (fixedSizeValues ? LMDBFlags.fixedSizeDuplicates : 0) }
         var dbi: MDB_dbi = 0
         // A logged write records a database it makes (one that is only opened changes nothing).
-        let recording = create && capture != nil
+        let recording = create && (capture != nil || undo != nil)
         var rc = mdb_dbi_open(raw, name, recording ? flags & ~LMDBFlags.create : flags, &dbi)
         let made = recording && rc == MDB_NOTFOUND
         if made { rc = mdb_dbi_open(raw, name, flags, &dbi) }
@@ -210,6 +331,7 @@ final class LMDBTransaction: StorageTransaction {
         if let name { access.opened.append((name, dbi)) }
         let space = KeySpace(number: dbi)
         if made { _ = recorded(space) }
+        if made { undo?.entries.append(UndoJournal.Entry(space: dbi, key: [], change: .made)) }
         return space
     }
 
@@ -227,6 +349,7 @@ final class LMDBTransaction: StorageTransaction {
     /// alone (``TransactionGate``), or it fails here and the environment runs it again alone.
     func drop(_ db: KeySpace, delete: Bool) throws {
         access.changes &+= 1
+        undo?.irreversible = true
         if delete { try access.deletingKeySpace() }
         if let cursor = putCursors.removeValue(forKey: db.number) { mdb_cursor_close(cursor) }
         let number = recorded(db)
@@ -325,6 +448,7 @@ final class LMDBTransaction: StorageTransaction {
         if noOverwrite { flags |= LMDBFlags.noOverwrite }
         if noDuplicate { flags |= LMDBFlags.noDuplicateData }
         let rc: Int32
+        if undo != nil { try noteBeforeChanging(db, key, value: value, deleting: false) }
         if !noOverwrite, let cursor = try putCursor(db) {
             var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
             var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
@@ -391,6 +515,7 @@ final class LMDBTransaction: StorageTransaction {
                     greatest.append(contentsOf: v)
                 }
             }
+            if undo != nil { try noteBeforeChanging(db, k, value: v, deleting: false) }
             try check(mdb_cursor_put(cursor, &keyValue, &value, flags))
             capture?.add(.put, recorded(db), key: k, value: v)
         }
@@ -398,6 +523,11 @@ final class LMDBTransaction: StorageTransaction {
 
     /// The corresponding LMDB function is `mdb_put`, with `MDB_APPEND`.
     func append(_ db: KeySpace, _ key: [UInt8], _ value: [UInt8]) throws {
+        if undo != nil {
+            try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in
+                try noteBeforeChanging(db, k, value: v, deleting: false)
+            } }
+        }
         try check(key.withUnsafeBytes { k in value.withUnsafeBytes { v in put(db, k, v, flags: LMDBFlags.append) } })
     }
 
@@ -416,6 +546,15 @@ final class LMDBTransaction: StorageTransaction {
     @discardableResult
     func delete(_ db: KeySpace, _ key: [UInt8], value: [UInt8]?) throws -> Bool {
         access.changes &+= 1
+        if undo != nil {
+            try key.withUnsafeBytes { k in
+                if let value {
+                    try value.withUnsafeBytes { v in try noteBeforeChanging(db, k, value: v, deleting: true) }
+                } else {
+                    try noteBeforeChanging(db, k, value: nil, deleting: true)
+                }
+            }
+        }
         return try key.withUnsafeBytes { kb in
             var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
             let rc: Int32
@@ -491,4 +630,27 @@ final class TransactionAccess {
         holdsKeySpaces = false
         gate.keySpaces.unlock()
     }
+}
+
+/// The notes ``LMDBTransaction`` keeps, inside ``LMDBTransaction/nested(_:)`` scopes of an environment that writes in
+/// place, to undo what they changed: for each change, in order, what its key held before it.
+final class UndoJournal {
+    struct Entry {
+        enum Change {
+            /// The key held no value (a space that is not duplicate-sorted): undone by deleting it.
+            case absent
+            /// The key held this value (or, in a duplicate-sorted space, held it among others): put back.
+            case held([UInt8])
+            /// A duplicate-sorted key did not hold this value: undone by deleting the value.
+            case valueAbsent([UInt8])
+            /// The database was made (``key`` is empty): undone by deleting it.
+            case made
+        }
+        let space: MDB_dbi
+        let key: [UInt8]
+        let change: Change
+    }
+    var entries: [Entry] = []
+    /// Set once a scope made a change the notes cannot undo (a database dropped or emptied).
+    var irreversible = false
 }

@@ -85,6 +85,10 @@ enum FileStorage {
         var writeLog = true
         /// Set for the environment that applies a write log after a crash of the machine.
         var replaying = false
+        /// The file is this process's alone while it is open: an opening in another process is refused, and this
+        /// one is refused while another process has the file open. With ``Sync/none``, commits then change the
+        /// file's pages in place (LMDB's `MDB_WRITEMAP`), which LMDB allows only when every process does.
+        var exclusive = false
     }
 
     /// What a commit syncs.

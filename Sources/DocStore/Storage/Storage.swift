@@ -378,6 +378,8 @@ package enum StorageError: Error, CustomStringConvertible {
     case alreadyOpenInProcess
     /// Another process has the file open, and the operation needs it to itself.
     case openElsewhere
+    /// Another process has the file open for itself alone (``FileStorage/Configuration/exclusive``).
+    case openExclusivelyElsewhere
     /// Another process wrote to the file while the operation, which needs it to itself, was under way; what the
     /// operation made was thrown away.
     case writtenMeanwhile
@@ -403,6 +405,7 @@ package enum StorageError: Error, CustomStringConvertible {
              .outcomeUnknown(let why), .failed(let why): why
         case .alreadyOpenInProcess: "the file is already open in this process"
         case .openElsewhere: "another process has the file open"
+        case .openExclusivelyElsewhere: "another process has the file open for itself alone"
         case .writtenMeanwhile: "another process wrote to the file meanwhile"
         case .mapGrownElsewhere: "another process grew the file's map"
         case .nestingRefused(let why): "a nested transaction was refused: \(why)"

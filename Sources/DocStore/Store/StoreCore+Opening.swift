@@ -32,6 +32,7 @@ extension StoreCore {
         }
         var configuration = StoreCore.configuration(options)
         configuration.readOnly = options.readOnly
+        configuration.exclusive = options.exclusive
         // A machine that stopped before the last commits reached the disk: their record is applied first, before
         // anything reads the file's pages.
         do { try FileStorage.recover(path: path, configuration: configuration) } catch {
@@ -70,6 +71,12 @@ extension StoreCore {
             case .alreadyOpenInProcess:
                 throw DocStoreError(.alreadyOpen, "\(path) is already open in this process; share that DocStore "
                     + "instead of opening it twice (LMDB allows one environment per file and process)")
+            case .openElsewhere:
+                throw DocStoreError(.alreadyOpen, "cannot open \(path) exclusively (DocStore.Options.exclusive): "
+                    + "another process has it open")
+            case .openExclusivelyElsewhere:
+                throw DocStoreError(.alreadyOpen, "cannot open \(path): another process has it open exclusively "
+                    + "(DocStore.Options.exclusive) until it closes the store")
             default:
                 let how = options.readOnly ? " read-only" : ""
                 var denied = false
