@@ -5,7 +5,7 @@ import TestSupport
 /// `swift run -c release bench [--docs N,N] [--scenario S,S] [--peer P,P] [--runs N] [--json FILE] [--chart FILE.svg]`
 enum BenchCommand {
     static let usage = """
-        usage: bench [--docs 10000,100000,1000000] [--scenario NAME,...] [--peer docstore,grdb,sqlite,lmdb,docstore1]
+        usage: bench [--docs 10000,100000,1000000] [--scenario NAME,...] [--peer docstore,grdb,sqlite,lmdb,docstore1,docstore-x]
                      [--runs 5] [--form ids,raw,decoded] [--durability full|normal|off] [--json FILE] [--chart FILE.svg]
                      [--check THRESHOLDS] [--postgres URL] [--quiet]
         peers on PostgreSQL: docstore-pg (DocStore on it), postgres (jsonb documents, plain SQL through libpq); on a

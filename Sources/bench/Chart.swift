@@ -3,7 +3,7 @@ import Foundation
 /// Draws the figures as SVG: throughput per scenario and peer at the largest document count (a log scale), and how
 /// each peer's throughput grows with the number of documents.
 enum Chart {
-    static let colors = ["DocStore": "#1f77b4", "DocStore, 1 thread": "#17becf", "GRDB": "#ff7f0e", "SQLite C": "#2ca02c", "raw LMDB": "#7f7f7f"]
+    static let colors = ["DocStore": "#1f77b4", "DocStore, 1 thread": "#17becf", "DocStore, exclusive": "#9467bd", "GRDB": "#ff7f0e", "SQLite C": "#2ca02c", "raw LMDB": "#7f7f7f"]
 
     /// The measurement each scenario shows: documents decoded where the peer decodes, else its rows read (`raw`).
     static func shown(_ all: [Measurement]) -> [Measurement] {
@@ -17,7 +17,7 @@ enum Chart {
     static func svg(_ all: [Measurement]) -> String {
         let shownAll = shown(all)
         guard let largest = shownAll.map(\.documents).max() else { return "<svg xmlns=\"http://www.w3.org/2000/svg\"/>" }
-        let peers = ["DocStore", "DocStore, 1 thread", "GRDB", "SQLite C", "raw LMDB"].filter { p in shownAll.contains { $0.peer == p } }
+        let peers = ["DocStore", "DocStore, 1 thread", "DocStore, exclusive", "GRDB", "SQLite C", "raw LMDB"].filter { p in shownAll.contains { $0.peer == p } }
         var scenarios: [String] = []
         for m in shownAll where !scenarios.contains(m.scenario) { scenarios.append(m.scenario) }
         let rowHeight = 12.0 * Double(peers.count) + 10

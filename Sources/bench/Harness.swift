@@ -115,6 +115,7 @@ struct Harness {
         switch name.lowercased() {
         case "docstore": return DocStorePeer(durability: durability)
         case "docstore1": return DocStorePeer(scanThreads: 1, durability: durability)
+        case "docstore-x", "docstorex": return DocStorePeer(durability: durability, exclusive: true)
         #if GRDB
         case "grdb": return GRDBPeer(durability: durability)
         #endif

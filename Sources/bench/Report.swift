@@ -43,17 +43,24 @@ enum Report {
     /// A markdown table per document count.
     static func table(_ all: [Measurement]) -> String {
         var out = ""
-        let peers = ["DocStore", "DocStore, 1 thread", "GRDB", "SQLite C", "raw LMDB"].filter { p in all.contains { $0.peer == p } }
+        let exclusive = "DocStore, exclusive"
+        let peers = ["DocStore", "DocStore, 1 thread", exclusive, "GRDB", "SQLite C", "raw LMDB"]
+            .filter { p in all.contains { $0.peer == p } }
+        // The exclusive store's own ratio to SQLite C, in a column of its own, when it ran.
+        let ratios = ["GRDB", "SQLite C", "raw LMDB"].map { (peer: "vs \($0)", of: "DocStore", to: $0) }
+            + (peers.contains(exclusive) ? [(peer: "exclusive vs SQLite C", of: exclusive, to: "SQLite C")] : [])
         for count in Set(all.map(\.documents)).sorted() {
             out += "\n### \(count) documents\n\n"
             out += "| scenario | form | " + peers.map { "\($0) (median, docs/s)" }.joined(separator: " | ")
-                + " | vs GRDB | vs SQLite C | vs raw LMDB |\n"
-            out += "|" + String(repeating: " --- |", count: 2 + peers.count + 3) + "\n"
+                + " | " + ratios.map(\.peer).joined(separator: " | ") + " |\n"
+            out += "|" + String(repeating: " --- |", count: 2 + peers.count + ratios.count) + "\n"
             let rows = all.filter { $0.documents == count && $0.peer == "DocStore" }
             for m in rows {
                 var line = "| \(m.scenario) | \(m.form) |" + peers.map { cell(all, $0, like: m) }.joined()
-                for p in ["GRDB", "SQLite C", "raw LMDB"] {
-                    if let r = ratio(all, m, to: p) {
+                for column in ratios {
+                    let ours = column.of == m.peer ? m : all.first { $0.peer == column.of && $0.scenario == m.scenario
+                        && $0.form == m.form && $0.documents == m.documents }
+                    if let ours, let r = ratio(all, ours, to: column.to) {
                         line += r >= 1 ? String(format: " %.2fx |", r) : String(format: " **%.2fx (behind)** |", r)
                     } else {
                         line += " – |"

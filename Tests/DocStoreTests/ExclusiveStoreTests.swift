@@ -94,12 +94,13 @@ import TestSupport
                 try await store.delete(Person.self, id: person.id)
                 expected[person.id] = nil
             }
+            // (Checked after each round: right after a step, the file is longest for what it holds.)
+            let length = try Self.length(path)
+            let committed = try #require(LMDBFileCheck.run(path: path, metaOnly: true).committedSize)
+            #expect(length >= committed)
+            #expect(length <= LMDBEnvironment.inPlaceMapSize(for: committed) + (1 << 20),
+                    "round \(round): the file is \(length) bytes for \(committed) in use")
         }
-        let length = try Self.length(path)
-        let committed = try #require(LMDBFileCheck.run(path: path, metaOnly: true).committedSize)
-        #expect(length >= committed)
-        #expect(length <= LMDBEnvironment.inPlaceMapSize(for: committed) + (1 << 20),
-                "the file is \(length) bytes for \(committed) in use")
         #expect(try await store.verify().isClean)
         await store.close()
 
@@ -116,6 +117,82 @@ import TestSupport
             #expect(try await reopened.verify().isClean)
             await reopened.close()
         }
+    }
+
+    /// Leaves the file at `path` shorter than its last commit says, as a file whose last pages are free and were
+    /// never written is: a large value is written and deleted, and the file then cut before the first of its last
+    /// pages that the structural check finds free (the check of the shorter file is clean).
+    static func shortenByAFreedTail(_ path: String) throws {
+        var configuration = LMDBEnvironment.Configuration(initialMapSize: 64 << 20, maximumMapSize: 64 << 20,
+                                                          maxDatabases: 64, maxReaders: 16)
+        configuration.sync = .none   // (no write log, whose pin would keep every freed page from being taken again)
+        let env = try LMDBEnvironment(path: path, configuration: configuration)
+        let key = Array("big".utf8)
+        // Then small commits: they take the large value's pages, and free the pages at the end that the earlier
+        // ones wrote.
+        for step in 0..<8 {
+            try env.write { txn in
+                guard let db = try txn.openKeySpace("scratch", create: true) else { throw StorageError.failed("no space") }
+                switch step {
+                case 0: try txn.put(db, key, [UInt8](repeating: 7, count: 1 << 20))
+                case 1: _ = try txn.delete(db, key, value: nil)
+                default: try txn.put(db, Array("small".utf8), [UInt8(step)])
+                }
+            }
+        }
+        env.close()
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        var cut = bytes.count
+        while cut > 4096 * 4, LMDBFileCheck.run(data: bytes.prefix(cut - 4096)).problems.isEmpty { cut -= 4096 }
+        try #require(cut < bytes.count, "no page at the file's end is free")
+        try bytes.prefix(cut).write(to: URL(fileURLWithPath: path))
+        let committed = try #require(LMDBFileCheck.run(path: path, metaOnly: true).committedSize)
+        try #require(committed > (try length(path)), "the file is not shorter than its last commit")
+    }
+
+    /// A store's file shorter than its last commit says is lengthened to it by an opening that writes in place
+    /// (which maps the whole of it); another program's file is opened as it is, refused, and left unchanged.
+    @Test func aShortFileIsLengthenedOnlyIfItIsAStores() async throws {
+        let dir = TemporaryDirectory()
+        var options = DocStore.Options()
+        (options.exclusive, options.durability) = (true, .off)
+
+        let other = dir.path("other.mdb")
+        do {
+            let env = try LMDBEnvironment(path: other, configuration: .init(initialMapSize: 1 << 20,
+                                          maximumMapSize: 1 << 20, maxDatabases: 8, maxReaders: 16))
+            try env.write { txn in
+                guard let db = try txn.openKeySpace("other", create: true) else { throw StorageError.failed("no space") }
+                try txn.put(db, Array("key".utf8), Array("their value".utf8))
+            }
+            env.close()
+        }
+        try Self.shortenByAFreedTail(other)
+        let before = try Data(contentsOf: URL(fileURLWithPath: other))
+        do {
+            _ = try await DocStore(path: other, options: options)
+            Issue.record("another program's file opened as a store")
+        } catch let error as DocStoreError {
+            #expect(error.code == .notAStore, "\(error)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: other)) == before, "another program's file changed")
+
+        let path = dir.path("short.db")
+        let people = (0..<300).map { Person(name: "p\($0)", age: $0 % 50, email: "p\($0)@example.com") }
+        do {
+            let store = try await DocStore(path: path)
+            try await store.insert(contentsOf: people)
+            await store.close()
+        }
+        try Self.shortenByAFreedTail(path)
+        let store = try await DocStore(path: path, options: options)
+        let committed = try #require(LMDBFileCheck.run(path: path, metaOnly: true).committedSize)
+        #expect(try Self.length(path) >= committed)
+        try await store.insert(Person(name: "after", age: 1))
+        #expect(try await Person.query().count(in: store) == 301)
+        #expect(try await Person.include(#Predicate { $0.age == 7 }).count(in: store) == 6)
+        #expect(try await store.verify().isClean)
+        await store.close()
     }
 
     static func length(_ path: String) throws -> Int {

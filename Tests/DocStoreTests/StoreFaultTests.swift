@@ -92,14 +92,14 @@ private final class StopFlag: Sendable {
         #expect(!FileManager.default.fileExists(atPath: path + "-lock"))
     }
 
-    @Test(arguments: [19, 4096, 20_000])
-    func fileOfGarbageIsNotAStoreAndIsLeftAlone(size: Int) async throws {
+    @Test(arguments: [19, 4096, 20_000], writeModes)
+    func fileOfGarbageIsNotAStoreAndIsLeftAlone(size: Int, mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("garbage.bin")
         let bytes = faultGarbage(count: size, seed: UInt64(size))
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         await expectError(.notAStore, mentions: [path]) {
-            _ = try await DocStore(path: path)
+            _ = try await DocStore(path: path, options: mode.options())
         }
         let after = try Data(contentsOf: URL(fileURLWithPath: path))
         #expect(after == Data(bytes), "the file must not be changed")
@@ -109,7 +109,7 @@ private final class StopFlag: Sendable {
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(bytes))
     }
 
-    @Test func lmdbEnvironmentOfAnotherProgramIsNotAStore() async throws {
+    @Test(arguments: writeModes) func lmdbEnvironmentOfAnotherProgramIsNotAStore(mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
         let path = dir.path("other.mdb")
         let configuration = LMDBEnvironment.Configuration(initialMapSize: 1 << 20, maximumMapSize: 1 << 20,
@@ -125,7 +125,7 @@ private final class StopFlag: Sendable {
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
 
         let error = await expectError(.notAStore, mentions: [path, "'other'"]) {
-            _ = try await DocStore(path: path)
+            _ = try await DocStore(path: path, options: mode.options())
         }
         #expect(error?.message.contains("another program") == true, "\(error?.message ?? "")")
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the other program's file must not change")

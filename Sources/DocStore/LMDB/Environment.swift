@@ -38,6 +38,8 @@ final class LMDBEnvironment: FileStorageEngine {
     let writesInPlace: Bool
     /// This opening's `flock` on the data file (``OpeningLock``), held until the environment closes.
     private var openingLock: OpeningLock?
+    /// Whether a write of this environment has committed. (Changed by the writer alone.)
+    private var hasCommitted = false
     /// The thread that syncs the file every ``Configuration/flushInterval``, if any.
     private(set) var flusher: Flusher?
     /// Where this process's transactions wait for each other.
@@ -148,8 +150,18 @@ final class LMDBEnvironment: FileStorageEngine {
                                               creating: !configuration.readOnly)
             }
             // The map of a file written in place is as long as the file (LMDB sets the file's length to the map's),
-            // and at least as long as its last commit needs: a file is never cut by opening it.
-            let mapSize = inPlace ? LMDBEnvironment.inPlaceMapSize(opening: path) : configuration.initialMapSize
+            // and at least as long as its last commit needs: a file is never cut by opening it. One that is shorter
+            // than that (free pages at its end were never written) is lengthened, if it is a store's: another
+            // program's file is opened as it is, to be refused.
+            var mapSize = configuration.initialMapSize
+            if inPlace {
+                let (size, lengthens) = LMDBEnvironment.inPlaceMapSize(opening: path)
+                if !lengthens || LMDBEnvironment.holdsCatalog(path, configuration) {
+                    mapSize = size
+                } else {
+                    flags &= ~LMDBFlags.writeMap
+                }
+            }
             let env: OpaquePointer
             do {
                 env = try LMDBEnvironment.open(path, flags: flags, mapSize: mapSize, configuration)
@@ -182,7 +194,7 @@ final class LMDBEnvironment: FileStorageEngine {
         self.raw = env
         self.fileID = registered
         self.isWithoutLockFile = withoutLock
-        self.writesInPlace = inPlace
+        self.writesInPlace = flags & LMDBFlags.writeMap != 0
         self.openingLock = openingLock
         if !configuration.readOnly && !configuration.replaying && !withoutLock {
             do {
@@ -684,6 +696,7 @@ final class LMDBEnvironment: FileStorageEngine {
                     if rc == MDB_MAP_FULL { try grow(alone: alone); continue }
                     try lmdbCheck(rc)
                     if record != nil { log?.committed(txnid) }
+                    hasCommitted = true
                     txn.keptKeySpaces = true
                     access.committed()
                     return result
@@ -1028,6 +1041,9 @@ final class LMDBEnvironment: FileStorageEngine {
     }
 
     private func growIfNearlyFull(alone: Bool) throws {
+        // (A file written in place grows with its map: not before this environment has committed, so that the
+        // write with which a store's opening looks at a file refused as another program's leaves it as it was.)
+        guard !writesInPlace || hasCommitted else { return }
         let (used, size) = try usage()
         if used > size / 10 * 8 && size < configuration.maximumMapSize {
             try resize(min(configuration.maximumMapSize, grown(size, using: used)), alone: alone)
@@ -1048,11 +1064,27 @@ final class LMDBEnvironment: FileStorageEngine {
     }
 
     /// The map's size for opening `path` to write in place: the file's length, or more if its last commit names
-    /// pages past its end (pages taken and freed again in one commit are never written), or if it is new.
-    private static func inPlaceMapSize(opening path: String) -> Int {
+    /// pages past its end (pages taken and freed again in one commit are never written), or if it is new; and
+    /// whether LMDB will then lengthen a file that has pages.
+    private static func inPlaceMapSize(opening path: String) -> (size: Int, lengthens: Bool) {
         let length = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
         let committed = length == 0 ? 0 : LMDBFileCheck.run(path: path, metaOnly: true).committedSize ?? 0
-        return max(length, committed > length || length == 0 ? inPlaceMapSize(for: committed) : 0)
+        if length == 0 { return (inPlaceMapSize(for: 0), false) }
+        return committed > length ? (inPlaceMapSize(for: committed), true) : (length, false)
+    }
+
+    /// Whether the file at `path` has the catalog's key space (``KeySpace/catalogName``): read with an environment
+    /// of its own, read-only and closed again, before the file is opened to be written. (No other environment of
+    /// the file is open in the process: closing this one lets go of no lock another holds.)
+    private static func holdsCatalog(_ path: String, _ configuration: Configuration) -> Bool {
+        let flags = LMDBFlags.noSubdirectory | LMDBFlags.noThreadLocalStorage | LMDBFlags.readOnly
+        guard let env = try? open(path, flags: flags, mapSize: 0, configuration) else { return false }
+        defer { mdb_env_close(env) }
+        var txn: OpaquePointer?
+        guard mdb_txn_begin(env, nil, LMDBFlags.readOnly, &txn) == MDB_SUCCESS, let txn else { return false }
+        defer { mdb_txn_abort(txn) }
+        var dbi: MDB_dbi = 0
+        return mdb_dbi_open(txn, KeySpace.catalogName, 0, &dbi) == MDB_SUCCESS
     }
 
     private func grow(alone: Bool) throws {

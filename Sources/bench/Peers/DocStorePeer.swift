@@ -46,12 +46,16 @@ final class DocStorePeer: Peer {
     /// The schema of a store on PostgreSQL; `nil` for a file.
     private var schema: String?
     private let onPostgres: Bool
+    /// ``DocStore/Options/exclusive``: no other process opens the file, whose pages are written in place at `.off`.
+    private let exclusive: Bool
 
-    init(scanThreads: Int? = nil, durability: BenchDurability = .full, onPostgres: Bool = false) {
+    init(scanThreads: Int? = nil, durability: BenchDurability = .full, onPostgres: Bool = false, exclusive: Bool = false) {
         self.scanThreads = scanThreads
         self.durability = durability
         self.onPostgres = onPostgres
-        name = onPostgres ? "DocStore PG" : scanThreads.map { "DocStore, \($0) thread\($0 == 1 ? "" : "s")" } ?? "DocStore"
+        self.exclusive = exclusive
+        name = onPostgres ? "DocStore PG" : exclusive ? "DocStore, exclusive"
+            : scanThreads.map { "DocStore, \($0) thread\($0 == 1 ? "" : "s")" } ?? "DocStore"
     }
 
     /// Opens the store at `path`: a file, or a `postgres://` URL.
@@ -71,6 +75,7 @@ final class DocStorePeer: Peer {
         options.initialMapSize = 1 << 30
         if let scanThreads { options.scanThreads = scanThreads }
         options.durability = durability.docStore
+        options.exclusive = exclusive
         let store = try await Self.open(path, options)
         self.store = store
         for start in stride(from: 0, to: people.count, by: 10_000) {
@@ -83,6 +88,7 @@ final class DocStorePeer: Peer {
     func supports(_ scenario: Scenario, _ form: Form) -> Bool {
         ((scenario != .getByID && scenario != .lookupByID) || form == .decoded)
             && !(onPostgres && (scenario == .fileCheck || scenario.measuresReadsSideBySide))
+            && !(exclusive && scenario == .insertProcesses4)
     }
 
     /// The query of each reading scenario.
@@ -231,7 +237,10 @@ final class DocStorePeer: Peer {
 
     func fileSize() throws -> Int {
         if let schema { return try PostgresServer.size(ofSchema: schema) }
-        return (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        // A file written in place is as long as its map, the rest a hole: what it takes on disk is given then.
+        var status = stat()
+        guard stat(path, &status) == 0 else { return 0 }
+        return min(Int(status.st_size), Int(status.st_blocks) * 512)
     }
 
     func close() async {
