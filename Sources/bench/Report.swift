@@ -46,15 +46,18 @@ enum Report {
         let exclusive = "DocStore, exclusive"
         let peers = ["DocStore", "DocStore, 1 thread", exclusive, "GRDB", "SQLite C", "raw LMDB"]
             .filter { p in all.contains { $0.peer == p } }
-        // The exclusive store's own ratio to SQLite C, in a column of its own, when it ran.
-        let ratios = ["GRDB", "SQLite C", "raw LMDB"].map { (peer: "vs \($0)", of: "DocStore", to: $0) }
-            + (peers.contains(exclusive) ? [(peer: "exclusive vs SQLite C", of: exclusive, to: "SQLite C")] : [])
+        // The ratios are DocStore's as it opens by default, or, in a run without it, opened exclusively; the
+        // exclusive store's own ratio to SQLite C has a column of its own when both ran.
+        let primary = peers.contains("DocStore") || !peers.contains(exclusive) ? "DocStore" : exclusive
+        let ratios = ["GRDB", "SQLite C", "raw LMDB"].map { (peer: "vs \($0)", of: primary, to: $0) }
+            + (primary != exclusive && peers.contains(exclusive)
+               ? [(peer: "exclusive vs SQLite C", of: exclusive, to: "SQLite C")] : [])
         for count in Set(all.map(\.documents)).sorted() {
             out += "\n### \(count) documents\n\n"
             out += "| scenario | form | " + peers.map { "\($0) (median, docs/s)" }.joined(separator: " | ")
                 + " | " + ratios.map(\.peer).joined(separator: " | ") + " |\n"
             out += "|" + String(repeating: " --- |", count: 2 + peers.count + ratios.count) + "\n"
-            let rows = all.filter { $0.documents == count && $0.peer == "DocStore" }
+            let rows = all.filter { $0.documents == count && $0.peer == primary }
             for m in rows {
                 var line = "| \(m.scenario) | \(m.form) |" + peers.map { cell(all, $0, like: m) }.joined()
                 for column in ratios {
@@ -127,7 +130,7 @@ enum Report {
     /// The write scenarios' latency per write, p50 and p99 for each peer, and each peer's commits per second.
     static func latencies(_ all: [Measurement], peers: [String], scenarios: [String]? = nil) -> String {
         var unique: [String] = []
-        for s in scenarios ?? all.filter({ $0.peer == "DocStore" && $0.writeP50Nanoseconds != nil }).map(\.scenario)
+        for s in scenarios ?? all.filter({ $0.peer.hasPrefix("DocStore") && $0.writeP50Nanoseconds != nil }).map(\.scenario)
             where !unique.contains(s) { unique.append(s) }
         let scenarios = unique
         guard !scenarios.isEmpty else { return "" }
