@@ -147,6 +147,15 @@ enum Examples {
         _ = store
     }
 
+    // Sources/DocStore/DocStore.docc/Transactions.md
+    static func transactionsExclusive() async throws {
+        var options = DocStore.Options()
+        options.durability = .off
+        options.exclusive = true                // one process: pages written in place
+        let cache = try await DocStore(path: "/var/cache/app/pages.db", options: options)
+        _ = cache
+    }
+
     // README.md
     static func readmeMigrations() async throws {
         let path = examplePath()
