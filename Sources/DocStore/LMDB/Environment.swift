@@ -1245,9 +1245,9 @@ extension FileStorage {
 
 /// The `flock` an opening of a store's file holds on the data file until it closes: shared by every opening, or
 /// alone by an exclusive one (``FileStorage/Configuration/exclusive``). Another process's opening that cannot take
-/// its own is refused at once rather than made to wait. LMDB locks only the lock file, never the data file; a
-/// `flock` belongs to its open file description, so that no other descriptor of the file the process closes lets
-/// it go (as closing one would let go of an `fcntl` lock).
+/// its own is refused after a short wait rather than made to wait for the store to close. LMDB locks only the lock
+/// file, never the data file; a `flock` belongs to its open file description, so that no other descriptor of the
+/// file the process closes lets it go (as closing one would let go of an `fcntl` lock).
 final class OpeningLock {
     private let descriptor: Int32
 
@@ -1258,9 +1258,17 @@ final class OpeningLock {
         var fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 && errno == ENOENT && creating { fd = Glibc.open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644) }
         guard fd >= 0 else { return nil }
+        // A lock in the way may be only a moment's: a process that another process (or this one) starts shares its
+        // descriptors until it runs its program, and with them the open file whose lock is being let go. So a lock
+        // refused is asked for again for up to two seconds before the opening is refused.
+        let deadline = ContinuousClock.now + .seconds(2)
         while flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
+            if code == EWOULDBLOCK && ContinuousClock.now < deadline {
+                usleep(5_000)
+                continue
+            }
             Glibc.close(fd)
             guard code == EWOULDBLOCK else { throw LMDBError(code: code) }
             // (A shared lock is refused only by an exclusive one.)
