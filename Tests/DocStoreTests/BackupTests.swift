@@ -193,9 +193,9 @@ import TestSupport
     /// A backup to a file is written as a compaction is (every key space again, in key order): its pages are full,
     /// where LMDB's copy (what a backup to a descriptor still is) keeps them as random inserts left them. Both hold
     /// every document and index entry, while a writer goes on.
-    @Test func aBackupToAFileHasFullPagesAndEveryDocument() async throws {
+    @Test(arguments: writeModes) func aBackupToAFileHasFullPagesAndEveryDocument(mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
-        let store = try await DocStore(path: dir.path("source.db"))
+        let store = try await DocStore(path: dir.path("source.db"), options: mode.options())
         // Emails in random order split the unique index's pages, over several commits.
         let people = (0..<4_000).map {
             Person(name: "p\($0)", age: $0 % 90, city: ["Oslo", "Lima"][$0 % 2],

@@ -135,20 +135,22 @@ final class LMDBEnvironment: FileStorageEngine {
             && !configuration.replaying
         if inPlace { flags |= LMDBFlags.writeMap }
         var withoutLock = false
-        var openingLock: OpeningLock?
+        /// What this process has open already, which no opening of the file may go past.
+        func refuseFilesOpenHere(_ open: Set<FileID>) throws {
+            guard let existing = LMDBEnvironment.fileID(of: path) else { return }
+            if open.contains(existing) || LMDBEnvironment.compacting.withLock({ $0.contains(existing) }) {
+                throw StorageError.alreadyOpenInProcess
+            }
+            if LMDBEnvironment.openLockFiles.withLock({ $0.values.contains(existing) }) {
+                throw StorageError.notAStore("it is the lock file of a store this process has open")
+            }
+        }
+        // (The lock on the data file is taken outside the lock of the open files: it may wait for a moment.)
+        try LMDBEnvironment.openFiles.withLock { try refuseFilesOpenHere($0) }
+        let openingLock = configuration.replaying ? nil
+            : try OpeningLock(path, exclusive: configuration.exclusive, creating: !configuration.readOnly)
         let (env, registered) = try LMDBEnvironment.openFiles.withLock { open -> (OpaquePointer, FileID) in
-            if let existing = LMDBEnvironment.fileID(of: path) {
-                if open.contains(existing) || LMDBEnvironment.compacting.withLock({ $0.contains(existing) }) {
-                    throw StorageError.alreadyOpenInProcess
-                }
-                if LMDBEnvironment.openLockFiles.withLock({ $0.values.contains(existing) }) {
-                    throw StorageError.notAStore("it is the lock file of a store this process has open")
-                }
-            }
-            if !configuration.replaying {
-                openingLock = try OpeningLock(path, exclusive: configuration.exclusive && !configuration.readOnly,
-                                              creating: !configuration.readOnly)
-            }
+            try refuseFilesOpenHere(open)
             // The map of a file written in place is as long as the file (LMDB sets the file's length to the map's),
             // and at least as long as its last commit needs: a file is never cut by opening it. One that is shorter
             // than that (free pages at its end were never written) is lengthened, if it is a store's: another
