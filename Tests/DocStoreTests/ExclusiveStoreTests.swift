@@ -119,6 +119,27 @@ import TestSupport
         }
     }
 
+    /// At `.periodic`, a thread syncs the map written in place every millisecond while commits make it grow: no sync
+    /// meets the map while it is set to another size (a flush would then report the failed sync), and closing stops
+    /// that thread even while it waits to sync.
+    @Test func aMapWrittenInPlaceIsSyncedWhileItGrows() async throws {
+        let dir = TemporaryDirectory()
+        var options = DocStore.Options()
+        (options.exclusive, options.durability) = (true, .periodic(milliseconds: 1))
+        for round in 0..<3 {
+            let store = try await DocStore(path: dir.path("periodic-\(round).db"), options: options)
+            for batch in 0..<30 {
+                try await store.insert(contentsOf: (0..<100).map {
+                    Person(name: String(repeating: "n", count: 600) + "\(batch)-\($0)", age: $0, tags: ["t\(batch)"])
+                })
+                try await store.flush()
+            }
+            #expect(try await Person.query().count(in: store) == 3_000)
+            #expect(try await store.verify().isClean)
+            await store.close()
+        }
+    }
+
     /// Leaves the file at `path` shorter than its last commit says, as a file whose last pages are free and were
     /// never written is: a large value is written and deleted, and the file then cut before the first of its last
     /// pages that the structural check finds free (the check of the shorter file is clean).

@@ -212,7 +212,7 @@ final class LMDBEnvironment: FileStorageEngine {
             }
         }
         if let interval = configuration.flushInterval, !configuration.readOnly {
-            flusher = Flusher(environment: env, every: interval)
+            flusher = Flusher(environment: env, every: interval, gate: writesInPlace ? gate : nil)
         }
         if log?.logs == true {
             // An owner of the log idle for a second lets it go: its pin would keep other processes' commits from
@@ -335,9 +335,11 @@ final class LMDBEnvironment: FileStorageEngine {
     private func shut(orderly: Bool) {
         writer.lock()
         defer { writer.unlock() }
+        // (Stopped before the gate is passed alone: its thread may be waiting at the gate, to sync a map written in
+        // place.)
+        flusher?.stop()
         gate.alone {
             guard let env = raw else { return }
-            flusher?.stop()
             flusher = nil
             dropIdleReaders()
             idleRelease?.cancel()
@@ -405,6 +407,9 @@ final class LMDBEnvironment: FileStorageEngine {
         try translatingErrors {
             let env = try environment()
             guard !configuration.readOnly else { return }
+            // (A map written in place is synced through the map: not while it is set to another size.)
+            if writesInPlace { gate.enter() }
+            defer { if writesInPlace { gate.leave() } }
             try lmdbCheck(mdb_env_sync(env, 1))
             // A sync of the flush thread's that failed lost what it was to write, though this one succeeded.
             if let failed = flusher?.takeFailure() {
@@ -416,7 +421,8 @@ final class LMDBEnvironment: FileStorageEngine {
 
     /// A thread that syncs an environment's file at an interval, until stopped. `mdb_env_sync` of a file opened
     /// without `MDB_WRITEMAP` is an `fdatasync` of its descriptor, which may run beside transactions on other
-    /// threads; the environment stops the thread before it closes.
+    /// threads; with it, an `msync` of the map, which passes the environment's gate as a reader does, so that the
+    /// map is not set to another size meanwhile. The environment stops the thread before it closes.
     final class Flusher: @unchecked Sendable {
         // @unchecked: `environment` is only read; `stopped` and the wake-up are guarded by `condition`.
         private let environment: OpaquePointer
@@ -446,9 +452,16 @@ final class LMDBEnvironment: FileStorageEngine {
             return flushes
         }
 
-        init(environment: OpaquePointer, every interval: Duration) {
+        init(environment: OpaquePointer, every interval: Duration, gate: TransactionGate?) {
             self.environment = environment
             self.interval = interval
+            if let gate {
+                sync = { environment in
+                    gate.enter()
+                    defer { gate.leave() }
+                    return mdb_env_sync(environment, 1)
+                }
+            }
             let thread = Thread { [self] in run() }
             thread.name = "DocStore flush"
             thread.start()
@@ -479,12 +492,14 @@ final class LMDBEnvironment: FileStorageEngine {
         }
 
         /// Stops the thread and waits for it: no sync runs after this returns.
+        /// Stops the thread and waits for it to end; once stopped, does nothing.
         func stop() {
             condition.lock()
+            let running = !stopped
             stopped = true
             condition.signal()
             condition.unlock()
-            finished.wait()
+            if running { finished.wait() }
         }
     }
 
