@@ -48,4 +48,5 @@ enum WriteMode: String, Sendable, CustomTestStringConvertible {
     case copies
     var testDescription: String { rawValue }
     func options(_ options: DocStore.Options = .init()) -> DocStore.Options { options }
+    func check(_ store: DocStore) async {}
 }

@@ -45,4 +45,10 @@ enum WriteMode: String, Sendable, CustomTestStringConvertible {
         if self == .inPlace { (options.exclusive, options.durability) = (true, .off) }
         return options
     }
+
+    /// Checks that `store` writes this way.
+    func check(_ store: DocStore) async {
+        let inPlace = await store.writesInPlace()
+        #expect(inPlace == (self == .inPlace), "the store does not write \(self)")
+    }
 }

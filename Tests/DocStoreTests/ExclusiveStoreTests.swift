@@ -75,6 +75,7 @@ import TestSupport
         var rng = SeededGenerator(seed: 7)
         var expected: [UUID: Person] = [:]
         let store = try await DocStore(path: path, options: options)
+        #expect(await store.writesInPlace())
         for round in 0..<30 {
             let batch = (0..<200).map { i in
                 Person(name: "p\(round)-\(i)-" + String(repeating: "n", count: Int.random(in: 0..<400, using: &rng)),
@@ -117,6 +118,25 @@ import TestSupport
             #expect(try await reopened.verify().isClean)
             await reopened.close()
         }
+    }
+
+    /// One write far larger than the store meets a full map again and again: each time the map grows by half of
+    /// itself, not by a step of its own size, so that the write runs again a few times rather than once a MiB.
+    @Test func aWriteFarLargerThanTheMapGrowsItByHalves() async throws {
+        let dir = TemporaryDirectory()
+        var options = DocStore.Options()
+        (options.exclusive, options.durability) = (true, .off)
+        let store = try await DocStore(path: dir.path("large.db"), options: options)
+        #expect(await store.writesInPlace())
+        try await store.insert(Person(name: "first", age: 0))
+        let people = (0..<3_000).map { Person(name: String(repeating: "w", count: 8_000) + "\($0)", age: $0 % 80) }
+        try await store.insert(contentsOf: people)
+        let growths = await store.mapGrowths()
+        #expect(growths >= 3 && growths <= 12, "\(growths) growths for about 24 MiB")
+        #expect(try await Person.query().count(in: store) == 3_001)
+        #expect(try await Person.include(#Predicate { $0.age == 7 }).count(in: store) == 38)
+        #expect(try await store.verify().isClean)
+        await store.close()
     }
 
     /// At `.periodic`, a thread syncs the map written in place every millisecond while commits make it grow: no sync
@@ -219,4 +239,12 @@ import TestSupport
     static func length(_ path: String) throws -> Int {
         try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
     }
+}
+
+extension DocStore {
+    /// Whether the store's commits change the file's pages in place (`MDB_WRITEMAP`).
+    func writesInPlace() -> Bool { (core.env as? LMDBEnvironment)?.writesInPlace ?? false }
+
+    /// How many times the store's map has grown since it opened.
+    func mapGrowths() -> Int { (core.env as? LMDBEnvironment)?.mapGrowths ?? 0 }
 }

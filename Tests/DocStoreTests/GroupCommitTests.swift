@@ -62,6 +62,7 @@ import TestSupport
     @Test(arguments: writeModes) func aRefusedBatchCaughtInAWriteLeavesTheRestOfTheWrite(mode: WriteMode) async throws {
         let (store, dir) = try await makeStore(options: mode.options())
         defer { _ = dir }
+        await mode.check(store)
         try await store.insert(Person(name: "Ann", age: 41, email: "ann@example.com"))
         let batches = [
             [Person(name: "Cy", age: 20), Person(name: "Di", age: 22, email: "ann@example.com")],
@@ -85,6 +86,7 @@ import TestSupport
     @Test(arguments: writeModes) func aFailingWriteInAGroupFailsAloneAndLeavesNoTrace(mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
         let store = try await openStore(storeLocation(dir, "group.db"), options: mode.options())
+        await mode.check(store)
         try await store.insert(Person(name: "taken", age: 1, email: "taken@example.com"))
         let ids = (0..<12).map { _ in UUID() }
         // Every third write fails after it has written something: a thrown error, a unique conflict, or a
@@ -121,6 +123,73 @@ import TestSupport
         // The indexes hold exactly the documents kept.
         #expect(try await Person.include(#Predicate { $0.age >= 100 }).count(in: store)
                 == expected.filter { $0.hasPrefix("first-") }.count)
+        #expect(try await store.verify().isClean)
+    }
+
+    /// Writes of a group that change and delete stored documents, and then throw or meet a unique conflict, leave
+    /// every document and index entry they touched as it was; the changes of the writes that return stay.
+    @Test(arguments: writeModes)
+    func aFailingWriteThatChangedAndDeletedDocumentsLeavesThemAsTheyWere(mode: WriteMode) async throws {
+        let dir = TemporaryDirectory()
+        let store = try await openStore(storeLocation(dir, "changes.db"), options: mode.options())
+        await mode.check(store)
+        let keeper = Person(name: "keeper", age: 1, email: "keeper@example.com")
+        let people = (0..<24).map {
+            Person(name: "p\($0)", age: $0 + 10, city: "c\($0 % 3)", email: "p\($0)@example.com", tags: ["t\($0 % 4)", "all"])
+        }
+        try await store.insert(contentsOf: people + [keeper])
+        // Write i changes person 2i (every indexed field), deletes person 2i + 1 and inserts a newcomer; every fourth
+        // newcomer takes the keeper's email (a unique conflict), and every third write then throws.
+        let newcomers = (0..<12).map { i in
+            Person(name: "n\(i)", age: 200 + i, email: i % 4 == 3 ? keeper.email : "n\(i)@example.com", tags: ["new"])
+        }
+        let changed = (0..<12).map { i in
+            var person = people[2 * i]
+            (person.age, person.city, person.email, person.tags) = (person.age + 100, "moved", "new\(i)@example.com", ["x"])
+            return person
+        }
+        let writes: [@Sendable (WriteContext) throws -> Int] = (0..<12).map { i in
+            { ctx in
+                try ctx.save(changed[i])
+                _ = try ctx.delete(Person.self, id: people[2 * i + 1].id)
+                try ctx.insert(newcomers[i])
+                if i % 3 == 1 { throw Thrown() }
+                return i
+            }
+        }
+        let outcomes = await Self.grouped(in: store, writes)
+        let largest = await store.largestGroup
+        #expect(largest >= 6, "the writes were not grouped: \(largest)")
+        var expected = Dictionary(uniqueKeysWithValues: (people + [keeper]).map { ($0.id, $0) })
+        for i in 0..<12 {
+            if i % 4 == 3 {
+                #expect(Self.code(outcomes[i]) == .uniqueViolation, "write \(i): \(outcomes[i])")
+            } else if i % 3 == 1 {
+                #expect(outcomes[i].failureIsThrown, "write \(i): \(outcomes[i])")
+            } else {
+                #expect((try? outcomes[i].get()) == i, "write \(i): \(outcomes[i])")
+                expected[changed[i].id] = changed[i]
+                expected[people[2 * i + 1].id] = nil
+                expected[newcomers[i].id] = newcomers[i]
+            }
+        }
+        let stored = try await Person.query().results(in: store)
+        #expect(Dictionary(uniqueKeysWithValues: stored.map { ($0.id, $0) }) == expected)
+        // Every index answers as the documents do.
+        for person in expected.values {
+            let email = person.email ?? ""
+            #expect(try await Person.include(#Predicate { $0.email == email }).first(in: store) == person)
+        }
+        for i in 0..<12 where expected[changed[i].id] != changed[i] {
+            let email = "new\(i)@example.com"
+            #expect(try await Person.include(#Predicate { $0.email == email }).count(in: store) == 0)
+        }
+        #expect(try await Person.include(#Predicate { $0.age >= 100 && $0.age < 200 }).count(in: store)
+                == expected.values.filter { $0.age >= 100 && $0.age < 200 }.count)
+        #expect(try await Person.include(#Predicate { $0.city == "moved" }).count(in: store)
+                == expected.values.filter { $0.city == "moved" }.count)
+        #expect(try await Person.include(#Predicate { $0.tags.contains("all") }).count(in: store)
+                == expected.values.filter { $0.tags.contains("all") }.count)
         #expect(try await store.verify().isClean)
     }
 
@@ -248,6 +317,7 @@ import TestSupport
     @Test(arguments: writeModes) func catalogChangesInAGroupAreKeptOrUndoneWithTheirWrite(mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
         let store = try await openStore(storeLocation(dir, "catalog.db"), options: mode.options())
+        await mode.check(store)
         // Each write makes a collection of its own with an index, fills it, and half of them then throw.
         let writes: [@Sendable (WriteContext) throws -> Int] = (0..<10).map { i in
             { ctx in
@@ -356,6 +426,7 @@ import TestSupport
     func concurrentWritesLeaveExactlyWhatTheyWereToldCommitted(seed: UInt64, mode: WriteMode) async throws {
         let dir = TemporaryDirectory()
         let store = try await openStore(storeLocation(dir, "random.db"), options: mode.options())
+        await mode.check(store)
         var rng = SeededGenerator(seed: seed)
         // Each write inserts 1-3 people with codes from a small pool (so unique conflicts happen), and may throw.
         struct Plan: Sendable { var people: [Person]; var throwsAtEnd: Bool }

@@ -40,6 +40,8 @@ final class LMDBEnvironment: FileStorageEngine {
     private var openingLock: OpeningLock?
     /// Whether a write of this environment has committed. (Changed by the writer alone.)
     private var hasCommitted = false
+    /// How many times this environment set its map to a larger size, for tests.
+    private(set) var mapGrowths = 0
     /// The thread that syncs the file every ``Configuration/flushInterval``, if any.
     private(set) var flusher: Flusher?
     /// Where this process's transactions wait for each other.
@@ -146,46 +148,72 @@ final class LMDBEnvironment: FileStorageEngine {
             }
         }
         // (The lock on the data file is taken outside the lock of the open files: it may wait for a moment.)
-        try LMDBEnvironment.openFiles.withLock { try refuseFilesOpenHere($0) }
-        let openingLock = configuration.replaying ? nil
-            : try OpeningLock(path, exclusive: configuration.exclusive, creating: !configuration.readOnly)
-        let (env, registered) = try LMDBEnvironment.openFiles.withLock { open -> (OpaquePointer, FileID) in
-            try refuseFilesOpenHere(open)
-            // The map of a file written in place is as long as the file (LMDB sets the file's length to the map's),
-            // and at least as long as its last commit needs: a file is never cut by opening it. One that is shorter
-            // than that (free pages at its end were never written) is lengthened, if it is a store's: another
-            // program's file is opened as it is, to be refused.
-            var mapSize = configuration.initialMapSize
-            if inPlace {
-                let (size, lengthens) = LMDBEnvironment.inPlaceMapSize(opening: path)
-                if !lengthens || LMDBEnvironment.holdsCatalog(path, configuration) {
-                    mapSize = size
-                } else {
+        var opened: (env: OpaquePointer, file: FileID, lock: OpeningLock?)?
+        for attempt in 1...3 where opened == nil {
+            try LMDBEnvironment.openFiles.withLock { try refuseFilesOpenHere($0) }
+            let openingLock = configuration.replaying ? nil
+                : try OpeningLock(path, exclusive: configuration.exclusive, creating: !configuration.readOnly)
+            let file = try LMDBEnvironment.openFiles.withLock { open -> (OpaquePointer, FileID)? in
+                try refuseFilesOpenHere(open)
+                // The map of a file written in place is as long as the file (LMDB sets the file's length to the
+                // map's), and at least as long as its last commit needs: a file is never cut by opening it. One that
+                // is shorter than that (free pages at its end were never written) is lengthened, if it is a store's:
+                // another program's file is opened as it is, to be refused.
+                var mapSize = configuration.initialMapSize
+                if inPlace {
+                    let (size, lengthens) = LMDBEnvironment.inPlaceMapSize(opening: path)
+                    if !lengthens || LMDBEnvironment.holdsCatalog(path, configuration) {
+                        mapSize = size
+                    } else {
+                        flags &= ~LMDBFlags.writeMap
+                    }
+                }
+                var env: OpaquePointer
+                do {
+                    env = try LMDBEnvironment.open(path, flags: flags, mapSize: mapSize, configuration)
+                } catch let error as LMDBError where configuration.readOnly
+                            && (error.code == EACCES || error.code == EPERM) && access(path, R_OK) == 0 {
+                    // The data file can be read, so it is the lock file that cannot be opened for writing.
+                    guard LMDBEnvironment.lockFileIsUnused(path + "-lock") else {
+                        throw StorageError.lockFileUnavailable(error.message)
+                    }
+                    env = try LMDBEnvironment.open(path, flags: flags | LMDBFlags.noLock, mapSize: mapSize,
+                                                   configuration)
+                    withoutLock = true
+                } catch {
+                    openingLock?.removeFileIfMadeEmpty()
+                    throw error
+                }
+                // A compaction in another process may have put a new file at the path after it was locked (LMDB
+                // waits for the compaction's lock, then opens the path): opened again, the new one locked.
+                if let openingLock, !openingLock.locks(env) {
+                    mdb_env_close(env)
+                    guard attempt < 3 else {
+                        throw StorageError.failed("the file was replaced by another while it was being opened")
+                    }
+                    return nil
+                }
+                // The holes of a file written in place are given their blocks: a write into one on a full disk would
+                // stop the process, where an allocation refused fails the opening, which then writes copies.
+                if flags & LMDBFlags.writeMap != 0, !LMDBEnvironment.allocate(env, from: 0, to: mapSize) {
+                    mdb_env_close(env)
                     flags &= ~LMDBFlags.writeMap
+                    env = try LMDBEnvironment.open(path, flags: flags, mapSize: configuration.initialMapSize,
+                                                   configuration)
                 }
-            }
-            let env: OpaquePointer
-            do {
-                env = try LMDBEnvironment.open(path, flags: flags, mapSize: mapSize, configuration)
-            } catch let error as LMDBError where configuration.readOnly && (error.code == EACCES || error.code == EPERM)
-                        && access(path, R_OK) == 0 {
-                // The data file can be read, so it is the lock file that cannot be opened for writing.
-                guard LMDBEnvironment.lockFileIsUnused(path + "-lock") else {
-                    throw StorageError.lockFileUnavailable(error.message)
+                guard let id = LMDBEnvironment.fileID(of: path) else {
+                    mdb_env_close(env)
+                    throw LMDBError(code: ENOENT)
                 }
-                env = try LMDBEnvironment.open(path, flags: flags | LMDBFlags.noLock, mapSize: mapSize, configuration)
-                withoutLock = true
+                open.insert(id)
+                if !withoutLock, let lock = LMDBEnvironment.fileID(of: path + "-lock") {
+                    LMDBEnvironment.openLockFiles.withLock { $0[id] = lock }
+                }
+                return (env, id)
             }
-            guard let id = LMDBEnvironment.fileID(of: path) else {
-                mdb_env_close(env)
-                throw LMDBError(code: ENOENT)
-            }
-            open.insert(id)
-            if !withoutLock, let lock = LMDBEnvironment.fileID(of: path + "-lock") {
-                LMDBEnvironment.openLockFiles.withLock { $0[id] = lock }
-            }
-            return (env, id)
+            if let (env, id) = file { opened = (env, id, openingLock) }
         }
+        guard let (env, registered, openingLock) = opened else { throw LMDBError(code: EAGAIN) }
         do {
             var dead: Int32 = 0
             try lmdbCheck(mdb_reader_check(env, &dead))
@@ -1063,14 +1091,17 @@ final class LMDBEnvironment: FileStorageEngine {
         guard !writesInPlace || hasCommitted else { return }
         let (used, size) = try usage()
         if used > size / 10 * 8 && size < configuration.maximumMapSize {
-            try resize(min(configuration.maximumMapSize, grown(size, using: used)), alone: alone)
+            try resize(min(configuration.maximumMapSize, grown(size, using: used, full: false)), alone: alone)
         }
     }
 
     /// The size the map grows to from `size`: twice that, or, where the file is as long as the map
-    /// (``writesInPlace``), half as much again as what is in use.
-    private func grown(_ size: Int, using used: Int) -> Int {
-        writesInPlace ? max(size + (1 << 20), LMDBEnvironment.inPlaceMapSize(for: used)) : size * 2
+    /// (``writesInPlace``), half as much again as what is in use, before a write (`full` false); or half as much
+    /// again as the map, for a write that found it full (what is in use is the last commit's: a large write may need
+    /// far more, and runs again after each step).
+    private func grown(_ size: Int, using used: Int, full: Bool) -> Int {
+        guard writesInPlace else { return size * 2 }
+        return LMDBEnvironment.inPlaceMapSize(for: full ? max(size, used) : used)
     }
 
     /// The map's size for `used` bytes in a file written in place: half as much again, at least 1 MiB more, in whole
@@ -1104,6 +1135,14 @@ final class LMDBEnvironment: FileStorageEngine {
         return mdb_dbi_open(txn, KeySpace.catalogName, 0, &dbi) == MDB_SUCCESS
     }
 
+    /// Gives the bytes `start..<end` of the file of `env` their blocks (`posix_fallocate`), lengthening it to `end`
+    /// if it is shorter; what they hold is kept. Returns whether it could: not on a full disk, say.
+    private static func allocate(_ env: OpaquePointer, from start: Int, to end: Int) -> Bool {
+        var fd: Int32 = -1
+        guard end > start, mdb_env_get_fd(env, &fd) == MDB_SUCCESS else { return end <= start }
+        return posix_fallocate(fd, off_t(start), off_t(end - start)) == 0
+    }
+
     private func grow(alone: Bool) throws {
         // A reader left behind by a crashed process pins old pages: free its slot before asking for more room.
         if let env = raw {
@@ -1114,7 +1153,7 @@ final class LMDBEnvironment: FileStorageEngine {
         guard size < configuration.maximumMapSize else {
             throw StorageError.full(maximum: configuration.maximumMapSize)
         }
-        try resize(min(configuration.maximumMapSize, grown(size, using: used)), alone: alone)
+        try resize(min(configuration.maximumMapSize, grown(size, using: used, full: true)), alone: alone)
     }
 
     /// Sets the map's size with no transaction of this process open, as LMDB requires: alone, or already so.
@@ -1122,11 +1161,22 @@ final class LMDBEnvironment: FileStorageEngine {
         if alone { try setMapSize(size) } else { try gate.alone { try setMapSize(size) } }
     }
 
-    /// Called alone (``TransactionGate``). A size of 0 adopts the size another process grew the map to.
+    /// Called alone (``TransactionGate``). A size of 0 adopts the size another process grew the map to. A map
+    /// written in place first gets the blocks it grows by: a disk with no room for them fails the write, where a
+    /// page written into a hole would stop the process.
     private func setMapSize(_ size: Int) throws {
         let env = try environment()
         dropIdleReaders()
+        if writesInPlace, size > 0 {
+            var info = MDB_envinfo()
+            try lmdbCheck(mdb_env_info(env, &info))
+            guard LMDBEnvironment.allocate(env, from: info.me_mapsize, to: size) else {
+                throw StorageError.failed("the disk has no room for the file to grow to \(size >> 20) MiB "
+                    + "(\(String(cString: strerror(ENOSPC))))")
+            }
+        }
         try lmdbCheck(mdb_env_set_mapsize(env, size))
+        if size > 0 { mapGrowths += 1 }
     }
 
     /// Runs `body`, turning LMDB's codes into ``StorageError``s: nothing above this folder sees an ``LMDBError``.
@@ -1265,16 +1315,29 @@ extension FileStorage {
 /// its own is refused after a short wait rather than made to wait for the store to close. LMDB locks only the lock
 /// file, never the data file; a `flock` belongs to its open file description, so that no other descriptor of the
 /// file the process closes lets it go (as closing one would let go of an `fcntl` lock).
-final class OpeningLock {
+final class OpeningLock: Sendable {
     private let descriptor: Int32
+    private let path: String
+    /// Whether the opening made the file (LMDB would have).
+    private let made: Bool
 
     /// Throws ``StorageError/openExclusivelyElsewhere`` or ``StorageError/openElsewhere`` when another process's
-    /// lock is in the way. A file that does not exist yet is made (`creating`), as LMDB would. `nil` where the file
-    /// cannot be opened at all: LMDB's own opening then says why.
+    /// lock is in the way. A file that does not exist yet is made (`creating`), as LMDB would. `nil` for a shared
+    /// opening where the file cannot be opened (LMDB's own opening then says why) or its file system cannot lock
+    /// it: an exclusive opening throws then.
     init?(_ path: String, exclusive: Bool, creating: Bool) throws {
-        var fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 && errno == ENOENT && creating { fd = Glibc.open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644) }
-        guard fd >= 0 else { return nil }
+        // (Not blocking: a path that names a FIFO opens at once, and LMDB then refuses it.)
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
+        var fd = Glibc.open(path, flags)
+        var made = false
+        if fd < 0 && errno == ENOENT && creating {
+            fd = Glibc.open(path, flags | O_CREAT | O_EXCL, 0o644)
+            made = fd >= 0
+        }
+        guard fd >= 0 else {
+            if exclusive { throw LMDBError(code: errno) }
+            return nil
+        }
         // A lock in the way may be only a moment's: a process that another process (or this one) starts shares its
         // descriptors until it runs its program, and with them the open file whose lock is being let go. So a lock
         // refused is asked for again for up to two seconds before the opening is refused.
@@ -1287,12 +1350,32 @@ final class OpeningLock {
                 continue
             }
             Glibc.close(fd)
-            guard code == EWOULDBLOCK else { throw LMDBError(code: code) }
-            // (A shared lock is refused only by an exclusive one.)
-            throw exclusive ? StorageError.openElsewhere : StorageError.openExclusivelyElsewhere
+            if code == EWOULDBLOCK {
+                // (A shared lock is refused only by an exclusive one.)
+                throw exclusive ? StorageError.openElsewhere : StorageError.openExclusivelyElsewhere
+            }
+            guard exclusive else { return nil }
+            throw StorageError.failed("the file cannot be locked (flock: \(String(cString: strerror(code)))), which "
+                + "an exclusive opening needs")
         }
-        descriptor = fd
+        (descriptor, self.path, self.made) = (fd, path, made)
     }
 
     deinit { Glibc.close(descriptor) }
+
+    /// Whether the file locked is the one `env` has open: the same device and inode.
+    func locks(_ env: OpaquePointer) -> Bool {
+        var fd: Int32 = -1
+        var mine = stat(), theirs = stat()
+        guard mdb_env_get_fd(env, &fd) == MDB_SUCCESS, fstat(descriptor, &mine) == 0, fstat(fd, &theirs) == 0 else {
+            return false
+        }
+        return mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino
+    }
+
+    /// After an opening that failed: the file it made is removed again if it is still empty.
+    func removeFileIfMadeEmpty() {
+        var status = stat()
+        if made, fstat(descriptor, &status) == 0, status.st_size == 0 { unlink(path) }
+    }
 }

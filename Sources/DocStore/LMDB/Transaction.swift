@@ -176,7 +176,9 @@ final class LMDBTransaction: StorageTransaction {
                 throw StorageError.interruptedChange(interrupted)
             }
             return result
-        } catch {
+        } catch let thrown {
+            // (LMDB's codes leave this folder as storage errors, as a nested transaction's do.)
+            let error = (thrown as? LMDBError)?.storageError ?? thrown
             // A full map runs the whole write again; a transaction already unable to commit stays so.
             guard !metMapFull, interruptedBefore == nil else { throw error }
             guard !journal.irreversible || irreversibleBefore else {
@@ -186,7 +188,9 @@ final class LMDBTransaction: StorageTransaction {
             do {
                 try rollBack(journal, to: mark)
             } catch let failure {
+                // (Whatever encloses this scope cannot undo it either: the notes it would need are gone.)
                 interruptedChange = failure
+                journal.irreversible = true
                 throw error
             }
             interruptedChange = nil

@@ -69,9 +69,9 @@ public actor DocStore {
         /// commits then change the file's pages in place, in a writable map (LMDB's `MDB_WRITEMAP`, which LMDB allows
         /// only when no other process has the file open), instead of writing copies of them: a commit of a few
         /// documents costs a third to a half of the time. Large commits (thousands of documents) take somewhat longer
-        /// instead, and the file is as long as its map, which grows by half of what is in use at a time (the part
-        /// not yet written is a hole, which takes no disk space). Off by default; at other durabilities it only
-        /// keeps other processes out.
+        /// instead, and the file is as long as its map, which grows by half at a time, its disk space taken as it
+        /// grows (so that a full disk fails a write rather than the process). Off by default; at other durabilities
+        /// it only keeps other processes out.
         ///
         /// Every opening of a store takes a lock on its file (`flock`) that says which kind it is; a program that
         /// opens the file with LMDB alone does not, and must not while a store is open exclusively.

@@ -104,6 +104,10 @@ extension StoreCore {
             case .openElsewhere:
                 throw DocStoreError(.alreadyOpen, "cannot compact \(path): another process has it open; compaction "
                     + "needs the store to itself, and the store is left as it was")
+            case .openExclusivelyElsewhere:
+                throw DocStoreError(.alreadyOpen, "cannot compact \(path): another process has it open exclusively "
+                    + "(DocStore.Options.exclusive); compaction needs the store to itself, and the store is left as "
+                    + "it was")
             case .writtenMeanwhile:
                 throw DocStoreError(.alreadyOpen, "cannot compact \(path): another process wrote to it while it was "
                     + "compacted; compaction needs the store to itself, and the store is left as it was, with that "

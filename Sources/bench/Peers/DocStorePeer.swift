@@ -237,7 +237,7 @@ final class DocStorePeer: Peer {
 
     func fileSize() throws -> Int {
         if let schema { return try PostgresServer.size(ofSchema: schema) }
-        // A file written in place is as long as its map, the rest a hole: what it takes on disk is given then.
+        // What the file takes on disk, where that is less than its length (a file with holes).
         var status = stat()
         guard stat(path, &status) == 0 else { return 0 }
         return min(Int(status.st_size), Int(status.st_blocks) * 512)
