@@ -20,6 +20,8 @@ enum DocStoreShell {
           --bail          stop at the first error
           --yes           answer yes to confirmations (needed for deletes without a terminal)
           --readonly      open the store read-only: queries work, every change is refused
+          --exclusive     keep the store to this shell while it is open: another process's opening of it is
+                          refused (and this one is, while another process has it open)
           --check         check an existing store's file structure before opening it (the default; a store
                           kept in PostgreSQL is checked with pg_amcheck instead)
           --no-check      open an existing store without first checking its file's structure (the check reads
@@ -33,6 +35,7 @@ enum DocStoreShell {
         var statements: [String] = []
         var commands: [String] = []
         var demo = false, batch = false, bail = false, yes = false, readOnly = false, checkFiles = true
+        var exclusive = false
         var checkAsked = false
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
@@ -42,6 +45,7 @@ enum DocStoreShell {
             case "--bail", "-bail": bail = true
             case "--yes", "-yes", "-y": yes = true
             case "--readonly", "-readonly": readOnly = true
+            case "--exclusive", "-exclusive": exclusive = true
             case "--check", "-check": (checkFiles, checkAsked) = (true, true)
             case "--no-check", "-no-check": checkFiles = false
             case "--help", "-help", "-h":
@@ -57,7 +61,8 @@ enum DocStoreShell {
         }
         let interactive = isatty(0) == 1 && !batch && statements.isEmpty
         let console = Console(interactive: interactive)
-        let shell = Shell(console: console, assumeYes: yes, readOnly: readOnly, checkFiles: checkFiles)
+        let shell = Shell(console: console, assumeYes: yes, readOnly: readOnly, checkFiles: checkFiles,
+                          exclusive: exclusive)
         shell.bail = bail
         if demo {
             do {

@@ -671,6 +671,43 @@ extension ShellSessions {
         #expect(help.stdout.contains("--readonly"), "\(help)")
     }
 
+    /// `--exclusive` keeps the store to one shell: a second shell is refused while the first has it open, and an
+    /// exclusive shell is refused while another has it open; each says why, and nothing is changed.
+    @Test func exclusiveKeepsTheStoreToOneShell() throws {
+        let sandbox = try ShellSandbox()
+        try sandbox.prepare(ShellSandbox.threePeople)
+        for holderIsExclusive in [true, false] {
+            // The first shell holds the store open while it waits for more input, once it has answered.
+            let holder = ChildProcess()
+            let input = Pipe(), output = Pipe()
+            holder.executableURL = URL(fileURLWithPath: DocStoreBinary.path)
+            holder.arguments = (holderIsExclusive ? ["--exclusive"] : []) + ["--batch", sandbox.storePath]
+            holder.environment = sandbox.environment
+            holder.standardInput = input
+            holder.standardOutput = output
+            holder.standardError = FileHandle.nullDevice
+            try holder.run()
+            try input.fileHandleForWriting.write(contentsOf: Data("people.count()\n".utf8))
+            var seen = ""
+            while !seen.contains("\n") {
+                let data = output.fileHandleForReading.availableData   // blocks until the shell answers, or ends
+                if data.isEmpty { break }
+                seen += String(decoding: data, as: UTF8.self)
+            }
+            #expect(seen == "3\n", "the first shell did not answer: \(seen)")
+            let second = try sandbox.run((holderIsExclusive ? [] : ["--exclusive"]) + [sandbox.storePath, "people.count()"])
+            #expect(second.status == 1, "\(second)")
+            #expect(second.stderr.contains(holderIsExclusive ? "open exclusively" : "another process has it open"),
+                    "\(second)")
+            try input.fileHandleForWriting.close()
+            holder.waitUntilExit()
+            #expect(holder.terminationStatus == 0)
+        }
+        #expect(try sandbox.count("people.count()") == 3)
+        let help = try sandbox.run(["--help"])
+        #expect(help.stdout.contains("--exclusive"), "\(help)")
+    }
+
     /// The shell checks an existing file's structure before opening it: a damaged one is refused with the page,
     /// and the process ends normally; `--no-check` is listed in the help.
     @Test func aDamagedFileIsRefusedBeforeItIsRead() throws {

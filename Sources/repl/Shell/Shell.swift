@@ -11,6 +11,8 @@ final class Shell {
     let assumeYes: Bool
     /// Open stores read-only (`--readonly`): every change is refused before anything else is done or asked.
     let readOnly: Bool
+    /// Whether stores are opened for this process alone (`docstore --exclusive`).
+    let exclusive: Bool
     /// Whether a store that exists already is checked (``DocStore/Options/checkFile``) before it is opened: the
     /// shell is how people open files they were sent.
     let checkFiles: Bool
@@ -42,11 +44,12 @@ final class Shell {
     /// Names for completion, refreshed after each statement.
     private(set) var completionWords: [String] = []
 
-    init(console: Console, assumeYes: Bool, readOnly: Bool = false, checkFiles: Bool = true) {
+    init(console: Console, assumeYes: Bool, readOnly: Bool = false, checkFiles: Bool = true, exclusive: Bool = false) {
         self.console = console
         self.assumeYes = assumeYes
         self.readOnly = readOnly
         self.checkFiles = checkFiles
+        self.exclusive = exclusive
     }
 
     // MARK: The store
@@ -76,6 +79,7 @@ final class Shell {
         }
         var options = DocStore.Options()
         options.readOnly = readOnly
+        options.exclusive = exclusive
         options.checkFile = !onServer && checkFiles && FileManager.default.fileExists(atPath: path)
         let opened: DocStore
         do {
@@ -100,7 +104,9 @@ final class Shell {
 
     /// The library's options, as the shell's command line names them.
     nonisolated static let optionFlags = [("DocStore.Options.readOnly", "docstore --readonly"),
-                                          ("DocStore.Options.checkFile", "docstore --check")]
+                                          ("DocStore.Options.checkFile", "docstore --check"),
+                                          ("DocStore.Options.exclusive", "docstore --exclusive, or "
+                                              + "DocStore.Options.exclusive")]
 
     /// A library error with the options it names given as the shell's flags: the library speaks to programs, the
     /// shell to people at its command line.
