@@ -1086,9 +1086,10 @@ final class LMDBEnvironment: FileStorageEngine {
     }
 
     private func growIfNearlyFull(alone: Bool) throws {
-        // (A file written in place grows with its map: not before this environment has committed, so that the
-        // write with which a store's opening looks at a file refused as another program's leaves it as it was.)
-        guard !writesInPlace || hasCommitted else { return }
+        // (A file written in place grows with its map: not before this environment has committed or found the
+        // catalog, so that the write with which a store's opening looks at a file refused as another program's
+        // leaves it as it was.)
+        guard !writesInPlace || hasCommitted || gate.openName(KeySpace.catalogName) != nil else { return }
         let (used, size) = try usage()
         if used > size / 10 * 8 && size < configuration.maximumMapSize {
             try resize(min(configuration.maximumMapSize, grown(size, using: used, full: false)), alone: alone)
