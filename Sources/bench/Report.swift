@@ -130,7 +130,8 @@ enum Report {
     /// The write scenarios' latency per write, p50 and p99 for each peer, and each peer's commits per second.
     static func latencies(_ all: [Measurement], peers: [String], scenarios: [String]? = nil) -> String {
         var unique: [String] = []
-        for s in scenarios ?? all.filter({ $0.peer.hasPrefix("DocStore") && $0.writeP50Nanoseconds != nil }).map(\.scenario)
+        let written = all.filter { $0.peer.hasPrefix("DocStore") && $0.writeP50Nanoseconds != nil }.map(\.scenario)
+        for s in scenarios ?? written
             where !unique.contains(s) { unique.append(s) }
         let scenarios = unique
         guard !scenarios.isEmpty else { return "" }

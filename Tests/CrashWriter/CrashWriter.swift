@@ -247,7 +247,8 @@ struct CrashWriter {
         }
         guard arguments.count == 2 || arguments.count == 3,
               let durability = arguments.count == 3 ? CrashRecord.durability(named: arguments[2]) : .full else {
-            FileHandle.standardError.write(Data("usage: DocStoreCrashWriter PATH [full|normal|off|periodic|off-exclusive]\n".utf8))
+            FileHandle.standardError.write(
+                Data("usage: DocStoreCrashWriter PATH [full|normal|off|periodic|off-exclusive]\n".utf8))
             exit(2)
         }
         do {

@@ -173,7 +173,9 @@ import TestSupport
         // ones wrote.
         for step in 0..<8 {
             try env.write { txn in
-                guard let db = try txn.openKeySpace("scratch", create: true) else { throw StorageError.failed("no space") }
+                guard let db = try txn.openKeySpace("scratch", create: true) else {
+                    throw StorageError.failed("no space")
+                }
                 switch step {
                 case 0: try txn.put(db, key, [UInt8](repeating: 7, count: 1 << 20))
                 case 1: _ = try txn.delete(db, key, value: nil)

@@ -262,8 +262,8 @@ final class LMDBTransaction: StorageTransaction {
         var v = MDB_val()
         var rc = mdb_cursor_get(cursor, &k, &v, MDB_SET_KEY)
         while rc == MDB_SUCCESS {
-            undo.entries.append(UndoJournal.Entry(space: db.number, key: Array(key),
-                                                  change: .held(Array(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)))))
+            let held = Array(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+            undo.entries.append(UndoJournal.Entry(space: db.number, key: Array(key), change: .held(held)))
             rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT_DUP)
         }
         if rc != MDB_NOTFOUND { try check(rc) }

@@ -49,7 +49,8 @@ final class DocStorePeer: Peer {
     /// ``DocStore/Options/exclusive``: no other process opens the file, whose pages are written in place at `.off`.
     private let exclusive: Bool
 
-    init(scanThreads: Int? = nil, durability: BenchDurability = .full, onPostgres: Bool = false, exclusive: Bool = false) {
+    init(scanThreads: Int? = nil, durability: BenchDurability = .full, onPostgres: Bool = false,
+         exclusive: Bool = false) {
         self.scanThreads = scanThreads
         self.durability = durability
         self.onPostgres = onPostgres
