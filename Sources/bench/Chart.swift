@@ -17,7 +17,7 @@ enum Chart {
     static func svg(_ all: [Measurement]) -> String {
         let shownAll = shown(all)
         guard let largest = shownAll.map(\.documents).max() else { return "<svg xmlns=\"http://www.w3.org/2000/svg\"/>" }
-        let peers = ["DocStore", "DocStore, 1 thread", "DocStore, exclusive", "GRDB", "SQLite C", "raw LMDB"].filter { p in shownAll.contains { $0.peer == p } }
+        let peers = Report.peerOrder.filter { p in shownAll.contains { $0.peer == p } }
         var scenarios: [String] = []
         for m in shownAll where !scenarios.contains(m.scenario) { scenarios.append(m.scenario) }
         let rowHeight = 12.0 * Double(peers.count) + 10

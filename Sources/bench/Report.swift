@@ -40,15 +40,23 @@ enum Report {
         return other.medianNanoseconds / m.medianNanoseconds
     }
 
+    /// The peers of a file's table and chart, in the order they are shown.
+    static let peerOrder = ["DocStore", "DocStore, 1 thread", "DocStore, exclusive", "GRDB", "SQLite C", "raw LMDB"]
+
+    /// The DocStore whose ratios a run's table gives and its floors check: as it opens by default, or, in a run
+    /// without it, opened exclusively.
+    static func primary(_ all: [Measurement]) -> String {
+        let exclusive = "DocStore, exclusive"
+        return all.contains { $0.peer == "DocStore" } || !all.contains { $0.peer == exclusive } ? "DocStore" : exclusive
+    }
+
     /// A markdown table per document count.
     static func table(_ all: [Measurement]) -> String {
         var out = ""
         let exclusive = "DocStore, exclusive"
-        let peers = ["DocStore", "DocStore, 1 thread", exclusive, "GRDB", "SQLite C", "raw LMDB"]
-            .filter { p in all.contains { $0.peer == p } }
-        // The ratios are DocStore's as it opens by default, or, in a run without it, opened exclusively; the
-        // exclusive store's own ratio to SQLite C has a column of its own when both ran.
-        let primary = peers.contains("DocStore") || !peers.contains(exclusive) ? "DocStore" : exclusive
+        let peers = peerOrder.filter { p in all.contains { $0.peer == p } }
+        // The exclusive store's own ratio to SQLite C has a column of its own when the default one is the primary.
+        let primary = primary(all)
         let ratios = ["GRDB", "SQLite C", "raw LMDB"].map { (peer: "vs \($0)", of: primary, to: $0) }
             + (primary != exclusive && peers.contains(exclusive)
                ? [(peer: "exclusive vs SQLite C", of: exclusive, to: "SQLite C")] : [])

@@ -15,13 +15,9 @@ enum Thresholds {
                     + "found '\(raw)'")
             }
             let (scenario, form) = (words[0], words[1])
-            // Against PostgreSQL used directly, DocStore on the same server; otherwise DocStore as it opens by
-            // default, or, in a run without it, opened exclusively.
-            let ours = peer is PostgresJSONBPeer ? ["DocStore PG"] : ["DocStore", "DocStore, exclusive"]
-            let measured = ours.lazy.compactMap { name in
-                all.first { $0.peer == name && $0.scenario == scenario && $0.form == form }
-            }
-            guard let m = measured.first,
+            // Against PostgreSQL used directly, DocStore on the same server; otherwise ``Report/primary(_:)``.
+            let ours = peer is PostgresJSONBPeer ? "DocStore PG" : Report.primary(all)
+            guard let m = all.first(where: { $0.peer == ours && $0.scenario == scenario && $0.form == form }),
                   let ratio = Report.ratio(all, m, to: peer.name) else {
                 print("MISSING \(scenario) \(form) vs \(peer.name): not measured")
                 failures += 1
